@@ -1,0 +1,39 @@
+"""Triton embedding gather: out[t, :] = table[ids[t], :].
+
+A block of 8 token ids is loaded, then a 2D [8, 32] tile of rows is
+gathered with pointer arithmetic on the ids (vocab 128, dim 32, 32
+tokens, 4 programs).
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def embedding(table_ptr, ids_ptr, out_ptr, tokens, DIM: tl.constexpr, BLOCK_T: tl.constexpr):
+    pid = tl.program_id(0)
+    t = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    tmask = t < tokens
+    ids = tl.load(ids_ptr + t, mask=tmask, other=0)
+    d = tl.arange(0, DIM)
+    rows = tl.load(table_ptr + ids[:, None] * DIM + d[None, :], mask=tmask[:, None])
+    tl.store(out_ptr + t[:, None] * DIM + d[None, :], rows, mask=tmask[:, None])
+
+
+CORPUS = [
+    dict(
+        name="embedding",
+        kernel=embedding,
+        family="gather",
+        grid=(4, 1, 1),
+        num_warps=2,
+        constexprs={"DIM": 32, "BLOCK_T": 8},
+        params=[
+            ("table_ptr", "input", "f32", 4096),
+            ("ids_ptr", "input", "s32", 32, {"range": [0, 128]}),
+            ("out_ptr", "output", "f32", 1024),
+            ("tokens", "scalar", "s32", 32),
+        ],
+        shape={"vocab": 128, "dim": 32, "tokens": 32},
+    ),
+]

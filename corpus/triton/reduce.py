@@ -1,0 +1,60 @@
+"""Triton block reductions: per-program partial sum and partial max.
+
+Each of the 4 programs reduces BLOCK = 512 contiguous elements with
+tl.sum / tl.max and writes one partial; the host (or a second launch)
+finishes.  ``reduce_max`` masks with -inf and is compiled without
+divisibility hints on a ragged n.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def reduce_sum(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(partial_ptr + pid, tl.sum(x, axis=0))
+
+
+@triton.jit
+def reduce_max(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+    tl.store(partial_ptr + pid, tl.max(x, axis=0))
+
+
+CORPUS = [
+    dict(
+        name="reduce_sum",
+        kernel=reduce_sum,
+        family="reduction",
+        grid=(4, 1, 1),
+        num_warps=4,
+        constexprs={"BLOCK": 512},
+        params=[
+            ("x_ptr", "input", "f32", 2048),
+            ("partial_ptr", "output", "f32", 4),
+            ("n", "scalar", "s32", 2048),
+        ],
+        shape={"n": 2048},
+    ),
+    dict(
+        name="reduce_max",
+        kernel=reduce_max,
+        family="reduction",
+        grid=(4, 1, 1),
+        num_warps=4,
+        divisibility=False,
+        constexprs={"BLOCK": 512},
+        params=[
+            ("x_ptr", "input", "f32", 2000),
+            ("partial_ptr", "output", "f32", 4),
+            ("n", "scalar", "s32", 2000),
+        ],
+        shape={"n": 2000},
+        tags=["no-divisibility"],
+    ),
+]
