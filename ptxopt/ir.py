@@ -1,0 +1,435 @@
+"""The PTX intermediate representation.
+
+Design choices, and why:
+
+* **Lossless and generic.** An instruction is ``guard? opcode(.modifier)* operands``
+  with the modifiers kept as an ordered tuple of strings, so an opcode or
+  modifier nobody has taught ptxopt still parses and prints back unchanged.
+  What an opcode *means* (is it a load, which state space, how many
+  destinations) lives in :mod:`ptxopt.opcodes`, never in these classes.
+* **Leaves are frozen.** Instructions, operands, labels and declarations are
+  immutable, so a module copy only rebuilds the containers (functions and
+  ``{ }`` blocks) and shares every leaf. Passes build new instructions with
+  :func:`dataclasses.replace` instead of mutating, which makes copying a module
+  an order of magnitude cheaper than re-parsing it.
+* **Equality is structural.** ``parse(emit(m)) == m`` is the round-trip
+  contract, so source positions (``line``) are excluded from comparisons.
+* **Declarations keep their attribute words in order.** ``.param .u64 .ptr
+  .global .align 16 p`` is stored as the word tuple plus the name; the
+  properties below read the space, type and alignment out of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Union
+
+# --------------------------------------------------------------------------
+# Operands
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reg:
+    """A register or special register (``%r1``, ``%p2``, ``%tid.x``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Imm:
+    """An immediate, kept as written (``16``, ``-4``, ``0x1F``, ``0f3F800000``)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def is_float(self) -> bool:
+        t = self.text.lstrip("-")
+        return t[:2] in ("0f", "0F", "0d", "0D") or "." in t or (
+            ("e" in t or "E" in t) and not t.startswith(("0x", "0X"))
+        )
+
+    def value(self) -> int | float:
+        """Numeric value: int for integer literals, float for float literals."""
+        t = self.text
+        if t[:2] in ("0f", "0F"):
+            import struct
+
+            return struct.unpack("<f", int(t[2:], 16).to_bytes(4, "little"))[0]
+        if t[:2] in ("0d", "0D"):
+            import struct
+
+            return struct.unpack("<d", int(t[2:], 16).to_bytes(8, "little"))[0]
+        if self.is_float:
+            return float(t)
+        return parse_int(t)
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    """A symbol: label, function, variable or parameter name, ``_`` sink; with
+    an optional byte offset (``arr+8``)."""
+
+    name: str
+    offset: int = 0
+
+    def __str__(self) -> str:
+        return self.name if not self.offset else f"{self.name}{_signed(self.offset)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    """A negated predicate operand ``!%p``."""
+
+    reg: Reg
+
+    def __str__(self) -> str:
+        return f"!{self.reg.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A predicate pair destination ``%p|%q`` (setp, shfl)."""
+
+    first: Reg
+    second: Reg
+
+    def __str__(self) -> str:
+        return f"{self.first.name}|{self.second.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Vec:
+    """A vector operand ``{%f1, %f2}``; items may be registers, immediates or ``_``."""
+
+    items: tuple["Operand", ...]
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(str(i) for i in self.items) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Addr:
+    """A memory address ``[base+offset]``. ``base`` is a register, a symbol or
+    an immediate (absolute address); ``extra`` holds further comma-separated
+    items (texture coordinates ``[tex, {%f1, %f2}]``)."""
+
+    base: Union[Reg, Sym, Imm]
+    offset: int = 0
+    extra: tuple["Operand", ...] = ()
+
+    def __str__(self) -> str:
+        inner = str(self.base) + (_signed(self.offset) if self.offset else "")
+        for e in self.extra:
+            inner += ", " + str(e)
+        return f"[{inner}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ParenList:
+    """A parenthesised list, as in call arguments ``(param0, param1)``."""
+
+    items: tuple["Operand", ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(i) for i in self.items) + ")"
+
+
+Operand = Union[Reg, Imm, Sym, Neg, Pair, Vec, Addr, ParenList]
+
+
+def _signed(n: int) -> str:
+    # nvcc writes negative offsets as "+-4"; ptxas accepts it and it keeps the
+    # "+" visible, so that is the canonical form.
+    return f"+{n}"
+
+
+def parse_int(text: str) -> int:
+    """Value of a PTX integer literal (decimal, hex, octal, binary, ``U`` suffix)."""
+    t = text.rstrip("uU")
+    neg = t.startswith("-")
+    if neg:
+        t = t[1:]
+    if t[:2] in ("0x", "0X"):
+        v = int(t[2:], 16)
+    elif t[:2] in ("0b", "0B"):
+        v = int(t[2:], 2)
+    elif len(t) > 1 and t[0] == "0":
+        v = int(t[1:], 8)
+    else:
+        v = int(t)
+    return -v if neg else v
+
+
+# --------------------------------------------------------------------------
+# Statements
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """``@guard opcode.mod1.mod2 operands;``
+
+    ``guard`` is the predicate register name or None; ``guard_neg`` is True for
+    ``@!%p``. ``modifiers`` are the dot-separated words after the opcode, in
+    order and without dots.
+    """
+
+    opcode: str
+    modifiers: tuple[str, ...] = ()
+    operands: tuple[Operand, ...] = ()
+    guard: str | None = None
+    guard_neg: bool = False
+    line: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def full_opcode(self) -> str:
+        if not self.modifiers:
+            return self.opcode
+        return self.opcode + "." + ".".join(self.modifiers)
+
+    def has(self, modifier: str) -> bool:
+        return modifier in self.modifiers
+
+    def with_modifiers(self, modifiers: tuple[str, ...]) -> "Instruction":
+        return replace(self, modifiers=tuple(modifiers))
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    name: str
+    line: int = field(default=0, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclItem:
+    """One declared name: ``%r<100>`` (count=100), ``smem[128]`` (dims=("128",)),
+    ``dyn[]`` (dims=("",)), or a plain name / string argument."""
+
+    name: str
+    count: int | None = None
+    dims: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        s = self.name
+        if self.count is not None:
+            s += f"<{self.count}>"
+        for d in self.dims:
+            s += f"[{d}]"
+        return s
+
+    def names(self) -> list[str]:
+        """Every register name this item declares (``%r<3>`` -> %r0, %r1, %r2)."""
+        if self.count is None:
+            return [self.name]
+        return [f"{self.name}{i}" for i in range(self.count)]
+
+
+# Initialiser values: a scalar token text, or a nested brace list.
+Init = Union[str, tuple["Init", ...]]
+
+
+def format_init(init: Init) -> str:
+    if isinstance(init, str):
+        return init
+    return "{" + ", ".join(format_init(i) for i in init) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decl:
+    """A declaration or a directive statement that ends in ``;``.
+
+    ``attrs`` are the words before the names, in order (``.reg``, ``.b32``,
+    ``.align``, ``16`` ...). ``.pragma "nounroll";`` and ``.branchtargets``
+    are Decls too: the shape is the same and printing is lossless.
+    """
+
+    attrs: tuple[str, ...]
+    items: tuple[DeclItem, ...] = ()
+    init: Init | None = None
+    line: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def space(self) -> str | None:
+        """State space word (``.reg``, ``.param``, ``.shared``...), if any."""
+        from ptxopt.opcodes import STATE_SPACES
+
+        for a in self.attrs:
+            if a in STATE_SPACES:
+                return a
+        return None
+
+    @property
+    def dtype(self) -> str | None:
+        from ptxopt.opcodes import TYPE_BITS
+
+        for a in self.attrs:
+            if a[1:] in TYPE_BITS:
+                return a
+        return None
+
+    @property
+    def align(self) -> int | None:
+        for i, a in enumerate(self.attrs[:-1]):
+            if a == ".align":
+                return parse_int(self.attrs[i + 1])
+        return None
+
+    @property
+    def is_ptr(self) -> bool:
+        return ".ptr" in self.attrs
+
+    @property
+    def name(self) -> str:
+        return self.items[0].name if self.items else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A ``.loc`` debug line directive, kept as written (it has no ``;``)."""
+
+    text: str
+    line: int = field(default=0, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """Text kept verbatim: ``.file`` lines, ``.section .debug_*`` blocks,
+    ``.callprototype`` statements. ptxopt never rewrites these."""
+
+    text: str
+    line: int = field(default=0, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A ``//`` or ``/* */`` comment; ``trailing`` comments print on the line of
+    the statement before them."""
+
+    text: str
+    trailing: bool = False
+    line: int = field(default=0, compare=False, repr=False)
+
+
+@dataclass(slots=True)
+class Block:
+    """A ``{ }`` scope: function bodies and nested scopes (call sequences)."""
+
+    items: list["Statement"]
+    line: int = field(default=0, compare=False, repr=False)
+
+    def copy(self) -> "Block":
+        return Block([i.copy() if type(i) is Block else i for i in self.items], self.line)
+
+
+Statement = Union[Instruction, Label, Decl, Loc, Raw, Comment, Block]
+
+
+@dataclass(frozen=True, slots=True)
+class PerfDirective:
+    """A function-header directive: ``.maxnreg 64``, ``.maxntid 256, 1, 1``,
+    ``.noreturn``, ``.pragma "nounroll";`` (args kept as text)."""
+
+    name: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Function:
+    """An ``.entry`` or ``.func`` definition (``body`` set) or declaration."""
+
+    kind: str  # ".entry" or ".func"
+    name: str
+    linkage: tuple[str, ...] = ()
+    params: tuple[Decl, ...] | None = None
+    ret_params: tuple[Decl, ...] | None = None
+    directives: tuple[PerfDirective, ...] = ()
+    body: Block | None = None
+    line: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def is_entry(self) -> bool:
+        return self.kind == ".entry"
+
+    def copy(self) -> "Function":
+        return Function(
+            self.kind, self.name, self.linkage, self.params, self.ret_params,
+            self.directives, self.body.copy() if self.body is not None else None, self.line,
+        )
+
+    def directive(self, name: str) -> PerfDirective | None:
+        for d in self.directives:
+            if d.name == name:
+                return d
+        return None
+
+    def instructions(self) -> Iterator[Instruction]:
+        """All instructions of the body in textual order, nested scopes included."""
+        if self.body is None:
+            return iter(())
+        return iter_instructions(self.body)
+
+
+TopLevel = Union[Function, Decl, Raw, Comment]
+
+
+@dataclass(slots=True)
+class Module:
+    """A PTX module: header directives and the top-level items in order."""
+
+    version: str
+    target: tuple[str, ...]
+    address_size: int | None = None
+    items: list[TopLevel] = field(default_factory=list)
+    header_comments: tuple[Comment, ...] = ()
+
+    def copy(self) -> "Module":
+        """A copy sharing every immutable leaf; containers are new."""
+        return Module(
+            self.version, self.target, self.address_size,
+            [i.copy() if type(i) is Function else i for i in self.items],
+            self.header_comments,
+        )
+
+    @property
+    def functions(self) -> list[Function]:
+        return [i for i in self.items if type(i) is Function]
+
+    @property
+    def entries(self) -> list[Function]:
+        return [f for f in self.functions if f.kind == ".entry" and f.body is not None]
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name and f.body is not None:
+                return f
+        raise KeyError(name)
+
+    @property
+    def arch(self) -> str:
+        return self.target[0] if self.target else ""
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        major, _, minor = self.version.partition(".")
+        return int(major), int(minor or 0)
+
+
+def iter_instructions(block: Block) -> Iterator[Instruction]:
+    stack = [iter(block.items)]
+    while stack:
+        for item in stack[-1]:
+            t = type(item)
+            if t is Instruction:
+                yield item
+            elif t is Block:
+                stack.append(iter(item.items))
+                break
+        else:
+            stack.pop()

@@ -1,0 +1,484 @@
+"""PTX text -> IR, with the Lark LALR grammar in ``grammar/ptx.lark``.
+
+The IR is built inside the LALR reduction callbacks (no parse tree is ever
+made), which is what makes parsing fast enough to sit in a search loop. Most
+operands are single tokens (registers, numbers, symbols) and are converted in
+the instruction callback; only compound operands get callbacks of their own.
+
+Comments are %ignore'd by the grammar but collected by a lexer callback and
+put back as :class:`~ptxopt.ir.Comment` statements by position (see
+:mod:`ptxopt.comments`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from ptxopt.comments import place_comments
+from ptxopt.ir import (
+    Addr, Block, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
+    Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, parse_int,
+)
+
+try:  # the Cython build of Lark's LALR engine, by Lark's author: ~2x faster
+    import lark_cython
+except ImportError:  # pragma: no cover - pure-Python Lark works, just slower
+    lark_cython = None
+
+GRAMMAR_PATH = Path(__file__).parent / "grammar" / "ptx.lark"
+#: Which LALR engine parses: "lark-cython" when installed, else "lark".
+BACKEND = "lark-cython" if lark_cython is not None else "lark"
+_TOK = Token
+MAX_NESTING = 100  # deeper `{ }` nesting is refused (and never seen in real PTX)
+
+
+class ParseError(Exception):
+    """A syntax error at ``line``:``column`` (1-based) of the input."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1, filename: str = "<input>"):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
+
+
+class _Builder:
+    """LALR callbacks: each method receives every child of one reduction
+    (the parser keeps all tokens, so punctuation is present and positions
+    are fixed per alternative).
+
+    ``pos`` records where every statement, block and top-level item starts
+    (keyed by object id) and ``spans`` where every block's braces are; both
+    only serve to place comments. Tokens are read through ``.value`` so the
+    same callbacks work with Lark's and lark-cython's token classes.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.comments: list = []
+        self.pos: dict[int, tuple[int, int]] = {}
+        self.spans: list = []
+        self.regs: dict[str, Reg] = {}
+        self.depth: dict[int, int] = {}
+
+    # -- operands ----------------------------------------------------------
+    def _reg(self, tok) -> Reg:
+        v = tok.value
+        r = self.regs.get(v)
+        if r is None:
+            r = self.regs[v] = Reg(v)
+        return r
+
+    def _conv(self, x):
+        t = type(x)
+        if t is not _TOK:
+            return x
+        ty = x.type
+        if ty == "REG":
+            return self._reg(x)
+        if ty == "NUMBER":
+            return Imm(x.value)
+        return Sym(x.value)
+
+    def ops(self, c):
+        # The hottest callback (one call per operand): conversion is inlined.
+        if len(c) == 1:
+            lst, x = [], c[0]
+        else:
+            lst, x = c[0], c[2]
+        if type(x) is _TOK:
+            ty = x.type
+            v = x.value
+            if ty == "REG":
+                r = self.regs.get(v)
+                if r is None:
+                    r = self.regs[v] = Reg(v)
+                x = r
+            elif ty == "NUMBER":
+                x = Imm(v)
+            else:
+                x = Sym(v)
+        lst.append(x)
+        return lst
+
+    def neg_imm(self, c):
+        return Imm("-" + c[1].value)
+
+    def not_pred(self, c):
+        return Neg(self._reg(c[1]))
+
+    def pair(self, c):
+        return Pair(self._reg(c[0]), self._reg(c[2]))
+
+    def sym_off(self, c):
+        off = -parse_int(c[3].value) if len(c) == 4 else parse_int(c[2].value)
+        return Sym(c[0].value, off)
+
+    def vec(self, c):
+        return Vec(tuple(c[1]) if len(c) == 3 else ())
+
+    def paren(self, c):
+        return ParenList(tuple(c[1]) if len(c) == 3 else ())
+
+    def addr(self, c):
+        base = self._conv(c[1])
+        sep = c[2].type
+        if sep == "RSQB":
+            return Addr(base)
+        if sep == "COMMA":
+            return Addr(base, 0, tuple(c[3]))
+        if sep == "MINUS":
+            return Addr(base, -parse_int(c[3].value))
+        if c[3].type == "MINUS":  # [base+-4]
+            return Addr(base, -parse_int(c[4].value))
+        return Addr(base, parse_int(c[3].value))
+
+    # -- statements ----------------------------------------------------------
+    def instruction(self, c):
+        first = c[0]
+        if first.type == "GUARD":
+            g = first.value
+            neg = g[1] == "!"
+            guard = g[2:] if neg else g[1:]
+            word = c[1]
+            ops = c[2] if len(c) == 4 else ()
+        else:
+            guard, neg, word = None, False, first
+            ops = c[1] if len(c) == 3 else ()
+        opcode, *mods = word.value.split(".")
+        ins = Instruction(opcode, tuple(mods), tuple(ops), guard, neg, first.line)
+        self.pos[id(ins)] = (first.line, first.column)
+        return ins
+
+    def label(self, c):
+        t = c[0]
+        lab = Label(t.value, t.line)
+        self.pos[id(lab)] = (t.line, t.column)
+        return lab
+
+    def stmts(self, c):
+        if len(c) == 1:
+            return [self._stmt(c[0])]
+        lst = c[0]
+        lst.append(self._stmt(c[1]))
+        return lst
+
+    def _stmt(self, x):
+        if type(x) is not _TOK:
+            return x
+        obj = (Loc if x.type == "LOC" else Raw)(x.value.rstrip(), x.line)
+        self.pos[id(obj)] = (x.line, x.column)
+        return obj
+
+    def block(self, c):
+        lb, rb = c[0], c[-1]
+        items = c[1] if len(c) == 3 else []
+        nested = max((self.depth.get(id(b), 0) for b in items if type(b) is Block), default=0)
+        if nested + 1 > MAX_NESTING:
+            raise ParseError(f"blocks nested deeper than {MAX_NESTING} levels", lb.line, lb.column)
+        blk = Block(items, lb.line)
+        self.depth[id(blk)] = nested + 1
+        self.pos[id(blk)] = (lb.line, lb.column)
+        self.spans.append(((lb.line, lb.column), (rb.line, rb.column), items))
+        return blk
+
+    # -- declarations ----------------------------------------------------------
+    def attrs(self, c):
+        if len(c) == 1:
+            return _Attrs(c)
+        lst = c[0]
+        lst.append(c[1])
+        return lst
+
+    def ditems(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        lst = c[0]
+        lst.append(c[2])
+        return lst
+
+    def ditem(self, c):
+        first = c[0]
+        if type(first) is DeclItem:  # ditem "[" NUMBER? "]"
+            dim = c[2].value if len(c) == 4 else ""
+            return DeclItem(first.name, first.count, first.dims + (dim,))
+        if len(c) == 1:
+            return DeclItem(first.value)
+        return DeclItem(first.value, parse_int(c[2].value))
+
+    def decl(self, c):
+        attrs = c[0]
+        items = tuple(c[1]) if len(c) > 2 else ()
+        init = c[3] if len(c) == 5 else None
+        a0 = attrs[0]
+        d = Decl(tuple(a.value for a in attrs), items, init, a0.line)
+        self.pos[id(d)] = (a0.line, a0.column)
+        return d
+
+    def init(self, c):
+        if c[0].type == "LBRACE" if type(c[0]) is _TOK else False:
+            return tuple(c[1])
+        return "".join(x.value for x in c)
+
+    def ilist(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        lst = c[0]
+        lst.append(c[2])
+        return lst
+
+    # -- functions -------------------------------------------------------------
+    def param(self, c):
+        return Decl(tuple(a.value for a in c[0]), (c[1],), None, c[0][0].line)
+
+    def plist(self, c):
+        if len(c) == 1:
+            return [c[0]]
+        lst = c[0]
+        lst.append(c[2])
+        return lst
+
+    def params(self, c):
+        return _Params(c[1] if len(c) == 3 else ())
+
+    def nums(self, c):
+        if len(c) == 1:
+            return [c[0].value]
+        lst = c[0]
+        lst.append(c[2].value)
+        return lst
+
+    def perf(self, c):
+        if len(c) == 1:
+            return PerfDirective(c[0].value)
+        arg = c[1]
+        args = (arg.value,) if type(arg) is _TOK else tuple(arg)
+        return PerfDirective(c[0].value, args)
+
+    def perfs(self, c):
+        if len(c) == 1:
+            return _Perfs(c)
+        lst = c[0]
+        lst.append(c[1])
+        return lst
+
+    def fhead(self, c):
+        linkage: tuple[str, ...] = ()
+        first = c[0]
+        i = 0
+        if type(first) is _Attrs:
+            linkage = tuple(a.value for a in first)
+            first = first[0]
+            i = 1
+        kind = c[i].value
+        name, ret, params, directives = None, None, None, ()
+        for x in c[i + 1:]:
+            t = type(x)
+            if t is _TOK:
+                name = x.value
+            elif t is _Params:
+                if name is None:
+                    ret = x.items
+                else:
+                    params = x.items
+            elif t is _Perfs:
+                directives = tuple(x)
+        fn = Function(kind, name, linkage, params, ret, directives, None, first.line)
+        self.pos[id(fn)] = (first.line, first.column)
+        return fn
+
+    def function(self, c):
+        fn = c[0]
+        if type(c[1]) is Block:
+            fn.body = c[1]
+        return fn
+
+    # -- module ----------------------------------------------------------------
+    def targets(self, c):
+        if len(c) == 1:
+            return [c[0].value]
+        lst = c[0]
+        lst.append(c[2].value)
+        return lst
+
+    def tops(self, c):
+        x = c[-1]
+        if type(x) is _TOK:
+            raw = Raw(x.value.rstrip(), x.line)
+            self.pos[id(raw)] = (x.line, x.column)
+            x = raw
+        if len(c) == 1:
+            return [x]
+        lst = c[0]
+        lst.append(x)
+        return lst
+
+    def header(self, c):
+        asize = parse_int(c[5].value) if len(c) == 6 else None
+        return (c[1].value, tuple(c[3]), asize, (c[0].line, c[0].column))
+
+    def start(self, c):
+        version, target, asize, header_pos = c[0]
+        items = c[1] if len(c) == 2 else []
+        return Module(version, target, asize, items), header_pos
+
+
+class _Attrs(list):
+    """Attribute tokens of a declaration or function header."""
+
+
+class _Perfs(list):
+    """Performance directives of a function header."""
+
+
+class _Params:
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = tuple(items)
+
+
+# --------------------------------------------------------------------------
+# The parser object: built once per process (Lark grammar analysis takes
+# ~100 ms), guarded by a lock because the callbacks hold per-parse state.
+# --------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_parser: Lark | None = None
+_builder: _Builder | None = None
+
+
+def _get_parser() -> tuple[Lark, _Builder]:
+    global _parser, _builder, _TOK
+    if _parser is None:
+        b = _Builder()
+        plugins = {}
+        if BACKEND == "lark-cython":
+            plugins = lark_cython.plugins
+            _TOK = lark_cython.Token
+        else:
+            _TOK = Token
+        _parser = Lark(
+            GRAMMAR_PATH.read_text(),
+            parser="lalr",
+            lexer="basic",
+            transformer=b,
+            keep_all_tokens=True,
+            maybe_placeholders=False,
+            propagate_positions=False,
+            lexer_callbacks={"COMMENT": lambda tok: b.comments.append(tok) or tok},
+            _plugins=plugins,
+        )
+        _builder = b
+    return _parser, _builder
+
+
+def parse(text: str, filename: str = "<input>") -> Module:
+    """Parse PTX source into a :class:`Module`; raise :class:`ParseError`."""
+    if not isinstance(text, str):
+        raise TypeError("parse() takes str; decode bytes with parse_bytes()")
+    parser, b = _get_parser()
+    with _lock:
+        b.reset()
+        try:
+            module, header_pos = parser.parse(text)
+        except UnexpectedInput as e:
+            raise _syntax_error(e, text, filename) from None
+        except VisitError as e:  # an exception raised inside a callback
+            orig = e.orig_exc
+            if isinstance(orig, ParseError):
+                orig.filename = filename
+                raise orig from None
+            raise
+        except ParseError as e:
+            e.filename = filename
+            raise
+        if b.comments:
+            place_comments(module, header_pos, b.comments, b.pos, b.spans)
+        return module
+
+
+def parse_bytes(data: bytes, filename: str = "<input>") -> Module:
+    """Decode and parse; binary or non-UTF-8 input is a ParseError, not a crash."""
+    if b"\x00" in data[:65536]:
+        raise ParseError("not a text file (it contains NUL bytes)", 1, 1, filename)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ParseError(f"invalid UTF-8 byte 0x{data[e.start]:02x}", line, col, filename) from None
+    return parse(text, filename)
+
+
+def parse_file(path: str | Path) -> Module:
+    p = Path(path)
+    return parse_bytes(p.read_bytes(), str(path))
+
+
+# --------------------------------------------------------------------------
+# Error messages
+# --------------------------------------------------------------------------
+
+_TERMINAL_NAMES = {
+    "VERSION": "'.version'", "TARGET": "'.target'", "ADDRESS_SIZE": "'.address_size'",
+    "ENTRY": "'.entry'", "FUNC": "'.func'", "LOC": "'.loc'", "FILE": "'.file'",
+    "SECTION": "'.section'", "CALLPROTO": "'.callprototype'", "DIRECTIVE": "a directive",
+    "GUARD": "a guard predicate", "REG": "a register", "WORD": "an identifier or opcode",
+    "NUMBER": "a number", "STRING": "a string", "LBRACE": "'{'", "RBRACE": "'}'",
+    "MINUS": "'-'", "SEMICOLON": "';'", "SEMI": "';'", "COMMA": "','", "COLON": "':'", "LPAR": "'('",
+    "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "MORETHAN": "'>'", "LESSTHAN": "'<'",
+    "PLUS": "'+'", "EQUAL": "'='", "BANG": "'!'", "VBAR": "'|'", "$END": "end of input",
+}
+
+
+def _describe_expected(names) -> str:
+    words = sorted({_TERMINAL_NAMES.get(n, n) for n in names})
+    if not words:
+        return "something else"
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return words[0] if len(words) == 1 else "one of " + ", ".join(words)
+
+
+def _found(text: str, tok) -> str:
+    if tok is None or tok.type == "$END":
+        return "end of input"
+    s = str(getattr(tok, "value", tok)).strip() or str(getattr(tok, "value", tok))
+    if len(s) > 40:
+        s = s[:37] + "..."
+    return repr(s)
+
+
+def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> ParseError:
+    if isinstance(e, UnexpectedToken):
+        found = _found(text, e.token)
+        line, col = (e.line, e.column) if e.line not in (None, -1) else _end_pos(text)
+        msg = f"expected {_describe_expected(e.expected)}, found {found}"
+        return ParseError(msg, line, col, filename)
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        msg = f"unexpected character {ch!r}"
+        if e.allowed:
+            msg += f"; expected {_describe_expected(e.allowed)}"
+        return ParseError(msg, e.line, e.column, filename)
+    if isinstance(e, UnexpectedEOF):
+        line, col = _end_pos(text)
+        return ParseError(f"unexpected end of input; expected {_describe_expected(e.expected)}", line, col, filename)
+    return ParseError(str(e).splitlines()[0], getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, filename)
+
+
+def _end_pos(text: str) -> tuple[int, int]:
+    line = text.count("\n") + 1
+    col = len(text) - (text.rfind("\n") + 1) + 1
+    return line, col
