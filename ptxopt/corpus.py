@@ -1,0 +1,203 @@
+"""Load the PTX kernel corpus described by ``corpus/manifest.json``.
+
+The corpus is the fixed set of kernels that ptxopt's passes, tests and
+benchmarks run on.  Its PTX is committed, so loading it needs neither nvcc
+nor Triton; this module only reads the manifest (schema in
+``corpus/README.md``) into frozen dataclasses and answers selectors such as
+``gemm_tile``, ``triton``, ``softmax`` or one kernel id.
+
+Where the corpus lives: ``$PTXOPT_CORPUS`` if set, else the ``corpus/``
+folder beside the ``ptxopt/`` package (a source checkout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+
+#: Selector aliases for compilers (``cuda`` means the nvcc-built kernels,
+#: ``gemm_tile`` is also a family and selects the same kernels).
+COMPILER_ALIASES = {
+    "ptxopt-gen": "ptxopt-gen",
+    "gen": "ptxopt-gen",
+    "nvcc": "nvcc",
+    "cuda": "nvcc",
+    "triton": "triton",
+}
+
+
+class CorpusError(Exception):
+    """The corpus is missing or malformed, or a selector matches nothing."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One ``.param`` of a kernel entry, in declaration order.
+
+    ``role`` is input / output / inout (buffers: ``dtype`` + ``count``
+    elements, base aligned to ``align`` bytes), scalar (``value``), or
+    scratch (Triton's trailing pointers: ``count`` bytes, may be null when
+    ``nullable``).  ``extra`` keeps optional fields such as ``range`` (values
+    an input must be drawn from) or ``init`` ("zero").
+    """
+
+    name: str
+    arg: str
+    role: str
+    dtype: str
+    count: int | None = None
+    value: int | float | None = None
+    align: int | None = None
+    nullable: bool = False
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.role != "scalar"
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Param":
+        known = {"name", "arg", "role", "dtype", "count", "value", "align", "nullable"}
+        extra = tuple(sorted((k, _freeze(v)) for k, v in d.items() if k not in known))
+        return cls(name=d["name"], arg=d.get("arg", d["name"]), role=d["role"], dtype=d["dtype"],
+                   count=d.get("count"), value=d.get("value"), align=d.get("align"),
+                   nullable=bool(d.get("nullable", False)), extra=extra)
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0  # dynamic shared memory to pass at launch
+
+    @property
+    def threads(self) -> int:
+        g, b = self.grid, self.block
+        return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One corpus kernel: where its PTX is and how to launch it."""
+
+    id: str
+    family: str
+    compiler: str
+    path: str  # relative to the corpus root
+    entry: str
+    source: str
+    generator: str
+    arch: str
+    ptx_version: str
+    launch: Launch
+    params: tuple[Param, ...]
+    shape: tuple[tuple[str, Any], ...] = ()
+    tags: tuple[str, ...] = ()
+    root: Path = field(default=Path("."), compare=False, repr=False)
+
+    @property
+    def ptx_path(self) -> Path:
+        return self.root / self.path
+
+    def ptx_text(self) -> str:
+        """The kernel's PTX module text, exactly as committed."""
+        try:
+            return self.ptx_path.read_text()
+        except OSError as exc:
+            raise CorpusError(f"{self.id}: cannot read {self.ptx_path}: {exc}") from exc
+
+    @property
+    def shape_dict(self) -> dict[str, Any]:
+        return dict(self.shape)
+
+    @classmethod
+    def from_json(cls, d: dict, root: Path) -> "KernelSpec":
+        launch = d["launch"]
+        return cls(
+            id=d["id"], family=d["family"], compiler=d["compiler"], path=d["path"], entry=d["entry"],
+            source=d.get("source", ""), generator=d.get("generator", ""), arch=d["arch"],
+            ptx_version=d["ptx_version"],
+            launch=Launch(tuple(launch["grid"]), tuple(launch["block"]), int(launch.get("shared_bytes", 0))),
+            params=tuple(Param.from_json(p) for p in d["params"]),
+            shape=tuple((k, _freeze(v)) for k, v in d.get("shape", {}).items()),
+            tags=tuple(d.get("tags", [])),
+            root=root,
+        )
+
+
+def _freeze(value):
+    """Lists -> tuples so that specs stay hashable."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    return value
+
+
+def corpus_root() -> Path:
+    """``$PTXOPT_CORPUS`` if set, else ``<checkout>/corpus`` beside ``ptxopt/``."""
+    env = os.environ.get("PTXOPT_CORPUS")
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path(__file__).resolve().parent.parent / "corpus"
+
+
+def load_manifest(root: Path | None = None) -> list[KernelSpec]:
+    """All kernels of the manifest, in manifest order."""
+    root = Path(root) if root is not None else corpus_root()
+    path = root / "manifest.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CorpusError(f"no corpus manifest at {path} (set PTXOPT_CORPUS?)") from None
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path}: invalid JSON: {exc}") from exc
+    if data.get("schema") != SCHEMA:
+        raise CorpusError(f"{path}: schema {data.get('schema')!r}, expected {SCHEMA}")
+    try:
+        return [KernelSpec.from_json(k, root) for k in data["kernels"]]
+    except (KeyError, TypeError) as exc:
+        raise CorpusError(f"{path}: malformed kernel record: {exc!r}") from exc
+
+
+def select(spec: str, kernels: list[KernelSpec] | None = None) -> list[KernelSpec]:
+    """Kernels matching *spec*: ``all``, a kernel id, a family, or a compiler.
+
+    Compilers accept the aliases in :data:`COMPILER_ALIASES` (``cuda`` is
+    nvcc).  A comma-separated list selects the union, in manifest order.
+    Raises :class:`CorpusError` naming the valid choices when nothing matches.
+    """
+    kernels = load_manifest() if kernels is None else kernels
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    if not wanted:
+        raise CorpusError("empty corpus selector")
+    chosen: set[str] = set()
+    for word in wanted:
+        if word == "all":
+            hits = kernels
+        else:
+            compiler = COMPILER_ALIASES.get(word)
+            hits = [k for k in kernels
+                    if k.id == word or k.family == word or (compiler and k.compiler == compiler)]
+        if not hits:
+            families = sorted({k.family for k in kernels})
+            compilers = sorted(COMPILER_ALIASES)
+            raise CorpusError(
+                f"unknown corpus selector {word!r}: use 'all', a kernel id, "
+                f"a family ({', '.join(families)}) or a compiler ({', '.join(compilers)})")
+        chosen.update(k.id for k in hits)
+    return [k for k in kernels if k.id in chosen]
+
+
+def get(kernel_id: str, kernels: list[KernelSpec] | None = None) -> KernelSpec:
+    """The one kernel with this id."""
+    kernels = load_manifest() if kernels is None else kernels
+    for k in kernels:
+        if k.id == kernel_id:
+            return k
+    raise CorpusError(f"no corpus kernel with id {kernel_id!r}")

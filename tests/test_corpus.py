@@ -1,0 +1,256 @@
+"""Tests of the committed PTX corpus and its loader (``ptxopt.corpus``).
+
+These read committed files only: no nvcc, no Triton, no GPU.  The PTX is
+checked with regexes on purpose, so that the corpus does not depend on
+ptxopt's own parser.  The ``slow`` test runs ptxas (shipped in the nvidia
+wheels the package depends on) over every kernel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ptxopt import corpus
+from ptxopt.corpus import CorpusError, KernelSpec, load_manifest, select
+
+ROOT = Path(__file__).resolve().parent.parent / "corpus"
+KERNELS = load_manifest(ROOT)
+BY_ID = {k.id: k for k in KERNELS}
+GEMM = [k for k in KERNELS if k.family == "gemm_tile"]
+
+ROLES = {"input", "output", "inout", "scalar", "scratch"}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8, "u8": 1, "s8": 1}
+
+ENTRY_RE = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+
+
+def entry_params(ptx: str, entry: str) -> list[str]:
+    """``.param`` names of one entry: the last word of each declaration."""
+    for name, body in ENTRY_RE.findall(ptx):
+        if name == entry:
+            return [re.sub(r"\[.*\]$", "", d.split()[-1]) for d in body.split(",") if d.strip()]
+    raise AssertionError(f"no .entry {entry} in PTX")
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_corpus_{name}", ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT))
+    return module
+
+
+def ids(kernels):
+    return [k.id for k in kernels]
+
+
+# -- manifest ----------------------------------------------------------------
+
+
+def test_manifest_parses_and_is_schema_1():
+    data = json.loads((ROOT / "manifest.json").read_text())
+    assert data["schema"] == 1
+    assert len(data["kernels"]) == len(KERNELS) > 0
+    assert all(isinstance(k, KernelSpec) for k in KERNELS)
+
+
+def test_ids_unique_and_paths_exist():
+    counts = Counter(ids(KERNELS))
+    assert not [i for i, c in counts.items() if c > 1]
+    for k in KERNELS:
+        assert k.ptx_path.is_file(), k.path
+        assert (ROOT / k.source).is_file(), k.source
+
+
+def test_counts_per_compiler():
+    by_compiler = Counter(k.compiler for k in KERNELS)
+    assert set(by_compiler) == {"ptxopt-gen", "nvcc", "triton"}
+    assert len(GEMM) == by_compiler["ptxopt-gen"] == 68
+    assert by_compiler["nvcc"] >= 20
+    assert by_compiler["triton"] >= 10
+
+
+def test_cuda_sources_sit_beside_their_ptx():
+    for k in select("nvcc", KERNELS):
+        assert k.source == f"cuda/{k.entry}.cu"
+        assert k.path == f"cuda/{k.entry}.ptx"
+        assert 'extern "C" __global__' in (ROOT / k.source).read_text()
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=ids(KERNELS))
+def test_params_match_ptx_entry(kernel):
+    ptx = kernel.ptx_text()
+    assert [p.name for p in kernel.params] == entry_params(ptx, kernel.entry)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=ids(KERNELS))
+def test_header_matches_manifest(kernel):
+    ptx = kernel.ptx_text()
+    assert re.search(rf"^\.version {re.escape(kernel.ptx_version)}\s*$", ptx, re.M)
+    assert re.search(rf"^\.target {kernel.arch}\b", ptx, re.M)
+    assert re.search(r"^\.address_size 64\s*$", ptx, re.M)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=ids(KERNELS))
+def test_params_and_launch_are_well_formed(kernel):
+    launch = kernel.launch
+    assert len(launch.grid) == len(launch.block) == 3
+    assert all(d >= 1 for d in launch.grid + launch.block)
+    # Small enough for a CPU PTX interpreter.
+    assert launch.threads <= 4096
+    assert launch.block[0] * launch.block[1] * launch.block[2] <= 1024
+    assert launch.shared_bytes >= 0
+    for p in kernel.params:
+        assert p.role in ROLES, p
+        assert p.dtype in DTYPE_BYTES, p
+        if p.role == "scalar":
+            assert p.value is not None and p.count is None, p
+        else:
+            assert isinstance(p.count, int) and p.count >= 0, p
+            assert p.align and p.align & (p.align - 1) == 0, p
+            assert p.count * DTYPE_BYTES[p.dtype] <= 64 * 1024, p
+            if p.role != "scratch":
+                assert p.count > 0, p
+    if kernel.compiler == "triton":
+        # Triton 3.9 appends a global and a profile scratch pointer.
+        assert [p.role for p in kernel.params[-2:]] == ["scratch", "scratch"]
+        assert launch.block[0] % 32 == 0 and launch.block[1:] == (1, 1)
+
+
+# -- gemm_tile ---------------------------------------------------------------
+
+
+def _count(pattern: str, text: str) -> int:
+    return len(re.findall(pattern, text, re.M))
+
+
+@pytest.mark.parametrize("kernel", GEMM, ids=ids(GEMM))
+def test_gemm_tile_instruction_counts(kernel):
+    m, n, k = (kernel.shape_dict[d] for d in "mnk")
+    assert kernel.id == kernel.entry == f"gemm_tile_{m}x{n}x{k}"
+    ptx = kernel.ptx_text()
+    assert _count(r"^\s*fma\.rn\.f32\s", ptx) == m * n * k
+    assert _count(r"^\s*ld\.global\.f32\s", ptx) == m * k + k * n
+    assert _count(r"^\s*st\.global\.f32\s", ptx) == m * n
+    assert _count(r"^\s*mov\.f32\s+%f\d+, 0f00000000;", ptx) == m * n
+    assert _count(r"\.param \.u64 \.ptr \.global \.align 16 ", ptx) == 3
+    assert [p.count for p in kernel.params] == [m * k, k * n, m * n]
+    assert kernel.launch.grid == kernel.launch.block == (1, 1, 1)
+
+
+def test_gemm_tile_shapes():
+    shapes = {tuple(k.shape_dict[d] for d in "mnk") for k in GEMM}
+    small = {(m, n, k) for m in (2, 4, 6, 8) for n in (2, 4, 6, 8) for k in (2, 4, 6, 8)}
+    assert shapes == small | {(d, d, d) for d in (10, 12, 14, 16)}
+    assert len(BY_ID["gemm_tile_16x16x16"].ptx_text().splitlines()) > 5000
+
+
+def test_gemm_generator_is_deterministic(tmp_path):
+    gen = load_script("gen_gemm_tile")
+    written = gen.write_all(tmp_path)
+    assert len(written) == 68
+    committed = sorted(p.name for p in (ROOT / "gemm_tile").glob("*.ptx"))
+    assert sorted(p.name for p in written) == committed
+    for path in written:
+        assert path.read_bytes() == (ROOT / "gemm_tile" / path.name).read_bytes(), path.name
+    assert gen.gemm_tile_ptx(4, 6, 8) == gen.gemm_tile_ptx(4, 6, 8)
+
+
+def test_manifest_gemm_entries_and_layout_are_reproducible():
+    """The regeneration script rebuilds the gemm entries and the manifest text
+    unchanged (this part needs no nvcc or Triton)."""
+    regen = load_script("regenerate")
+    writer = regen.Writer(dry_run=True)
+    gemm = regen.build_gemm(writer)
+    assert writer.changes == []
+    data = json.loads((ROOT / "manifest.json").read_text())
+    assert [k for k in data["kernels"] if k["compiler"] == "ptxopt-gen"] == gemm
+    assert regen.manifest_text(data["kernels"]) == (ROOT / "manifest.json").read_text()
+
+
+# -- loader / selectors --------------------------------------------------------
+
+
+def test_corpus_root_default_and_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("PTXOPT_CORPUS", raising=False)
+    assert corpus.corpus_root() == ROOT
+    monkeypatch.setenv("PTXOPT_CORPUS", str(tmp_path))
+    assert corpus.corpus_root() == tmp_path.resolve()
+    with pytest.raises(CorpusError, match="no corpus manifest"):
+        load_manifest()
+
+
+def test_select_by_compiler_family_id_and_all(monkeypatch):
+    monkeypatch.delenv("PTXOPT_CORPUS", raising=False)
+    assert len(select("all")) == len(KERNELS)
+    assert ids(select("gemm_tile")) == ids(GEMM)
+    assert ids(select("cuda")) == ids(select("nvcc"))
+    assert {k.compiler for k in select("cuda")} == {"nvcc"}
+    assert {k.compiler for k in select("triton")} == {"triton"}
+    assert ids(select("gemm_tile_2x4x6")) == ["gemm_tile_2x4x6"]
+    softmax = select("softmax")
+    assert softmax and {k.family for k in softmax} == {"softmax"}
+    assert {k.compiler for k in softmax} >= {"nvcc", "triton"}
+    both = select("softmax,gemm_tile_2x2x2")
+    assert set(ids(both)) == set(ids(softmax)) | {"gemm_tile_2x2x2"}
+
+
+def test_unknown_selector_lists_families():
+    with pytest.raises(CorpusError) as err:
+        select("no_such_kernel", KERNELS)
+    message = str(err.value)
+    assert "no_such_kernel" in message
+    for family in {k.family for k in KERNELS}:
+        assert family in message
+
+
+def test_specs_are_frozen_and_read_ptx():
+    k = BY_ID["gemm_tile_2x2x2"]
+    with pytest.raises(Exception):
+        k.id = "x"  # type: ignore[misc]
+    assert hash(k) == hash(BY_ID["gemm_tile_2x2x2"])
+    assert ".entry gemm_tile_2x2x2(" in k.ptx_text()
+    assert corpus.get("gemm_tile_2x2x2", KERNELS) == k
+
+
+def test_families_cover_the_brief():
+    families = {k.family for k in KERNELS}
+    assert {"gemm_tile", "elementwise", "reduction", "scan", "normalization", "softmax", "matmul",
+            "attention", "loss", "gather", "histogram", "transpose"} <= families
+
+
+# -- ptxas (slow) ---------------------------------------------------------------
+
+
+def _ptxas_for(version: str) -> Path:
+    """ptxas 12.9 accepts PTX up to ISA 8.8; nvcc 13's ISA 9.0 needs 13.x."""
+    major, minor = (int(x) for x in version.split("."))
+    sub = "cuda_nvcc" if (major, minor) <= (8, 8) else "cu13"
+    spec = importlib.util.find_spec("nvidia")
+    for base in (spec.submodule_search_locations if spec else []):
+        candidate = Path(base) / sub / "bin" / "ptxas"
+        if candidate.is_file():
+            return candidate
+    return Path("nvidia", sub, "bin", "ptxas")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", KERNELS, ids=ids(KERNELS))
+def test_ptxas_compiles(kernel):
+    ptxas = _ptxas_for(kernel.ptx_version)
+    if not ptxas.is_file():
+        pytest.skip(f"{ptxas} not installed")
+    proc = subprocess.run([str(ptxas), f"-arch={kernel.arch}", str(kernel.ptx_path), "-o", "/dev/null"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
