@@ -1,0 +1,340 @@
+"""The ``ptxopt`` command line.
+
+Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
+one JSON document on stdout (keys documented in the README). Expected
+failures print ``FILE:LINE:COL: error: ...`` or ``ptxopt: error: ...`` on stderr
+and exit 2; a bug in ptxopt itself prints one line and exits 3
+(``PTXOPT_DEBUG=1`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from ptxopt.inputs import InputError, read_one, read_targets
+from ptxopt.parser import ParseError, parse_bytes
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL = 3
+
+
+class _Group(click.Group):
+    """Turns expected errors into one-line messages and exit code 2."""
+
+    def invoke(self, ctx):
+        from ptxopt.corpus import CorpusError
+        from ptxopt.toolchain import ToolchainError
+
+        try:
+            return super().invoke(ctx)
+        except ParseError as e:
+            click.echo(str(e), err=True)
+            sys.exit(EXIT_USER_ERROR)
+        except (InputError, CorpusError, ToolchainError) as e:
+            click.echo(f"ptxopt: error: {e}", err=True)
+            sys.exit(EXIT_USER_ERROR)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except BrokenPipeError:  # `ptxopt ... | head`: the reader left, not an error
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("ptxopt: interrupted", err=True)
+            sys.exit(130)
+        except Exception as e:  # a bug: keep it to one line unless debugging
+            if os.environ.get("PTXOPT_DEBUG"):
+                raise
+            click.echo(f"ptxopt: internal error: {type(e).__name__}: {e} "
+                       "(set PTXOPT_DEBUG=1 for a traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ptxopt")
+def cli():
+    """ptxopt: rewrite NVIDIA PTX kernels with legality-checked passes.
+
+    TARGET/FILE arguments accept a path, '-' for stdin, or corpus:ID
+    (see 'ptxopt corpus list').
+    """
+
+
+def _load(spec: str):
+    src = read_one(spec)
+    return src, parse_bytes(src.data, src.name)
+
+
+def _print_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=False))
+
+
+# --------------------------------------------------------------------------
+@cli.command("parse")
+@click.argument("file")
+@click.option("--emit", "do_emit", is_flag=True, help="Print the module back as canonical PTX.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the module.")
+def parse_cmd(file, do_emit, as_json):
+    """Parse FILE; report syntax errors as FILE:LINE:COL (exit 2)."""
+    from ptxopt.emit import emit
+
+    src, m = _load(file)
+    if do_emit:
+        click.echo(emit(m), nl=False)
+        return
+    summary = module_summary(m)
+    if as_json:
+        _print_json({"file": src.name, **summary})
+        return
+    click.echo(f"{src.name}: ok: PTX {m.version}, target {', '.join(m.target)}")
+    for f in summary["functions"]:
+        defined = "" if f["defined"] else " (declaration)"
+        click.echo(f"  {f['kind']} {f['name']}: {f['params']} params, "
+                   f"{f['instructions']} instructions{defined}")
+
+
+def module_summary(m) -> dict:
+    funcs = []
+    for f in m.functions:
+        funcs.append({
+            "name": f.name,
+            "kind": f.kind.lstrip("."),
+            "linkage": [x.lstrip(".") for x in f.linkage],
+            "defined": f.body is not None,
+            "params": len(f.params or ()),
+            "instructions": sum(1 for _ in f.instructions()),
+            "directives": {d.name.lstrip("."): list(d.args) for d in f.directives},
+        })
+    return {"version": m.version, "target": list(m.target), "address_size": m.address_size,
+            "functions": funcs}
+
+
+# --------------------------------------------------------------------------
+@cli.command("stats")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats_cmd(file, as_json):
+    """Kernel statistics: features, blocks, DAG size, critical path, register pressure."""
+    from ptxopt.analysis import summary
+
+    src, m = _load(file)
+    s = summary(m)
+    if as_json:
+        _print_json({"file": src.name, **s})
+        return
+    _print_stats(src.name, s)
+
+
+def _print_stats(name: str, s: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for entry in s["entries"]:
+        t = Table(title=f"{name}: {entry['name']}", show_header=False, box=None)
+        t.add_column(style="bold")
+        t.add_column(justify="right")
+        for key in ("instructions", "blocks", "dag_nodes_max", "dag_edges_total", "critical_path"):
+            if key in entry:
+                t.add_row(key, str(entry[key]))
+        for cls, n in entry.get("register_pressure", {}).items():
+            t.add_row(f"pressure {cls}", str(n))
+        console.print(t)
+        feats = entry.get("features", {})
+        if feats:
+            ft = Table(title="features", box=None)
+            ft.add_column("name")
+            ft.add_column("value", justify="right")
+            for k, v in feats.items():
+                ft.add_row(k, f"{v:g}" if isinstance(v, float) else str(v))
+            console.print(ft)
+
+
+# --------------------------------------------------------------------------
+@cli.command("compile")
+@click.argument("file")
+@click.option("--arch", default="sm_89", show_default=True, help="Target architecture for ptxas.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
+def compile_cmd(file, arch, as_json, sass):
+    """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    src = read_one(file)
+    parse_bytes(src.data, src.name)  # syntax errors are reported the ptxopt way first
+    res = compile_ptx(src.data.decode("utf-8"), arch)
+    listing = disassemble(res.cubin)
+    kernels = {}
+    for name, k in res.kernels.items():
+        kernels[name] = {
+            "registers": k.registers,
+            "spill_store_bytes": k.spill_store_bytes,
+            "spill_load_bytes": k.spill_load_bytes,
+            "stack_frame_bytes": k.stack_frame_bytes,
+            "shared_bytes": k.shared_bytes,
+            "sass_instructions": len(listing.functions.get(name, [])),
+        }
+    out = {
+        "file": src.name, "arch": arch, "ptxas_version": res.ptxas_version,
+        "ptxas_path": str(res.ptxas_path), "ptxas_seconds": round(res.wall_time_s, 4),
+        "sass_instructions": listing.count, "kernels": kernels,
+    }
+    if as_json:
+        if sass:
+            out["sass"] = [_sass_json(i) for i in listing.instructions]
+        _print_json(out)
+        return
+    click.echo(f"{src.name}: ptxas {res.ptxas_version} for {arch} in {res.wall_time_s * 1e3:.0f} ms, "
+               f"{listing.count} SASS instructions")
+    for name, k in kernels.items():
+        click.echo(f"  {name}: {k['registers']} registers, spills {k['spill_store_bytes']} B stored / "
+                   f"{k['spill_load_bytes']} B loaded, stack {k['stack_frame_bytes']} B, "
+                   f"{k['sass_instructions']} SASS instructions")
+    if sass:
+        for i in listing.instructions:
+            c = i.control
+            click.echo(f"  {i.offset:6x}  S{c.stall:02d} {'Y' if c.yield_flag else '-'} "
+                       f"W{_bar(c.write_barrier)} R{_bar(c.read_barrier)} "
+                       f"M{c.wait_mask:06b}  {i.text}")
+
+
+def _bar(b) -> str:
+    return "-" if b is None or b == 7 else str(b)
+
+
+def _sass_json(i) -> dict:
+    c = i.control
+    return {"function": i.function, "offset": i.offset, "text": i.text,
+            "stall": c.stall, "yield": c.yield_flag, "write_barrier": c.write_barrier,
+            "read_barrier": c.read_barrier, "wait_mask": c.wait_mask, "reuse": c.reuse}
+
+
+# --------------------------------------------------------------------------
+@cli.command("roundtrip")
+@click.argument("targets", nargs=-1)
+@click.option("--arch", "archs", multiple=True, default=("sm_89",), show_default=True,
+              help="Compare SASS for this architecture (repeatable).")
+@click.option("--no-sass", is_flag=True, help="Skip the ptxas comparison; check the IR only.")
+@click.option("-j", "--jobs", default=0, help="Worker processes (default: CPU count).")
+@click.option("--json", "as_json", is_flag=True, help="Print per-kernel results as JSON.")
+def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
+    """Check the front end on TARGETS (default: the whole corpus).
+
+    For each kernel: parse(emit(m)) == m, printing is idempotent, and ptxas
+    compiles the printed PTX to the same SASS as the original. Exits 1 if
+    any kernel fails.
+    """
+    from ptxopt.roundtrip import RoundTripResult
+
+    sources = read_targets(list(targets) or ["corpus:all"])
+    archs = () if no_sass else tuple(archs)
+    results: list[RoundTripResult] = _run_parallel(sources, archs, jobs or os.cpu_count() or 1,
+                                                   progress=not as_json)
+    failed = [r for r in results if not r.ok]
+    if as_json:
+        _print_json({"archs": list(archs), "kernels": [r.to_json() for r in results],
+                     "passed": len(results) - len(failed), "failed": len(failed)})
+    else:
+        for r in failed:
+            click.echo(f"FAIL {r.name}: {_why(r)}")
+        rejected = sum(1 for r in results for a in r.archs if a.status == "rejected")
+        msg = f"{len(results) - len(failed)} passed, {len(failed)} failed"
+        if rejected:
+            msg += f" ({rejected} kernel/arch pairs skipped: ptxas rejects the original)"
+        click.echo(msg)
+    if failed:
+        sys.exit(1)
+
+
+def _why(r) -> str:
+    if r.error:
+        return r.error
+    if not r.ir_equal:
+        return "parse(emit(m)) != m"
+    if not r.idempotent:
+        return "printing is not idempotent"
+    bad = [a for a in r.archs if a.status not in ("same", "rejected")]
+    return "; ".join(f"{a.arch}: {a.status} {a.detail}" for a in bad)
+
+
+def _check_one(args):
+    from ptxopt.roundtrip import RoundTripResult, check_text
+
+    name, data, archs = args
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return RoundTripResult(name, error=f"{name}: not UTF-8 text ({e.reason})")
+    return check_text(text, name, archs)
+
+
+def _run_parallel(sources, archs, jobs, progress: bool):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rich.progress import Progress
+
+    work = [(s.name, s.data, archs) for s in sources]
+    results = [None] * len(work)
+    if jobs <= 1 or len(work) == 1:
+        it = map(_check_one, work)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        it = pool.map(_check_one, work, chunksize=1)
+    try:
+        with Progress(disable=not progress, transient=True) as bar:
+            task = bar.add_task("round trip", total=len(work))
+            for i, r in enumerate(it):
+                results[i] = r
+                bar.advance(task)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return results
+
+
+# --------------------------------------------------------------------------
+@cli.group("corpus")
+def corpus_grp():
+    """The committed kernel corpus."""
+
+
+@corpus_grp.command("list")
+@click.option("--family", default=None, help="Only this family, compiler or id (e.g. gemm_tile, triton).")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
+def corpus_list(family, as_json):
+    """List corpus kernels with their family, compiler and launch geometry."""
+    from ptxopt.corpus import select
+
+    kernels = select(family or "all")
+    if as_json:
+        _print_json([{
+            "id": k.id, "family": k.family, "compiler": k.compiler, "path": str(k.ptx_path),
+            "entry": k.entry, "arch": k.arch, "ptx_version": k.ptx_version,
+            "grid": list(k.launch.grid), "block": list(k.launch.block),
+            "shared_bytes": k.launch.shared_bytes, "params": len(k.params),
+        } for k in kernels])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(box=None)
+    for col in ("id", "family", "compiler", "ptx", "grid", "block", "params"):
+        t.add_column(col)
+    for k in kernels:
+        t.add_row(k.id, k.family, k.compiler, k.ptx_version, "x".join(map(str, k.launch.grid)),
+                  "x".join(map(str, k.launch.block)), str(len(k.params)))
+    Console().print(t)
+    click.echo(f"{len(kernels)} kernels")
+
+
+def main(argv=None):
+    cli.main(args=argv, prog_name="ptxopt")
+
+
+if __name__ == "__main__":
+    main()
