@@ -460,11 +460,43 @@ def _found(text: str, tok) -> str:
     return repr(s)
 
 
+_exact_parser: Lark | None = None
+EXACT_EXPECTED_LIMIT = 4_000_000  # bytes: above this, keep LALR's wider set
+
+
+def _exact_expected(text: str, e: UnexpectedToken):
+    """The terminals that are really acceptable where ``e`` happened.
+
+    LALR merges lookaheads, so ``e.expected`` may list tokens that are valid
+    only in sibling contexts (a ``]`` after an instruction operand, say).
+    Lark's interactive parser can simulate each terminal, but lark-cython's
+    cannot, so on the error path only the text is parsed again with
+    pure-Python Lark (no callbacks) and its ``accepts()`` answers.
+    """
+    global _exact_parser
+    if len(text) > EXACT_EXPECTED_LIMIT:
+        return e.expected
+    if _exact_parser is None:
+        _exact_parser = Lark(GRAMMAR_PATH.read_text(), parser="lalr", lexer="basic",
+                             keep_all_tokens=True, maybe_placeholders=False)
+    try:
+        _exact_parser.parse(text)
+    except UnexpectedToken as e2:
+        if (e2.line, e2.column) == (e.line, e.column):
+            try:
+                return e2.interactive_parser.accepts() - {"$END"} or e.expected
+            except Exception:  # simulation failed: the LALR set is still true
+                return e.expected
+    except UnexpectedInput:
+        pass
+    return e.expected
+
+
 def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> ParseError:
     if isinstance(e, UnexpectedToken):
         found = _found(text, e.token)
         line, col = (e.line, e.column) if e.line not in (None, -1) else _end_pos(text)
-        msg = f"expected {_describe_expected(e.expected)}, found {found}"
+        msg = f"expected {_describe_expected(_exact_expected(text, e))}, found {found}"
         return ParseError(msg, line, col, filename)
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
