@@ -70,6 +70,7 @@ class _Builder:
         self.spans: list = []
         self.regs: dict[str, Reg] = {}
         self.depth: dict[int, int] = {}
+        self.bare_regs = False  # a `.reg` declared a name without `%` (inline asm style)
 
     # -- operands ----------------------------------------------------------
     def _reg(self, tok) -> Reg:
@@ -114,7 +115,7 @@ class _Builder:
     def neg_imm(self, c):
         return Imm("-" + c[1].value)
 
-    def not_pred(self, c):
+    def not_pred(self, c):  # `!p` is always a predicate register, `%` or not
         return Neg(self._reg(c[1]))
 
     def pair(self, c):
@@ -222,6 +223,8 @@ class _Builder:
         init = c[3] if len(c) == 5 else None
         a0 = attrs[0]
         d = Decl(tuple(a.value for a in attrs), items, init, a0.line)
+        if a0.value == ".reg" and any(i.name[:1] != "%" for i in items):
+            self.bare_regs = True
         self.pos[id(d)] = (a0.line, a0.column)
         return d
 
@@ -405,7 +408,64 @@ def parse(text: str, filename: str = "<input>") -> Module:
             raise
         if b.comments:
             place_comments(module, header_pos, b.comments, b.pos, b.spans)
+        if b.bare_regs:
+            resolve_bare_registers(module)
         return module
+
+
+def resolve_bare_registers(module: Module) -> None:
+    """Turn symbol operands that name a ``%``-less register into :class:`Reg`.
+
+    PTX lets a register be declared without ``%`` (``.reg .pred p;``, common
+    in inline asm), and then ``p`` is syntactically just a name. The parser
+    cannot tell it from a label or variable until it has seen the function's
+    declarations, so this runs after parsing, per function, and only when
+    such a declaration exists.
+    """
+    for fn in module.functions:
+        if fn.body is None:
+            continue
+        names = {
+            n
+            for d in _iter_decls(fn.body)
+            if d.attrs[:1] == (".reg",)
+            for item in d.items
+            if item.name[:1] != "%"
+            for n in item.names()
+        }
+        if names:
+            _rewrite_syms(fn.body, names)
+
+
+def _iter_decls(block: Block):
+    for s in block.items:
+        if type(s) is Decl:
+            yield s
+        elif type(s) is Block:
+            yield from _iter_decls(s)
+
+
+def _rewrite_syms(block: Block, names: set[str]) -> None:
+    def fix(o):
+        t = type(o)
+        if t is Sym and o.offset == 0 and o.name in names:
+            return Reg(o.name)
+        if t is Vec:
+            return Vec(tuple(fix(i) for i in o.items))
+        if t is ParenList:
+            return ParenList(tuple(fix(i) for i in o.items))
+        if t is Addr:
+            return Addr(fix(o.base), o.offset, tuple(fix(i) for i in o.extra))
+        return o
+
+    items = block.items
+    for i, s in enumerate(items):
+        if type(s) is Instruction:
+            ops = tuple(fix(o) for o in s.operands)
+            if ops != s.operands:
+                items[i] = Instruction(s.opcode, s.modifiers, ops, s.guard, s.guard_neg, s.line)
+        elif type(s) is Block:
+            _rewrite_syms(s, names)
 
 
 def parse_bytes(data: bytes, filename: str = "<input>") -> Module:
