@@ -433,3 +433,22 @@ def iter_instructions(block: Block) -> Iterator[Instruction]:
                 break
         else:
             stack.pop()
+
+
+def instruction_slots(block: Block) -> Iterator[tuple[list, int, Instruction]]:
+    """``(items, index, instruction)`` for every instruction in textual order,
+    nested scopes included, so a pass can rewrite in place with
+    ``items[index] = new`` (replacing, not inserting, while iterating)."""
+    stack = [(block.items, 0)]
+    while stack:
+        items, i = stack.pop()
+        while i < len(items):
+            s = items[i]
+            t = type(s)
+            if t is Instruction:
+                yield items, i, s
+            elif t is Block:
+                stack.append((items, i + 1))
+                stack.append((s.items, 0))
+                break
+            i += 1

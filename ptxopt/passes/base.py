@@ -1,0 +1,123 @@
+"""What a pass is: a small frozen dataclass with a name, a conflict family, a
+legality check and a run that reports what it changed.
+
+Why this shape (after xDSL and LLVM's new pass manager):
+
+* ``run`` mutates the module it is given and returns a :class:`ChangeReport`;
+  :meth:`Pass.apply` runs it on a copy, so callers never lose the input and the
+  search layer can try every action on a clone (the RL action mask is exactly
+  "the passes whose report says changed").
+* Legality has two levels. :meth:`Pass.check_legal` refuses the pass as a
+  whole (``.maxnreg`` contradicting ``.maxntid``, say) by raising
+  :class:`IllegalPass`; per-site refusals (one unaligned load group) are
+  recorded in the report with their reason, and the pass goes on elsewhere.
+* ``check(cond, msg)`` is the one way a pass states a legality condition
+  inside its rewrite; it raises :class:`Refused`, which the pass turns into a
+  refusal for that site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ptxopt.ir import Module
+
+
+class PassError(Exception):
+    """A pass cannot be run (bad option, pipeline error)."""
+
+
+class IllegalPass(PassError):
+    """The pass is illegal for this module as a whole; nothing was changed."""
+
+
+class Refused(Exception):
+    """One site cannot be rewritten; carries the reason."""
+
+
+def check(cond: object, reason: str) -> None:
+    """Refuse the current site unless ``cond`` holds."""
+    if not cond:
+        raise Refused(reason)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a pass acted (or declined to): function, PTX line, and what."""
+
+    function: str
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        where = f"{self.function}:{self.line}" if self.line else self.function
+        return f"{where}: {self.what}"
+
+
+@dataclass
+class ChangeReport:
+    """What one pass application did: sites changed and sites refused."""
+
+    pass_name: str
+    changed: list[Site] = field(default_factory=list)
+    refused: list[Site] = field(default_factory=list)
+
+    @property
+    def changed_any(self) -> bool:
+        return bool(self.changed)
+
+    def change(self, function: str, line: int, what: str) -> None:
+        self.changed.append(Site(function, line, what))
+
+    def refuse(self, function: str, line: int, reason: str) -> None:
+        self.refused.append(Site(function, line, reason))
+
+    def to_json(self) -> dict:
+        return {
+            "pass": self.pass_name,
+            "changed": [{"function": s.function, "line": s.line, "what": s.what} for s in self.changed],
+            "refused": [{"function": s.function, "line": s.line, "reason": s.what} for s in self.refused],
+        }
+
+
+class Pass:
+    """Base class of every transform. Subclasses are frozen dataclasses whose
+    fields are the pass options."""
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def check_legal(self, module: Module) -> None:
+        """Raise :class:`IllegalPass` if the pass may not run on ``module``."""
+
+    def run(self, module: Module) -> ChangeReport:
+        """Rewrite ``module`` in place and report the changes."""
+        raise NotImplementedError
+
+    def apply(self, module: Module) -> tuple[Module, ChangeReport]:
+        """Run on a copy: returns the new module and the report; ``module``
+        is untouched (also when the pass raises)."""
+        self.check_legal(module)
+        out = module.copy()
+        report = self.run(out)
+        return out, report
+
+    def options(self) -> dict[str, object]:
+        """Options that differ from their defaults (for the canonical string)."""
+        from dataclasses import MISSING, fields
+
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            default = f.default if f.default is not MISSING else None
+            if v != default:
+                out[f.name] = v
+        return out
+
+    def __str__(self) -> str:
+        opts = self.options()
+        if not opts:
+            return self.name
+        return self.name + "{" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + "}"

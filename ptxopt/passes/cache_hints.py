@@ -1,0 +1,145 @@
+"""Cache-operator hints on global loads (``cache_*``) and stores (``st_cache_*``).
+
+Each pass sets the cache operator of every ``ld.global`` / ``st.global``,
+replacing one that is already there. What the PTX ISA allows, and so what is
+refused per site:
+
+* only the ``.global`` space: ``ld.param``, ``ld.shared``, ``ld.local`` and
+  generic accesses (whose space is not proven) keep their form;
+* only *weak* accesses: ``.volatile``, ``.relaxed``, ``.acquire``,
+  ``.release`` and ``.mmio`` forms take no cache operator;
+* ``ld.global.nc`` accepts only ``.ca``, ``.cg``, ``.cs`` (so ``.cv`` is refused);
+* an eviction-priority qualifier (``.L1::evict_last``, ``.L1::no_allocate``,
+  ``.L2::evict_first`` ...) is a different syntax form from a cache operator,
+  so such accesses are refused; ``.L2::cache_hint`` and ``.L2::64B``-style
+  prefetch sizes combine with a cache operator and are kept.
+
+The operator is placed right after ``.global`` (the ISA's order:
+``ld{.weak}.global{.cop}{.nc}...``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ptxopt import opcodes
+from ptxopt.ir import Instruction, Module, instruction_slots
+from ptxopt.passes.base import ChangeReport, Pass, Refused, check
+from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
+
+_STRONG = ("volatile", "relaxed", "acquire", "release", "mmio")
+
+
+def _eviction_priority(m: str) -> bool:
+    return (m.startswith("L1::") and (m.startswith("L1::evict") or m == "L1::no_allocate")) or \
+        m.startswith("L2::evict")
+
+
+def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruction | None:
+    """The instruction with cache operator ``op``, None if it already has it;
+    raises :class:`Refused` when the ISA forbids it."""
+    mods = ins.modifiers
+    check(opcodes.space_of(ins) == "global", "not a .global access")
+    strong = next((m for m in mods if m in _STRONG), None)
+    check(strong is None, f".{strong} accesses take no cache operator")
+    check(not any(_eviction_priority(m) for m in mods),
+          "an eviction-priority qualifier excludes a cache operator")
+    if "nc" in mods:
+        check(op in ("ca", "cg", "cs"), f".{op} is not allowed with ld.global.nc")
+    current = [m for m in mods if m in allowed]
+    if current == [op]:
+        return None
+    kept = [m for m in mods if m not in allowed]
+    at = kept.index("global") + 1
+    return ins.with_modifiers((*kept[:at], op, *kept[at:]))
+
+
+@dataclass(frozen=True)
+class _CacheHint(Pass):
+    op: ClassVar[str] = ""
+    opcodes_: ClassVar[frozenset[str]] = frozenset()
+    allowed: ClassVar[tuple[str, ...]] = ()
+
+    def run(self, module: Module) -> ChangeReport:
+        report = ChangeReport(self.name)
+        for fn in module.functions:
+            if fn.body is None:
+                continue
+            for items, i, ins in instruction_slots(fn.body):
+                if ins.opcode not in self.opcodes_:
+                    continue
+                if opcodes.space_of(ins) in ("param", "shared", "local", "const"):
+                    continue  # other spaces are not candidates at all
+                try:
+                    new = set_cache_op(ins, self.op, self.allowed)
+                except Refused as r:
+                    report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {r}")
+                    continue
+                if new is not None:
+                    items[i] = new
+                    report.change(fn.name, ins.line, f"{ins.full_opcode} -> {new.full_opcode}")
+        return report
+
+
+@dataclass(frozen=True)
+class _LoadHint(_CacheHint):
+    family: ClassVar[str] = LOAD_CACHE
+    opcodes_: ClassVar[frozenset[str]] = frozenset({"ld"})
+    allowed: ClassVar[tuple[str, ...]] = opcodes.LOAD_CACHE_OPS
+
+
+@dataclass(frozen=True)
+class _StoreHint(_CacheHint):
+    family: ClassVar[str] = STORE_CACHE
+    opcodes_: ClassVar[frozenset[str]] = frozenset({"st"})
+    allowed: ClassVar[tuple[str, ...]] = opcodes.STORE_CACHE_OPS
+
+
+@dataclass(frozen=True)
+class CacheCA(_LoadHint):
+    name: ClassVar[str] = "cache_ca"
+    op: ClassVar[str] = "ca"
+    description: ClassVar[str] = "global loads cache at all levels (ld.global.ca, the default)"
+
+
+@dataclass(frozen=True)
+class CacheCG(_LoadHint):
+    name: ClassVar[str] = "cache_cg"
+    op: ClassVar[str] = "cg"
+    description: ClassVar[str] = "global loads cache in L2 only, bypassing L1 (ld.global.cg)"
+
+
+@dataclass(frozen=True)
+class CacheCS(_LoadHint):
+    name: ClassVar[str] = "cache_cs"
+    op: ClassVar[str] = "cs"
+    description: ClassVar[str] = "global loads marked streaming, evict first (ld.global.cs)"
+
+
+@dataclass(frozen=True)
+class CacheCV(_LoadHint):
+    name: ClassVar[str] = "cache_cv"
+    op: ClassVar[str] = "cv"
+    description: ClassVar[str] = "global loads not cached, fetched again every time (ld.global.cv)"
+
+
+@dataclass(frozen=True)
+class StCacheWB(_StoreHint):
+    name: ClassVar[str] = "st_cache_wb"
+    op: ClassVar[str] = "wb"
+    description: ClassVar[str] = "global stores write back at all coherent levels (st.global.wb, the default)"
+
+
+@dataclass(frozen=True)
+class StCacheWT(_StoreHint):
+    name: ClassVar[str] = "st_cache_wt"
+    op: ClassVar[str] = "wt"
+    description: ClassVar[str] = "global stores write through to system memory (st.global.wt)"
+
+
+@dataclass(frozen=True)
+class StCacheCS(_StoreHint):
+    name: ClassVar[str] = "st_cache_cs"
+    op: ClassVar[str] = "cs"
+    description: ClassVar[str] = "global stores marked streaming, evict first (st.global.cs)"

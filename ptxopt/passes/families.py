@@ -1,0 +1,35 @@
+"""Conflict families: which passes may share a pipeline. Data, in one place.
+
+At most one pass of each exclusive family is active in a pipeline (two cache
+hints, two register budgets or two schedules contradict each other); the
+vectorize family is not exclusive (``vec_ld`` and ``vec_st`` compose), but
+``vec_ld`` and ``split_ld`` undo each other. A pipeline that breaks a rule is
+refused with a message naming both passes and the family.
+"""
+
+from __future__ import annotations
+
+VECTORIZE = "vectorize"
+LOAD_CACHE = "load-cache-hint"
+STORE_CACHE = "store-cache-hint"
+REGISTER_BUDGET = "register-budget"
+REORDER = "reorder"
+PREFETCH = "prefetch"
+
+#: Families of which a pipeline holds at most one pass.
+EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH})
+
+#: Pairs that exclude each other across or within non-exclusive families.
+PAIR_CONFLICTS: dict[frozenset[str], str] = {
+    frozenset({"vec_ld", "split_ld"}): "vec_ld and split_ld undo each other",
+}
+
+
+def conflict(a_name: str, a_family: str, b_name: str, b_family: str) -> str | None:
+    """Why passes ``a`` and ``b`` cannot share a pipeline, or None."""
+    if a_family == b_family and a_family in EXCLUSIVE_FAMILIES:
+        return f"'{a_name}' and '{b_name}' are both in the {a_family} family (at most one per pipeline)"
+    why = PAIR_CONFLICTS.get(frozenset({a_name, b_name}))
+    if why:
+        return f"'{a_name}' conflicts with '{b_name}': {why}"
+    return None

@@ -1,0 +1,129 @@
+"""Pass pipelines as strings: ``vec_ld{assume_align=16},maxnreg_128``.
+
+The printed form is canonical (options that differ from their defaults, sorted
+by name), so ``str(Pipeline.parse(s))`` is a stable key for caches and RL
+states, and ``Pipeline.parse(str(p)) == p``. An unknown pass name fails with
+one line that lists the valid names; two passes that conflict (same exclusive
+family, or vec_ld with split_ld) fail with a message naming both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput
+
+from ptxopt.passes.base import Pass, PassError
+from ptxopt.passes.families import conflict
+from ptxopt.passes.registry import UnknownPass, get_pass_class
+
+_GRAMMAR = r"""
+start: [item ("," item)*]
+item: NAME ["{" [opt ("," opt)*] "}"]
+opt: NAME "=" VALUE
+NAME: /[A-Za-z_][A-Za-z0-9_\-]*/
+VALUE: /[^,{}=\s]+/
+%ignore /\s+/
+"""
+_parser: Lark | None = None
+
+
+class PipelineError(PassError):
+    """A pipeline string that names an unknown pass, a bad option or a conflict."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    passes: tuple[Pass, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, *, allow_conflicts: bool = False) -> "Pipeline":
+        global _parser
+        if _parser is None:
+            _parser = Lark(_GRAMMAR, parser="lalr")
+        try:
+            tree = _parser.parse(text.strip())
+        except UnexpectedInput as e:
+            raise PipelineError(f"bad pipeline {text!r} at column {e.column}: "
+                                "expected name[,name...] with options as name{key=value}") from None
+        passes = []
+        for item in tree.children:
+            if item is None:
+                continue
+            name = str(item.children[0])
+            opts = {}
+            for o in item.children[1:]:
+                if o is not None:
+                    opts[str(o.children[0])] = str(o.children[1])
+            passes.append(make_pass(name, opts))
+        p = cls(tuple(passes))
+        if not allow_conflicts:
+            p.check_conflicts()
+        return p
+
+    def check_conflicts(self) -> None:
+        for i, a in enumerate(self.passes):
+            for b in self.passes[i + 1:]:
+                why = conflict(a.name, a.family, b.name, b.family)
+                if why:
+                    raise PipelineError(f"conflicting passes: {why}")
+
+    def can_append(self, p: Pass) -> str | None:
+        """Why ``p`` cannot be appended (a conflict), or None."""
+        for a in self.passes:
+            why = conflict(a.name, a.family, p.name, p.family)
+            if why:
+                return why
+        return None
+
+    def __add__(self, other: "Pipeline | Pass") -> "Pipeline":
+        extra = other.passes if isinstance(other, Pipeline) else (other,)
+        return Pipeline(self.passes + tuple(extra))
+
+    def __str__(self) -> str:
+        return ",".join(str(p) for p in self.passes)
+
+    def __len__(self) -> int:
+        return len(self.passes)
+
+    def __iter__(self):
+        return iter(self.passes)
+
+
+def make_pass(name: str, options: dict[str, str] | None = None) -> Pass:
+    """Instantiate pass ``name`` with string options coerced to field types."""
+    try:
+        cls = get_pass_class(name)
+    except UnknownPass as e:
+        raise PipelineError(str(e)) from None
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for k, v in (options or {}).items():
+        f = known.get(k)
+        if f is None:
+            valid = ", ".join(known) or "none"
+            raise PipelineError(f"pass '{name}' has no option '{k}' (options: {valid})")
+        kwargs[k] = _coerce(name, k, v, f.type)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise PipelineError(f"pass '{name}': {e}") from None
+
+
+def _coerce(name: str, key: str, value: str, typ) -> object:
+    t = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    try:
+        if "int" in t:
+            return int(value, 0)
+        if "bool" in t:
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if "float" in t:
+            return float(value)
+    except ValueError:
+        raise PipelineError(f"pass '{name}': option {key}={value!r} is not a valid {t}") from None
+    return value
