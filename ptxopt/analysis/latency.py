@@ -1,0 +1,81 @@
+"""Rough per-instruction latencies, in one table.
+
+Used for latency-weighted critical paths (a feature, and a scheduling
+priority). The numbers are order-of-magnitude figures for sm_80/sm_89
+class GPUs (dependent-issue latency in cycles, memory at an L2-ish hit), not
+measurements: what matters to a list scheduler or a learned policy is that
+a global load is ~100x an FMA and a shared load ~10x, not the exact cycle.
+Change them here only; nothing else hard-codes a latency.
+"""
+
+from __future__ import annotations
+
+from ptxopt import opcodes
+from ptxopt.analysis import classify
+from ptxopt.ir import Instruction
+
+LATENCY: dict[str, int] = {
+    "alu": 4,          # integer/logic/compare/select/move
+    "fma": 4,          # fp32 add/mul/fma
+    "fp64": 16,        # double precision on consumer parts
+    "imul": 5,         # integer multiply / mad
+    "sfu": 20,         # ex2, rcp, rsqrt, sin ... (MUFU)
+    "div": 40,         # div/rem/sqrt: multi-instruction sequences after ptxas
+    "conversion": 6,   # cvt
+    "collective": 24,  # shfl, vote, redux
+    "mma": 32,         # tensor-core mma
+    "ld_global": 400,  # global/generic/local load (local = spills: DRAM-backed)
+    "ld_shared": 30,
+    "ld_param": 8,     # kernel parameters and constants: constant cache
+    "store": 4,        # issue cost; nothing waits on a store's result
+    "atomic": 500,
+    "barrier": 20,
+    "branch": 8,
+    "other": 8,
+}
+
+
+def latency_class(ins: Instruction) -> str:
+    """The :data:`LATENCY` key for an instruction."""
+    op = ins.opcode
+    role = classify.role(ins)
+    if role == "load":
+        space = classify.mem_space(ins)
+        if space == "shared":
+            return "ld_shared"
+        if space in ("param", "const"):
+            return "ld_param"
+        return "ld_global"
+    if role == "store":
+        return "store"
+    if role == "collective":
+        return "collective"
+    if opcodes.is_atomic(ins):
+        return "atomic"
+    if opcodes.is_barrier(ins):
+        return "barrier"
+    if opcodes.is_control(ins):
+        return "branch"
+    if op in ("div", "rem", "sqrt"):
+        return "div"
+    if op in classify.SFU_OPCODES:
+        return "sfu"
+    if op == "cvt":
+        return "conversion"
+    if op in ("mma", "wmma"):
+        return "mma"
+    if role != "pure":
+        return "other"
+    t = opcodes.value_type(ins)
+    if t == "f64":
+        return "fp64"
+    if t in classify.FLOAT_TYPES:
+        return "fma"
+    if op in ("mul", "mad", "mul24", "mad24"):
+        return "imul"
+    return "alu"
+
+
+def estimated_latency(ins: Instruction) -> int:
+    """Rough latency of ``ins`` in cycles (see :data:`LATENCY`)."""
+    return LATENCY[latency_class(ins)]
