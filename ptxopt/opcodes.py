@@ -9,7 +9,7 @@ conservative answer (treated as an ordering point with one destination).
 
 from __future__ import annotations
 
-from ptxopt.ir import Addr, Instruction, Neg, Pair, Reg, Vec
+from ptxopt.ir import Addr, Instruction, Neg, Pair, ParenList, Reg, Vec
 
 STATE_SPACES = frozenset(
     {".reg", ".sreg", ".const", ".global", ".local", ".param", ".shared", ".tex", ".generic"}
@@ -37,12 +37,47 @@ REG_CLASS = {
     "b8": "b16", "u8": "b16", "s8": "b16", "b128": "b128",
 }
 
-# Memory-accessing opcodes and their role.
-LOADS = frozenset({"ld", "ldu", "tex", "tld4", "suld"})
+# Memory-accessing opcodes and their role. (``wmma.load``/``wmma.store`` are
+# memory accesses too; :func:`role` looks at their modifier.)
+LOADS = frozenset({"ld", "ldu", "tex", "tld4", "suld", "ldmatrix"})
 STORES = frozenset({"st", "sust", "stmatrix"})
 ATOMICS = frozenset({"atom", "red", "atomic"})
-PREFETCHES = frozenset({"prefetch", "prefetchu", "cp.async.bulk.prefetch"})
+PREFETCHES = frozenset({"prefetch", "prefetchu"})
 ASYNC_COPIES = frozenset({"cp"})
+TEXTURE_OPS = frozenset({"tex", "tld4", "suld", "sust"})
+
+# Register in, register out, no side effects. Anything not listed here (or in
+# COLLECTIVE_OPCODES / the memory sets) is an ordering point for scheduling:
+# a missing opcode only costs freedom, never correctness.
+PURE_OPCODES = frozenset({
+    # integer arithmetic
+    "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
+    "min", "max", "popc", "clz", "bfind", "fns", "brev", "bfe", "bfi", "bmsk", "szext",
+    "dp4a", "dp2a", "addc", "subc", "madc",
+    # floating point
+    "fma", "rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "testp", "copysign",
+    # comparison and selection
+    "set", "setp", "selp", "slct",
+    # logic and shift
+    "and", "or", "xor", "not", "cnot", "lop3", "shf", "shl", "shr", "prmt",
+    # data movement and conversion (no memory access)
+    "mov", "cvt", "cvta", "isspacep", "mapa", "getctarank", "createpolicy", "istypep",
+    # tensor-core arithmetic on registers
+    "mma",
+})
+
+# Warp-synchronous register exchange: no memory effects, but kept in order
+# among themselves.
+COLLECTIVE_OPCODES = frozenset({"shfl", "vote", "match", "redux", "activemask", "elect"})
+
+# Memory-model qualifiers that make an access more than a plain weak one.
+ORDERED_MEM_MODS = frozenset({"volatile", "relaxed", "acquire", "release", "mmio", "acq_rel", "sc"})
+
+FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "tf32", "f32", "f64", "e4m3", "e5m2",
+                         "e4m3x2", "e5m2x2"})
+SFU_OPCODES = frozenset({"rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh"})
+CONVERSION_OPCODES = frozenset({"cvt", "cvta"})
+BRANCH_OPCODES = frozenset({"bra", "brx"})
 
 # Ordering points: nothing may be moved across them.
 BARRIERS = frozenset({"bar", "barrier", "membar", "fence", "mbarrier", "griddepcontrol", "wgmma"})
@@ -61,23 +96,76 @@ NO_DEST = frozenset(
 LOAD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 STORE_CACHE_OPS = ("wb", "cg", "cs", "wt")
 
-SPACE_MODS = frozenset({"global", "shared", "local", "param", "const", "generic", "tex"})
+_SPACES = frozenset({"global", "shared", "local", "param", "const", "generic"})
 
-# Operand kinds that contain register reads when used as sources.
-_REG_TYPES = (Reg, Neg, Pair, Vec, Addr)
+
+def mem_space(ins: Instruction) -> str:
+    """The state space a memory instruction accesses: ``global``, ``shared``,
+    ``local``, ``param``, ``const`` or ``generic`` (no space named).
+
+    ``shared::cta``/``shared::cluster`` -> shared, ``param::entry`` -> param;
+    textures and surfaces live in global memory. For ``cp`` (async copies) this
+    is the first space named, the destination.
+    """
+    if ins.opcode in TEXTURE_OPS:
+        return "global"
+    for m in ins.modifiers:
+        base = m.split("::", 1)[0]
+        if base in _SPACES:
+            return base
+        if base == "tex":
+            return "global"
+    return "generic"
 
 
 def space_of(ins: Instruction) -> str | None:
-    """The state space an instruction's address refers to (``global``...),
-    ``generic`` when a memory opcode names none, None for non-memory ops."""
-    for m in ins.modifiers:
-        if m in SPACE_MODS:
-            return m
-        if m.startswith("shared::"):
-            return "shared"
-    if is_memory(ins):
-        return "generic"
-    return None
+    """:func:`mem_space` for memory instructions, None for everything else
+    (``cvta.to.global`` names a space but accesses no memory)."""
+    return mem_space(ins) if is_memory(ins) else None
+
+
+def reads_volatile_sreg(ins: Instruction) -> bool:
+    """Reads a clock or performance counter: its value depends on *when* it
+    runs, so it must not move (cycle-count instrumentation relies on it)."""
+    return any(type(o) is Reg and o.name in VOLATILE_SREGS for o in ins.operands)
+
+
+def role(ins: Instruction) -> str:
+    """Exactly one of ``pure``, ``collective``, ``load``, ``store``, ``order``.
+
+    ``order`` covers barriers, fences, atomics, async copies, calls, branches,
+    ``ret``/``exit``, volatile/relaxed/acquire/release accesses, clock reads,
+    and every opcode this module does not know.
+    """
+    op = ins.opcode
+    if op in PURE_OPCODES:
+        return "order" if op == "mov" and reads_volatile_sreg(ins) else "pure"
+    if op in COLLECTIVE_OPCODES:
+        return "collective"
+    if op == "wmma":
+        mods = ins.modifiers
+        return "pure" if "mma" in mods else "load" if "load" in mods else "store" if "store" in mods else "order"
+    is_ld = op in LOADS or op in PREFETCHES
+    if is_ld or op in STORES:
+        if any(m in ORDERED_MEM_MODS for m in ins.modifiers):
+            return "order"
+        return "load" if is_ld else "store"
+    return "order"
+
+
+def is_pure(ins: Instruction) -> bool:
+    return role(ins) == "pure"
+
+
+def access_bytes(ins: Instruction) -> int | None:
+    """Bytes accessed by ``ld``/``ldu``/``st`` (vector width x element size);
+    None when unknown (``ldmatrix``, prefetch, untyped)."""
+    if ins.opcode not in ("ld", "ldu", "st"):
+        return None
+    t = value_type(ins)
+    if t is None:
+        return None
+    return max(1, TYPE_BITS[t] // 8) * vector_width(ins)
 
 
 def is_load(ins: Instruction) -> bool:
@@ -94,6 +182,8 @@ def is_atomic(ins: Instruction) -> bool:
 
 def is_memory(ins: Instruction) -> bool:
     op = ins.opcode
+    if op == "wmma":
+        return "load" in ins.modifiers or "store" in ins.modifiers
     return op in LOADS or op in STORES or op in ATOMICS or op == "cp" or op in PREFETCHES
 
 
@@ -161,27 +251,45 @@ def regs_in(operand) -> list[str]:
         for e in operand.extra:
             out.extend(regs_in(e))
         return out
+    if t is ParenList:
+        out = []
+        for i in operand.items:
+            out.extend(regs_in(i))
+        return out
     return []
 
 
 def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
-    """Registers written and read by ``ins`` (the guard predicate is a use).
+    """Registers written and read by ``ins``; special registers are never
+    included (they are read-only hardware state, not dependencies).
 
-    A store's address and data are uses; an atomic writes its first operand
-    and reads the rest. Addresses are always uses, even in destination position.
+    The guard predicate is a use; vector components and ``%p|%q`` pairs are
+    all written; a store's address and data are uses; an atomic writes its
+    first operand; addresses are always uses. For ``call``, the parenthesised
+    return list before the callee is written and everything after is read.
     """
     ops = ins.operands
-    n = dest_count(ins)
     defs: list[str] = []
     uses: list[str] = []
     if ins.guard:
         uses.append(ins.guard)
-    for i, o in enumerate(ops):
-        if i < n and type(o) is not Addr:
-            defs.extend(r for r in regs_in(o) if not is_special_reg(r))
-        else:
-            uses.extend(regs_in(o))
-    return defs, uses
+    if ins.opcode == "call":
+        seen_callee = False
+        for o in ops:
+            if type(o) is ParenList and not seen_callee:
+                defs.extend(regs_in(o))
+            else:
+                seen_callee = seen_callee or type(o) is not ParenList
+                uses.extend(regs_in(o))
+    else:
+        n = dest_count(ins)
+        for i, o in enumerate(ops):
+            if i < n and type(o) is not Addr:
+                defs.extend(regs_in(o))
+            else:
+                uses.extend(regs_in(o))
+    return ([r for r in defs if not is_special_reg(r)],
+            [r for r in uses if not is_special_reg(r)])
 
 
 def is_special_reg(name: str) -> bool:
@@ -201,4 +309,10 @@ SPECIAL_REGS = frozenset(
      "%reserved_smem_offset_end", "%reserved_smem_offset_cap", "%reserved_smem_offset_0",
      "%reserved_smem_offset_1"}
     | {f"%envreg{i}" for i in range(32)}
+    | {f"%pm{i}_64" for i in range(8)}
+)
+
+VOLATILE_SREGS = frozenset(
+    {"%clock", "%clock64", "%clock_hi", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
+    | {f"%pm{i}" for i in range(8)} | {f"%pm{i}_64" for i in range(8)}
 )

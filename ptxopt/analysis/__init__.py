@@ -19,7 +19,7 @@ All results are deterministic: same module in, same numbers out.
 
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, may_alias, noalias_params, pointer_roots
 from ptxopt.analysis.cfg import CFG, BasicBlock, build_cfg, get_at, instr_defs_uses, set_at
-from ptxopt.analysis.classify import mem_space, role
+from ptxopt.opcodes import mem_space, role
 from ptxopt.analysis.dag import (
     KIND_PRIORITY, CriticalPath, block_dag, block_dags, build_dag, critical_path, depths, heights,
     topological_orders_respect, unit_latency,

@@ -37,7 +37,7 @@ from functools import cached_property
 import networkx as nx
 
 from ptxopt import opcodes
-from ptxopt.ir import Block, Decl, Function, Instruction, Label, Reg, Sym, Vec, Pair, Neg, Addr, ParenList
+from ptxopt.ir import Block, Decl, Function, Instruction, Label, Sym
 
 Path = tuple[int, ...]
 
@@ -132,48 +132,12 @@ def _split_digits(name: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------------
 
 
-def _regs(o, out: list[str]) -> None:
-    t = type(o)
-    if t is Reg:
-        out.append(o.name)
-    elif t is Neg:
-        out.append(o.reg.name)
-    elif t is Pair:
-        out.append(o.first.name)
-        out.append(o.second.name)
-    elif t is Vec or t is ParenList:
-        for i in o.items:
-            _regs(i, out)
-    elif t is Addr:
-        _regs(o.base, out)
-        for e in o.extra:
-            _regs(e, out)
-
-
 def instr_defs_uses(ins: Instruction, rename=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Registers written and read by ``ins``, special registers excluded.
-
-    Wraps :func:`ptxopt.opcodes.defs_uses` (guard is a use; vector
-    components and ``%p|%q`` pairs are all written) and adds: registers in
-    ``call`` argument lists (the return list before the callee is written, the
-    rest read), no special registers among the uses, each name once.
-    """
-    if ins.opcode == "call":
-        defs: list[str] = []
-        uses: list[str] = [ins.guard] if ins.guard else []
-        seen_callee = False
-        for o in ins.operands:
-            if type(o) is ParenList and not seen_callee:
-                _regs(o, defs)
-            else:
-                if type(o) is not ParenList:
-                    seen_callee = True
-                _regs(o, uses)
-    else:
-        defs, uses = opcodes.defs_uses(ins)
-    is_sp = opcodes.is_special_reg
-    d = tuple(dict.fromkeys(r for r in defs if not is_sp(r)))
-    u = tuple(dict.fromkeys(r for r in uses if not is_sp(r)))
+    """Registers written and read by ``ins`` (:func:`ptxopt.opcodes.defs_uses`),
+    each name once, optionally renamed (scoped ``.reg`` shadowing)."""
+    defs, uses = opcodes.defs_uses(ins)
+    d = tuple(dict.fromkeys(defs))
+    u = tuple(dict.fromkeys(uses))
     if rename is not None:
         d = tuple(rename(r) for r in d)
         u = tuple(rename(r) for r in u)
@@ -295,7 +259,6 @@ class CFG:
         self._branchtargets: dict[str, tuple[str, ...]] = {}
 
         cur: BasicBlock | None = None
-        pending_labels: list[str] = []
         prev_label: str | None = None
         for stmt, path, rename in stmts:
             t = type(stmt)

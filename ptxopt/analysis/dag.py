@@ -35,7 +35,7 @@ may alias (:mod:`ptxopt.analysis.alias`), and a load and an earlier store.
 Load-load pairs never get an edge. Earlier accesses are indexed by state
 space and base, so only conflicting pairs and same-base pairs are visited.
 
-**Ordering points** (role ``order`` in :mod:`ptxopt.analysis.classify`:
+**Ordering points** (role ``order`` in :mod:`ptxopt.opcodes`:
 barriers, fences, atomics, calls, branches, ``ret``/``exit``, async copies,
 volatile/acquire/release accesses, clock reads, unknown opcodes): every
 earlier instruction precedes it and every later one follows it. Edges go
@@ -60,7 +60,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 import networkx as nx
 
-from ptxopt.analysis import classify
+from ptxopt import opcodes
 from ptxopt.analysis.alias import (
     ALIASING_SPACES, Access, address_of, base_key, may_alias, noalias_params, pointer_roots,
 )
@@ -156,7 +156,7 @@ def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
                 reach[r] = [i]
 
         # -- memory and ordering -------------------------------------------------
-        role = classify.role(ins)
+        role = opcodes.role(ins)
         if role == "order":
             for j in range(last_order + 1, i):
                 k = j * n + i
@@ -179,10 +179,10 @@ def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
                 last_collective = i
             elif role == "load" or role == "store":
                 is_store = role == "store"
-                space = classify.mem_space(ins)
+                space = opcodes.mem_space(ins)
                 key, off = base_key(address_of(ins), version)
                 root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
-                acc = Access(i, is_store, space, key, off, classify.access_bytes(ins), root)
+                acc = Access(i, is_store, space, key, off, opcodes.access_bytes(ins), root)
                 key_is_sym = key is not None and key[0] == "sym"
                 for table in ((loads, stores) if is_store else (stores,)):
                     for sp in ALIASING_SPACES[space]:

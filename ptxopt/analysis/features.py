@@ -84,21 +84,21 @@ def instruction_categories(ins) -> list[str]:
     """The ``n_*`` counters one instruction increments (see module doc)."""
     out: list[str] = []
     op = ins.opcode
-    role = classify.role(ins)
+    role = opcodes.role(ins)
     if ins.guard is not None:
         out.append("guarded")
     if classify.reads_special_reg(ins):
         out.append("sreg_read")
     if op == "mov":
         out.append("mov")
-    elif op in classify.CONVERSION_OPCODES:
+    elif op in opcodes.CONVERSION_OPCODES:
         out.append("conversion")
     elif role == "pure" and op not in ("mma",):
         if classify.is_float_op(ins):
             out.append("float_arith")
             if classify.is_fma(ins):
                 out.append("fma")
-            if op in classify.SFU_OPCODES:
+            if op in opcodes.SFU_OPCODES:
                 out.append("sfu")
         else:
             out.append("int_arith")
@@ -106,12 +106,12 @@ def instruction_categories(ins) -> list[str]:
         out.append("mma")
     if role == "collective":
         out.append("collective")
-    is_ld = op in opcodes.LOADS or op in classify.EXTRA_LOADS or (op == "wmma" and "load" in ins.modifiers)
+    is_ld = op in opcodes.LOADS or (op == "wmma" and "load" in ins.modifiers)
     is_st = op in opcodes.STORES or (op == "wmma" and "store" in ins.modifiers)
     if is_ld or is_st or opcodes.is_memory(ins):
         out.append("memory")
     if is_ld or is_st:
-        space = classify.mem_space(ins)
+        space = opcodes.mem_space(ins)
         d = "ld" if is_ld else "st"
         out.append("load" if is_ld else "store")
         if space != "const" or is_ld:
@@ -121,7 +121,7 @@ def instruction_categories(ins) -> list[str]:
             out.append(f"{d}_global_v{1 if w == 1 else 2 if w == 2 else 4}")
     if opcodes.is_control(ins):
         out.append("control")
-        if op in classify.BRANCH_OPCODES:
+        if op in opcodes.BRANCH_OPCODES:
             out.append("branch")
     if opcodes.is_barrier(ins):
         out.append("barrier")
@@ -153,7 +153,7 @@ def function_features(fa: FunctionAnalysis) -> dict[str, float]:
         cats = instruction_categories(ins)
         counts.update(cats)
         if "ld_global" in cats or "st_global" in cats:
-            nb = classify.access_bytes(ins) or 0
+            nb = opcodes.access_bytes(ins) or 0
             if "ld_global" in cats:
                 ld_bytes += nb
             else:

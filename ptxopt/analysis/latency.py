@@ -11,7 +11,6 @@ Change them here only; nothing else hard-codes a latency.
 from __future__ import annotations
 
 from ptxopt import opcodes
-from ptxopt.analysis import classify
 from ptxopt.ir import Instruction
 
 LATENCY: dict[str, int] = {
@@ -38,9 +37,9 @@ LATENCY: dict[str, int] = {
 def latency_class(ins: Instruction) -> str:
     """The :data:`LATENCY` key for an instruction."""
     op = ins.opcode
-    role = classify.role(ins)
+    role = opcodes.role(ins)
     if role == "load":
-        space = classify.mem_space(ins)
+        space = opcodes.mem_space(ins)
         if space == "shared":
             return "ld_shared"
         if space in ("param", "const"):
@@ -58,7 +57,7 @@ def latency_class(ins: Instruction) -> str:
         return "branch"
     if op in ("div", "rem", "sqrt"):
         return "div"
-    if op in classify.SFU_OPCODES:
+    if op in opcodes.SFU_OPCODES:
         return "sfu"
     if op == "cvt":
         return "conversion"
@@ -69,7 +68,7 @@ def latency_class(ins: Instruction) -> str:
     t = opcodes.value_type(ins)
     if t == "f64":
         return "fp64"
-    if t in classify.FLOAT_TYPES:
+    if t in opcodes.FLOAT_TYPES:
         return "fma"
     if op in ("mul", "mad", "mul24", "mad24"):
         return "imul"
