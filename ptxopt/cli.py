@@ -134,24 +134,29 @@ def _print_stats(name: str, s: dict) -> None:
     from rich.table import Table
 
     console = Console()
-    for entry in s["entries"]:
-        t = Table(title=f"{name}: {entry['name']}", show_header=False, box=None)
+    for entry, e in s["entries"].items():
+        t = Table(title=f"{name}: {entry}", show_header=False, box=None)
         t.add_column(style="bold")
         t.add_column(justify="right")
-        for key in ("instructions", "blocks", "dag_nodes_max", "dag_edges_total", "critical_path"):
-            if key in entry:
-                t.add_row(key, str(entry[key]))
-        for cls, n in entry.get("register_pressure", {}).items():
-            t.add_row(f"pressure {cls}", str(n))
+        t.add_row("instructions", str(e["instructions"]))
+        t.add_row("basic blocks", f"{e['blocks']}" + (" (has a loop)" if e["has_loop"] else ""))
+        d = e["dag"]
+        t.add_row("DAG nodes / edges (largest block)", f"{d['nodes_max']} / {d['edges_max']}")
+        t.add_row("DAG nodes / edges (all blocks)", f"{d['nodes_total']} / {d['edges_total']}")
+        cp = e["critical_path"]
+        t.add_row("critical path (instructions, longest block)", str(cp["max"]))
+        t.add_row("critical path (est. cycles, longest block)", str(cp["latency_max"]))
+        rp = e["register_pressure"]
+        t.add_row("max live registers (pred/b16/b32/b64)",
+                  f"{rp['pred']} / {rp['b16']} / {rp['b32']} / {rp['b64']}")
+        t.add_row("max live, 32-bit equivalents", str(rp["total32"]))
         console.print(t)
-        feats = entry.get("features", {})
-        if feats:
-            ft = Table(title="features", box=None)
-            ft.add_column("name")
-            ft.add_column("value", justify="right")
-            for k, v in feats.items():
-                ft.add_row(k, f"{v:g}" if isinstance(v, float) else str(v))
-            console.print(ft)
+        ft = Table(title="features", box=None)
+        ft.add_column("name")
+        ft.add_column("value", justify="right")
+        for k, v in e["features"].items():
+            ft.add_row(k, f"{v:g}" if isinstance(v, float) else str(v))
+        console.print(ft)
 
 
 # --------------------------------------------------------------------------

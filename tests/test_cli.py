@@ -92,3 +92,17 @@ def test_every_command_has_help():
                 ["roundtrip", "--help"], ["corpus", "list", "--help"]):
         r = run(*cmd)
         assert r.exit_code == 0 and "Usage:" in r.output
+
+
+def test_stats_json_counts_fma_and_loads():
+    r = run("stats", "corpus:gemm_tile_4x4x4", "--json")
+    assert r.exit_code == 0, r.output
+    e = json.loads(r.output)["entries"]["gemm_tile_4x4x4"]
+    assert e["blocks"] == 1 and not e["has_loop"]
+    assert e["features"]["n_fma"] == 64
+    assert e["dag"]["nodes_max"] == e["instructions"]
+
+
+def test_stats_table_runs():
+    r = run("stats", "corpus:cuda_softmax_row")
+    assert r.exit_code == 0 and "has a loop" in r.output
