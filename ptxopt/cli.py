@@ -27,6 +27,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         from ptxopt.corpus import CorpusError
+        from ptxopt.passes.base import PassError
+        from ptxopt.passmanager import PassFailure
         from ptxopt.toolchain import ToolchainError
 
         try:
@@ -34,9 +36,12 @@ class _Group(click.Group):
         except ParseError as e:
             click.echo(str(e), err=True)
             sys.exit(EXIT_USER_ERROR)
-        except (InputError, CorpusError, ToolchainError) as e:
+        except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
             sys.exit(EXIT_USER_ERROR)
+        except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
+            click.echo(f"ptxopt: pass failure: {e}", err=True)
+            sys.exit(1)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except BrokenPipeError:  # `ptxopt ... | head`: the reader left, not an error
@@ -300,6 +305,90 @@ def _run_parallel(sources, archs, jobs, progress: bool):
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     return results
+
+
+# --------------------------------------------------------------------------
+@cli.command("run")
+@click.argument("file")
+@click.option("-p", "--passes", "pipeline", required=True,
+              help="Pipeline, e.g. vec_ld,maxnreg_128 (see 'ptxopt passes').")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="Write the transformed PTX here instead of stdout.")
+@click.option("--arch", default="sm_89", show_default=True, help="Architecture for --verify-each.")
+@click.option("--verify-each", is_flag=True, help="Check the module with ptxas after every pass that changed it.")
+@click.option("--print-changed", is_flag=True, help="Print a diff (stderr) after every pass that changed the module.")
+@click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
+@click.option("--time-passes", is_flag=True, help="Print how long each pass took (stderr).")
+@click.option("--stats", is_flag=True, help="Print each pass's change report: sites changed and refused (stderr).")
+@click.option("--opt-bisect-limit", type=int, default=None, metavar="N",
+              help="Run only the first N passes of the pipeline.")
+@click.option("--reproducer-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to write a reproducer when a pass fails (default: a temp folder).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
+def run_cmd(file, pipeline, output, arch, verify_each, print_changed, print_after_all, time_passes,
+            stats, opt_bisect_limit, reproducer_dir, as_json):
+    """Apply a pass pipeline to FILE and print the transformed PTX."""
+    from ptxopt.emit import emit
+    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses, VerifyEach
+    from ptxopt.pipeline import Pipeline
+
+    pl = Pipeline.parse(pipeline)
+    src, m = _load(file)
+    instruments = []
+    if verify_each:
+        instruments.append(VerifyEach(arch))
+    if print_changed:
+        instruments.append(PrintChanged())
+    if print_after_all:
+        instruments.append(PrintAfterAll())
+    if stats:
+        instruments.append(Stats())
+    if time_passes:
+        instruments.append(TimePasses())
+    pm = PassManager(pl, instruments=instruments, bisect_limit=opt_bisect_limit,
+                     reproducer_dir=reproducer_dir)
+    result = pm.run(m)
+    text = emit(result.module)
+    if output:
+        with open(output, "w") as f:
+            f.write(text)
+    if as_json:
+        doc = {"file": src.name, **result.to_json()}
+        doc["output"] = output if output else None
+        if not output:
+            doc["ptx"] = text
+        _print_json(doc)
+    elif not output:
+        click.echo(text, nl=False)
+
+
+@cli.command("passes")
+@click.option("--json", "as_json", is_flag=True, help="Print the pass list as JSON.")
+def passes_cmd(as_json):
+    """List the passes in registry (= RL action) order: name, family, conflicts, description."""
+    from ptxopt.passes import get_pass_class, pass_names
+    from ptxopt.passes.families import conflict
+
+    classes = [get_pass_class(n) for n in pass_names()]
+    rows = []
+    for c in classes:
+        conflicts = [o.name for o in classes
+                     if o is not c and conflict(c.name, c.family, o.name, o.family)]
+        rows.append({"name": c.name, "family": c.family, "conflicts": conflicts,
+                     "description": c.description})
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(box=None)
+    for col in ("#", "name", "family", "conflicts with", "description"):
+        t.add_column(col)
+    for i, r in enumerate(rows):
+        t.add_row(str(i), r["name"], r["family"], ", ".join(r["conflicts"]) or "-", r["description"])
+    Console(width=160).print(t)
 
 
 # --------------------------------------------------------------------------
