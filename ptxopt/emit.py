@@ -39,6 +39,8 @@ def emit(module: Module) -> str:
 
 def emit_function(fn: Function, out: list[str]) -> None:
     head = " ".join((*fn.linkage, fn.kind))
+    if fn.attribute:
+        head += " " + fn.attribute
     if fn.ret_params is not None:
         head += " (" + ", ".join(_decl_body(p) for p in fn.ret_params) + ")"
     head += " " + fn.name
@@ -118,6 +120,8 @@ def _op(o) -> str:
         inner = b.name if type(b) is Reg else str(b)
         if o.offset:
             inner += "+" + str(o.offset)
+        elif o.plus_zero:
+            inner += "+0"
         for e in o.extra:
             inner += ", " + _op(e)
         return "[" + inner + "]"

@@ -123,9 +123,12 @@ class Addr:
     base: Union[Reg, Sym, Imm]
     offset: int = 0
     extra: tuple["Operand", ...] = ()
+    # ``[%SP+0]`` as written: ptxas in debug mode (``.target ..., debug`` / -O0)
+    # emits an add for it but a move for ``[%SP]``, so the printer keeps it.
+    plus_zero: bool = False
 
     def __str__(self) -> str:
-        inner = str(self.base) + (_signed(self.offset) if self.offset else "")
+        inner = str(self.base) + (_signed(self.offset) if self.offset else "+0" if self.plus_zero else "")
         for e in self.extra:
             inner += ", " + str(e)
         return f"[{inner}]"
@@ -352,6 +355,8 @@ class Function:
     directives: tuple[PerfDirective, ...] = ()
     body: Block | None = None
     line: int = field(default=0, compare=False, repr=False)
+    # ``.attribute(.unified(...))`` written after ``.func``/``.entry``
+    attribute: str | None = None
 
     @property
     def is_entry(self) -> bool:
@@ -361,6 +366,7 @@ class Function:
         return Function(
             self.kind, self.name, self.linkage, self.params, self.ret_params,
             self.directives, self.body.copy() if self.body is not None else None, self.line,
+            self.attribute,
         )
 
     def directive(self, name: str) -> PerfDirective | None:

@@ -13,6 +13,7 @@ put back as :class:`~ptxopt.ir.Comment` statements by position (see
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from lark import Lark, Token
@@ -139,16 +140,20 @@ class _Builder:
         if sep == "COMMA":
             return Addr(base, 0, tuple(c[3]))
         if sep == "MINUS":
-            return Addr(base, -parse_int(c[3].value))
-        if c[3].type == "MINUS":  # [base+-4]
-            return Addr(base, -parse_int(c[4].value))
-        return Addr(base, parse_int(c[3].value))
+            off = -parse_int(c[3].value)
+        elif c[3].type == "MINUS":  # [base+-4]
+            off = -parse_int(c[4].value)
+        else:
+            off = parse_int(c[3].value)
+        return Addr(base, off, (), off == 0)
 
     # -- statements ----------------------------------------------------------
     def instruction(self, c):
         first = c[0]
         if first.type == "GUARD":
             g = first.value
+            if " " in g or "\t" in g:  # `@ !%p` is legal too
+                g = "".join(g.split())
             neg = g[1] == "!"
             guard = g[2:] if neg else g[1:]
             word = c[1]
@@ -284,11 +289,14 @@ class _Builder:
             first = first[0]
             i = 1
         kind = c[i].value
-        name, ret, params, directives = None, None, None, ()
+        name, ret, params, directives, attribute = None, None, None, (), None
         for x in c[i + 1:]:
             t = type(x)
             if t is _TOK:
-                name = x.value
+                if x.type == "ATTRIBUTE":
+                    attribute = x.value
+                else:
+                    name = x.value
             elif t is _Params:
                 if name is None:
                     ret = x.items
@@ -296,7 +304,7 @@ class _Builder:
                     params = x.items
             elif t is _Perfs:
                 directives = tuple(x)
-        fn = Function(kind, name, linkage, params, ret, directives, None, first.line)
+        fn = Function(kind, name, linkage, params, ret, directives, None, first.line, attribute)
         self.pos[id(fn)] = (first.line, first.column)
         return fn
 
@@ -455,7 +463,7 @@ def _rewrite_syms(block: Block, names: set[str]) -> None:
         if t is ParenList:
             return ParenList(tuple(fix(i) for i in o.items))
         if t is Addr:
-            return Addr(fix(o.base), o.offset, tuple(fix(i) for i in o.extra))
+            return replace(o, base=fix(o.base), extra=tuple(fix(i) for i in o.extra))
         return o
 
     items = block.items
@@ -463,7 +471,7 @@ def _rewrite_syms(block: Block, names: set[str]) -> None:
         if type(s) is Instruction:
             ops = tuple(fix(o) for o in s.operands)
             if ops != s.operands:
-                items[i] = Instruction(s.opcode, s.modifiers, ops, s.guard, s.guard_neg, s.line)
+                items[i] = replace(s, operands=ops)
         elif type(s) is Block:
             _rewrite_syms(s, names)
 

@@ -86,31 +86,15 @@ XFAIL: dict[str, tuple[str, str]] = {
         "parse",
         "several initialised declarators in one declaration: `.global .u32 first = 1, second = 2;`",
     ),
-    "hand/guard_whitespace": (
-        "parse",
-        "whitespace inside a guard is not in the grammar: `@ %p1 add.u32 %r2, %r2, 1;` (also `@! %p1`, `@ !%p1`)",
-    ),
     "hand/opcode_modifier_whitespace": (
         "parse",
         "whitespace between opcode and modifiers is not in the grammar: `mov .u32 %r1, 7;`",
-    ),
-    "hand/unified_functions": (
-        "parse",
-        "`.attribute(...)` on a function is not in the grammar: "
-        "`.visible .func .attribute(.unified(77, 88)) (.param .b32 r) twice(.param .b32 a)`",
     ),
     "hand/vector_pred_dest": (
         "parse",
         "vector|predicate destination: `tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}|%p1, [%rd2, {%f1, %f1}];`",
     ),
 }
-_PLUS0 = (
-    "the printer drops `+0` from addresses (`st.f32 [%SP+0], %f1;` -> `[%SP]`), and with "
-    "`.target sm_XX, debug` (every nvcc -G module) ptxas emits different SASS for the two "
-    "(IADD3 pair vs MOV pair); reproducer: nvcc/debug_min.sm89G"
-)
-for _id in ("nvcc/debug_min.sm89G", "nvcc/debug_g.sm89G", "nvcc/debug_g.sm90G"):
-    XFAIL[_id] = ("sass", _PLUS0)
 
 
 def file_id(path: Path) -> str:

@@ -1,0 +1,87 @@
+"""Every pass on every kernel: the whole-corpus pass matrix.
+
+For one (pass, kernel) pair the outcome is one of:
+
+* ``changed``  -- the pass rewrote the kernel; the output re-parses to the same
+  IR and ptxas accepts it (otherwise ``broken``, which is a bug);
+* ``refused``  -- nothing changed, and the report says why for at least one site
+  (or the pass was illegal for the whole module);
+* ``no-op``    -- nothing to do (no candidate sites at all).
+
+Used by ``tests/test_pass_matrix.py`` (every cell must be changed/refused/no-op)
+and ``benchmarks/pass_matrix.py`` (sites changed per pass per family, and time
+per pass). ptxas runs only on outputs that changed, once per distinct text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from ptxopt.corpus import KernelSpec
+from ptxopt.emit import emit
+from ptxopt.parser import parse
+from ptxopt.passes.base import IllegalPass
+from ptxopt.pipeline import make_pass
+
+
+@dataclass
+class Cell:
+    pass_name: str
+    kernel: str
+    family: str
+    outcome: str  # changed / refused / no-op / broken
+    sites_changed: int = 0
+    sites_refused: int = 0
+    seconds: float = 0.0  # pass application alone (copy + run)
+    detail: str = ""
+
+
+_compiled: dict[str, str | None] = {}
+
+
+def _ptxas_error(text: str, arch: str) -> str | None:
+    """None if ptxas accepts ``text`` (memoised by content)."""
+    from ptxopt.toolchain import ToolchainError, compile_ptx
+
+    key = hashlib.sha256((arch + text).encode()).hexdigest()
+    if key not in _compiled:
+        try:
+            compile_ptx(text, arch)
+            _compiled[key] = None
+        except ToolchainError as e:
+            _compiled[key] = str(e).splitlines()[0]
+    return _compiled[key]
+
+
+def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
+             compile_check: bool = True) -> Cell:
+    m = module if module is not None else parse(spec.ptx_text(), spec.id)
+    p = make_pass(pass_name)
+    cell = Cell(pass_name, spec.id, spec.family, "no-op")
+    t0 = time.perf_counter()
+    try:
+        out, report = p.apply(m)
+    except IllegalPass as e:
+        cell.seconds = time.perf_counter() - t0
+        cell.outcome, cell.detail = "refused", f"illegal: {e}"
+        return cell
+    cell.seconds = time.perf_counter() - t0
+    cell.sites_changed = len(report.changed)
+    cell.sites_refused = len(report.refused)
+    if not report.changed_any:
+        if report.refused:
+            cell.outcome, cell.detail = "refused", report.refused[0].what
+        return cell
+    text = emit(out)
+    if parse(text, f"{spec.id} after {pass_name}") != out:
+        cell.outcome, cell.detail = "broken", "printed output does not re-parse to the same IR"
+        return cell
+    if compile_check:
+        err = _ptxas_error(text, arch)
+        if err:
+            cell.outcome, cell.detail = "broken", f"ptxas rejects the output: {err}"
+            return cell
+    cell.outcome = "changed"
+    return cell
