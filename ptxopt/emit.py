@@ -125,7 +125,7 @@ def _op(o) -> str:
         for e in o.extra:
             inner += ", " + _op(e)
         return "[" + inner + "]"
-    if t is Sym and not o.offset:
+    if t is Sym and not o.offset and o.index is None:
         return o.name
     return str(o)
 

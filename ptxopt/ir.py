@@ -72,15 +72,33 @@ class Imm:
 
 
 @dataclass(frozen=True, slots=True)
+class ConstExpr(Imm):
+    """A constant expression kept as written (``(1+2)*3``, ``1<<4``, ``~0x0F``),
+    printed back verbatim; :meth:`value` evaluates it (:mod:`ptxopt.constexpr`).
+    A subclass of :class:`Imm` so value consumers need no special case."""
+
+    @property
+    def is_float(self) -> bool:
+        return isinstance(self.value(), float)
+
+    def value(self) -> int | float:
+        from ptxopt.constexpr import evaluate
+
+        return evaluate(self.text)
+
+
+@dataclass(frozen=True, slots=True)
 class Sym:
     """A symbol: label, function, variable or parameter name, ``_`` sink; with
     an optional byte offset (``arr+8``)."""
 
     name: str
     offset: int = 0
+    index: int | None = None  # array-element operand ``table[1]``
 
     def __str__(self) -> str:
-        return self.name if not self.offset else f"{self.name}{_signed(self.offset)}"
+        s = self.name if self.index is None else f"{self.name}[{self.index}]"
+        return s if not self.offset else f"{s}{_signed(self.offset)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +113,14 @@ class Neg:
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """A predicate pair destination ``%p|%q`` (setp, shfl)."""
+    """A pair destination ``%p|%q`` (setp, shfl), or a vector with a predicate
+    ``{%f1, %f2, %f3, %f4}|%p`` (tex)."""
 
-    first: Reg
+    first: "Reg | Vec"
     second: Reg
 
     def __str__(self) -> str:
-        return f"{self.first.name}|{self.second.name}"
+        return f"{self.first}|{self.second.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +163,7 @@ class ParenList:
         return "(" + ", ".join(str(i) for i in self.items) + ")"
 
 
-Operand = Union[Reg, Imm, Sym, Neg, Pair, Vec, Addr, ParenList]
+Operand = Union[Reg, Imm, ConstExpr, Sym, Neg, Pair, Vec, Addr, ParenList]
 
 
 def _signed(n: int) -> str:
@@ -218,6 +237,9 @@ class DeclItem:
     name: str
     count: int | None = None
     dims: tuple[str, ...] = ()
+    # The initialiser of a declarator that is *not* the last one
+    # (``.global .u32 a = 1, b = 2;``); the last one's is :attr:`Decl.init`.
+    init: "Init | None" = None
 
     def __str__(self) -> str:
         s = self.name
@@ -225,6 +247,8 @@ class DeclItem:
             s += f"<{self.count}>"
         for d in self.dims:
             s += f"[{d}]"
+        if self.init is not None:
+            s += " = " + format_init(self.init)
         return s
 
     def names(self) -> list[str]:

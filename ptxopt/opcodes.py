@@ -240,7 +240,7 @@ def regs_in(operand) -> list[str]:
     if t is Neg:
         return [operand.reg.name]
     if t is Pair:
-        return [operand.first.name, operand.second.name]
+        return regs_in(operand.first) + [operand.second.name]
     if t is Vec:
         out: list[str] = []
         for i in operand.items:

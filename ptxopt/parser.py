@@ -12,6 +12,7 @@ put back as :class:`~ptxopt.ir.Comment` statements by position (see
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from ptxopt.comments import place_comments
 from ptxopt.ir import (
-    Addr, Block, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
+    Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, parse_int,
 )
 
@@ -98,7 +99,8 @@ class _Builder:
             lst, x = [], c[0]
         else:
             lst, x = c[0], c[2]
-        if type(x) is _TOK:
+        t = type(x)
+        if t is _TOK:
             ty = x.type
             v = x.value
             if ty == "REG":
@@ -110,21 +112,44 @@ class _Builder:
                 x = Imm(v)
             else:
                 x = Sym(v)
+        elif t is _Expr:
+            # `-4` stays a plain immediate; anything else is an expression.
+            x = Imm(x) if x[0] == "-" and _NUMBER.fullmatch(x, 1) else ConstExpr(str(x))
         lst.append(x)
         return lst
 
-    def neg_imm(self, c):
-        return Imm("-" + c[1].value)
+    # -- constant expressions: kept as text (see ptxopt/constexpr.py) ----------
+    def cunary(self, c):
+        if len(c) == 1:
+            return c[0]
+        return _Expr("".join(_text(x) for x in c))
+
+    def cexpr(self, c):
+        if len(c) == 1:
+            return c[0]
+        # Binary operators are spaced: `17%5` would lex `%5` as a register.
+        return _Expr(" ".join(_text(x) for x in c))
+
+    def indexed(self, c):
+        return Sym(c[0].value, 0, parse_int(c[2].value))
+
+    def plist_ops(self, c):
+        if len(c) == 1:
+            lst, x = [], c[0]
+        else:
+            lst, x = c[0], c[2]
+        lst.append(self._conv(x))
+        return lst
 
     def not_pred(self, c):  # `!p` is always a predicate register, `%` or not
         return Neg(self._reg(c[1]))
 
     def pair(self, c):
-        return Pair(self._reg(c[0]), self._reg(c[2]))
+        first = c[0] if type(c[0]) is Vec else self._reg(c[0])
+        return Pair(first, self._reg(c[2]))
 
     def sym_off(self, c):
-        off = -parse_int(c[3].value) if len(c) == 4 else parse_int(c[2].value)
-        return Sym(c[0].value, off)
+        return Sym(c[0].value, _offset(c[1], c[2]))
 
     def vec(self, c):
         return Vec(tuple(c[1]) if len(c) == 3 else ())
@@ -139,12 +164,7 @@ class _Builder:
             return Addr(base)
         if sep == "COMMA":
             return Addr(base, 0, tuple(c[3]))
-        if sep == "MINUS":
-            off = -parse_int(c[3].value)
-        elif c[3].type == "MINUS":  # [base+-4]
-            off = -parse_int(c[4].value)
-        else:
-            off = parse_int(c[3].value)
+        off = _offset(c[2], c[3])
         return Addr(base, off, (), off == 0)
 
     # -- statements ----------------------------------------------------------
@@ -210,7 +230,9 @@ class _Builder:
         if len(c) == 1:
             return [c[0]]
         lst = c[0]
-        lst.append(c[2])
+        if len(c) == 5:  # ditems "=" init "," ditem: the init belongs to the last one so far
+            lst[-1] = replace(lst[-1], init=c[2])
+        lst.append(c[-1])
         return lst
 
     def ditem(self, c):
@@ -234,9 +256,9 @@ class _Builder:
         return d
 
     def init(self, c):
-        if c[0].type == "LBRACE" if type(c[0]) is _TOK else False:
+        if type(c[0]) is _TOK and c[0].type == "LBRACE":
             return tuple(c[1])
-        return "".join(x.value for x in c)
+        return "".join(_text(x) for x in c)
 
     def ilist(self, c):
         if len(c) == 1:
@@ -342,6 +364,34 @@ class _Builder:
         version, target, asize, header_pos = c[0]
         items = c[1] if len(c) == 2 else []
         return Module(version, target, asize, items), header_pos
+
+
+class _Expr(str):
+    """Text of a constant expression, on its way to an operand or offset."""
+
+
+_NUMBER = re.compile(
+    r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|0[bB][01]+U?"
+    r"|\d+\.\d*([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?"
+)
+
+
+def _text(x) -> str:
+    return x if type(x) is _Expr else x.value
+
+
+def _offset(sign, x) -> int:
+    """A byte offset written after ``+`` or ``-``: ``+16``, ``+-4``, ``-4+2``, ``+4*2``."""
+    if type(x) is _TOK:
+        v = parse_int(x.value)
+        return -v if sign.type == "MINUS" else v
+    from ptxopt.constexpr import evaluate
+
+    text = ("-" if sign.type == "MINUS" else "") + x
+    v = evaluate(text)
+    if isinstance(v, float):
+        raise ParseError(f"address offset {text!r} is not an integer", sign.line, sign.column)
+    return v
 
 
 class _Attrs(list):
@@ -510,8 +560,18 @@ _TERMINAL_NAMES = {
 }
 
 
+def _terminal_name(name: str) -> str:
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    if _parser is not None:  # anonymous literals such as '<<' get generated names
+        for t in _parser.terminals:
+            if t.name == name and t.pattern.type == "str":
+                return repr(t.pattern.value)
+    return name
+
+
 def _describe_expected(names) -> str:
-    words = sorted({_TERMINAL_NAMES.get(n, n) for n in names})
+    words = sorted({_terminal_name(n) for n in names})
     if not words:
         return "something else"
     if len(words) > 8:

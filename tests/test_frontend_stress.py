@@ -58,22 +58,6 @@ _EXPR = "PTX constant expressions are not in the grammar"
 #: "parse" makes every test of the file fail (it cannot be parsed);
 #: "sass" only the SASS comparison.
 XFAIL: dict[str, tuple[str, str]] = {
-    "hand/const_expr_operand": (
-        "parse",
-        f"{_EXPR}: `mov.u32 %r1, (1+2)*3;` (also 1<<4, ~0x0F, !0, +5, 1 ? 2 : 3, (.s64)-1, 1.5*2.0)",
-    ),
-    "hand/const_expr_address": (
-        "parse",
-        f"{_EXPR}: `ld.global.u32 %r1, [%rd1+4*2];` (also [%rd1+(8)], [table+12-4])",
-    ),
-    "hand/const_expr_initializer": (
-        "parse",
-        f"{_EXPR}: `.global .u32 folded[3] = {{1+2, 3*4, -(7)}};` and `.global .u32 shifted = 1<<10;`",
-    ),
-    "hand/array_index_operand": (
-        "parse",
-        "array-element operands are not in the grammar: `ld.global.u32 %r1, table[1];`",
-    ),
     "hand/mask_initializer": (
         "parse",
         "byte-mask initialisers are not in the grammar: `.global .u8 b[2] = {0xff(foo), 0xff00(generic(foo))};`",
@@ -82,17 +66,9 @@ XFAIL: dict[str, tuple[str, str]] = {
         "parse",
         "`.samplerref s = { addr_mode_0 = clamp_to_edge, filter_mode = linear };` initialiser is not in the grammar",
     ),
-    "hand/multi_declarator_init": (
-        "parse",
-        "several initialised declarators in one declaration: `.global .u32 first = 1, second = 2;`",
-    ),
     "hand/opcode_modifier_whitespace": (
         "parse",
         "whitespace between opcode and modifiers is not in the grammar: `mov .u32 %r1, 7;`",
-    ),
-    "hand/vector_pred_dest": (
-        "parse",
-        "vector|predicate destination: `tex.2d.v4.f32.f32 {%f2, %f3, %f4, %f5}|%p1, [%rd2, {%f1, %f1}];`",
     ),
 }
 

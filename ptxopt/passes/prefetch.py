@@ -1,0 +1,200 @@
+"""Software prefetch (``prefetch_L1`` / ``prefetch_L2``).
+
+Insert ``prefetch.global.L1 [addr];`` (or ``.L2``) once per 128-byte line
+that the kernel's global loads touch, as early as the address is known.
+
+**Lines.** Loads are grouped per basic block by their address base (a
+register, as the value it holds at the load: the same definition reaches
+them; or a symbol), their guard, and ``offset // 128``; each group gets one
+prefetch, at the lowest offset of the group. When the base is 128-byte
+aligned these groups are exactly the hardware's cache lines. ptxopt does not
+prove that (parameters declare at most ``.align 16`` in practice), so for
+other bases the grouping is a best effort: a group may straddle two real
+lines, and only the one holding its lowest offset is prefetched. Only the
+first byte of each access counts.
+
+**Placement.** In the load's basic block and ``{ }`` scope, right after the
+last instruction before the load that defines the base register or the
+guard; where there is none, at the start of the block (after its labels) or
+of the scope (after its declarations). A prefetch is never hoisted above an
+ordering point (barrier, fence, atomic, call, clock read): a fence may
+invalidate what it fetched, and timed regions keep their contents. A
+guarded load gets a prefetch with the same guard, so an address the program
+would not touch is not prefetched either.
+
+**What is refused.** Generic loads (no ``.global``: the space is not
+proven), ``.volatile``/``.relaxed``/``.acquire`` loads (ordered accesses:
+they must observe memory at their own point), and loads inside a nested
+scope that holds a ``call`` (a call sequence: nothing is inserted among
+its parameter passing); ``cp.async`` copies from global memory are
+reported, not prefetched. ``ld.param``/``.shared``/``.local``/``.const``
+loads are not candidates.
+
+**Idempotent.** A prefetch already in the block for the same line (same
+base value, guard and ``offset // 128``) counts as present: ``prefetch_L1``
+accepts an L1 one, ``prefetch_L2`` an L1 or L2 one (an L1 prefetch fills L2
+as well).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ptxopt import opcodes
+from ptxopt.analysis import build_cfg
+from ptxopt.analysis.alias import address_of
+from ptxopt.ir import (
+    Addr, Block, Comment, Function, Instruction, Label, Loc, Module, Reg, Sym, iter_instructions,
+)
+from ptxopt.passes.base import ChangeReport, Pass
+from ptxopt.passes.families import PREFETCH
+
+LINE = 128
+_NOT_GLOBAL = ("param", "shared", "local", "const")
+
+
+def _key(ins: Instruction, uses, last_def: dict) -> tuple | None:
+    """(base, base version, guard, guard version, line) of a load or prefetch
+    address; None when the base is neither a register nor a symbol."""
+    a = address_of(ins)
+    if a is None or a.extra:
+        return None
+    if type(a.base) is Reg:
+        reg = uses[-1]  # the address register, scope-renamed
+        base, off = (reg, last_def.get(reg)), a.offset
+    elif type(a.base) is Sym:
+        base, off = (a.base.name, None), a.offset + a.base.offset
+    else:
+        return None
+    guard = (uses[0], ins.guard_neg, last_def.get(uses[0])) if ins.guard else None
+    return (base, guard, off // LINE)
+
+
+def _stops(s, names: set[str]) -> bool:
+    """Does statement ``s`` end the backward walk for a prefetch placement?"""
+    t = type(s)
+    if t is Comment or t is Loc:
+        return False
+    if t is Instruction:
+        return (opcodes.role(s) == "order" or s.opcode in opcodes.TERMINATORS
+                or any(r in names for r in opcodes.defs_uses(s)[0]))
+    if t is Block:
+        return any(type(x) is Label for x in _walk(s)) or any(_stops(i, names) for i in iter_instructions(s))
+    return True  # labels, declarations, raw text
+
+
+def _walk(block: Block):
+    for s in block.items:
+        yield s
+        if type(s) is Block:
+            yield from _walk(s)
+
+
+def _container(fn: Function, path: tuple[int, ...]) -> list:
+    node = fn.body
+    for i in path[:-1]:
+        node = node.items[i]
+    return node.items
+
+
+def _place(items: list, at: int, names: set[str]) -> int:
+    """Index in ``items`` where a prefetch for the load at ``items[at]`` goes."""
+    q = at - 1
+    while q >= 0 and not _stops(items[q], names):
+        q -= 1
+    q += 1
+    while q < at and type(items[q]) is Comment and items[q].trailing:
+        q += 1  # stay after the defining instruction's own comment
+    return q
+
+
+@dataclass(frozen=True)
+class _Prefetch(Pass):
+    family: ClassVar[str] = PREFETCH
+    level: ClassVar[str] = ""
+    covered_by: ClassVar[tuple[str, ...]] = ()
+
+    def run(self, module: Module) -> ChangeReport:
+        report = ChangeReport(self.name)
+        for fn in module.functions:
+            if fn.body is not None:
+                self.run_function(fn, report)
+        return report
+
+    def run_function(self, fn: Function, report: ChangeReport) -> None:
+        cfg = build_cfg(fn)
+        inserts: dict[int, tuple[list, list]] = {}  # id(items) -> (items, [(pos, seq, stmt)])
+        for block in cfg.blocks:
+            last_def: dict[str, int] = {}
+            groups: dict[tuple, list[int]] = {}
+            present: set[tuple] = set()
+            for iid in block.iids:
+                ins = cfg.instructions[iid]
+                defs, uses = cfg.du[iid]
+                if ins.opcode == "prefetch" and "global" in ins.modifiers and \
+                        any(lv in ins.modifiers for lv in self.covered_by):
+                    present.add(_key(ins, uses, last_def))
+                elif ins.opcode == "cp" and "global" in ins.modifiers:
+                    report.refuse(fn.name, ins.line, f"{ins.full_opcode}: an asynchronous copy "
+                                  "already fetches ahead; only ld/ldu are prefetched")
+                elif ins.opcode in ("ld", "ldu"):
+                    why = self.refusal(fn, cfg.sites[iid], ins)
+                    key = _key(ins, uses, last_def) if why is None else None
+                    if why:
+                        report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {why}")
+                    elif key is not None:
+                        groups.setdefault(key, []).append(iid)
+                for r in defs:
+                    last_def[r] = iid
+            for key, iids in groups.items():
+                if key not in present:
+                    self.insert(fn, cfg, iids, inserts, report)
+        for items, todo in inserts.values():
+            for pos, _, stmt in sorted(todo, key=lambda x: (-x[0], -x[1])):
+                items.insert(pos, stmt)
+
+    def refusal(self, fn: Function, path: tuple[int, ...], ins: Instruction) -> str | None:
+        space = opcodes.mem_space(ins)
+        if space in _NOT_GLOBAL:
+            return ""  # not a candidate: skipped without a report
+        if space != "global":
+            return "not a .global load (generic address)"
+        if opcodes.role(ins) != "load":
+            return "an ordered (.volatile/.relaxed/.acquire) load is not prefetched"
+        if len(path) > 1 and any(type(s) is Instruction and s.opcode == "call"
+                                 for s in _container(fn, path)):
+            return "inside a { } call sequence: nothing is inserted among its parameter passing"
+        return None
+
+    def insert(self, fn: Function, cfg, iids: list[int], inserts: dict, report: ChangeReport) -> None:
+        loads = [cfg.instructions[i] for i in iids]
+        first = loads[0]
+        addr: Addr = min((address_of(i) for i in loads), key=lambda a: a.offset)
+        names = {r.name for r in (addr.base,) if type(r) is Reg} | ({first.guard} if first.guard else set())
+        path = cfg.sites[iids[0]]
+        items = _container(fn, path)
+        pos = _place(items, path[-1], names)
+        stmt = Instruction("prefetch", ("global", self.level), (addr,), first.guard, first.guard_neg)
+        todo = inserts.setdefault(id(items), (items, []))[1]
+        todo.append((pos, len(todo), stmt))
+        offs = sorted(address_of(i).offset for i in loads)
+        guard = f"@{'!' if first.guard_neg else ''}{first.guard} " if first.guard else ""
+        report.change(fn.name, first.line, f"{guard}prefetch.global.{self.level} {addr}: "
+                      f"{len(loads)} load{'s' if len(loads) > 1 else ''}, offsets {offs[0]}..{offs[-1]}")
+
+
+@dataclass(frozen=True)
+class PrefetchL1(_Prefetch):
+    name: ClassVar[str] = "prefetch_L1"
+    level: ClassVar[str] = "L1"
+    covered_by: ClassVar[tuple[str, ...]] = ("L1",)
+    description: ClassVar[str] = "prefetch each 128-byte line of the global loads into L1 once its address is known"
+
+
+@dataclass(frozen=True)
+class PrefetchL2(_Prefetch):
+    name: ClassVar[str] = "prefetch_L2"
+    level: ClassVar[str] = "L2"
+    covered_by: ClassVar[tuple[str, ...]] = ("L1", "L2")
+    description: ClassVar[str] = "prefetch each 128-byte line of the global loads into L2 once its address is known"

@@ -1,0 +1,859 @@
+"""Vectorize global accesses (``vec_ld``, ``vec_st``) and undo it (``split_ld``).
+
+``vec_ld`` merges 2 or 4 scalar ``ld.global`` of one element type from one base
+at contiguous byte offsets into one ``.v2``/``.v4`` load placed where the first
+member was; ``vec_st`` does the same for ``st.global``, placed where the last
+member was. ``.v4`` is preferred, then ``.v2``; 64-bit elements get ``.v2``
+only; a group starts at an offset aligned to its size. Destinations
+(sources) keep their registers, in address order.
+
+A group is merged only when ALL of these hold (otherwise the report names the
+first rule that failed, for that group):
+
+* **Same shape.** Same opcode modifiers (space, cache operator, ``.nc``,
+  eviction hints...), same element type, same trailing operands (cache
+  policy), same guard (``@%p`` / ``@!%p``) with the guard register not written
+  between the members, same base register *version* (not written between).
+  Only weak accesses are candidates (``.volatile``/``.relaxed``... are
+  ordering points).
+* **One straight-line region.** No label, branch, call, ``ret``/``exit``,
+  barrier, fence, atomic, async copy, strong access or unknown opcode (the
+  ``order`` role of :mod:`ptxopt.opcodes`), and no ``{ }`` scope boundary,
+  lies between the members.
+* **Alignment proven** for the effective address: ``.v2`` needs 2 x element
+  size, ``.v4`` 4 x element size (:class:`_Alignment`).
+* **Memory order kept.** A load moves up to the first member: no store that may
+  alias it (:func:`ptxopt.analysis.alias.may_alias`; a store through the same
+  base version to a disjoint constant range does not) lies in between. A store
+  moves down to the last member: no load or store that may alias it lies in
+  between.
+* **Registers kept.** A moved load's destination is neither read nor written
+  between the first member and it, and no two members load into one register;
+  a moved store's source is not written between it and the last member.
+
+``split_ld`` writes one scalar load per element at ``base + i * size`` (no
+load for a ``_`` sink) in place of each weak ``.v2``/``.v4`` ``ld.global``; it
+refuses when a destination is also read by the load (its address, guard or
+cache policy) or appears twice. ``vec_ld`` after ``split_ld`` gives the
+original back when the alignment is provable and the vector had no sinks.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
+
+from ptxopt import opcodes
+from ptxopt.analysis.alias import Access, may_alias, noalias_params, pointer_roots
+from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
+from ptxopt.passes.base import ChangeReport, Pass, Refused, check
+from ptxopt.passes.families import VECTORIZE
+
+# ---------------------------------------------------------------------------
+# Alignment: congruences modulo powers of two
+# ---------------------------------------------------------------------------
+# A fact (M, r) says "the value is r modulo M", M a power of two, 0 <= r < M.
+# (1, 0) knows nothing; None is "no value seen yet" (the optimistic start).
+
+Fact = tuple[int, int]
+UNKNOWN: Fact = (1, 0)
+_TRACED = frozenset({"mov", "cvta", "add", "sub", "mul", "mad", "shl", "cvt", "and", "or", "selp"})
+
+
+def _lowbit(x: int) -> int:
+    return x & -x
+
+
+def _cap(f: Fact | None, bits: int) -> Fact | None:
+    if f is None:
+        return None
+    m = min(f[0], 1 << bits)
+    return m, f[1] % m
+
+
+def _join(a: Fact | None, b: Fact | None) -> Fact | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    m = min(a[0], b[0])
+    while m > 1 and (a[1] - b[1]) % m:
+        m //= 2
+    return m, a[1] % m
+
+
+def _add(a: Fact | None, b: Fact | None, sign: int = 1) -> Fact | None:
+    if a is None or b is None:
+        return None
+    m = min(a[0], b[0])
+    return m, (a[1] + sign * b[1]) % m
+
+
+def _mul(a: Fact | None, b: Fact | None) -> Fact | None:
+    # (r1 + i*M1)(r2 + j*M2) = r1*r2 + r1*j*M2 + r2*i*M1 + i*j*M1*M2
+    if a is None or b is None:
+        return None
+    (m1, r1), (m2, r2) = a, b
+    m = m1 * m2
+    if r1:
+        m = min(m, _lowbit(r1) * m2)
+    if r2:
+        m = min(m, _lowbit(r2) * m1)
+    return m, (r1 * r2) % m
+
+
+def _and(a: Fact | None, b: Fact | None) -> Fact | None:
+    if a is None or b is None:
+        return None
+    m = min(a[0], b[0])
+    # known-zero low bits of either operand are zero in the result
+    zeros = max(f[0] if not f[1] else _lowbit(f[1]) for f in (a, b))
+    if zeros > m:
+        return zeros, 0
+    return m, (a[1] & b[1]) % m
+
+
+class _Alignment:
+    """What is known about register values modulo powers of two, in one function.
+
+    Flow-insensitive and sound: a register's fact is the join over *all* its
+    definitions in the function (any value it holds was written by one of
+    them), solved optimistically (start from "no value yet", iterate to the
+    fixed point) so that a pointer bumped by a multiple of 16 around a loop
+    stays 16-aligned. Followed: ``ld.param`` of a pointer parameter (its
+    ``.ptr .align N``, or ``assume_align``), addresses of variables (their
+    ``.align``), ``mov``, ``cvta``, integer ``add``/``sub``/``mul``/``mad``
+    (``.lo``/``.wide``), ``shl``, ``and``/``or``, ``selp`` and integer ``cvt``;
+    anything else writes an unknown value. Registers declared in nested
+    ``{ }`` scopes (which may shadow outer ones) are never trusted.
+    """
+
+    def __init__(self, fn: Function, module: Module, defs: dict[str, list[Instruction]],
+                 assume_align: int, untrusted: frozenset[str]) -> None:
+        self.fn = fn
+        self.defs = defs
+        self.assume = assume_align
+        self.untrusted = untrusted
+        self.params = {p.name: p for p in (fn.params or ())}
+        self.ptr_types = (".u64", ".b64", ".s64") if (module.address_size or 64) == 64 \
+            else (".u32", ".b32", ".s32")
+        self.vars = _variable_alignments(module, fn)
+        self.facts: dict[str, Fact] = {}
+
+    # -- queries -----------------------------------------------------------
+
+    def of_reg(self, name: str) -> Fact:
+        f = self.facts.get(name)
+        if f is None:
+            self._solve(name)
+            f = self.facts[name]
+        return f
+
+    def of_base(self, base) -> Fact:
+        if type(base) is Reg:
+            return self.of_reg(base.name)
+        if type(base) is Sym:
+            return self.vars.get(base.name, UNKNOWN)
+        return UNKNOWN
+
+    def param_fact(self, name: str) -> Fact:
+        p = self.params.get(name)
+        if p is None or p.dtype not in self.ptr_types:
+            return UNKNOWN
+        a = p.align if p.is_ptr and p.align else 1
+        if self.assume and self.fn.is_entry:
+            a = max(a, self.assume)
+        return (_lowbit(a), 0)
+
+    # -- solving -----------------------------------------------------------
+
+    def _solve(self, name: str) -> None:
+        order, seen, stack = [], {name}, [name]
+        while stack:
+            r = stack.pop()
+            order.append(r)
+            for ins in self.defs.get(r, ()):
+                if ins.opcode not in _TRACED:
+                    continue
+                for o in ins.operands[1:]:
+                    if type(o) is Reg and o.name not in seen and o.name not in self.facts:
+                        seen.add(o.name)
+                        stack.append(o.name)
+        cur: dict[str, Fact | None] = {r: None for r in order}
+        get = lambda r: self.facts[r] if r in self.facts else cur.get(r, UNKNOWN)  # noqa: E731
+        for _ in range(4 * len(order) + 70):  # each fact only goes down, 65 steps at most
+            changed = False
+            for r in order:
+                new = self._reg_fact(r, get)
+                if new != cur[r]:
+                    cur[r] = new
+                    changed = True
+            if not changed:
+                break
+        else:
+            cur = {r: UNKNOWN for r in order}
+        for r in order:
+            self.facts[r] = cur[r] or UNKNOWN
+
+    def _reg_fact(self, r: str, get) -> Fact | None:
+        ds = self.defs.get(r)
+        if not ds or r in self.untrusted or opcodes.is_special_reg(r):
+            return UNKNOWN
+        out = None
+        for ins in ds:
+            out = _join(out, self.eval(ins, r, get))
+            if out == UNKNOWN:
+                break
+        return out
+
+    def eval(self, ins: Instruction, r: str, get) -> Fact | None:
+        """The fact for the value ``ins`` writes to ``r``."""
+        ops = ins.operands
+        if not ops or type(ops[0]) is not Reg or ops[0].name != r:
+            return UNKNOWN  # vector/pair destinations, calls...
+        op, mods = ins.opcode, ins.modifiers
+        if op == "ld":
+            a = ops[1] if len(ops) > 1 else None
+            if "param" in mods and type(a) is Addr and type(a.base) is Sym \
+                    and not a.offset and not a.base.offset:
+                return self.param_fact(a.base.name)
+            return UNKNOWN
+        if op not in _TRACED:
+            return UNKNOWN
+        types = [m for m in mods if m in opcodes.TYPE_BITS]
+        if not types or any(t in opcodes.FLOAT_TYPES or t == "pred" for t in types):
+            return UNKNOWN
+        bits = opcodes.TYPE_BITS[types[0]]
+        if op == "cvt":
+            if len(types) != 2 or "sat" in mods:
+                return UNKNOWN
+            bits = min(bits, opcodes.TYPE_BITS[types[1]])
+        if op in ("mul", "mad"):
+            if "hi" in mods:
+                return UNKNOWN
+            if "wide" in mods:
+                bits *= 2
+
+        def val(o) -> Fact | None:
+            t = type(o)
+            if t is Reg:
+                return get(o.name)  # special registers: UNKNOWN from the solver
+            if t is Imm and not o.is_float:
+                return (1 << bits, int(o.value()) % (1 << bits))
+            if t is Sym:
+                a = self.vars.get(o.name)
+                return (a[0], o.offset % a[0]) if a else UNKNOWN
+            return UNKNOWN
+
+        src = [val(o) for o in ops[1:]]
+        if op in ("mov", "cvta", "cvt"):
+            out = src[0] if len(src) == 1 else UNKNOWN
+        elif op in ("add", "sub") and len(src) == 2:
+            out = _add(src[0], src[1], 1 if op == "add" else -1)
+        elif op == "mul" and len(src) == 2:
+            out = _mul(src[0], src[1])
+        elif op == "mad" and len(src) == 3:
+            out = _add(_mul(src[0], src[1]), src[2])
+        elif op == "shl" and len(src) == 2 and type(ops[2]) is Imm and not ops[2].is_float:
+            k = int(ops[2].value())
+            out = _mul(src[0], (1 << bits, (1 << k) % (1 << bits) if k < bits else 0))
+        elif op == "and" and len(src) == 2:
+            out = _and(src[0], src[1])
+        elif op == "or" and len(src) == 2 and src[0] is not None and src[1] is not None:
+            m = min(src[0][0], src[1][0])
+            out = (m, (src[0][1] | src[1][1]) % m)
+        elif op == "selp" and len(src) == 3:
+            out = _join(src[0], src[1])
+        else:
+            out = UNKNOWN
+        return _cap(out, bits)
+
+    # -- explaining a failed proof ------------------------------------------
+
+    def _better_without(self, ins: Instruction, r: str, operand: str, have: int) -> bool:
+        """Would ``ins`` give ``r`` a stronger fact if ``operand`` were perfectly aligned?"""
+        f = self.eval(ins, r, lambda n: (1 << 64, 0) if n == operand else self.of_reg(n))
+        return (f or UNKNOWN)[0] > have
+
+    def explain(self, name: str) -> str:
+        """Why ``name`` is not known to be better aligned: the chain of
+        definitions down to the weakest link."""
+        steps: list[str] = []
+        seen: set[str] = set()
+        r = name
+        while len(steps) < 6:
+            if r in seen:
+                steps.append(f"{r} depends on itself around a loop")
+                break
+            seen.add(r)
+            ds = self.defs.get(r)
+            if r in self.untrusted:
+                steps.append(f"{r} is declared in a nested scope")
+                break
+            if not ds:
+                steps.append(f"{r} is never written in {self.fn.name}")
+                break
+            get = self.of_reg
+            worst = min(ds, key=lambda i: (self.eval(i, r, get) or UNKNOWN)[0])
+            many = f" (one of {len(ds)} definitions)" if len(ds) > 1 else ""
+            if worst.opcode == "ld" and "param" in worst.modifiers:
+                a = worst.operands[1]
+                pname = a.base.name if type(a) is Addr and type(a.base) is Sym else str(a)
+                p = self.params.get(pname)
+                if p is None or p.dtype not in self.ptr_types:
+                    steps.append(f"{r} is loaded from {pname}, not a pointer parameter{many}")
+                elif p.is_ptr and p.align:
+                    steps.append(f"{r} is loaded from {pname}, declared .align {p.align}{many}")
+                else:
+                    steps.append(f"{r} is loaded from {pname}, which declares no .ptr .align "
+                                 f"(assume_align=N asserts one){many}")
+                break
+            if worst.opcode not in _TRACED:
+                steps.append(f"{r} is written by {worst.full_opcode}{many}")
+                break
+            steps.append(f"{r} = {worst.full_opcode} "
+                         + ", ".join(str(o) for o in worst.operands[1:]) + many)
+            # follow the first operand whose weakness costs alignment here
+            have = (self.eval(worst, r, get) or UNKNOWN)[0]
+            nxt = next((o.name for o in worst.operands[1:] if type(o) is Reg
+                        and self._better_without(worst, r, o.name, have)), None)
+            if nxt is None or opcodes.is_special_reg(nxt):
+                if nxt is not None:
+                    steps.append(f"{nxt} is a special register")
+                break
+            r = nxt
+        return "; ".join(steps)
+
+
+def _variable_alignments(module: Module, fn: Function) -> dict[str, Fact]:
+    """Alignment of module- and function-level variables (``.align`` or the
+    element size), as facts about their address."""
+    out: dict[str, Fact] = {}
+    decls = [i for i in module.items if type(i) is Decl]
+    if fn.body is not None:
+        decls += [i for i in fn.body.items if type(i) is Decl]
+    for d in decls:
+        if d.space not in (".global", ".const", ".shared", ".local"):
+            continue
+        a = d.align
+        if a is None and d.dtype:
+            a = max(1, opcodes.TYPE_BITS.get(d.dtype[1:], 8) // 8)
+        for it in d.items:
+            out[it.name] = (_lowbit(a or 1), 0)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The scan: candidates, straight-line regions, def/use positions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Member:
+    iid: int
+    ins: Instruction
+    addr: Addr
+    offset: int
+    value: object  # destination (load) or source (store) operand
+    access: Access
+
+
+@dataclass(eq=False)
+class _Region:
+    """A straight-line stretch between two ordering points."""
+
+    runs: list[dict[int, _Member]] = field(default_factory=list)  # offset -> member, per key
+    keys: list[tuple] = field(default_factory=list)
+    mem: list[tuple[int, Access, Instruction]] = field(default_factory=list)
+    mem_iids: list[int] = field(default_factory=list)
+    end: str = ""  # what closed it: "bar.sync at line 12", "label $L1"
+
+
+class _Scan:
+    """One walk over a function body collecting what the legality rules ask."""
+
+    def __init__(self, fn: Function, store: bool) -> None:
+        self.store = store
+        self.instrs: list[Instruction] = []
+        self.slots: list[tuple[list, int]] = []
+        self.defs_at: dict[str, list[int]] = {}
+        self.uses_at: dict[str, list[int]] = {}
+        self.regions: list[_Region] = []
+        self.untrusted: set[str] = set()
+        self.roots = pointer_roots_of(fn)
+        self._region = _Region()
+        self._open: dict[tuple, int] = {}  # key -> index into region.runs
+        self._walk(fn.body, 0)
+        self._close("the end of the function")
+
+    def _close(self, why: str) -> None:
+        self._region.end = why
+        self.regions.append(self._region)
+        self._region = _Region()
+        self._open = {}
+
+    def _walk(self, block: Block, depth: int) -> None:
+        for i, s in enumerate(block.items):
+            t = type(s)
+            if t is Instruction:
+                self._instruction(block.items, i, s)
+            elif t is Label:
+                self._close(f"label {s.name}")
+            elif t is Block:
+                self._close(f"a {{ }} scope at line {s.line}")
+                for d in s.items:
+                    if type(d) is Decl and d.space == ".reg":
+                        self.untrusted.update(n for it in d.items for n in it.names())
+                self._walk(s, depth + 1)
+                self._close(f"the end of a {{ }} scope at line {s.line}")
+
+    def _instruction(self, items: list, i: int, ins: Instruction) -> None:
+        iid = len(self.instrs)
+        self.instrs.append(ins)
+        self.slots.append((items, i))
+        role = opcodes.role(ins)
+        if role == "order":
+            self._close(f"{ins.full_opcode} at line {ins.line}")
+        elif (role == "load" or role == "store") and ins.opcode not in opcodes.PREFETCHES:
+            self._memory(iid, ins, role == "store")
+        defs, uses = _defs_uses(ins)
+        if not self.store:  # only moved loads ask who reads a register
+            ua = self.uses_at
+            for r in uses:
+                lst = ua.get(r)
+                if lst is None:
+                    ua[r] = [iid]
+                elif lst[-1] != iid:
+                    lst.append(iid)
+        da = self.defs_at
+        for r in defs:
+            lst = da.get(r)
+            if lst is None:
+                da[r] = [iid]
+            elif lst[-1] != iid:
+                lst.append(iid)
+
+    def version(self, reg: str) -> int:
+        """How many times ``reg`` has been written so far in the walk."""
+        return len(self.defs_at.get(reg, ()))
+
+    def def_instructions(self) -> dict[str, list[Instruction]]:
+        ins = self.instrs
+        return {r: [ins[k] for k in lst] for r, lst in self.defs_at.items()}
+
+    def _memory(self, iid: int, ins: Instruction, is_store: bool) -> None:
+        addr = next((o for o in ins.operands if type(o) is Addr), None)
+        acc = self._access(iid, ins, is_store, addr)
+        if is_store or self.store:  # loads only matter when stores move
+            self._region.mem.append((iid, acc, ins))
+            self._region.mem_iids.append(iid)
+        if is_store != self.store or addr is None:
+            return
+        shape = candidate(ins)
+        if shape is None:
+            return
+        value = ins.operands[1] if self.store else ins.operands[0]
+        if not self.store and type(value) is Reg and value.name in opcodes.regs_in(addr):
+            return  # a load that overwrites its own base ends the base version
+        key = (acc.base, ins.modifiers, ins.guard, ins.guard_neg,
+               self.version(ins.guard) if ins.guard else 0, shape)
+        m = _Member(iid, ins, addr, acc.offset, value, acc)
+        region = self._region
+        k = self._open.get(key)
+        if k is None or acc.offset in region.runs[k]:
+            self._open[key] = k = len(region.runs)
+            region.runs.append({})
+            region.keys.append(key)
+        region.runs[k][acc.offset] = m
+
+    def _access(self, iid: int, ins: Instruction, is_store: bool, addr: Addr | None) -> Access:
+        base, off = None, 0
+        if addr is not None and not addr.extra:
+            b = addr.base
+            if type(b) is Reg:
+                base, off = ("reg", b.name, self.version(b.name)), addr.offset
+            elif type(b) is Sym:
+                base, off = ("sym", b.name), addr.offset + b.offset
+        root = self.roots.get(addr.base.name) if addr is not None and type(addr.base) is Reg else None
+        return Access(iid, is_store, opcodes.mem_space(ins), base, off,
+                      opcodes.access_bytes(ins), root)
+
+    # -- range queries -------------------------------------------------------
+
+    def first_between(self, positions: list[int] | None, lo: int, hi: int) -> int | None:
+        """The first position in ``positions`` strictly between lo and hi."""
+        if not positions:
+            return None
+        k = bisect_right(positions, lo)
+        return positions[k] if k < len(positions) and positions[k] < hi else None
+
+
+_SPECIAL: dict[str, bool] = {}
+
+
+def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
+    """:func:`ptxopt.opcodes.defs_uses`, with a fast path for the common
+    register/immediate-only instruction (the scan's hot spot)."""
+    ops = ins.operands
+    for o in ops:
+        t = type(o)
+        if t is not Reg and t is not Imm:
+            return opcodes.defs_uses(ins)
+    op = ins.opcode
+    if op == "call":
+        return opcodes.defs_uses(ins)
+    n = 0 if op in opcodes.NO_DEST else 1
+    defs: list[str] = []
+    uses: list[str] = [ins.guard] if ins.guard else []
+    k = 0
+    for o in ops:
+        if type(o) is Reg:
+            name = o.name
+            sp = _SPECIAL.get(name)
+            if sp is None:
+                sp = _SPECIAL[name] = opcodes.is_special_reg(name)
+            if not sp:
+                (defs if k < n else uses).append(name)
+        k += 1
+    return defs, uses
+
+
+def pointer_roots_of(fn: Function) -> dict[str, str]:
+    """Pointer-parameter roots, only needed (and computed) with ``.noalias`` params."""
+    if not noalias_params(fn):
+        return {}
+    from ptxopt.analysis.cfg import CFG
+
+    return pointer_roots(CFG(fn))
+
+
+def candidate(ins: Instruction) -> tuple | None:
+    """For a scalar, weak, typed ``ld.global``/``st.global`` with a register or
+    symbol base: the operands after the address/value (must match across a
+    group). None for anything else."""
+    if ins.opcode not in ("ld", "st") or opcodes.space_of(ins) != "global":
+        return None
+    if opcodes.role(ins) not in ("load", "store") or opcodes.vector_width(ins) != 1:
+        return None
+    t = opcodes.value_type(ins)
+    if t is None or opcodes.TYPE_BITS[t] not in (8, 16, 32, 64):
+        return None
+    ops = ins.operands
+    if len(ops) < 2:
+        return None
+    addr, value = (ops[0], ops[1]) if ins.opcode == "st" else (ops[1], ops[0])
+    if type(addr) is not Addr or addr.extra or type(addr.base) not in (Reg, Sym):
+        return None
+    if type(value) is not Reg and not (ins.opcode == "st" and type(value) is Imm):
+        return None
+    return tuple(ops[2:])
+
+
+# ---------------------------------------------------------------------------
+# Planning and checking groups
+# ---------------------------------------------------------------------------
+
+
+class _Unaligned(Refused):
+    """The group's alignment is not proven."""
+
+
+def _addr_text(m: _Member, offset: int) -> str:
+    return str(replace(m.addr, offset=m.addr.offset + offset - m.offset, plus_zero=False))
+
+
+class _Vectorizer:
+    def __init__(self, fn: Function, module: Module, store: bool, assume_align: int,
+                 report: ChangeReport) -> None:
+        self.fn, self.store, self.report = fn, store, report
+        self.scan = _Scan(fn, store)
+        self.align = _Alignment(fn, module, self.scan.def_instructions(), assume_align,
+                                frozenset(self.scan.untrusted))
+        self.noalias = noalias_params(fn)
+        self.edits: dict[int, tuple[list, dict[int, object]]] = {}
+        self.leftover: list[tuple[int, int, _Member]] = []  # (region, run, member)
+
+    def run(self) -> None:
+        for ri, region in enumerate(self.scan.regions):
+            for k, run in enumerate(region.runs):
+                self._plan(ri, region, k, run)
+        self._explain_leftovers()
+        for items, changes in self.edits.values():
+            items[:] = [changes.get(i, s) for i, s in enumerate(items) if changes.get(i, s) is not None]
+
+    def _base_fact(self, m: _Member) -> Fact:
+        return self.align.of_base(m.addr.base)
+
+    def _plan(self, ri: int, region: _Region, k: int, run: dict[int, _Member]) -> None:
+        """Greedy over ascending offsets: the widest legal aligned group first."""
+        first = next(iter(run.values()))
+        size = opcodes.TYPE_BITS[opcodes.value_type(first.ins)] // 8
+        fact = self._base_fact(first)
+        widths = (4, 2) if 4 * size <= 16 else (2,)
+        merged: set[int] = set()
+        explained: set[int] = set()  # covered by a reported refusal
+        reported: set[str] = set()
+        dead: set[int] = set()  # refused for alignment that no narrower group has either
+        for o in sorted(run):
+            if o in merged or o in dead or o in explained and (o + fact[1]) % (2 * size):
+                continue
+            for w in widths:
+                window = [o + j * size for j in range(w)]
+                if (o + fact[1]) % (w * size) or any(x not in run or x in merged for x in window):
+                    continue
+                group = [run[x] for x in window]
+                try:
+                    self._check(group, size, fact, region)
+                except Refused as r:
+                    if str(r) not in reported:
+                        reported.add(str(r))
+                        self.report.refuse(self.fn.name, self._anchor(group).ins.line, str(r))
+                    explained.update(window)
+                    if isinstance(r, _Unaligned) and fact[0] < 2 * size:
+                        dead.update(window)
+                        break
+                    continue
+                self._merge(group, size)
+                merged.update(window)
+                break
+        for o, m in run.items():
+            if o not in merged and o not in explained:
+                self.leftover.append((ri, k, m))
+
+    def _anchor(self, group: list[_Member]) -> _Member:
+        return max(group, key=lambda m: m.iid) if self.store else min(group, key=lambda m: m.iid)
+
+    def _check(self, group: list[_Member], size: int, fact: Fact, region: _Region) -> None:
+        g0 = group[0]
+        w = len(group)
+        need = w * size
+        vt = opcodes.value_type(g0.ins)
+        m, r = fact
+        at = (r + g0.offset) % m
+        known = min(m, _lowbit(at)) if at else m
+        if known < need:
+            why = self.align.explain(g0.addr.base.name) if type(g0.addr.base) is Reg \
+                else f"{g0.addr.base.name} is declared .align {fact[0]}"
+            have = "nothing is known" if known == 1 else f"only {known} bytes are proven"
+            raise _Unaligned(f"alignment of {_addr_text(g0, g0.offset)} not proven: .v{w}.{vt} needs "
+                             f"{need} bytes, {have}: {why}")
+        scan = self.scan
+        anchor = self._anchor(group)
+        if not self.store:
+            dests = [x.value.name for x in group]
+            dup = next((d for d in dests if dests.count(d) > 1), None)
+            check(dup is None, f"destination {dup} is loaded twice")
+        iids = region.mem_iids
+        for x in group:
+            if x is anchor:
+                continue
+            lo, hi = (x.iid, anchor.iid) if self.store else (anchor.iid, x.iid)
+            here = _addr_text(x, x.offset)
+            if self.store:
+                if type(x.value) is Reg:
+                    d = scan.first_between(scan.defs_at.get(x.value.name), lo, hi)
+                    check(d is None, f"source {x.value} of the store to {here} is written at line "
+                                     f"{scan.instrs[d].line if d is not None else 0} "
+                                     "before the last store of the group")
+            else:
+                reg = x.value.name
+                d = scan.first_between(scan.defs_at.get(reg), lo, hi)
+                check(d is None, f"destination {reg} of the load from {here} is written at line "
+                                 f"{scan.instrs[d].line if d is not None else 0} "
+                                 "after the first load of the group")
+                u = scan.first_between(scan.uses_at.get(reg), lo, hi)
+                check(u is None, f"destination {reg} of the load from {here} is read at line "
+                                 f"{scan.instrs[u].line if u is not None else 0} "
+                                 "after the first load of the group")
+            k = bisect_right(iids, lo)
+            while k < len(iids) and iids[k] < hi:
+                _, acc, other = region.mem[k]
+                k += 1
+                if other is x.ins or (not self.store and not acc.store):
+                    continue
+                check(not may_alias(x.access, acc, self.noalias),
+                      f"{other.full_opcode} at line {other.line} may alias {here}")
+
+    def _merge(self, group: list[_Member], size: int) -> None:
+        g0 = group[0]
+        anchor = self._anchor(group)
+        w = len(group)
+        mods = list(g0.ins.modifiers)
+        t = opcodes.value_type(g0.ins)
+        at = len(mods) - 1 - mods[::-1].index(t)
+        mods.insert(at, f"v{w}")
+        vec = Vec(tuple(x.value for x in group))
+        rest = g0.ins.operands[2:]
+        ops = (g0.addr, vec, *rest) if self.store else (vec, g0.addr, *rest)
+        new = replace(anchor.ins, modifiers=tuple(mods), operands=ops)
+        for x in group:
+            items, i = self.scan.slots[x.iid]
+            self.edits.setdefault(id(items), (items, {}))[1][i] = new if x is anchor else None
+        span = f"{_addr_text(g0, g0.offset)}..{_addr_text(group[-1], group[-1].offset)}"
+        self.report.change(self.fn.name, anchor.ins.line,
+                           f"{w} x {g0.ins.full_opcode} {span} -> {new.full_opcode}")
+
+    def _explain_leftovers(self) -> None:
+        """Why scalar accesses that had a would-be partner stayed scalar: an
+        ordering point in between, mixed shapes, or a gap."""
+        by_base: dict[tuple, list[tuple[int, int, _Member]]] = {}
+        by_name: dict[str, list[tuple[int, int, _Member]]] = {}
+        for ri, k, m in self.leftover:
+            by_base.setdefault(m.access.base, []).append((ri, k, m))
+            if m.access.base and m.access.base[0] == "reg":
+                by_name.setdefault(m.access.base[1], []).append((ri, k, m))
+        regions = self.scan.regions
+        verb = "stored" if self.store else "loaded"
+        for ri, k, m in self.leftover:
+            size = opcodes.TYPE_BITS[opcodes.value_type(m.ins)] // 8
+            phase = m.offset + self._base_fact(m)[1]
+            if phase % size:
+                continue
+            partner = m.offset + size if (phase // size) % 2 == 0 else m.offset - size
+            here, there = _addr_text(m, m.offset), _addr_text(m, partner)
+            hit = next(((rj, kj, n) for rj, kj, n in by_base[m.access.base]
+                        if n.offset == partner and (rj, kj) != (ri, k)), None)
+            if hit is None and m.access.base and m.access.base[0] == "reg":
+                moved = next((n for rj, _, n in by_name[m.access.base[1]] if rj == ri
+                              and n.offset == partner and n.access.base != m.access.base), None)
+                if moved is not None:
+                    a, b = sorted((m, moved), key=lambda x: x.iid)
+                    if a is m:
+                        self.report.refuse(self.fn.name, m.ins.line,
+                                           f"base {m.access.base[1]} is written between {here} "
+                                           f"and {there}")
+                    continue
+            if hit is None:
+                run = regions[ri].runs[k]
+                if any(o != m.offset and abs(o - m.offset) < 4 * size for o in run):
+                    self.report.refuse(self.fn.name, m.ins.line,
+                                       f"{m.ins.full_opcode} {here}: not contiguous, its aligned "
+                                       f"partner {there} is not {verb}")
+                continue
+            rj, kj, n = hit
+            if n.iid < m.iid or rj == ri and regions[rj].keys[kj] == regions[ri].keys[k]:
+                continue  # reported from the earlier one / the same access repeated
+            if rj != ri:
+                why = f"{regions[ri].end} lies between {here} and {there}"
+            elif m.ins.modifiers != n.ins.modifiers:
+                why = f"mixed accesses: {m.ins.full_opcode} {here} and {n.ins.full_opcode} {there}"
+            elif (m.ins.guard, m.ins.guard_neg) != (n.ins.guard, n.ins.guard_neg):
+                why = f"different guards on {here} and {there}"
+            elif m.ins.guard:
+                why = f"guard {m.ins.guard} is written between {here} and {there}"
+            else:
+                why = f"different trailing operands on {here} and {there}"
+            self.report.refuse(self.fn.name, m.ins.line, why)
+
+
+# ---------------------------------------------------------------------------
+# split_ld
+# ---------------------------------------------------------------------------
+
+
+def split_load(ins: Instruction) -> list[Instruction] | None:
+    """Scalar loads for a weak ``.v2``/``.v4`` ``ld.global`` (raises
+    :class:`Refused`); None for instructions that are not candidates."""
+    if ins.opcode != "ld" or opcodes.space_of(ins) != "global" or opcodes.vector_width(ins) == 1:
+        return None
+    w = opcodes.vector_width(ins)
+    check(opcodes.role(ins) == "load", f"{ins.full_opcode}: only weak loads are split")
+    check(w in (2, 4), f"{ins.full_opcode}: only .v2 and .v4 loads are split")
+    ops = ins.operands
+    vec, addr = ops[0], ops[1] if len(ops) > 1 else None
+    t = opcodes.value_type(ins)
+    check(type(vec) is Vec and type(addr) is Addr and t is not None and len(vec.items) == w,
+          f"{ins.full_opcode}: unexpected operands")
+    regs = [i.name for i in vec.items if type(i) is Reg]
+    check(len(regs) + sum(1 for i in vec.items if type(i) is Sym and i.name == "_") == w,
+          f"{ins.full_opcode}: destinations must be registers or _")
+    dup = next((r for r in regs if regs.count(r) > 1), None)
+    check(dup is None, f"{ins.full_opcode}: destination {dup} appears twice")
+    read = set(opcodes.regs_in(addr)) | {ins.guard} | {r for o in ops[2:] for r in opcodes.regs_in(o)}
+    check(regs, f"{ins.full_opcode}: every destination is a sink")
+    clash = next((r for r in regs if r in read), None)
+    check(clash is None, f"{ins.full_opcode}: destination {clash} is also read by the load")
+    size = opcodes.TYPE_BITS[t] // 8
+    mods = tuple(m for m in ins.modifiers if m not in ("v2", "v4"))
+    out = []
+    for j, item in enumerate(vec.items):
+        if type(item) is not Reg:
+            continue
+        a = addr if j == 0 else replace(addr, offset=addr.offset + j * size, plus_zero=False)
+        out.append(replace(ins, modifiers=mods, operands=(item, a, *ops[2:])))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The passes
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Vectorize(Pass):
+    family: ClassVar[str] = VECTORIZE
+    stores: ClassVar[bool] = False
+    assume_align: int = 0  # the user asserts every global pointer parameter is aligned to N bytes
+
+    def __post_init__(self) -> None:
+        a = self.assume_align
+        if a < 0 or (a and a & (a - 1)):
+            raise ValueError(f"assume_align must be 0 or a power of two, not {a}")
+
+    def run(self, module: Module) -> ChangeReport:
+        report = ChangeReport(self.name)
+        for fn in module.functions:
+            if fn.body is not None:
+                _Vectorizer(fn, module, self.stores, self.assume_align, report).run()
+        return report
+
+
+@dataclass(frozen=True)
+class VecLd(_Vectorize):
+    name: ClassVar[str] = "vec_ld"
+    description: ClassVar[str] = ("merge scalar ld.global at contiguous aligned offsets of one base "
+                                  "into .v2/.v4 loads")
+
+
+@dataclass(frozen=True)
+class VecSt(_Vectorize):
+    name: ClassVar[str] = "vec_st"
+    stores: ClassVar[bool] = True
+    description: ClassVar[str] = ("merge scalar st.global at contiguous aligned offsets of one base "
+                                  "into .v2/.v4 stores")
+
+
+@dataclass(frozen=True)
+class SplitLd(Pass):
+    name: ClassVar[str] = "split_ld"
+    family: ClassVar[str] = VECTORIZE
+    description: ClassVar[str] = "expand .v2/.v4 global loads into one scalar load per element"
+
+    def run(self, module: Module) -> ChangeReport:
+        report = ChangeReport(self.name)
+        for fn in module.functions:
+            if fn.body is None:
+                continue
+            edits: list[tuple[list, int, list[Instruction]]] = []
+            _collect_splits(fn.body, fn.name, report, edits)
+            for items, i, new in reversed(edits):
+                items[i:i + 1] = new
+        return report
+
+
+def _collect_splits(block: Block, fn: str, report: ChangeReport, edits: list) -> None:
+    for i, s in enumerate(block.items):
+        if type(s) is Block:
+            _collect_splits(s, fn, report, edits)
+            continue
+        if type(s) is not Instruction:
+            continue
+        try:
+            new = split_load(s)
+        except Refused as r:
+            report.refuse(fn, s.line, str(r))
+            continue
+        if new is not None:
+            edits.append((block.items, i, new))
+            report.change(fn, s.line, f"{s.full_opcode} -> {len(new)} x {new[0].full_opcode}")
