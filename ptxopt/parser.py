@@ -133,13 +133,7 @@ class _Builder:
     def indexed(self, c):
         return Sym(c[0].value, 0, parse_int(c[2].value))
 
-    def plist_ops(self, c):
-        if len(c) == 1:
-            lst, x = [], c[0]
-        else:
-            lst, x = c[0], c[2]
-        lst.append(self._conv(x))
-        return lst
+    plist_ops = ops
 
     def not_pred(self, c):  # `!p` is always a predicate register, `%` or not
         return Neg(self._reg(c[1]))

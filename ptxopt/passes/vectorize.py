@@ -573,14 +573,20 @@ class _Vectorizer:
         self.noalias = noalias_params(fn)
         self.edits: dict[int, tuple[list, dict[int, object]]] = {}
         self.leftover: list[tuple[int, int, _Member]] = []  # (region, run, member)
+        self.refusals: list[tuple[int, str]] = []  # reported sorted by line
 
     def run(self) -> None:
         for ri, region in enumerate(self.scan.regions):
             for k, run in enumerate(region.runs):
                 self._plan(ri, region, k, run)
         self._explain_leftovers()
+        for line, why in sorted(self.refusals, key=lambda x: x[0]):
+            self.report.refuse(self.fn.name, line, why)
         for items, changes in self.edits.values():
             items[:] = [changes.get(i, s) for i, s in enumerate(items) if changes.get(i, s) is not None]
+
+    def _refuse(self, line: int, why: str) -> None:
+        self.refusals.append((line, why))
 
     def _base_fact(self, m: _Member) -> Fact:
         return self.align.of_base(m.addr.base)
@@ -608,7 +614,7 @@ class _Vectorizer:
                 except Refused as r:
                     if str(r) not in reported:
                         reported.add(str(r))
-                        self.report.refuse(self.fn.name, self._anchor(group).ins.line, str(r))
+                        self._refuse(self._anchor(group).ins.line, str(r))
                     explained.update(window)
                     if isinstance(r, _Unaligned) and fact[0] < 2 * size:
                         dead.update(window)
@@ -720,16 +726,14 @@ class _Vectorizer:
                 if moved is not None:
                     a, b = sorted((m, moved), key=lambda x: x.iid)
                     if a is m:
-                        self.report.refuse(self.fn.name, m.ins.line,
-                                           f"base {m.access.base[1]} is written between {here} "
-                                           f"and {there}")
+                        self._refuse(m.ins.line, f"base {m.access.base[1]} is written "
+                                                 f"between {here} and {there}")
                     continue
             if hit is None:
                 run = regions[ri].runs[k]
                 if any(o != m.offset and abs(o - m.offset) < 4 * size for o in run):
-                    self.report.refuse(self.fn.name, m.ins.line,
-                                       f"{m.ins.full_opcode} {here}: not contiguous, its aligned "
-                                       f"partner {there} is not {verb}")
+                    self._refuse(m.ins.line, f"{m.ins.full_opcode} {here}: not contiguous, "
+                                             f"its aligned partner {there} is not {verb}")
                 continue
             rj, kj, n = hit
             if n.iid < m.iid or rj == ri and regions[rj].keys[kj] == regions[ri].keys[k]:
@@ -744,7 +748,7 @@ class _Vectorizer:
                 why = f"guard {m.ins.guard} is written between {here} and {there}"
             else:
                 why = f"different trailing operands on {here} and {there}"
-            self.report.refuse(self.fn.name, m.ins.line, why)
+            self._refuse(m.ins.line, why)
 
 
 # ---------------------------------------------------------------------------
