@@ -11,7 +11,9 @@ aligned these groups are exactly the hardware's cache lines. ptxopt does not
 prove that (parameters declare at most ``.align 16`` in practice), so for
 other bases the grouping is a best effort: a group may straddle two real
 lines, and only the one holding its lowest offset is prefetched. Only the
-first byte of each access counts.
+first byte of each access counts. The same line loaded in two blocks gets a
+prefetch in each: hoisting one to a common dominator could fetch an address
+that a bounds check was guarding.
 
 **Placement.** In the load's basic block and ``{ }`` scope, right after the
 last instruction before the load that defines the base register or the
@@ -44,14 +46,16 @@ from typing import ClassVar
 from ptxopt import opcodes
 from ptxopt.analysis import build_cfg
 from ptxopt.analysis.alias import address_of
-from ptxopt.ir import (
-    Addr, Block, Comment, Function, Instruction, Label, Loc, Module, Reg, Sym, iter_instructions,
-)
+from ptxopt.ir import Addr, Block, Comment, Function, Instruction, Label, Loc, Module, Reg, Sym
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import PREFETCH
 
 LINE = 128
 _NOT_GLOBAL = ("param", "shared", "local", "const")
+
+
+def _offset(a: Addr) -> int:
+    return a.offset + (a.base.offset if type(a.base) is Sym else 0)
 
 
 def _key(ins: Instruction, uses, last_def: dict) -> tuple | None:
@@ -64,7 +68,7 @@ def _key(ins: Instruction, uses, last_def: dict) -> tuple | None:
         reg = uses[-1]  # the address register, scope-renamed
         base, off = (reg, last_def.get(reg)), a.offset
     elif type(a.base) is Sym:
-        base, off = (a.base.name, None), a.offset + a.base.offset
+        base, off = (a.base.name, None), _offset(a)
     else:
         return None
     guard = (uses[0], ins.guard_neg, last_def.get(uses[0])) if ins.guard else None
@@ -80,7 +84,7 @@ def _stops(s, names: set[str]) -> bool:
         return (opcodes.role(s) == "order" or s.opcode in opcodes.TERMINATORS
                 or any(r in names for r in opcodes.defs_uses(s)[0]))
     if t is Block:
-        return any(type(x) is Label for x in _walk(s)) or any(_stops(i, names) for i in iter_instructions(s))
+        return any(type(x) is Label or (type(x) is Instruction and _stops(x, names)) for x in _walk(s))
     return True  # labels, declarations, raw text
 
 
@@ -141,6 +145,8 @@ class _Prefetch(Pass):
                 elif ins.opcode in ("ld", "ldu"):
                     why = self.refusal(fn, cfg.sites[iid], ins)
                     key = _key(ins, uses, last_def) if why is None else None
+                    if why is None and key is None:
+                        why = "the address is neither register- nor symbol-based"
                     if why:
                         report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {why}")
                     elif key is not None:
@@ -170,7 +176,7 @@ class _Prefetch(Pass):
     def insert(self, fn: Function, cfg, iids: list[int], inserts: dict, report: ChangeReport) -> None:
         loads = [cfg.instructions[i] for i in iids]
         first = loads[0]
-        addr: Addr = min((address_of(i) for i in loads), key=lambda a: a.offset)
+        addr: Addr = min((address_of(i) for i in loads), key=_offset)
         names = {r.name for r in (addr.base,) if type(r) is Reg} | ({first.guard} if first.guard else set())
         path = cfg.sites[iids[0]]
         items = _container(fn, path)
@@ -178,7 +184,7 @@ class _Prefetch(Pass):
         stmt = Instruction("prefetch", ("global", self.level), (addr,), first.guard, first.guard_neg)
         todo = inserts.setdefault(id(items), (items, []))[1]
         todo.append((pos, len(todo), stmt))
-        offs = sorted(address_of(i).offset for i in loads)
+        offs = sorted(_offset(address_of(i)) for i in loads)
         guard = f"@{'!' if first.guard_neg else ''}{first.guard} " if first.guard else ""
         report.change(fn.name, first.line, f"{guard}prefetch.global.{self.level} {addr}: "
                       f"{len(loads)} load{'s' if len(loads) > 1 else ''}, offsets {offs[0]}..{offs[-1]}")
@@ -189,7 +195,8 @@ class PrefetchL1(_Prefetch):
     name: ClassVar[str] = "prefetch_L1"
     level: ClassVar[str] = "L1"
     covered_by: ClassVar[tuple[str, ...]] = ("L1",)
-    description: ClassVar[str] = "prefetch each 128-byte line of the global loads into L1 once its address is known"
+    description: ClassVar[str] = \
+        "prefetch each 128-byte line of the global loads into L1 once its address is known"
 
 
 @dataclass(frozen=True)
@@ -197,4 +204,5 @@ class PrefetchL2(_Prefetch):
     name: ClassVar[str] = "prefetch_L2"
     level: ClassVar[str] = "L2"
     covered_by: ClassVar[tuple[str, ...]] = ("L1", "L2")
-    description: ClassVar[str] = "prefetch each 128-byte line of the global loads into L2 once its address is known"
+    description: ClassVar[str] = \
+        "prefetch each 128-byte line of the global loads into L2 once its address is known"

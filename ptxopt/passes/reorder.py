@@ -50,7 +50,7 @@ from ptxopt import opcodes
 from ptxopt.analysis import build_cfg, estimated_latency, heights, topological_orders_respect
 from ptxopt.analysis.alias import noalias_params, pointer_roots
 from ptxopt.analysis.dag import block_dag
-from ptxopt.ir import Block, Comment, Function, Loc, Module
+from ptxopt.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import REORDER
 
@@ -236,20 +236,23 @@ class _Reorder(Pass):
 @dataclass(frozen=True)
 class ReorderCriticalPath(_Reorder):
     name: ClassVar[str] = "reorder_cp"
-    description: ClassVar[str] = "list-schedule each basic block by latency-weighted critical-path length"
+    description: ClassVar[str] = \
+        "list-schedule each basic block by latency-weighted critical-path length"
 
     def order(self, dag, lo, hi, ctx):
         if "keys" not in ctx:
             h = heights(dag, estimated_latency)
             ins = dag.nodes
-            ctx["keys"] = [(ins[v]["ins"].opcode not in opcodes.PREFETCHES, -h[v], v) for v in range(len(h))]
+            ctx["keys"] = [(ins[v]["ins"].opcode not in opcodes.PREFETCHES, -h[v], v)
+                           for v in range(len(h))]
         return _schedule(dag, lo, hi, ctx["keys"])
 
 
 @dataclass(frozen=True)
 class ReorderInterleave(_Reorder):
     name: ClassVar[str] = "reorder_il"
-    description: ClassVar[str] = "list-schedule each basic block alternating memory and arithmetic instructions"
+    description: ClassVar[str] = \
+        "list-schedule each basic block alternating memory and arithmetic instructions"
 
     def order(self, dag, lo, hi, ctx):
         if "mem" not in ctx:
@@ -260,7 +263,8 @@ class ReorderInterleave(_Reorder):
 @dataclass(frozen=True)
 class ReorderLoadsFirst(_Reorder):
     name: ClassVar[str] = "reorder_lf"
-    description: ClassVar[str] = "list-schedule each basic block with loads as early as dependencies allow"
+    description: ClassVar[str] = \
+        "list-schedule each basic block with loads as early as dependencies allow"
 
     def order(self, dag, lo, hi, ctx):
         if "keys" not in ctx:
@@ -273,7 +277,8 @@ class ReorderLoadsFirst(_Reorder):
 @dataclass(frozen=True)
 class ReorderStoresLast(_Reorder):
     name: ClassVar[str] = "reorder_sl"
-    description: ClassVar[str] = "list-schedule each basic block with stores as late as dependencies allow"
+    description: ClassVar[str] = \
+        "list-schedule each basic block with stores as late as dependencies allow"
 
     def order(self, dag, lo, hi, ctx):
         if "keys" not in ctx:
