@@ -1,0 +1,346 @@
+"""The scheduler: which threads run which instruction next.
+
+Divergence model: **minimum-PC scheduling over thread groups.** A function
+activation keeps its threads in groups keyed by program counter (the index
+of the next instruction in textual order). It always runs the group with the
+smallest PC, for all of that group's threads at once, until the group splits
+(a divergent branch), blocks (a barrier, a warp collective whose lanes are
+not all present), or reaches the PC of another group, where the two merge.
+
+Why this is correct and why it reconverges:
+
+* Threads are independent except through memory, barriers and warp
+  collectives, so any interleaving that respects those gives each thread the
+  result the PTX semantics allow; running a group in lockstep is one such
+  interleaving (the one "warp-synchronous" code expects).
+* Running the lowest PC first means a group never overtakes another: when
+  the lagging group reaches the PC where a group waits, they merge. For the
+  code compilers emit (if/else with the join after both arms, loops whose
+  exits jump forward), that PC is the immediate post-dominator of the branch,
+  so threads reconverge exactly where a post-dominator reconvergence stack
+  would put them, without building one. Loops: threads still iterating are at
+  lower PCs than those that left, so they finish first and join at the exit.
+* **Barriers** (``bar.sync``/``barrier.sync``): a group that reaches one waits;
+  the barrier releases when no group can run any more and *every live
+  (non-exited) thread of the CTA* waits at it. Threads that exited do not
+  count (kernels that ``return`` early before ``__syncthreads`` work on the
+  hardware). Threads waiting at *different* barrier instructions, with
+  different barrier ids, or at a barrier some live threads can never reach,
+  are reported as a :class:`BarrierError` instead of a silent deadlock. With a
+  thread count operand (``bar.sync 1, 64``) the barrier releases when exactly
+  that many threads wait.
+* **Warp collectives** (``shfl.sync``, ``vote.sync``, ``bar.warp.sync``,
+  ``match``, ``redux``, ``ldmatrix``, ``mma``...): the lanes named by the
+  membermask (all 32 for ``.aligned`` ones) that have not exited must be in
+  the executing group. If some are elsewhere the group *parks* at the
+  instruction; a group arriving at the same PC merges with it and retries;
+  if nothing else can run, a :class:`WarpSyncError` names the missing lanes.
+* **Calls** run the callee to completion for the calling group, with its own
+  scheduler (recursion works); a barrier inside a callee completes only if
+  every live thread of the CTA made the call.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE
+from ptxopt.interp.errors import BarrierError, InterpError, StepLimit, WarpSyncError, describe
+from ptxopt.interp.memory import WINDOW, Region, round_up
+from ptxopt.interp.state import ALL, WARP, Frame
+
+MAX_CALL_DEPTH = 128
+
+
+def run_entry(cta, dfn) -> None:
+    """Run kernel ``dfn`` for every thread of ``cta``."""
+    fr = new_frame(dfn, cta)
+    try:
+        run_function(fr, cta.all_idx)
+    finally:
+        free_frame(fr)
+
+
+def new_frame(dfn, cta) -> Frame:
+    """A frame with its ``.local`` and ``.param`` variables allocated (one row
+    of bytes per thread) on the CTA's local/param stacks."""
+    fr = Frame(dfn, cta)
+    vars_ = list(dfn.frame_vars)
+    vars_ += [(n, "param", _param_size(d), d.align or 1) for n, d in dfn.formals]
+    vars_ += [(n, "param", _param_size(d), d.align or 1) for n, d in dfn.returns]
+    for name, space, size, align in vars_:
+        top = cta.stack_top[space]
+        off = round_up(top, max(256, align))
+        base = WINDOW[space] + 0x10000 + off
+        region = Region(name, space, base, size, rows=cta.T, per_thread=True, fill=cta.fill)
+        cta.mem.add(region)
+        cta.stack_top[space] = off + size + 256
+        fr.sym[name] = base
+        fr.regions.append((region, top))
+    return fr
+
+
+def _param_size(decl) -> int:
+    from ptxopt.interp.decode import decl_size
+
+    return decl_size(decl, decl.items[0])
+
+
+def free_frame(fr: Frame) -> None:
+    cta = fr.cta
+    for region, top in reversed(fr.regions):
+        cta.mem.remove(region)
+        cta.stack_top[region.space] = top
+    fr.regions = []
+
+
+class _Groups:
+    """Thread groups of one activation keyed by PC, with a heap of PCs."""
+
+    __slots__ = ("g", "heap", "parked", "waiting")
+
+    def __init__(self):
+        self.g: dict[int, np.ndarray] = {}
+        self.heap: list[int] = []
+        self.parked: set[int] = set()
+        self.waiting: dict[int, np.ndarray] = {}  # barrier pc -> threads
+
+    def add(self, pc: int, idx: np.ndarray) -> None:
+        if len(idx) == 0:
+            return
+        old = self.g.get(pc)
+        if old is None:
+            self.g[pc] = idx
+            heapq.heappush(self.heap, pc)
+            return
+        self.g[pc] = np.union1d(old, idx)
+        if pc in self.parked:
+            self.parked.discard(pc)
+            heapq.heappush(self.heap, pc)
+
+    def min_runnable(self) -> int | None:
+        h = self.heap
+        while h:
+            pc = h[0]
+            if pc in self.g and pc not in self.parked:
+                return pc
+            heapq.heappop(h)
+        return None
+
+
+def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
+    """Run ``fr``'s function for threads ``idx`` (sorted linear indices);
+    returns the threads that returned (not those that exited)."""
+    cta = fr.cta
+    code = fr.fn.code
+    T = cta.T
+    regs = fr.r
+    gs = _Groups()
+    gs.add(0, idx)
+    returned: list[np.ndarray] = []
+    limit = cta.launch.max_steps
+    while True:
+        pc = gs.min_runnable()
+        if pc is None:
+            if gs.waiting:
+                _release_barrier(fr, code, gs)
+                continue
+            if gs.parked:
+                _collective_deadlock(cta, code, gs)
+            break
+        heapq.heappop(gs.heap)
+        idx = gs.g.pop(pc)
+        sel = ALL if len(idx) == T else idx
+        while True:
+            st = code[pc]
+            k = st.kind
+            cta.steps += 1
+            if k == SIMPLE:
+                st.run(fr, sel)
+                pc += 1
+                if pc in gs.g:
+                    idx, sel = _merge(gs, pc, idx, T)
+                continue
+            if k == BRANCH:
+                if st.guard is None:
+                    new = st.target
+                else:
+                    p = regs[st.guard][sel]
+                    if st.neg:
+                        p = ~p
+                    if p.all():
+                        new = st.target
+                    elif not p.any():
+                        new = pc + 1
+                    else:
+                        gs.add(st.target, idx[p])
+                        gs.add(pc + 1, idx[~p])
+                        break
+                if new <= pc:
+                    if cta.steps > limit:
+                        raise StepLimit(f"step limit of {limit} exceeded (endless loop?) at "
+                                        f"{describe(st.ins)}")
+                pc = new
+                if pc in gs.g:
+                    idx, sel = _merge(gs, pc, idx, T)
+                m = gs.min_runnable()
+                if m is not None and m < pc:
+                    gs.add(pc, idx)
+                    break
+                continue
+            # the remaining kinds honour their guard here
+            if st.guard is not None:
+                p = regs[st.guard][sel]
+                if st.neg:
+                    p = ~p
+                if not p.all():
+                    if not p.any():
+                        pc += 1
+                        if pc in gs.g:
+                            idx, sel = _merge(gs, pc, idx, T)
+                        continue
+                    gs.add(pc + 1, idx[~p])
+                    idx = idx[p]
+                    sel = ALL if len(idx) == T else idx
+            if k == RET or k == EXIT:
+                if k == EXIT or fr.fn.is_entry:
+                    _exit_threads(cta, idx)
+                else:
+                    returned.append(idx)
+                break
+            if k == BARRIER:
+                if st.aux.fast and len(idx) == cta.n_alive and not gs.waiting:
+                    st.aux.check_ids(fr, sel, idx)
+                    if st.run is not None:
+                        st.run(fr, sel, idx)
+                    pc += 1
+                    if pc in gs.g:
+                        idx, sel = _merge(gs, pc, idx, T)
+                    continue
+                old = gs.waiting.get(pc)
+                gs.waiting[pc] = idx if old is None else np.union1d(old, idx)
+                break
+            if k == COLLECTIVE:
+                missing = st.aux(fr, sel, idx)
+                if missing is not None and len(missing):
+                    gs.g[pc] = idx
+                    gs.parked.add(pc)
+                    break
+                st.run(fr, sel)
+                pc += 1
+                if pc in gs.g:
+                    idx, sel = _merge(gs, pc, idx, T)
+                continue
+            if k == CALL:
+                idx = _call(fr, st, idx, sel)
+                if len(idx) == 0:
+                    break
+                sel = ALL if len(idx) == T else idx
+                pc += 1
+                if pc in gs.g:
+                    idx, sel = _merge(gs, pc, idx, T)
+                continue
+            if k == BRX:
+                targets = st.run(fr, sel)
+                for t in np.unique(targets):
+                    gs.add(int(t), idx[targets == t])
+                break
+            raise InterpError(f"{describe(st.ins)}: unknown step kind {k}")
+    if not returned:
+        return np.zeros(0, dtype=np.intp)
+    if len(returned) == 1:
+        return returned[0]
+    return np.unique(np.concatenate(returned))
+
+
+def _merge(gs: _Groups, pc: int, idx: np.ndarray, T: int):
+    other = gs.g.pop(pc)
+    gs.parked.discard(pc)
+    idx = np.union1d(idx, other)
+    return idx, (ALL if len(idx) == T else idx)
+
+
+def _exit_threads(cta, idx: np.ndarray) -> None:
+    live = idx[cta.alive[idx]]
+    cta.alive[live] = False
+    cta.n_alive -= len(live)
+
+
+def _release_barrier(fr: Frame, code, gs: _Groups) -> None:
+    """Every group is blocked and some wait at barriers: release them if the
+    barrier is complete, else report why it never will be."""
+    cta = fr.cta
+    waiting = gs.waiting
+    total = sum(len(v) for v in waiting.values())
+    pcs = sorted(waiting)
+    st = code[pcs[0]]
+    count = st.aux.count
+    lines = ", ".join(f"line {code[p].ins.line}" for p in pcs)
+    if len(pcs) > 1:
+        raise BarrierError(f"threads of CTA {tuple(cta.ctaid)} wait at different barriers ({lines}); "
+                           "every thread must reach the same barrier")
+    if gs.parked:
+        lanes = sorted(gs.parked)
+        raise BarrierError(f"{describe(st.ins)}: deadlock: threads wait at this barrier while others "
+                           f"wait at a warp collective (line {code[lanes[0]].ins.line})")
+    need = cta.n_alive if count is None else count
+    if total != need:
+        who = "live threads" if count is None else f"threads (count operand {count})"
+        raise BarrierError(f"{describe(st.ins)}: only {total} of {need} {who} of CTA "
+                           f"{tuple(cta.ctaid)} arrive; the others have returned from a call or "
+                           "wait elsewhere (divergent barrier)")
+    for pc in pcs:
+        idx = waiting.pop(pc)
+        step = code[pc]
+        sel = ALL if len(idx) == cta.T else idx
+        step.aux.check_ids(fr, sel, idx)
+        if step.run is not None:
+            step.run(fr, sel, idx)
+        gs.add(pc + 1, idx)
+
+
+def _collective_deadlock(cta, code, gs: _Groups) -> None:
+    pc = min(gs.parked)
+    st = code[pc]
+    idx = gs.g[pc]
+    raise WarpSyncError(f"{describe(st.ins)}: threads {_thread_list(cta, idx)} wait for lanes of their "
+                        "warp that never execute this instruction (divergent warp collective)")
+
+
+def _thread_list(cta, idx) -> str:
+    shown = ", ".join(f"tid={cta.tid_of(int(t))}" for t in idx[:4])
+    return shown + (" ..." if len(idx) > 4 else "")
+
+
+def _call(fr: Frame, st, idx: np.ndarray, sel) -> np.ndarray:
+    """Run the callee for ``idx``; returns the threads that came back."""
+    cta = fr.cta
+    callee, bind, unbind = st.aux
+    depth = getattr(cta, "depth", 0)
+    if depth >= MAX_CALL_DEPTH:
+        raise InterpError(f"{describe(st.ins)}: call depth exceeds {MAX_CALL_DEPTH}")
+    dfn = cta.program.decoded(callee)
+    cf = new_frame(dfn, cta)
+    cta.depth = depth + 1
+    try:
+        bind(fr, cf, sel)
+        back = run_function(cf, idx)
+        if len(back):
+            bsel = ALL if len(back) == cta.T else back
+            unbind(fr, cf, bsel)
+    finally:
+        cta.depth = depth
+        free_frame(cf)
+    return back
+
+
+def full_warps_check(cta, idx: np.ndarray) -> np.ndarray | None:
+    """Lanes of the warps touched by ``idx`` that are alive but not in ``idx``
+    (for ``.aligned`` collectives that need the whole warp)."""
+    warps = np.unique(idx // WARP)
+    lanes = (warps[:, None] * WARP + np.arange(WARP)).ravel()
+    lanes = lanes[lanes < cta.T]
+    lanes = lanes[cta.alive[lanes]]
+    return np.setdiff1d(lanes, idx, assume_unique=True)

@@ -1,0 +1,500 @@
+"""Bit-exact IEEE arithmetic for the interpreter: rounding, FMA, flush-to-zero.
+
+Why this module exists: numpy computes ``float32`` arithmetic correctly
+rounded to nearest, but PTX also has directed roundings (``.rz .rm .rp``),
+``.ftz``, half and bfloat16 formats, and a *fused* multiply-add. The tempting
+shortcut, ``float32(float64(a) * b + c)``, is wrong: the product is exact in
+float64 but the sum is rounded twice (to 53 bits, then to 24), which differs
+from one rounding when the float64 sum lands exactly on a float32 midpoint.
+
+The approach, used for every format and mode:
+
+1. compute the result in float64 as ``r`` plus the exact error ``e`` of that
+   float64 operation (:func:`two_sum`; a product of two float32 or smaller
+   values is exact, so ``e`` comes from the final addition only), so that
+   ``r + e`` is the exact real result;
+2. round ``r + e`` once to the target format with :func:`round_to`, which
+   works on the float64 bits with integer arithmetic and uses ``e`` only for
+   its sign (``|e|`` is below half a float64 ulp of ``r``, so it can only
+   break ties or move a value off an exact grid point).
+
+For float32 round-to-nearest there is a fast path (:func:`fma_f32`): numpy's
+``float64 -> float32`` cast is right unless ``e != 0`` and ``r`` is a float32
+midpoint, and only those elements take the slow route. Division and square
+root in other than round-to-nearest, and the float64 FMA, take an exact path
+through :class:`fractions.Fraction` (correct, slow, rare in real kernels).
+
+NaN results are the canonical NaN of the format (``0x7fffffff`` for f32),
+which is what the GPU produces; sign-flipping operations (``neg``, ``abs``,
+``copysign``) work on the bits and keep payloads.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+F64 = np.float64
+F32 = np.float32
+
+# format -> (precision including the implicit bit, min normal exponent, max exponent)
+FORMATS = {
+    "f64": (53, -1022, 1023),
+    "f32": (24, -126, 127),
+    "f16": (11, -14, 15),
+    "bf16": (8, -126, 127),
+    "tf32": (11, -126, 127),
+}
+
+CANONICAL_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF, "f64": 0x7FFFFFFFFFFFFFFF}
+
+_U = {"f32": np.uint32, "f16": np.uint16, "f64": np.uint64}
+
+
+# --------------------------------------------------------------------------
+# error-free transformations and correct rounding
+# --------------------------------------------------------------------------
+
+
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``r = fl(a + b)`` and the exact error ``e = (a + b) - r`` (Knuth)."""
+    r = a + b
+    bb = r - a
+    e = (a - (r - bb)) + (b - bb)
+    return r, e
+
+
+def round_to(fmt: str, r: np.ndarray, e=None, mode: str = "rn") -> np.ndarray:
+    """Round the exact value ``r + e`` to ``fmt``; returns float64 values that
+    are representable in ``fmt`` (or +-inf / NaN).
+
+    ``r`` is a float64 array, ``e`` None or an array with ``|e|`` below half a
+    float64 ulp of ``r`` whose *sign* says on which side of ``r`` the exact
+    value lies. ``mode``: ``rn`` (nearest even), ``rna`` (nearest, ties away),
+    ``rz``, ``rm``, ``rp``.
+    """
+    r = np.asarray(r, dtype=F64)
+    if fmt == "f64":
+        return _round_f64(r, e, mode)
+    p, emin, emax = FORMATS[fmt]
+    ee = np.zeros_like(r) if e is None else np.asarray(e, dtype=F64)
+    with np.errstate(all="ignore"):
+        neg = np.signbit(r)
+        a = np.abs(r)
+        ee = np.where(neg, -ee, ee)
+        ee = np.where(np.isfinite(ee), ee, 0.0)
+        m, ex = np.frexp(a)
+        ex = ex.astype(np.int64) - 1
+        # an exact power of two with a negative error lies in the binade below
+        ex = ex - ((m == 0.5) & (ee < 0))
+        qexp = np.maximum(ex, emin) - (p - 1)
+        scaled = np.ldexp(a, -qexp)
+        n = np.floor(scaled)
+        frac = scaled - n
+        below = (frac == 0) & (ee < 0)
+        n = n - below
+        inexact = (frac != 0) | (ee != 0)
+        above_half = (frac > 0.5) | ((frac == 0.5) & (ee > 0)) | below
+        tie = (frac == 0.5) & (ee == 0)
+        if mode == "rn":
+            up = above_half | (tie & (np.fmod(n, 2) == 1))
+        elif mode == "rna":
+            up = above_half | tie
+        elif mode == "rz":
+            up = np.zeros_like(inexact)
+        elif mode == "rm":
+            up = inexact & neg
+        elif mode == "rp":
+            up = inexact & ~neg
+        else:
+            raise ValueError(f"unknown rounding mode {mode!r}")
+        val = np.ldexp(n + up, qexp)
+        limit = np.ldexp(1.0, emax + 1)
+        over = val >= limit
+        if over.any():
+            biggest = np.ldexp(2.0 - np.ldexp(1.0, 1 - p), emax)
+            to_inf = {"rn": True, "rna": True, "rz": False}.get(mode)
+            if to_inf is None:
+                inf_here = neg if mode == "rm" else ~neg
+            else:
+                inf_here = np.full(r.shape, to_inf)
+            val = np.where(over, np.where(inf_here, np.inf, biggest), val)
+        out = np.copysign(val, np.where(neg, -1.0, 1.0))
+        special = ~np.isfinite(r) | (r == 0)
+        return np.where(special, r, out)
+
+
+def _round_f64(r: np.ndarray, e, mode: str) -> np.ndarray:
+    if e is None or mode in ("rn", "rna"):
+        return r
+    e = np.asarray(e, dtype=F64)
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(r) & np.isfinite(e)
+        if mode == "rm":
+            step = finite & (e < 0)
+            return np.where(step, np.nextafter(r, -np.inf), r)
+        if mode == "rp":
+            step = finite & (e > 0)
+            return np.where(step, np.nextafter(r, np.inf), r)
+        if mode == "rz":
+            step = finite & (e != 0) & (np.signbit(e) != np.signbit(r))
+            return np.where(step, np.nextafter(r, 0.0), r)
+    raise ValueError(f"unknown rounding mode {mode!r}")
+
+
+def _is_f32_midpoint(r: np.ndarray) -> np.ndarray:
+    """True where float64 ``r`` lies exactly halfway between two float32s."""
+    a = np.abs(r)
+    normal = a >= 2.0 ** -126
+    mid = normal & ((r.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000))
+    small = ~normal & (a != 0)
+    if small.any():
+        s = a * 2.0 ** 150  # odd multiples of 2**-150 are subnormal midpoints
+        mid |= small & (np.floor(s) == s) & (np.fmod(s, 2.0) == 1.0)
+    return mid
+
+
+# --------------------------------------------------------------------------
+# formats: float64 <-> storage bits
+# --------------------------------------------------------------------------
+
+
+def canon(x: np.ndarray, fmt: str = "f32") -> np.ndarray:
+    """``x`` with every NaN replaced by the canonical NaN of ``fmt``."""
+    nan = np.isnan(x)
+    if not nan.any():
+        return x
+    x = np.array(x, copy=True)
+    x.view(_U[fmt])[nan] = CANONICAL_NAN[fmt]
+    return x
+
+
+def flush(x: np.ndarray, fmt: str = "f32") -> np.ndarray:
+    """Flush subnormals of ``fmt`` to sign-preserving zero (``.ftz``)."""
+    tiny = np.ldexp(1.0, FORMATS[fmt][1])
+    sub = (np.abs(x) < tiny) & (x != 0)
+    if not sub.any():
+        return x
+    return np.where(sub, np.copysign(np.zeros_like(x), x), x)
+
+
+def to_format(v64: np.ndarray, fmt: str, e=None, mode: str = "rn", ftz: bool = False) -> np.ndarray:
+    """Round float64 values (+ error) to ``fmt``; returns values in the
+    format's value dtype (float32/float16/float64) or bits (``bf16``: uint16,
+    ``tf32``: float32 with the low 13 bits clear). NaNs become canonical."""
+    if fmt == "f32" and mode == "rn" and e is None:
+        out = v64.astype(F32)
+    else:
+        out = round_to(fmt, v64, e, mode)
+    if fmt == "f32" or fmt == "tf32":
+        out = np.asarray(out, dtype=F32)
+        if ftz:
+            out = flush(out, "f32")
+        return canon(out, "f32")
+    if fmt == "f16":
+        out = np.asarray(out).astype(np.float16)
+        if ftz:
+            out = flush(out, "f16")
+        return canon(out, "f16")
+    if fmt == "bf16":
+        out32 = np.asarray(out, dtype=F32)
+        if ftz:
+            out32 = flush(out32, "f32")
+        b = (out32.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+        b[np.isnan(out32)] = CANONICAL_NAN["bf16"]
+        return b
+    if fmt == "f64":
+        out = np.asarray(out, dtype=F64)
+        if ftz:
+            out = flush(out, "f64")
+        return canon(out, "f64")
+    raise ValueError(fmt)
+
+
+def to_bits16(v64: np.ndarray, fmt: str, e=None, mode: str = "rn", ftz: bool = False) -> np.ndarray:
+    """Round to a 16-bit float format and return its bits (uint16)."""
+    out = to_format(v64, fmt, e, mode, ftz)
+    return out.view(np.uint16) if out.dtype != np.uint16 else out
+
+
+def bf16_to_f32(b: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) -> float32 values (exact)."""
+    return (np.asarray(b, dtype=np.uint32) << np.uint32(16)).view(F32)
+
+
+def f16_bits(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float16).view(np.uint16)
+
+
+def from_bits16(b: np.ndarray, fmt: str) -> np.ndarray:
+    """16-bit float bits -> float64 values (``f16`` or ``bf16``)."""
+    b = np.asarray(b, dtype=np.uint16)
+    if fmt == "f16":
+        return b.view(np.float16).astype(F64)
+    return bf16_to_f32(b).astype(F64)
+
+
+# --------------------------------------------------------------------------
+# arithmetic
+# --------------------------------------------------------------------------
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn", ftz: bool = False):
+    """A true fused multiply-add on float32 arrays: ``a*b + c`` rounded once."""
+    with np.errstate(all="ignore"):
+        if ftz:
+            a, b, c = flush(a), flush(b), flush(c)
+        p = a.astype(F64) * b.astype(F64)  # exact: 24 + 24 bits <= 53
+        c64 = c.astype(F64)
+        r, e = two_sum(p, c64)
+        if mode == "rn":
+            out = r.astype(F32)
+            cand = e != 0
+            if cand.any():
+                cand &= np.isfinite(e) & _is_f32_midpoint(r)
+                if cand.any():
+                    out = np.array(out, copy=True)
+                    out[cand] = round_to("f32", r[cand], e[cand], "rn").astype(F32)
+        else:
+            e = np.where(np.isfinite(e), e, 0.0)
+            out = round_to("f32", r, e, mode).astype(F32)
+            out = _exact_zero_sign(out, r, e, p, c64, mode)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def _exact_zero_sign(out, r, e, x, y, mode):
+    """IEEE: an exact zero sum of operands of opposite sign is +0, except in
+    round-toward-minus where it is -0."""
+    if mode != "rm":
+        return out
+    z = (r == 0) & (e == 0)
+    if not z.any():
+        return out
+    neg = np.signbit(x) | np.signbit(y)
+    return np.where(z, np.where(neg, F32(-0.0), F32(0.0)).astype(out.dtype), out)
+
+
+def add_f32(a, b, mode="rn", ftz=False, negate_b=False):
+    with np.errstate(all="ignore"):
+        if ftz:
+            a, b = flush(a), flush(b)
+        if negate_b:
+            b = -b
+        if mode == "rn":
+            out = (a.astype(F64) + b.astype(F64)).astype(F32)  # double rounding is harmless for +
+        else:
+            a64, b64 = a.astype(F64), b.astype(F64)
+            r, e = two_sum(a64, b64)
+            e = np.where(np.isfinite(e), e, 0.0)
+            out = round_to("f32", r, e, mode).astype(F32)
+            out = _exact_zero_sign(out, r, e, a64, b64, mode)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def mul_f32(a, b, mode="rn", ftz=False):
+    with np.errstate(all="ignore"):
+        if ftz:
+            a, b = flush(a), flush(b)
+        p = a.astype(F64) * b.astype(F64)  # exact
+        out = p.astype(F32) if mode == "rn" else round_to("f32", p, None, mode).astype(F32)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def div_f32(a, b, mode="rn", ftz=False):
+    with np.errstate(all="ignore"):
+        if ftz:
+            a, b = flush(a), flush(b)
+        if mode == "rn":
+            out = (a.astype(F64) / b.astype(F64)).astype(F32)  # correctly rounded (53 >= 2*24+2)
+        else:
+            out = _exact_elementwise(lambda x, y: x / y, np.true_divide, (a, b), "f32", mode)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def sqrt_f32(a, mode="rn", ftz=False):
+    with np.errstate(all="ignore"):
+        if ftz:
+            a = flush(a)
+        if mode == "rn":
+            out = np.sqrt(a.astype(F64)).astype(F32)  # correctly rounded
+        else:
+            out = _exact_sqrt(a, "f32", mode)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def round_f16_op(fmt: str, op: str, args, mode="rn", ftz=False, sat=False, relu=False):
+    """``add/sub/mul/fma/min/max`` on 16-bit float bits (``f16`` or ``bf16``):
+    computed exactly in float64 (with the error term for fma), rounded once."""
+    vals = [from_bits16(x, fmt) for x in args]
+    with np.errstate(all="ignore"):
+        if ftz:
+            vals = [flush(v, fmt) for v in vals]
+        e = None
+        if op == "add":
+            r, e = two_sum(vals[0], vals[1])
+        elif op == "sub":
+            r, e = two_sum(vals[0], -vals[1])
+        elif op == "mul":
+            r = vals[0] * vals[1]  # exact: 11 + 11 bits
+        elif op == "fma":
+            r, e = two_sum(vals[0] * vals[1], vals[2])
+        else:
+            raise ValueError(op)
+        if e is not None:
+            e = np.where(np.isfinite(e), e, 0.0)
+        out = round_to(fmt, r, e, mode)
+        if sat:
+            out = np.where(np.isnan(out), 0.0, np.clip(out, 0.0, 1.0))
+        if relu:
+            out = np.where(np.isnan(out), out, np.maximum(out, 0.0))
+        return to_bits16(out, fmt, None, "rn", ftz)
+
+
+def f64_op(op: str, args, mode="rn"):
+    """``add/sub/mul/div/sqrt/fma`` on float64 arrays. Round-to-nearest
+    ``add/sub/mul/div/sqrt`` are numpy's (IEEE correct); the rest are exact."""
+    with np.errstate(all="ignore"):
+        if mode == "rn" and op in ("add", "sub", "mul", "div", "sqrt"):
+            a = args[0]
+            out = {"add": lambda: a + args[1], "sub": lambda: a - args[1],
+                   "mul": lambda: a * args[1], "div": lambda: a / args[1],
+                   "sqrt": lambda: np.sqrt(a)}[op]()
+            return canon(out, "f64")
+        if op in ("add", "sub"):
+            b = args[1] if op == "add" else -args[1]
+            r, e = two_sum(args[0], b)
+            e = np.where(np.isfinite(e), e, 0.0)
+            return canon(_round_f64(r, e, mode), "f64")
+        if op == "sqrt":
+            return canon(_exact_sqrt(args[0], "f64", mode), "f64")
+        fn = {"mul": (lambda x, y: x * y, np.multiply),
+              "div": (lambda x, y: x / y, np.true_divide),
+              "fma": (lambda x, y, z: x * y + z, lambda x, y, z: x * y + z)}[op]
+        return canon(_exact_elementwise(fn[0], fn[1], args, "f64", mode), "f64")
+
+
+def _exact_elementwise(exact, approx, args, fmt, mode):
+    """Apply ``exact`` on Fractions element by element and round once.
+    ``approx`` (the float64 operation) supplies infinities, NaNs and signed
+    zeros, which Fractions cannot represent."""
+    arrs = np.broadcast_arrays(*[np.asarray(x, dtype=F64) for x in args])
+    ref = approx(*arrs)
+    out = np.empty(arrs[0].shape, dtype=F64)
+    for i in np.ndindex(out.shape):
+        xs = [float(a[i]) for a in arrs]
+        if not all(np.isfinite(xs)) or not np.isfinite(ref[i]):
+            out[i] = ref[i]
+            continue
+        try:
+            q = exact(*[Fraction(x) for x in xs])
+        except ZeroDivisionError:
+            out[i] = ref[i]
+            continue
+        if q == 0:
+            out[i] = _zero_sign(ref[i], mode, xs)
+            continue
+        out[i] = _round_fraction(q, fmt, mode)
+    return out.astype(F32) if fmt == "f32" else out
+
+
+def _zero_sign(ref, mode, xs):
+    """Sign of an exactly-zero result. Products and quotients: the float64
+    result is exact (an operand is zero). ``x*y + z``: IEEE addition rules."""
+    if len(xs) < 3:
+        return float(ref)
+    x, y, z = xs
+    psign = bool(np.signbit(x)) ^ bool(np.signbit(y))
+    if (x == 0 or y == 0) and z == 0 and psign == bool(np.signbit(z)):
+        return -0.0 if psign else 0.0
+    return -0.0 if mode == "rm" else 0.0
+
+
+def _round_fraction(q: Fraction, fmt: str, mode: str) -> float:
+    r = float(q)  # CPython: correctly rounded to nearest
+    diff = q - Fraction(r)
+    e = 0.0 if diff == 0 else (np.nextafter(0.0, 1.0) if diff > 0 else -np.nextafter(0.0, 1.0))
+    return float(round_to(fmt, np.array([r]), np.array([e]), mode)[0])
+
+
+def _exact_sqrt(a, fmt, mode):
+    a64 = np.asarray(a, dtype=F64)
+    with np.errstate(all="ignore"):
+        r = np.sqrt(a64)
+    out = np.array(r, dtype=F64)
+    for i in np.ndindex(out.shape):
+        x, y = float(a64[i]), float(r[i])
+        if not np.isfinite(y) or y == 0:
+            continue
+        diff = Fraction(x) - Fraction(y) ** 2
+        e = 0.0 if diff == 0 else (np.nextafter(0.0, 1.0) if diff > 0 else -np.nextafter(0.0, 1.0))
+        out[i] = round_to(fmt, np.array([y]), np.array([e]), mode)[0]
+    return out.astype(F32) if fmt == "f32" else out
+
+
+def min_max(a, b, is_max: bool, nan_mode: bool = False, fmt: str = "f32"):
+    """PTX ``min``/``max``: a NaN operand is ignored (the other is returned),
+    both NaN gives the canonical NaN; with ``.NaN`` any NaN propagates.
+    ``-0.0`` is smaller than ``+0.0``."""
+    with np.errstate(all="ignore"):
+        an, bn = np.isnan(a), np.isnan(b)
+        if is_max:
+            pick_a = (a > b) | ((a == b) & ~np.signbit(a))
+        else:
+            pick_a = (a < b) | ((a == b) & np.signbit(a))
+        out = np.where(pick_a, a, b)
+        if nan_mode:
+            out = np.where(an | bn, np.nan, out)
+        else:
+            out = np.where(an, b, np.where(bn, a, out))
+        return canon(out.astype(a.dtype), fmt)
+
+
+# --------------------------------------------------------------------------
+# hardware-approximate functions
+# --------------------------------------------------------------------------
+# The GPU's special function unit gives results within a few ulp; PTX does
+# not define them bit for bit. These are deterministic stand-ins (computed in
+# float64 and rounded to nearest), which is enough for equivalence checking:
+# the original and the transformed kernel go through the same function.
+
+APPROX = {
+    "ex2": np.exp2,
+    "lg2": np.log2,
+    "rcp": lambda x: 1.0 / x,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+}
+
+
+def approx_f32(fn: str, x: np.ndarray, ftz: bool = False) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if ftz:
+            x = flush(x)
+        out = APPROX[fn](x.astype(F64)).astype(F32)
+        if ftz:
+            out = flush(out)
+        return canon(out)
+
+
+def approx_div_f32(a, b, ftz=False):
+    with np.errstate(all="ignore"):
+        if ftz:
+            a, b = flush(a), flush(b)
+        out = (a.astype(F64) / b.astype(F64)).astype(F32)
+        if ftz:
+            out = flush(out)
+        return canon(out)

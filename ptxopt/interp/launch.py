@@ -1,0 +1,209 @@
+"""Launching a kernel: memory set-up, arguments, the CTA loop, results.
+
+``run_kernel`` is the interpreter's front door. Arguments are given per
+kernel parameter, in order (or as a dict by parameter name):
+
+* a numpy array: a buffer. Its bytes are copied to a fresh global region
+  (256-byte aligned, followed by an unmapped gap) whose address is passed;
+  the result holds the buffer's final contents, same dtype and shape;
+* ``None``: a null pointer (any access through it faults);
+* a Python or numpy scalar: the value, encoded in the parameter's type;
+* ``bytes``: raw bytes for a by-value struct parameter (``.b8 p[N]``).
+
+CTAs run one after another in ``ctaid`` order (x fastest), each with fresh
+shared memory. Memory nobody initialised (shared, local, and whatever the
+caller put in output buffers) holds deterministic pseudo-random bytes derived
+from ``seed``, so a kernel that reads before writing gives the same garbage
+in every run, and reads that depend on it show up as differences.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ptxopt.interp import dtypes
+from ptxopt.interp.engine import run_entry
+from ptxopt.interp.errors import InterpError, LaunchError
+from ptxopt.interp.memory import WINDOW, Memory, Region
+from ptxopt.interp.program import DYNAMIC_SHARED, Program
+from ptxopt.interp.state import CTA
+
+DEFAULT_MAX_STEPS = 5_000_000
+MAX_THREADS = 1024
+
+
+@dataclass
+class LaunchResult:
+    """What a launch left behind."""
+
+    buffers: list  # per parameter: final array for buffer arguments, else None
+    names: list[str]  # parameter names, in order
+    steps: int  # instructions issued (one per thread group, like warp instructions)
+    thread_steps: int = 0  # reserved: per-thread instruction count is not tracked
+    wall_s: float = 0.0
+    ctas: int = 0
+    by_name: dict = field(default_factory=dict)
+
+
+class Launch:
+    """Per-launch facts the engine and CTAs read."""
+
+    def __init__(self, program, dfn, grid, block, shared_bytes, max_steps):
+        self.program = program
+        self.dfn = dfn
+        self.grid = grid
+        self.block = block
+        self.shared_bytes = shared_bytes
+        self.total_shared = program.static_shared_bytes + shared_bytes
+        self.max_steps = max_steps
+        self.steps_before = 0
+
+
+def _dim3(v, what) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        v = (v,)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
+        raise LaunchError(f"{what} must be 1 to 3 positive integers, got {v}")
+    return v + (1,) * (3 - len(v))
+
+
+def make_fill(seed: int, salt: str):
+    """A region filler producing deterministic garbage bytes."""
+    counter = [0]
+
+    def fill(rows, padded):
+        counter[0] += 1
+        key = zlib.crc32(f"{salt}/{counter[0]}".encode())
+        rng = np.random.default_rng([seed & 0xFFFFFFFF, key])
+        return rng.integers(0, 256, size=(rows, padded), dtype=np.uint8)
+
+    return fill
+
+
+def encode_scalar(value, t: str, size: int) -> bytes:
+    """The bytes of a scalar argument of PTX type ``t``."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)[:size].ljust(size, b"\0")
+    if isinstance(value, np.generic):
+        value = value.item()
+    k = dtypes.kind(t)
+    n = dtypes.bits(t)
+    if k == "f":
+        if t == "f32":
+            return struct.pack("<f", float(value))
+        if t == "f64":
+            return struct.pack("<d", float(value))
+        if t == "f16":
+            return np.float16(value).tobytes()
+        raise LaunchError(f"cannot pass a scalar of type .{t}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise LaunchError(f"{value} passed for an integer parameter (.{t})")
+        value = int(value)
+    return (int(value) & ((1 << n) - 1)).to_bytes(n // 8, "little")
+
+
+def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
+               seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS) -> LaunchResult:
+    """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
+    a :class:`Program`) on the CPU. See the module doc for ``args``."""
+    t0 = time.perf_counter()
+    program = module if isinstance(module, Program) else Program(module)
+    fn = program.entry(entry)
+    params = program.kernel_params(fn.name)
+    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS:
+        raise LaunchError(f"block of {threads} threads (at most {MAX_THREADS})")
+    if isinstance(args, dict):
+        missing = [p.name for p in params if p.name not in args]
+        if missing:
+            raise LaunchError(f"no argument for {', '.join(missing)}")
+        args = [args[p.name] for p in params]
+    args = list(args)
+    if len(args) != len(params):
+        raise LaunchError(f"{fn.name} takes {len(params)} arguments, {len(args)} given")
+    dfn = program.decoded(fn.name)
+    launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps)
+
+    mem = Memory()
+    for v in program.statics.values():
+        if v.space in ("global", "const"):
+            r = Region(v.name, v.space, v.address, v.size, readonly=v.space == "const")
+            if v.init:
+                r.write_bytes(v.init)
+            mem.add(r)
+    mem._next_global = max(mem._next_global, program.global_end)
+
+    total = max((p.offset + p.size for p in params), default=0)
+    block_bytes = bytearray(total)
+    buffers: list = []
+    for p, a in zip(params, args):
+        if isinstance(a, np.ndarray):
+            a = np.ascontiguousarray(a)
+            r = mem.alloc_global(p.name, a.nbytes)
+            r.write_bytes(a.view(np.uint8).ravel() if a.nbytes else b"")
+            raw = r.base.to_bytes(8, "little")[: p.size]
+            buffers.append((r, a))
+        else:
+            if a is None:
+                raw = bytes(p.size)
+            else:
+                raw = encode_scalar(a, p.dtype, p.size)
+            buffers.append(None)
+        block_bytes[p.offset: p.offset + len(raw)] = raw
+    if total:
+        pr = Region(f"{fn.name} parameters", "param", WINDOW["param"], total, readonly=True)
+        pr.write_bytes(bytes(block_bytes))
+        mem.add(pr)
+
+    gx, gy, gz = grid
+    n = 0
+    # NaN/overflow warnings are expected (kernels compute with them) and slow
+    with np.errstate(all="ignore"):
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(gx):
+                    _run_cta(launch, mem, (x, y, z), seed, n)
+                    n += 1
+
+    out = []
+    for b in buffers:
+        if b is None:
+            out.append(None)
+            continue
+        r, a = b
+        arr = np.frombuffer(r.read_bytes(), dtype=a.dtype).reshape(a.shape).copy() if a.nbytes else a.copy()
+        out.append(arr)
+    names = [p.name for p in params]
+    return LaunchResult(out, names, launch.steps_before, 0, time.perf_counter() - t0, n,
+                        dict(zip(names, out)))
+
+
+def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:
+    program = launch.program
+    fill = make_fill(seed, f"cta{linear}")
+    shared = []
+    for v in program.statics.values():
+        if v.space == "shared":
+            shared.append(Region(v.name, "shared", v.address, v.size, fill=fill))
+    if program.dynamic_shared_names or launch.shared_bytes:
+        shared.append(Region(DYNAMIC_SHARED, "shared", program.dynamic_shared_base,
+                             launch.shared_bytes, fill=fill))
+    for r in shared:
+        mem.add(r)
+    cta = CTA(launch, ctaid, mem, shared, fill)
+    try:
+        run_entry(cta, launch.dfn)
+    except InterpError:
+        raise
+    finally:
+        launch.steps_before += cta.steps
+        for r in shared:
+            mem.remove(r)

@@ -1,0 +1,235 @@
+"""Tensor-core data movement and arithmetic: ldmatrix, stmatrix, mma.sync.
+
+These are ``.sync.aligned`` warp collectives: every lane of each warp takes
+part (the engine checks the whole warp is present). Fragment layouts follow
+the PTX ISA figures for ``ldmatrix .m8n8`` and ``mma .m16n8k8/.m16n8k16``
+(f16/bf16 inputs, f32 or f16 accumulators), with ``groupID = lane >> 2`` and
+``threadID_in_group = lane & 3``.
+
+Arithmetic model of ``mma`` (approximate, documented): the GPU's tensor
+cores do not specify their internal rounding. Here every product is exact
+(float64), the products are added to the accumulator in float64 in ``k``
+order, and the sum is rounded once to the accumulator type. It is
+deterministic, so original and transformed kernels agree exactly, and close
+to IEEE, so results can be checked against numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ptxopt import opcodes
+from ptxopt.interp import fp
+from ptxopt.interp.decode import COLLECTIVE, Step
+from ptxopt.interp.engine import full_warps_check
+from ptxopt.interp.ops.common import pack16, split16
+from ptxopt.interp.state import ALL, WARP
+from ptxopt.ir import Vec
+
+LANE = np.arange(WARP)
+GID = LANE >> 2
+TIG = LANE & 3
+
+
+def _whole_warps(fr, sel, idx):
+    if sel is ALL and fr.cta.n_alive == fr.cta.T and fr.cta.T % WARP == 0:
+        return None
+    missing = full_warps_check(fr.cta, idx)
+    if len(missing) == 0 and np.any((idx // WARP + 1) * WARP > fr.cta.T):
+        # a partial last warp cannot run an .aligned collective
+        return np.array([fr.cta.T], dtype=np.intp)
+    return missing
+
+
+def _warps(idx):
+    """(unique warps, position of each thread's warp, lane of each thread)."""
+    uw, inv = np.unique(idx // WARP, return_inverse=True)
+    return uw, inv, idx % WARP
+
+
+def c_ldmatrix(ins, d):
+    mods = ins.modifiers
+    allowed = {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
+    types = d.mods(allowed)
+    if types != ["b16"] or "m8n8" not in mods:
+        raise d.unsupported("ldmatrix shape/type")
+    num = 4 if "x4" in mods else 2 if "x2" in mods else 1
+    trans = "trans" in mods
+    dst, src = ins.operands
+    items = list(dst.items) if type(dst) is Vec else [dst]
+    if len(items) != num:
+        raise d.unsupported("destination count")
+    ws = [d.write(o, "b32") for o in items]
+    space = opcodes.mem_space(ins)
+    ga = d.addr(src, space)
+    ins_ = ins
+
+    def run(fr, sel):
+        cta = fr.cta
+        idx = cta.all_idx if sel is ALL else sel
+        n = len(idx)
+        uw, inv, lane = _warps(idx)
+        addr = np.broadcast_to(ga(fr, sel), (n,))
+        use = lane < 8 * num
+        rows = cta.mem.load(np.ascontiguousarray(addr[use]), 2, 8, space, (ins_, cta), idx[use])
+        M = np.zeros((len(uw), num, 8, 8), dtype=np.uint16)
+        lu = lane[use]
+        M[inv[use], lu // 8, lu % 8, :] = np.stack(rows, axis=1)
+        g, t = lane // 4, lane % 4
+        for i, w in enumerate(ws):
+            if trans:
+                lo, hi = M[inv, i, 2 * t, g], M[inv, i, 2 * t + 1, g]
+            else:
+                lo, hi = M[inv, i, g, 2 * t], M[inv, i, g, 2 * t + 1]
+            w(fr, sel, pack16(lo, hi))
+
+    return Step(COLLECTIVE, run, aux=_whole_warps)
+
+
+def c_stmatrix(ins, d):
+    mods = ins.modifiers
+    allowed = {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
+    types = d.mods(allowed)
+    if types != ["b16"] or "m8n8" not in mods:
+        raise d.unsupported("stmatrix shape/type")
+    num = 4 if "x4" in mods else 2 if "x2" in mods else 1
+    trans = "trans" in mods
+    dst, src = ins.operands
+    items = list(src.items) if type(src) is Vec else [src]
+    if len(items) != num:
+        raise d.unsupported("source count")
+    rs = [d.read(o, "b32") for o in items]
+    space = opcodes.mem_space(ins)
+    ga = d.addr(dst, space)
+    ins_ = ins
+
+    def run(fr, sel):
+        cta = fr.cta
+        idx = cta.all_idx if sel is ALL else sel
+        n = len(idx)
+        uw, inv, lane = _warps(idx)
+        M = np.zeros((len(uw), num, 8, 8), dtype=np.uint16)
+        g, t = lane // 4, lane % 4
+        for i, r in enumerate(rs):
+            lo, hi = split16(np.broadcast_to(r(fr, sel), (n,)))
+            if trans:
+                M[inv, i, 2 * t, g], M[inv, i, 2 * t + 1, g] = lo, hi
+            else:
+                M[inv, i, g, 2 * t], M[inv, i, g, 2 * t + 1] = lo, hi
+        addr = np.broadcast_to(ga(fr, sel), (n,))
+        use = lane < 8 * num
+        lu = lane[use]
+        rows = M[inv[use], lu // 8, lu % 8, :]
+        cta.mem.store(np.ascontiguousarray(addr[use]), 2, [rows[:, k] for k in range(8)], space,
+                      (ins_, cta), idx[use])
+
+    return Step(COLLECTIVE, run, aux=_whole_warps)
+
+
+# --------------------------------------------------------------------------
+# mma
+# --------------------------------------------------------------------------
+
+
+def _a_coords(k: int):
+    """(row, col) of A element i held by each lane, shape (32, n)."""
+    n = k // 2  # values per lane: 4 for k8, 8 for k16
+    i = np.arange(n)
+    row = GID[:, None] + 8 * ((i[None, :] >> 1) & 1)
+    col = 2 * TIG[:, None] + (i[None, :] & 1) + 8 * (i[None, :] >> 2)
+    return row, col
+
+
+def _b_coords(k: int):
+    n = k // 4  # 2 for k8, 4 for k16
+    i = np.arange(n)
+    row = 2 * TIG[:, None] + (i[None, :] & 1) + 8 * (i[None, :] >> 1)
+    col = np.broadcast_to(GID[:, None], row.shape)
+    return row, col
+
+
+def _c_coords():
+    i = np.arange(4)
+    row = GID[:, None] + 8 * (i[None, :] >> 1)
+    col = 2 * TIG[:, None] + (i[None, :] & 1)
+    return row, col
+
+
+def c_mma(ins, d):
+    mods = ins.modifiers
+    types = d.mods({"sync", "aligned", "row", "col", "m16n8k16", "m16n8k8"})
+    if "m16n8k16" in mods:
+        k = 16
+    elif "m16n8k8" in mods:
+        k = 8
+    else:
+        raise d.unsupported("mma shape")
+    if not ("row" in mods and "col" in mods and mods.index("row") < mods.index("col")):
+        raise d.unsupported("mma layout other than .row.col")
+    if len(types) != 4:
+        raise d.unsupported("mma types")
+    dt, at, bt, ct = types
+    if at != bt or at not in ("f16", "bf16") or dt not in ("f32", "f16") or ct not in ("f32", "f16"):
+        raise d.unsupported(f"mma .{dt}.{at}.{bt}.{ct}")
+    D, A, B, C = ins.operands
+    nacc = 4 if dt == "f32" else 2
+    want = (nacc, k // 4, k // 8, 4 if ct == "f32" else 2)
+    got = tuple(len(x.items) if type(x) is Vec else 1 for x in (D, A, B, C))
+    if got != want:
+        raise d.unsupported(f"mma fragment sizes {got}, expected {want}")
+    wd = [d.write(o, "b32") for o in D.items]
+    ra = [d.read(o, "b32") for o in A.items]
+    rb = [d.read(o, "b32") for o in B.items]
+    rc = [d.read(o, "b32") for o in C.items]
+    arow, acol = _a_coords(k)
+    brow, bcol = _b_coords(k)
+    crow, ccol = _c_coords()
+
+    def halves(regs, fr, sel, n):
+        out = []
+        for r in regs:
+            lo, hi = split16(np.broadcast_to(r(fr, sel), (n,)))
+            out += [fp.from_bits16(lo, at), fp.from_bits16(hi, at)]
+        return np.stack(out, axis=1)  # (n, values)
+
+    def acc_vals(fr, sel, n):
+        if ct == "f32":
+            return np.stack([np.broadcast_to(r(fr, sel), (n,)).view(np.float32).astype(np.float64)
+                             for r in rc], axis=1)
+        out = []
+        for r in rc:
+            lo, hi = split16(np.broadcast_to(r(fr, sel), (n,)))
+            out += [fp.from_bits16(lo, "f16"), fp.from_bits16(hi, "f16")]
+        return np.stack(out, axis=1)
+
+    def run(fr, sel):
+        cta = fr.cta
+        idx = cta.all_idx if sel is ALL else sel
+        n = len(idx)
+        uw, inv, lane = _warps(idx)
+        W = len(uw)
+        Am = np.zeros((W, 16, k))
+        Bm = np.zeros((W, k, 8))
+        Cm = np.zeros((W, 16, 8))
+        av, bv, cv = halves(ra, fr, sel, n), halves(rb, fr, sel, n), acc_vals(fr, sel, n)
+        Am[inv[:, None], arow[lane], acol[lane]] = av
+        Bm[inv[:, None], brow[lane], bcol[lane]] = bv
+        Cm[inv[:, None], crow[lane], ccol[lane]] = cv
+        acc = Cm.copy()
+        with np.errstate(all="ignore"):
+            for kk in range(k):
+                acc = acc + Am[:, :, kk, None] * Bm[:, None, kk, :]
+        res = acc[inv[:, None], crow[lane], ccol[lane]]  # (n, 4)
+        if dt == "f32":
+            out = fp.to_format(res.ravel(), "f32").reshape(res.shape).view(np.uint32)
+            for i, w in enumerate(wd):
+                w(fr, sel, np.ascontiguousarray(out[:, i]))
+        else:
+            h = fp.to_bits16(res.ravel(), "f16").reshape(res.shape)
+            for i, w in enumerate(wd):
+                w(fr, sel, pack16(h[:, 2 * i], h[:, 2 * i + 1]))
+
+    return Step(COLLECTIVE, run, aux=_whole_warps)
+
+
+OPS = {"ldmatrix": c_ldmatrix, "stmatrix": c_stmatrix, "mma": c_mma}

@@ -1,0 +1,176 @@
+"""A module prepared for interpretation: static variable layout and decoded
+functions.
+
+Everything that does not depend on a launch is computed once here and reused
+by every launch of every kernel of the module (verification runs the same
+module many times):
+
+* **Static addresses.** Module-scope ``.global`` variables are placed first in
+  the global window, in declaration order, so their addresses are the same in
+  every launch (and in an original and a transformed module that declare the
+  same variables); ``.const`` variables get the const window; ``.shared``
+  variables (module scope, and those nvcc "demotes" into function bodies) get
+  separate ranges of the shared window, and every ``.extern .shared`` array
+  names the one dynamic shared block after them, sized at launch; kernel
+  parameters are laid out in the param window with their alignment.
+* **Decoding** of each function on first use (:mod:`ptxopt.interp.decode`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptxopt.interp.decode import (Decoder, DecodedFunction, decl_align, decl_init, decl_size)
+from ptxopt.interp.errors import LaunchError, UnsupportedInstruction
+from ptxopt.interp.memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
+from ptxopt.ir import Block, Decl, Function, Module
+
+DYNAMIC_SHARED = "<dynamic shared>"
+
+
+@dataclass
+class StaticVar:
+    name: str
+    space: str  # global, const, shared
+    address: int  # generic address
+    size: int | None  # None: the dynamic shared block (sized at launch)
+    align: int
+    init: bytes | None = None
+
+
+@dataclass
+class ParamSlot:
+    name: str
+    offset: int
+    size: int
+    dtype: str  # PTX type without the dot (b8 for byte arrays)
+    is_ptr: bool
+
+
+class Program:
+    """A parsed module ready to run (see module doc)."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.functions: dict[str, Function] = {}
+        for f in module.functions:
+            if f.body is not None:
+                self.functions[f.name] = f
+        self._decoded: dict[str, DecodedFunction] = {}
+        self.statics: dict[str, StaticVar] = {}
+        self.dynamic_shared_names: set[str] = set()
+        self.static_shared_bytes = 0
+        self._layout()
+        self._params: dict[str, list[ParamSlot]] = {}
+
+    # -- layout -------------------------------------------------------------
+
+    def _layout(self) -> None:
+        decls: list[Decl] = [i for i in self.module.items if type(i) is Decl]
+        for f in self.module.functions:
+            if f.body is not None:
+                decls.extend(_body_decls(f.body))
+        next_global = GLOBAL_BASE
+        next_const = WINDOW["const"]
+        next_shared = 0
+        for d in decls:
+            sp = d.space
+            if sp not in (".global", ".const", ".shared"):
+                continue
+            extern = ".extern" in d.attrs
+            for it in d.items:
+                if it.name in self.statics:
+                    continue
+                size = decl_size(d, it)
+                align = max(decl_align(d), 1)
+                if sp == ".shared":
+                    if size is None or (extern and not size):
+                        self.dynamic_shared_names.add(it.name)
+                        continue
+                    off = round_up(next_shared, ALIGN)
+                    self.statics[it.name] = StaticVar(it.name, "shared", WINDOW["shared"] + off, size, align)
+                    next_shared = off + size + GAP
+                    self.static_shared_bytes += size
+                    continue
+                if extern or size is None:
+                    continue  # defined elsewhere: using it is unsupported
+                init = decl_init(d, it)
+                if sp == ".global":
+                    addr = next_global
+                    next_global = round_up(addr + max(size, 1) + GAP, ALIGN)
+                    self.statics[it.name] = StaticVar(it.name, "global", addr, size, align, init)
+                else:
+                    addr = next_const
+                    next_const = round_up(addr + max(size, 1) + GAP, ALIGN)
+                    self.statics[it.name] = StaticVar(it.name, "const", addr, size, align, init)
+        self.global_end = next_global
+        self.dynamic_shared_base = WINDOW["shared"] + round_up(next_shared, ALIGN)
+
+    def kernel_params(self, entry: str) -> list[ParamSlot]:
+        """Parameter layout of a kernel (offsets inside its parameter block)."""
+        got = self._params.get(entry)
+        if got is not None:
+            return got
+        fn = self.entry(entry)
+        out: list[ParamSlot] = []
+        off = 0
+        for d in fn.params or ():
+            if d.space != ".param":
+                raise UnsupportedInstruction(f"kernel parameter {d.name} in state space {d.space}")
+            for it in d.items:
+                size = decl_size(d, it)
+                if size is None:
+                    raise UnsupportedInstruction(f"unsized kernel parameter {it.name}")
+                align = max(decl_align(d), 1)
+                off = round_up(off, align)
+                t = d.dtype[1:] if d.dtype else "b8"
+                out.append(ParamSlot(it.name, off, size, t, d.is_ptr or (t in ("u64", "b64", "s64") and not it.dims)))
+                off += size
+        self._params[entry] = out
+        return out
+
+    # -- lookups --------------------------------------------------------------
+
+    def entry(self, name: str | None = None) -> Function:
+        entries = [f for f in self.module.functions if f.is_entry and f.body is not None]
+        if name is None:
+            if len(entries) != 1:
+                names = ", ".join(f.name for f in entries) or "none"
+                raise LaunchError(f"the module has {len(entries)} kernels ({names}); name one")
+            return entries[0]
+        for f in entries:
+            if f.name == name:
+                return f
+        names = ", ".join(f.name for f in entries) or "none"
+        raise LaunchError(f"no kernel named {name!r} (kernels: {names})")
+
+    def decoded(self, name: str) -> DecodedFunction:
+        d = self._decoded.get(name)
+        if d is None:
+            fn = self.functions.get(name)
+            if fn is None:
+                raise UnsupportedInstruction(f"function {name} has no body in this module")
+            d = self._decoded[name] = Decoder(self, fn).decode()
+        return d
+
+    def static_address(self, name: str, fn: Function) -> tuple[int, str] | None:
+        """``(generic address, space)`` of a static variable or of a parameter
+        of entry ``fn``; None when unknown."""
+        if fn.is_entry:
+            for p in self.kernel_params(fn.name):
+                if p.name == name:
+                    return WINDOW["param"] + p.offset, "param"
+        v = self.statics.get(name)
+        if v is not None:
+            return v.address, v.space
+        if name in self.dynamic_shared_names:
+            return self.dynamic_shared_base, "shared"
+        return None
+
+
+def _body_decls(block: Block):
+    for item in block.items:
+        if type(item) is Decl:
+            yield item
+        elif type(item) is Block:
+            yield from _body_decls(item)
