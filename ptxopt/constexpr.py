@@ -15,10 +15,11 @@ any floating-point operand makes the arithmetic double precision.
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 
 from lark import Lark, Transformer, v_args
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, VisitError
 
 from ptxopt.ir import Imm
 
@@ -39,7 +40,7 @@ _GRAMMAR = r"""
       | "(" CAST ")" unary -> cast_
 ?atom: NUMBER -> num | "(" ternary ")"
 CAST: /\.[su]64/
-NUMBER: /0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|0[bB][01]+U?|\d+\.\d*([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?/
+NUMBER: /%NUMBER%/
 %ignore /\s+/
 """
 
@@ -104,7 +105,11 @@ class _Eval(Transformer):
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(_GRAMMAR, parser="lalr")
+    # The literal syntax is the module grammar's own NUMBER terminal.
+    from ptxopt.parser import GRAMMAR_PATH
+
+    number = re.search(r"^NUMBER: /(.*)/$", GRAMMAR_PATH.read_text(), re.M).group(1)
+    return Lark(_GRAMMAR.replace("%NUMBER%", number), parser="lalr")
 
 
 class ConstExprError(ValueError):
@@ -116,6 +121,10 @@ def evaluate(text: str) -> int | float:
     """The value of a constant expression; integers wrap to signed 64 bits."""
     try:
         v = _Eval().transform(_parser().parse(text))
+    except VisitError as e:  # raised inside an operator: report the operator's reason
+        raise ConstExprError(f"cannot evaluate constant expression {text!r}: {e.orig_exc}") from None
+    except RecursionError:
+        raise ConstExprError(f"constant expression nested too deeply: {text[:40]!r}...") from None
     except (LarkError, ZeroDivisionError, ValueError) as e:
         raise ConstExprError(f"cannot evaluate constant expression {text!r}: {e}") from None
     return v if isinstance(v, float) else _wrap_signed(int(v))

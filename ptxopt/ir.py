@@ -58,6 +58,8 @@ class Imm:
     def value(self) -> int | float:
         """Numeric value: int for integer literals, float for float literals."""
         t = self.text
+        if t[:1] == "-" and t[1:3] in ("0f", "0F", "0d", "0D"):
+            return -Imm(t[1:]).value()
         if t[:2] in ("0f", "0F"):
             import struct
 

@@ -131,7 +131,7 @@ class _Builder:
         return _Expr(" ".join(_text(x) for x in c))
 
     def indexed(self, c):
-        return Sym(c[0].value, 0, parse_int(c[2].value))
+        return Sym(c[0].value, 0, _int(c[2]))
 
     plist_ops = ops
 
@@ -146,7 +146,11 @@ class _Builder:
         return Sym(c[0].value, _offset(c[1], c[2]))
 
     def vec(self, c):
-        return Vec(tuple(c[1]) if len(c) == 3 else ())
+        items = tuple(c[1]) if len(c) == 3 else ()
+        for i in items:
+            if type(i) is Vec:
+                raise ParseError("vector operands cannot be nested", c[0].line, c[0].column)
+        return Vec(items)
 
     def paren(self, c):
         return ParenList(tuple(c[1]) if len(c) == 3 else ())
@@ -236,7 +240,7 @@ class _Builder:
             return DeclItem(first.name, first.count, first.dims + (dim,))
         if len(c) == 1:
             return DeclItem(first.value)
-        return DeclItem(first.value, parse_int(c[2].value))
+        return DeclItem(first.value, _int(c[2]))
 
     def decl(self, c):
         attrs = c[0]
@@ -251,7 +255,13 @@ class _Builder:
 
     def init(self, c):
         if type(c[0]) is _TOK and c[0].type == "LBRACE":
-            return tuple(c[1])
+            items = tuple(c[1])
+            depth = 1 + max((self.depth.get(id(i), 0) for i in items if type(i) is tuple), default=0)
+            if depth > MAX_NESTING:
+                raise ParseError(f"initialisers nested deeper than {MAX_NESTING} levels",
+                                 c[0].line, c[0].column)
+            self.depth[id(items)] = depth
+            return items
         return "".join(_text(x) for x in c)
 
     def ilist(self, c):
@@ -351,7 +361,7 @@ class _Builder:
         return lst
 
     def header(self, c):
-        asize = parse_int(c[5].value) if len(c) == 6 else None
+        asize = _int(c[5]) if len(c) == 6 else None
         return (c[1].value, tuple(c[3]), asize, (c[0].line, c[0].column))
 
     def start(self, c):
@@ -377,15 +387,27 @@ def _text(x) -> str:
 def _offset(sign, x) -> int:
     """A byte offset written after ``+`` or ``-``: ``+16``, ``+-4``, ``-4+2``, ``+4*2``."""
     if type(x) is _TOK:
-        v = parse_int(x.value)
+        v = _int(x)
         return -v if sign.type == "MINUS" else v
-    from ptxopt.constexpr import evaluate
+    from ptxopt.constexpr import ConstExprError, evaluate
 
     text = ("-" if sign.type == "MINUS" else "") + x
-    v = evaluate(text)
+    try:
+        v = evaluate(text)
+    except ConstExprError as e:
+        raise ParseError(str(e), sign.line, sign.column) from None
     if isinstance(v, float):
-        raise ParseError(f"address offset {text!r} is not an integer", sign.line, sign.column)
+        raise ParseError(f"offset {text!r} is not an integer", sign.line, sign.column)
     return v
+
+
+def _int(tok) -> int:
+    """An integer token's value, or a ParseError at the token (``1.5`` where
+    an integer is required, or more digits than Python converts)."""
+    try:
+        return parse_int(tok.value)
+    except ValueError:
+        raise ParseError(f"expected an integer, found {tok.value[:40]!r}", tok.line, tok.column) from None
 
 
 class _Attrs(list):
@@ -546,6 +568,7 @@ _TERMINAL_NAMES = {
     "VERSION": "'.version'", "TARGET": "'.target'", "ADDRESS_SIZE": "'.address_size'",
     "ENTRY": "'.entry'", "FUNC": "'.func'", "LOC": "'.loc'", "FILE": "'.file'",
     "SECTION": "'.section'", "CALLPROTO": "'.callprototype'", "DIRECTIVE": "a directive",
+    "ATTRIBUTE": "'.attribute(...)'",
     "GUARD": "a guard predicate", "REG": "a register", "WORD": "an identifier or opcode",
     "NUMBER": "a number", "STRING": "a string", "LBRACE": "'{'", "RBRACE": "'}'",
     "MINUS": "'-'", "SEMICOLON": "';'", "SEMI": "';'", "COMMA": "','", "COLON": "':'", "LPAR": "'('",
@@ -583,7 +606,7 @@ def _found(text: str, tok) -> str:
 
 
 _exact_parser: Lark | None = None
-EXACT_EXPECTED_LIMIT = 4_000_000  # bytes: above this, keep LALR's wider set
+EXACT_EXPECTED_LIMIT = 512_000  # bytes (~1 s of pure-Python parsing): above, keep LALR's wider set
 
 
 def _exact_expected(text: str, e: UnexpectedToken):
@@ -617,7 +640,8 @@ def _exact_expected(text: str, e: UnexpectedToken):
 def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> ParseError:
     if isinstance(e, UnexpectedToken):
         found = _found(text, e.token)
-        line, col = (e.line, e.column) if e.line not in (None, -1) else _end_pos(text)
+        at_end = e.token is None or e.token.type == "$END" or e.line in (None, -1)
+        line, col = _end_pos(text) if at_end else (e.line, e.column)
         msg = f"expected {_describe_expected(_exact_expected(text, e))}, found {found}"
         return ParseError(msg, line, col, filename)
     if isinstance(e, UnexpectedCharacters):

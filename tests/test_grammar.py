@@ -130,7 +130,6 @@ OPERANDS = [
     ("{%r1,%r2,%r3,%r4,%r5,%r6,%r7,%r8}", Vec(tuple(Reg(f"%r{i}") for i in range(1, 9))),
      "{%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}"),
     ("{}", Vec(()), "{}"),
-    ("{{%r1, %r2}, -1}", Vec((Vec((Reg("%r1"), Reg("%r2"))), Imm("-1"))), "{{%r1, %r2}, -1}"),
     # predicates
     ("!%p1", Neg(Reg("%p1")), "!%p1"),
     ("! %p1", Neg(Reg("%p1")), "!%p1"),
@@ -1012,12 +1011,10 @@ def test_malformed_statements_are_rejected(stmt, line, col):
 
 
 # --------------------------------------------------------------------------
-# known bugs (xfail strict: they flip to failures once fixed)
+# bugs found by these tests, now fixed (kept as regression tests)
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Imm('-0f3F800000').value() raises ValueError "
-                                       "(negative hex-float immediates are parsed but have no value)")
 @pytest.mark.parametrize("text, value", [("-0f3F800000", -1.0), ("-0d3FF0000000000000", -1.0)])
 def test_negative_hex_float_immediate_value(text, value):
     ins, line = one_instruction(f"mov.f32 %f1, {text};")
@@ -1026,16 +1023,12 @@ def test_negative_hex_float_immediate_value(text, value):
     assert ins.operands[1].value() == value
 
 
-@pytest.mark.xfail(strict=True, reason="bug: '.loc'/'.file' swallow the rest of the line, so a "
-                                       "/* */ comment that starts there and spans lines breaks parsing")
 def test_block_comment_after_loc_spanning_lines():
     m, items = parse_body(".loc 1 2 3 /* a\n b */\nret;")
     assert items[-1] == Instruction("ret")
     round_trip(m)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: syntax-error messages name the raw terminal "
-                                       "ATTRIBUTE (missing from parser._TERMINAL_NAMES)")
 def test_expected_tokens_are_described_in_words():
     with pytest.raises(ParseError) as ei:
         parse(HEADER + ".entry k()\n{\n\tret;\n")
@@ -1044,8 +1037,6 @@ def test_expected_tokens_are_described_in_words():
         assert re.fullmatch(r"'.+'|an? .+|end of input|\.\.\.", word), (word, ei.value.message)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: NUMBER lexes invalid octal like '08' as an immediate; "
-                                       "Imm('08').value() then raises ValueError (passes call value())")
 @pytest.mark.parametrize("text", ["08", "09U", "0189"])
 def test_invalid_octal_immediate_is_rejected_or_has_a_value(text):
     try:
