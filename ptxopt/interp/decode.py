@@ -38,7 +38,8 @@ from ptxopt.interp.dtypes import UINT, SINT
 from ptxopt.interp.errors import InterpError, UnsupportedInstruction, describe
 from ptxopt.interp.memory import WINDOW
 from ptxopt.interp.state import ALL
-from ptxopt.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
+from ptxopt.constexpr import ConstExprError
+from ptxopt.ir import Addr, Block, ConstExpr, Decl, Imm, Instruction, Label, Neg, Reg, Sym
 
 # Step kinds: what the engine must do besides calling ``run``.
 SIMPLE, BRANCH, BRX, BARRIER, COLLECTIVE, CALL, RET, EXIT = range(8)
@@ -113,8 +114,13 @@ def decl_align(decl: Decl) -> int:
     return decl.align or decl_elem_bytes(decl)
 
 
-def decl_init(decl: Decl, item) -> bytes | None:
-    """Bytes of a variable's initialiser (zero-padded to its size)."""
+_SYMBOL_INIT = re.compile(r"^(generic\()?\s*([A-Za-z_$%][\w$%.]*)\s*(\))?\s*(?:\+\s*(-?\d+))?$")
+
+
+def decl_init(decl: Decl, item, symbol=None) -> bytes | None:
+    """Bytes of a variable's initialiser (zero-padded to its size).
+    ``symbol(name, generic)`` gives addresses for initialisers that name
+    variables (``.u64 p = table+8``, ``generic(table)``)."""
     init = item.init if getattr(item, "init", None) is not None else (
         decl.init if item is decl.items[-1] else None)
     if init is None:
@@ -132,12 +138,20 @@ def decl_init(decl: Decl, item) -> bytes | None:
     walk(init)
     out = bytearray()
     for text in flat:
+        text = text.strip()
+        sm = _SYMBOL_INIT.match(text)
+        if sm and symbol is not None and not text[:1].isdigit():
+            addr = symbol(sm.group(2), bool(sm.group(1)))
+            if addr is None:
+                raise UnsupportedInstruction(f"initialiser {text!r} of {item.name}: unknown symbol")
+            addr += int(sm.group(4) or 0)
+            out += (addr & ((1 << dtypes.bits(t)) - 1)).to_bytes(max(1, dtypes.bits(t) // 8), "little")
+            continue
         try:
-            arr = imm_array(Imm(text), t)
-        except (ValueError, TypeError, InterpError) as e:
-            raise UnsupportedInstruction(
-                f"initialiser {text!r} of {item.name} (symbol addresses in initialisers "
-                f"are not supported)") from e
+            op = Imm(text) if _HEXF.match(text) else ConstExpr(text)
+            arr = imm_array(op, t)
+        except (ValueError, TypeError, InterpError, ConstExprError) as e:
+            raise UnsupportedInstruction(f"initialiser {text!r} of {item.name} is not supported") from e
         out += arr.tobytes()
     size = decl_size(decl, item)
     if size is not None:
@@ -320,8 +334,9 @@ class Decoder:
                 continue
             try:
                 res = comp(ins, self)
-            except UnsupportedInstruction as e:
-                # decoded lazily: only an error if the instruction is reached
+            except InterpError as e:
+                # raised only if the instruction is reached: a kernel may hold
+                # code the interpreter cannot run on paths it never takes
                 out.code.append(_unsupported_step(ins, str(e), exc=e))
                 continue
             step = res if isinstance(res, Step) else self._simple(res, ins)
@@ -421,10 +436,14 @@ class Decoder:
 
     def read(self, op, t: str):
         """``reader(frame, sel) -> array`` of values of type ``t``."""
+        if type(op) is Sym and op.index is None and not op.offset and self.scope.lookup(op.name):
+            op = Reg(op.name)  # a register named without % (inline asm, .reg parameters)
         top = type(op)
         if top is Reg:
             if opcodes.is_special_reg(op.name):
                 return self._sreg_reader(op.name, t)
+            if self._is_variable(op.name):
+                return self.sym_value(Sym(op.name), t)
             s = self.slot_of(op.name)
             rb = self.reg_bits(op.name)
             if t == "pred":
@@ -443,7 +462,7 @@ class Decoder:
                 ut = UINT[tb]
                 return lambda fr, sel: fr.r[s][sel].astype(ut).view(vd)
             raise InterpError(f"{self.where()}: register {op.name} ({rb} bits) is narrower than .{t}")
-        if top is Imm:
+        if isinstance(op, Imm):
             arr = imm_array(op, t)
             return lambda fr, sel: arr
         if top is Neg:
@@ -454,6 +473,11 @@ class Decoder:
         if top is Sym:
             return self.sym_value(op, t)
         raise self.unsupported(f"operand {op} as .{t}")
+
+    def _is_variable(self, name: str) -> bool:
+        """A ``%name`` that is a variable, not a register (``.global .u32 %x``)."""
+        return self.scope.lookup(name) is None and (
+            name in self.frame_syms or self.program.static_address(name, self.fn) is not None)
 
     def _sreg_reader(self, name: str, t: str):
         tb = dtypes.bits(t)
@@ -470,11 +494,16 @@ class Decoder:
     def sym_value(self, op: Sym, t: str):
         """The address of a variable in its own state space (``mov.u32 %r,
         smem`` gives the shared offset), as a value of type ``t``."""
-        if op.index is not None:
-            raise self.unsupported(f"array element operand {op}")
         vd = dtypes.value_dtype(t)
         ut = UINT[dtypes.bits(t)]
         name = op.name
+        if name == "WARP_SZ" and name not in self.frame_syms:
+            arr = imm_array(Imm("32"), t)
+            return lambda fr, sel: arr
+        if op.index is not None:
+            if name in self.frame_syms or name not in self.program.statics:
+                raise self.unsupported(f"array element operand {op}")
+            op = Sym(name, op.offset + op.index * self.program.statics[name].elem)
         if name in self.frame_syms:
             # frame variables (.local, call .param) hold generic addresses in
             # ``fr.sym``; the value is the offset inside their space
@@ -508,8 +537,10 @@ class Decoder:
 
     def write(self, op, t: str):
         """``writer(frame, sel, value)`` storing a value of type ``t``."""
-        if type(op) is Sym and op.name == "_":
+        if type(op) in (Sym, Reg) and op.name == "_":
             return lambda fr, sel, v: None
+        if type(op) is Sym and op.index is None and not op.offset and self.scope.lookup(op.name):
+            op = Reg(op.name)
         if type(op) is not Reg or opcodes.is_special_reg(op.name):
             raise self.unsupported(f"destination {op}")
         s = self.slot_of(op.name)
@@ -566,11 +597,15 @@ class Decoder:
         base = op.base
         off = op.offset
         win = WINDOW[space]
+        if type(base) is Reg and not opcodes.is_special_reg(base.name) and self._is_variable(base.name):
+            base = Sym(base.name)
         if type(base) is Sym:
-            if base.index is not None:
-                raise self.unsupported(f"array element address {op}")
             name = base.name
             off += base.offset
+            if base.index is not None:
+                if name in self.frame_syms or name not in self.program.statics:
+                    raise self.unsupported(f"array element address {op}")
+                off += base.index * self.program.statics[name].elem
             if name in self.frame_syms:
                 return lambda fr, sel: np.array([(fr.sym[name] + off) & 0xFFFFFFFFFFFFFFFF],
                                                 dtype=np.uint64)
@@ -579,7 +614,7 @@ class Decoder:
                 raise self.unsupported(f"address of symbol {name}")
             arr = np.array([(a[0] + off) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
             return lambda fr, sel: arr
-        if type(base) is Imm:
+        if isinstance(base, Imm):
             arr = np.array([(int(base.value()) + off + win) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
             return lambda fr, sel: arr
         if type(base) is Reg:
@@ -637,9 +672,10 @@ def _guarded(run, g: int, neg: bool):
 
 def _unsupported_step(ins: Instruction, msg: str, exc: Exception | None = None) -> Step:
     text = msg if msg.startswith("line ") or describe(ins) in msg else f"{describe(ins)}: {msg}"
+    cls = type(exc) if exc is not None else UnsupportedInstruction
 
     def fail(fr, sel):
-        raise UnsupportedInstruction(text)
+        raise cls(text)
 
     st = Step(SIMPLE, fail, ins)
     st.aux = text

@@ -136,6 +136,8 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     for v in program.statics.values():
         if v.space in ("global", "const"):
             r = Region(v.name, v.space, v.address, v.size, readonly=v.space == "const")
+            if isinstance(v.init, Exception):
+                raise v.init
             if v.init:
                 r.write_bytes(v.init)
             mem.add(r)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.interp.decode import (Decoder, DecodedFunction, decl_align, decl_init, decl_size)
+from ptxopt.interp.decode import (Decoder, DecodedFunction, decl_align, decl_elem_bytes, decl_init,
+                                  decl_size)
 from ptxopt.interp.errors import LaunchError, UnsupportedInstruction
 from ptxopt.interp.memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
 from ptxopt.ir import Block, Decl, Function, Module
@@ -35,7 +36,8 @@ class StaticVar:
     address: int  # generic address
     size: int | None  # None: the dynamic shared block (sized at launch)
     align: int
-    init: bytes | None = None
+    init: bytes | Exception | None = None  # an exception: the initialiser is unsupported
+    elem: int = 1  # element size, for ``name[i]`` operands
 
 
 @dataclass
@@ -73,9 +75,12 @@ class Program:
         next_global = GLOBAL_BASE
         next_const = WINDOW["const"]
         next_shared = 0
+        pending: list[tuple[StaticVar, Decl, object]] = []
         for d in decls:
             sp = d.space
             if sp not in (".global", ".const", ".shared"):
+                continue
+            if any(a in (".texref", ".surfref", ".samplerref") for a in d.attrs):
                 continue
             extern = ".extern" in d.attrs
             for it in d.items:
@@ -83,28 +88,44 @@ class Program:
                     continue
                 size = decl_size(d, it)
                 align = max(decl_align(d), 1)
+                elem = decl_elem_bytes(d)
                 if sp == ".shared":
                     if size is None or (extern and not size):
                         self.dynamic_shared_names.add(it.name)
                         continue
                     off = round_up(next_shared, ALIGN)
-                    self.statics[it.name] = StaticVar(it.name, "shared", WINDOW["shared"] + off, size, align)
+                    self.statics[it.name] = StaticVar(it.name, "shared", WINDOW["shared"] + off, size, align,
+                                                      elem=elem)
                     next_shared = off + size + GAP
                     self.static_shared_bytes += size
                     continue
-                if extern or size is None:
+                if extern:
                     continue  # defined elsewhere: using it is unsupported
-                init = decl_init(d, it)
+                if size is None:  # name[] = {...}: the initialiser gives the size
+                    size = elem * _init_count(it, d)
                 if sp == ".global":
                     addr = next_global
                     next_global = round_up(addr + max(size, 1) + GAP, ALIGN)
-                    self.statics[it.name] = StaticVar(it.name, "global", addr, size, align, init)
                 else:
                     addr = next_const
                     next_const = round_up(addr + max(size, 1) + GAP, ALIGN)
-                    self.statics[it.name] = StaticVar(it.name, "const", addr, size, align, init)
+                v = StaticVar(it.name, sp[1:], addr, size, align, elem=elem)
+                self.statics[it.name] = v
+                pending.append((v, d, it))
+        # initialisers may name other variables (``.u64 p = table+8``)
+        for v, d, it in pending:
+            try:
+                v.init = decl_init(d, it, self._init_symbol)
+            except UnsupportedInstruction as e:
+                v.init = e  # raised when a launch needs the variable's bytes
         self.global_end = next_global
         self.dynamic_shared_base = WINDOW["shared"] + round_up(next_shared, ALIGN)
+
+    def _init_symbol(self, name: str, generic: bool) -> int | None:
+        v = self.statics.get(name)
+        if v is None:
+            return None
+        return v.address if generic else v.address - WINDOW[v.space]
 
     def kernel_params(self, entry: str) -> list[ParamSlot]:
         """Parameter layout of a kernel (offsets inside its parameter block)."""
@@ -163,9 +184,31 @@ class Program:
         v = self.statics.get(name)
         if v is not None:
             return v.address, v.space
+        if name == "WARP_SZ":
+            return None
         if name in self.dynamic_shared_names:
             return self.dynamic_shared_base, "shared"
         return None
+
+
+def _init_count(item, decl: Decl) -> int:
+    init = item.init if getattr(item, "init", None) is not None else decl.init
+    if init is None:
+        return 0
+    if isinstance(init, str):
+        return 1
+    n = 0
+
+    def walk(x):
+        nonlocal n
+        if isinstance(x, str):
+            n += 1
+        else:
+            for y in x:
+                walk(y)
+
+    walk(init)
+    return n
 
 
 def _body_decls(block: Block):

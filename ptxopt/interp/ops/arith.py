@@ -487,7 +487,43 @@ def c_copysign(ins, d):
     return elementwise(d, ins, bt, (bt, bt), lambda a, b: (b & ~sign) | (a & sign))
 
 
+def c_dp(ins, d, two=False):
+    """``dp4a``/``dp2a``: dot products of packed 8-bit (and 16-bit) lanes plus c."""
+    types = d.mods({"lo", "hi"})
+    if len(types) != 2:
+        raise d.unsupported("dp needs .atype.btype")
+    at, bt = types
+    hi = "hi" in ins.modifiers
+
+    def lanes(x, n, bits_, signed):
+        u = x.view(np.uint32).astype(np.int64)
+        out = []
+        for i in range(n):
+            v = (u >> (bits_ * i)) & ((1 << bits_) - 1)
+            if signed:
+                v = np.where(v >= (1 << (bits_ - 1)), v - (1 << bits_), v)
+            out.append(v)
+        return out
+
+    def dp(a, b, c):
+        if two:
+            al = lanes(a, 2, 16, at[0] == "s")
+            bl = lanes(b, 4, 8, bt[0] == "s")[2:] if hi else lanes(b, 4, 8, bt[0] == "s")[:2]
+        else:
+            al = lanes(a, 4, 8, at[0] == "s")
+            bl = lanes(b, 4, 8, bt[0] == "s")
+        acc = c.astype(np.int64)
+        for x, y in zip(al, bl):
+            acc = acc + x * y
+        return (acc & 0xFFFFFFFF).astype(np.uint32).view(c.dtype)
+
+    ct = "s32" if (at[0] == "s" or bt[0] == "s") else "u32"
+    return elementwise(d, ins, ct, ("b32", "b32", ct), dp)
+
+
 OPS = {
+    "dp4a": c_dp,
+    "dp2a": lambda i, d: c_dp(i, d, two=True),
     "add": c_add,
     "sub": lambda i, d: c_add(i, d, sub=True),
     "addc": c_addc,

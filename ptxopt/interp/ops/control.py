@@ -137,10 +137,10 @@ def c_bar(ins, d):
     if not ops or len(ops) > 2:
         raise d.unsupported("barrier operands")
     bid = ops[0]
-    id_reader = None if type(bid) is Imm else d.read(bid, "u32")
+    id_reader = None if isinstance(bid, Imm) else d.read(bid, "u32")
     count = None
     if len(ops) == 2:
-        if type(ops[1]) is not Imm:
+        if not isinstance(ops[1], Imm):
             raise d.unsupported("barrier thread count in a register")
         count = int(ops[1].value())
     st = Step(BARRIER, release, ins, aux=BarrierAux(count, id_reader, ins))
@@ -166,6 +166,8 @@ def c_call(ins, d):
         raise d.unsupported("call with a prototype (indirect call)")
     fn = d.program.functions.get(callee)
     if fn is None:
+        if callee in BUILTINS:
+            return BUILTINS[callee](ins, d, rets, args)
         raise d.unsupported(f"call to {callee}, which has no body in this module")
     formals = [(it, decl) for decl in (fn.params or ()) for it in decl.items]
     outs = [(it, decl) for decl in (fn.ret_params or ()) for it in decl.items]
@@ -192,7 +194,7 @@ def _binder(d, actual, formal_item, formal_decl, into_callee: bool):
     if formal_decl.space == ".reg":
         rt = t
 
-        if type(actual) in (Reg, Imm) and into_callee:
+        if (type(actual) is Reg or isinstance(actual, Imm)) and into_callee:
             rd = d.read(actual, rt)
 
             def reg_in(fr, cf, sel):
@@ -224,7 +226,7 @@ def _binder(d, actual, formal_item, formal_decl, into_callee: bool):
             rows = fr.cta.all_idx if sel is ALL else sel
             dst.data[rows, :n] = src.data[rows if src.per_thread else 0, :n]
         return copy
-    if type(actual) in (Reg, Imm):
+    if type(actual) is Reg or isinstance(actual, Imm):
         if into_callee:
             rd = d.read(actual, t)
 
@@ -246,6 +248,33 @@ def _binder(d, actual, formal_item, formal_decl, into_callee: bool):
             w(fr, sel, raw.view(vd).reshape(len(rows)))
         return val_out
     raise d.unsupported(f"call argument {actual}")
+
+
+def _vprintf(ins, d, rets, args):
+    """``printf`` writes to the host's console, never to a buffer: a no-op
+    that returns 0."""
+    if not rets:
+        return lambda fr, sel: None
+    if type(rets[0]) is not Sym or rets[0].name not in d.frame_syms:
+        raise d.unsupported("vprintf result")
+    name = rets[0].name
+
+    def run(fr, sel):
+        r = _region(fr, name)
+        rows = fr.cta.all_idx if sel is ALL else sel
+        r.data[rows, :4] = 0
+
+    return run
+
+
+def _assertfail(ins, d, rets, args):
+    def run(fr, sel):
+        raise KernelTrap(f"{describe(ins)}: a device-side assert failed")
+
+    return run
+
+
+BUILTINS = {"vprintf": _vprintf, "__assertfail": _assertfail}
 
 
 def _region(fr, name):

@@ -1,0 +1,172 @@
+"""Memory model: faults like the hardware (bounds, alignment of the whole
+vector access, state space, read-only), messages that name the instruction,
+thread and address; vector lane order, extension of narrow loads, generic
+addressing and per-thread local memory."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from ptxopt.interp import MemoryFault, run_kernel
+from ptxopt.interp.memory import GLOBAL_BASE
+from ptxopt.interp.probe import module
+
+P2 = ".param .u64 pa, .param .u64 pb"
+
+
+def k(body, params=P2, extra=""):
+    return module(body, params, extra=extra)
+
+
+LOAD_V4 = """
+	ld.param.u64 %rd1, [pa];
+	ld.param.u64 %rd2, [pb];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 16;
+	add.s64 %rd4, %rd1, %rd3;
+	ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4+OFF];
+	add.s64 %rd5, %rd2, %rd3;
+	st.global.v4.f32 [%rd5], {%f4, %f3, %f2, %f1};
+	ret;"""
+
+
+def test_vector_load_lane_order():
+    a = np.arange(16, dtype=np.float32)
+    r = run_kernel(k(LOAD_V4.replace("OFF", "0")), "k", 1, 4, [a, np.zeros(16, np.float32)])
+    assert r.buffers[1].reshape(4, 4).tolist() == a.reshape(4, 4)[:, ::-1].tolist()
+
+
+def test_misaligned_v4_faults_with_location():
+    m = k(LOAD_V4.replace("OFF", "4"))
+    with pytest.raises(MemoryFault) as ei:
+        run_kernel(m, "k", (1, 1, 1), (4, 1, 1), [np.zeros(32, np.float32), np.zeros(16, np.float32)])
+    msg = str(ei.value)
+    assert "misaligned 16-byte access" in msg
+    assert "ld.global.v4.f32" in msg and re.search(r"line \d+", msg)
+    assert "ctaid=(0,0,0) tid=(0,0,0)" in msg
+    assert f"{GLOBAL_BASE + 4:#x}" in msg  # the first buffer starts at GLOBAL_BASE
+
+
+def test_out_of_bounds_names_buffer_and_thread():
+    m = k(LOAD_V4.replace("OFF", "0"))
+    # 3 threads' worth of data for 4 threads: thread 3 reads past the end
+    with pytest.raises(MemoryFault) as ei:
+        run_kernel(m, "k", 1, 4, [np.zeros(12, np.float32), np.zeros(16, np.float32)])
+    msg = str(ei.value)
+    assert "out of bounds" in msg and "tid=(3,0,0)" in msg
+    assert "past the end of global 'pa'" in msg
+
+
+def test_null_and_wrong_space_and_readonly():
+    body = """
+	ld.param.u64 %rd1, [pa];
+	ld.global.f32 %f1, [%rd1];
+	ret;"""
+    with pytest.raises(MemoryFault, match="below every buffer"):
+        run_kernel(k(body), "k", 1, 1, [None, None])
+    body = """
+	.shared .align 4 .b8 sm[64];
+	mov.u64 %rd1, sm;
+	cvta.shared.u64 %rd2, %rd1;
+	ld.global.f32 %f1, [%rd2];
+	ret;"""
+    with pytest.raises(MemoryFault, match=r"\.global access to shared memory \('sm'\)"):
+        run_kernel(k(body), "k", 1, 1, [None, None])
+    extra = ".const .align 4 .f32 table[4] = {1.0, 2.0, 3.0, 4.0};\n"
+    body = """
+	mov.u64 %rd1, table;
+	cvta.const.u64 %rd2, %rd1;
+	st.f32 [%rd2], %f1;
+	ret;"""
+    with pytest.raises(MemoryFault, match="store to read-only const memory"):
+        run_kernel(k(body, extra=extra), "k", 1, 1, [None, None])
+
+
+def test_shared_out_of_range_and_generic_roundtrip():
+    body = """
+	.shared .align 4 .b8 sm[16];
+	ld.param.u64 %rd1, [pa];
+	mov.u32 %r1, %tid.x;
+	shl.b32 %r2, %r1, 2;
+	mov.u32 %r3, sm;
+	add.s32 %r4, %r3, %r2;
+	cvt.rn.f32.u32 %f1, %r1;
+	st.shared.f32 [%r4], %f1;
+	bar.sync 0;
+	cvt.u64.u32 %rd2, %r4;
+	cvta.shared.u64 %rd3, %rd2;
+	ld.f32 %f2, [%rd3];
+	cvta.to.shared.u64 %rd4, %rd3;
+	ld.shared.f32 %f3, [%rd4];
+	add.f32 %f4, %f2, %f3;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd1, %rd5;
+	st.global.f32 [%rd6], %f4;
+	ret;"""
+    r = run_kernel(k(body), "k", 1, 4, [np.zeros(4, np.float32), None])
+    assert r.buffers[0].tolist() == [0.0, 2.0, 4.0, 6.0]
+    with pytest.raises(MemoryFault, match=r"out of bounds.*\.shared address 0x10.*tid=\(4,0,0\)"):
+        run_kernel(k(body), "k", 1, 5, [np.zeros(5, np.float32), None])
+
+
+def test_narrow_loads_extend_and_stores_truncate():
+    body = """
+	ld.param.u64 %rd1, [pa];
+	ld.param.u64 %rd2, [pb];
+	ld.global.s8 %r1, [%rd1];
+	ld.global.u8 %r2, [%rd1];
+	st.global.u32 [%rd2], %r1;
+	st.global.u32 [%rd2+4], %r2;
+	mov.u32 %r3, 0x12345678;
+	st.global.u8 [%rd2+8], %r3;
+	st.global.u16 [%rd2+10], %r3;
+	ret;"""
+    r = run_kernel(k(body), "k", 1, 1, [np.array([0xF0], np.uint8), np.zeros(3, np.uint32)])
+    out = r.buffers[1]
+    assert out[0] == 0xFFFFFFF0 and out[1] == 0xF0
+    assert out[2] & 0xFF == 0x78 and out[2] >> 16 == 0x5678
+
+
+def test_local_memory_is_private_per_thread():
+    body = """
+	.local .align 4 .b8 __local_depot0[64];
+	.reg .b64 %SP, %SPL;
+	mov.u64 %SPL, __local_depot0;
+	cvta.local.u64 %SP, %SPL;
+	ld.param.u64 %rd1, [pa];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, 0;
+$fill:
+	mul.wide.u32 %rd2, %r2, 4;
+	add.s64 %rd3, %SPL, %rd2;
+	add.u32 %r3, %r1, %r2;
+	st.local.u32 [%rd3], %r3;
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, 16;
+	@%p1 bra $fill;
+	mul.wide.u32 %rd4, %r1, 4;
+	add.s64 %rd5, %SP, %rd4;
+	ld.u32 %r4, [%rd5];
+	add.s64 %rd6, %rd1, %rd4;
+	st.global.u32 [%rd6], %r4;
+	ret;"""
+    r = run_kernel(k(body), "k", 1, 8, [np.zeros(8, np.uint32), None])
+    assert r.buffers[0].tolist() == [2 * t for t in range(8)]  # thread t reads its own depot[t] = t + t
+
+
+def test_kernel_params_are_read_only_and_addressable():
+    body = """
+	mov.u64 %rd1, pa;
+	ld.param.u64 %rd2, [%rd1];
+	ld.param.u64 %rd3, [pb];
+	st.global.u64 [%rd2], %rd3;
+	ret;"""
+    out = np.zeros(1, np.uint64)
+    r = run_kernel(k(body), "k", 1, 1, [out, 0x1234])
+    assert r.buffers[0].tolist() == [0x1234]
+    bad = "\tst.param.u64 [pa], %rd1;\n\tret;"
+    with pytest.raises(MemoryFault, match="read-only"):
+        run_kernel(k(bad), "k", 1, 1, [out, 0])
