@@ -9,7 +9,7 @@ conservative answer (treated as an ordering point with one destination).
 
 from __future__ import annotations
 
-from ptxopt.ir import Addr, Instruction, Neg, Pair, ParenList, Reg, Vec
+from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 
 STATE_SPACES = frozenset(
     {".reg", ".sreg", ".const", ".global", ".local", ".param", ".shared", ".tex", ".generic"}
@@ -267,10 +267,13 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
     all written; a store's address and data are uses; an atomic writes its
     first operand; addresses are always uses. For ``call``, the parenthesised
     return list before the callee is written and everything after is read.
+    Hot (every analysis and pass calls it per instruction), hence the inlined
+    fast path for plain registers.
     """
     ops = ins.operands
     defs: list[str] = []
     uses: list[str] = []
+    special = _SPECIAL_CACHE
     if ins.guard:
         uses.append(ins.guard)
     if ins.opcode == "call":
@@ -284,18 +287,35 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
     else:
         n = dest_count(ins)
         for i, o in enumerate(ops):
-            if i < n and type(o) is not Addr:
+            t = type(o)
+            if t is Reg:
+                (defs if i < n else uses).append(o.name)
+            elif t is Imm or t is Sym:
+                continue
+            elif i < n and t is not Addr:
                 defs.extend(regs_in(o))
             else:
                 uses.extend(regs_in(o))
-    return ([r for r in defs if not is_special_reg(r)],
-            [r for r in uses if not is_special_reg(r)])
+    for lst in (defs, uses):
+        for r in lst:
+            sp = special.get(r)
+            if sp is None:
+                sp = is_special_reg(r)
+            if sp:
+                lst[:] = [x for x in lst if not is_special_reg(x)]
+                break
+    return defs, uses
 
 
 def is_special_reg(name: str) -> bool:
     """Special registers (``%tid.x``, ``%clock64``) are read-only hardware state."""
-    base = name.split(".", 1)[0]
-    return base in SPECIAL_REGS
+    v = _SPECIAL_CACHE.get(name)
+    if v is None:
+        v = _SPECIAL_CACHE[name] = name.split(".", 1)[0] in SPECIAL_REGS
+    return v
+
+
+_SPECIAL_CACHE: dict[str, bool] = {}
 
 
 SPECIAL_REGS = frozenset(

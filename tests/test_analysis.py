@@ -660,3 +660,44 @@ def test_gemm_16_dag_and_features_are_fast():
     elapsed = time.perf_counter() - t0
     assert f["dag_max_nodes"] > 5000
     assert elapsed < 3.0, f"features of gemm 16x16x16 took {elapsed:.2f}s"
+
+
+# ---------------------------------------------------------------------------
+# compact memory edges (used by the list schedulers)
+# ---------------------------------------------------------------------------
+
+_COMPACT_KERNELS = ["gemm_tile_4x4x4", "gemm_tile_6x2x8", "cuda_softmax_row", "cuda_attention_small",
+                    "cuda_matmul_tiled_smem", "cuda_scan_block", "triton_layernorm_row", "triton_attention"]
+
+
+@pytest.mark.parametrize("kid", _COMPACT_KERNELS)
+def test_compact_memory_dag_implies_every_exact_edge(kid):
+    """Soundness of compact_memory: each exact edge u->v is a path u~>v, so a
+    schedule valid for the compact DAG is valid for the exact one."""
+    import networkx as nx
+
+    from ptxopt.analysis import build_cfg
+    from ptxopt.analysis.dag import block_dag
+    from ptxopt.corpus import get
+
+    m = parse(get(kid).ptx_text())
+    cfg = build_cfg(m.entries[0])
+    for b in cfg.blocks:
+        exact = block_dag(cfg, b.index)
+        compact = block_dag(cfg, b.index, compact_memory=True)
+        assert compact.number_of_edges() <= exact.number_of_edges() + len(b.instructions)
+        closure = {u: nx.descendants(compact, u) for u in compact}
+        for u, v in exact.edges:
+            assert v in closure[u], f"{kid} block {b.index}: exact edge {u}->{v} lost"
+
+
+def test_compact_memory_dag_is_linear_on_the_big_gemm():
+    from ptxopt.analysis import build_cfg
+    from ptxopt.analysis.dag import block_dag
+    from ptxopt.corpus import get
+
+    cfg = build_cfg(parse(get("gemm_tile_16x16x16").ptx_text()).entries[0])
+    exact = block_dag(cfg, 0)
+    compact = block_dag(cfg, 0, compact_memory=True)
+    assert exact.number_of_edges() > 100_000
+    assert compact.number_of_edges() < 4 * len(cfg.blocks[0].instructions)
