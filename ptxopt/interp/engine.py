@@ -38,6 +38,15 @@ Why this is correct and why it reconverges:
 * **Calls** run the callee to completion for the calling group, with its own
   scheduler (recursion works); a barrier inside a callee completes only if
   every live thread of the CTA made the call.
+
+Schedules: lockstep (above) is one legal interleaving; it also hides missing
+barriers, because every thread finishes an instruction before any starts the
+next. The *warp-serial* schedules (``Launch.warp_rank``) key groups by
+``(warp rank, pc)`` instead of ``pc``: the minimum key is then "the earliest
+warp's lowest PC", so each warp runs alone until it blocks at a barrier or
+exits, warps in ascending or descending order. Lanes of a warp stay in
+lockstep. A race-free kernel computes the same under every schedule;
+verification runs both kinds.
 """
 
 from __future__ import annotations
@@ -130,20 +139,40 @@ class _Groups:
         return None
 
 
+PC_BITS = 32
+PC_MASK = (1 << PC_BITS) - 1
+
+
+def _start(gs: "_Groups", cta, pc: int, idx: np.ndarray) -> None:
+    """Add threads at ``pc``: one group, or one per warp in a warp-serial
+    schedule (the warp's rank in the schedule is the high part of the key,
+    so the minimum key runs the earliest warp first)."""
+    order = cta.launch.warp_rank
+    if order is None:
+        gs.add(pc, idx)
+        return
+    warps = idx // WARP
+    for w in np.unique(warps):
+        gs.add((int(order[w]) << PC_BITS) + pc, idx[warps == w])
+
+
 def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     """Run ``fr``'s function for threads ``idx`` (sorted linear indices);
-    returns the threads that returned (not those that exited)."""
+    returns the threads that returned (not those that exited).
+
+    Groups are keyed by ``base + pc``: ``base`` is 0 in the lockstep schedule
+    and the warp's rank (shifted) in a warp-serial one."""
     cta = fr.cta
     code = fr.fn.code
     T = cta.T
     regs = fr.r
     gs = _Groups()
-    gs.add(0, idx)
+    _start(gs, cta, 0, idx)
     returned: list[np.ndarray] = []
     limit = cta.launch.max_steps
     while True:
-        pc = gs.min_runnable()
-        if pc is None:
+        key = gs.min_runnable()
+        if key is None:
             if gs.waiting:
                 _release_barrier(fr, code, gs)
                 continue
@@ -151,17 +180,20 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                 _collective_deadlock(cta, code, gs)
             break
         heapq.heappop(gs.heap)
-        idx = gs.g.pop(pc)
+        idx = gs.g.pop(key)
+        pc = key & PC_MASK
+        base = key - pc
         sel = ALL if len(idx) == T else idx
         while True:
             st = code[pc]
             k = st.kind
             cta.steps += 1
+            cta.thread_steps += len(idx)
             if k == SIMPLE:
                 st.run(fr, sel)
                 pc += 1
-                if pc in gs.g:
-                    idx, sel = _merge(gs, pc, idx, T)
+                if base + pc in gs.g:
+                    idx, sel = _merge(gs, base + pc, idx, T)
                 continue
             if k == BRANCH:
                 if st.guard is None:
@@ -175,19 +207,19 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     elif not p.any():
                         new = pc + 1
                     else:
-                        gs.add(st.target, idx[p])
-                        gs.add(pc + 1, idx[~p])
+                        gs.add(base + st.target, idx[p])
+                        gs.add(base + pc + 1, idx[~p])
                         break
                 if new <= pc:
                     if cta.steps > limit:
                         raise StepLimit(f"step limit of {limit} exceeded (endless loop?) at "
                                         f"{describe(st.ins)}")
                 pc = new
-                if pc in gs.g:
-                    idx, sel = _merge(gs, pc, idx, T)
+                if base + pc in gs.g:
+                    idx, sel = _merge(gs, base + pc, idx, T)
                 m = gs.min_runnable()
-                if m is not None and m < pc:
-                    gs.add(pc, idx)
+                if m is not None and m < base + pc:
+                    gs.add(base + pc, idx)
                     break
                 continue
             # the remaining kinds honour their guard here
@@ -198,10 +230,10 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                 if not p.all():
                     if not p.any():
                         pc += 1
-                        if pc in gs.g:
-                            idx, sel = _merge(gs, pc, idx, T)
+                        if base + pc in gs.g:
+                            idx, sel = _merge(gs, base + pc, idx, T)
                         continue
-                    gs.add(pc + 1, idx[~p])
+                    gs.add(base + pc + 1, idx[~p])
                     idx = idx[p]
                     sel = ALL if len(idx) == T else idx
             if k == RET or k == EXIT:
@@ -216,22 +248,22 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     if st.run is not None:
                         st.run(fr, sel, idx)
                     pc += 1
-                    if pc in gs.g:
-                        idx, sel = _merge(gs, pc, idx, T)
+                    if base + pc in gs.g:
+                        idx, sel = _merge(gs, base + pc, idx, T)
                     continue
-                old = gs.waiting.get(pc)
-                gs.waiting[pc] = idx if old is None else np.union1d(old, idx)
+                old = gs.waiting.get(base + pc)
+                gs.waiting[base + pc] = idx if old is None else np.union1d(old, idx)
                 break
             if k == COLLECTIVE:
                 missing = st.aux(fr, sel, idx)
                 if missing is not None and len(missing):
-                    gs.g[pc] = idx
-                    gs.parked.add(pc)
+                    gs.g[base + pc] = idx
+                    gs.parked.add(base + pc)
                     break
                 st.run(fr, sel)
                 pc += 1
-                if pc in gs.g:
-                    idx, sel = _merge(gs, pc, idx, T)
+                if base + pc in gs.g:
+                    idx, sel = _merge(gs, base + pc, idx, T)
                 continue
             if k == CALL:
                 idx = _call(fr, st, idx, sel)
@@ -239,13 +271,13 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     break
                 sel = ALL if len(idx) == T else idx
                 pc += 1
-                if pc in gs.g:
-                    idx, sel = _merge(gs, pc, idx, T)
+                if base + pc in gs.g:
+                    idx, sel = _merge(gs, base + pc, idx, T)
                 continue
             if k == BRX:
                 targets = st.run(fr, sel)
                 for t in np.unique(targets):
-                    gs.add(int(t), idx[targets == t])
+                    gs.add(base + int(t), idx[targets == t])
                 break
             raise InterpError(f"{describe(st.ins)}: unknown step kind {k}")
     if not returned:
@@ -255,9 +287,9 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(returned))
 
 
-def _merge(gs: _Groups, pc: int, idx: np.ndarray, T: int):
-    other = gs.g.pop(pc)
-    gs.parked.discard(pc)
+def _merge(gs: _Groups, key: int, idx: np.ndarray, T: int):
+    other = gs.g.pop(key)
+    gs.parked.discard(key)
     idx = np.union1d(idx, other)
     return idx, (ALL if len(idx) == T else idx)
 
@@ -274,37 +306,37 @@ def _release_barrier(fr: Frame, code, gs: _Groups) -> None:
     cta = fr.cta
     waiting = gs.waiting
     total = sum(len(v) for v in waiting.values())
-    pcs = sorted(waiting)
+    keys = sorted(waiting)
+    pcs = sorted({k & PC_MASK for k in keys})
     st = code[pcs[0]]
     count = st.aux.count
-    lines = ", ".join(f"line {code[p].ins.line}" for p in pcs)
     if len(pcs) > 1:
+        lines = ", ".join(f"line {code[p].ins.line}" for p in pcs)
         raise BarrierError(f"threads of CTA {tuple(cta.ctaid)} wait at different barriers ({lines}); "
                            "every thread must reach the same barrier")
     if gs.parked:
-        lanes = sorted(gs.parked)
+        other = min(gs.parked) & PC_MASK
         raise BarrierError(f"{describe(st.ins)}: deadlock: threads wait at this barrier while others "
-                           f"wait at a warp collective (line {code[lanes[0]].ins.line})")
+                           f"wait at a warp collective (line {code[other].ins.line})")
     need = cta.n_alive if count is None else count
     if total != need:
         who = "live threads" if count is None else f"threads (count operand {count})"
         raise BarrierError(f"{describe(st.ins)}: only {total} of {need} {who} of CTA "
                            f"{tuple(cta.ctaid)} arrive; the others have returned from a call or "
                            "wait elsewhere (divergent barrier)")
-    for pc in pcs:
-        idx = waiting.pop(pc)
-        step = code[pc]
-        sel = ALL if len(idx) == cta.T else idx
-        step.aux.check_ids(fr, sel, idx)
-        if step.run is not None:
-            step.run(fr, sel, idx)
-        gs.add(pc + 1, idx)
+    everyone = np.unique(np.concatenate([waiting[k] for k in keys]))
+    esel = ALL if len(everyone) == cta.T else everyone
+    st.aux.check_ids(fr, esel, everyone)
+    if st.run is not None:
+        st.run(fr, esel, everyone)
+    for key in keys:
+        gs.add(key + 1, waiting.pop(key))
 
 
 def _collective_deadlock(cta, code, gs: _Groups) -> None:
-    pc = min(gs.parked)
-    st = code[pc]
-    idx = gs.g[pc]
+    key = min(gs.parked)
+    st = code[key & PC_MASK]
+    idx = gs.g[key]
     raise WarpSyncError(f"{describe(st.ins)}: threads {_thread_list(cta, idx)} wait for lanes of their "
                         "warp that never execute this instruction (divergent warp collective)")
 

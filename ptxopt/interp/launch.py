@@ -10,6 +10,8 @@ kernel parameter, in order (or as a dict by parameter name):
 * a Python or numpy scalar: the value, encoded in the parameter's type;
 * ``bytes``: raw bytes for a by-value struct parameter (``.b8 p[N]``).
 
+``schedule`` picks the thread interleaving (:data:`SCHEDULES`).
+
 CTAs run one after another in ``ctaid`` order (x fastest), each with fresh
 shared memory. Memory nobody initialised (shared, local, and whatever the
 caller put in output buffers) holds deterministic pseudo-random bytes derived
@@ -34,6 +36,13 @@ from ptxopt.interp.program import DYNAMIC_SHARED, Program
 from ptxopt.interp.state import CTA
 
 DEFAULT_MAX_STEPS = 5_000_000
+
+#: Thread schedules. ``lockstep``: all threads of a CTA at the same PC run
+#: together (fastest). ``warps`` / ``warps-reversed``: each warp runs on its
+#: own until it blocks (barrier, exit), warps in ascending / descending order:
+#: legal GPU schedules under which a kernel missing a barrier reads data
+#: another warp has not written yet, which lockstep execution would hide.
+SCHEDULES = ("lockstep", "warps", "warps-reversed")
 MAX_THREADS = 1024
 
 
@@ -44,7 +53,7 @@ class LaunchResult:
     buffers: list  # per parameter: final array for buffer arguments, else None
     names: list[str]  # parameter names, in order
     steps: int  # instructions issued (one per thread group, like warp instructions)
-    thread_steps: int = 0  # reserved: per-thread instruction count is not tracked
+    thread_steps: int = 0  # instructions summed over the threads of each issuing group
     wall_s: float = 0.0
     ctas: int = 0
     by_name: dict = field(default_factory=dict)
@@ -53,7 +62,7 @@ class LaunchResult:
 class Launch:
     """Per-launch facts the engine and CTAs read."""
 
-    def __init__(self, program, dfn, grid, block, shared_bytes, max_steps):
+    def __init__(self, program, dfn, grid, block, shared_bytes, max_steps, schedule="lockstep"):
         self.program = program
         self.dfn = dfn
         self.grid = grid
@@ -62,6 +71,17 @@ class Launch:
         self.total_shared = program.static_shared_bytes + shared_bytes
         self.max_steps = max_steps
         self.steps_before = 0
+        self.thread_steps = 0
+        self.schedule = schedule
+        nwarps = (block[0] * block[1] * block[2] + 31) // 32
+        if schedule == "lockstep":
+            self.warp_rank = None
+        elif schedule == "warps":
+            self.warp_rank = np.arange(nwarps)
+        elif schedule == "warps-reversed":
+            self.warp_rank = np.arange(nwarps)[::-1].copy()
+        else:
+            raise LaunchError(f"unknown schedule {schedule!r} (choose from {', '.join(SCHEDULES)})")
 
 
 def _dim3(v, what) -> tuple[int, int, int]:
@@ -110,7 +130,7 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 
 
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
-               seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS) -> LaunchResult:
+               seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep") -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``."""
     t0 = time.perf_counter()
@@ -130,7 +150,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     if len(args) != len(params):
         raise LaunchError(f"{fn.name} takes {len(params)} arguments, {len(args)} given")
     dfn = program.decoded(fn.name)
-    launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps)
+    launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps, schedule)
 
     mem = Memory()
     for v in program.statics.values():
@@ -184,7 +204,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         arr = np.frombuffer(r.read_bytes(), dtype=a.dtype).reshape(a.shape).copy() if a.nbytes else a.copy()
         out.append(arr)
     names = [p.name for p in params]
-    return LaunchResult(out, names, launch.steps_before, 0, time.perf_counter() - t0, n,
+    return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)))
 
 
@@ -207,5 +227,6 @@ def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None
         raise
     finally:
         launch.steps_before += cta.steps
+        launch.thread_steps += cta.thread_steps
         for r in shared:
             mem.remove(r)

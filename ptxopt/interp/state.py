@@ -53,6 +53,7 @@ class CTA:
         self.cp_async = []  # pending cp.async copies (see ops_async)
         self.cp_groups = np.zeros(T, dtype=np.int64)  # committed groups per thread
         self.steps = 0
+        self.thread_steps = 0
         self._sreg_cache: dict[str, np.ndarray] = {}
 
     def tid_of(self, t: int) -> tuple[int, int, int]:
