@@ -84,34 +84,23 @@ def build_dag(
     *,
     roots: dict[str, str] | None = None,
     noalias: frozenset[str] = frozenset(),
-    compact_memory: bool = False,
 ) -> nx.DiGraph:
     """The dependency DAG of a straight-line instruction sequence.
 
     ``du`` gives ``(defs, uses)`` per instruction (default:
     :func:`~ptxopt.analysis.cfg.instr_defs_uses`); ``roots`` and ``noalias``
     enable the ``.noalias`` parameter rule (:func:`~ptxopt.analysis.alias.pointer_roots`).
-
-    ``compact_memory`` trades a little scheduling freedom for size, for the
-    list schedulers: the exact memory edges are quadratic (every store after
-    every may-alias load: 131k edges on the 16x16x16 gemm), but the same
-    orders are implied, by transitivity, by O(n) edges when stores are
-    chained in program order: each store follows the previous store and
-    every load since it, and each load follows the latest store it may
-    alias. Every exact edge is then a path, so any order valid for the
-    compact DAG is valid for the exact one; only stores lose the freedom to
-    pass each other.
     """
     was_enabled = gc.isenabled()
     gc.disable()  # ~10^5 small containers: generational GC passes dominate otherwise
     try:
-        return _build_dag(instructions, du, roots or {}, noalias, compact_memory)
+        return _build_dag(instructions, du, roots or {}, noalias)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _build_dag(instructions, du, roots, noalias, compact=False) -> nx.DiGraph:
+def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
     n = len(instructions)
     if du is None:
         du = [instr_defs_uses(ins) for ins in instructions]
@@ -139,9 +128,6 @@ def _build_dag(instructions, du, roots, noalias, compact=False) -> nx.DiGraph:
     stores: dict[str, dict[tuple | None, list[Access]]] = {}
     last_order = -1
     last_collective = -1
-    # compact mode: the store chain and the loads since its last store
-    chain: list[Access] = []
-    loads_since: list[int] = []
 
     for i, ins in enumerate(instructions):
         defs, uses = du[i]
@@ -181,8 +167,6 @@ def _build_dag(instructions, du, roots, noalias, compact=False) -> nx.DiGraph:
             last_order = i
             loads.clear()
             stores.clear()
-            chain.clear()
-            loads_since.clear()
             last_collective = -1
         else:
             if last_order >= 0:
@@ -200,26 +184,6 @@ def _build_dag(instructions, du, roots, noalias, compact=False) -> nx.DiGraph:
                 root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
                 acc = Access(i, is_store, space, key, off, opcodes.access_bytes(ins), root)
                 key_is_sym = key is not None and key[0] == "sym"
-                if compact:
-                    if is_store:
-                        for j in loads_since:
-                            k = j * n + i
-                            E[k] = eget(k, 0) | MEM
-                        if chain:
-                            k = chain[-1].node * n + i
-                            E[k] = eget(k, 0) | MEM
-                        loads_since.clear()
-                        chain.append(acc)
-                    else:
-                        for b in reversed(chain):
-                            if _aliases(acc, b, noalias):
-                                k = b.node * n + i
-                                E[k] = eget(k, 0) | MEM
-                                break
-                        loads_since.append(i)
-                    for r in defs:
-                        version[r] = version.get(r, 0) + 1
-                    continue
                 for table in ((loads, stores) if is_store else (stores,)):
                     for sp in ALIASING_SPACES[space]:
                         groups = table.get(sp)
@@ -275,20 +239,8 @@ def _first(x):
     return x[0]
 
 
-def _aliases(a: Access, b: Access, noalias: frozenset[str]) -> bool:
-    """The exact mode's may-alias decision for one pair (same rules as the
-    grouped loop in :func:`_build_dag`)."""
-    if b.space not in ALIASING_SPACES[a.space]:
-        return False
-    if a.key == b.key or (a.root is not None and noalias):
-        return may_alias(a, b, noalias)
-    if a.key is not None and b.key is not None and a.key[0] == "sym" and b.key[0] == "sym":
-        return False
-    return True
-
-
 def block_dag(cfg: CFG, block: int, *, roots: dict[str, str] | None = None,
-              noalias: frozenset[str] | None = None, compact_memory: bool = False) -> nx.DiGraph:
+              noalias: frozenset[str] | None = None) -> nx.DiGraph:
     """:func:`build_dag` of one block of ``cfg`` (uses the CFG's scope-aware
     defs/uses). Node ``k`` is ``cfg.blocks[block].instructions[k]``, iid
     ``cfg.blocks[block].start + k``. ``roots``/``noalias`` default to the
@@ -299,8 +251,7 @@ def block_dag(cfg: CFG, block: int, *, roots: dict[str, str] | None = None,
     if roots is None:
         roots = pointer_roots(cfg) if noalias else {}
     b = cfg.blocks[block]
-    return build_dag(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias,
-                     compact_memory=compact_memory)
+    return build_dag(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias)
 
 
 def block_dags(cfg: CFG) -> list[nx.DiGraph]:

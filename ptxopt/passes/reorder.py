@@ -214,7 +214,7 @@ class _Reorder(Pass):
             movable = [r for r in runs if len(r.indices) > 1]
             if not movable:
                 continue
-            dag = block_dag(cfg, block.index, roots=roots, noalias=noalias, compact_memory=True)
+            dag = block_dag(cfg, block.index, roots=roots, noalias=noalias)
             ctx: dict = {}
             order: list[int] = []
             for r in runs:
