@@ -660,4 +660,3 @@ def test_gemm_16_dag_and_features_are_fast():
     elapsed = time.perf_counter() - t0
     assert f["dag_max_nodes"] > 5000
     assert elapsed < 3.0, f"features of gemm 16x16x16 took {elapsed:.2f}s"
-
