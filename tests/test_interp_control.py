@@ -358,3 +358,39 @@ def test_clock_is_monotone():
 	st.global.u32 [%rd3], %r3;
 	ret;"""
     assert run(body, 4).tolist() == [1] * 4
+
+
+@pytest.mark.parametrize("schedule", ["lockstep", "warps", "warps-reversed"])
+def test_named_barriers_with_counts(schedule):
+    # warp 0 produces into shared memory and warp 1 consumes after a 64-thread
+    # named barrier met at two different instructions; warp 2 uses another one
+    body = """
+	.shared .align 4 .b8 box[128];
+	mov.u32 %r5, box;
+	shr.u32 %r6, %r1, 5;
+	and.b32 %r7, %r1, 31;
+	shl.b32 %r8, %r7, 2;
+	add.u32 %r9, %r5, %r8;
+	setp.eq.u32 %p1, %r6, 0;
+	@%p1 bra $producer;
+	setp.eq.u32 %p2, %r6, 1;
+	@%p2 bra $consumer;
+	bar.sync 2, 32;
+	st.global.u32 [%rd3], 7;
+	ret;
+$producer:
+	mul.lo.u32 %r10, %r7, 10;
+	st.shared.u32 [%r9], %r10;
+	bar.sync 1, 64;
+	st.global.u32 [%rd3], 1;
+	ret;
+$consumer:
+	bar.sync 1, 64;
+	ld.shared.u32 %r11, [%r9];
+	st.global.u32 [%rd3], %r11;
+	ret;"""
+    m = module(STORE + body, OUT)
+    out = run_kernel(m, "k", 1, 96, [np.zeros(96, np.uint32)], schedule=schedule).buffers[0]
+    assert out[:32].tolist() == [1] * 32
+    assert out[32:64].tolist() == [10 * t for t in range(32)]
+    assert out[64:].tolist() == [7] * 32

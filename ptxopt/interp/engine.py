@@ -244,7 +244,7 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                 break
             if k == BARRIER:
                 if st.aux.fast and len(idx) == cta.n_alive and not gs.waiting:
-                    st.aux.check_ids(fr, sel, idx)
+                    st.aux.barrier_id(fr, sel, idx)
                     if st.run is not None:
                         st.run(fr, sel, idx)
                     pc += 1
@@ -301,36 +301,59 @@ def _exit_threads(cta, idx: np.ndarray) -> None:
 
 
 def _release_barrier(fr: Frame, code, gs: _Groups) -> None:
-    """Every group is blocked and some wait at barriers: release them if the
-    barrier is complete, else report why it never will be."""
+    """Every group is blocked and some wait at barriers: release each barrier
+    (by id) that is complete, or report why none ever will be.
+
+    A barrier without a thread count needs every live thread of the CTA, at
+    the same instruction; one with a count (``bar.sync 1, 64``) needs exactly
+    that many threads, which may wait at different instructions (named
+    barriers of warp-specialised kernels)."""
     cta = fr.cta
-    waiting = gs.waiting
-    total = sum(len(v) for v in waiting.values())
-    keys = sorted(waiting)
-    pcs = sorted({k & PC_MASK for k in keys})
-    st = code[pcs[0]]
-    count = st.aux.count
-    if len(pcs) > 1:
-        lines = ", ".join(f"line {code[p].ins.line}" for p in pcs)
-        raise BarrierError(f"threads of CTA {tuple(cta.ctaid)} wait at different barriers ({lines}); "
-                           "every thread must reach the same barrier")
+    by_id: dict[int, list[int]] = {}
+    for key, idx in gs.waiting.items():
+        st = code[key & PC_MASK]
+        sel = ALL if len(idx) == cta.T else idx
+        by_id.setdefault(st.aux.barrier_id(fr, sel, idx), []).append(key)
+    released = False
+    problem = None
+    for bid, keys in sorted(by_id.items()):
+        keys.sort()
+        pcs = sorted({k & PC_MASK for k in keys})
+        st = code[pcs[0]]
+        counts = {code[p].aux.count for p in pcs}
+        total = sum(len(gs.waiting[k]) for k in keys)
+        if len(counts) > 1:
+            problem = BarrierError(f"{describe(st.ins)}: barrier {bid} is used with different thread "
+                                   f"counts ({sorted(c for c in counts if c is not None)})")
+            continue
+        count = counts.pop()
+        if count is None and len(pcs) > 1:
+            lines = ", ".join(f"line {code[p].ins.line}" for p in pcs)
+            problem = BarrierError(f"threads of CTA {tuple(cta.ctaid)} wait at different barriers "
+                                   f"({lines}); every thread must reach the same barrier")
+            continue
+        need = cta.n_alive if count is None else count
+        if total != need:
+            who = "live threads" if count is None else f"threads (count operand {count})"
+            problem = BarrierError(f"{describe(st.ins)}: only {total} of {need} {who} of CTA "
+                                   f"{tuple(cta.ctaid)} arrive; the others have returned from a call "
+                                   "or wait elsewhere (divergent barrier)")
+            continue
+        everyone = np.unique(np.concatenate([gs.waiting[k] for k in keys]))
+        esel = ALL if len(everyone) == cta.T else everyone
+        if st.run is not None:
+            st.run(fr, esel, everyone)
+        for key in keys:
+            gs.add(key + 1, gs.waiting.pop(key))
+        released = True
+    if released:
+        return
     if gs.parked:
         other = min(gs.parked) & PC_MASK
+        st = code[min(gs.waiting) & PC_MASK]
         raise BarrierError(f"{describe(st.ins)}: deadlock: threads wait at this barrier while others "
                            f"wait at a warp collective (line {code[other].ins.line})")
-    need = cta.n_alive if count is None else count
-    if total != need:
-        who = "live threads" if count is None else f"threads (count operand {count})"
-        raise BarrierError(f"{describe(st.ins)}: only {total} of {need} {who} of CTA "
-                           f"{tuple(cta.ctaid)} arrive; the others have returned from a call or "
-                           "wait elsewhere (divergent barrier)")
-    everyone = np.unique(np.concatenate([waiting[k] for k in keys]))
-    esel = ALL if len(everyone) == cta.T else everyone
-    st.aux.check_ids(fr, esel, everyone)
-    if st.run is not None:
-        st.run(fr, esel, everyone)
-    for key in keys:
-        gs.add(key + 1, waiting.pop(key))
+    raise problem
 
 
 def _collective_deadlock(cta, code, gs: _Groups) -> None:

@@ -80,21 +80,24 @@ def c_noop(ins, d):
 class BarrierAux:
     """What the engine needs to know about a barrier instruction."""
 
-    __slots__ = ("count", "fast", "id_reader", "ins")
+    __slots__ = ("count", "fast", "id_reader", "ins", "id_const")
 
-    def __init__(self, count, id_reader, ins):
+    def __init__(self, count, id_reader, ins, id_const=0):
         self.count = count
         self.fast = count is None
         self.id_reader = id_reader
+        self.id_const = id_const
         self.ins = ins
 
-    def check_ids(self, fr, sel, idx):
+    def barrier_id(self, fr, sel, idx) -> int:
+        """The barrier these threads wait on (it must be the same for all)."""
         if self.id_reader is None:
-            return
+            return self.id_const
         ids = np.asarray(self.id_reader(fr, sel))
         if ids.size > 1 and (ids != ids[0]).any():
             raise BarrierError(f"{describe(self.ins)}: threads name different barriers "
                                f"({sorted(set(int(x) for x in ids))[:4]})")
+        return int(ids.ravel()[0])
 
 
 def c_bar(ins, d):
@@ -138,12 +141,13 @@ def c_bar(ins, d):
         raise d.unsupported("barrier operands")
     bid = ops[0]
     id_reader = None if isinstance(bid, Imm) else d.read(bid, "u32")
+    id_const = int(bid.value()) if isinstance(bid, Imm) else 0
     count = None
     if len(ops) == 2:
         if not isinstance(ops[1], Imm):
             raise d.unsupported("barrier thread count in a register")
         count = int(ops[1].value())
-    st = Step(BARRIER, release, ins, aux=BarrierAux(count, id_reader, ins))
+    st = Step(BARRIER, release, ins, aux=BarrierAux(count, id_reader, ins, id_const))
     return st
 
 
