@@ -216,13 +216,20 @@ def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
     direct = isinstance(succ, dict) and isinstance(pred, dict)
     decode = _DECODE
     batch = []
+    # Edges without registers (memory/order: ~10^5 on big kernels) share one
+    # attribute dict per kind mask. Edge attributes are read-only by contract.
+    shared: dict[int, dict] = {}
     for k in sorted(E):
         u, v = divmod(k, n)
-        kind, kinds = decode[E[k]]
+        mask = E[k]
         regs = R.get(k)
         if regs is None:
-            attr = {"kind": kind, "kinds": kinds}
+            attr = shared.get(mask)
+            if attr is None:
+                kind, kinds = decode[mask]
+                attr = shared[mask] = {"kind": kind, "kinds": kinds}
         else:
+            kind, kinds = decode[mask]
             attr = {"kind": kind, "kinds": kinds, "reg": min(regs, key=_first)[1],
                     "regs": frozenset(r for _, r in regs)}
         if direct:
