@@ -32,9 +32,10 @@ Outcomes (:class:`VerifyResult`):
 If the *original* kernel fails, there is nothing to compare against and
 :func:`verify` raises the interpreter's error.
 
-Geometry comes from a corpus manifest entry (``spec``), which also says
-which arguments are buffers of what type and which inputs have ranges, or
-from a :class:`Geometry` for kernels outside the corpus: every 64-bit
+Geometry comes from a corpus manifest entry (``spec``, found automatically
+when the kernel's name and parameter names match exactly one entry), which
+also says which arguments are buffers of what type and which inputs have
+ranges, or from a :class:`Geometry` for kernels outside the corpus: every 64-bit
 parameter then gets a buffer of ``buffer_bytes`` random float32 values, and
 32-bit integer parameters get ``int_scalar`` (default: the number of threads
 in the launch), float ones 1.0, unless ``scalars`` names them.
@@ -154,6 +155,20 @@ def _args_for_geometry(program: Program, entry: str, geo: Geometry, seed: int, f
     return out
 
 
+def spec_for(program: Program, kernel: str):
+    """The corpus manifest entry this kernel is a copy of, if exactly one
+    entry has its name and parameter names; else None."""
+    from ptxopt.corpus import CorpusError, load_manifest
+
+    try:
+        kernels = load_manifest()
+    except CorpusError:
+        return None
+    names = [p.name for p in program.kernel_params(kernel)]
+    hits = [k for k in kernels if k.entry == kernel and [p.name for p in k.params] == names]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _as_program(m) -> Program:
     if isinstance(m, Program):
         return m
@@ -178,7 +193,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     po.entry(kernel)
     pt.entry(kernel)
     if spec is None and geometry is None:
-        raise LaunchError("no launch geometry: give a corpus manifest entry or grid/block")
+        spec = spec_for(po, kernel)
+        if spec is None:
+            raise LaunchError(f"no launch geometry for {kernel}: it matches no corpus kernel; give a "
+                              "manifest entry or grid/block")
     if spec is not None:
         grid, block, shared = spec.launch.grid, spec.launch.block, spec.launch.shared_bytes
     else:

@@ -179,10 +179,16 @@ def test_cli_errors_exit_2(tmp_path):
     assert r.exit_code == 2 and "ptxopt: error:" in r.output
     p = tmp_path / "k.ptx"
     p.write_text(text("cuda_relu"))
-    r = CliRunner().invoke(verify_cmd, [str(p), str(p)])
-    assert r.exit_code == 2 and "no launch geometry" in r.output
+    r = CliRunner().invoke(verify_cmd, [str(p), str(p)])  # found in the manifest by signature
+    assert r.exit_code == 0, r.output
     r = CliRunner().invoke(verify_cmd, [str(p), str(p), "--manifest-entry", "cuda_relu"])
     assert r.exit_code == 0, r.output
+    q = tmp_path / "renamed.ptx"
+    q.write_text(text("cuda_relu").replace("relu", "relu2"))
+    r = CliRunner().invoke(verify_cmd, [str(q), str(q)])
+    assert r.exit_code == 2 and "no launch geometry" in r.output
+    r = CliRunner().invoke(verify_cmd, [str(q), str(q), "--grid", "4"])
+    assert r.exit_code == 2 and "both --grid and --block" in r.output
 
 
 def test_cli_geometry_outside_the_corpus(tmp_path):

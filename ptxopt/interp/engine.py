@@ -21,14 +21,17 @@ Why this is correct and why it reconverges:
   would put them, without building one. Loops: threads still iterating are at
   lower PCs than those that left, so they finish first and join at the exit.
 * **Barriers** (``bar.sync``/``barrier.sync``): a group that reaches one waits;
-  the barrier releases when no group can run any more and *every live
-  (non-exited) thread of the CTA* waits at it. Threads that exited do not
-  count (kernels that ``return`` early before ``__syncthreads`` work on the
-  hardware). Threads waiting at *different* barrier instructions, with
-  different barrier ids, or at a barrier some live threads can never reach,
-  are reported as a :class:`BarrierError` instead of a silent deadlock. With a
-  thread count operand (``bar.sync 1, 64``) the barrier releases when exactly
-  that many threads wait.
+  when no group can run any more, every barrier (by id) that is complete
+  releases: without a thread count, *every live (non-exited) thread of the
+  CTA* must wait at the same instruction (threads that exited do not count:
+  kernels that ``return`` early before ``__syncthreads`` work on the
+  hardware); with one (``bar.sync 1, 64``), exactly that many threads, at any
+  instructions naming that barrier (warp-specialised producer/consumer code).
+  Threads waiting at different ``__syncthreads``-style barriers, or at a
+  barrier some live threads can never reach, are reported as a
+  :class:`BarrierError` instead of a silent deadlock. Releasing only when
+  nothing else can run is what makes this correct: every thread that can
+  still arrive has arrived.
 * **Warp collectives** (``shfl.sync``, ``vote.sync``, ``bar.warp.sync``,
   ``match``, ``redux``, ``ldmatrix``, ``mma``...): the lanes named by the
   membermask (all 32 for ``.aligned`` ones) that have not exited must be in
@@ -92,7 +95,7 @@ def new_frame(dfn, cta) -> Frame:
 
 
 def _param_size(decl) -> int:
-    from ptxopt.interp.decode import decl_size
+    from ptxopt.interp.literals import decl_size
 
     return decl_size(decl, decl.items[0])
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.interp.decode import (Decoder, DecodedFunction, decl_align, decl_elem_bytes, decl_init,
-                                  decl_size)
+from ptxopt.interp.decode import Decoder, DecodedFunction
+from ptxopt.interp.literals import decl_align, decl_elem_bytes, decl_init, decl_size
 from ptxopt.interp.errors import LaunchError, UnsupportedInstruction
 from ptxopt.interp.memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
 from ptxopt.ir import Block, Decl, Function, Module
