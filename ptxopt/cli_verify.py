@@ -79,7 +79,13 @@ def _scalars(items) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
                buffer_bytes, scalars, as_json):
-    """Check that TRANSFORMED computes exactly what ORIGINAL does (files or corpus:ID)."""
+    """Check that TRANSFORMED computes exactly what ORIGINAL does (files or corpus:ID).
+
+    Both run in the PTX interpreter on the same inputs; every buffer is
+    compared bit for bit. Exit 0: equivalent; 1: a mismatch (the first
+    differing element is printed); 2: an error (unreadable or unparsable
+    input, a fault, an unsupported instruction, no launch geometry).
+    """
     from ptxopt.corpus import CorpusError
     from ptxopt.interp import InterpError
     from ptxopt.verify import verify
