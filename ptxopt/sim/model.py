@@ -1,0 +1,686 @@
+"""The single-warp issue model over SASS control bits (the ``sim`` backend).
+
+What is modelled
+----------------
+One warp walks the kernel's SASS.  Instruction *i* issues at::
+
+    issue(i) = max(issue(prev) + stall(prev),          # ptxas's stall count, >= 1
+                   release of every barrier in wait_mask(i),
+                   DEPBAR.LE SBk, N: the time SBk has at most N producers left)
+
+* A producer that sets a **write barrier** adds one outstanding entry to that
+  barrier (scoreboard), released at ``issue + latency``; the latency comes
+  from the architecture's table (:mod:`ptxopt.sim.latency`) by latency
+  class.  Several producers may share a barrier: it is released when all of
+  them are (a count per barrier, as the hardware's counting scoreboards do).
+* A **read barrier** (source registers of a store or of a load's address)
+  is released at ``issue + operand_read``.
+* ``DEPBAR.LE SBk, N`` waits until at most N entries of SBk are
+  outstanding (entries complete in release-time order).  ``LDGDEPBAR``
+  is a producer on its barrier that releases when the ``LDGSTS`` copies
+  issued since the previous ``LDGDEPBAR`` have landed.
+* **Global loads** distinguish where the data comes from.  L1-cacheable
+  loads (``LDG.E``, ``.STRONG.SM``, ``.EF``, ``.LU``, ``.EL``, ``.CONSTANT``)
+  track 32-byte sectors: the first touch of a sector in the launch is an L2
+  hit (the data is L2-warm: the hardware timing of BRIEF section 3 runs many
+  warm-up launches, and L1 does not keep global data across launches); it
+  starts an L1 fill, and later loads of the sector complete at
+  ``max(issue + L1 hit, fill time)``.  L1-bypassing loads
+  (``.STRONG.GPU``/``.STRONG.SYS`` = PTX ``.cg``/``.cv``/volatile) always
+  take the L2 latency and do not fill L1.  ``.NA`` loads use L1 only if the
+  sector is already there.  ``CCTL.E.PF1`` (prefetch to L1) starts the fill
+  of its 128-byte line; ``CCTL.E.PF2`` (to L2) changes nothing for L2-warm
+  data; ``CCTL.IVALL`` empties L1.  A sector is identified by the *values*
+  of the address registers, the immediate offset and the access size,
+  assuming the base is sector-aligned (cudaMalloc returns >= 256-byte aligned
+  buffers).  Values are numbered: a register loaded from a constant-bank
+  entry holds that entry, a copy (``MOV``, ``IMAD.MOV``, ``R2UR``) holds its
+  source's value, a spill reload (``LDL [R1+x]``) holds what the matching
+  ``STL`` stored, and any other write makes a new value -- so a base address
+  that was moved or spilled still names the same sectors, while a recomputed
+  address (``IADD3`` of the same operands) counts as a new one.
+* **Local memory** (``LDL``: spill reloads, local arrays) uses the ``local``
+  latency (L1 hit: local data is cached in L1 and the slot was written by
+  an earlier ``STL``).
+* Fixed-latency instructions need nothing beyond the stall counts ptxas
+  encoded -- that is the point of replaying the control bits.
+
+Ignored, deliberately: the yield bit and the operand reuse flags (they do not
+change a single warp's issue times in this model); register-bank conflicts;
+instruction-cache misses; taken-branch fetch bubbles (ptxas's stall on the
+branch covers the common case); memory bandwidth, MSHR limits and queueing
+in the LSU/MIO (a long burst of loads is issued at the rate the stall counts
+allow and then overlaps perfectly); stores (they only matter through their
+read barrier); ``BAR.SYNC`` waiting for other warps; predicates (every
+guarded instruction is assumed to execute -- except ``@!PT``, which never
+does -- and branch outcomes come from ``trip_counts`` or the fallback).
+
+Control flow
+------------
+Straight-line code is walked once.  A conditional branch (``@P0 BRA``,
+``BRA.U !UP0``), a guarded ``EXIT`` or ``CALL``, and ``BRA.DIV`` need an
+outcome: from ``trip_counts`` when given (see :func:`simulate`), otherwise
+from the **static fallback** ``static:N=8``:
+
+* a backward branch (a loop's back edge) is taken N times each time the loop
+  is entered (the body runs N+1 times per entry), then falls through;
+* a loop whose back edge is unconditional is left through its exit branch
+  once the back edge has been taken N times;
+* every other conditional branch, guarded EXIT/CALL is not taken, and
+  ``BRA.DIV`` is not taken (a lone warp is converged).
+
+``CALL``/``RET`` follow the call (a stack of return points); a ``RET``
+with an empty stack ends the walk; ``BSSY``/``BSYNC`` are ordinary
+instructions for a converged warp.  Indirect branches (``BRX``/``JMX``) end
+the walk with a note.
+
+Many warps
+----------
+The model follows one warp's path.  With ``warps=W`` resident warps sharing
+one scheduler (SM sub-partition; each issues one warp instruction per cycle,
+CUDA C Programming Guide, compute capability 7.x-9.0 "Streaming
+Multiprocessor"), the result is ``max(single-warp cycles, W x issued
+instructions / issue rate)``, a lower bound.  It ignores memory bandwidth,
+cache contention between warps and every occupancy effect beyond sharing
+issue slots, so the estimate is meaningful mainly for latency-bound
+single-warp kernels such as the ``gemm_tile`` family.
+
+The result is an **estimate** (``SimResult.estimate`` is always True).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ptxopt.toolchain import CompileResult, KernelResources, SassListing
+
+from .decode import (
+    C_BRA,
+    C_CALL,
+    C_DIV,
+    C_EXIT,
+    C_NONE,
+    C_RET,
+    CLASS_NAMES,
+    K_ATOMG,
+    K_ATOMS,
+    K_CONST,
+    K_CONV,
+    K_FIXED,
+    K_FP64,
+    K_GLOBAL,
+    K_GLOBAL_L2,
+    K_GLOBAL_NA,
+    K_LDGDEPBAR,
+    K_LOCAL,
+    K_MUFU,
+    K_OTHER,
+    K_SHARED,
+    K_SHFL,
+    K_SREG,
+    K_TENSOR,
+    K_UMOV,
+    M_INVALIDATE_L1,
+    M_LDGSTS,
+    M_LDGSTS_L2,
+    M_PREFETCH_L1,
+    V_CONST,
+    V_COPY,
+    V_FRESH,
+    V_LOAD_SLOT,
+    Program,
+    decode,
+)
+from .latency import ArchLatencies, latencies_for
+
+DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
+DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends with a note)
+
+# Waits are attributed to where the data came from; global loads split by source.
+_SRC_L1 = 100  # global load completed from L1 (hit, or a fill already under way)
+_SRC_READ = 101  # read barrier (operand read)
+_SOURCE_NAMES = dict(CLASS_NAMES)
+_SOURCE_NAMES.update({K_GLOBAL: "global L2 (first touch)", K_GLOBAL_L2: "global L2 (L1 bypass)",
+                      K_GLOBAL_NA: "global L2 (no-allocate)", _SRC_L1: "global L1",
+                      _SRC_READ: "operand read"})
+
+TripCounts = Mapping["tuple[str, int] | int", float]
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One executed instruction, for ``--explain`` style debugging."""
+
+    step: int  # dynamic instruction number, from 0
+    function: str  # code section
+    offset: int  # byte offset in the section
+    text: str  # SASS text
+    issue: float  # issue cycle
+    by_stall: float  # when the previous instruction's stall alone would have let it issue
+    waited_on: tuple[str, ...]  # barriers that delayed it, e.g. "SB2<-#12 global L2 @312"
+    release: float | None  # when this instruction's write barrier releases (None: none set)
+    source: str | None  # latency class / data source of that release
+    branch: str | None = None  # "taken", "not taken", "taken (fallback)", ...
+
+    def __str__(self) -> str:
+        wait = f"  wait {', '.join(self.waited_on)}" if self.waited_on else ""
+        rel = f"  -> {self.source} @{self.release:g}" if self.release is not None else ""
+        br = f"  [{self.branch}]" if self.branch else ""
+        return f"{self.step:6d} {self.issue:9.1f}  {self.function}+{self.offset:#06x}  {self.text}{rel}{wait}{br}"
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """A cycle estimate from the SASS issue model.  Always an estimate."""
+
+    cycles: float
+    estimate: bool = True
+    backend: str = "sim"
+    arch: str = ""
+    kernel: str = ""
+    registers: int | None = None
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    sass_instructions: int = 0  # static size of the kernel's code section
+    issued_instructions: int = 0  # dynamic: instructions the warp issued
+    single_warp_cycles: float = 0.0
+    issue_bound_cycles: float = 0.0  # warps x issued / issue rate
+    warps: int = 1
+    fallback: str | None = None  # e.g. "static:N=8" when a branch outcome was not given
+    notes: tuple[str, ...] = ()
+    waits: Mapping[str, float] = field(default_factory=dict)  # cycles of delay beyond the stalls, by cause
+    timeline: tuple[TimelineEntry, ...] | None = field(default=None, repr=False, compare=False)
+
+    def explain(self, limit: int | None = None) -> str:
+        """A readable report: summary, waits by cause, and the timeline if recorded."""
+        lines = [
+            f"{self.kernel} on {self.arch}: {self.cycles:g} cycles (estimate, backend={self.backend})",
+            f"  single warp {self.single_warp_cycles:g}, issue bound {self.issue_bound_cycles:g} "
+            f"(warps={self.warps}), issued {self.issued_instructions} of {self.sass_instructions} static",
+            f"  registers {self.registers}, spill stores {self.spill_store_bytes} B, "
+            f"spill loads {self.spill_load_bytes} B, fallback {self.fallback}",
+        ]
+        if self.waits:
+            lines.append("  waits beyond stall counts: " + ", ".join(
+                f"{k} {v:g}" for k, v in sorted(self.waits.items(), key=lambda kv: -kv[1])))
+        lines.extend(f"  note: {n}" for n in self.notes)
+        if self.timeline is not None:
+            lines.append("  step     issue  where  instruction")
+            entries = self.timeline if limit is None else self.timeline[:limit]
+            lines.extend(str(e) for e in entries)
+            if limit is not None and len(self.timeline) > limit:
+                lines.append(f"  ... {len(self.timeline) - limit} more")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "cycles": self.cycles, "estimate": self.estimate, "backend": self.backend, "arch": self.arch,
+            "kernel": self.kernel, "registers": self.registers, "spill_store_bytes": self.spill_store_bytes,
+            "spill_load_bytes": self.spill_load_bytes, "sass_instructions": self.sass_instructions,
+            "issued_instructions": self.issued_instructions, "single_warp_cycles": self.single_warp_cycles,
+            "issue_bound_cycles": self.issue_bound_cycles, "warps": self.warps, "fallback": self.fallback,
+            "notes": list(self.notes), "waits": dict(self.waits),
+        }
+
+
+def estimate(ptx_text: str, arch: str = "sm_89", trip_counts: TripCounts | None = None, *,
+             kernel: str | None = None, warps: int = 1, explain: bool = False,
+             loop_trips: int = DEFAULT_LOOP_TRIPS) -> SimResult:
+    """Compile ``ptx_text`` with ptxas, disassemble it, and simulate ``kernel``.
+
+    Toolchain failures (:class:`~ptxopt.toolchain.ToolchainError` and its
+    subclasses, e.g. :class:`~ptxopt.toolchain.PtxasError`) propagate
+    unchanged.  See :func:`simulate` for the other arguments.
+    """
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    compiled = compile_ptx(ptx_text, arch)
+    listing = disassemble(compiled.cubin)
+    return simulate(listing, compiled, trip_counts, kernel=kernel, warps=warps, explain=explain,
+                    loop_trips=loop_trips)
+
+
+def simulate(listing: SassListing | Program,
+             resources: CompileResult | KernelResources | Mapping[str, KernelResources] | None = None,
+             trip_counts: TripCounts | None = None, *, kernel: str | None = None, warps: int = 1,
+             explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
+             latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> SimResult:
+    """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
+
+    * ``resources``: the ptxas report (a :class:`CompileResult`, its
+      ``kernels`` mapping, or one :class:`KernelResources`); it names the
+      kernel (first entry) and fills registers/spill fields.  May be None.
+    * ``trip_counts``: branch outcomes, keyed by the branch's
+      ``(code section, byte offset)`` or by the byte offset alone (in the
+      kernel's section); see :func:`ptxopt.sim.trips.branch_sites` for the
+      keys.  For a **backward** branch the value is how many times it is
+      taken each time its loop is entered (a float is spread
+      deterministically over entries: 2.5 -> 2, 3, 2, 3 ...); for a
+      **forward** branch, a guarded ``EXIT``/``CALL`` or ``BRA.DIV`` it is
+      the fraction of executions on which it is taken (0 = never, 1 =
+      always, spread deterministically).  Branches not listed use the static
+      fallback (``loop_trips`` = N), which the result names in ``fallback``.
+      :func:`ptxopt.sim.trips.trip_counts_from_loop_profile` builds this
+      mapping from per-loop execution counts (the interpreter hook).
+    * ``warps``: resident warps sharing the scheduler (issue-slot bound).
+    * ``explain``: also record a per-instruction :class:`TimelineEntry` list.
+    * ``arch``/``latencies``: override the architecture (default: the
+      listing's) or the whole latency table.
+    """
+    if isinstance(listing, Program):
+        program = listing
+    else:
+        name = kernel or _kernel_name(resources)
+        program = decode(listing, name)
+    arch = arch or program.arch or "sm_89"
+    notes: list[str] = []
+    if latencies is None:
+        latencies, substitute = latencies_for(arch)
+        if substitute:
+            notes.append(substitute)
+    res = _kernel_resources(resources, program.kernel)
+    profile = _normalise_trip_counts(trip_counts, program)
+
+    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps)
+    walk.run()
+    notes.extend(walk.notes)
+    issued = walk.steps
+    single = walk.end_time
+    warps = max(1, int(warps))
+    issue_bound = warps * issued / latencies.issue_per_cycle
+    cycles = max(single, issue_bound)
+    if warps > 1:
+        notes.append(f"issue-slot bound with {warps} warps per scheduler: {issue_bound:g} cycles "
+                     f"({'binding' if issue_bound > single else 'not binding'}); memory bandwidth, "
+                     "cache contention and other occupancy effects are not modelled")
+    fallback = None
+    if walk.fallback_back or walk.fallback_forward:
+        fallback = f"static:N={loop_trips}"
+        notes.append(f"no trip counts for {walk.fallback_back} backward and {walk.fallback_forward} "
+                     f"forward conditional branch sites: back edges taken {loop_trips} times per loop "
+                     "entry, other conditional branches not taken")
+    return SimResult(
+        cycles=float(cycles),
+        arch=arch,
+        kernel=program.kernel,
+        registers=res.registers if res else None,
+        spill_store_bytes=res.spill_store_bytes if res else 0,
+        spill_load_bytes=res.spill_load_bytes if res else 0,
+        sass_instructions=program.kernel_size,
+        issued_instructions=issued,
+        single_warp_cycles=float(single),
+        issue_bound_cycles=float(issue_bound),
+        warps=warps,
+        fallback=fallback,
+        notes=tuple(notes),
+        waits={_SOURCE_NAMES.get(k, str(k)): v for k, v in sorted(walk.waits.items()) if v},
+        timeline=tuple(walk.timeline) if explain else None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _kernel_name(resources) -> str | None:
+    if isinstance(resources, CompileResult):
+        return next(iter(resources.kernels), None)
+    if isinstance(resources, Mapping):
+        return next(iter(resources), None)
+    return None
+
+
+def _kernel_resources(resources, kernel: str) -> KernelResources | None:
+    if resources is None:
+        return None
+    if isinstance(resources, KernelResources):
+        return resources
+    table = resources.kernels if isinstance(resources, CompileResult) else resources
+    return table.get(kernel)
+
+
+def _normalise_trip_counts(trip_counts, program: Program) -> dict[int, float]:
+    """Map the caller's keys to flat instruction indices of conditional branch sites."""
+    if not trip_counts:
+        return {}
+    by_key = {program.key(i): i for i in range(len(program))}
+    out: dict[int, float] = {}
+    for key, value in trip_counts.items():
+        if isinstance(key, int):
+            key = (program.kernel, key)
+        if key not in by_key:
+            raise KeyError(f"trip_counts key {key!r} is not an instruction of the listing")
+        idx = by_key[key]
+        if program.ctrl[idx] == C_NONE:
+            raise KeyError(f"trip_counts key {key!r} is not a branch: {program.instructions[idx].text}")
+        value = float(value)
+        if value < 0:
+            raise ValueError(f"trip_counts[{key!r}] = {value} is negative")
+        out[idx] = value
+    return out
+
+
+def _spread(count: int, value: float) -> int:
+    """Deterministic share of the ``count``-th event (1-based) of a rate ``value``."""
+    return math.floor(count * value + 1e-9) - math.floor((count - 1) * value + 1e-9)
+
+
+class _Walk:
+    """State of one walk; ``run`` is the hot loop."""
+
+    def __init__(self, program: Program, lat: ArchLatencies, profile: dict[int, float], loop_trips: int,
+                 explain: bool, max_steps: int):
+        self.p = program
+        self.lat = lat
+        self.profile = profile
+        self.N = int(loop_trips)
+        self.explain = explain
+        self.max_steps = max_steps
+        self.steps = 0
+        self.end_time = 0.0
+        self.notes: list[str] = []
+        self.waits: dict[int, float] = {}
+        self.timeline: list[TimelineEntry] = []
+        self.fallback_back = 0
+        self.fallback_forward = 0
+        self._fallback_sites: set[int] = set()
+        # loop state per back edge: [taken in this entry, entries so far, quota of this entry, active]
+        self.loop_state: dict[int, list] = {}
+        self.visits: dict[int, int] = {}
+        self.back_edges = frozenset(program.back_edges)
+
+    # -- branch decisions ----------------------------------------------------
+    def _note_fallback(self, pc: int, backward: bool) -> None:
+        if pc not in self._fallback_sites:
+            self._fallback_sites.add(pc)
+            if backward:
+                self.fallback_back += 1
+            else:
+                self.fallback_forward += 1
+
+    def _back_edge(self, pc: int, conditional: bool) -> tuple[bool, str]:
+        st = self.loop_state.get(pc)
+        if st is None:
+            st = self.loop_state[pc] = [0, 0, 0, False]
+        if not st[3]:
+            st[1] += 1
+            if conditional and pc in self.profile:
+                st[2] = _spread(st[1], self.profile[pc])
+            else:
+                st[2] = self.N
+            st[3] = True
+        if not conditional:
+            st[0] += 1
+            return True, "taken"
+        fallback = pc not in self.profile
+        if fallback:
+            self._note_fallback(pc, True)
+        if st[0] < st[2]:
+            st[0] += 1
+            return True, "taken (fallback)" if fallback else "taken"
+        st[0] = 0
+        st[3] = False
+        return False, "not taken (fallback)" if fallback else "not taken"
+
+    def _forward(self, pc: int) -> tuple[bool, str]:
+        if pc in self.profile:
+            n = self.visits[pc] = self.visits.get(pc, 0) + 1
+            taken = bool(_spread(n, self.profile[pc]))
+            return taken, "taken" if taken else "not taken"
+        self._note_fallback(pc, False)
+        loop = self.p.loop_of_exit[pc]
+        if loop >= 0:
+            st = self.loop_state.get(loop)
+            if st is not None and st[3] and st[0] >= self.N:
+                return True, "taken (fallback: loop exit)"
+        return False, "not taken (fallback)"
+
+    def _leave_loops(self, pc: int, dest: int) -> None:
+        """Reset the state of active loops that a jump from ``pc`` to ``dest`` leaves."""
+        for b, st in self.loop_state.items():
+            if st[3]:
+                h = self.p.target[b]
+                if h <= pc <= b and not h <= dest <= b:
+                    st[0] = 0
+                    st[3] = False
+
+    # -- the walk --------------------------------------------------------------
+    def run(self) -> None:
+        p = self.p
+        lat = self.lat
+        stall, wait, wbar, rbar = p.stall, p.wait, p.wbar, p.rbar
+        kind, mem, addr, values, never = p.kind, p.mem, p.addr, p.values, p.never
+        ctrl, target, conditional, depbar = p.ctrl, p.target, p.conditional, p.depbar
+        n = len(p)
+        explain = self.explain
+        fixed = {
+            K_FIXED: lat.other, K_OTHER: lat.other, K_LOCAL: lat.local, K_SHARED: lat.shared,
+            K_CONST: lat.constant, K_SREG: lat.special_reg, K_UMOV: lat.uniform_move, K_MUFU: lat.mufu,
+            K_SHFL: lat.shuffle, K_CONV: lat.convert, K_FP64: lat.fp64, K_TENSOR: lat.tensor,
+            K_ATOMG: lat.atomic_global, K_ATOMS: lat.atomic_shared,
+        }
+        l1, l2, sector, line = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.line_bytes
+        oread = lat.operand_read
+        pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
+        fill: dict = {}  # sector key -> time its data is in L1
+        val: dict[str, object] = {}  # value id of each tracked register (its name until written)
+        val_get = val.get
+        slots: dict = {}  # (value of R1, stack offset) -> value id stored there
+        fresh = 0
+        group_release = 0.0  # LDGSTS group under way
+        waits = self.waits
+        stack: list[int] = []
+        back_edges = self.back_edges
+        ready = 0.0
+        t = 0.0
+        pc = p.start
+        steps = 0
+        max_steps = self.max_steps
+        timeline = self.timeline
+
+        while True:
+            if pc >= n:
+                self.notes.append("the walk ran past the end of the code; stopped there")
+                break
+            if steps >= max_steps:
+                self.notes.append(f"stopped after {max_steps} issued instructions (max_steps); "
+                                  "the estimate is truncated")
+                break
+            t = ready
+            waited = None
+            # -- wait for barriers ----------------------------------------
+            w = wait[pc]
+            if w:
+                cause = None
+                for b in w:
+                    lst = pending[b]
+                    if lst:
+                        for e in lst:
+                            if e[0] > t:
+                                t = e[0]
+                                cause = e
+                        if explain:
+                            worst = max(lst, key=lambda e: e[0])
+                            if worst[0] > ready:
+                                waited = (waited or ()) + (
+                                    f"SB{b}<-#{worst[2]} {_SOURCE_NAMES.get(worst[1], '?')} @{worst[0]:g}",)
+                        lst.clear()
+                if cause is not None:
+                    waits[cause[1]] = waits.get(cause[1], 0.0) + (t - ready)
+            db = depbar[pc]
+            if db is not None:
+                sb, keep, extra = db
+                before = t
+                lst = pending[sb]
+                live = sorted((e for e in lst if e[0] > t), key=lambda e: e[0])
+                if len(live) > keep:
+                    e = live[len(live) - keep - 1]
+                    t = e[0]
+                    waits[e[1]] = waits.get(e[1], 0.0) + (t - before)
+                    if explain:
+                        waited = (waited or ()) + (f"DEPBAR SB{sb}<={keep} <-#{e[2]} @{t:g}",)
+                lst[:] = [e for e in live if e[0] > t]
+                for b in extra:
+                    for e in pending[b]:
+                        if e[0] > t:
+                            t = e[0]
+                    pending[b].clear()
+            # -- issue ------------------------------------------------------
+            release = None
+            src = None
+            if not never[pc]:
+                k = kind[pc]
+                wb = wbar[pc]
+                m = mem[pc]
+                if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
+                    a = addr[pc]
+                    if a is None:
+                        release, src = t + l2, K_GLOBAL
+                    else:
+                        regs, off, size = a
+                        rk = tuple([val_get(r, r) for r in regs])
+                        release, src = t + l1, _SRC_L1
+                        allocate = k != K_GLOBAL_NA
+                        for s in range(off // sector, (off + size - 1) // sector + 1):
+                            key = (rk, s)
+                            f = fill.get(key)
+                            if f is None:
+                                f = t + l2
+                                src = K_GLOBAL if allocate else K_GLOBAL_NA
+                                if allocate:
+                                    fill[key] = f
+                            if f > release:
+                                release = f
+                    if m == M_LDGSTS:
+                        if release > group_release:
+                            group_release = release
+                        if wb < 0:
+                            release = None
+                elif k == K_GLOBAL_L2 or m == M_LDGSTS_L2:
+                    release, src = t + l2, K_GLOBAL_L2
+                    if m == M_LDGSTS_L2:
+                        if release > group_release:
+                            group_release = release
+                        if wb < 0:
+                            release = None
+                elif k == K_LDGDEPBAR:
+                    release, src = max(t + 1, group_release), K_LDGDEPBAR
+                    group_release = 0.0
+                elif wb >= 0:
+                    release, src = t + fixed[k], k
+                if m == M_PREFETCH_L1:
+                    a = addr[pc]
+                    if a is not None:
+                        regs, off, size = a
+                        rk = tuple([val_get(r, r) for r in regs])
+                        first = (off // line) * line // sector
+                        for s in range(first, first + line // sector):
+                            fill.setdefault((rk, s), t + l2)
+                elif m == M_INVALIDATE_L1:
+                    fill.clear()
+                if wb >= 0 and release is not None:
+                    lst = pending[wb]
+                    lst.append((release, src, steps))
+                    if len(lst) > 64:
+                        lst[:] = [e for e in lst if e[0] > t]
+                rb = rbar[pc]
+                if rb >= 0:
+                    pending[rb].append((t + oread, _SRC_READ, steps))
+            v = values[pc]
+            if v is not None:
+                op, pairs = v
+                if op == V_FRESH:
+                    for r in pairs:
+                        fresh += 1
+                        val[r] = fresh
+                elif op == V_CONST:
+                    for r, x in pairs:
+                        val[r] = x
+                elif op == V_COPY:
+                    for r, x in pairs:
+                        val[r] = val_get(x, x)
+                elif op == V_LOAD_SLOT:
+                    sp = val_get("R1", "R1")
+                    for r, off in pairs:
+                        x = slots.get((sp, off))
+                        if x is None:
+                            fresh += 1
+                            x = fresh
+                        val[r] = x
+                else:  # V_STORE_SLOT
+                    sp = val_get("R1", "R1")
+                    for off, x in pairs:
+                        slots[(sp, off)] = val_get(x, x)
+            # -- control flow ------------------------------------------------
+            cur = pc
+            by_stall = ready
+            ready = t + stall[pc]
+            c = ctrl[pc]
+            branch = None
+            stop = False
+            steps += 1
+            if c == C_NONE:
+                pc += 1
+            elif never[pc]:  # @!PT BRA / EXIT / CALL: never taken
+                branch = "never (@!PT)"
+                pc += 1
+            elif c == C_BRA:
+                dest = target[pc]
+                if pc in back_edges:
+                    taken, branch = self._back_edge(pc, conditional[pc])
+                elif conditional[pc]:
+                    taken, branch = self._forward(pc)
+                else:
+                    taken, branch = True, "taken"
+                if taken:
+                    if self.loop_state:
+                        self._leave_loops(pc, dest)
+                    pc = dest
+                else:
+                    pc += 1
+            elif c == C_EXIT:
+                if conditional[pc]:
+                    taken, branch = self._forward(pc)
+                else:
+                    taken, branch = True, "exit"
+                if taken:
+                    stop = True
+                else:
+                    pc += 1
+            elif c == C_CALL:
+                taken, branch = self._forward(pc) if conditional[pc] else (True, "call")
+                if taken:
+                    stack.append(pc + 1)
+                    pc = target[pc]
+                else:
+                    pc += 1
+            elif c == C_RET:
+                if stack:
+                    branch = "return"
+                    pc = stack.pop()
+                else:
+                    branch = "return (end)"
+                    self.notes.append("RET with an empty call stack ended the walk")
+                    stop = True
+            elif c == C_DIV:
+                if pc in self.profile:
+                    taken, branch = self._forward(pc)
+                else:
+                    taken, branch = False, "not taken (converged warp)"
+                pc = target[pc] if taken else pc + 1
+            else:  # C_STOP
+                self.notes.append(f"indirect branch {p.instructions[pc].text!r} ended the walk")
+                branch = "stop"
+                stop = True
+            if explain:
+                ins = p.instructions[cur]
+                timeline.append(TimelineEntry(
+                    steps - 1, ins.function, ins.offset, ins.text, t, by_stall, waited or (), release,
+                    None if release is None else _SOURCE_NAMES.get(src, str(src)), branch))
+            if stop:
+                break
+        self.steps = steps
+        self.end_time = t + 1.0 if steps else 0.0
+
