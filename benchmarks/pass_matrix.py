@@ -1,8 +1,9 @@
 """The whole-corpus pass matrix: sites changed per pass per kernel family, and
 how long each pass takes.
 
-Every pass runs on every corpus kernel; a changed output must re-parse and be
-accepted by ptxas (``broken`` cells are bugs and make the script exit 1).
+Every pass runs on every corpus kernel; a changed output must re-parse, be
+accepted by ptxas and verify equivalent in the interpreter (``broken`` cells
+are bugs and make the script exit 1).
 Run: ``python benchmarks/pass_matrix.py [--json OUT] [--no-ptxas]``.
 """
 
@@ -25,6 +26,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--no-ptxas", action="store_true", help="skip compiling changed outputs")
+    ap.add_argument("--verify-trials", type=int, default=2,
+                    help="interpreter equivalence trials per changed cell (0: skip)")
     args = ap.parse_args()
     kernels = load_manifest()
     modules = {k.id: parse(k.ptx_text(), k.id) for k in kernels}
@@ -32,7 +35,8 @@ def main() -> int:
     cells = []
     for name in pass_names():
         for k in kernels:
-            cells.append(run_cell(name, k, modules[k.id], compile_check=not args.no_ptxas))
+            cells.append(run_cell(name, k, modules[k.id], compile_check=not args.no_ptxas,
+                                  equivalence_trials=args.verify_trials))
     sites = defaultdict(int)
     outcome = defaultdict(lambda: defaultdict(int))
     seconds = defaultdict(float)

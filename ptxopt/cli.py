@@ -315,7 +315,9 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the transformed PTX here instead of stdout.")
 @click.option("--arch", default="sm_89", show_default=True, help="Architecture for --verify-each.")
-@click.option("--verify-each", is_flag=True, help="Check the module with ptxas after every pass that changed it.")
+@click.option("--verify-each", is_flag=True,
+              help="After every pass that changed the module: ptxas accepts it and the interpreter "
+                   "proves every entry computes the same outputs.")
 @click.option("--print-changed", is_flag=True, help="Print a diff (stderr) after every pass that changed the module.")
 @click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
 @click.option("--time-passes", is_flag=True, help="Print how long each pass took (stderr).")
@@ -349,6 +351,9 @@ def run_cmd(file, pipeline, output, arch, verify_each, print_changed, print_afte
     pm = PassManager(pl, instruments=instruments, bisect_limit=opt_bisect_limit,
                      reproducer_dir=reproducer_dir)
     result = pm.run(m)
+    for ins in instruments:
+        for note in getattr(ins, "skipped", ()):
+            click.echo(f"ptxopt: note: {note}", err=True)
     text = emit(result.module)
     if output:
         with open(output, "w") as f:
@@ -424,6 +429,11 @@ def corpus_list(family, as_json):
                   "x".join(map(str, k.launch.block)), str(len(k.params)))
     Console().print(t)
     click.echo(f"{len(kernels)} kernels")
+
+
+from ptxopt.cli_verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
+
+cli.add_command(verify_cmd, "verify")
 
 
 def main(argv=None):

@@ -3,7 +3,8 @@
 For one (pass, kernel) pair the outcome is one of:
 
 * ``changed``  -- the pass rewrote the kernel; the output re-parses to the same
-  IR and ptxas accepts it (otherwise ``broken``, which is a bug);
+  IR, ptxas accepts it, and the interpreter proves it computes exactly what
+  the original does (otherwise ``broken``, which is a bug);
 * ``refused``  -- nothing changed, and the report says why for at least one site
   (or the pass was illegal for the whole module);
 * ``no-op``    -- nothing to do (no candidate sites at all).
@@ -56,7 +57,7 @@ def _ptxas_error(text: str, arch: str) -> str | None:
 
 
 def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
-             compile_check: bool = True) -> Cell:
+             compile_check: bool = True, equivalence_trials: int = 0) -> Cell:
     m = module if module is not None else parse(spec.ptx_text(), spec.id)
     p = make_pass(pass_name)
     cell = Cell(pass_name, spec.id, spec.family, "no-op")
@@ -82,6 +83,16 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
         err = _ptxas_error(text, arch)
         if err:
             cell.outcome, cell.detail = "broken", f"ptxas rejects the output: {err}"
+            return cell
+    if equivalence_trials:
+        from ptxopt.verify import verify
+
+        res = verify(m, out, spec.entry, trials=equivalence_trials, spec=spec)
+        if res.status != "equal":
+            detail = res.error if res.status == "error" else (
+                f"{res.mismatch.buffer}[{res.mismatch.index}]: {res.mismatch.transformed} "
+                f"instead of {res.mismatch.original}")
+            cell.outcome, cell.detail = "broken", f"not equivalent: {detail}"
             return cell
     cell.outcome = "changed"
     return cell

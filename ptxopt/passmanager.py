@@ -152,11 +152,24 @@ class VerificationError(Exception):
 
 
 class VerifyEach(Instrument):
-    """ptxas must accept the module after every pass that changed it (the
-    interpreter's equivalence check joins here when it exists)."""
+    """After every pass that changed the module: the printed PTX re-parses,
+    ptxas accepts it, and (``equivalence``) every entry computes exactly what
+    it computed before the pass, checked by the interpreter
+    (:func:`ptxopt.verify.verify`: bit-for-bit buffers over several input
+    flavours and thread schedules).
 
-    def __init__(self, arch: str = "sm_89"):
+    Launch geometry comes from the corpus manifest when the kernel is a corpus
+    kernel, else a single-thread launch with default buffers. When the
+    *original* cannot be interpreted there (it faults under that guess, or uses
+    an instruction the interpreter lacks), equivalence is not checked for that
+    entry and the reason is kept in ``skipped`` -- said, not hidden.
+    """
+
+    def __init__(self, arch: str = "sm_89", equivalence: bool = True, trials: int | None = None):
         self.arch = arch
+        self.equivalence = equivalence
+        self.trials = trials
+        self.skipped: list[str] = []
 
     def after_pass(self, p, before, after, record):
         if not record.changed:
@@ -172,6 +185,31 @@ class VerifyEach(Instrument):
             compile_ptx(text, self.arch)
         except PtxasError as e:
             raise VerificationError(f"after '{p.name}': ptxas rejects the result: {e}") from None
+        if self.equivalence:
+            for fn in after.entries:
+                self._check_equivalent(p, before, after, fn.name)
+
+    def _check_equivalent(self, p, before, after, entry: str) -> None:
+        from ptxopt.interp.errors import InterpError, LaunchError
+        from ptxopt.verify import DEFAULT_TRIALS, Geometry, verify
+
+        trials = self.trials or DEFAULT_TRIALS
+        try:
+            try:
+                res = verify(before, after, entry, trials=trials)
+            except LaunchError:  # not a corpus kernel: a one-thread guess
+                res = verify(before, after, entry, trials=trials, geometry=Geometry())
+        except InterpError as e:  # the *original* cannot run here
+            self.skipped.append(f"after '{p.name}': {entry}: equivalence not checked: {e}")
+            return
+        if res.status == "mismatch":
+            mm = res.mismatch
+            raise VerificationError(
+                f"after '{p.name}': {entry} computes something else: buffer {mm.buffer}[{mm.index}] "
+                f"is {mm.transformed}, was {mm.original} (seed {mm.seed}, {mm.flavour} inputs, "
+                f"{mm.schedule} schedule)")
+        if res.status == "error":
+            raise VerificationError(f"after '{p.name}': {entry}: {res.error}")
 
 
 class PrintChanged(Instrument):

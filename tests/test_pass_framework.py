@@ -153,3 +153,29 @@ def test_verify_each_catches_ptxas_rejection(tmp_path, monkeypatch):
 def test_optimize_library_entry_point():
     out = optimize(get("gemm_tile_2x2x2").ptx_text(), "st_cache_wt")
     assert out.count("st.global.wt.f32") == 4
+
+
+def test_verify_each_catches_a_miscompiling_pass(tmp_path, monkeypatch):
+    """A pass that swaps FMA operands compiles fine; only equivalence catches it."""
+    from dataclasses import replace
+
+    from ptxopt.ir import instruction_slots
+    from ptxopt.passes.cache_hints import CacheCG
+
+    orig = CacheCG.run
+
+    def swap_first_fma(self, module):
+        rep = orig(self, module)
+        for items, i, ins in instruction_slots(module.entries[0].body):
+            if ins.opcode == "fma":
+                d, a, b, c = ins.operands
+                items[i] = replace(ins, operands=(d, a, c, b))
+                break
+        return rep
+
+    monkeypatch.setattr(CacheCG, "run", swap_first_fma)
+    m = parse(get("gemm_tile_2x2x2").ptx_text())
+    with pytest.raises(PassFailure, match="computes something else"):
+        PassManager("cache_cg", instruments=[VerifyEach()], reproducer_dir=tmp_path).run(m)
+    # ptxas alone would not have noticed
+    PassManager("cache_cg", instruments=[VerifyEach(equivalence=False)]).run(m)

@@ -1,5 +1,7 @@
-"""Every pass on every corpus kernel: the output round-trips and ptxas accepts
-it, or the pass refused with a reason (or had nothing to do)."""
+"""Every pass on every corpus kernel: the output round-trips, ptxas accepts it
+and the interpreter proves it equivalent to the original (2 trials: random and
+edge-value inputs, lockstep and warp-serial schedules), or the pass refused
+with a reason (or had nothing to do)."""
 
 import pytest
 
@@ -20,7 +22,7 @@ def _module(spec):
 
 @pytest.mark.parametrize("pass_name", pass_names())
 def test_pass_on_every_corpus_kernel(pass_name):
-    cells = [run_cell(pass_name, k, _module(k)) for k in KERNELS]
+    cells = [run_cell(pass_name, k, _module(k), equivalence_trials=2) for k in KERNELS]
     broken = [f"{c.kernel}: {c.detail}" for c in cells if c.outcome == "broken"]
     assert not broken, "\n".join(broken)
     for c in cells:
