@@ -484,3 +484,13 @@ def instruction_slots(block: Block) -> Iterator[tuple[list, int, Instruction]]:
                 stack.append((s.items, 0))
                 break
             i += 1
+
+
+def iter_decls(block: Block) -> Iterator[Decl]:
+    """Every declaration in ``block``, nested scopes included, in textual order."""
+    for s in block.items:
+        t = type(s)
+        if t is Decl:
+            yield s
+        elif t is Block:
+            yield from iter_decls(s)

@@ -23,7 +23,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ptxopt.comments import place_comments
 from ptxopt.ir import (
     Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
-    Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, parse_int,
+    Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
 
 try:  # the Cython build of Lark's LALR engine, by Lark's author: ~2x faster
@@ -501,7 +501,7 @@ def resolve_bare_registers(module: Module) -> None:
             continue
         names = {
             n
-            for d in _iter_decls(fn.body)
+            for d in iter_decls(fn.body)
             if d.attrs[:1] == (".reg",)
             for item in d.items
             if item.name[:1] != "%"
@@ -509,14 +509,6 @@ def resolve_bare_registers(module: Module) -> None:
         }
         if names:
             _rewrite_syms(fn.body, names)
-
-
-def _iter_decls(block: Block):
-    for s in block.items:
-        if type(s) is Decl:
-            yield s
-        elif type(s) is Block:
-            yield from _iter_decls(s)
 
 
 def _rewrite_syms(block: Block, names: set[str]) -> None:

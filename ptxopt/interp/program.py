@@ -24,7 +24,7 @@ from ptxopt.interp.decode import Decoder, DecodedFunction
 from ptxopt.interp.literals import decl_align, decl_elem_bytes, decl_init, decl_size
 from ptxopt.interp.errors import LaunchError, UnsupportedInstruction
 from ptxopt.interp.memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
-from ptxopt.ir import Block, Decl, Function, Module
+from ptxopt.ir import Decl, Function, Module, iter_decls
 
 DYNAMIC_SHARED = "<dynamic shared>"
 
@@ -71,7 +71,7 @@ class Program:
         decls: list[Decl] = [i for i in self.module.items if type(i) is Decl]
         for f in self.module.functions:
             if f.body is not None:
-                decls.extend(_body_decls(f.body))
+                decls.extend(iter_decls(f.body))
         next_global = GLOBAL_BASE
         next_const = WINDOW["const"]
         next_shared = 0
@@ -209,11 +209,3 @@ def _init_count(item, decl: Decl) -> int:
 
     walk(init)
     return n
-
-
-def _body_decls(block: Block):
-    for item in block.items:
-        if type(item) is Decl:
-            yield item
-        elif type(item) is Block:
-            yield from _body_decls(item)

@@ -121,3 +121,18 @@ class Pass:
         if not opts:
             return self.name
         return self.name + "{" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + "}"
+
+
+class FunctionPass(Pass):
+    """A pass that rewrites every defined function on its own: subclasses
+    implement :meth:`run_function` and report into the shared report."""
+
+    def run(self, module: Module) -> ChangeReport:
+        report = ChangeReport(self.name)
+        for fn in module.functions:
+            if fn.body is not None:
+                self.run_function(fn, report, module)
+        return report
+
+    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+        raise NotImplementedError

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from ptxopt import opcodes
 from ptxopt.ir import Instruction, Module, instruction_slots
-from ptxopt.passes.base import ChangeReport, Pass, Refused, check
+from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
 
 _STRONG = ("volatile", "relaxed", "acquire", "release", "mmio")
@@ -56,30 +56,25 @@ def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruc
 
 
 @dataclass(frozen=True)
-class _CacheHint(Pass):
+class _CacheHint(FunctionPass):
     op: ClassVar[str] = ""
     opcodes_: ClassVar[frozenset[str]] = frozenset()
     allowed: ClassVar[tuple[str, ...]] = ()
 
-    def run(self, module: Module) -> ChangeReport:
-        report = ChangeReport(self.name)
-        for fn in module.functions:
-            if fn.body is None:
+    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+        for items, i, ins in instruction_slots(fn.body):
+            if ins.opcode not in self.opcodes_:
                 continue
-            for items, i, ins in instruction_slots(fn.body):
-                if ins.opcode not in self.opcodes_:
-                    continue
-                if opcodes.space_of(ins) in ("param", "shared", "local", "const"):
-                    continue  # other spaces are not candidates at all
-                try:
-                    new = set_cache_op(ins, self.op, self.allowed)
-                except Refused as r:
-                    report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {r}")
-                    continue
-                if new is not None:
-                    items[i] = new
-                    report.change(fn.name, ins.line, f"{ins.full_opcode} -> {new.full_opcode}")
-        return report
+            if opcodes.space_of(ins) in ("param", "shared", "local", "const"):
+                continue  # other spaces are not candidates at all
+            try:
+                new = set_cache_op(ins, self.op, self.allowed)
+            except Refused as r:
+                report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {r}")
+                continue
+            if new is not None:
+                items[i] = new
+                report.change(fn.name, ins.line, f"{ins.full_opcode} -> {new.full_opcode}")
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from ptxopt import opcodes
 from ptxopt.analysis import build_cfg
 from ptxopt.analysis.alias import address_of
 from ptxopt.ir import Addr, Block, Comment, Function, Instruction, Label, Loc, Module, Reg, Sym
-from ptxopt.passes.base import ChangeReport, Pass
+from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import PREFETCH
 
 LINE = 128
@@ -114,19 +114,12 @@ def _place(items: list, at: int, names: set[str]) -> int:
 
 
 @dataclass(frozen=True)
-class _Prefetch(Pass):
+class _Prefetch(FunctionPass):
     family: ClassVar[str] = PREFETCH
     level: ClassVar[str] = ""
     covered_by: ClassVar[tuple[str, ...]] = ()
 
-    def run(self, module: Module) -> ChangeReport:
-        report = ChangeReport(self.name)
-        for fn in module.functions:
-            if fn.body is not None:
-                self.run_function(fn, report)
-        return report
-
-    def run_function(self, fn: Function, report: ChangeReport) -> None:
+    def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
         cfg = build_cfg(fn)
         inserts: dict[int, tuple[list, list]] = {}  # id(items) -> (items, [(pos, seq, stmt)])
         for block in cfg.blocks:

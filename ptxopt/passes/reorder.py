@@ -51,7 +51,7 @@ from ptxopt.analysis import build_cfg, estimated_latency, heights, topological_o
 from ptxopt.analysis.alias import noalias_params, pointer_roots
 from ptxopt.analysis.dag import block_dag
 from ptxopt.ir import Comment, Function, Loc, Module
-from ptxopt.passes.base import ChangeReport, Pass
+from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import REORDER
 
 
@@ -182,20 +182,13 @@ def _reaches(dag: nx.DiGraph, marked: list[bool], forward: bool) -> list[bool]:
 
 
 @dataclass(frozen=True)
-class _Reorder(Pass):
+class _Reorder(FunctionPass):
     family: ClassVar[str] = REORDER
 
     def order(self, dag: nx.DiGraph, lo: int, hi: int, ctx: dict) -> list[int]:
         raise NotImplementedError
 
-    def run(self, module: Module) -> ChangeReport:
-        report = ChangeReport(self.name)
-        for fn in module.functions:
-            if fn.body is not None:
-                self.run_function(fn, report)
-        return report
-
-    def run_function(self, fn: Function, report: ChangeReport) -> None:
+    def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
         cfg = build_cfg(fn)
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}

@@ -58,7 +58,7 @@ from typing import Callable, ClassVar
 from ptxopt import opcodes
 from ptxopt.analysis.alias import Access, may_alias, noalias_params, pointer_roots
 from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
-from ptxopt.passes.base import ChangeReport, Pass, Refused, check
+from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import VECTORIZE
 
 # ---------------------------------------------------------------------------
@@ -811,7 +811,7 @@ def split_load(ins: Instruction) -> list[Instruction] | None:
 
 
 @dataclass(frozen=True)
-class _Vectorize(Pass):
+class _Vectorize(FunctionPass):
     """``assume_align=N``: the user asserts every global pointer parameter is
     aligned to N bytes (a pointer-sized parameter of an ``.entry`` that an
     address derives from); 0, the default, asserts nothing."""
@@ -825,30 +825,25 @@ class _Vectorize(Pass):
         if a < 0 or (a and a & (a - 1)):
             raise ValueError(f"assume_align must be 0 or a power of two, not {a}")
 
-    def run(self, module: Module) -> ChangeReport:
-        report = ChangeReport(self.name)
-        for fn in module.functions:
-            if fn.body is None:
-                continue
-            # Merging moves instructions; a hazard that refused one group may be
-            # gone afterwards, so repeat until nothing changes (idempotence).
-            # A refusal stands unless a later round merged at its line.
-            changes: list[tuple[int, str]] = []
-            refusals: list[list[tuple[int, str]]] = []
-            for _ in range(8):
-                v = _Vectorizer(fn, module, self.stores, self.assume_align)
-                v.run()
-                changes += v.changes
-                merged_now = {line for line, _ in v.changes}
-                refusals = [[x for x in r if x[0] not in merged_now] for r in refusals]
-                refusals.append(v.refusals)
-                if not (v.changes and v.hazards):
-                    break
-            for line, what in changes:
-                report.change(fn.name, line, what)
-            for line, why in sorted(dict.fromkeys(x for r in refusals for x in r), key=lambda x: x[0]):
-                report.refuse(fn.name, line, why)
-        return report
+    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+        # Merging moves instructions; a hazard that refused one group may be
+        # gone afterwards, so repeat until nothing changes (idempotence).
+        # A refusal stands unless a later round merged at its line.
+        changes: list[tuple[int, str]] = []
+        refusals: list[list[tuple[int, str]]] = []
+        for _ in range(8):
+            v = _Vectorizer(fn, module, self.stores, self.assume_align)
+            v.run()
+            changes += v.changes
+            merged_now = {line for line, _ in v.changes}
+            refusals = [[x for x in r if x[0] not in merged_now] for r in refusals]
+            refusals.append(v.refusals)
+            if not (v.changes and v.hazards):
+                break
+        for line, what in changes:
+            report.change(fn.name, line, what)
+        for line, why in sorted(dict.fromkeys(x for r in refusals for x in r), key=lambda x: x[0]):
+            report.refuse(fn.name, line, why)
 
 
 @dataclass(frozen=True)
@@ -867,21 +862,16 @@ class VecSt(_Vectorize):
 
 
 @dataclass(frozen=True)
-class SplitLd(Pass):
+class SplitLd(FunctionPass):
     name: ClassVar[str] = "split_ld"
     family: ClassVar[str] = VECTORIZE
     description: ClassVar[str] = "expand .v2/.v4 global loads into one scalar load per element"
 
-    def run(self, module: Module) -> ChangeReport:
-        report = ChangeReport(self.name)
-        for fn in module.functions:
-            if fn.body is None:
-                continue
-            edits: list[tuple[list, int, list[Instruction]]] = []
-            _collect_splits(fn.body, fn.name, report, edits)
-            for items, i, new in reversed(edits):
-                items[i:i + 1] = new
-        return report
+    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+        edits: list[tuple[list, int, list[Instruction]]] = []
+        _collect_splits(fn.body, fn.name, report, edits)
+        for items, i, new in reversed(edits):
+            items[i:i + 1] = new
 
 
 def _collect_splits(block: Block, fn: str, report: ChangeReport, edits: list) -> None:
