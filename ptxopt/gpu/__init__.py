@@ -9,6 +9,8 @@ child process, so a kernel that faults cannot take the caller down.
   evaluator's ``gpu`` backend wraps (``GpuMeasurement.is_estimate`` is False;
   failures come back as a status, never as an exception);
 * :func:`gpu_available` -- ``(bool, reason)``;
+* :func:`make_backend` -- the evaluator's ``gpu`` backend
+  (:mod:`ptxopt.gpu.backend`; ``BackendUnavailable`` without a GPU);
 * :mod:`ptxopt.gpu.instrument` -- the ``%clock64`` instrumentation (a
   transform, not a registered pass);
 * :mod:`ptxopt.gpu.harness` -- what happens on the GPU (compile, load,
@@ -34,6 +36,8 @@ _LAZY = {
     "InstrumentClock": "ptxopt.gpu.instrument",
     "InstrumentError": "ptxopt.gpu.instrument",
     "make_spec": "ptxopt.gpu.protocol",
+    "make_backend": "ptxopt.gpu.backend",
+    "GpuBackend": "ptxopt.gpu.backend",
 }
 
 __all__ = ["GpuMeasurement", "STATUSES", "FATAL_STATUSES", *_LAZY]

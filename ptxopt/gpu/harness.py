@@ -1,0 +1,602 @@
+"""Measuring one candidate on the GPU with CuPy, in the current process.
+
+Callers normally go through :func:`ptxopt.gpu.measure_on_gpu`, which runs
+this code in a child process (:mod:`ptxopt.gpu.child`); everything here that
+touches CUDA expects to own its process, because a faulting kernel leaves the
+CUDA context unusable.
+
+What one measurement does (:meth:`GpuSession.measure`):
+
+1. **Compile** with ptxopt's ptxas (:func:`ptxopt.toolchain.compile_ptx`)
+   for the *device's* architecture (``sm_<major><minor>``; a PTX module
+   targeting ``sm_90a`` on a 9.0 device keeps the ``a``): the candidate as
+   given (its registers and spills are reported) and its
+   :func:`~ptxopt.gpu.instrument.instrument`-ed form (what runs).
+   A requested ``arch`` that differs from the device is recorded as
+   ``arch_requested`` and not used: a cubin for another SM does not load.
+2. **Load** the instrumented cubin (``cupy.cuda.function.Module().load``).
+   If the driver refuses the cubin (a driver older than the ptxas), the PTX
+   is handed to the driver's JIT instead and ``load_path`` says
+   ``ptx-jit`` (the reported resources then describe ptxopt's ptxas build,
+   not what ran; ``message`` says so).
+3. **Inputs** exactly as the CPU verifier builds them:
+   :func:`ptxopt.interp.workload.make_args` for the corpus entry (same
+   dtypes, counts, ranges, seeded values, garbage-filled outputs), scalars
+   encoded in the PTX parameter's type with the interpreter's own encoder
+   (:func:`host_args`). Buffers are ``cupy`` arrays (256-byte aligned, more
+   than the manifest's 16). The duration buffer is appended last,
+   pre-filled with :data:`~ptxopt.gpu.instrument.SENTINEL`.
+4. **Correctness**: for each input flavour (default ``random`` and
+   ``edge``), one launch of the candidate on fresh inputs, every buffer
+   copied back and compared bit for bit with the reference kernel's (the
+   uninstrumented original, run on the same inputs in the same process and
+   cached per process). The reference runs twice; buffers it does not
+   reproduce itself (float atomics) are listed in ``nondeterministic`` and
+   excluded. Any difference makes the candidate a ``mismatch``; a thread
+   that left the sentinel in the duration buffer is an ``error``.
+5. **Timing**: ``warmup`` launches (default 50), then ``repeats`` timed
+   launches (default 200), each between two CUDA events and synchronised,
+   each writing its durations to its own row of a ``(repeats, threads)``
+   buffer that is copied back once at the end. Per launch the maximum over
+   threads is the kernel's cycle count; the result holds median, IQR,
+   quartiles, min, max and mean of those, the per-launch samples, and the
+   same statistics of the event wall times (µs). An exclusive ``flock`` on
+   ``$TMPDIR/ptxopt-gpu-<pci bus id>.lock`` is held across warm-up and timed
+   launches so concurrent harnesses on one machine never time each other.
+
+CUDA errors are classified by :func:`classify_cuda_error` (``fault``,
+``load``, ``launch`` or ``error``); anything other than a load or launch
+refusal is treated as having lost the context (``fatal``), and the child
+exits after reporting it.
+
+Only :func:`probe_in_process` and :class:`GpuSession` import CuPy; the
+helpers above them are plain numpy and are tested on CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import re
+import tempfile
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from ptxopt.gpu.instrument import SENTINEL
+from ptxopt.gpu.result import GpuMeasurement
+
+DEFAULT_WARMUP = 50
+DEFAULT_REPEATS = 200
+DEFAULT_FLAVOURS = ("random", "edge")
+TIMING_FLAVOUR = "random"
+_MAX_STATIC_DYNAMIC_SHARED = 48 * 1024
+_CU_FUNC_ATTRIBUTE_NUM_REGS = 4
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+class HarnessError(Exception):
+    """A failure with a result category (:data:`ptxopt.gpu.result.STATUSES`)."""
+
+    def __init__(self, status: str, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.fatal = fatal
+
+
+# ---------------------------------------------------------------------------
+# CPU-side helpers (no CuPy)
+# ---------------------------------------------------------------------------
+
+_SCALAR_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
+
+
+def scalar_dtype(ptx_type: str) -> np.dtype:
+    """numpy dtype whose bytes are a ``.param`` of PTX type ``ptx_type``."""
+    if ptx_type in _SCALAR_DTYPES:
+        return np.dtype(_SCALAR_DTYPES[ptx_type])
+    kind, bits = ptx_type[:1], ptx_type[1:]
+    if kind in ("u", "s", "b") and bits in ("8", "16", "32", "64"):
+        return np.dtype(f"<{'i' if kind == 's' else 'u'}{int(bits) // 8}")
+    raise HarnessError("error", f"cannot pass a scalar of PTX type .{ptx_type}")
+
+
+def typed_scalar(value, ptx_type: str, size: int) -> np.generic:
+    """``value`` as a numpy scalar with exactly the bytes the interpreter
+    would put in the parameter block (:func:`ptxopt.interp.launch.encode_scalar`)."""
+    from ptxopt.interp.launch import encode_scalar
+
+    dt = scalar_dtype(ptx_type)
+    if dt.itemsize != size:
+        raise HarnessError("error", f"parameter of type .{ptx_type} has {size} bytes")
+    return np.frombuffer(encode_scalar(value, ptx_type, size), dtype=dt)[0]
+
+
+def kernel_params(ptx_text: str, entry: str):
+    """Parameter slots (name, offset, size, PTX type, is-pointer) of ``entry``."""
+    from ptxopt.interp.program import Program
+    from ptxopt.parser import parse
+
+    return Program(parse(ptx_text, "<candidate>")).kernel_params(entry)
+
+
+def host_args(spec, slots, seed: int = 0, flavour: str = "random") -> list:
+    """Host-side arguments for ``spec`` (a corpus ``KernelSpec``): the arrays
+    of :func:`ptxopt.interp.workload.make_args` unchanged, ``None`` for null
+    pointers, and scalars as numpy scalars of the parameter's PTX type."""
+    from ptxopt.interp.workload import make_args
+
+    if len(slots) != len(spec.params):
+        raise HarnessError("error", f"{spec.entry} has {len(slots)} parameters but the manifest entry "
+                           f"describes {len(spec.params)}")
+    out = []
+    for p, slot, a in zip(spec.params, slots, make_args(spec, seed, flavour)):
+        if isinstance(a, np.ndarray):
+            if slot.size != 8:
+                raise HarnessError("error", f"buffer argument {p.arg} for the {slot.size}-byte parameter {slot.name}")
+            out.append(a)
+        elif a is None:
+            out.append(None)
+        else:
+            out.append(typed_scalar(a, slot.dtype, slot.size))
+    return out
+
+
+def clock_buffer(threads: int, rows: int | None = None) -> np.ndarray:
+    """The duration buffer, pre-filled with the sentinel: ``(threads,)`` or
+    ``(rows, threads)`` uint64."""
+    shape = (threads,) if rows is None else (rows, threads)
+    return np.full(shape, SENTINEL, dtype=np.uint64)
+
+
+def launch_durations(clk: np.ndarray) -> np.ndarray:
+    """Per launch (row), the maximum duration over threads. Raises a
+    :class:`HarnessError` if any thread left the sentinel."""
+    clk = np.atleast_2d(clk)
+    missing = int((clk == SENTINEL).sum())
+    if missing:
+        raise HarnessError("error", f"{missing} thread-launch(es) recorded no duration (an exit without the "
+                           "clock store?)")
+    return clk.max(axis=1)
+
+
+def summarize(values) -> dict:
+    """Median, IQR (p75 - p25), quartiles, min, max, mean of ``values``."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return {"median": None, "iqr": None, "p25": None, "p75": None, "min": None, "max": None, "mean": None, "n": 0}
+    p25, med, p75 = np.percentile(x, [25, 50, 75])
+    return {"median": float(med), "iqr": float(p75 - p25), "p25": float(p25), "p75": float(p75),
+            "min": float(x.min()), "max": float(x.max()), "mean": float(x.mean()), "n": int(x.size)}
+
+
+def nondeterministic_buffers(names, first, second) -> list[str]:
+    """Buffers whose bytes differ between two runs of the same kernel on the
+    same inputs."""
+    out = []
+    for name, a, b in zip(names, first, second):
+        if a is None or b is None:
+            continue
+        if a.tobytes() != b.tobytes():
+            out.append(name)
+    return out
+
+
+def compare_outputs(names, reference, candidate, *, ignore=(), seed: int = 0, flavour: str = "random"):
+    """The first bit-wise difference (a :class:`ptxopt.verify.Mismatch`) or None."""
+    from ptxopt.verify import compare_buffers
+
+    ref = [None if n in ignore else a for n, a in zip(names, reference)]
+    cand = [None if n in ignore else a for n, a in zip(names, candidate)]
+    return compare_buffers(names, ref, cand, seed, flavour)
+
+
+_FAULT_WORDS = ("illegaladdress", "misalignedaddress", "illegalinstruction", "invalidaddressspace", "invalidpc",
+                "hardwarestackerror", "launchfailed", "launchfailure", "unspecifiedlaunchfailure", "assert",
+                "launchtimeout", "eccuncorrectable", "illegalstate", "contextisdestroyed", "exception")
+_LOAD_WORDS = ("invalidptx", "nobinaryforgpu", "invalidimage", "unsupportedptxversion", "invalidsource",
+               "jitcompilernotfound", "jitcompilerdisabled", "sharedobject", "notfound", "invalidkernelimage",
+               "nokernelimage", "invaliddevicefunction")
+_LAUNCH_WORDS = ("launchoutofresources", "invalidvalue", "invalidconfiguration", "toomanyresources",
+                 "cooperativelaunchtoolarge")
+
+
+def classify_cuda_error(message: str) -> tuple[str, bool]:
+    """``(status, fatal)`` for a CUDA error message from CuPy
+    (``CUDA_ERROR_ILLEGAL_ADDRESS: ...`` or ``cudaErrorIllegalAddress: ...``).
+
+    ``fault`` covers everything a kernel can do to itself at run time;
+    ``load`` a module the driver refuses; ``launch`` a refused launch
+    configuration. Only load and launch errors leave the context usable;
+    anything else is treated as fatal (the child is replaced)."""
+    key = message.replace("_", "").replace(" ", "").lower()
+    if any(w in key for w in _LOAD_WORDS):
+        return "load", False
+    if any(w in key for w in _LAUNCH_WORDS):
+        return "launch", False
+    if any(w in key for w in _FAULT_WORDS):
+        return "fault", True
+    return "error", True
+
+
+def _is_cuda_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("CUDADriverError", "CUDARuntimeError") or (
+        type(exc).__module__ or "").startswith(("cupy_backends.cuda", "cupy.cuda"))
+
+
+def resolve_arch(requested: str | None, device_arch: str, ptx_text: str) -> str:
+    """What to compile for: the device's SM; ``sm_XYa`` when the module
+    targets the arch-specific variant of exactly this SM."""
+    m = re.search(r"^\s*\.target\s+([^\n;/]*)", ptx_text, re.M)
+    target = m.group(1).split(",")[0].strip() if m else ""
+    if target == device_arch + "a":
+        return target
+    return device_arch
+
+
+# ---------------------------------------------------------------------------
+# Availability
+# ---------------------------------------------------------------------------
+
+_DISABLE_ENV = "PTXOPT_GPU"
+
+
+def _disabled_reason() -> str:
+    v = os.environ.get(_DISABLE_ENV, "").strip().lower()
+    if v in ("0", "off", "no", "false", "none"):
+        return f"disabled by {_DISABLE_ENV}={os.environ[_DISABLE_ENV]}"
+    return ""
+
+
+def cupy_missing_reason() -> str:
+    """Why CuPy cannot be imported here ('' if it is installed)."""
+    if importlib.util.find_spec("cupy") is None:
+        return "CuPy is not installed (pip install 'ptxopt[gpu]' installs cupy-cuda12x)"
+    return ""
+
+
+def probe_in_process() -> dict:
+    """Import CuPy, find device 0, create its context and run a copy: the
+    full check. ``{"available", "reason", "device", "compute_capability",
+    "arch", "driver_version", "runtime_version", "cupy_version", ...}``.
+    Creates a CUDA context in *this* process: call it in a child."""
+    why = _disabled_reason() or cupy_missing_reason()
+    if why:
+        return {"available": False, "reason": why}
+    try:
+        import cupy
+    except Exception as e:  # broken install, missing libcuda.so ...
+        return {"available": False, "reason": f"CuPy is not importable: {type(e).__name__}: {e}"}
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return {"available": False, "reason": f"no usable CUDA driver: {type(e).__name__}: {e}"}
+    if n < 1:
+        return {"available": False, "reason": "no CUDA device"}
+    try:
+        info = device_info(cupy)
+        a = cupy.arange(4, dtype=cupy.uint32)
+        if int(a.sum()) != 6:
+            return {"available": False, "reason": "device 0 computed a wrong sum in the self-test"}
+    except Exception as e:
+        return {"available": False, "reason": f"CUDA device 0 is not usable: {type(e).__name__}: {e}"}
+    return {"available": True, "reason": "", **info}
+
+
+def device_info(cupy) -> dict:
+    rt = cupy.cuda.runtime
+    dev = cupy.cuda.Device(0)
+    dev.use()
+    props = rt.getDeviceProperties(0)
+    name = props.get("name", b"")
+    name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+    major, minor = int(props["major"]), int(props["minor"])
+    try:
+        bus = dev.pci_bus_id
+    except Exception:
+        bus = "0"
+    return {
+        "device": name,
+        "compute_capability": f"{major}.{minor}",
+        "arch": f"sm_{major}{minor}",
+        "driver_version": int(rt.driverGetVersion()),
+        "runtime_version": int(rt.runtimeGetVersion()),
+        "cupy_version": str(cupy.__version__),
+        "sm_count": int(props.get("multiProcessorCount", 0)),
+        "clock_rate_khz": int(props["clockRate"]) if "clockRate" in props else None,
+        "total_memory": int(props.get("totalGlobalMem", 0)),
+        "pci_bus_id": str(bus),
+    }
+
+
+def gpu_available(*, refresh: bool = False, timeout: float = 120.0) -> tuple[bool, str]:
+    """``(True, description)`` when a CUDA GPU can run measurements here, else
+    ``(False, reason)``. Cheap checks first (``PTXOPT_GPU=0``, CuPy not
+    installed); otherwise the full :func:`probe_in_process` runs in a child
+    process (so the caller never holds a CUDA context), once per process."""
+    info = gpu_info(refresh=refresh, timeout=timeout)
+    if not info.get("available"):
+        return False, info.get("reason") or "unknown reason"
+    return True, (f"{info['device']} ({info['arch']}), driver {info['driver_version']}, "
+                  f"CUDA runtime {info['runtime_version']}, CuPy {info['cupy_version']}")
+
+
+_PROBE: dict | None = None
+
+
+def gpu_info(*, refresh: bool = False, timeout: float = 120.0) -> dict:
+    """The probe dictionary behind :func:`gpu_available` (cached per process)."""
+    global _PROBE
+    why = _disabled_reason() or cupy_missing_reason()
+    if why:
+        return {"available": False, "reason": why}
+    if _PROBE is None or refresh:
+        from ptxopt.gpu.worker import GpuWorker, WorkerFailure
+
+        with GpuWorker() as w:
+            try:
+                _PROBE = w.request({"kind": "probe"}, timeout)["info"]
+            except WorkerFailure as f:
+                _PROBE = {"available": False, "reason": f"the GPU probe process failed ({f.status}): {f.message}"}
+    return dict(_PROBE)
+
+
+# ---------------------------------------------------------------------------
+# The in-process GPU session (runs in the child)
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def device_lock(key: str):
+    """An exclusive advisory lock per device, across processes."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process lock
+        yield
+        return
+    safe = "".join(c if c.isalnum() else "_" for c in key)
+    path = os.path.join(tempfile.gettempdir(), f"ptxopt-gpu-{safe}.lock")
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class GpuSession:
+    """Owns CuPy and device 0 in this process; measures candidates."""
+
+    REFERENCE_CACHE = 16
+
+    def __init__(self):
+        import cupy
+
+        self.cp = cupy
+        self.info = device_info(cupy)
+        self._refs: OrderedDict = OrderedDict()
+
+    # -- plumbing ----------------------------------------------------------
+
+    def _cuda(self, what: str, fn, *a, **kw):
+        """Run ``fn``; turn a CUDA error into a categorised HarnessError."""
+        try:
+            return fn(*a, **kw)
+        except HarnessError:
+            raise
+        except Exception as e:
+            if not _is_cuda_error(e):
+                raise
+            status, fatal = classify_cuda_error(str(e))
+            raise HarnessError(status, f"{what}: {type(e).__name__}: {e}", fatal) from e
+
+    def _compile(self, ptx: str, arch: str, what: str):
+        from ptxopt.toolchain import ToolchainError, compile_ptx
+
+        try:
+            return compile_ptx(ptx, arch)
+        except ToolchainError as e:
+            raise HarnessError("ptxas", f"{what}: {e}") from e
+
+    def _load(self, cubin: bytes, ptx: str, entry: str, shared_bytes: int = 0):
+        """``(function, load_path, note)``; the function is ready to launch
+        with ``shared_bytes`` of dynamic shared memory."""
+        cp = self.cp
+
+        def load(image: bytes):
+            m = cp.cuda.function.Module()
+            m.load(image)
+            fn = m.get_function(entry)
+            if shared_bytes > _MAX_STATIC_DYNAMIC_SHARED:
+                cp.cuda.driver.funcSetAttribute(fn.ptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                int(shared_bytes))
+            return fn
+
+        try:
+            return self._cuda("loading the cubin", load, cubin), "cubin", ""
+        except HarnessError as e:
+            if e.status != "load":
+                raise
+            first = e.message
+        try:
+            fn = self._cuda("loading the PTX with the driver JIT", load, ptx.encode() + b"\0")
+        except HarnessError as e:
+            raise HarnessError(e.status, f"{first}; {e.message}", e.fatal) from None
+        return fn, "ptx-jit", f"the driver refused ptxopt's cubin ({first}); the driver's JIT compiled the PTX"
+
+    def _launch(self, fn, spec, args, stream=None):
+        shared = int(spec.launch.shared_bytes)
+        self._cuda("launching the kernel", fn, tuple(spec.launch.grid), tuple(spec.launch.block), tuple(args),
+                   shared_mem=shared, stream=stream)
+
+    def _sync(self, what: str):
+        self._cuda(what, self.cp.cuda.Device().synchronize)
+
+    def _to_device(self, args):
+        cp = self.cp
+        return [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+
+    def _to_host(self, dev_args):
+        cp = self.cp
+        return [cp.asnumpy(a) if isinstance(a, cp.ndarray) else None for a in dev_args]
+
+    def _run_once(self, fn, spec, host, extra=()):
+        """Launch on fresh copies of ``host``; the final buffers (and extras)."""
+        dev = self._cuda("copying inputs to the device", self._to_device, host)
+        dev_extra = self._cuda("copying inputs to the device", self._to_device, list(extra))
+        self._launch(fn, spec, dev + dev_extra)
+        self._sync("running the kernel")
+        return (self._cuda("copying results back", self._to_host, dev),
+                self._cuda("copying results back", self._to_host, dev_extra))
+
+    # -- the reference kernel ------------------------------------------------
+
+    def _reference(self, ref_ptx: str, spec, arch: str, seed: int, flavours) -> dict:
+        """Per flavour: the reference kernel's final buffers and the buffers
+        it does not reproduce itself. Any failure is the reference's, not
+        the candidate's: it is reported as ``error`` (``fault`` if it
+        faulted, which also loses the context)."""
+        key = (hashlib.sha256(ref_ptx.encode()).hexdigest(), arch, spec.id, spec.entry, seed, tuple(flavours))
+        hit = self._refs.get(key)
+        if hit is not None:
+            self._refs.move_to_end(key)
+            return hit
+        try:
+            comp = self._compile(ref_ptx, arch, "ptxas")
+            fn, _, _ = self._load(comp.cubin, ref_ptx, spec.entry, spec.launch.shared_bytes)
+            slots = kernel_params(ref_ptx, spec.entry)
+            out = {}
+            for fl in flavours:
+                host = host_args(spec, slots, seed, fl)
+                a, _ = self._run_once(fn, spec, host)
+                b, _ = self._run_once(fn, spec, host)
+                out[fl] = (a, nondeterministic_buffers([p.arg for p in spec.params], a, b))
+        except HarnessError as e:
+            raise HarnessError("fault" if e.status == "fault" else "error",
+                               f"the reference kernel failed ({e.status}): {e.message}", e.fatal) from None
+        self._refs[key] = out
+        while len(self._refs) > self.REFERENCE_CACHE:
+            self._refs.popitem(last=False)
+        return out
+
+    # -- one candidate -------------------------------------------------------
+
+    def measure(self, ptx: str, spec, *, reference_ptx: str | None = None, warmup: int = DEFAULT_WARMUP,
+                repeats: int = DEFAULT_REPEATS, arch: str | None = None, seed: int = 0,
+                flavours=DEFAULT_FLAVOURS) -> tuple[GpuMeasurement, bool]:
+        """``(measurement, fatal)``; never raises for a candidate's failure."""
+        t0 = time.perf_counter()
+        info = self.info
+        res = GpuMeasurement(
+            status="ok", kernel=spec.entry, kernel_id=spec.id, device=info["device"],
+            compute_capability=info["compute_capability"], driver_version=info["driver_version"],
+            runtime_version=info["runtime_version"], cupy_version=info["cupy_version"],
+            threads=spec.launch.threads, warmup=int(warmup), repeats=int(repeats), seed=int(seed),
+            checked_flavours=tuple(flavours) if reference_ptx is not None else ())
+        res.arch = resolve_arch(arch, info["arch"], ptx)
+        if arch and arch != res.arch:
+            res.arch_requested = arch
+        fatal = False
+        try:
+            self._measure(res, ptx, spec, reference_ptx, int(warmup), int(repeats), int(seed), tuple(flavours))
+        except HarnessError as e:
+            res.status, res.message, fatal = e.status, e.message, e.fatal
+        res.seconds = time.perf_counter() - t0
+        return res, fatal
+
+    def _measure(self, res, ptx, spec, reference_ptx, warmup, repeats, seed, flavours):
+        from ptxopt.gpu.instrument import InstrumentError, instrument_ptx
+        from ptxopt.parser import ParseError
+
+        if repeats < 1 or warmup < 0:
+            raise HarnessError("error", f"need repeats >= 1 and warmup >= 0 (got {repeats}, {warmup})")
+        comp = self._compile(ptx, res.arch, "the candidate")
+        k = comp.kernels.get(spec.entry) or comp.kernel
+        res.ptxas_version = comp.ptxas_version
+        res.registers, res.stack_frame_bytes = k.registers, k.stack_frame_bytes
+        res.spill_store_bytes, res.spill_load_bytes = k.spill_store_bytes, k.spill_load_bytes
+        try:
+            iptx = instrument_ptx(ptx, spec.entry)
+        except (InstrumentError, ParseError) as e:
+            raise HarnessError("instrument", str(e)) from None
+        icomp = self._compile(iptx, res.arch, "the instrumented candidate")
+        ik = icomp.kernels.get(spec.entry) or icomp.kernel
+        res.instrumented_registers, res.instrumented_spill_bytes = ik.registers, ik.spill_bytes
+        fn, res.load_path, note = self._load(icomp.cubin, iptx, spec.entry, spec.launch.shared_bytes)
+        if note:
+            res.message = note
+        slots = kernel_params(ptx, spec.entry)
+        names = [p.arg for p in spec.params]
+        threads = spec.launch.threads
+
+        if reference_ptx is not None:
+            ref = self._reference(reference_ptx, spec, res.arch, seed, flavours)
+            nondet: set[str] = set()
+            for fl in flavours:
+                host = host_args(spec, slots, seed, fl)
+                got, (clk,) = self._run_once(fn, spec, host, [clock_buffer(threads)])
+                launch_durations(clk)
+                ref_bufs, ref_nondet = ref[fl]
+                nondet.update(ref_nondet)
+                mm = compare_outputs(names, ref_bufs, got, ignore=ref_nondet, seed=seed, flavour=fl)
+                if mm is not None:
+                    res.mismatch = {k: getattr(mm, k) for k in ("buffer", "index", "original", "transformed",
+                                                                 "differing", "size", "flavour")}
+                    raise HarnessError("mismatch", f"{mm.buffer}[{mm.index}]: reference {mm.original}, candidate "
+                                       f"{mm.transformed} ({mm.differing} of {mm.size} elements differ; "
+                                       f"{fl} inputs, seed {seed})")
+            res.compared = True
+            res.nondeterministic = tuple(sorted(nondet))
+
+        cp = self.cp
+        host = host_args(spec, slots, seed, TIMING_FLAVOUR)
+        dev = self._cuda("copying inputs to the device", self._to_device, host)
+        clk = self._cuda("allocating the clock buffer", cp.asarray, clock_buffer(threads, repeats + 1))
+        # argument tuples built up front: nothing but the launch between the events
+        warm_args = tuple(dev + [clk[repeats]])
+        timed_args = [tuple(dev + [clk[i]]) for i in range(repeats)]
+        grid, block = tuple(spec.launch.grid), tuple(spec.launch.block)
+        shared = int(spec.launch.shared_bytes)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        wall = np.empty(repeats, dtype=np.float64)
+
+        def timed():
+            for _ in range(warmup):
+                fn(grid, block, warm_args, shared_mem=shared)
+            cp.cuda.Device().synchronize()
+            for i in range(repeats):
+                start.record()
+                fn(grid, block, timed_args[i], shared_mem=shared)
+                end.record()
+                end.synchronize()
+                wall[i] = cp.cuda.get_elapsed_time(start, end) * 1000.0
+
+        with device_lock(self.info.get("pci_bus_id", "0")):
+            self._cuda("the warm-up and timed launches", timed)
+        host_clk = self._cuda("copying the durations back", cp.asnumpy, clk)
+        per_thread = host_clk[:repeats]
+        samples = launch_durations(per_thread)
+        if res.load_path == "ptx-jit":  # what the driver's JIT allocated, not ptxopt's ptxas
+            try:
+                res.instrumented_registers = int(cp.cuda.driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_NUM_REGS, fn.ptr))
+            except Exception:
+                res.instrumented_registers = None
+        c = summarize(samples)
+        res.cycles, res.cycles_iqr, res.cycles_p25, res.cycles_p75 = c["median"], c["iqr"], c["p25"], c["p75"]
+        res.cycles_min, res.cycles_max, res.cycles_mean = c["min"], c["max"], c["mean"]
+        res.thread_cycles_median = float(np.median(np.median(per_thread.astype(np.float64), axis=1)))
+        w = summarize(wall)
+        res.wall_us, res.wall_us_iqr, res.wall_us_min, res.wall_us_max = w["median"], w["iqr"], w["min"], w["max"]
+        res.samples = tuple(int(s) for s in samples)
+
+
+__all__ = [
+    "GpuSession", "HarnessError", "gpu_available", "gpu_info", "probe_in_process", "host_args", "typed_scalar",
+    "scalar_dtype", "kernel_params", "clock_buffer", "launch_durations", "summarize", "classify_cuda_error",
+    "compare_outputs", "nondeterministic_buffers", "resolve_arch", "DEFAULT_WARMUP", "DEFAULT_REPEATS",
+    "DEFAULT_FLAVOURS",
+]
