@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ptxopt import emit, parse
 from ptxopt.corpus import get
-from ptxopt.passes import action_names, get_pass_class, pass_names, pass_registry
+from ptxopt.passes import action_names, get_pass_class, pass_registry
 from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
 from ptxopt.passmanager import PassFailure, PassManager, PrintChanged, Stats, VerifyEach, optimize
 from ptxopt.pipeline import Pipeline, PipelineError, make_pass
