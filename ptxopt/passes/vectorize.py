@@ -38,10 +38,9 @@ until nothing changes: a second application is a no-op. Alignment comes from
 ``.ptr .align N`` on pointer parameters (or the ``assume_align`` option) and
 ``.align`` on variables, traced through the address arithmetic
 (:class:`~ptxopt.analysis.alignment.Alignment`); nothing is silently assumed.
-Each pass is one linear
-scan per round with per-register definition/use positions and per-region
-memory accesses: no dependency DAG (~13 ms CPU on the 5k-instruction
-``gemm_tile_16x16x16``).
+Each pass is one linear scan per round with per-register definition/use
+positions and per-region memory accesses: no dependency DAG (~13 ms CPU on
+the 5k-instruction ``gemm_tile_16x16x16``).
 
 ``split_ld`` writes one scalar load per element at ``base + i * size`` (no
 load for a ``_`` sink) in place of each weak ``.v2``/``.v4`` ``ld.global``; it
