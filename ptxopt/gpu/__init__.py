@@ -19,6 +19,48 @@ child process, so a kernel that faults cannot take the caller down.
   :mod:`ptxopt.gpu.protocol` -- the process isolation;
 * ``python -m ptxopt.gpu.measure_corpus`` -- measure the gemm_tile corpus
   under every single pass and compare the ``sim`` model's ranking with it.
+
+Running the hardware measurement
+--------------------------------
+On a machine with a CUDA GPU and network access::
+
+    pip install -e '.[gpu]'                      # cupy-cuda12x (runs on CUDA 12 and 13 drivers)
+    python -c "from ptxopt.gpu import gpu_available; print(gpu_available())"
+    pytest -m gpu tests/test_gpu_device.py       # load, launch, mismatch, fault, timeout, end to end
+    python -m ptxopt.gpu.measure_corpus --compare-sim     # -> corpus/measurements/<gpu-name>.json
+    git add corpus/measurements/<gpu-name>.json
+
+(``--resume`` continues an interrupted run; ``--kernels``/``--limit`` split
+it into batches.) The comparison needs no GPU and can be redone anywhere::
+
+    python -m ptxopt.gpu.measure_corpus --input corpus/measurements/<gpu-name>.json --compare-sim
+
+On this workplace's lent H100/H200 machines (CuPy, Python 3.12 and a CUDA 13
+driver are there; nothing can be downloaded there, and ptxopt's own wheels
+are not installed), carry what ptxopt needs. Here, once, in the repo root::
+
+    printf '/.gpu-carry/\n/.gpu-out/\n' >> .git/info/exclude; mkdir -p .gpu-carry
+    cp .venv/lib/python3.*/site-packages/nvidia/cuda_nvcc/bin/ptxas .gpu-carry/ptxas-12.9
+    cp .venv/lib/python3.*/site-packages/nvidia/cu13/bin/nvdisasm .gpu-carry/
+    python3 -m pip download --no-deps --only-binary=:all: -d .gpu-carry lark
+
+and on the device (``carry: [".gpu-carry"]``; ``.gpu-out/`` is ignored and
+not carried, so it survives between calls on a warm machine and ``--resume``
+continues a run that needed more than one 10-minute command)::
+
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu-carry/*.whl &&
+    export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
+      PTXOPT_PTXAS=$PWD/.gpu-carry/ptxas-12.9:/usr/local/cuda/bin/ptxas \
+      PTXOPT_NVDISASM=$PWD/.gpu-carry/nvdisasm &&
+    python3 -m pytest -q -m gpu tests/test_gpu_device.py -p no:cacheprovider;
+    mkdir -p .gpu-out; timeout 560 python3 -m ptxopt.gpu.measure_corpus --kernels gemm_tile \
+      --out .gpu-out/measurements.json --resume; cp .gpu-out/measurements.json $OUT/
+
+(about 41 MiB carried; ptxas 12.9 is the release the CPU side uses for the
+gemm_tile PTX, so registers and SASS match the ``sim`` estimates; the
+system's 13.0 ptxas takes ``.version 9.x`` modules.) Repeat the last line
+until every kernel is in; then copy the returned file to
+``corpus/measurements/<gpu-name>.json`` and run ``--compare-sim`` on it here.
 """
 
 from __future__ import annotations

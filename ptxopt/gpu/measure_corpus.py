@@ -81,6 +81,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -451,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         data["gpu"]["driver"] = _cuda_version(info.get("driver_version"))
         data["gpu"]["cuda_runtime"] = _cuda_version(info.get("runtime_version"))
     print(f"measuring {len(kernels)} kernels x {len(pipelines)} pipelines on {reason} -> {out}", file=sys.stderr)
+    # `timeout` and schedulers send SIGTERM: leave through SystemExit so the harness child is closed
+    # (what was measured is on disk after every kernel; --resume continues)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     measure_corpus(data, kernels, pipelines, warmup=args.warmup, repeats=args.repeats, seed=args.seed,
                    timeout=args.timeout, out=out, resume=args.resume, samples=args.samples)
     if args.compare_sim:
