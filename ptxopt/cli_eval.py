@@ -1,0 +1,236 @@
+"""``ptxopt eval FILE``: what a candidate costs (the search's reward).
+
+FILE is a PTX file, ``-``, or ``corpus:SELECTOR`` (one kernel id, or a family
+such as ``corpus:gemm_tile`` for several).  Each kernel is evaluated under
+each ``--passes`` pipeline (default: the unoptimised kernel): passes ->
+ptxas -> equivalence with the original in the interpreter -> cycles from the
+backend.  ``sim`` cycles are an ESTIMATE of a SASS issue model; ``gpu``
+cycles are a MEASUREMENT on the GPU; the output says which.
+
+Exit status: 0 when every candidate is ``ok``; 1 when one failed (a failure
+category -- illegal, ptxas, mismatch, fault, timeout, unsupported, internal
+-- and its message are printed); 2 on bad input (unreadable or unparsable
+FILE, an unknown kernel, a bad or conflicting pipeline string, an unusable
+backend or cache).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+
+def _fail(msg: str) -> None:
+    click.echo(f"ptxopt: error: {msg}", err=True)
+    sys.exit(EXIT_INPUT)
+
+
+@click.command("eval")
+@click.argument("file")
+@click.option("-p", "--passes", "pipelines", multiple=True, metavar="PIPELINE",
+              help="Pipeline to apply, e.g. vec_ld,maxnreg_128 (repeatable; default: none, the baseline).")
+@click.option("--backend", default="sim", show_default=True,
+              help="Where cycles come from: sim (CPU estimate) or gpu (measured; needs CuPy and a GPU).")
+@click.option("--arch", default="sm_89", show_default=True, help="Target architecture for ptxas and the model.")
+@click.option("--kernel", default=None, metavar="NAME", help="The .entry to evaluate (default: the first).")
+@click.option("--cache", "cache_path", default=None, metavar="PATH",
+              help="Result cache (SQLite) [default: $PTXOPT_CACHE or ~/.cache/ptxopt/eval.sqlite].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
+              help="Worker processes (0: evaluate in this process).")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds one candidate may take.")
+@click.option("--trials", default=None, type=click.IntRange(1, 1000),
+              help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
+@click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
+def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, workers, timeout, trials, as_json):
+    """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
+
+    Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
+    registers, spill bytes, SASS instruction count and the equivalence check.
+    Exit 0: all ok; 1: a candidate failed (category and message printed);
+    2: bad input.
+    """
+    from ptxopt.corpus import CorpusError
+    from ptxopt.evaluate import (BackendUnavailable, CacheError, Candidate, default_cache_path, evaluate_many,
+                                 get_backend)
+    from ptxopt.inputs import InputError, read_targets
+    from ptxopt.parser import ParseError
+    from ptxopt.pipeline import Pipeline, PipelineError
+
+    try:
+        sources = read_targets([file])
+    except (InputError, CorpusError) as e:
+        _fail(str(e))
+    canonical = []
+    for p in pipelines or ("",):
+        try:
+            canonical.append(str(Pipeline.parse(p)))
+        except PipelineError as e:
+            _fail(str(e))
+    try:
+        get_backend(backend)
+    except (BackendUnavailable, ValueError) as e:
+        _fail(str(e))
+
+    from ptxopt.evaluate.core import _original
+
+    candidates = []
+    for src in sources:
+        try:
+            text = src.data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            _fail(f"{src.name}: not UTF-8 text ({e.reason})")
+        spec = None
+        if src.name.startswith("corpus:"):
+            from ptxopt.corpus import get
+
+            spec = get(src.name[len("corpus:"):])
+        if spec is not None and kernel is None:
+            entry = spec.entry  # a corpus kernel: known to parse, entry from the manifest
+        else:
+            try:
+                module = _original(text, src.name).module  # syntax errors the ptxopt way; warms the memo
+            except ParseError as e:
+                click.echo(str(e), err=True)
+                sys.exit(EXIT_INPUT)
+            entries = [f.name for f in module.entries]
+            if kernel is not None and kernel not in entries:
+                _fail(f"{src.name}: no .entry named {kernel} (entries: {', '.join(entries) or 'none'})")
+            if not entries:
+                _fail(f"{src.name}: the module has no .entry to evaluate")
+            entry = kernel or (spec.entry if spec is not None else entries[0])
+        for p in canonical:
+            candidates.append(Candidate(text, p, name=src.name, entry=entry, spec=spec))
+
+    cache = None if no_cache else (cache_path or default_cache_path())
+    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials)
+    try:
+        if len(candidates) == 1 or as_json:
+            results = evaluate_many(candidates, workers=workers, cache=cache, **options)
+        else:
+            results = _with_progress(candidates, workers, cache, options)
+    except (BackendUnavailable, CacheError) as e:
+        _fail(str(e))
+
+    if as_json:
+        docs = [r.to_json() for r in results]
+        if len(results) == 1:
+            click.echo(json.dumps({"file": sources[0].name, "cache": str(cache) if cache else None, **docs[0]},
+                                  indent=2))
+        else:
+            click.echo(json.dumps({"file": file, "backend": backend, "arch": arch,
+                                   "cycles_kind": results[0].cycles_kind if results else None,
+                                   "cache": str(cache) if cache else None, "results": docs,
+                                   "summary": _summary(results)}, indent=2))
+    elif len(results) == 1:
+        _print_one(results[0], cache)
+    else:
+        _print_table(results, backend, arch)
+    failed = [r for r in results if not r.ok]
+    if failed and not as_json:
+        for r in failed:
+            click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] failed: {r.status}: {r.error}", err=True)
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _with_progress(candidates, workers, cache, options):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ptxopt.evaluate import evaluate_many
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}"), console=console, transient=True,
+                  disable=not console.is_terminal) as bar:
+        task = bar.add_task("eval", total=len(candidates), last="")
+
+        def tick(i, r):
+            bar.update(task, advance=1, last=f"{r.kernel} {r.status}")
+
+        return evaluate_many(candidates, workers=workers, cache=cache, on_result=tick, **options)
+
+
+def _summary(results) -> dict:
+    by = {}
+    for r in results:
+        by[r.status] = by.get(r.status, 0) + 1
+    return {"candidates": len(results), "by_status": by, "cache_hits": sum(r.cache_hit for r in results)}
+
+
+def _kind_line(r) -> str:
+    if r.estimate:
+        return f"ESTIMATE ({r.backend} backend: a SASS issue model on the CPU, not a hardware measurement)"
+    return f"MEASUREMENT ({r.backend} backend: measured on the GPU)"
+
+
+def _ms(t) -> str:
+    return f"{1000 * (t or 0):.0f}"
+
+
+def _print_one(r, cache) -> None:
+    click.echo(f"{r.kernel}  [{r.entry}]  pipeline: {r.pipeline or '(none: baseline)'}")
+    rows = []
+    if r.ok:
+        rows.append(("cycles", f"{r.cycles:g}  {_kind_line(r)}"))
+        if r.spread is not None:
+            rows.append(("spread", f"{r.spread:g}"))
+    else:
+        rows.append(("status", f"FAILED: {r.status}"))
+        rows.append(("error", r.error or ""))
+    if r.registers is not None:
+        rows.append(("registers", str(r.registers)))
+    if r.spill_bytes is not None:
+        rows.append(("spill bytes", f"{r.spill_bytes} (stores {r.spill_store_bytes}, loads {r.spill_load_bytes})"))
+    if r.sass_instructions is not None:
+        rows.append(("SASS instrs", str(r.sass_instructions)))
+    ptxas = f", ptxas {r.ptxas_version}" if r.ptxas_version else ""
+    rows.append(("backend", f"{r.backend} on {r.arch}{ptxas}"))
+    eq = r.equivalence + (f" ({r.equivalence_note})" if r.equivalence_note else "")
+    rows.append(("equivalence", eq))
+    if r.trip_counts:
+        rows.append(("loop trips", r.trip_counts))
+    rows.append(("changed", {True: "yes", False: "no (the pipeline left the module unchanged)", None: "-"}[r.changed]))
+    rows.append(("cache", ("hit" if r.cache_hit else "miss") + (f"  ({cache})" if cache else "  (disabled)")))
+    t = r.timings
+    rows.append(("time", f"{_ms(t.get('total'))} ms (pass {_ms(t.get('pass'))}, ptxas {_ms(t.get('ptxas'))}, "
+                         f"verify {_ms(t.get('verify'))}, backend {_ms(t.get('backend'))})"
+                 + ("; computed earlier, read from the cache" if r.cache_hit else "")))
+    for k, v in rows:
+        click.echo(f"  {k:<12} {v}")
+    for n in r.notes:
+        click.echo(f"  note: {n}")
+
+
+def _print_table(results, backend, arch) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    estimate = any(r.estimate for r in results)
+    t = Table(box=None, title=f"ptxopt eval: {len(results)} candidates, backend {backend}, {arch}")
+    for col, just in (("kernel", "left"), ("pipeline", "left"), ("status", "left"), ("cycles", "right"),
+                      ("regs", "right"), ("spill B", "right"), ("SASS", "right"), ("equivalence", "left"),
+                      ("cache", "left")):
+        t.add_column(col, justify=just)
+    for r in results:
+        t.add_row(r.kernel, r.pipeline or "-", r.status, f"{r.cycles:g}" if r.cycles is not None else "-",
+                  _s(r.registers), _s(r.spill_bytes), _s(r.sass_instructions), r.equivalence,
+                  "hit" if r.cache_hit else "miss")
+    Console(width=max(120, Console().width)).print(t)
+    s = _summary(results)
+    statuses = ", ".join(f"{n} {k}" for k, n in sorted(s["by_status"].items()))
+    click.echo(f"{s['candidates']} candidates: {statuses}; {s['cache_hits']} from the cache")
+    click.echo("cycles are ESTIMATES of the sim model (not measurements)" if estimate
+               else "cycles are MEASUREMENTS on the GPU")
+
+
+def _s(v) -> str:
+    return "-" if v is None else str(v)
+
+
+__all__ = ["eval_cmd"]

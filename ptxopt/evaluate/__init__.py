@@ -1,0 +1,108 @@
+"""Measuring a candidate: the reward of the search and RL layers.
+
+One candidate = one kernel (its unoptimised PTX) + one pass pipeline.
+:func:`evaluate` runs::
+
+    passes (PassManager) -> print -> ptxas -> equivalence with the original
+    (interpreter) -> cycles from a backend (sim: an ESTIMATE; gpu: a MEASUREMENT)
+
+and returns an :class:`EvalResult` -- for failures too: ``status`` is ``ok``
+or one of ``parse``, ``illegal``, ``ptxas``, ``mismatch``, ``fault``,
+``timeout``, ``unsupported``, ``internal`` (see :mod:`ptxopt.evaluate.result`).
+Nothing a candidate does raises out of :func:`evaluate` or
+:func:`evaluate_many`; only a backend that cannot run at all does
+(:class:`BackendUnavailable`, before any work).
+
+Library use::
+
+    from ptxopt.evaluate import Candidate, evaluate, evaluate_many
+
+    r = evaluate(Candidate.from_corpus("gemm_tile_4x4x4", "vec_ld,maxnreg_128"))
+    r.status, r.cycles, r.estimate, r.registers, r.spill_bytes, r.sass_instructions
+    r.equivalence, r.cache_hit, r.timings        # {"pass", "ptxas", "verify", "backend", "total"}
+
+    evaluate(open("k.ptx").read(), "reorder_cp")  # outside the corpus: a one-thread launch
+    results = evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in pipelines], workers=2)
+
+Options (keyword arguments of both functions): ``arch`` (``sm_89``),
+``backend`` (``sim``; ``gpu`` when :mod:`ptxopt.gpu`, CuPy and a GPU are
+there), ``cache`` (a path, an :class:`EvalCache`'s path, or None for no
+cache; default :func:`default_cache_path`), ``trials`` (interpreter
+launches compared), ``timeout`` (seconds per candidate), ``batch``
+(candidates per nvdisasm run), ``profile_loops`` (sim: loop trip counts from
+the interpreter); ``evaluate_many`` also takes ``workers`` and
+``on_result(index, result)``.
+
+Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
+there).  Backends: :mod:`ptxopt.evaluate.backends` (the :class:`Backend`
+protocol, :func:`register_backend`).  Parallel evaluation:
+:mod:`ptxopt.evaluate.parallel`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .backends import (Backend, BackendUnavailable, MeasureError, MeasureJob, SimBackend, backend_names,
+                       get_backend, register_backend)
+from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
+from .core import (DEFAULT_BATCH, DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate,
+                   module_key, pipeline_key)
+from .result import EQUIVALENCE, FAILURES, OK, STATUSES, EvalResult, Measurement
+
+#: ``cache=DEFAULT_CACHE`` (the default) means :func:`default_cache_path`.
+DEFAULT_CACHE = "default"
+
+
+def _settings(arch="sm_89", backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
+              profile_loops=True) -> Settings:
+    from ptxopt.verify import DEFAULT_TRIALS
+
+    return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
+                    batch=batch, profile_loops=profile_loops)
+
+
+def _cache_path(cache) -> Path | None:
+    if cache is None or cache is False:
+        return None
+    if cache == DEFAULT_CACHE:
+        return default_cache_path()
+    if isinstance(cache, EvalCache):
+        return cache.path
+    return Path(cache).expanduser()
+
+
+def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **options) -> EvalResult:
+    """Evaluate one candidate in this process.
+
+    ``candidate``: a :class:`Candidate`, PTX text (then ``pipeline`` is the
+    pipeline string), ``corpus:ID``, or a corpus KernelSpec.
+    """
+    if not isinstance(candidate, Candidate):
+        candidate = as_candidate((candidate, pipeline or ""))
+    elif pipeline is not None:
+        from dataclasses import replace
+
+        candidate = replace(candidate, pipeline=pipeline)
+    return evaluate_many([candidate], workers=0, cache=cache, **options)[0]
+
+
+def evaluate_many(items: Iterable, *, workers: int = 0, cache=DEFAULT_CACHE,
+                  on_result: Callable[[int, EvalResult], None] | None = None, **options) -> list[EvalResult]:
+    """Evaluate candidates (see :func:`as_candidate` for the accepted item
+    forms) and return their results in order.  ``workers=0`` runs in this
+    process; ``N >= 1`` uses N worker processes sharing the cache."""
+    from .parallel import run_many
+
+    candidates = [as_candidate(i) for i in items]
+    return run_many(candidates, _settings(**options), _cache_path(cache), workers=workers, on_result=on_result)
+
+
+__all__ = [
+    "evaluate", "evaluate_many", "Candidate", "Settings", "EvalResult", "Measurement", "Backend", "SimBackend",
+    "BackendUnavailable", "MeasureError", "MeasureJob", "register_backend", "get_backend", "backend_names",
+    "EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "DEFAULT_CACHE",
+    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
+    "module_key", "pipeline_key", "as_candidate",
+]

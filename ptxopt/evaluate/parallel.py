@@ -1,0 +1,276 @@
+"""``evaluate_many``: many candidates, in this process or in a pool of workers.
+
+The parent first answers every candidate it can from the cache by its
+pipeline key (no parsing, no worker), then hands the rest out in batches.
+
+The pool is a set of worker processes (``fork`` where available, as the
+rest of ptxopt's pools; a worker never touches the parent's database
+connection or threads).  Each worker opens its own connection to the shared SQLite cache (WAL, busy
+timeout) and runs :func:`ptxopt.evaluate.core.run_batch` on the batches it is
+sent, committing every result itself before reporting it.  It tells the
+parent which candidates it is working on; the parent
+
+* kills a worker whose current step overruns the per-candidate ``timeout``
+  (plus a grace period: the worker's own ``SIGALRM`` limit normally fires
+  first) and records ``timeout`` for that candidate;
+* records ``internal`` ("worker process died") for the candidate a worker was
+  on when it died (segfault, out of memory, SIGKILL);
+* in both cases re-queues the batch's other unfinished candidates one by one
+  (when the worker was measuring several at once, each is retried alone, so
+  only the culprit fails) and starts a replacement worker.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Callable, Sequence
+
+from .backends import get_backend
+from .cache import EvalCache
+from .core import Candidate, Settings, lookup, run_batch
+from .result import EvalResult
+
+#: Seconds a worker may run past the per-candidate limit before it is killed.
+GRACE = 10.0
+
+
+def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *, workers: int = 0,
+             on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+    """See :func:`ptxopt.evaluate.evaluate_many`."""
+    get_backend(settings.backend)  # BackendUnavailable before any work
+    results: list[EvalResult | None] = [None] * len(candidates)
+
+    def emit(i: int, r: EvalResult) -> None:
+        results[i] = r
+        if on_result is not None:
+            on_result(i, r)
+
+    cache = EvalCache(cache_path) if cache_path is not None else None
+    try:
+        todo = []
+        for i, c in enumerate(candidates):
+            hit = lookup(c, settings, cache) if cache is not None else None
+            if hit is not None:
+                emit(i, hit)
+            else:
+                todo.append(i)
+        if not todo:
+            return results  # type: ignore[return-value]
+        if workers <= 0:
+            for part in _batches(todo, settings.batch):
+                run_batch([candidates[i] for i in part], settings, cache, indices=part, on_result=emit)
+        else:
+            size = max(1, min(settings.batch, math.ceil(len(todo) / (4 * workers))))
+            _Pool(candidates, settings, cache_path, cache, min(workers, len(todo)), emit).run(
+                list(_batches(todo, size)))
+    finally:
+        if cache is not None:
+            cache.close()
+    return results  # type: ignore[return-value]
+
+
+def _batches(items: list[int], size: int):
+    size = max(1, size)
+    for i in range(0, len(items), size):
+        yield items[i: i + size]
+
+
+# ---------------------------------------------------------------------------
+# the worker side
+
+
+def _worker_main(conn, settings: Settings, cache_path) -> None:
+    cache = EvalCache(cache_path) if cache_path is not None else None
+    try:
+        while True:
+            msg = conn.recv()
+            if msg is None:
+                break
+            batch = [i for i, _ in msg]
+            run_batch([c for _, c in msg], settings, cache, indices=batch,
+                      on_start=lambda idx: conn.send(("start", idx)),
+                      on_result=lambda i, r: conn.send(("result", i, r)))
+            conn.send(("done",))
+    except (EOFError, KeyboardInterrupt, BrokenPipeError):
+        pass
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+# ---------------------------------------------------------------------------
+# the parent side
+
+
+@dataclass
+class _Worker:
+    proc: mp.Process
+    conn: object
+    batch: list[int] | None = None
+    unfinished: set[int] = field(default_factory=set)
+    current: list[int] = field(default_factory=list)
+    since: float = 0.0
+
+
+class _Pool:
+    def __init__(self, candidates, settings: Settings, cache_path, cache: EvalCache | None, n: int, emit):
+        self.candidates = candidates
+        self.settings = settings
+        self.cache_path = cache_path
+        self.cache = cache
+        self.n = max(1, n)
+        self.emit = emit
+        # fork (like the rest of ptxopt's pools): no re-import of the caller's
+        # __main__, workers start in milliseconds with everything imported
+        self.ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        self.workers: list[_Worker] = []
+        self.queue: deque[list[int]] = deque()
+        self.retried: set[int] = set()
+
+    def _spawn(self) -> _Worker:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(child, self.settings, self.cache_path),
+                                daemon=True, name="ptxopt-eval-worker")
+        proc.start()
+        child.close()
+        w = _Worker(proc, parent)
+        self.workers.append(w)
+        return w
+
+    def _give(self, w: _Worker) -> None:
+        if self.queue:
+            w.batch = self.queue.popleft()
+            w.unfinished = set(w.batch)
+            w.current, w.since = [], time.monotonic()
+            w.conn.send([(i, self.candidates[i]) for i in w.batch])
+        else:
+            w.batch = None
+            try:
+                w.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+
+    def run(self, batches: list[list[int]]) -> None:
+        self.queue.extend(batches)
+        try:
+            for _ in range(min(self.n, len(self.queue))):
+                self._spawn()
+            for w in list(self.workers):
+                self._give(w)
+            while any(w.batch is not None for w in self.workers):
+                busy = [w for w in self.workers if w.batch is not None]
+                ready = wait([w.conn for w in busy], timeout=0.5)
+                for w in busy:
+                    if w.conn in ready:
+                        self._drain(w)
+                self._check(busy)
+        finally:
+            for w in self.workers:
+                if w.proc.is_alive():
+                    try:
+                        w.conn.send(None)
+                    except (BrokenPipeError, OSError):
+                        pass
+            for w in self.workers:
+                w.proc.join(timeout=5)
+                if w.proc.is_alive():
+                    w.proc.kill()
+                    w.proc.join()
+
+    def _drain(self, w: _Worker) -> None:
+        while w.batch is not None and w.conn.poll():
+            try:
+                msg = w.conn.recv()
+            except (EOFError, OSError):
+                self._lost(w, died=True)
+                return
+            kind = msg[0]
+            if kind == "start":
+                w.current, w.since = list(msg[1]), time.monotonic()
+            elif kind == "result":
+                _, i, r = msg
+                w.unfinished.discard(i)
+                if i in w.current:
+                    w.current.remove(i)
+                self.emit(i, r)
+            elif kind == "done":
+                self._give(w)
+
+    def _check(self, busy: list[_Worker]) -> None:
+        now = time.monotonic()
+        limit = self.settings.timeout
+        for w in busy:
+            if w.batch is None:
+                continue
+            if not w.proc.is_alive():
+                self._drain(w)  # it may have said everything before dying
+                if w.batch is not None:
+                    self._lost(w, died=True)
+                continue
+            if limit is not None and w.current:
+                allowed = limit * len(w.current) + GRACE
+                if now - w.since > allowed:
+                    w.proc.kill()
+                    w.proc.join()
+                    self._lost(w, died=False)
+
+    def _lost(self, w: _Worker, *, died: bool) -> None:
+        """``w`` died or was killed: fail its culprit, re-queue the rest, replace it."""
+        code = w.proc.exitcode if not w.proc.is_alive() else None
+        if w.proc.is_alive():
+            w.proc.kill()
+            w.proc.join()
+            code = w.proc.exitcode
+        culprits = [i for i in w.current if i in w.unfinished]
+        if len(culprits) == 1 or (culprits and all(i in self.retried for i in culprits)):
+            for i in culprits:
+                self._fail(i, died, code)
+                w.unfinished.discard(i)
+        requeue = sorted(w.unfinished)
+        for i in reversed(requeue):
+            self.retried.add(i)
+            self.queue.appendleft([i])
+        w.batch, w.unfinished, w.current = None, set(), []
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+        self.workers.remove(w)
+        if self.queue:
+            nw = self._spawn()
+            self._give(nw)
+
+    def _fail(self, i: int, died: bool, code) -> None:
+        from .core import _Work  # the one place results are built
+
+        c = self.candidates[i]
+        w = _Work(i, c, self.settings)
+        try:
+            from ptxopt.pipeline import Pipeline
+
+            w.pipeline = str(Pipeline.parse(c.pipeline))
+        except Exception:
+            w.pipeline = c.pipeline
+        from .core import _launch_id, pipeline_key
+
+        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, _launch_id(c.spec, c.geometry), self.settings)
+        if died:
+            sig = f"signal {-code}" if isinstance(code, int) and code < 0 else f"exit status {code}"
+            r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate",
+                         cacheable=False)
+        else:
+            w.timings["limit"] = self.settings.timeout or 0
+            r = w.finish("timeout", error=f"the candidate took longer than {self.settings.timeout:g} s; "
+                                          "its worker process was killed")
+            if self.cache is not None:
+                self.cache.put(r, w.pkey)
+        self.emit(i, r)
+
+
+__all__ = ["run_many", "GRACE"]

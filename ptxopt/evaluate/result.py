@@ -1,0 +1,151 @@
+"""What an evaluation returns: :class:`EvalResult` (both backends) and the
+backends' :class:`Measurement`.
+
+Statuses
+--------
+``ok`` or one failure category (:data:`FAILURES`):
+
+==============  =============================================================
+``parse``       the original PTX does not parse (or the printed PTX does not)
+``illegal``     the pipeline string is bad (unknown pass, bad option,
+                conflicting passes) or a pass refused the module as a whole
+                (:class:`~ptxopt.passes.base.IllegalPass`)
+``ptxas``       ptxas rejects the transformed PTX
+``mismatch``    the transformed kernel computes different bits than the original
+``fault``       the transformed kernel faults where the original does not
+                (memory fault, barrier/warp-sync deadlock, trap), or the GPU
+                child process died running it
+``timeout``     a tool, the interpreter's step budget or the per-candidate
+                time limit ran out
+``unsupported`` no installed ptxas accepts the ``.version``/arch, nvdisasm
+                cannot read the cubin, the interpreter lacks an instruction
+                the transformed kernel uses, or the backend cannot measure
+                this kernel
+``internal``    a bug in ptxopt itself (a pass or the evaluator raised, a
+                worker process crashed); the message says where
+==============  =============================================================
+
+Every one of them is a result, never an exception out of
+:func:`ptxopt.evaluate.evaluate`, and all but environment problems (a missing
+tool, an unavailable backend: ``cacheable=False``) are cached like successes.
+
+Equivalence (``equivalence``): ``equal`` (bit-identical outputs in every
+trial), ``identical`` (the printed PTX is the original's own printing, so
+there is nothing to compare), ``not-checked`` (the *original* cannot be run by
+the interpreter under the launch used -- the reason is in
+``equivalence_note``), ``mismatch``/``error`` (the candidate failed), or
+``skipped`` (the evaluation stopped before verification).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+
+OK = "ok"
+FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "unsupported", "internal")
+STATUSES = (OK,) + FAILURES
+
+EQUIVALENCE = ("equal", "identical", "not-checked", "mismatch", "error", "skipped")
+
+#: The per-stage timings every result carries (seconds, wall clock).
+TIMING_KEYS = ("pass", "ptxas", "verify", "backend", "total")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a backend reports for one compiled kernel.
+
+    ``cycles`` is an estimate when ``estimate`` is True (the ``sim`` model)
+    and a measurement otherwise (``gpu``: median of timed launches, with
+    ``spread`` the interquartile range or what the backend documents).
+    Resource fields are None when the backend does not know them (the
+    evaluator then fills them from its own ptxas run).
+    """
+
+    cycles: float
+    estimate: bool
+    registers: int | None = None
+    spill_store_bytes: int | None = None
+    spill_load_bytes: int | None = None
+    sass_instructions: int | None = None
+    spread: float | None = None
+    fallback: str | None = None  # how the backend filled in what it could not know (sim: loop trips)
+    notes: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One candidate (kernel + pipeline) evaluated on one backend.
+
+    ``cycles`` is None for failures. ``estimate`` says whether ``cycles`` is a
+    model's estimate (``sim``) or a hardware measurement (``gpu``).
+    ``key`` is the cache key (see :mod:`ptxopt.evaluate.cache`); ``cache_hit``
+    is True when this result was read from the cache rather than computed.
+    """
+
+    kernel: str  # corpus id, file name, or the entry name
+    pipeline: str  # canonical pipeline string ("" = the unoptimised kernel)
+    status: str  # "ok" or a failure category (FAILURES)
+    backend: str
+    arch: str
+    estimate: bool
+    cycles: float | None = None
+    registers: int | None = None
+    spill_store_bytes: int | None = None
+    spill_load_bytes: int | None = None
+    sass_instructions: int | None = None
+    equivalence: str = "skipped"
+    equivalence_note: str | None = None
+    changed: bool | None = None  # did the pipeline change the module's printed text
+    entry: str | None = None  # the .entry evaluated
+    error: str | None = None  # what went wrong (failures); None when ok
+    fallback: str | None = None  # sim: "static:N=8" when loop trips were not known
+    trip_counts: str | None = None  # sim: where loop trip counts came from
+    notes: tuple[str, ...] = ()
+    timings: dict = field(default_factory=dict)
+    cache_hit: bool = False
+    key: str | None = None
+    ptxas_version: str | None = None
+    spread: float | None = None
+    cacheable: bool = True  # False for environment problems (missing tool, backend unavailable)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def spill_bytes(self) -> int | None:
+        if self.spill_store_bytes is None and self.spill_load_bytes is None:
+            return None
+        return (self.spill_store_bytes or 0) + (self.spill_load_bytes or 0)
+
+    @property
+    def cycles_kind(self) -> str:
+        """``ESTIMATE`` or ``MEASUREMENT``: what the cycle figure is."""
+        return "ESTIMATE" if self.estimate else "MEASUREMENT"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        d["spill_bytes"] = self.spill_bytes
+        d["cycles_kind"] = self.cycles_kind
+        return d
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "EvalResult":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["notes"] = tuple(kw.get("notes") or ())
+        kw["timings"] = dict(kw.get("timings") or {})
+        return cls(**kw)
+
+    def replace(self, **changes) -> "EvalResult":
+        return replace(self, **changes)
+
+
+__all__ = ["EvalResult", "Measurement", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "TIMING_KEYS"]
