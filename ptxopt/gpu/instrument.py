@@ -49,12 +49,13 @@ modules whose ``.address_size`` is not 64, a missing or ambiguous entry, and
 modules with a ``.func`` that executes ``exit`` (a thread ending there would
 never record its duration; the harness would see the sentinel instead).
 
-Caveats, stated once: the clock reads are ordinary instructions that ptxas
-schedules; it keeps ``CS2R``/``S2UR`` clock reads in program order with
-respect to each other, but independent work may be scheduled across them by
-a few cycles -- the same for every variant of a kernel, so comparisons are
-fair, and this is the method whose noise was about one cycle on sm_89
-(BRIEF §3). Instrumentation adds one 64-bit live range, so a kernel that sits
+Caveats, stated once: the clock reads are instructions that ptxas
+schedules (``CS2R Rx, SR_CLOCKLO``); independent work may move across them by
+a few cycles, and the id/address arithmetic after the end read may be
+hoisted above it. That offset is small and alike for every variant of a
+kernel, so comparisons stay fair; this is the method whose noise was about
+one cycle on sm_89 (BRIEF §3). Not verified on hardware from this
+repository yet: ``tests/test_gpu_device.py`` runs it where a GPU exists. Instrumentation adds one 64-bit live range, so a kernel that sits
 exactly at its register budget may spill slightly more than uninstrumented;
 the harness reports the uninstrumented kernel's registers and spills and the
 instrumented ones separately.
