@@ -224,7 +224,7 @@ def _gpu_factory(**options) -> Backend:
 # registry
 
 _FACTORIES: dict[str, Callable[..., Backend]] = {"sim": SimBackend, "gpu": _gpu_factory}
-_INSTANCES: dict[str, Backend] = {}
+_INSTANCES: dict[tuple[str, int], Backend] = {}  # (name, pid): a forked worker makes its own
 
 
 def register_backend(name: str, factory: Callable[..., Backend], *, replace: bool = False) -> None:
@@ -232,7 +232,8 @@ def register_backend(name: str, factory: Callable[..., Backend], *, replace: boo
     if name in _FACTORIES and not replace:
         raise ValueError(f"backend {name!r} is already registered")
     _FACTORIES[name] = factory
-    _INSTANCES.pop(name, None)
+    for k in [k for k in _INSTANCES if k[0] == name]:
+        del _INSTANCES[k]
 
 
 def backend_names() -> list[str]:
@@ -240,19 +241,21 @@ def backend_names() -> list[str]:
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called ``name`` (one instance per process).
+    """The backend called ``name`` (one instance per name and process).
 
     Raises :class:`BackendUnavailable` (the ``gpu`` backend without a GPU,
     CuPy or :mod:`ptxopt.gpu`) or :class:`ValueError` (unknown name).
     """
-    b = _INSTANCES.get(name)
+    import os
+
+    b = _INSTANCES.get((name, os.getpid()))
     if b is not None:
         return b
     factory = _FACTORIES.get(name)
     if factory is None:
         raise ValueError(f"unknown backend {name!r} (choose from {', '.join(backend_names())})")
     b = factory()
-    _INSTANCES[name] = b
+    _INSTANCES[(name, os.getpid())] = b
     return b
 
 

@@ -1,5 +1,8 @@
 """``evaluate_many``: many candidates, in this process or in a pool of workers.
 
+A hardware backend (``is_estimate`` False, e.g. ``gpu``) gets at most one
+worker, so that no two measurements run at the same time.
+
 The parent first answers every candidate it can from the cache by its
 pipeline key (no parsing, no worker), then hands the rest out in batches.
 
@@ -43,7 +46,9 @@ GRACE = 10.0
 def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *, workers: int = 0,
              on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
     """See :func:`ptxopt.evaluate.evaluate_many`."""
-    get_backend(settings.backend)  # BackendUnavailable before any work
+    backend = get_backend(settings.backend)  # BackendUnavailable before any work
+    if not backend.is_estimate:
+        workers = min(workers, 1)  # one hardware measurement at a time: parallel kernels disturb timings
     results: list[EvalResult | None] = [None] * len(candidates)
 
     def emit(i: int, r: EvalResult) -> None:
