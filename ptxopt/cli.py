@@ -431,9 +431,11 @@ def corpus_list(family, as_json):
     click.echo(f"{len(kernels)} kernels")
 
 
+from ptxopt.cli_eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
 from ptxopt.cli_verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
 
 cli.add_command(verify_cmd, "verify")
+cli.add_command(eval_cmd, "eval")
 
 
 def main(argv=None):
