@@ -361,3 +361,45 @@ def test_cache_survives_reopen(cache):
     r = evaluate(Candidate.from_corpus(SMALL, "vec_st"), cache=cache)
     with EvalCache(cache) as c:
         assert c.get(r.key) == r and len(c) >= 1
+
+
+# ---------------------------------------------------------------------------
+# the memoised equivalence check agrees with ptxopt.verify
+
+
+def _mutated(kernel, mutate):
+    from ptxopt.corpus import get
+    from ptxopt.parser import parse
+
+    m = parse(get(kernel).ptx_text())
+    out = m.copy()
+    for fn in out.functions:
+        for items, i, ins in instruction_slots(fn.body):
+            new = mutate(ins)
+            if new is not None:
+                items[i] = new
+                return m, out
+    return m, out
+
+
+@pytest.mark.parametrize("kernel,mutate", [
+    ("gemm_tile_2x4x2", lambda ins: None),  # equal
+    ("gemm_tile_2x4x2", lambda ins: replace(ins, operands=ins.operands[:3] + ins.operands[1:2])
+     if ins.opcode == "fma" else None),  # mismatch
+    ("gemm_tile_2x4x2", lambda ins: replace(ins, operands=(ins.operands[0], Addr(ins.operands[1].base, 1 << 22)))
+     if ins.opcode == "ld" and "global" in ins.modifiers else None),  # fault
+    ("cuda_reduce_sum_smem", lambda ins: None),  # many threads, barriers
+])
+def test_memoised_verify_agrees_with_verify(kernel, mutate):
+    from ptxopt.corpus import get
+    from ptxopt.evaluate.equivalence import clear, verify_with_reference
+    from ptxopt.interp import Program
+    from ptxopt.verify import verify
+
+    spec = get(kernel)
+    orig, new = _mutated(kernel, mutate)
+    expect = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec)
+    clear()
+    for _ in range(2):  # computing the reference, then reusing it
+        got = verify_with_reference(Program(orig), Program(new), spec.entry, "ref", trials=4, spec=spec)
+        assert got.to_json() == expect.to_json()

@@ -11,8 +11,10 @@ Per candidate (front half, in order):
 3. the result is printed and the *result key* looked up: a pipeline that
    changed nothing prints the original's text and hits the cache;
 4. ptxas compiles the printed PTX (in a helper thread) while the interpreter
-   checks equivalence with the original in this one (:func:`ptxopt.verify.verify`;
-   skipped as ``identical`` when the text is the original's own printing).
+   checks equivalence with the original in this one (what
+   :func:`ptxopt.verify.verify` does, with the original's outputs remembered
+   across candidates: :mod:`ptxopt.evaluate.equivalence`; skipped as
+   ``identical`` when the text is the original's own printing).
 
 Then, for the batch: the backend measures every candidate still ``ok``
 (:func:`ptxopt.evaluate.backends.measure_many`; the ``sim`` backend
@@ -62,7 +64,7 @@ DEFAULT_GEOMETRY = Geometry()
 DEFAULT_TIMEOUT = 600.0
 
 #: Candidates per batch (one nvdisasm run, results committed one by one).
-DEFAULT_BATCH = 16
+DEFAULT_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def module_key(printed: str, original_printed: str, entry: str, launch: str, set
 
 _MEMO: OrderedDict = OrderedDict()  # sha256(original text) -> _Original
 _MEMO_SIZE = 16
-_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
 @dataclass
@@ -227,11 +229,13 @@ def _original(text: str, name: str) -> _Original:
     return o
 
 
-def _tools() -> ThreadPoolExecutor:
-    pid = os.getpid()
-    pool = _POOL.get(pid)
+def _tools(kind: str = "ptxas") -> ThreadPoolExecutor:
+    """One helper thread per kind and process: ``ptxas`` runs the compiles in
+    order, ``measure`` the previous chunk's measurement."""
+    key = (kind, os.getpid())
+    pool = _POOL.get(key)
     if pool is None:
-        pool = _POOL[pid] = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ptxopt-eval")
+        pool = _POOL[key] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ptxopt-{kind}")
     return pool
 
 
@@ -285,6 +289,7 @@ class _Work:
     result: EvalResult | None = None  # set when final
     from_cache: bool = False
     ptx_sha: str | None = None
+    ptxas_future: Any = None
 
     def finish(self, status: str, *, error: str | None = None, m: Measurement | None = None,
                cacheable: bool = True, key: str | None = None) -> EvalResult:
@@ -417,17 +422,21 @@ def _front(w: _Work, cache: EvalCache | None) -> None:
             _hit(w, cache, hit)
             return
 
-    # 4: ptxas in a helper thread, equivalence here
+    # 4: ptxas in a helper thread (collected by _collect_compile), equivalence here
     from ptxopt.toolchain import compile_ptx
 
-    limit = s.timeout or 600.0
-    fut = _tools().submit(_timed, compile_ptx, printed, s.arch, timeout=limit)
+    w.ptxas_future = _tools().submit(_timed, compile_ptx, printed, s.arch, timeout=s.timeout or DEFAULT_TIMEOUT)
     t = time.perf_counter()
     _verify(w, orig)  # a CandidateTimeout leaves ptxas to finish (or time out) on its own
     w.timings["verify"] = time.perf_counter() - t
+
+
+def _collect_compile(w: _Work) -> None:
+    """Wait for the candidate's ptxas run; ptxas failures decide before verification failures."""
+    fut, w.ptxas_future = w.ptxas_future, None
     try:
         w.compiled, w.timings["ptxas"] = fut.result()
-    except Exception as e:  # ptxas failures decide first: compilation precedes verification
+    except Exception as e:
         _toolchain_failure(w, e)
         return
     if w.result is not None:  # verification failed: report it with ptxas's resource figures
@@ -505,7 +514,8 @@ _VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "tr
 def _verify(w: _Work, orig: _Original) -> None:
     from ptxopt.interp import Program
     from ptxopt.interp.errors import InterpError
-    from ptxopt.verify import verify
+
+    from .equivalence import verify_with_reference
 
     if not w.changed:
         w.equivalence = "identical"
@@ -514,13 +524,14 @@ def _verify(w: _Work, orig: _Original) -> None:
     if spec is None and geometry is None:
         geometry = DEFAULT_GEOMETRY
         w.geometry = geometry
+    reference = f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}"
     try:
-        res = verify(_program(orig), Program(w.module), w.entry, trials=w.settings.trials, spec=spec,
-                     geometry=geometry if spec is None else None)
+        res = verify_with_reference(_program(orig), Program(w.module), w.entry, reference,
+                                    trials=w.settings.trials, spec=spec, geometry=geometry if spec is None else None)
     except InterpError as e:
         w.equivalence = "not-checked"
         launch = f"manifest entry {spec.id}" if spec is not None else \
-            f"default launch (grid {geometry.grid}, block {geometry.block})"
+            f"launch grid {geometry.grid}, block {geometry.block}"
         w.equivalence_note = f"the original cannot be interpreted with the {launch}: {_one_line(e)}"
         return
     if res.status == "equal":
@@ -551,12 +562,21 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
               on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
     """Evaluate ``candidates`` in this process; see the module doc.  Never raises
     for a candidate's failure (BackendUnavailable for an unusable backend is
-    raised before any work)."""
+    raised before any work).
+
+    The work is pipelined over three threads: this one parses, runs the
+    passes and checks equivalence, candidate after candidate; a helper runs
+    ptxas (a subprocess) for each candidate as soon as it is printed; a second
+    helper measures each chunk of ``settings.batch`` candidates once their
+    ptxas runs are done (one nvdisasm run, then the model).  Results are
+    committed here, as their chunk completes.  A hardware backend
+    (``is_estimate`` False) measures in this thread, chunk after chunk.
+    """
     backend = get_backend(settings.backend)
     fingerprint(settings)
     idx = list(indices) if indices is not None else list(range(len(candidates)))
     works = [_Work(i, c, settings) for i, c in zip(idx, candidates)]
-    pending: list[_Work] = []
+    overlap = bool(getattr(backend, "is_estimate", False))
 
     def done(w: _Work) -> None:
         r = w.result
@@ -565,48 +585,93 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
         if on_result is not None:
             on_result(w.index, r)
 
-    for w in works:
-        if on_start is not None:
-            on_start([w.index])
+    def guarded(w: _Work, step, what: str) -> None:
         try:
             with deadline(settings.timeout):
-                _front(w, cache)
+                step(w)
         except CandidateTimeout:
             w.timings["limit"] = settings.timeout or 0
-            w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s "
-                                      f"(passes, ptxas and equivalence check)")
+            w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s ({what})")
         except Exception as e:  # a bug in the evaluator: a result, not a crash of the search
             w.finish("internal", error=f"evaluator error: {type(e).__name__}: {_one_line(e)}", cacheable=False)
-        if w.result is not None:
-            done(w)
-        else:
-            pending.append(w)
 
-    if pending:
-        _back(pending, backend, settings, on_start)
-        for w in pending:
+    def settle(chunk: list[_Work], out: list, seconds: float) -> None:
+        measured = [w for w in chunk if w.result is None]
+        _settle(measured, out, seconds / max(1, len(measured)), settings)
+        for w in chunk:
             done(w)
+
+    inflight: list[tuple[list[_Work], Any]] = []  # chunks whose ptxas runs / measurement is under way
+
+    def drain(block: bool) -> None:
+        while inflight and (block or inflight[0][1].done()):
+            chunk, fut = inflight.pop(0)
+            if on_start is not None:
+                on_start([w.index for w in chunk])
+            out, seconds = fut.result()
+            settle(chunk, out, seconds)
+
+    size = max(1, settings.batch)
+    for start in range(0, len(works), size):
+        chunk = works[start: start + size]
+        for w in chunk:
+            if on_start is not None:
+                on_start([w.index])
+            guarded(w, lambda w: _front(w, cache), "passes and equivalence check")
+            if w.result is not None and w.ptxas_future is None:
+                done(w)
+        ready = [w for w in chunk if w.ptxas_future is not None]
+        if ready:
+            if overlap:
+                inflight.append((ready, _tools("measure").submit(_collect_and_measure, backend, ready, settings)))
+            else:
+                if on_start is not None:
+                    on_start([w.index for w in ready])
+                for w in ready:
+                    guarded(w, _collect_compile, "ptxas")
+                settle(ready, *_collect_and_measure(backend, ready, settings))
+        drain(block=False)
+    drain(block=True)
     return [w.result for w in works]
 
 
-def _back(pending: list[_Work], backend, settings: Settings, on_start) -> None:
-    if on_start is not None:
-        on_start([w.index for w in pending])
+def _collect_and_measure(backend, chunk: list[_Work], settings: Settings) -> tuple[list, float]:
+    """Wait for the chunk's ptxas runs, then measure the candidates still ``ok``."""
+    for w in chunk:
+        if w.ptxas_future is not None:
+            try:
+                _collect_compile(w)
+            except Exception as e:
+                w.finish("internal", error=f"evaluator error: {type(e).__name__}: {_one_line(e)}", cacheable=False)
+    measured = [w for w in chunk if w.result is None]
+    t = time.perf_counter()
+    out = _measure(backend, measured, settings) if measured else []
+    return out, time.perf_counter() - t
+
+
+def _measure(backend, chunk: list[_Work], settings: Settings) -> list:
+    """The backend's verdicts for ``chunk`` (Measurements or exceptions); never raises."""
     jobs = [MeasureJob(w.printed, settings.arch, w.spec, w.entry, w.compiled, w.module,
                        w.geometry or (DEFAULT_GEOMETRY if w.spec is None else None), settings.profile_loops)
-            for w in pending]
-    t = time.perf_counter()
+            for w in chunk]
     try:
-        with deadline(settings.timeout * len(pending) if settings.timeout else None):
-            out = measure_many(backend, jobs)
-    except CandidateTimeout:
-        out = [CandidateTimeout()] * len(pending)
-    share = (time.perf_counter() - t) / len(pending)
-    for w, m in zip(pending, out):
+        with deadline(settings.timeout * len(chunk) if settings.timeout else None):
+            out = list(measure_many(backend, jobs))
+    except (CandidateTimeout, Exception) as e:
+        out = [e] * len(chunk)
+    for k, (w, m) in enumerate(zip(chunk, out)):
+        if isinstance(m, Measurement) and m.sass_instructions is None and w.compiled is not None:
+            try:
+                out[k] = _with_sass_count(m, w)
+            except Exception:
+                pass
+    return out
+
+
+def _settle(chunk: list[_Work], out: list, share: float, settings: Settings) -> None:
+    for w, m in zip(chunk, out):
         w.timings["backend"] = share
         if isinstance(m, Measurement):
-            if m.sass_instructions is None and w.compiled is not None:
-                m = _with_sass_count(m, w)
             w.finish(OK, m=m)
         else:
             _backend_failure(w, m)

@@ -67,11 +67,10 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
                 todo.append(i)
         if not todo:
             return results  # type: ignore[return-value]
-        if workers <= 0:
-            for part in _batches(todo, settings.batch):
-                run_batch([candidates[i] for i in part], settings, cache, indices=part, on_result=emit)
+        if workers <= 0:  # one stream: run_batch chunks and pipelines it itself
+            run_batch([candidates[i] for i in todo], settings, cache, indices=todo, on_result=emit)
         else:
-            size = max(1, min(settings.batch, math.ceil(len(todo) / (4 * workers))))
+            size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * workers))))
             _Pool(candidates, settings, cache_path, cache, min(workers, len(todo)), emit).run(
                 list(_batches(todo, size)))
     finally:
