@@ -12,6 +12,9 @@
    state (memos cleared).  Target >= 50x faster.
 3. **Throughput**: evaluations per second with 1 and 2 worker processes
    (cold cache; each kernel under several pipelines).
+4. **One greedy step** (what a search does): the baseline and every single
+   pass on a few kernels, in this process, cold cache -- the parsed original
+   and its reference outputs are reused across the kernel's candidates.
 
 Usage: ``python benchmarks/eval_speed.py [--selector gemm_tile] [--json]``
 """
@@ -33,6 +36,7 @@ from ptxopt.evaluate import Candidate, evaluate_many  # noqa: E402
 from ptxopt.evaluate import core  # noqa: E402
 
 CHANGING = ("vec_ld", "reorder_cp", "maxnreg_128")  # each changes every gemm_tile kernel's text
+GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm_tile_8x8x8")
 
 
 def _fresh_state() -> None:
@@ -100,6 +104,24 @@ def throughput(kernels, pipelines, tmp: Path, workers: int) -> dict:
             "ok": sum(r.ok for r in rs)}
 
 
+def greedy_step(kernels, tmp: Path) -> dict:
+    from ptxopt.passes import pass_names
+
+    names = [n for n in pass_names() if n != "stop"]
+    cands = [Candidate.from_corpus(k, p) for k in kernels for p in [""] + names]
+    db = tmp / "greedy.sqlite"
+    _fresh_state()
+    t = time.perf_counter()
+    rs = evaluate_many(cands, workers=0, cache=db)
+    wall = time.perf_counter() - t
+    changed = [c for c, r in zip(cands, rs) if r.changed]
+    ptxas = _ptxas_alone([c for c, r in zip(cands, rs) if r.ok])
+    return {"kernels": [k.id for k in kernels], "candidates": len(rs), "changed": len(changed),
+            "statuses": {s: sum(r.status == s for r in rs) for s in sorted({r.status for r in rs})},
+            "wall_s": wall, "evals_per_s": len(rs) / wall, "ptxas_alone_s": ptxas,
+            "overhead_fraction": (wall - ptxas) / ptxas}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--selector", default="gemm_tile")
@@ -115,6 +137,7 @@ def main() -> None:
             "overhead": [overhead(kernels, p, tmp) for p in ("",) + CHANGING],
             "warm_vs_cold": warm_vs_cold(kernels, ("", "vec_ld"), tmp),
             "throughput": [throughput(kernels, ("", "vec_ld", "reorder_cp"), tmp, w) for w in (1, 2)],
+            "greedy_step": greedy_step([k for k in kernels if k.id in GREEDY_KERNELS] or kernels[:4], tmp),
         }
     if args.json:
         print(json.dumps(out, indent=2))
@@ -134,6 +157,11 @@ def main() -> None:
     for t in out["throughput"]:
         print(f"   {t['workers']} worker(s): {t['candidates']} evaluations in {t['wall_s']:.2f} s = "
               f"{t['evals_per_s']:.1f} evaluations/s")
+    g = out["greedy_step"]
+    print(f"4. one greedy step (baseline + every single pass on {len(g['kernels'])} kernels, in-process): "
+          f"{g['candidates']} candidates ({g['changed']} changed the kernel; {g['statuses']}) in "
+          f"{g['wall_s']:.2f} s = {g['evals_per_s']:.1f} evaluations/s; ptxas alone {g['ptxas_alone_s']:.2f} s "
+          f"-> overhead {100 * g['overhead_fraction']:.0f}%")
 
 
 if __name__ == "__main__":

@@ -16,24 +16,28 @@ Per candidate (front half, in order):
    across candidates: :mod:`ptxopt.evaluate.equivalence`; skipped as
    ``identical`` when the text is the original's own printing).
 
-Then, for the batch: the backend measures every candidate still ``ok``
-(:func:`ptxopt.evaluate.backends.measure_many`; the ``sim`` backend
-disassembles the whole batch with one nvdisasm run), and each result is
-committed to the cache in its own transaction as soon as it is final.
+Then, per chunk of ``Settings.batch`` candidates: the backend measures every
+candidate still ``ok`` (:func:`ptxopt.evaluate.backends.measure_many`; the
+``sim`` backend disassembles the whole chunk with one nvdisasm run), and each
+result is committed to the cache in its own transaction as soon as it is
+final.  :func:`run_batch` pipelines this over helper threads (see there).
 
-Launch for the equivalence check: the candidate's corpus manifest entry
-(``spec``), else the manifest entry whose kernel name and parameter names
-match (:func:`ptxopt.verify.spec_for`), else ``candidate.geometry``, else the
-documented default :data:`DEFAULT_GEOMETRY` -- one thread, every pointer a
+Launch for the equivalence check (and the sim's loop profile): the
+candidate's corpus manifest entry (``spec``), else its ``geometry``, else the
+manifest entry whose kernel name and parameter names match
+(:func:`ptxopt.verify.spec_for`), else the documented default
+:data:`DEFAULT_GEOMETRY` -- one thread, every pointer a
 64 KiB buffer of random float32, 32-bit integers = 1 (the thread count),
 floats = 1.0.  When the *original* cannot be run that way (it faults, uses
 an instruction the interpreter lacks, needs a scalar it cannot guess) the
 result records ``equivalence="not-checked"`` with the reason and goes on.
 
-Time limits: ``Settings.timeout`` bounds one candidate.  In-process it is
-enforced with ``SIGALRM`` (main thread only) and by passing the remaining time
-to ptxas/nvdisasm; the worker pool (:mod:`ptxopt.evaluate.parallel`) also
-kills a worker that overruns it and records ``timeout`` for the candidate.
+Time limits: ``Settings.timeout`` bounds each step of one candidate.  The
+passes and the equivalence check run under ``SIGALRM`` (when evaluating on
+the main thread); ptxas and nvdisasm get it as their own time limit; the
+interpreter and the model also stop at their step budgets.  The worker pool
+(:mod:`ptxopt.evaluate.parallel`) is the backstop: it kills a worker whose
+current step overruns the limit and records ``timeout`` for the candidate.
 """
 
 from __future__ import annotations

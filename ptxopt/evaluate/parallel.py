@@ -1,5 +1,8 @@
 """``evaluate_many``: many candidates, in this process or in a pool of workers.
 
+Candidates are processed largest kernel first (results are still returned
+in the caller's order; ``on_result`` sees them as they complete).
+
 A hardware backend (``is_estimate`` False, e.g. ``gpu``) gets at most one
 worker, so that no two measurements run at the same time.
 
@@ -67,6 +70,10 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
                 todo.append(i)
         if not todo:
             return results  # type: ignore[return-value]
+        # largest kernels first: their long ptxas and nvdisasm runs overlap the
+        # small ones instead of trailing at the end (and the pool balances better);
+        # a stable sort keeps each kernel's candidates together, in order
+        todo.sort(key=lambda i: -len(candidates[i].ptx))
         if workers <= 0:  # one stream: run_batch chunks and pipelines it itself
             run_batch([candidates[i] for i in todo], settings, cache, indices=todo, on_result=emit)
         else:
