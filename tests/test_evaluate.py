@@ -17,7 +17,7 @@ import ptxopt.toolchain
 from ptxopt.evaluate import (FAILURES, BackendUnavailable, Candidate, EvalCache, EvalResult, evaluate,
                              evaluate_many, get_backend)
 from ptxopt.evaluate import backends as backends_mod
-from ptxopt.ir import Addr, Imm, instruction_slots
+from ptxopt.ir import Addr, instruction_slots
 from ptxopt.passes.base import ChangeReport, IllegalPass
 from ptxopt.passes.registry import get_pass_class
 

@@ -52,7 +52,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from ptxopt.verify import DEFAULT_TRIALS, Geometry
 
@@ -708,12 +708,6 @@ def _backend_failure(w: _Work, e: BaseException) -> None:
     else:
         w.finish("internal", error=f"{w.settings.backend} backend failed: {type(e).__name__}: {_one_line(e)}",
                  cacheable=False)
-
-
-def chunks(items: list, size: int) -> Iterable[list]:
-    size = max(1, size)
-    for i in range(0, len(items), size):
-        yield items[i: i + size]
 
 
 __all__ = ["Candidate", "Settings", "run_batch", "lookup", "as_candidate", "pipeline_key", "module_key", "fingerprint",

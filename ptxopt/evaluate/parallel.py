@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
-import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
