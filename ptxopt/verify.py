@@ -183,10 +183,16 @@ def _as_program(m) -> Program:
 
 def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,
            trials: int = DEFAULT_TRIALS, *, spec=None, geometry: Geometry | None = None,
-           max_steps: int | None = None) -> VerifyResult:
+           max_steps: int | None = None, reference=None, reference_key=None) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches. ``spec`` (a corpus
-    :class:`~ptxopt.corpus.KernelSpec`) or ``geometry`` says how to launch."""
+    :class:`~ptxopt.corpus.KernelSpec`) or ``geometry`` says how to launch.
+
+    ``reference`` (any mapping with ``get`` and item assignment) memoises the
+    original's runs under ``(reference_key, seed, trial, flavour, schedule)``,
+    for callers that check many candidates of one original (the evaluator):
+    ``reference_key`` must identify the original module and the launch. A
+    failure of the original is memoised too, and raised again on reuse."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -215,13 +221,22 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             else:
                 args = _args_for_geometry(po, kernel, geometry, run_seed, flavour)
                 names = [p.name for p in po.kernel_params(kernel)]
-            copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            key = (reference_key, seed, t, flavour, schedule)
+            ref = reference.get(key) if reference is not None else None
+            if ref is None:
+                copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+                try:
+                    ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule, **kw)
+                    ref = (ro.buffers, ro.steps)
+                except InterpError as e:
+                    ref = type(e)(f"original kernel: {e}")
+                if reference is not None:
+                    reference[key] = ref
+            if isinstance(ref, InterpError):
+                raise ref
+            ref_buffers, ref_steps = ref
             try:
-                ro = run_kernel(po, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
-            except InterpError as e:
-                raise type(e)(f"original kernel: {e}") from e
-            try:
-                rt = run_kernel(pt, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule, **kw)
+                rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
             except InterpError as e:
                 result.status = "error"
                 result.error = f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule): {e}"
@@ -229,8 +244,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                 result.trials += 1
                 return result
             result.trials += 1
-            result.steps = (ro.steps, rt.steps)
-            mm = compare_buffers(names, ro.buffers, rt.buffers, seed, flavour, schedule)
+            result.steps = (ref_steps, rt.steps)
+            mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
             if mm is not None:
                 result.status = "mismatch"
                 result.mismatch = mm
