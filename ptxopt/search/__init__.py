@@ -1,0 +1,28 @@
+"""Search over pass pipelines: greedy, beam, random and exhaustive.
+
+The graph searched: a node is a :class:`~ptxopt.search.state.State` (a
+kernel after a pipeline), an edge appends one legal pass (the mask comes
+from the pass API; see :mod:`ptxopt.search.state`). Every strategy measures
+states through a :class:`~ptxopt.search.measure.Meter` (the evaluator, with
+evaluations counted for equal-budget comparisons) and records trajectories
+(:mod:`ptxopt.search.trajectory`) for the learning layer.
+
+Library use::
+
+    from ptxopt.evaluate import Candidate
+    from ptxopt.search import SearchConfig, search_kernel
+
+    r = search_kernel(Candidate.from_corpus("gemm_tile_4x4x4"), SearchConfig("greedy"))
+    r.pipeline, r.baseline_cycles, r.best_cycles, r.improvement_pct, r.evaluations, r.steps
+"""
+
+from .measure import BudgetExhausted, EvalOptions, Meter
+from .run import STRATEGIES, KernelResult, SearchConfig, search_kernel, search_many, summarize
+from .state import FAMILIES, N_ACTIONS, STOP_INDEX, Move, State, observation_names
+from .trajectory import STEP_COST, Step, episodes, read_jsonl, reward, write_jsonl
+
+__all__ = [
+    "BudgetExhausted", "EvalOptions", "Meter", "STRATEGIES", "KernelResult", "SearchConfig", "search_kernel",
+    "search_many", "summarize", "FAMILIES", "N_ACTIONS", "STOP_INDEX", "Move", "State", "observation_names",
+    "STEP_COST", "Step", "episodes", "read_jsonl", "reward", "write_jsonl",
+]

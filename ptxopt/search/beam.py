@@ -1,0 +1,53 @@
+"""Beam search: keep the ``width`` best pipelines of each length.
+
+Depth by depth, every legal child of every beam member is measured (modules
+already measured -- another order of the same passes that prints the same
+text -- are not measured twice), and the ``width`` fastest distinct
+children form the next beam. The best state seen at any depth wins. Stops at
+``max_steps``, when the beam is empty, or when the budget is spent.
+
+The trajectory recorded is the path to the best state (every prefix of a
+beam member was measured, so each step has its cycles).
+"""
+
+from __future__ import annotations
+
+from .measure import BudgetExhausted, Meter, better
+from .outcome import Outcome, path_steps
+from .state import State
+
+
+def beam(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episode: int = 0,
+         strategy: str = "beam", **_) -> Outcome:
+    base = meter.measure([root])[0]
+    out = Outcome(root, base, base)
+    if not base.ok:
+        out.note = f"baseline failed: {base.status}"
+        return out
+    frontier, expanded = [root], {root.digest}
+    for _depth in range(max_steps):
+        children, seen = [], set()
+        for s in frontier:
+            for m in s.legal_moves():
+                if m.child.digest not in expanded and m.child.digest not in seen:
+                    seen.add(m.child.digest)
+                    children.append(m.child)
+        if not children:
+            break
+        try:
+            results = meter.measure(children)
+        except BudgetExhausted:
+            out.note = "budget exhausted"
+            break
+        scored = [(r.cycles, i, c, r) for i, (c, r) in enumerate(zip(children, results)) if r is not None and r.ok]
+        scored.sort(key=lambda t: (t[0], t[1]))
+        frontier = [c for _, _, c, _ in scored[:width]]
+        expanded.update(c.digest for c in frontier)
+        for _, _, c, r in scored[:1]:
+            if better(r, out.best_result):
+                out.best, out.best_result = c, r
+        if meter.remaining == 0:
+            out.note = "budget exhausted"
+            break
+    out.steps = path_steps(root, out.best, meter, max_steps=max_steps, strategy=strategy, episode=episode)
+    return out

@@ -1,0 +1,47 @@
+"""Exhaustive search: every distinct module reachable with up to ``max_steps``
+passes, measured -- the oracle for small kernels.
+
+States are enumerated breadth first and de-duplicated by printed text (the
+passes commute often, so the distinct modules are far fewer than the
+pipelines). ``budget`` caps the measurements; the outcome says when it cut
+the enumeration short, in which case the result is no longer an oracle.
+"""
+
+from __future__ import annotations
+
+from .measure import BudgetExhausted, Meter, better
+from .outcome import Outcome, path_steps
+from .state import State
+
+
+def exhaustive(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 0, strategy: str = "exhaustive",
+               **_) -> Outcome:
+    base = meter.measure([root])[0]
+    out = Outcome(root, base, base)
+    if not base.ok:
+        out.note = f"baseline failed: {base.status}"
+        return out
+    level, visited = [root], {root.digest}
+    for _depth in range(max_steps):
+        nxt = []
+        for s in level:
+            for m in s.legal_moves():
+                if m.child.digest not in visited:
+                    visited.add(m.child.digest)
+                    nxt.append(m.child)
+        if not nxt:
+            break
+        try:
+            results = meter.measure(nxt)
+        except BudgetExhausted:
+            out.note = "budget exhausted: not an oracle"
+            break
+        level = [s for s, r in zip(nxt, results) if r is not None and r.ok]  # failures are not expanded
+        for s, r in zip(nxt, results):
+            if better(r, out.best_result):
+                out.best, out.best_result = s, r
+        if any(r is None for r in results):
+            out.note = "budget exhausted: not an oracle"
+            break
+    out.steps = path_steps(root, out.best, meter, max_steps=max_steps, strategy=strategy, episode=episode)
+    return out

@@ -1,0 +1,46 @@
+"""Greedy search: at each step measure every legal pass, keep the best if it
+lowers cycles, stop when none does or after ``max_steps``.
+
+The trajectory is the path taken: one step per pass kept, then ``stop``,
+each with the cycles of every candidate measured from that state (the
+behaviour-cloning dataset is these trajectories).
+"""
+
+from __future__ import annotations
+
+from ptxopt.passes.registry import STOP
+
+from .measure import BudgetExhausted, Meter, better
+from .outcome import Outcome
+from .state import State
+from .trajectory import make_step
+
+
+def greedy(root: State, meter: Meter, *, max_steps: int = 6, episode: int = 0, strategy: str = "greedy",
+           **_) -> Outcome:
+    base = meter.measure([root])[0]
+    out = Outcome(root, base, base)
+    if not base.ok:
+        out.note = f"baseline failed: {base.status}"
+        return out
+    state, result = root, base
+    for i in range(max_steps):  # after max_steps passes the episode ends without a stop step
+        moves = state.legal_moves()
+        try:
+            results = meter.measure([m.child for m in moves])
+        except BudgetExhausted:
+            out.note, moves, results = "budget exhausted", [], []
+        candidates = {m.action: (r.cycles if r is not None and r.ok else None) for m, r in zip(moves, results)}
+        best_i = None
+        for j, r in enumerate(results):
+            if better(r, result) and (best_i is None or better(r, results[best_i])):
+                best_i = j
+        kw = dict(kernel=root.kernel.label, strategy=strategy, episode=episode, index=i,
+                  candidates=candidates, options=meter.options)
+        if best_i is None:
+            out.steps.append(make_step(state, STOP, result.cycles, result.cycles, **kw))
+            break
+        out.steps.append(make_step(state, moves[best_i].action, result.cycles, results[best_i].cycles, **kw))
+        state, result = moves[best_i].child, results[best_i]
+    out.best, out.best_result = state, result
+    return out

@@ -1,0 +1,42 @@
+"""What one strategy returns for one kernel (before timing and bookkeeping)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptxopt.evaluate import EvalResult
+from ptxopt.passes.registry import STOP
+
+from .state import State
+from .trajectory import Step, make_step
+
+
+@dataclass
+class Outcome:
+    """The best state a strategy found (the root when nothing beat it), its
+    result, the baseline's result, and the recorded trajectory steps."""
+
+    best: State
+    best_result: EvalResult
+    baseline: EvalResult
+    steps: list[Step] = field(default_factory=list)
+    note: str | None = None  # e.g. "budget exhausted"
+
+
+def path_steps(root: State, best: State, meter, *, max_steps: int, strategy: str, episode: int = 0) -> list[Step]:
+    """Trajectory steps along ``best``'s pipeline from ``root`` (each prefix's
+    cycles from the meter's memo; a prefix never measured ends the path)."""
+    steps, state = [], root
+    res = meter.known(root)
+    for i, p in enumerate(best.pipeline):
+        nxt = state.child(p.name)
+        nres = meter.known(nxt)
+        if res is None or nres is None or not nres.ok:
+            return steps
+        steps.append(make_step(state, p.name, res.cycles, nres.cycles, kernel=root.kernel.label,
+                               strategy=strategy, episode=episode, index=i, options=meter.options))
+        state, res = nxt, nres
+    if len(best.pipeline) < max_steps:
+        steps.append(make_step(state, STOP, res.cycles, res.cycles, kernel=root.kernel.label, strategy=strategy,
+                               episode=episode, index=len(steps), options=meter.options))
+    return steps

@@ -1,0 +1,199 @@
+"""Running a strategy over many kernels: budgets, timing, worker processes.
+
+:func:`search_kernel` runs one strategy on one kernel and never raises (a
+kernel that cannot be parsed or whose baseline fails is a result with an
+``error``). :func:`search_many` runs kernels in parallel worker processes
+(each evaluates in-process; all share the SQLite cache), reporting each
+kernel as it finishes.
+
+``budget="greedy"`` gives every kernel the number of evaluations greedy
+search spends on it (greedy is run first, and is all cache hits when it was
+run before), which is how random search is compared with greedy fairly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from typing import Callable, Sequence
+
+from ptxopt.evaluate import Candidate
+
+from .beam import beam
+from .exhaustive import exhaustive
+from .greedy import greedy
+from .measure import EvalOptions, Meter
+from .random_search import random_search
+from .state import State
+from .trajectory import Step
+
+STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive}
+
+
+@dataclass
+class SearchConfig:
+    strategy: str = "greedy"
+    max_steps: int = 6
+    budget: int | str | None = None  # evaluations per kernel; "greedy": what greedy spends
+    beam_width: int = 4
+    seed: int = 0
+    options: EvalOptions = field(default_factory=EvalOptions)
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
+        if isinstance(self.budget, str) and self.budget not in STRATEGIES:
+            raise ValueError(f"budget must be a number or a strategy name, not {self.budget!r}")
+
+
+@dataclass
+class KernelResult:
+    """One kernel's search, as reported (``steps``: its trajectory, not in :meth:`to_json`)."""
+
+    kernel: str
+    family: str | None
+    strategy: str
+    pipeline: str = ""
+    baseline_cycles: float | None = None
+    best_cycles: float | None = None
+    evaluations: int = 0
+    cache_hits: int = 0
+    failures: dict = field(default_factory=dict)
+    budget: int | None = None
+    wall_s: float = 0.0
+    estimate: bool = True
+    registers_before: int | None = None
+    registers_after: int | None = None
+    note: str | None = None
+    error: str | None = None
+    steps: list[Step] = field(default_factory=list, repr=False)
+
+    @property
+    def improvement_pct(self) -> float | None:
+        """Cycles saved, in percent of the baseline's."""
+        if not self.baseline_cycles or self.best_cycles is None:
+            return None
+        return 100.0 * (1.0 - self.best_cycles / self.baseline_cycles)
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.baseline_cycles or not self.best_cycles:
+            return None
+        return self.baseline_cycles / self.best_cycles
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        del d["steps"]
+        d["improvement_pct"] = self.improvement_pct
+        d["speedup"] = self.speedup
+        d["cycles_kind"] = "ESTIMATE" if self.estimate else "MEASUREMENT"
+        return d
+
+
+def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
+    kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    return STRATEGIES[strategy](root, meter, **kw)
+
+
+def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = None) -> KernelResult:
+    t0 = time.perf_counter()
+    res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.backend == "sim")
+    try:
+        root = State.root(kernel)
+        budget = config.budget
+        if isinstance(budget, str):
+            ref = Meter(config.options)
+            _run(budget, root, ref, config)
+            budget = ref.evaluations
+        res.budget = budget
+        meter = Meter(config.options, budget=budget)
+        out = _run(config.strategy, root, meter, config)
+    except Exception as e:  # one kernel never kills a search
+        res.error = f"{type(e).__name__}: {e}".splitlines()[0]
+        res.wall_s = time.perf_counter() - t0
+        return res
+    res.pipeline = str(out.best.pipeline)
+    res.baseline_cycles = out.baseline.cycles
+    res.best_cycles = out.best_result.cycles
+    res.registers_before, res.registers_after = out.baseline.registers, out.best_result.registers
+    res.evaluations, res.cache_hits, res.failures = meter.evaluations, meter.cache_hits, dict(meter.failures)
+    res.steps, res.note = out.steps, out.note
+    if not out.baseline.ok:
+        res.error = f"baseline {out.baseline.status}: {out.baseline.error}"
+    res.wall_s = time.perf_counter() - t0
+    return res
+
+
+def _job(args) -> KernelResult:
+    kernel, config, family = args
+    return search_kernel(kernel, config, family)
+
+
+def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
+                on_result: Callable[[KernelResult], None] | None = None) -> list[KernelResult]:
+    """Search every ``(kernel, family)``; results in input order. ``workers``
+    processes (0: in this process); ``on_result`` is called as each finishes."""
+    jobs = [(k, config, fam) for k, fam in kernels]
+    results: list[KernelResult | None] = [None] * len(jobs)
+    if workers <= 0:
+        for i, j in enumerate(jobs):
+            results[i] = _job(j)
+            if on_result:
+                on_result(results[i])
+        return results  # type: ignore[return-value]
+    # largest kernels first, so the long ones do not trail at the end
+    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(_job, jobs[i]): i for i in order}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except Exception as e:  # a worker that died takes only its own kernel
+                k, _, fam = jobs[i]
+                results[i] = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
+            if on_result:
+                on_result(results[i])
+    return results  # type: ignore[return-value]
+
+
+def summarize(results: Sequence[KernelResult]) -> dict:
+    """Mean/median/best/worst improvement, pass frequency, evaluations, hit rate."""
+    import statistics
+    from collections import Counter
+
+    ok = [r for r in results if r.error is None and r.improvement_pct is not None]
+    imps = [r.improvement_pct for r in ok]
+    freq: Counter = Counter()
+    for r in ok:
+        for name in filter(None, r.pipeline.split(",")):
+            freq[name.split("{")[0]] += 1
+    evals = sum(r.evaluations for r in results)
+    hits = sum(r.cache_hits for r in results)
+    failures: Counter = Counter()
+    for r in results:
+        failures.update(r.failures)
+    geo = [math.log(r.speedup) for r in ok if r.speedup]
+    return {
+        "kernels": len(results),
+        "searched": len(ok),
+        "errors": len(results) - len(ok),
+        "improvement_pct": {
+            "mean": statistics.fmean(imps) if imps else None,
+            "median": statistics.median(imps) if imps else None,
+            "best": max(imps) if imps else None,
+            "worst": min(imps) if imps else None,
+        },
+        "geomean_speedup": math.exp(statistics.fmean(geo)) if geo else None,
+        "improved": sum(1 for i in imps if i > 0),
+        "pass_frequency": dict(freq.most_common()),
+        "evaluations": evals,
+        "evaluations_per_kernel": evals / len(results) if results else None,
+        "cache_hits": hits,
+        "cache_hit_rate": hits / evals if evals else None,
+        "failures": dict(failures),
+        "wall_s": sum(r.wall_s for r in results),
+    }

@@ -1,0 +1,166 @@
+"""A search state: one kernel after one pass pipeline, and the moves out of it.
+
+Every search strategy and the RL environment walk the same graph: a node is
+the kernel's module after a pipeline, an edge appends one pass. The action
+mask comes from the pass API alone (no ptxas, no measurement): an action is
+legal when the pass does not conflict with the pipeline so far (its
+family's rules), the pass accepts the module (:meth:`Pass.check_legal`), and
+applying it *changes the printed module*. The last rule matters most: a
+pass that changes nothing would cost a measurement and a step for a reward
+of exactly ``-step_cost``, and two pipelines that print the same text are
+the same state (strategies use :attr:`State.digest` as a transposition key).
+
+``stop`` (the last action) is always legal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ptxopt.evaluate import Candidate
+from ptxopt.ir import Module
+from ptxopt.passes.base import IllegalPass
+from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
+from ptxopt.passes.registry import STOP, action_names, get_pass_class, pass_names
+from ptxopt.pipeline import Pipeline
+
+#: Pass families in the order of the observation's "active family" slots.
+FAMILIES: tuple[str, ...] = (VECTORIZE, *sorted(EXCLUSIVE_FAMILIES))
+
+#: Number of actions: the 20 passes in registry order, then ``stop``.
+N_ACTIONS = len(action_names())
+STOP_INDEX = N_ACTIONS - 1
+
+
+@dataclass(frozen=True)
+class Move:
+    """One action out of a state: legal (with the child state) or masked (with why)."""
+
+    action: str
+    child: "State | None" = None
+    reason: str | None = None
+
+    @property
+    def legal(self) -> bool:
+        return self.child is not None
+
+
+@dataclass(eq=False)
+class State:
+    """``kernel`` (a :class:`Candidate` whose ``pipeline`` is ignored) after ``pipeline``.
+
+    ``module`` and ``printed`` are the transformed module and its text;
+    ``original`` is the root's text, the reference every candidate is
+    checked against. Children are computed once (:meth:`moves`) and kept.
+    """
+
+    kernel: Candidate
+    pipeline: Pipeline
+    module: Module
+    printed: str
+    _moves: list[Move] | None = field(default=None, repr=False)
+
+    @classmethod
+    def root(cls, kernel: Candidate) -> "State":
+        """The unoptimised kernel (raises the parser's error for bad PTX)."""
+        from ptxopt.emit import emit
+        from ptxopt.parser import parse
+
+        module = parse(kernel.ptx, filename=kernel.label)
+        return cls(kernel, Pipeline(), module, emit(module))
+
+    @property
+    def depth(self) -> int:
+        return len(self.pipeline)
+
+    @cached_property
+    def digest(self) -> str:
+        """Transposition key: the hash of the printed module."""
+        return hashlib.sha256(self.printed.encode()).hexdigest()
+
+    @property
+    def entry(self) -> str | None:
+        if self.kernel.entry:
+            return self.kernel.entry
+        entries = [f.name for f in self.module.entries]
+        return entries[0] if entries else None
+
+    def candidate(self) -> Candidate:
+        """What the evaluator measures for this state."""
+        from dataclasses import replace
+
+        return replace(self.kernel, pipeline=str(self.pipeline))
+
+    def moves(self) -> list[Move]:
+        """Every pass action in registry order (not ``stop``), legal or masked."""
+        if self._moves is None:
+            self._moves = [self._move(name) for name in pass_names()]
+        return self._moves
+
+    def _move(self, name: str) -> Move:
+        from ptxopt.emit import emit
+
+        p = get_pass_class(name)()
+        why = self.pipeline.can_append(p)
+        if why:
+            return Move(name, reason=f"conflict: {why}")
+        try:
+            p.check_legal(self.module)
+            module, _report = p.apply(self.module)
+        except IllegalPass as e:
+            return Move(name, reason=f"illegal: {e}")
+        except Exception as e:  # a crashing pass is masked, never fatal to a search
+            return Move(name, reason=f"internal: {type(e).__name__}: {e}")
+        printed = emit(module)
+        if printed == self.printed:
+            return Move(name, reason="no change")
+        return Move(name, child=State(self.kernel, self.pipeline + p, module, printed))
+
+    def legal_moves(self) -> list[Move]:
+        return [m for m in self.moves() if m.legal]
+
+    def action_mask(self) -> np.ndarray:
+        """Boolean mask over the :data:`N_ACTIONS` actions (``stop`` always legal)."""
+        mask = np.zeros(N_ACTIONS, dtype=bool)
+        for i, m in enumerate(self.moves()):
+            mask[i] = m.legal
+        mask[STOP_INDEX] = True
+        return mask
+
+    def child(self, action: str) -> "State":
+        """The state after ``action`` (a pass name); raises ValueError when it is masked."""
+        if action == STOP:
+            return self
+        for m in self.moves():
+            if m.action == action:
+                if not m.legal:
+                    raise ValueError(f"action {action!r} is masked here: {m.reason}")
+                return m.child
+        raise ValueError(f"unknown action {action!r}")
+
+    def active_families(self) -> np.ndarray:
+        """1.0 for each family of :data:`FAMILIES` that has a pass in the pipeline."""
+        active = {p.family for p in self.pipeline}
+        return np.array([1.0 if f in active else 0.0 for f in FAMILIES])
+
+    @cached_property
+    def features(self) -> np.ndarray:
+        """The kernel feature vector of the *current* module (see :mod:`ptxopt.analysis.features`)."""
+        from ptxopt.analysis.features import feature_vector
+
+        return feature_vector(self.module, self.entry)
+
+    def observation(self) -> np.ndarray:
+        """What the policy sees: features, active families, step count (see :func:`observation_names`)."""
+        return np.concatenate([self.features, self.active_families(), [float(self.depth)]])
+
+
+def observation_names() -> list[str]:
+    """Names of the :meth:`State.observation` slots, in order."""
+    from ptxopt.analysis.features import FEATURE_NAMES
+
+    return [*FEATURE_NAMES, *(f"active:{f}" for f in FAMILIES), "step"]

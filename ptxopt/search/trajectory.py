@@ -1,0 +1,125 @@
+"""Trajectories: what every search records for the learning layer.
+
+Format: JSON Lines, one object per step (an episode is the steps sharing
+``kernel``, ``strategy`` and ``episode``, ordered by ``step``). Keys:
+
+``schema``           1
+``kernel``           corpus id or file name
+``strategy``         greedy | beam | random | exhaustive | policy
+``episode``          index of the episode within this kernel's search
+``step``             0-based position in the episode
+``pipeline``         canonical pipeline *before* the action
+``observation``      the state's observation vector (see
+                     :func:`ptxopt.search.state.observation_names`: kernel
+                     features of the current module, active families, step)
+``action_mask``      21 ints (1 = legal), registry order, ``stop`` last
+``action``           the pass name taken, or ``stop``
+``action_index``     its index in :func:`ptxopt.passes.registry.action_names`
+``cycles_before``    cycles of the state before the action
+``cycles_after``     cycles after it (equal to before for ``stop``)
+``reward``           ``log(before / after) - step_cost``; 0 for ``stop``
+``candidates``       {pass name: cycles or null} for every legal action the
+                     strategy measured from this state (greedy: all of them)
+``estimate``         true when cycles are the sim model's estimate
+``backend``, ``arch``
+
+The reward telescopes: an episode's rewards sum to the log speedup of its
+final pipeline minus ``step_cost`` per pass. ``stop`` costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ptxopt.passes.registry import STOP, action_names
+
+SCHEMA = 1
+
+#: Per-step cost in the reward (BRIEF section 5).
+STEP_COST = 0.005
+
+
+def reward(cycles_before: float, cycles_after: float, *, step_cost: float = STEP_COST) -> float:
+    """The per-step reward of one pass: the log speedup minus the step cost."""
+    return math.log(cycles_before / cycles_after) - step_cost
+
+
+@dataclass
+class Step:
+    kernel: str
+    strategy: str
+    episode: int
+    step: int
+    pipeline: str
+    observation: list[float]
+    action_mask: list[int]
+    action: str
+    cycles_before: float
+    cycles_after: float
+    reward: float
+    candidates: dict[str, float | None] = field(default_factory=dict)
+    estimate: bool = True
+    backend: str = "sim"
+    arch: str = "sm_89"
+    schema: int = SCHEMA
+
+    @property
+    def action_index(self) -> int:
+        return action_names().index(self.action)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["action_index"] = self.action_index
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Step":
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"trajectory schema {d.get('schema')!r}, expected {SCHEMA}")
+        d = dict(d)
+        d.pop("action_index", None)
+        return cls(**d)
+
+
+def make_step(state, action: str, before: float, after: float, *, kernel: str, strategy: str, episode: int,
+              index: int, candidates: dict | None = None, options=None) -> Step:
+    """A :class:`Step` from a search state (observation and mask taken from it)."""
+    r = 0.0 if action == STOP else reward(before, after)
+    extra = {}
+    if options is not None:
+        extra = dict(backend=options.backend, arch=options.arch, estimate=options.backend == "sim")
+    return Step(kernel=kernel, strategy=strategy, episode=episode, step=index, pipeline=str(state.pipeline),
+                observation=[float(x) for x in state.observation()],
+                action_mask=[int(x) for x in state.action_mask()], action=action, cycles_before=before,
+                cycles_after=after, reward=r, candidates=dict(candidates or {}), **extra)
+
+
+def write_jsonl(steps: Iterable[Step], path: str | Path, *, append: bool = False) -> int:
+    n = 0
+    with open(path, "a" if append else "w") as f:
+        for s in steps:
+            f.write(json.dumps(s.to_json(), sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> Iterator[Step]:
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield Step.from_json(json.loads(line))
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"{path}:{lineno}: bad trajectory record: {e}") from None
+
+
+def episodes(steps: Iterable[Step]) -> list[list[Step]]:
+    """Group steps into episodes (by kernel, strategy, episode), each ordered by step."""
+    groups: dict[tuple, list[Step]] = {}
+    for s in steps:
+        groups.setdefault((s.kernel, s.strategy, s.episode), []).append(s)
+    return [sorted(g, key=lambda s: s.step) for g in groups.values()]
