@@ -41,9 +41,14 @@ class SearchConfig:
     beam_width: int = 4
     seed: int = 0
     options: EvalOptions = field(default_factory=EvalOptions)
+    policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/)
+    samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K sampled
 
     def __post_init__(self):
-        if self.strategy not in STRATEGIES:
+        if self.strategy == "policy":
+            if not self.policy:
+                raise ValueError("strategy 'policy' needs a checkpoint (policy=PATH)")
+        elif self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
         if isinstance(self.budget, str) and self.budget not in STRATEGIES:
             raise ValueError(f"budget must be a number or a strategy name, not {self.budget!r}")
@@ -95,6 +100,10 @@ class KernelResult:
 
 def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
     kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    if strategy == "policy":  # the learning layer drives the rollouts (torch is imported only there)
+        from rl.rollout import policy_search
+
+        return policy_search(root, meter, checkpoint=config.policy, samples=config.samples, **kw)
     return STRATEGIES[strategy](root, meter, **kw)
 
 

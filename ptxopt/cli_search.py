@@ -1,0 +1,172 @@
+"""``ptxopt search TARGET``: find the fastest pass pipeline per kernel.
+
+TARGET: a PTX file, a folder of them, ``-``, or a corpus selector (a family
+such as ``gemm_tile``, a compiler such as ``triton``, a kernel id, ``all``;
+``corpus:`` in front is optional). Cycles come from the evaluator (``sim``:
+an ESTIMATE; ``gpu``: a MEASUREMENT) through its cache, so an interrupted
+search re-run with the same options resumes from what it had measured.
+
+Exit status: 0 when every kernel was searched; 1 when a kernel could not be
+(its baseline failed, it did not parse); 2 on bad input; 130 when
+interrupted (what finished is still written).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _fail(msg: str) -> None:
+    click.echo(f"ptxopt: error: {msg}", err=True)
+    sys.exit(EXIT_INPUT)
+
+
+def _budget(value: str | None):
+    if value is None:
+        return None
+    from ptxopt.search import STRATEGIES
+
+    if value in STRATEGIES:
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: give a number of evaluations or a strategy name "
+                                 f"({', '.join(STRATEGIES)})") from None
+    if n < 1:
+        raise click.BadParameter("the budget must be at least 1 evaluation")
+    return n
+
+
+def resolve_kernels(target: str, entry: str | None = None) -> list:
+    """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message."""
+    from ptxopt.corpus import CorpusError, select
+    from ptxopt.evaluate import Candidate
+    from ptxopt.inputs import InputError, read_targets
+
+    if target != "-" and not target.startswith("corpus:") and not Path(target).exists():
+        try:
+            select(target)
+            target = f"corpus:{target}"
+        except CorpusError as e:
+            raise InputError(f"{target}: no such file or folder, and not a corpus selector ({e})") from None
+    out = []
+    for src in read_targets([target]):
+        if src.name.startswith("corpus:"):
+            from ptxopt.corpus import get
+
+            spec = get(src.name[len("corpus:"):])
+            out.append((Candidate.from_corpus(spec), spec.family))
+            continue
+        try:
+            text = src.data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{src.name}: not UTF-8 text ({e.reason})") from None
+        out.append((Candidate(text, name=src.name, entry=entry), None))
+    return out
+
+
+def _check_parse(kernels) -> None:
+    """Report the first syntax error the ptxopt way (file:line:col, exit 2) before any work."""
+    from ptxopt.parser import ParseError, parse
+
+    for cand, family in kernels:
+        if cand.spec is None:
+            try:
+                parse(cand.ptx, filename=cand.label)
+            except ParseError as e:
+                click.echo(str(e), err=True)
+                sys.exit(EXIT_INPUT)
+
+
+@click.command("search")
+@click.argument("target")
+@click.option("-s", "--strategy", type=click.Choice(["greedy", "beam", "random", "exhaustive"]), default="greedy",
+              show_default=True, help="How pipelines are explored.")
+@click.option("--max-steps", default=6, show_default=True, type=click.IntRange(1, 20),
+              help="Longest pipeline (exhaustive: keep it at 2-3).")
+@click.option("--budget", default=None, metavar="N|STRATEGY",
+              help="Evaluations per kernel, or a strategy's own per-kernel count (e.g. 'greedy': random search "
+                   "at greedy's budget). Default: unlimited (random: 16 rollouts).")
+@click.option("--beam-width", default=4, show_default=True, type=click.IntRange(1, 64), help="Beam width.")
+@click.option("--seed", default=0, show_default=True, help="Random search seed (mixed with each kernel's name).")
+@click.option("--policy", "policy", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
+@click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
+              help="With --policy: 0 = one greedy-decoded rollout; K = best of K sampled rollouts.")
+@click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
+              help="Kernels searched in parallel worker processes (0: in this process).")
+@click.option("--backend", default="sim", show_default=True,
+              help="Where cycles come from: sim (CPU estimate) or gpu (measured; needs CuPy and a GPU).")
+@click.option("--arch", default="sm_89", show_default=True, help="Target architecture.")
+@click.option("--kernel", default=None, metavar="NAME", help="The .entry to optimise in PTX files (default: first).")
+@click.option("--cache", "cache_path", default=None, metavar="PATH",
+              help="Evaluation cache (SQLite) [default: $PTXOPT_CACHE or ~/.cache/ptxopt/eval.sqlite].")
+@click.option("--trials", default=None, type=click.IntRange(1, 1000), help="Interpreter launches per equivalence check.")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds one candidate may take.")
+@click.option("--record", default=None, type=click.Path(dir_okay=False, writable=True),
+              help="Write the trajectories (JSON Lines, see ptxopt.search.trajectory) here.")
+@click.option("--json", "json_out", default=None, metavar="OUT",
+              help="Write per-kernel results and the summary as JSON to OUT ('-': stdout, no table).")
+@click.option("--plot", default=None, type=click.Path(dir_okay=False, writable=True),
+              help="Draw per-kernel improvement (sorted) as a PNG.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, workers, backend, arch,
+               kernel, cache_path, trials, timeout, record, json_out, plot, quiet):
+    """Search pass pipelines for every kernel of TARGET and report the best.
+
+    TARGET: a PTX file, a folder, or a corpus selector (gemm_tile, triton,
+    cuda_saxpy, all; 'corpus:' optional). Per kernel: best pipeline, cycles
+    before/after (ESTIMATE with --backend sim), improvement, evaluations,
+    wall time; then a summary. --record writes the trajectories the learning
+    layer trains on.
+    """
+    from ptxopt.corpus import CorpusError
+    from ptxopt.evaluate import BackendUnavailable, CacheError, default_cache_path, get_backend
+    from ptxopt.inputs import InputError
+    from ptxopt.search import EvalOptions, SearchConfig
+
+    try:
+        budget = _budget(budget)
+    except click.BadParameter as e:
+        _fail(f"--budget: {e.message}")
+    try:
+        kernels = resolve_kernels(target, kernel)
+    except (InputError, CorpusError) as e:
+        _fail(str(e))
+    if not kernels:
+        _fail(f"{target}: no PTX kernels found")
+    _check_parse(kernels)
+    try:
+        get_backend(backend)
+    except (BackendUnavailable, ValueError) as e:
+        _fail(str(e))
+    cache = cache_path or str(default_cache_path())
+    options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout)
+    config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
+                          beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples)
+    if policy:
+        try:
+            from rl.checkpoint import CheckpointError, load_policy
+        except ImportError as e:
+            _fail(f"--policy needs the learning layer (pip install 'ptxopt[rl]'): {e}")
+        try:
+            load_policy(policy)  # a bad checkpoint is refused here, before any work
+        except CheckpointError as e:
+            _fail(str(e))
+
+    from .search_report import run_and_report
+
+    try:
+        code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
+                              quiet=quiet, target=target)
+    except (BackendUnavailable, CacheError) as e:
+        _fail(str(e))
+    sys.exit(code)

@@ -1,0 +1,128 @@
+"""Running a search from the CLI and reporting it: progress, table, JSON, plot.
+
+Kept apart from :mod:`ptxopt.cli_search` (options and input) and from
+:mod:`ptxopt.search` (the library): this is presentation only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _fmt(x, spec=".0f", none="-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
+                   plot: str | None, quiet: bool, target: str) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ptxopt.search import search_many, summarize, write_jsonl
+
+    err = Console(stderr=True)
+    if record:
+        Path(record).write_text("")  # truncate; each kernel's steps are appended as it finishes
+    results = []
+    interrupted = False
+    with Progress(TextColumn(f"{config.strategy}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=err, disable=quiet, transient=True) as bar:
+        task = bar.add_task("", total=len(kernels))
+
+        def done(r) -> None:
+            results.append(r)
+            if record:
+                write_jsonl(r.steps, record, append=True)
+            imp = r.improvement_pct
+            bar.update(task, advance=1, description=f"{r.kernel}: {_fmt(imp, '+.1f')}%")
+
+        try:
+            search_many(kernels, config, workers=workers, on_result=done)
+        except KeyboardInterrupt:
+            interrupted = True
+    order = {k.label: i for i, (k, _) in enumerate(kernels)}
+    results.sort(key=lambda r: order.get(r.kernel, 0))
+    summary = summarize(results)
+    doc = {
+        "target": target, "strategy": config.strategy, "max_steps": config.max_steps, "budget": config.budget,
+        "beam_width": config.beam_width if config.strategy == "beam" else None, "seed": config.seed,
+        "policy": config.policy, "samples": config.samples if config.policy else None,
+        "backend": config.options.backend, "arch": config.options.arch,
+        "cycles_kind": "ESTIMATE" if config.options.backend == "sim" else "MEASUREMENT",
+        "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
+        "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
+    }
+    if json_out == "-":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        if json_out:
+            Path(json_out).write_text(json.dumps(doc, indent=2) + "\n")
+        if not quiet:
+            print_table(results, config)
+        print_summary(summary, config)
+    if plot and results:
+        draw_plot(results, plot, title=f"{config.strategy} on {target} ({doc['cycles_kind'].lower()})")
+    for r in results:
+        if r.error:
+            click.echo(f"ptxopt: {r.kernel}: {r.error}", err=True)
+    if interrupted:
+        click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
+                   "run the same command again to resume from the cache", err=True)
+        return 130
+    return 1 if any(r.error for r in results) else 0
+
+
+def print_table(results, config) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    kind = "estimated" if config.options.backend == "sim" else "measured"
+    t = Table(title=f"{config.strategy} search ({kind} cycles, {config.options.arch})")
+    for col in ("kernel", "best pipeline", "cycles before", "after", "improvement", "evals", "hits", "wall s"):
+        t.add_column(col, justify="left" if col in ("kernel", "best pipeline") else "right")
+    for r in results:
+        t.add_row(r.kernel, r.pipeline or ("(error)" if r.error else "(none)"), _fmt(r.baseline_cycles),
+                  _fmt(r.best_cycles), _fmt(r.improvement_pct, "+.1f") + ("%" if r.improvement_pct is not None else ""),
+                  str(r.evaluations), str(r.cache_hits), _fmt(r.wall_s, ".1f"))
+    Console(width=None if sys.stdout.isatty() else 160).print(t)
+
+
+def print_summary(s: dict, config) -> None:
+    imp = s["improvement_pct"]
+    kind = "ESTIMATE (sim model)" if config.options.backend == "sim" else "MEASUREMENT"
+    click.echo(f"{s['searched']}/{s['kernels']} kernels searched ({s['errors']} errors); cycles are an {kind}")
+    if imp["mean"] is not None:
+        click.echo(f"improvement: mean {imp['mean']:+.2f}%  median {imp['median']:+.2f}%  best {imp['best']:+.2f}%  "
+                   f"worst {imp['worst']:+.2f}%  geomean speedup {s['geomean_speedup']:.4f}x  "
+                   f"improved {s['improved']}/{s['searched']}")
+    hit = s["cache_hit_rate"]
+    click.echo(f"evaluations: {s['evaluations']} ({_fmt(s['evaluations_per_kernel'], '.1f')}/kernel), "
+               f"cache hits {_fmt(None if hit is None else 100 * hit, '.1f')}%, failures {s['failures'] or 0}, "
+               f"search time {s['wall_s']:.1f} s")
+    if s["pass_frequency"]:
+        click.echo("passes in best pipelines: " + ", ".join(f"{k} {v}" for k, v in s["pass_frequency"].items()))
+
+
+def draw_plot(results, path: str, *, title: str) -> None:
+    """Per-kernel improvement, sorted: one bar per kernel (errors left out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = sorted((r.improvement_pct, r.kernel) for r in results if r.improvement_pct is not None)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.12 * len(pts) + 2), 4))
+    ax.bar(range(len(pts)), [p for p, _ in pts], color=["#2a7" if p > 0 else "#c44" for p, _ in pts])
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_xlabel("kernel (sorted by improvement)")
+    ax.set_ylabel("cycles saved (%)")
+    ax.set_title(title)
+    if len(pts) <= 40:
+        ax.set_xticks(range(len(pts)), [k for _, k in pts], rotation=90, fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
