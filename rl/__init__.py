@@ -1,0 +1,12 @@
+"""The learning layer: which passes to apply, learned from search.
+
+* :mod:`rl.env`        -- a Gymnasium environment over pass pipelines
+* :mod:`rl.policy`     -- the policy network (an MLP on kernel features)
+* :mod:`rl.bc`         -- behaviour cloning from greedy-search trajectories
+* :mod:`rl.grpo`       -- GRPO fine-tuning against the evaluator
+* :mod:`rl.rollout`    -- policy rollouts (GRPO, ``ptxopt search --policy``)
+* :mod:`rl.checkpoint` -- saving and loading policies safely
+
+torch is imported only in this package; :mod:`ptxopt` stays usable without it.
+The design (reward, state, GRPO) is BRIEF section 5.
+"""

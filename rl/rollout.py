@@ -1,0 +1,106 @@
+"""Policy rollouts through the environment: for GRPO and for ``ptxopt search --policy``.
+
+An :class:`Episode` keeps what GRPO needs (observations, masks, actions,
+log-probabilities under the sampling policy, rewards) and what a search
+reports (the pipeline, cycles, trajectory steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ptxopt.passes.registry import STOP
+from ptxopt.search import Meter, State
+from ptxopt.search.outcome import Outcome
+from ptxopt.search.trajectory import Step, make_step
+
+from .env import ACTIONS, PipelineEnv, env_for
+from .policy import Policy
+
+#: Sampling temperatures (BRIEF section 5): exploring (GRPO) and exploiting (search).
+EXPLORE_T, EXPLOIT_T = 1.5, 0.5
+
+
+@dataclass
+class Episode:
+    kernel: str
+    baseline: float
+    cycles: float = 0.0
+    pipeline: str = ""
+    obs: list = field(default_factory=list)
+    masks: list = field(default_factory=list)
+    actions: list = field(default_factory=list)
+    logps: list = field(default_factory=list)
+    rewards: list = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    state: State | None = None
+
+    @property
+    def ret(self) -> float:
+        return float(sum(self.rewards))
+
+    @property
+    def improvement_pct(self) -> float:
+        return 100.0 * (1.0 - self.cycles / self.baseline)
+
+
+def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EXPLORE_T, greedy: bool = False,
+            generator: torch.Generator | None = None, episode: int = 0, strategy: str = "policy") -> Episode:
+    obs, info = env.reset(options={"kernel": kernel})
+    ep = Episode(info["kernel"], info["baseline_cycles"], info["cycles"])
+    done = False
+    while not done:
+        mask = info["action_mask"]
+        a, lp = policy.act(obs, mask, temperature=temperature, greedy=greedy, generator=generator)
+        before_state, before = env.state, env.cycles
+        obs2, r, term, trunc, info = env.step(a)
+        ep.obs.append(obs), ep.masks.append(mask), ep.actions.append(a), ep.logps.append(lp), ep.rewards.append(r)
+        if not info.get("failed"):
+            ep.steps.append(make_step(before_state, ACTIONS[a], before, env.cycles, kernel=ep.kernel,
+                                      strategy=strategy, episode=episode, index=len(ep.steps),
+                                      options=env.options))
+        obs, done = obs2, term or trunc
+    ep.cycles, ep.pipeline, ep.state = env.cycles, env.pipeline(), env.state
+    return ep
+
+
+def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 0, max_steps: int = 6,
+                  seed: int = 0, **_) -> Outcome:
+    """``samples=0``: one greedy-decoded rollout; ``K``: the best of K rollouts
+    sampled at the exploiting temperature. Every pipeline is measured (and
+    verified) by the evaluator through ``meter``."""
+    from ptxopt.search.random_search import kernel_rng
+
+    from .checkpoint import load_policy
+
+    policy, _meta = load_policy(checkpoint)
+    base = meter.measure([root])[0]
+    out = Outcome(root, base, base)
+    if not base.ok:
+        out.note = f"baseline failed: {base.status}"
+        return out
+    env = env_for(root, meter, max_steps=max_steps)
+    gen = torch.Generator().manual_seed(int(kernel_rng(seed, root.kernel.label).integers(2**62)))
+    for i in range(max(1, samples)):
+        ep = rollout(policy, env, root.kernel.label, temperature=EXPLOIT_T, greedy=samples == 0, generator=gen,
+                     episode=i)
+        out.steps.extend(ep.steps)
+        r = meter.known(ep.state)
+        if r is not None and r.ok and r.cycles < out.best_result.cycles:
+            out.best, out.best_result = ep.state, r
+    return out
+
+
+def batch_tensors(episodes: list[Episode]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stack every step of ``episodes``: (obs, masks, actions, old log-probs)."""
+    obs = np.array([o for e in episodes for o in e.obs], dtype=np.float64)
+    masks = np.array([m for e in episodes for m in e.masks], dtype=bool)
+    acts = np.array([a for e in episodes for a in e.actions], dtype=np.int64)
+    logps = np.array([lp for e in episodes for lp in e.logps], dtype=np.float64)
+    return obs, masks, acts, logps
+
+
+__all__ = ["Episode", "rollout", "policy_search", "batch_tensors", "EXPLORE_T", "EXPLOIT_T", "STOP"]
