@@ -433,11 +433,13 @@ def corpus_list(family, as_json):
 
 from ptxopt.cli_eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
 from ptxopt.cli_search import search_cmd  # noqa: E402  (search over pipelines)
+from ptxopt.cli_train import train_cmd  # noqa: E402  (the learning layer; imports torch lazily)
 from ptxopt.cli_verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
+cli.add_command(train_cmd, "train")
 
 
 def main(argv=None):

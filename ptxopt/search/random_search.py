@@ -43,22 +43,24 @@ def random_search(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 
     rng = kernel_rng(seed, root.kernel.label)
     episode, stale = 0, 0
     while stale < MAX_STALE_ROLLOUTS and (meter.budget is not None or episode < rollouts):
-        before = meter.evaluations
+        before, steps = meter.evaluations, []
         try:
-            steps = _rollout(root, base, meter, rng, max_steps, episode, strategy, out)
+            _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps)
         except BudgetExhausted:
             out.note = "budget exhausted"
             break
-        out.steps.extend(steps)
+        finally:
+            out.steps.extend(steps)  # a rollout cut short by the budget keeps the steps it paid for
         episode += 1
         stale = stale + 1 if meter.evaluations == before else 0
         if meter.remaining == 0:
+            out.note = "budget exhausted"
             break
     return out
 
 
-def _rollout(root, base, meter, rng, max_steps, episode, strategy, out) -> list:
-    state, res, steps = root, base, []
+def _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps: list) -> None:
+    state, res = root, base
     for i in range(max_steps):
         moves = state.legal_moves()
         choices = [m.action for m in moves] + ([STOP] if i > 0 else [])
@@ -77,4 +79,3 @@ def _rollout(root, base, meter, rng, max_steps, episode, strategy, out) -> list:
         if better(r, out.best_result):
             out.best, out.best_result = child, r
         state, res = child, r
-    return steps

@@ -78,6 +78,8 @@ class Step:
 
     @classmethod
     def from_json(cls, d: dict) -> "Step":
+        if not isinstance(d, dict):
+            raise ValueError(f"expected a JSON object, got {type(d).__name__}")
         if d.get("schema") != SCHEMA:
             raise ValueError(f"trajectory schema {d.get('schema')!r}, expected {SCHEMA}")
         d = dict(d)

@@ -1,0 +1,157 @@
+"""``ptxopt train``: behaviour cloning, then GRPO (the learning layer, :mod:`rl`).
+
+torch is imported only inside the command (from :mod:`rl`), so the rest of
+the CLI works without the ``rl`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _fail(msg: str) -> None:
+    click.echo(f"ptxopt: error: {msg}", err=True)
+    sys.exit(2)
+
+
+@click.command("train")
+@click.option("--bc-only", is_flag=True, help="Behaviour cloning only (seconds).")
+@click.option("--quick", is_flag=True, help="BC, then 3 GRPO epochs (G=4) on 2 small kernels (a few minutes).")
+@click.option("--eval", "do_eval", is_flag=True,
+              help="Evaluate --checkpoint against greedy and random search at equal budgets.")
+@click.option("--checkpoint", default=None, type=click.Path(dir_okay=False),
+              help="Policy to evaluate (--eval) or to start GRPO from (instead of BC).")
+@click.option("--kernels", default="gemm_tile", show_default=True,
+              help="Training kernels for GRPO / evaluation kernels for --eval (corpus selector).")
+@click.option("--families", default=None, help="Only these families' trajectories for BC (comma-separated).")
+@click.option("--trajectories", "trajectories", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Greedy trajectory files for BC (repeatable) [default: the committed corpus/trajectories].")
+@click.option("--out", "out_dir", default="runs/train", show_default=True, type=click.Path(file_okay=False),
+              help="Where checkpoints, logs and plots go.")
+@click.option("--loko", is_flag=True, help="Also report leave-one-kernel-out BC accuracy vs a random forest.")
+@click.option("--bc-epochs", default=300, show_default=True, type=click.IntRange(1))
+@click.option("--epochs", default=20, show_default=True, type=click.IntRange(1), help="GRPO epochs.")
+@click.option("--group-size", default=8, show_default=True, type=click.IntRange(2), help="GRPO group size G.")
+@click.option("--batch-kernels", default=0, show_default=True, type=click.IntRange(0),
+              help="Kernels per GRPO epoch (0: all).")
+@click.option("--lr", default=3e-4, show_default=True, type=float)
+@click.option("--clip-eps", default=0.2, show_default=True, type=float)
+@click.option("--kl-beta", default=0.01, show_default=True, type=float)
+@click.option("--explore-temperature", default=1.5, show_default=True, type=float)
+@click.option("--exploit-temperature", default=0.5, show_default=True, type=float)
+@click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--backend", default="sim", show_default=True)
+@click.option("--arch", default="sm_89", show_default=True)
+@click.option("--cache", "cache_path", default=None, metavar="PATH", help="Evaluation cache [default: the evaluator's].")
+@click.option("--json", "json_out", default=None, metavar="OUT", help="--eval: write the comparison as JSON.")
+def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
+              epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
+              samples, seed, backend, arch, cache_path, json_out):
+    """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
+
+    Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
+    --out: bc.pt, policy.pt, grpo_log.csv, grpo_curves.png, train.json.
+    """
+    try:
+        from rl.checkpoint import CheckpointError, load_policy
+        from rl.grpo import GRPOConfig
+        from rl.train import DEFAULT_TRAJECTORIES, QUICK_KERNELS, run_bc, run_grpo, write_summary
+    except ImportError as e:
+        _fail(f"training needs the learning layer (pip install 'ptxopt[rl]'): {e}")
+    from ptxopt.corpus import CorpusError, select
+    from ptxopt.evaluate import BackendUnavailable, default_cache_path, get_backend
+    from ptxopt.search import EvalOptions
+
+    if sum([bc_only, quick, do_eval]) > 1:
+        _fail("choose one of --bc-only, --quick, --eval")
+    try:
+        get_backend(backend)
+    except (BackendUnavailable, ValueError) as e:
+        _fail(str(e))
+    options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    if do_eval:
+        if not checkpoint:
+            _fail("--eval needs --checkpoint PATH")
+        try:
+            load_policy(checkpoint)
+            specs = select(kernels.removeprefix("corpus:"))
+        except (CheckpointError, CorpusError) as e:
+            _fail(str(e))
+        from ptxopt.evaluate import Candidate
+        from rl.protocol import compare
+
+        result = compare(checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,
+                         samples=samples, seed=seed,
+                         progress=lambda i, n, k: click.echo(f"[{i}/{n}] {k}", err=True))
+        print_comparison(result)
+        if json_out:
+            Path(json_out).write_text(json.dumps(result, indent=2) + "\n")
+        return
+
+    trajs = list(trajectories) or [DEFAULT_TRAJECTORIES]
+    for t in trajs:
+        if not Path(t).exists():
+            _fail(f"{t}: no trajectory file (record one with: ptxopt search gemm_tile --record {t})")
+    fams = [f.strip() for f in families.split(",")] if families else None
+    doc: dict = {"mode": "bc-only" if bc_only else "quick" if quick else "full", "trajectories": [str(t) for t in trajs],
+                 "families": fams}
+    if checkpoint and not bc_only:
+        bc_path = Path(checkpoint)
+        try:
+            load_policy(bc_path)
+        except CheckpointError as e:
+            _fail(str(e))
+    else:
+        try:
+            bc_path, doc["bc"] = run_bc(trajs, out, families=fams, epochs=bc_epochs, seed=seed, loko=loko,
+                                        log=click.echo)
+        except ValueError as e:
+            _fail(str(e))
+    click.echo(f"BC checkpoint: {bc_path}")
+    if bc_only:
+        write_summary(out, doc)
+        return
+    if quick:
+        train_kernels = list(QUICK_KERNELS)
+        cfg = GRPOConfig(epochs=3, group_size=4, lr=lr, clip_eps=clip_eps, kl_beta=kl_beta,
+                         explore_temperature=explore_temperature, exploit_temperature=exploit_temperature,
+                         checkpoint_every=0, seed=seed)
+    else:
+        try:
+            train_kernels = [s.id for s in select(kernels.removeprefix("corpus:"))]
+        except CorpusError as e:
+            _fail(str(e))
+        cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, lr=lr,
+                         clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
+                         exploit_temperature=exploit_temperature, seed=seed)
+    click.echo(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
+               f"({backend} backend; cycles are {'an ESTIMATE' if backend == 'sim' else 'MEASURED'})")
+    path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=click.echo)
+    doc.update(grpo_kernels=train_kernels, grpo=rows)
+    write_summary(out, doc)
+    click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")
+
+
+def print_comparison(result: dict) -> None:
+    s = result["summary"]
+    click.echo(f"{'method':<16}{'mean impr %':>12}{'median %':>10}{'evals/kernel':>14}")
+    for name, v in s.items():
+        if name == "targets":
+            continue
+        click.echo(f"{name:<16}{v['mean_improvement_pct']:>12.2f}{v['median_improvement_pct']:>10.2f}"
+                   f"{v['mean_evaluations']:>14.1f}")
+    t = s.get("targets")
+    if t:
+        click.echo(f"best-of-{result['samples']} / greedy: improvement {t['best_of_k_vs_greedy_improvement']:.2f}x "
+                   f"(target >= 1.00) with {t['best_of_k_vs_greedy_evaluations']:.2f}x the evaluations (target <= 0.50)")
+        click.echo(f"greedy-decoded / greedy improvement: {t['greedy_decoded_vs_greedy_improvement']:.2f} (target >= 0.90)")
+        click.echo(f"best-of-{result['samples']} beats random at equal budget: {t['best_of_k_beats_random_at_equal_budget']}")
+    click.echo("(cycles are the sim model's ESTIMATE unless measured with --backend gpu)")
