@@ -1,0 +1,140 @@
+"""The learning layer's numbers, reproduced: BC accuracy, the policy against
+search at equal budgets, generalisation to unseen families, and speed.
+
+1. **BC accuracy** (leave-one-kernel-out) of the MLP and of a random forest
+   on the same features, on the recorded greedy trajectories of the
+   training families (earlier work: 64.5% MLP, 59.1% random forest).
+2. **Policy vs search on the training family** (gemm_tile): greedy search;
+   one greedy-decoded rollout; best of 8 sampled; random and greedy search
+   at the policy's budget. Targets: best-of-8 >= greedy's mean improvement
+   with <= half its evaluations; greedy-decoded >= 90% of greedy's.
+3. **Generalisation**: the same on families never trained on (default:
+   every family but gemm_tile and elementwise). Target: the policy beats
+   random search at equal budget.
+4. **Speed**: policy inference per step; one GRPO epoch (G=8) over the
+   gemm_tile kernels in a fresh process on a warm evaluation cache (rollouts
+   -- mostly computing action masks, i.e. applying every pass to every new
+   state -- and the update timed apart).
+
+Cycles are the sim model's ESTIMATE. Usage:
+``python benchmarks/rl_report.py --checkpoint runs/train/policy.pt [--parts bc,gemm,heldout,speed] [--json OUT]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from ptxopt.corpus import select  # noqa: E402
+from ptxopt.evaluate import Candidate, default_cache_path  # noqa: E402
+from ptxopt.search import EvalOptions  # noqa: E402
+from rl.bc import leave_one_kernel_out, load_dataset  # noqa: E402
+from rl.checkpoint import load_policy  # noqa: E402
+from rl.env import PipelineEnv  # noqa: E402
+from rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
+from rl.protocol import compare  # noqa: E402
+from rl.train import DEFAULT_TRAJECTORIES  # noqa: E402
+
+TRAIN_FAMILIES = ("gemm_tile", "elementwise")
+
+
+def heldout_selector() -> str:
+    fams = sorted({k.family for k in select("all")} - set(TRAIN_FAMILIES))
+    return ",".join(fams)
+
+
+def show(name: str, res: dict) -> None:
+    s = res["summary"]
+    print(f"\n{name}: {len(res['kernels'])} kernels")
+    print(f"  {'method':<16}{'mean impr %':>12}{'median %':>10}{'evals/kernel':>14}")
+    for m, v in s.items():
+        if m != "targets":
+            print(f"  {m:<16}{v['mean_improvement_pct']:>12.2f}{v['median_improvement_pct']:>10.2f}"
+                  f"{v['mean_evaluations']:>14.1f}")
+    t = s.get("targets")
+    if t:
+        print(f"  best-of-8/greedy improvement {t['best_of_k_vs_greedy_improvement']:.3f} (target >= 1), evaluations "
+              f"{t['best_of_k_vs_greedy_evaluations']:.3f} (target <= 0.5); greedy-decoded/greedy "
+              f"{t['greedy_decoded_vs_greedy_improvement']:.3f} (target >= 0.9); beats random at equal budget: "
+              f"{t['best_of_k_beats_random_at_equal_budget']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--parts", default="bc,gemm,heldout,speed")
+    ap.add_argument("--trajectories", default=str(DEFAULT_TRAJECTORIES))
+    ap.add_argument("--cache", default=str(default_cache_path()))
+    ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    options = EvalOptions(cache=args.cache)
+    doc: dict = {"checkpoint": args.checkpoint, "cycles_kind": "ESTIMATE"}
+    policy, meta = load_policy(args.checkpoint)
+    print(f"checkpoint {args.checkpoint}: stage {meta.get('stage')}, epoch {meta.get('epoch')}")
+
+    if "bc" in parts:
+        data = load_dataset([args.trajectories], families=["gemm_tile"])
+        t0 = time.perf_counter()
+        lk = leave_one_kernel_out(data)
+        doc["bc"] = {k: v for k, v in lk.items() if k != "per_kernel"}
+        print(f"\nBC leave-one-kernel-out on gemm_tile greedy trajectories ({lk['steps']} steps, {lk['kernels']} "
+              f"kernels): MLP {100 * lk['mlp_accuracy']:.1f}%  random forest {100 * lk['random_forest_accuracy']:.1f}%"
+              f"  majority {100 * lk['majority_accuracy']:.1f}%  ({time.perf_counter() - t0:.0f} s)")
+
+    for part, selector in (("gemm", "gemm_tile"), ("heldout", heldout_selector())):
+        if part not in parts:
+            continue
+        specs = select(selector)
+        t0 = time.perf_counter()
+        res = compare(args.checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,
+                      samples=args.samples)
+        res["wall_s"] = time.perf_counter() - t0
+        doc[part] = res
+        show(f"{part} ({selector})", res)
+
+    if "speed" in parts:
+        env = PipelineEnv(["gemm_tile_8x8x8"], options=options)
+        obs, info = env.reset()
+        mask = info["action_mask"]
+        n = 2000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            policy.act(obs, mask, temperature=1.5)
+        per_step = (time.perf_counter() - t0) / n
+        kernels = [s.id for s in select("gemm_tile")]
+        env = PipelineEnv(kernels, options=options)
+        trainer = GRPOTrainer(_copy(policy), env, kernels, GRPOConfig(epochs=1, eval_every=0, checkpoint_every=0),
+                              Path("/tmp/ptxopt_rl_speed"))
+        row = trainer.epoch(1)
+        doc["speed"] = {"inference_ms_per_step": 1000 * per_step, "grpo_epoch": row}
+        print(f"\npolicy inference: {1000 * per_step:.3f} ms per step (one observation, CPU)")
+        print(f"one GRPO epoch, {len(kernels)} kernels x G=8, fresh process, warm cache: {row['wall_s']:.1f} s "
+              f"(rollouts {row['rollout_s']:.1f} s, update {row['update_s']:.2f} s; {row['evaluations']} modules "
+              f"measured, {row['cache_hits']} of them from the cache)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2, default=float) + "\n")
+
+
+def _copy(policy):
+    import copy
+
+    p = copy.deepcopy(policy)
+    for t in p.parameters():
+        t.requires_grad_(True)
+    return p
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    torch.manual_seed(0)
+    main()
