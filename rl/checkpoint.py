@@ -60,6 +60,9 @@ def load_policy(path: str | Path) -> tuple[Policy, dict]:
         raise CheckpointError(f"{path}: not a ptxopt policy checkpoint ({type(e).__name__}: {e})"[:400]) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a ptxopt policy checkpoint (format {doc.get('format') if isinstance(doc, dict) else None!r}, expected {FORMAT})")
+    missing = [k for k in ("state_dict", "config", "action_names", "observation_names") if k not in doc]
+    if missing:
+        raise CheckpointError(f"{path}: damaged policy checkpoint: no {', '.join(missing)}")
     if list(doc["action_names"]) != action_names():
         raise CheckpointError(f"{path}: trained for actions {doc['action_names']}, but this ptxopt has "
                               f"{action_names()}; retrain the policy")
@@ -67,8 +70,12 @@ def load_policy(path: str | Path) -> tuple[Policy, dict]:
         raise CheckpointError(f"{path}: trained on a different observation layout "
                               f"({len(doc['observation_names'])} slots, this ptxopt has "
                               f"{len(observation_names())}); retrain the policy")
-    policy = Policy(PolicyConfig(**doc["config"]))
-    policy.load_state_dict(doc["state_dict"])
+    try:
+        policy = Policy(PolicyConfig(**doc["config"]))
+        policy.load_state_dict(doc["state_dict"])
+    except (TypeError, RuntimeError, ValueError) as e:
+        raise CheckpointError(f"{path}: damaged policy checkpoint: the weights do not fit its config "
+                              f"({str(e).splitlines()[0][:200]})") from None
     policy.eval()
     _cache[key] = (policy, doc.get("meta", {}))
     return _cache[key]

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ptxopt.passes.registry import STOP
-from ptxopt.search import Meter, State
+from ptxopt.search import BudgetExhausted, Meter, State
 from ptxopt.search.outcome import Outcome
 from ptxopt.search.trajectory import Step, make_step
 
@@ -50,7 +50,8 @@ class Episode:
 def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EXPLORE_T, greedy: bool = False,
             generator: torch.Generator | None = None, episode: int = 0, strategy: str = "policy") -> Episode:
     obs, info = env.reset(options={"kernel": kernel})
-    ep = Episode(info["kernel"], info["baseline_cycles"], info["cycles"])
+    ep = Episode(info["kernel"], info["baseline_cycles"], info["cycles"], state=env.state)
+    env.partial = ep  # what a caller still has when a step raises (e.g. BudgetExhausted)
     done = False
     while not done:
         mask = info["action_mask"]
@@ -59,6 +60,7 @@ def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EX
         obs2, r, term, trunc, info = env.step(a)
         ep.obs.append(obs), ep.masks.append(mask), ep.actions.append(a), ep.logps.append(lp), ep.rewards.append(r)
         if not info.get("failed"):
+            ep.cycles, ep.state = env.cycles, env.state
             ep.steps.append(make_step(before_state, ACTIONS[a], before, env.cycles, kernel=ep.kernel,
                                       strategy=strategy, episode=episode, index=len(ep.steps),
                                       options=env.options))
@@ -85,12 +87,18 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
     env = env_for(root, meter, max_steps=max_steps)
     gen = torch.Generator().manual_seed(int(kernel_rng(seed, root.kernel.label).integers(2**62)))
     for i in range(max(1, samples)):
-        ep = rollout(policy, env, root.kernel.label, temperature=EXPLOIT_T, greedy=samples == 0, generator=gen,
-                     episode=i)
+        try:
+            ep = rollout(policy, env, root.kernel.label, temperature=EXPLOIT_T, greedy=samples == 0, generator=gen,
+                         episode=i)
+        except BudgetExhausted:
+            ep = env.partial  # the rollout the budget cut short keeps what it measured
+            out.note = "budget exhausted"
         out.steps.extend(ep.steps)
-        r = meter.known(ep.state)
+        r = meter.known(ep.state) if ep.state is not None else None
         if r is not None and r.ok and r.cycles < out.best_result.cycles:
             out.best, out.best_result = ep.state, r
+        if out.note:
+            break
     return out
 
 

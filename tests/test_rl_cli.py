@@ -169,8 +169,6 @@ def test_checkpoint_for_other_actions_is_a_one_line_error(tmp_path, cache, bc_ck
     one_line_error(run("search", K2, "--policy", other, "--cache", cache), "retrain")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG rl/checkpoint.py load_policy: a checkpoint dict without 'action_names' "
-                                       "raises KeyError, not CheckpointError: 'ptxopt: internal error', exit 3")
 def test_checkpoint_missing_a_key_is_a_one_line_error(tmp_path, cache, bc_ckpt):
     doc = torch.load(bc_ckpt, weights_only=True)
     del doc["action_names"]

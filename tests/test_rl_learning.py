@@ -264,12 +264,6 @@ def _wrong_shapes(doc):
     doc["config"]["hidden"] = 16  # the weights are for hidden=8
 
 
-@pytest.mark.xfail(strict=True, raises=(KeyError, RuntimeError),
-                   reason="BUG rl/checkpoint.py load_policy: a dict with the right 'format' but a missing key "
-                          "(KeyError at doc['action_names']) or weights that do not fit its config (RuntimeError "
-                          "from load_state_dict) escapes as a raw exception instead of CheckpointError, so "
-                          "`ptxopt search --policy` / `ptxopt train --checkpoint` end with 'ptxopt: internal "
-                          "error: KeyError' and exit 3 instead of a one-line input error and exit 2")
 @pytest.mark.parametrize("edit", [_drop_key, _wrong_shapes], ids=["missing-key", "wrong-shapes"])
 def test_malformed_checkpoint_dict_is_a_checkpoint_error(tmp_path, edit):
     with pytest.raises(CheckpointError):
@@ -632,18 +626,10 @@ def test_policy_search_never_exceeds_the_meter_budget(saved_policy, tmp_path, bu
     """(A fresh cache per budget: evaluations count modules, cached or not.)"""
     root = State.root(Candidate.from_corpus(K2))
     meter = Meter(EvalOptions(cache=tmp_path / "eval.sqlite"), budget=budget)
-    try:
-        policy_search(root, meter, checkpoint=str(saved_policy), samples=4, seed=2)
-    except BudgetExhausted:
-        pass  # (see the xfail below: it should finish, not raise)
+    policy_search(root, meter, checkpoint=str(saved_policy), samples=4, seed=2)
     assert 1 <= meter.evaluations <= budget
 
 
-@pytest.mark.xfail(strict=True, raises=BudgetExhausted, reason="BUG rl/rollout.py policy_search: BudgetExhausted from the Meter escapes "
-                                       "env.step() (no try/except around the rollouts, unlike greedy/random "
-                                       "search), so `ptxopt search --policy P --budget N` reports the kernel as "
-                                       "an error ('BudgetExhausted: ', evaluations 0) and exits 1 instead of "
-                                       "keeping the best found within the budget")
 def test_policy_search_finishes_when_the_budget_runs_out(saved_policy, options):
     root = State.root(Candidate.from_corpus(K2))
     meter = Meter(options, budget=2)
