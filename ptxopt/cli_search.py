@@ -13,7 +13,6 @@ interrupted (what finished is still written).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

@@ -20,7 +20,7 @@ pytest.importorskip("gymnasium")
 
 from ptxopt.evaluate import Candidate  # noqa: E402
 from ptxopt.passes.registry import STOP, action_names  # noqa: E402
-from ptxopt.search import (BudgetExhausted, EvalOptions, Meter, SearchConfig, State, Step, episodes,  # noqa: E402
+from ptxopt.search import (EvalOptions, Meter, SearchConfig, State, Step, episodes,  # noqa: E402
                            observation_names, read_jsonl, reward, search_kernel, write_jsonl)
 from ptxopt.search.state import STOP_INDEX  # noqa: E402
 from rl.bc import Dataset, _masked_argmax, accuracy, leave_one_kernel_out, load_dataset, predict, train_bc  # noqa: E402
