@@ -98,7 +98,7 @@ def _check_parse(kernels) -> None:
 @click.option("--policy", "policy", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
-              help="With --policy: 0 = one greedy-decoded rollout; K = best of K sampled rollouts.")
+              help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
 @click.option("--backend", default="sim", show_default=True,
