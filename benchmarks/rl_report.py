@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--trajectories", default=str(DEFAULT_TRAJECTORIES))
     ap.add_argument("--cache", default=str(default_cache_path()))
     ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--temperature", type=float, default=0.5, help="of the K-1 sampled rollouts of best-of-K")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     parts = args.parts.split(",")
@@ -97,7 +98,7 @@ def main() -> None:
         specs = select(selector)
         t0 = time.perf_counter()
         res = compare(args.checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,
-                      samples=args.samples)
+                      samples=args.samples, temperature=args.temperature)
         res["wall_s"] = time.perf_counter() - t0
         doc[part] = res
         show(f"{part} ({selector})", res)

@@ -99,6 +99,8 @@ def _check_parse(kernels) -> None:
               help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
+@click.option("--temperature", default=0.5, show_default=True, type=click.FloatRange(min=0.01),
+              help="With --policy --samples K: sampling temperature of the K-1 sampled rollouts.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
 @click.option("--backend", default="sim", show_default=True,
@@ -117,7 +119,7 @@ def _check_parse(kernels) -> None:
 @click.option("--plot", default=None, type=click.Path(dir_okay=False, writable=True),
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
-def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, workers, backend, arch,
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend, arch,
                kernel, cache_path, trials, timeout, record, json_out, plot, quiet):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
@@ -150,7 +152,8 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     cache = cache_path or str(default_cache_path())
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
-                          beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples)
+                          beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
+                          temperature=temperature)
     if policy:
         try:
             from rl.checkpoint import CheckpointError, load_policy

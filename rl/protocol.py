@@ -26,14 +26,15 @@ def _row(r) -> dict:
 
 
 def compare(checkpoint: str, kernels: Sequence, options: EvalOptions, *, samples: int = 8, seed: int = 0,
-            max_steps: int = 6, progress: Callable[[int, int, str], None] | None = None) -> dict:
+            max_steps: int = 6, temperature: float = 0.5, progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Per-kernel rows and the summary (means, ratios, targets) for ``kernels`` ((Candidate, family) pairs)."""
     rows = []
     for i, (cand, family) in enumerate(kernels):
         cfg = dict(max_steps=max_steps, seed=seed, options=options)
         g = search_kernel(cand, SearchConfig("greedy", **cfg), family)
         p1 = search_kernel(cand, SearchConfig("policy", policy=checkpoint, samples=0, **cfg), family)
-        pk = search_kernel(cand, SearchConfig("policy", policy=checkpoint, samples=samples, **cfg), family)
+        pk = search_kernel(cand, SearchConfig("policy", policy=checkpoint, samples=samples, temperature=temperature,
+                                              **cfg), family)
         budget = max(1, pk.evaluations)
         rnd = search_kernel(cand, SearchConfig("random", budget=budget, **cfg), family)
         gb = search_kernel(cand, SearchConfig("greedy", budget=budget, **cfg), family)
@@ -41,7 +42,7 @@ def compare(checkpoint: str, kernels: Sequence, options: EvalOptions, *, samples
                      f"policy@{samples}": _row(pk), "random@policy": _row(rnd), "greedy@policy": _row(gb)})
         if progress:
             progress(i + 1, len(kernels), cand.label)
-    return {"samples": samples, "kernels": rows, "summary": summarize(rows, samples)}
+    return {"samples": samples, "temperature": temperature, "kernels": rows, "summary": summarize(rows, samples)}
 
 
 def summarize(rows: list[dict], samples: int) -> dict:

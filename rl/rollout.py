@@ -70,10 +70,10 @@ def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EX
 
 
 def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 0, max_steps: int = 6,
-                  seed: int = 0, **_) -> Outcome:
+                  seed: int = 0, temperature: float = EXPLOIT_T, **_) -> Outcome:
     """``samples=0``: one greedy-decoded rollout; ``K``: the best of K
-    rollouts -- the greedy-decoded one, then K-1 sampled at the exploiting
-    temperature (so best-of-K is never worse than greedy decoding, and the
+    rollouts -- the greedy-decoded one, then K-1 sampled at ``temperature``
+    (default: the exploiting one, 0.5) (so best-of-K is never worse than greedy decoding, and the
     samples spend their budget on the alternatives). Every pipeline is
     measured (and verified) by the evaluator through ``meter``."""
     from ptxopt.search.random_search import kernel_rng
@@ -90,7 +90,7 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
     gen = torch.Generator().manual_seed(int(kernel_rng(seed, root.kernel.label).integers(2**62)))
     for i in range(max(1, samples)):
         try:
-            ep = rollout(policy, env, root.kernel.label, temperature=EXPLOIT_T, greedy=i == 0, generator=gen,
+            ep = rollout(policy, env, root.kernel.label, temperature=temperature, greedy=i == 0, generator=gen,
                          episode=i)
         except BudgetExhausted:
             ep = env.partial  # the rollout the budget cut short keeps what it measured

@@ -42,7 +42,8 @@ class SearchConfig:
     seed: int = 0
     options: EvalOptions = field(default_factory=EvalOptions)
     policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/)
-    samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K sampled
+    samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K (greedy-decoded + K-1 sampled)
+    temperature: float = 0.5  # policy: sampling temperature of the K-1 samples
 
     def __post_init__(self):
         if self.strategy == "policy":
@@ -103,7 +104,8 @@ def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
     if strategy == "policy":  # the learning layer drives the rollouts (torch is imported only there)
         from rl.rollout import policy_search
 
-        return policy_search(root, meter, checkpoint=config.policy, samples=config.samples, **kw)
+        return policy_search(root, meter, checkpoint=config.policy, samples=config.samples,
+                             temperature=config.temperature, **kw)
     return STRATEGIES[strategy](root, meter, **kw)
 
 
