@@ -34,6 +34,8 @@ def _fail(msg: str) -> None:
               help="Where checkpoints, logs and plots go.")
 @click.option("--loko", is_flag=True, help="Also report leave-one-kernel-out BC accuracy vs a random forest.")
 @click.option("--bc-epochs", default=300, show_default=True, type=click.IntRange(1))
+@click.option("--label-temperature", default=0.0, show_default=True, type=click.FloatRange(min=0.0),
+              help="BC targets: 0 = greedy's choices; >0 = softmax of every measured action's reward / T.")
 @click.option("--epochs", default=20, show_default=True, type=click.IntRange(1), help="GRPO epochs.")
 @click.option("--group-size", default=8, show_default=True, type=click.IntRange(2), help="GRPO group size G.")
 @click.option("--batch-kernels", default=0, show_default=True, type=click.IntRange(0),
@@ -50,6 +52,7 @@ def _fail(msg: str) -> None:
 @click.option("--cache", "cache_path", default=None, metavar="PATH", help="Evaluation cache [default: the evaluator's].")
 @click.option("--json", "json_out", default=None, metavar="OUT", help="--eval: write the comparison as JSON.")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
+              label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
               samples, seed, backend, arch, cache_path, json_out):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
@@ -112,7 +115,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     else:
         try:
             bc_path, doc["bc"] = run_bc(trajs, out, families=fams, epochs=bc_epochs, seed=seed, loko=loko,
-                                        log=click.echo)
+                                        label_temperature=label_temperature, log=click.echo)
         except ValueError as e:
             _fail(str(e))
     click.echo(f"BC checkpoint: {bc_path}")

@@ -33,12 +33,42 @@ class Dataset:
     masks: np.ndarray  # (n, 21) bool
     actions: np.ndarray  # (n,) int
     kernels: np.ndarray  # (n,) str
+    values: np.ndarray | None = None  # (n, 21): each measured action's step reward (nan: not measured)
 
     def __len__(self) -> int:
         return len(self.actions)
 
     def subset(self, idx) -> "Dataset":
-        return Dataset(self.obs[idx], self.masks[idx], self.actions[idx], self.kernels[idx])
+        return Dataset(self.obs[idx], self.masks[idx], self.actions[idx], self.kernels[idx],
+                       None if self.values is None else self.values[idx])
+
+
+def step_values(step) -> np.ndarray:
+    """The reward each measured action would have earned from this state
+    (``stop``: 0; unmeasured or failed: nan) -- what greedy chose among."""
+    from ptxopt.passes.registry import action_names
+    from ptxopt.search import reward
+
+    names = action_names()
+    v = np.full(len(names), np.nan)
+    v[-1] = 0.0
+    for name, cycles in step.candidates.items():
+        if cycles:
+            v[names.index(name)] = reward(step.cycles_before, cycles)
+    if step.action != names[-1]:  # the action taken is always known, candidates or not
+        v[step.action_index] = step.reward
+    return v
+
+
+def soft_targets(data: Dataset, temperature: float) -> np.ndarray:
+    """Target distributions ``softmax(value / temperature)`` over the measured
+    legal actions: near-ties share the probability instead of one of them
+    taking it all (temperature -> 0 gives greedy's own choice back)."""
+    v = np.where(data.masks & ~np.isnan(data.values), data.values, -np.inf)
+    z = v / temperature
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def family_of(kernel: str) -> str | None:
@@ -75,16 +105,26 @@ def load_dataset(paths: Iterable[str | Path], *, strategies: Sequence[str] = ("g
     return Dataset(np.array([s.observation for s in rows], dtype=np.float64),
                    np.array([s.action_mask for s in rows], dtype=bool),
                    np.array([s.action_index for s in rows], dtype=np.int64),
-                   np.array([s.kernel for s in rows]))
+                   np.array([s.kernel for s in rows]),
+                   np.array([step_values(s) for s in rows], dtype=np.float64))
 
 
 def train_bc(data: Dataset, *, epochs: int = 300, lr: float = 3e-3, weight_decay: float = 1e-4,
-             hidden: int = 128, seed: int = 0, policy: Policy | None = None) -> Policy:
-    """Full-batch Adam on the masked cross-entropy (the datasets are small)."""
+             hidden: int = 128, seed: int = 0, policy: Policy | None = None, label_temperature: float = 0.0) -> Policy:
+    """Full-batch Adam on the masked cross-entropy (the datasets are small).
+
+    ``label_temperature`` 0: the targets are greedy's choices. Above 0: soft
+    targets from the rewards greedy measured for every legal action
+    (:func:`soft_targets`), so the policy also learns which alternatives
+    are nearly as good -- what best-of-K sampling needs."""
     torch.manual_seed(seed)
     policy = policy or Policy(PolicyConfig(obs_dim=data.obs.shape[1], hidden=hidden))
     opt = torch.optim.Adam(policy.parameters(), lr=lr, weight_decay=weight_decay)
     y = torch.as_tensor(data.actions)
+    if label_temperature > 0:
+        if data.values is None:
+            raise ValueError("soft labels need the measured candidates of each step")
+        y = torch.as_tensor(soft_targets(data, label_temperature), dtype=torch.float32)
     policy.train()
     for _ in range(epochs):
         opt.zero_grad()

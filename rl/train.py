@@ -31,11 +31,13 @@ QUICK_KERNELS = ("gemm_tile_2x2x2", "gemm_tile_4x4x4")
 
 
 def run_bc(trajectories: Sequence[str | Path], out: Path, *, families=None, kernels=None, epochs: int = 300,
-           seed: int = 0, loko: bool = False, log: Callable[[str], None] = print) -> tuple[Path, dict]:
+           seed: int = 0, loko: bool = False, label_temperature: float = 0.0,
+           log: Callable[[str], None] = print) -> tuple[Path, dict]:
     t0 = time.perf_counter()
     data = load_dataset(trajectories, families=families, kernels=kernels)
-    policy = train_bc(data, epochs=epochs, seed=seed)
-    report = {"steps": len(data), "kernels": len(set(data.kernels)), "train_accuracy": accuracy(policy, data),
+    policy = train_bc(data, epochs=epochs, seed=seed, label_temperature=label_temperature)
+    report = {"steps": len(data), "kernels": len(set(data.kernels)), "label_temperature": label_temperature,
+              "train_accuracy": accuracy(policy, data),
               "bc_seconds": time.perf_counter() - t0}
     log(f"BC: {report['steps']} steps from {report['kernels']} kernels, training accuracy "
         f"{100 * report['train_accuracy']:.1f}% ({report['bc_seconds']:.1f} s)")
