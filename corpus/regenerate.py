@@ -65,8 +65,13 @@ NVCC_FLAGS = ["-arch=sm_89", "-O3", "--ptx"]
 PARTS = ("gemm_tile", "cuda", "triton")
 COMPILER_OF_PART = {"gemm_tile": "ptxopt-gen", "cuda": "nvcc", "triton": "triton"}
 
+# corpus/ is not a package; take it off the path again at once, or its
+# triton/ and cuda/ folders shadow real packages for whoever imports this
 sys.path.insert(0, str(CORPUS))
-import gen_gemm_tile  # noqa: E402  (corpus/ is not a package)
+try:
+    import gen_gemm_tile  # noqa: E402
+finally:
+    sys.path.remove(str(CORPUS))
 
 
 # --------------------------------------------------------------------------

@@ -43,11 +43,20 @@ def entry_params(ptx: str, entry: str) -> list[str]:
 def load_script(name: str):
     spec = importlib.util.spec_from_file_location(f"_corpus_{name}", ROOT / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    before = set(sys.modules)
     sys.path.insert(0, str(ROOT))
     try:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(ROOT))
+        # corpus/triton and corpus/cuda are folders: with ROOT on the path, an
+        # `import triton` in the script (real Triton absent) caches them as
+        # namespace packages, and later code that probes for Triton (torch's
+        # optimisers do) then finds a "triton" without triton.language.
+        for name in set(sys.modules) - before:
+            paths = getattr(sys.modules[name], "__path__", None) or []
+            if any(str(p).startswith(str(ROOT)) for p in paths):
+                del sys.modules[name]
     return module
 
 
