@@ -20,11 +20,11 @@ def _fail(msg: str) -> None:
 
 @click.command("train")
 @click.option("--bc-only", is_flag=True, help="Behaviour cloning only (seconds).")
-@click.option("--quick", is_flag=True, help="BC, then 3 GRPO epochs (G=4) on 2 small kernels (a few minutes).")
+@click.option("--quick", is_flag=True, help="BC, then 3 GRPO epochs (G=4) on 2 small kernels (under a minute).")
 @click.option("--eval", "do_eval", is_flag=True,
               help="Evaluate --checkpoint against greedy and random search at equal budgets.")
 @click.option("--checkpoint", default=None, type=click.Path(dir_okay=False),
-              help="Policy to evaluate (--eval) or to start GRPO from (instead of BC).")
+              help="Policy to evaluate (--eval), or to start GRPO from instead of BC (then also its KL reference).")
 @click.option("--kernels", default="gemm_tile", show_default=True,
               help="Training kernels for GRPO / evaluation kernels for --eval (corpus selector).")
 @click.option("--families", default=None, help="Only these families' trajectories for BC (comma-separated).")
