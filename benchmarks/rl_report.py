@@ -37,7 +37,7 @@ from ptxopt.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, default_cache_path  # noqa: E402
 from ptxopt.search import EvalOptions  # noqa: E402
 from rl.bc import leave_one_kernel_out, load_dataset  # noqa: E402
-from rl.checkpoint import load_policy  # noqa: E402
+from rl.checkpoint import load_policy, load_trainable  # noqa: E402
 from rl.env import PipelineEnv  # noqa: E402
 from rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rl.protocol import compare  # noqa: E402
@@ -114,7 +114,7 @@ def main() -> None:
         per_step = (time.perf_counter() - t0) / n
         kernels = [s.id for s in select("gemm_tile")]
         env = PipelineEnv(kernels, options=options)
-        trainer = GRPOTrainer(_copy(policy), env, kernels, GRPOConfig(epochs=1, eval_every=0, checkpoint_every=0),
+        trainer = GRPOTrainer(load_trainable(args.checkpoint)[0], env, kernels, GRPOConfig(epochs=1, eval_every=0, checkpoint_every=0),
                               Path("/tmp/ptxopt_rl_speed"))
         row = trainer.epoch(1)
         doc["speed"] = {"inference_ms_per_step": 1000 * per_step, "grpo_epoch": row}
@@ -124,15 +124,6 @@ def main() -> None:
               f"measured, {row['cache_hits']} of them from the cache)")
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2, default=float) + "\n")
-
-
-def _copy(policy):
-    import copy
-
-    p = copy.deepcopy(policy)
-    for t in p.parameters():
-        t.requires_grad_(True)
-    return p
 
 
 if __name__ == "__main__":

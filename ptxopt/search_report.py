@@ -52,7 +52,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "beam_width": config.beam_width if config.strategy == "beam" else None, "seed": config.seed,
         "policy": config.policy, "samples": config.samples if config.policy else None,
         "backend": config.options.backend, "arch": config.options.arch,
-        "cycles_kind": "ESTIMATE" if config.options.backend == "sim" else "MEASUREMENT",
+        "cycles_kind": "ESTIMATE" if config.options.estimate else "MEASUREMENT",
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
     }
@@ -80,7 +80,7 @@ def print_table(results, config) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    kind = "estimated" if config.options.backend == "sim" else "measured"
+    kind = "estimated" if config.options.estimate else "measured"
     t = Table(title=f"{config.strategy} search ({kind} cycles, {config.options.arch})")
     for col in ("kernel", "best pipeline", "cycles before", "after", "improvement", "evals", "hits", "wall s"):
         t.add_column(col, justify="left" if col in ("kernel", "best pipeline") else "right")
@@ -93,7 +93,7 @@ def print_table(results, config) -> None:
 
 def print_summary(s: dict, config) -> None:
     imp = s["improvement_pct"]
-    kind = "ESTIMATE (sim model)" if config.options.backend == "sim" else "MEASUREMENT"
+    kind = "ESTIMATE (sim model)" if config.options.estimate else "MEASUREMENT"
     click.echo(f"{s['searched']}/{s['kernels']} kernels searched ({s['errors']} errors); cycles are an {kind}")
     if imp["mean"] is not None:
         click.echo(f"improvement: mean {imp['mean']:+.2f}%  median {imp['median']:+.2f}%  best {imp['best']:+.2f}%  "

@@ -45,6 +45,15 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
 _cache: dict[tuple[str, float], tuple[Policy, dict]] = {}
 
 
+def load_trainable(path: str | Path) -> tuple[Policy, dict]:
+    """Like :func:`load_policy`, but a private copy to train (the loaded
+    policy is shared by every caller of :func:`load_policy`)."""
+    import copy
+
+    policy, meta = load_policy(path)
+    return copy.deepcopy(policy), meta
+
+
 def load_policy(path: str | Path) -> tuple[Policy, dict]:
     """``(policy in eval mode, metadata)``; raises :class:`CheckpointError`."""
     path = Path(path)

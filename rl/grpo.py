@@ -90,11 +90,12 @@ def grpo_update(policy: Policy, reference: Policy, opt, episodes: list[Episode],
     policy.eval()  # no dropout: the sampling policy and the updated one must be the same function
     stats = {}
     for _ in range(cfg.updates_per_epoch):
-        logp_t = policy.log_probs(obs, masks_np, cfg.explore_temperature)
+        logits = policy(obs, masks_np)  # one forward pass: the sampling-temperature and T=1 views of it
+        logp_t = torch.log_softmax(logits / cfg.explore_temperature, dim=-1)
         new = logp_t.gather(1, acts[:, None])[:, 0]
         ratio = torch.exp(new - old)
         surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv)
-        logp1 = policy.log_probs(obs, masks_np)
+        logp1 = torch.log_softmax(logits, dim=-1)
         kl = masked_kl(logp1, ref_logp, masks)
         loss = -surr.mean() + cfg.kl_beta * kl.mean()
         opt.zero_grad()

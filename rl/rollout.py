@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ptxopt.passes.registry import STOP
 from ptxopt.search import BudgetExhausted, Meter, State
-from ptxopt.search.outcome import Outcome
+from ptxopt.search.outcome import Outcome, start
 from ptxopt.search.trajectory import Step, make_step
 
 from .env import ACTIONS, PipelineEnv, env_for
@@ -37,6 +36,7 @@ class Episode:
     rewards: list = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     state: State | None = None
+    budget_exhausted: bool = False  # the meter's budget ended the rollout early
 
     @property
     def ret(self) -> float:
@@ -51,16 +51,18 @@ def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EX
             generator: torch.Generator | None = None, episode: int = 0, strategy: str = "policy") -> Episode:
     obs, info = env.reset(options={"kernel": kernel})
     ep = Episode(info["kernel"], info["baseline_cycles"], info["cycles"], state=env.state)
-    env.partial = ep  # what a caller still has when a step raises (e.g. BudgetExhausted)
     done = False
     while not done:
         mask = info["action_mask"]
         a, lp = policy.act(obs, mask, temperature=temperature, greedy=greedy, generator=generator)
         before_state, before = env.state, env.cycles
-        obs2, r, term, trunc, info = env.step(a)
+        try:
+            obs2, r, term, trunc, info = env.step(a)
+        except BudgetExhausted:  # the rollout keeps what it measured so far
+            ep.budget_exhausted = True
+            break
         ep.obs.append(obs), ep.masks.append(mask), ep.actions.append(a), ep.logps.append(lp), ep.rewards.append(r)
         if not info.get("failed"):
-            ep.cycles, ep.state = env.cycles, env.state
             ep.steps.append(make_step(before_state, ACTIONS[a], before, env.cycles, kernel=ep.kernel,
                                       strategy=strategy, episode=episode, index=len(ep.steps),
                                       options=env.options))
@@ -73,30 +75,26 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
                   seed: int = 0, temperature: float = EXPLOIT_T, **_) -> Outcome:
     """``samples=0``: one greedy-decoded rollout; ``K``: the best of K
     rollouts -- the greedy-decoded one, then K-1 sampled at ``temperature``
-    (default: the exploiting one, 0.5) (so best-of-K is never worse than greedy decoding, and the
-    samples spend their budget on the alternatives). Every pipeline is
+    (default: the exploiting one, 0.5), so best-of-K is never worse than
+    greedy decoding and the samples spend their budget on alternatives. Every pipeline is
     measured (and verified) by the evaluator through ``meter``."""
     from ptxopt.search.random_search import kernel_rng
 
     from .checkpoint import load_policy
 
     policy, _meta = load_policy(checkpoint)
-    base = meter.measure([root])[0]
-    out = Outcome(root, base, base)
-    if not base.ok:
-        out.note = f"baseline failed: {base.status}"
+    out = start(root, meter)
+    if not out.baseline.ok:
         return out
     env = env_for(root, meter, max_steps=max_steps)
     gen = torch.Generator().manual_seed(int(kernel_rng(seed, root.kernel.label).integers(2**62)))
     for i in range(max(1, samples)):
-        try:
-            ep = rollout(policy, env, root.kernel.label, temperature=temperature, greedy=i == 0, generator=gen,
-                         episode=i)
-        except BudgetExhausted:
-            ep = env.partial  # the rollout the budget cut short keeps what it measured
+        ep = rollout(policy, env, root.kernel.label, temperature=temperature, greedy=i == 0, generator=gen,
+                     episode=i)
+        if ep.budget_exhausted:
             out.note = "budget exhausted"
         out.steps.extend(ep.steps)
-        r = meter.known(ep.state) if ep.state is not None else None
+        r = meter.known(ep.state)
         if r is not None and r.ok and r.cycles < out.best_result.cycles:
             out.best, out.best_result = ep.state, r
         if out.note:
@@ -113,4 +111,4 @@ def batch_tensors(episodes: list[Episode]) -> tuple[np.ndarray, np.ndarray, np.n
     return obs, masks, acts, logps
 
 
-__all__ = ["Episode", "rollout", "policy_search", "batch_tensors", "EXPLORE_T", "EXPLOIT_T", "STOP"]
+__all__ = ["Episode", "rollout", "policy_search", "batch_tensors", "EXPLORE_T", "EXPLOIT_T"]

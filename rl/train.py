@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -55,27 +54,17 @@ def run_bc(trajectories: Sequence[str | Path], out: Path, *, families=None, kern
 
 def run_grpo(bc_path: Path, kernels: Sequence[str], out: Path, cfg: GRPOConfig, options: EvalOptions,
              log: Callable[[str], None] = print) -> tuple[Path, list[dict]]:
-    from .checkpoint import load_policy
+    from .checkpoint import load_trainable
 
-    policy, meta = load_policy(bc_path)
-    policy = _trainable_copy(policy)
+    policy, meta = load_trainable(bc_path)
     env = PipelineEnv(list(kernels), options=options, max_steps=cfg.max_steps)
     trainer = GRPOTrainer(policy, env, kernels, cfg, out, log=log)
     path = trainer.train(meta={"bc": meta.get("bc"), "trajectories": meta.get("trajectories")})
     return path, trainer.rows
 
 
-def _trainable_copy(policy):
-    import copy
-
-    p = copy.deepcopy(policy)
-    for t in p.parameters():
-        t.requires_grad_(True)
-    return p
-
-
 def write_summary(out: Path, doc: dict) -> None:
     (out / "train.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
 
 
-__all__ = ["run_bc", "run_grpo", "write_summary", "DEFAULT_TRAJECTORIES", "QUICK_KERNELS", "GRPOConfig", "asdict"]
+__all__ = ["run_bc", "run_grpo", "write_summary", "DEFAULT_TRAJECTORIES", "QUICK_KERNELS"]

@@ -41,15 +41,6 @@ def one_line_error(r, *needles):
     return lines[0]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # tiny models: torch's thread pool only adds contention on a small, busy machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     d = tmp_path_factory.getbasetemp() / "rl_eval_cache"

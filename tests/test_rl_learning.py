@@ -43,15 +43,6 @@ def options(tmp_path_factory) -> EvalOptions:
     return EvalOptions(cache=d / "eval.sqlite")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # tiny models: torch's thread pool only adds contention on a small, busy machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

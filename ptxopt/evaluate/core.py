@@ -306,7 +306,7 @@ class _Work:
         if c is not None:
             kres = c.kernels.get(self.entry) if self.entry else None
             kres = kres or (c.kernel if c.kernels else None)
-        estimate = _is_estimate(s.backend)
+        estimate = is_estimate(s.backend)
         r = EvalResult(
             kernel=self.cand.label, pipeline=self.pipeline, status=status, backend=s.backend, arch=s.arch,
             estimate=estimate,
@@ -333,7 +333,8 @@ def _first(*vals):
     return None
 
 
-def _is_estimate(backend: str) -> bool:
+def is_estimate(backend: str) -> bool:
+    """Are this backend's cycles a model's estimate (not a measurement)?"""
     try:
         return bool(get_backend(backend).is_estimate)
     except Exception:

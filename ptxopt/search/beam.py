@@ -13,25 +13,18 @@ beam member was measured, so each step has its cycles).
 from __future__ import annotations
 
 from .measure import BudgetExhausted, Meter, better
-from .outcome import Outcome, path_steps
-from .state import State
+from .outcome import Outcome, path_steps, start
+from .state import State, new_children
 
 
 def beam(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episode: int = 0,
          strategy: str = "beam", **_) -> Outcome:
-    base = meter.measure([root])[0]
-    out = Outcome(root, base, base)
-    if not base.ok:
-        out.note = f"baseline failed: {base.status}"
+    out = start(root, meter)
+    if not out.baseline.ok:
         return out
     frontier, expanded = [root], {root.digest}
     for _depth in range(max_steps):
-        children, seen = [], set()
-        for s in frontier:
-            for m in s.legal_moves():
-                if m.child.digest not in expanded and m.child.digest not in seen:
-                    seen.add(m.child.digest)
-                    children.append(m.child)
+        children = new_children(frontier, expanded)
         if not children:
             break
         try:

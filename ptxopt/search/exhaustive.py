@@ -10,25 +10,19 @@ the enumeration short, in which case the result is no longer an oracle.
 from __future__ import annotations
 
 from .measure import BudgetExhausted, Meter, better
-from .outcome import Outcome, path_steps
-from .state import State
+from .outcome import Outcome, path_steps, start
+from .state import State, new_children
 
 
 def exhaustive(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 0, strategy: str = "exhaustive",
                **_) -> Outcome:
-    base = meter.measure([root])[0]
-    out = Outcome(root, base, base)
-    if not base.ok:
-        out.note = f"baseline failed: {base.status}"
+    out = start(root, meter)
+    if not out.baseline.ok:
         return out
     level, visited = [root], {root.digest}
     for _depth in range(max_steps):
-        nxt = []
-        for s in level:
-            for m in s.legal_moves():
-                if m.child.digest not in visited:
-                    visited.add(m.child.digest)
-                    nxt.append(m.child)
+        nxt = new_children(level, visited)
+        visited.update(s.digest for s in nxt)
         if not nxt:
             break
         try:

@@ -11,19 +11,17 @@ from __future__ import annotations
 from ptxopt.passes.registry import STOP
 
 from .measure import BudgetExhausted, Meter, better
-from .outcome import Outcome
+from .outcome import Outcome, start
 from .state import State
 from .trajectory import make_step
 
 
 def greedy(root: State, meter: Meter, *, max_steps: int = 6, episode: int = 0, strategy: str = "greedy",
            **_) -> Outcome:
-    base = meter.measure([root])[0]
-    out = Outcome(root, base, base)
-    if not base.ok:
-        out.note = f"baseline failed: {base.status}"
+    out = start(root, meter)
+    if not out.baseline.ok:
         return out
-    state, result = root, base
+    state, result = root, out.baseline
     for i in range(max_steps):  # after max_steps passes the episode ends without a stop step
         moves = state.legal_moves()
         try:

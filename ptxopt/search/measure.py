@@ -35,6 +35,13 @@ class EvalOptions:
     trials: int | None = None
     timeout: float = 600.0
 
+    @property
+    def estimate(self) -> bool:
+        """Cycles are the backend's estimate (sim), not a measurement (gpu)."""
+        from ptxopt.evaluate.core import is_estimate
+
+        return is_estimate(self.backend)
+
     def kwargs(self) -> dict:
         return dict(arch=self.arch, backend=self.backend, cache=self.cache, trials=self.trials,
                     timeout=self.timeout)

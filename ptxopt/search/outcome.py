@@ -23,6 +23,16 @@ class Outcome:
     note: str | None = None  # e.g. "budget exhausted"
 
 
+def start(root: State, meter) -> Outcome:
+    """Measure the baseline: the outcome every strategy begins from. When the
+    baseline fails, the outcome says so and the strategy returns it as is."""
+    base = meter.measure([root])[0]
+    out = Outcome(root, base, base)
+    if not base.ok:
+        out.note = f"baseline failed: {base.status}"
+    return out
+
+
 def path_steps(root: State, best: State, meter, *, max_steps: int, strategy: str, episode: int = 0) -> list[Step]:
     """Trajectory steps along ``best``'s pipeline from ``root`` (each prefix's
     cycles from the meter's memo; a prefix never measured ends the path)."""

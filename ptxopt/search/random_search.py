@@ -19,7 +19,7 @@ import numpy as np
 from ptxopt.passes.registry import STOP
 
 from .measure import BudgetExhausted, Meter, better
-from .outcome import Outcome
+from .outcome import Outcome, start
 from .state import State
 from .trajectory import make_step
 
@@ -35,17 +35,15 @@ def kernel_rng(seed: int, kernel: str) -> np.random.Generator:
 
 def random_search(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 0, rollouts: int = 16,
                   strategy: str = "random", **_) -> Outcome:
-    base = meter.measure([root])[0]
-    out = Outcome(root, base, base)
-    if not base.ok:
-        out.note = f"baseline failed: {base.status}"
+    out = start(root, meter)
+    if not out.baseline.ok:
         return out
     rng = kernel_rng(seed, root.kernel.label)
     episode, stale = 0, 0
     while stale < MAX_STALE_ROLLOUTS and (meter.budget is not None or episode < rollouts):
         before, steps = meter.evaluations, []
         try:
-            _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps)
+            _rollout(root, out.baseline, meter, rng, max_steps, episode, strategy, out, steps)
         except BudgetExhausted:
             out.note = "budget exhausted"
             break

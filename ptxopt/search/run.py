@@ -111,7 +111,7 @@ def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
 
 def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = None) -> KernelResult:
     t0 = time.perf_counter()
-    res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.backend == "sim")
+    res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.estimate)
     try:
         root = State.root(kernel)
         budget = config.budget

@@ -159,6 +159,18 @@ class State:
         return np.concatenate([self.features, self.active_families(), [float(self.depth)]])
 
 
+def new_children(states, skip: set[str]) -> list["State"]:
+    """The legal children of ``states``, each distinct module once (first
+    found), none whose digest is in ``skip``."""
+    out, seen = [], set(skip)
+    for s in states:
+        for m in s.legal_moves():
+            if m.child.digest not in seen:
+                seen.add(m.child.digest)
+                out.append(m.child)
+    return out
+
+
 def observation_names() -> list[str]:
     """Names of the :meth:`State.observation` slots, in order."""
     from ptxopt.analysis.features import FEATURE_NAMES
