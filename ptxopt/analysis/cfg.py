@@ -42,6 +42,18 @@ from ptxopt.ir import Block, Decl, Function, Instruction, Label, Sym
 Path = tuple[int, ...]
 
 
+def dominates(idom: dict[int, int], a: int, b: int) -> bool:
+    """Does block ``a`` dominate block ``b``, given the immediate dominators
+    (:meth:`CFG.dominators`)? Walks ``b``'s dominator chain up to the entry."""
+    while True:
+        if a == b:
+            return True
+        p = idom.get(b)
+        if p is None or p == b:
+            return False
+        b = p
+
+
 @dataclass(eq=False)
 class BasicBlock:
     """A maximal straight-line run of instructions.
@@ -415,18 +427,9 @@ class CFG:
         its source (reducible loops), in back-edge order."""
         idom = self.dominators()
 
-        def dominates(a: int, b: int) -> bool:
-            while True:
-                if a == b:
-                    return True
-                p = idom.get(b)
-                if p is None or p == b:
-                    return False
-                b = p
-
         loops = []
         for tail, head in self.back_edges:
-            if tail not in idom or not dominates(head, tail):
+            if tail not in idom or not dominates(idom, head, tail):
                 continue
             body = {head, tail}
             work = [tail]

@@ -68,7 +68,7 @@ def _counter(slot: int, guard: str | None = None, neg: bool = False) -> Instruct
 def instrument_loops(module: Module, entry: str) -> tuple[Module, list[str]]:
     """A copy of ``module`` whose ``entry`` counts loop iterations and back
     edges into ``__ptxopt_loop_counts``; returns it and the header labels."""
-    from ptxopt.analysis.cfg import build_cfg
+    from ptxopt.analysis.cfg import build_cfg, dominates
 
     m = module.copy()
     fn = m.function(entry)
@@ -79,18 +79,9 @@ def instrument_loops(module: Module, entry: str) -> tuple[Module, list[str]]:
         return m, []
     idom = cfg.dominators()
 
-    def dominates(a: int, b: int) -> bool:
-        while True:
-            if a == b:
-                return True
-            p = idom.get(b)
-            if p is None or p == b:
-                return False
-            b = p
-
     headers = sorted({h for _, h in cfg.back_edges})
     for tail, head in cfg.back_edges:
-        if tail in idom and not dominates(head, tail):
+        if tail in idom and not dominates(idom, head, tail):
             raise LoopProfileError("irreducible control flow (a loop with two entries)")
     slot = {h: k for k, h in enumerate(headers)}
 
