@@ -99,9 +99,16 @@ def _split_digits(name: str) -> tuple[str, int | None]:
 
 
 class Scope:
-    """Registers declared in one ``{ }`` block."""
+    """Registers declared in one ``{ }`` block.
+
+    Lookups are memoised per scope: an unrolled kernel names the same few
+    hundred registers tens of thousands of times while it is decoded. Any
+    declaration, in any scope, invalidates every memo (``_version``), so a
+    lookup never sees a stale answer whatever order decoding happens in.
+    """
 
     _ids = 0
+    _version = 0
 
     def __init__(self, parent: "Scope | None"):
         Scope._ids += 1
@@ -109,8 +116,11 @@ class Scope:
         self.parent = parent
         self.exact: dict[str, str] = {}  # name -> type
         self.ranges: dict[str, tuple[int, str]] = {}  # prefix -> (count, type)
+        self._memo: dict[str, tuple[tuple[int, str], str] | None] = {}
+        self._memo_version = -1
 
     def declare(self, decl: Decl) -> None:
+        Scope._version += 1
         t = decl.dtype[1:] if decl.dtype else "b32"
         for it in decl.items:
             if it.count is not None:
@@ -119,16 +129,30 @@ class Scope:
                 self.exact[it.name] = t
 
     def lookup(self, name: str) -> tuple[tuple[int, str], str] | None:
+        if self._memo_version != Scope._version:
+            self._memo = {}
+            self._memo_version = Scope._version
+        try:
+            return self._memo[name]
+        except KeyError:
+            hit = self._memo[name] = self._resolve(name)
+            return hit
+
+    def _resolve(self, name: str) -> tuple[tuple[int, str], str] | None:
         s = self
-        prefix, num = _split_digits(name)
+        split = None
         while s is not None:
             t = s.exact.get(name)
             if t is not None:
                 return (s.id, name), t
-            if num is not None:
-                r = s.ranges.get(prefix)
-                if r is not None and num < r[0]:
-                    return (s.id, name), r[1]
+            if s.ranges:
+                if split is None:
+                    split = _split_digits(name)
+                prefix, num = split
+                if num is not None:
+                    r = s.ranges.get(prefix)
+                    if r is not None and num < r[0]:
+                        return (s.id, name), r[1]
             s = s.parent
         return None
 
@@ -152,6 +176,7 @@ class Decoder:
         self.frame_syms: set[str] = set()
         self._slot_dtype: dict[int, np.dtype] = {}
         self.branchtargets: dict[str, tuple[str, ...]] = {}
+        self._readers: dict = {}
 
     # -- entry point ---------------------------------------------------------
 
@@ -303,7 +328,20 @@ class Decoder:
     # -- operand readers ---------------------------------------------------------
 
     def read(self, op, t: str):
-        """``reader(frame, sel) -> array`` of values of type ``t``."""
+        """``reader(frame, sel) -> array`` of values of type ``t``.
+
+        Readers are pure functions of (scope, operand, type), so one closure
+        serves every instruction that reads the same operand the same way."""
+        key = (self.scope.id, op, t)
+        try:
+            return self._readers[key]
+        except KeyError:
+            r = self._readers[key] = self._read(op, t)
+            return r
+        except TypeError:  # an unhashable operand
+            return self._read(op, t)
+
+    def _read(self, op, t: str):
         if type(op) is Sym and op.index is None and not op.offset and self.scope.lookup(op.name):
             op = Reg(op.name)  # a register named without % (inline asm, .reg parameters)
         top = type(op)
