@@ -14,7 +14,9 @@ Per candidate (front half, in order):
    checks equivalence with the original in this one (what
    :func:`ptxopt.verify.verify` does, with the original's outputs remembered
    across candidates: :mod:`ptxopt.evaluate.equivalence`; skipped as
-   ``identical`` when the text is the original's own printing).
+   ``identical`` when the text is the original's own printing, and as
+   ``hints-only`` when it differs only in annotations the interpreter cannot
+   observe: :mod:`ptxopt.evaluate.observable`).
 
 Then, per chunk of ``Settings.batch`` candidates: the backend measures every
 candidate still ``ok`` (:func:`ptxopt.evaluate.backends.measure_many`; the
@@ -214,6 +216,15 @@ class _Original:
     module: Any
     printed: str
     programs: dict = field(default_factory=dict)  # interpreter Program, built once
+    _observable: str | None = None
+
+    def observable(self) -> str:
+        """The original's :func:`~ptxopt.evaluate.observable.observable_form`, computed once."""
+        if self._observable is None:
+            from .observable import observable_form
+
+            self._observable = observable_form(self.module)
+        return self._observable
 
 
 def _original(text: str, name: str) -> _Original:
@@ -521,9 +532,16 @@ def _verify(w: _Work, orig: _Original) -> None:
     from ptxopt.interp.errors import InterpError
 
     from .equivalence import verify_with_reference
+    from .observable import observable_form
 
     if not w.changed:
         w.equivalence = "identical"
+        return
+    if orig.observable() == observable_form(w.module):
+        w.equivalence = "hints-only"
+        w.equivalence_note = ("differs from the original only in cache operators, eviction hints, prefetches or "
+                              "register budgets, which the interpreter cannot observe: equal by construction, "
+                              "not run")
         return
     spec, geometry = w.spec, w.geometry
     if spec is None and geometry is None:

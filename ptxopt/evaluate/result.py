@@ -31,7 +31,10 @@ tool, an unavailable backend: ``cacheable=False``) are cached like successes.
 
 Equivalence (``equivalence``): ``equal`` (bit-identical outputs in every
 trial), ``identical`` (the printed PTX is the original's own printing, so
-there is nothing to compare), ``not-checked`` (the *original* cannot be run by
+there is nothing to compare), ``hints-only`` (the two differ only in cache
+operators, eviction hints, prefetches or register budgets, which the
+interpreter gives no meaning: equal by construction, not run; see
+:mod:`ptxopt.evaluate.observable`), ``not-checked`` (the *original* cannot be run by
 the interpreter under the launch used -- the reason is in
 ``equivalence_note``), ``mismatch``/``error`` (the candidate failed), or
 ``skipped`` (the evaluation stopped before verification).
@@ -46,7 +49,7 @@ OK = "ok"
 FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "unsupported", "internal")
 STATUSES = (OK,) + FAILURES
 
-EQUIVALENCE = ("equal", "identical", "not-checked", "mismatch", "error", "skipped")
+EQUIVALENCE = ("equal", "identical", "hints-only", "not-checked", "mismatch", "error", "skipped")
 
 #: The per-stage timings every result carries (seconds, wall clock).
 TIMING_KEYS = ("pass", "ptxas", "verify", "backend", "total")
