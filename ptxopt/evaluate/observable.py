@@ -1,6 +1,6 @@
 """What the equivalence check can observe of a module.
 
-Eleven of the twenty passes change only *performance annotations*: cache
+Thirteen of the twenty passes change only *performance annotations*: cache
 operators on global loads and stores (``cache_*``, ``st_cache_*``), the
 register budget (``maxnreg_*``), and the two prefetch passes, which insert
 ``prefetch.global.L1/L2 [addr]`` on addresses the kernel already holds. The
