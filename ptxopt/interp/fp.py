@@ -240,9 +240,26 @@ def from_bits16(b: np.ndarray, fmt: str) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 
+_LOW29 = np.uint64(0x1FFFFFFF)  # float64 fraction bits below a float32's
+_MID29 = np.uint64(0x10000000)  # ... holding exactly half a float32 ulp
+_EXP64 = np.uint64(0x7FF0000000000000)
+_TINY64 = np.uint64((1023 - 126) << 52)  # float64 exponent field of 2**-126
+
+
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn", ftz: bool = False):
     """A true fused multiply-add on float32 arrays: ``a*b + c`` rounded once."""
     with np.errstate(all="ignore"):
+        if mode == "rn" and not ftz:
+            # The common case, with no error term: rounding to float64 cannot
+            # carry the exact sum across a float32 midpoint (every one is a
+            # float64), so casting r is right unless r *is* a midpoint. Normal
+            # midpoints are a bit pattern; subnormal-range, zero, infinite and
+            # NaN sums take the general path below with everything else.
+            r = a.astype(F64) * b.astype(F64) + c.astype(F64)
+            bits = r.view(np.uint64)
+            ex = bits & _EXP64
+            if not (((bits & _LOW29) == _MID29) | (ex < _TINY64) | (ex == _EXP64)).any():
+                return r.astype(F32)
         if ftz:
             a, b, c = flush(a), flush(b), flush(c)
         p = a.astype(F64) * b.astype(F64)  # exact: 24 + 24 bits <= 53
