@@ -6,8 +6,12 @@
    Target <= 50%.  Everything else is in the overhead: parsing, passes,
    printing, the equivalence check in the interpreter, nvdisasm, the cycle
    model, hashing and the SQLite commits.  Reported for the baseline (empty
-   pipeline: nothing to compare, the text is the original's) and for
-   pipelines that change every kernel (equivalence checked).
+   pipeline: nothing to compare, the text is the original's), for two
+   pipelines that change every kernel's code (the interpreter runs the
+   original and the candidate four times each) and for one that changes only
+   a hint (``maxnreg_128``: ``hints-only``, equal by construction, not run).
+   Every kernel is one candidate here, so the original's interpreter runs
+   are paid in full; a search pays them once per kernel (item 4).
 2. **Warm vs cold**: the same corpus again from the warm cache, new process
    state (memos cleared).  Target >= 50x faster.
 3. **Throughput**: evaluations per second with 1 and 2 worker processes
@@ -35,7 +39,7 @@ from ptxopt.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, evaluate_many  # noqa: E402
 from ptxopt.evaluate import core  # noqa: E402
 
-CHANGING = ("vec_ld", "reorder_cp", "maxnreg_128")  # each changes every gemm_tile kernel's text
+CHANGING = ("vec_ld", "reorder_cp", "maxnreg_128")  # each changes every gemm_tile kernel's text (the last, hints only)
 GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm_tile_8x8x8")
 
 
