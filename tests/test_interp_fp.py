@@ -95,6 +95,24 @@ def test_fma_matches_exact_rounding(mode):
     assert np.array_equal(u32(got), u32(np.array(want, dtype=F32)))
 
 
+def test_fma_one_lane_at_a_time_matches_exact_rounding():
+    """One-element arrays (a one-thread kernel) mostly take fma_f32's quick
+    path -- no error term unless the float64 sum is a float32 midpoint; the
+    near-midpoint ones here take the general path on their own."""
+    rng = np.random.default_rng(11)
+    n = 300
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(F32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(F32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-100, 100, n)).astype(F32)
+    a[:60] = (1 + rng.integers(0, 2 ** 12, 60) * 2.0 ** -12).astype(F32)
+    b[:60] = a[:60]
+    c[:60] = (rng.choice([-1, 1], 60) * 2.0 ** rng.integers(-90, -30, 60)).astype(F32)
+    for x, y, z in zip(a, b, c):
+        got = fp.fma_f32(np.array([x]), np.array([y]), np.array([z]))
+        want = exact_round_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), "rn")
+        assert int(u32(got)[0]) == int(u32(np.array([want], dtype=F32))[0]), (x, y, z)
+
+
 def test_fma_specials_and_signed_zero():
     inf, nan = np.inf, np.nan
     a = np.array([inf, 0, 1, 1, -1, 0], F32)
