@@ -443,6 +443,24 @@ class Module:
                 return f
         raise KeyError(name)
 
+    def pick_entry(self, name: str | None = None, purpose: str = "") -> Function:
+        """The kernel called ``name``, or the only one when ``name`` is None.
+
+        Raises :class:`LookupError` naming the kernels there are; ``purpose``
+        (``"to instrument"``) finishes its sentences. Callers re-raise it as
+        their own error type."""
+        entries = self.entries
+        if name is None and len(entries) == 1:
+            return entries[0]
+        for f in entries:
+            if f.name == name:
+                return f
+        names = ", ".join(f.name for f in entries) or "none"
+        if name is None:
+            raise LookupError(f"the module has {len(entries)} kernels ({names}); "
+                              f"name {'the one ' + purpose if purpose else 'one'}")
+        raise LookupError(f"no kernel named {name!r}{' ' + purpose if purpose else ''} (kernels: {names})")
+
     @property
     def arch(self) -> str:
         return self.target[0] if self.target else ""

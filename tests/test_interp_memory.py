@@ -13,6 +13,7 @@ import pytest
 from ptxopt.interp import MemoryFault, run_kernel
 from ptxopt.interp.memory import GLOBAL_BASE
 from ptxopt.interp.probe import module
+from ptxopt.parser import parse
 
 P2 = ".param .u64 pa, .param .u64 pb"
 
@@ -195,3 +196,62 @@ def test_cp_async_lands_at_wait_and_zero_fills():
     a = np.array([42, 0, 0, 0], np.uint32)
     r = run_kernel(k(body), "k", 1, 1, [a, None])  # src-size 0: the null source is never read
     assert r.buffers[0].tolist() == [42, 5, 42, 0]  # stale before the wait, copied after, zero-filled
+
+
+MATRIX_KERNEL = """.version 8.8
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 out, .param .u64 back)
+{
+	.reg .b32 %r<24>;
+	.reg .b64 %rd<8>;
+	.shared .align 16 .b8 sm[512];
+	ld.param.u64 %rd1, [out];
+	ld.param.u64 %rd2, [back];
+	mov.u32 %r1, %tid.x;
+	// register i of lane l holds the b16 pair (8l + 2i, 8l + 2i + 1)
+	shl.b32 %r2, %r1, 3;
+	add.u32 %r3, %r2, 1;
+	shl.b32 %r3, %r3, 16;
+	or.b32 %r10, %r2, %r3;
+	add.u32 %r11, %r10, 131074;
+	add.u32 %r12, %r10, 262148;
+	add.u32 %r13, %r10, 393222;
+	// lane l gives the address of row l % 8 of matrix l / 8
+	mov.u32 %r4, sm;
+	shl.b32 %r5, %r1, 4;
+	add.u32 %r6, %r4, %r5;
+	stmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 [%r6], {%r10, %r11, %r12, %r13};
+	bar.sync 0;
+	ld.shared.v4.b32 {%r14, %r15, %r16, %r17}, [%r6];
+	cvt.u64.u32 %rd3, %r5;
+	add.u64 %rd4, %rd1, %rd3;
+	st.global.v4.b32 [%rd4], {%r14, %r15, %r16, %r17};
+	ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {%r18, %r19, %r20, %r21}, [%r6];
+	add.u64 %rd5, %rd2, %rd3;
+	st.global.v4.b32 [%rd5], {%r18, %r19, %r20, %r21};
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("trans", ["", ".trans"])
+def test_stmatrix_layout_and_ldmatrix_round_trip(trans):
+    """stmatrix puts lane l's register i at row l/4, columns 2(l%4) and
+    2(l%4)+1 of matrix i (transposed with .trans); ldmatrix reads it back."""
+    out = np.zeros(256, np.uint16)
+    back = np.zeros(256, np.uint16)
+    r = run_kernel(parse(MATRIX_KERNEL.replace("{trans}", trans)), "k", 1, 32, [out, back])
+    stored = r.buffers[0].reshape(4, 8, 8)  # matrix, row, column
+
+    def val(lane, i, half):
+        return lane * 8 + 2 * i + half
+
+    for i in range(4):
+        for row in range(8):
+            for col in range(8):
+                lane, half = (col * 4 + row // 2, row % 2) if trans else (row * 4 + col // 2, col % 2)
+                assert stored[i, row, col] == val(lane, i, half), (i, row, col)
+    want = np.array([val(lane, i, h) for lane in range(32) for i in range(4) for h in range(2)], np.uint16)
+    np.testing.assert_array_equal(r.buffers[1], want)

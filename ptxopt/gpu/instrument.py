@@ -206,17 +206,10 @@ def _instrumented_why(fn: Function) -> str:
 
 
 def choose_entry(module: Module, entry: str | None) -> Function:
-    entries = module.entries
-    if entry is None:
-        if len(entries) != 1:
-            names = ", ".join(f.name for f in entries) or "none"
-            raise InstrumentError(f"the module has {len(entries)} kernels ({names}); name the one to instrument")
-        return entries[0]
-    for f in entries:
-        if f.name == entry:
-            return f
-    names = ", ".join(f.name for f in entries) or "none"
-    raise InstrumentError(f"no kernel named {entry!r} to instrument (kernels: {names})")
+    try:
+        return module.pick_entry(entry, "to instrument")
+    except LookupError as e:
+        raise InstrumentError(str(e)) from None
 
 
 def _check(module: Module, entry: str | None) -> Function:

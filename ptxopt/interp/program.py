@@ -153,17 +153,10 @@ class Program:
     # -- lookups --------------------------------------------------------------
 
     def entry(self, name: str | None = None) -> Function:
-        entries = [f for f in self.module.functions if f.is_entry and f.body is not None]
-        if name is None:
-            if len(entries) != 1:
-                names = ", ".join(f.name for f in entries) or "none"
-                raise LaunchError(f"the module has {len(entries)} kernels ({names}); name one")
-            return entries[0]
-        for f in entries:
-            if f.name == name:
-                return f
-        names = ", ".join(f.name for f in entries) or "none"
-        raise LaunchError(f"no kernel named {name!r} (kernels: {names})")
+        try:
+            return self.module.pick_entry(name)
+        except LookupError as e:
+            raise LaunchError(str(e)) from None
 
     def decoded(self, name: str) -> DecodedFunction:
         d = self._decoded.get(name)

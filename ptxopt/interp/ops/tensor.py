@@ -47,21 +47,28 @@ def _warps(idx):
     return uw, inv, idx % WARP
 
 
-def c_ldmatrix(ins, d):
+_MATRIX_MODS = frozenset({"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"})
+
+
+def _matrix_operands(ins, d, regs, mem):
+    """What ldmatrix and stmatrix share: the .m8n8 .b16 shape check, the
+    matrix count (.x1/.x2/.x4), .trans, the register operands (one b32 per
+    matrix) and the shared-memory address reader."""
     mods = ins.modifiers
-    allowed = {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
-    types = d.mods(allowed)
-    if types != ["b16"] or "m8n8" not in mods:
-        raise d.unsupported("ldmatrix shape/type")
+    if d.mods(_MATRIX_MODS) != ["b16"] or "m8n8" not in mods:
+        raise d.unsupported(f"{ins.opcode} shape/type")
     num = 4 if "x4" in mods else 2 if "x2" in mods else 1
-    trans = "trans" in mods
-    dst, src = ins.operands
-    items = list(dst.items) if type(dst) is Vec else [dst]
+    items = list(regs.items) if type(regs) is Vec else [regs]
     if len(items) != num:
-        raise d.unsupported("destination count")
-    ws = [d.write(o, "b32") for o in items]
+        raise d.unsupported("register count")
     space = opcodes.mem_space(ins)
-    ga = d.addr(src, space)
+    return num, "trans" in mods, items, space, d.addr(mem, space)
+
+
+def c_ldmatrix(ins, d):
+    dst, src = ins.operands
+    num, trans, items, space, ga = _matrix_operands(ins, d, dst, src)
+    ws = [d.write(o, "b32") for o in items]
     ins_ = ins
 
     def run(fr, sel):
@@ -87,20 +94,9 @@ def c_ldmatrix(ins, d):
 
 
 def c_stmatrix(ins, d):
-    mods = ins.modifiers
-    allowed = {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
-    types = d.mods(allowed)
-    if types != ["b16"] or "m8n8" not in mods:
-        raise d.unsupported("stmatrix shape/type")
-    num = 4 if "x4" in mods else 2 if "x2" in mods else 1
-    trans = "trans" in mods
     dst, src = ins.operands
-    items = list(src.items) if type(src) is Vec else [src]
-    if len(items) != num:
-        raise d.unsupported("source count")
+    num, trans, items, space, ga = _matrix_operands(ins, d, src, dst)
     rs = [d.read(o, "b32") for o in items]
-    space = opcodes.mem_space(ins)
-    ga = d.addr(dst, space)
     ins_ = ins
 
     def run(fr, sel):
