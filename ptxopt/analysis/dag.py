@@ -50,12 +50,15 @@ edges, nearly all load->store ``mem`` edges between its three unrelated
 pointer parameters) builds in ~0.12 s: edges are collected as
 ``u*n+v -> kinds bitmask``, the adjacency dicts are filled directly, and the
 cyclic garbage collector is paused while the ~10^5 attribute dicts are made
-(generational GC passes otherwise cost more than the work).
+(generational GC passes otherwise cost more than the work). Built DAGs are
+remembered by their input and returned frozen (``build_dag``'s memo), so a
+search state's features and its four reorder candidates build one.
 """
 
 from __future__ import annotations
 
 import gc
+from collections import OrderedDict
 from typing import Callable, Iterable, NamedTuple, Sequence
 
 import networkx as nx
@@ -91,13 +94,45 @@ def build_dag(
     :func:`~ptxopt.analysis.cfg.instr_defs_uses`); ``roots`` and ``noalias``
     enable the ``.noalias`` parameter rule (:func:`~ptxopt.analysis.alias.pointer_roots`).
     """
+    key = (tuple((ins, ins.line) for ins in instructions),
+           None if du is None else tuple((tuple(d), tuple(u)) for d, u in du),
+           tuple(sorted((roots or {}).items())), frozenset(noalias))
+    g = _MEMO.get(key)
+    if g is not None:
+        _MEMO.move_to_end(key)
+        return g
     was_enabled = gc.isenabled()
     gc.disable()  # ~10^5 small containers: generational GC passes dominate otherwise
     try:
-        return _build_dag(instructions, du, roots or {}, noalias)
+        g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias))
     finally:
         if was_enabled:
             gc.enable()
+    _remember(key, g)
+    return g
+
+
+# Recently built DAGs, keyed by their whole input (instructions with their
+# line numbers, defs/uses, alias facts). One search state asks for the same
+# block's DAG five times -- its features and the four reorder passes -- and a
+# 5,000-instruction block costs ~0.2 s to build. Returned graphs are frozen
+# (nx.freeze), so a consumer cannot change what the next one is given.
+MEMO_ENTRIES = 16
+MEMO_EDGES = 400_000  # ~the memory of a few of the largest corpus blocks
+_MEMO: OrderedDict = OrderedDict()
+
+
+def _remember(key, g: nx.DiGraph) -> None:
+    _MEMO[key] = g
+    edges = sum(d.number_of_edges() for d in _MEMO.values())
+    while len(_MEMO) > 1 and (len(_MEMO) > MEMO_ENTRIES or edges > MEMO_EDGES):
+        _, old = _MEMO.popitem(last=False)
+        edges -= old.number_of_edges()
+
+
+def clear_memo() -> None:
+    """Forget remembered DAGs (benchmarks that time the build)."""
+    _MEMO.clear()
 
 
 def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
