@@ -168,6 +168,11 @@ class _Builder:
     # -- statements ----------------------------------------------------------
     def instruction(self, c):
         first = c[0]
+        split = ()
+        if type(c[-2]) is _Mods or (len(c) > 3 and type(c[-3]) is _Mods):  # `mov .u32 ...`
+            c = list(c)
+            k = next(i for i, x in enumerate(c) if type(x) is _Mods)
+            split = tuple(t.value[1:] for t in c.pop(k))
         if first.type == "GUARD":
             g = first.value
             if " " in g or "\t" in g:  # `@ !%p` is legal too
@@ -180,9 +185,17 @@ class _Builder:
             guard, neg, word = None, False, first
             ops = c[1] if len(c) == 3 else ()
         opcode, *mods = word.value.split(".")
+        mods += split
         ins = Instruction(opcode, tuple(mods), tuple(ops), guard, neg, first.line)
         self.pos[id(ins)] = (first.line, first.column)
         return ins
+
+    def mods(self, c):
+        if len(c) == 1:
+            return _Mods(c)
+        lst = c[0]
+        lst.append(c[1])
+        return lst
 
     def label(self, c):
         t = c[0]
@@ -262,6 +275,8 @@ class _Builder:
                                  c[0].line, c[0].column)
             self.depth[id(items)] = depth
             return items
+        if len(c) == 3 and type(c[1]) is _TOK and c[1].value == "=":  # filter_mode = linear
+            return f"{c[0].value} = {c[2].value}"
         return "".join(_text(x) for x in c)
 
     def ilist(self, c):
@@ -412,6 +427,10 @@ def _int(tok) -> int:
 
 class _Attrs(list):
     """Attribute tokens of a declaration or function header."""
+
+
+class _Mods(list):
+    """``.modifier`` tokens written apart from their opcode (``mov .u32``)."""
 
 
 class _Perfs(list):

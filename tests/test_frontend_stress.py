@@ -57,20 +57,7 @@ _EXPR = "PTX constant expressions are not in the grammar"
 #: file id -> (checks that fail, reason naming the reproducer).  Checks:
 #: "parse" makes every test of the file fail (it cannot be parsed);
 #: "sass" only the SASS comparison.
-XFAIL: dict[str, tuple[str, str]] = {
-    "hand/mask_initializer": (
-        "parse",
-        "byte-mask initialisers are not in the grammar: `.global .u8 b[2] = {0xff(foo), 0xff00(generic(foo))};`",
-    ),
-    "hand/samplerref_initializer": (
-        "parse",
-        "`.samplerref s = { addr_mode_0 = clamp_to_edge, filter_mode = linear };` initialiser is not in the grammar",
-    ),
-    "hand/opcode_modifier_whitespace": (
-        "parse",
-        "whitespace between opcode and modifiers is not in the grammar: `mov .u32 %r1, 7;`",
-    ),
-}
+XFAIL: dict[str, tuple[str, str]] = {}
 
 
 def file_id(path: Path) -> str:

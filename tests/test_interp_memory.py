@@ -255,3 +255,32 @@ def test_stmatrix_layout_and_ldmatrix_round_trip(trans):
                 assert stored[i, row, col] == val(lane, i, half), (i, row, col)
     want = np.array([val(lane, i, h) for lane in range(32) for i in range(4) for h in range(2)], np.uint16)
     np.testing.assert_array_equal(r.buffers[1], want)
+
+
+def test_byte_mask_initialisers_hold_the_bytes_of_an_address():
+    """``0xff00(foo)`` is byte 1 of foo's address; ``generic(foo)`` the same for a global."""
+    masks = ", ".join(f"{0xFF << (8 * k):#x}(foo)" for k in range(8))
+    text = f""".version 8.8
+.target sm_89
+.address_size 64
+.global .align 8 .u64 foo;
+.global .align 1 .u8 b[8] = {{{masks}}};
+.global .align 1 .u8 g[2] = {{0xff(generic(foo)), 0xff00(generic(foo))}};
+
+.visible .entry k(.param .u64 out)
+{{
+	.reg .b16 %h<2>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u64 %rd2, foo;
+	st.global.u64 [%rd1], %rd2;
+	ld.global.u64 %rd3, [b];
+	st.global.u64 [%rd1+8], %rd3;
+	ld.global.u16 %h1, [g];
+	st.global.u16 [%rd1+16], %h1;
+	ret;
+}}
+"""
+    out = run_kernel(parse(text), "k", 1, 1, [np.zeros(3, np.uint64)]).buffers[0]
+    assert out[0] != 0 and out[1] == out[0]  # b is foo's address, byte by byte
+    assert int(out[2]) & 0xFFFF == int(out[0]) & 0xFFFF

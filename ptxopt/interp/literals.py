@@ -52,6 +52,8 @@ def decl_align(decl: Decl) -> int:
 
 
 _SYMBOL_INIT = re.compile(r"^(generic\()?\s*([A-Za-z_$%][\w$%.]*)\s*(\))?\s*(?:\+\s*(-?\d+))?$")
+# a byte of an address: 0xff00(foo) is byte 1 of foo's address, 0xff(generic(foo)) byte 0 of its generic one
+_MASK_INIT = re.compile(r"^(0[xX][0-9a-fA-F]+|[1-9]\d*)\((generic\()?([A-Za-z_$%][\w$%.]*)\)?\)$")
 
 
 def decl_init(decl: Decl, item, symbol=None) -> bytes | None:
@@ -76,6 +78,16 @@ def decl_init(decl: Decl, item, symbol=None) -> bytes | None:
     out = bytearray()
     for text in flat:
         text = text.strip()
+        mm = _MASK_INIT.match(text) if symbol is not None else None
+        if mm:
+            mask = int(mm.group(1), 0)
+            shift = (mask & -mask).bit_length() - 1
+            addr = symbol(mm.group(3), bool(mm.group(2)))
+            if mask != 0xFF << shift or shift % 8 or shift > 56 or addr is None:
+                raise UnsupportedInstruction(f"initialiser {text!r} of {item.name}: not a byte mask of a "
+                                             "known variable")
+            out += ((addr >> shift) & 0xFF).to_bytes(max(1, dtypes.bits(t) // 8), "little")
+            continue
         sm = _SYMBOL_INIT.match(text)
         if sm and symbol is not None and not text[:1].isdigit():
             addr = symbol(sm.group(2), bool(sm.group(1)))
