@@ -394,3 +394,21 @@ $consumer:
     assert out[:32].tolist() == [1] * 32
     assert out[32:64].tolist() == [10 * t for t in range(32)]
     assert out[64:].tolist() == [7] * 32
+
+
+def test_scope_lookups_see_later_declarations():
+    """The per-scope lookup memo is invalidated by any declaration in the
+    function's scope tree (a miss, then a declaration, then a hit)."""
+    from ptxopt.interp.decode import Scope
+    from ptxopt.ir import Decl, DeclItem
+
+    root = Scope(None)
+    inner = Scope(root)
+    assert inner.lookup("%r3") is None and root.lookup("%r3") is None
+    root.declare(Decl((".reg", ".b32"), (DeclItem("%r", 4),)))
+    assert inner.lookup("%r3") == ((root.id, "%r3"), "b32")
+    assert inner.lookup("%r4") is None  # outside %r<4>
+    inner.declare(Decl((".reg", ".f32"), (DeclItem("%r3"),)))
+    assert inner.lookup("%r3") == ((inner.id, "%r3"), "f32") and root.lookup("%r3")[1] == "b32"
+    other = Scope(None)  # another function's tree is not affected
+    assert other.lookup("%r3") is None

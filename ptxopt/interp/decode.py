@@ -102,13 +102,13 @@ class Scope:
     """Registers declared in one ``{ }`` block.
 
     Lookups are memoised per scope: an unrolled kernel names the same few
-    hundred registers tens of thousands of times while it is decoded. Any
-    declaration, in any scope, invalidates every memo (``_version``), so a
-    lookup never sees a stale answer whatever order decoding happens in.
+    hundred registers tens of thousands of times while it is decoded. A
+    declaration anywhere in the function's tree of scopes invalidates every
+    memo of that tree (``_clock``, shared from the root down), so a lookup
+    never sees a stale answer whatever order decoding happens in.
     """
 
     _ids = 0
-    _version = 0
 
     def __init__(self, parent: "Scope | None"):
         Scope._ids += 1
@@ -116,11 +116,12 @@ class Scope:
         self.parent = parent
         self.exact: dict[str, str] = {}  # name -> type
         self.ranges: dict[str, tuple[int, str]] = {}  # prefix -> (count, type)
+        self._clock: list[int] = parent._clock if parent is not None else [0]  # declarations in this tree
         self._memo: dict[str, tuple[tuple[int, str], str] | None] = {}
         self._memo_version = -1
 
     def declare(self, decl: Decl) -> None:
-        Scope._version += 1
+        self._clock[0] += 1
         t = decl.dtype[1:] if decl.dtype else "b32"
         for it in decl.items:
             if it.count is not None:
@@ -129,9 +130,9 @@ class Scope:
                 self.exact[it.name] = t
 
     def lookup(self, name: str) -> tuple[tuple[int, str], str] | None:
-        if self._memo_version != Scope._version:
+        if self._memo_version != self._clock[0]:
             self._memo = {}
-            self._memo_version = Scope._version
+            self._memo_version = self._clock[0]
         try:
             return self._memo[name]
         except KeyError:
