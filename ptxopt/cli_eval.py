@@ -21,31 +21,24 @@ import sys
 
 import click
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
-
-
-def _fail(msg: str) -> None:
-    click.echo(f"ptxopt: error: {msg}", err=True)
-    sys.exit(EXIT_INPUT)
+from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, backend_option, cache_option, check_backend,
+                               timeout_option, trials_option)
+from ptxopt.cli_common import fail as _fail
 
 
 @click.command("eval")
 @click.argument("file")
 @click.option("-p", "--passes", "pipelines", multiple=True, metavar="PIPELINE",
               help="Pipeline to apply, e.g. vec_ld,maxnreg_128 (repeatable; default: none, the baseline).")
-@click.option("--backend", default="sim", show_default=True,
-              help="Where cycles come from: sim (CPU estimate) or gpu (measured; needs CuPy and a GPU).")
+@backend_option
 @click.option("--arch", default="sm_89", show_default=True, help="Target architecture for ptxas and the model.")
 @click.option("--kernel", default=None, metavar="NAME", help="The .entry to evaluate (default: the first).")
-@click.option("--cache", "cache_path", default=None, metavar="PATH",
-              help="Result cache (SQLite) [default: $PTXOPT_CACHE or ~/.cache/ptxopt/eval.sqlite].")
+@cache_option
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Worker processes (0: evaluate in this process).")
-@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds one candidate may take.")
-@click.option("--trials", default=None, type=click.IntRange(1, 1000),
-              help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
+@timeout_option
+@trials_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, workers, timeout, trials, as_json):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
@@ -56,8 +49,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
     2: bad input.
     """
     from ptxopt.corpus import CorpusError
-    from ptxopt.evaluate import (BackendUnavailable, CacheError, Candidate, default_cache_path, evaluate_many,
-                                 get_backend)
+    from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate, default_cache_path, evaluate_many
     from ptxopt.inputs import InputError, read_targets
     from ptxopt.parser import ParseError
     from ptxopt.pipeline import Pipeline, PipelineError
@@ -72,10 +64,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             canonical.append(str(Pipeline.parse(p)))
         except PipelineError as e:
             _fail(str(e))
-    try:
-        get_backend(backend)
-    except (BackendUnavailable, ValueError) as e:
-        _fail(str(e))
+    check_backend(backend)
 
     from ptxopt.evaluate.core import _original
 

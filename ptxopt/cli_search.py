@@ -18,12 +18,8 @@ from pathlib import Path
 
 import click
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def _fail(msg: str) -> None:
-    click.echo(f"ptxopt: error: {msg}", err=True)
-    sys.exit(EXIT_INPUT)
+from ptxopt.cli_common import EXIT_INPUT, backend_option, cache_option, check_backend, timeout_option, trials_option
+from ptxopt.cli_common import fail as _fail
 
 
 def _budget(value: str | None):
@@ -103,15 +99,12 @@ def _check_parse(kernels) -> None:
               help="With --policy --samples K: sampling temperature of the K-1 sampled rollouts.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
-@click.option("--backend", default="sim", show_default=True,
-              help="Where cycles come from: sim (CPU estimate) or gpu (measured; needs CuPy and a GPU).")
+@backend_option
 @click.option("--arch", default="sm_89", show_default=True, help="Target architecture.")
 @click.option("--kernel", default=None, metavar="NAME", help="The .entry to optimise in PTX files (default: first).")
-@click.option("--cache", "cache_path", default=None, metavar="PATH",
-              help="Evaluation cache (SQLite) [default: $PTXOPT_CACHE or ~/.cache/ptxopt/eval.sqlite].")
-@click.option("--trials", default=None, type=click.IntRange(1, 1000), help="Interpreter launches per equivalence check.")
-@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds one candidate may take.")
+@cache_option
+@trials_option
+@timeout_option
 @click.option("--record", default=None, type=click.Path(dir_okay=False, writable=True),
               help="Write the trajectories (JSON Lines, see ptxopt.search.trajectory) here.")
 @click.option("--json", "json_out", default=None, metavar="OUT",
@@ -130,7 +123,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     layer trains on.
     """
     from ptxopt.corpus import CorpusError
-    from ptxopt.evaluate import BackendUnavailable, CacheError, default_cache_path, get_backend
+    from ptxopt.evaluate import BackendUnavailable, CacheError, default_cache_path
     from ptxopt.inputs import InputError
     from ptxopt.search import EvalOptions, SearchConfig
 
@@ -145,10 +138,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     if not kernels:
         _fail(f"{target}: no PTX kernels found")
     _check_parse(kernels)
-    try:
-        get_backend(backend)
-    except (BackendUnavailable, ValueError) as e:
-        _fail(str(e))
+    check_backend(backend)
     cache = cache_path or str(default_cache_path())
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,

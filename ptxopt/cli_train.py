@@ -7,15 +7,13 @@ the CLI works without the ``rl`` extra.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 
-def _fail(msg: str) -> None:
-    click.echo(f"ptxopt: error: {msg}", err=True)
-    sys.exit(2)
+from ptxopt.cli_common import backend_option, cache_option, check_backend
+from ptxopt.cli_common import fail as _fail
 
 
 @click.command("train")
@@ -47,9 +45,9 @@ def _fail(msg: str) -> None:
 @click.option("--exploit-temperature", default=0.5, show_default=True, type=float)
 @click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--backend", default="sim", show_default=True)
+@backend_option
 @click.option("--arch", default="sm_89", show_default=True)
-@click.option("--cache", "cache_path", default=None, metavar="PATH", help="Evaluation cache [default: the evaluator's].")
+@cache_option
 @click.option("--json", "json_out", default=None, metavar="OUT", help="--eval: write the comparison as JSON.")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
@@ -67,15 +65,12 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     except ImportError as e:
         _fail(f"training needs the learning layer (pip install 'ptxopt[rl]'): {e}")
     from ptxopt.corpus import CorpusError, select
-    from ptxopt.evaluate import BackendUnavailable, default_cache_path, get_backend
+    from ptxopt.evaluate import default_cache_path
     from ptxopt.search import EvalOptions
 
     if sum([bc_only, quick, do_eval]) > 1:
         _fail("choose one of --bc-only, --quick, --eval")
-    try:
-        get_backend(backend)
-    except (BackendUnavailable, ValueError) as e:
-        _fail(str(e))
+    check_backend(backend)
     options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from ptxopt.cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
 
 def _fmt(x, spec=".0f", none="-") -> str:
     return none if x is None else format(x, spec)
@@ -72,8 +74,8 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     if interrupted:
         click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
-        return 130
-    return 1 if any(r.error for r in results) else 0
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
 
 
 def print_table(results, config) -> None:
