@@ -291,11 +291,16 @@ def test_original_that_cannot_run_is_not_checked(cache):
 # the gpu hook
 
 
-def test_gpu_backend_unavailable_is_a_clean_error(monkeypatch):
+def _without_module(monkeypatch, missing: str) -> None:
+    """Make the backend registry see ``missing`` as not installed (and forget built backends)."""
     real = backends_mod.importlib.util.find_spec
     monkeypatch.setattr(backends_mod.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "cupy" else real(name, *a))
+                        lambda name, *a: None if name == missing else real(name, *a))
     monkeypatch.setattr(backends_mod, "_INSTANCES", {})
+
+
+def test_gpu_backend_unavailable_is_a_clean_error(monkeypatch):
+    _without_module(monkeypatch, "cupy")
     with pytest.raises(BackendUnavailable, match="^GPU backend unavailable: CuPy is not installed"):
         get_backend("gpu")
     with pytest.raises(BackendUnavailable, match="GPU backend unavailable"):
@@ -307,10 +312,7 @@ def test_gpu_backend_unavailable_is_a_clean_error(monkeypatch):
 
 
 def test_gpu_package_missing(monkeypatch):
-    real = backends_mod.importlib.util.find_spec
-    monkeypatch.setattr(backends_mod.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ptxopt.gpu" else real(name, *a))
-    monkeypatch.setattr(backends_mod, "_INSTANCES", {})
+    _without_module(monkeypatch, "ptxopt.gpu")
     with pytest.raises(BackendUnavailable, match="^GPU backend unavailable: the ptxopt.gpu package"):
         get_backend("gpu")
 
