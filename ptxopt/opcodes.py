@@ -84,13 +84,46 @@ BARRIERS = frozenset({"bar", "barrier", "membar", "fence", "mbarrier", "griddepc
 CONTROL = frozenset({"bra", "brx", "call", "ret", "exit", "trap", "brkpt"})
 TERMINATORS = frozenset({"bra", "brx", "ret", "exit", "trap"})
 
-# Opcodes with no destination register operand.
+# Opcodes with no destination register operand (PTX ISA, each opcode's
+# syntax). Not here, though they look alike: ``elect.sync d|p, mask`` writes
+# a register and a predicate; ``bar.red``/``barrier.red`` write their first
+# operand (:data:`DEST_IF_MODIFIER`); ``wgmma.mma_async`` writes (and reads)
+# its accumulator and ``tcgen05.ld`` writes registers (``DEST_IF_MODIFIER``);
+# ``stacksave``/``alloca`` write one. ``stackrestore a`` and
+# ``tcgen05.dealloc taddr, n`` only *read* a register in first position.
 NO_DEST = frozenset(
-    {"st", "sust", "red", "bar", "barrier", "membar", "fence", "bra", "brx", "call", "ret",
+    {"st", "sust", "sured", "red", "membar", "fence", "bra", "brx", "call", "ret",
      "exit", "trap", "brkpt", "prefetch", "prefetchu", "cp", "pmevent", "nanosleep",
-     "discard", "applypriority", "stmatrix", "griddepcontrol", "elect", "setmaxnreg",
-     "wgmma", "tcgen05", "cp.async"}
+     "discard", "applypriority", "stmatrix", "griddepcontrol", "setmaxnreg",
+     "stackrestore", "cp.async"}
 )
+
+# Opcodes whose first operand is a destination only in some forms: the
+# modifier that makes it one. Every other form writes nothing.
+DEST_IF_MODIFIER = {
+    "bar": "red",          # bar.red.popc.u32 d, a, p  /  bar.sync a
+    "barrier": "red",      # barrier.red.and.pred p, a, q  /  barrier.sync a
+    "wgmma": "mma_async",  # wgmma.mma_async... d, a-desc, ...  /  wgmma.fence
+    "tcgen05": "ld",       # tcgen05.ld... r, [taddr]  /  tcgen05.dealloc taddr, n
+}
+
+# Destinations that are read too: ``wgmma.mma_async`` accumulates into d
+# (``d = a*b + d`` unless its scale-d operand is false at run time).
+ACCUMULATES_IN_PLACE = frozenset({"wgmma"})
+
+# The carry flag (CC.CF), implicit state of the extended-precision integer
+# instructions (PTX ISA "Extended-Precision Integer Arithmetic"): ``add.cc``,
+# ``sub.cc``, ``mad.cc`` and ``addc.cc``/``subc.cc``/``madc.cc`` write it
+# (the ``.cc`` modifier); ``addc``/``subc``/``madc`` read it. It is modelled
+# as a register with a name no PTX register can have, so the DAG, liveness
+# and every pass see the dependency: a scheduler must not separate
+# ``add.cc`` from its ``addc`` nor put another carry writer between them.
+CARRY_FLAG = "%cc.cf"
+CARRY_IN = frozenset({"addc", "subc", "madc"})
+CARRY_OUT_MODIFIER = "cc"
+# Implicit state modelled as registers: no declaration, no register class,
+# not counted by register pressure.
+IMPLICIT_REGS = frozenset({CARRY_FLAG})
 
 # Known cache operators, per direction (PTX ISA "Cache Operators").
 LOAD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
@@ -221,15 +254,23 @@ def cache_op(ins: Instruction) -> str | None:
 
 def dest_count(ins: Instruction) -> int:
     """How many leading operands are written (0 or 1; a vector or pair counts
-    as one operand whose components are all written)."""
+    as one operand whose components are all written). An address operand in
+    first position is never a destination (``mbarrier.init [a], n``)."""
     op = ins.opcode
     if op in NO_DEST:
         return 0
-    if op in ("atom",) or op in LOADS:
-        return 1
+    need = DEST_IF_MODIFIER.get(op)
+    if need is not None and need not in ins.modifiers:
+        return 0
     if not ins.operands:
         return 0
     return 1
+
+
+def touches_carry(ins: Instruction) -> bool:
+    """Reads or writes the carry flag (see :data:`CARRY_FLAG`)."""
+    return ins.opcode in CARRY_IN or (ins.opcode in _CARRY_WRITERS
+                                      and CARRY_OUT_MODIFIER in ins.modifiers)
 
 
 def regs_in(operand) -> list[str]:
@@ -296,6 +337,13 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
                 defs.extend(regs_in(o))
             else:
                 uses.extend(regs_in(o))
+        if ins.opcode in ACCUMULATES_IN_PLACE and n:
+            uses.extend(defs)
+    op = ins.opcode
+    if op in CARRY_IN:
+        uses.append(CARRY_FLAG)
+    if op in _CARRY_WRITERS and CARRY_OUT_MODIFIER in ins.modifiers:
+        defs.append(CARRY_FLAG)
     for lst in (defs, uses):
         for r in lst:
             sp = special.get(r)
@@ -305,6 +353,9 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
                 lst[:] = [x for x in lst if not is_special_reg(x)]
                 break
     return defs, uses
+
+
+_CARRY_WRITERS = frozenset({"add", "sub", "mad", "addc", "subc", "madc"})
 
 
 def is_special_reg(name: str) -> bool:

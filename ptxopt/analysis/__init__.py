@@ -17,7 +17,9 @@ One concept per module:
 All results are deterministic: same module in, same numbers out.
 """
 
-from ptxopt.analysis.alias import ALIASING_SPACES, Access, may_alias, noalias_params, pointer_roots
+from ptxopt.analysis.alias import (
+    ALIASING_SPACES, Access, may_alias, noalias_params, overlapping_symbols, pointer_roots,
+)
 from ptxopt.analysis.cfg import CFG, BasicBlock, build_cfg, get_at, instr_defs_uses, set_at
 from ptxopt.opcodes import mem_space, role
 from ptxopt.analysis.dag import (
@@ -32,7 +34,7 @@ from ptxopt.analysis.pressure import RegisterPressure, register_pressure
 from ptxopt.analysis.summary import function_summary, summary
 
 __all__ = [
-    "ALIASING_SPACES", "Access", "may_alias", "noalias_params", "pointer_roots",
+    "ALIASING_SPACES", "Access", "may_alias", "noalias_params", "overlapping_symbols", "pointer_roots",
     "CFG", "BasicBlock", "build_cfg", "get_at", "instr_defs_uses", "set_at",
     "mem_space", "role",
     "KIND_PRIORITY", "CriticalPath", "block_dag", "block_dags", "build_dag", "critical_path",

@@ -18,7 +18,10 @@ module says they *may alias*. The rules, in order:
    different addresses, whatever the base value is.
 3. **Distinct variables.** ``[x+a]`` and ``[y+b]`` for two different
    symbols are disjoint (distinct PTX variables or parameters; an offset
-   leaving its variable is undefined behaviour in PTX).
+   leaving its variable is undefined behaviour in PTX) -- except two
+   *overlapping* symbols (:func:`overlapping_symbols`): every ``.extern
+   .shared`` array names the start of the block's dynamic shared memory, so
+   two of them alias whatever their names.
 4. **``.noalias`` parameters.** Distinct kernel pointer parameters are *not*
    assumed disjoint (C allows ``saxpy(x, x)``) unless the parameter
    declaration carries ``.noalias``. Then an address provably derived from
@@ -35,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.ir import Addr, Imm, Reg, Sym
+from ptxopt.ir import Addr, Decl, Imm, Reg, Sym, iter_decls
 
 ALIASING_SPACES: dict[str, frozenset[str]] = {
     "global": frozenset({"global", "generic"}),
@@ -91,8 +94,10 @@ def base_key(addr: Addr | None, version: dict[str, int]) -> tuple[tuple | None, 
     return None, 0
 
 
-def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset()) -> bool:
-    """True unless the rules in the module doc prove ``a`` and ``b`` disjoint."""
+def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset(),
+              overlap: frozenset[str] = frozenset()) -> bool:
+    """True unless the rules in the module doc prove ``a`` and ``b`` disjoint.
+    ``overlap``: :func:`overlapping_symbols` of the function."""
     if b.space not in ALIASING_SPACES[a.space]:
         return False
     ka, kb = a.base, b.base
@@ -102,11 +107,28 @@ def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset()) -> bo
                 return a.offset < b.offset + b.size and b.offset < a.offset + a.size
             return True
         if ka[0] == "sym" and kb[0] == "sym":
-            return False
+            return ka[1] in overlap and kb[1] in overlap
     if a.root is not None and b.root is not None and a.root != b.root \
             and a.root in noalias and b.root in noalias:
         return False
     return True
+
+
+def overlapping_symbols(fn, module=None) -> frozenset[str]:
+    """Variables whose addresses another variable of a different name may
+    share: every ``.extern .shared`` array, at module level (when ``module``
+    is given) or in any scope of ``fn``. They all start at the dynamic
+    shared-memory base of the block (CUDA's ``extern __shared__`` arrays;
+    ptxas places every unsized ``.extern .shared`` array there), so the
+    distinct-variables rule must not separate them.
+
+    Without ``module`` only ``fn``'s own declarations are seen: legality
+    checks (the passes) always pass the module."""
+    decls = [d for d in (module.items if module is not None else ()) if type(d) is Decl]
+    if fn is not None and fn.body is not None:
+        decls += list(iter_decls(fn.body))
+    return frozenset(it.name for d in decls
+                     if d.space == ".shared" and ".extern" in d.attrs for it in d.items)
 
 
 def noalias_params(fn) -> frozenset[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ptxopt import opcodes
-from ptxopt.ir import Addr, Decl, Function, Imm, Instruction, Module, Reg, Sym
+from ptxopt.ir import Addr, Decl, Function, Imm, Instruction, Module, Reg, Sym, iter_decls
 
 # ---------------------------------------------------------------------------
 # Alignment: congruences modulo powers of two
@@ -292,12 +292,18 @@ class Alignment:
 
 
 def variable_alignments(module: Module, fn: Function) -> dict[str, Fact]:
-    """Alignment of module- and function-level variables (``.align`` or the
-    element size), as facts about their address."""
+    """Alignment of the variables ``fn`` can name (``.align`` or the element
+    size), as facts about their address.
+
+    A name declared more than once -- at module level and again in the
+    function, or in a nested ``{ }`` scope that shadows an outer one -- gets
+    the *smallest* of its declarations' alignments: an access to ``x`` inside
+    the scope that redeclares it must not inherit the outer ``x``'s
+    ``.align 16``."""
     out: dict[str, Fact] = {}
     decls = [i for i in module.items if type(i) is Decl]
     if fn.body is not None:
-        decls += [i for i in fn.body.items if type(i) is Decl]
+        decls += list(iter_decls(fn.body))
     for d in decls:
         if d.space not in (".global", ".const", ".shared", ".local"):
             continue
@@ -305,5 +311,7 @@ def variable_alignments(module: Module, fn: Function) -> dict[str, Fact]:
         if a is None and d.dtype:
             a = max(1, opcodes.TYPE_BITS.get(d.dtype[1:], 8) // 8)
         for it in d.items:
-            out[it.name] = (lowbit(a or 1), 0)
+            fact = (lowbit(a or 1), 0)
+            old = out.get(it.name)
+            out[it.name] = fact if old is None or fact[0] < old[0] else old
     return out

@@ -65,7 +65,8 @@ import networkx as nx
 
 from ptxopt import opcodes
 from ptxopt.analysis.alias import (
-    ALIASING_SPACES, Access, address_of, base_key, may_alias, noalias_params, pointer_roots,
+    ALIASING_SPACES, Access, address_of, base_key, may_alias, noalias_params, overlapping_symbols,
+    pointer_roots,
 )
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.ir import Instruction
@@ -87,16 +88,19 @@ def build_dag(
     *,
     roots: dict[str, str] | None = None,
     noalias: frozenset[str] = frozenset(),
+    overlap: frozenset[str] = frozenset(),
 ) -> nx.DiGraph:
     """The dependency DAG of a straight-line instruction sequence.
 
     ``du`` gives ``(defs, uses)`` per instruction (default:
     :func:`~ptxopt.analysis.cfg.instr_defs_uses`); ``roots`` and ``noalias``
-    enable the ``.noalias`` parameter rule (:func:`~ptxopt.analysis.alias.pointer_roots`).
+    enable the ``.noalias`` parameter rule (:func:`~ptxopt.analysis.alias.pointer_roots`);
+    ``overlap`` names the symbols that may share addresses with other symbols
+    (:func:`~ptxopt.analysis.alias.overlapping_symbols`).
     """
     key = (tuple((ins, ins.line) for ins in instructions),
            None if du is None else tuple((tuple(d), tuple(u)) for d, u in du),
-           tuple(sorted((roots or {}).items())), frozenset(noalias))
+           tuple(sorted((roots or {}).items())), frozenset(noalias), frozenset(overlap))
     g = _MEMO.get(key)
     if g is not None:
         _MEMO.move_to_end(key)
@@ -104,7 +108,7 @@ def build_dag(
     was_enabled = gc.isenabled()
     gc.disable()  # ~10^5 small containers: generational GC passes dominate otherwise
     try:
-        g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias))
+        g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias, frozenset(overlap)))
     finally:
         if was_enabled:
             gc.enable()
@@ -135,7 +139,7 @@ def clear_memo() -> None:
     _MEMO.clear()
 
 
-def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
+def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
     n = len(instructions)
     if du is None:
         du = [instr_defs_uses(ins) for ins in instructions]
@@ -228,10 +232,11 @@ def _build_dag(instructions, du, roots, noalias) -> nx.DiGraph:
                             if gkey == key or (root is not None and noalias):
                                 # the rules need per-access data
                                 for b in accs:
-                                    if may_alias(acc, b, noalias):
+                                    if may_alias(acc, b, noalias, overlap):
                                         k = b.node * n + i
                                         E[k] = eget(k, 0) | MEM
-                            elif key_is_sym and gkey is not None and gkey[0] == "sym":
+                            elif key_is_sym and gkey is not None and gkey[0] == "sym" \
+                                    and not (key[1] in overlap and gkey[1] in overlap):
                                 continue  # distinct variables
                             else:
                                 for b in accs:
@@ -282,25 +287,34 @@ def _first(x):
 
 
 def block_dag(cfg: CFG, block: int, *, roots: dict[str, str] | None = None,
-              noalias: frozenset[str] | None = None) -> nx.DiGraph:
+              noalias: frozenset[str] | None = None, module=None,
+              overlap: frozenset[str] | None = None) -> nx.DiGraph:
     """:func:`build_dag` of one block of ``cfg`` (uses the CFG's scope-aware
     defs/uses). Node ``k`` is ``cfg.blocks[block].instructions[k]``, iid
     ``cfg.blocks[block].start + k``. ``roots``/``noalias`` default to the
     function's (:func:`~ptxopt.analysis.alias.pointer_roots`,
-    :func:`~ptxopt.analysis.alias.noalias_params`)."""
+    :func:`~ptxopt.analysis.alias.noalias_params`); ``overlap`` to
+    :func:`~ptxopt.analysis.alias.overlapping_symbols` of the function and
+    ``module`` (give the module whenever the DAG decides legality: without
+    it, module-level ``.extern .shared`` arrays are not seen)."""
+    if overlap is None:
+        overlap = overlapping_symbols(cfg.function, module)
     if noalias is None:
         noalias = noalias_params(cfg.function)
     if roots is None:
         roots = pointer_roots(cfg) if noalias else {}
     b = cfg.blocks[block]
-    return build_dag(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias)
+    return build_dag(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias,
+                     overlap=overlap)
 
 
-def block_dags(cfg: CFG) -> list[nx.DiGraph]:
-    """One DAG per block of ``cfg``."""
+def block_dags(cfg: CFG, module=None) -> list[nx.DiGraph]:
+    """One DAG per block of ``cfg`` (``module``: see :func:`block_dag`)."""
     noalias = noalias_params(cfg.function)
     roots = pointer_roots(cfg) if noalias else {}
-    return [block_dag(cfg, b.index, roots=roots, noalias=noalias) for b in cfg.blocks]
+    overlap = overlapping_symbols(cfg.function, module)
+    return [block_dag(cfg, b.index, roots=roots, noalias=noalias, overlap=overlap)
+            for b in cfg.blocks]
 
 
 # ---------------------------------------------------------------------------

@@ -78,6 +78,7 @@ def register_pressure(cfg: CFG, live: Liveness | None = None) -> RegisterPressur
             k = cls_cache[r] = CLASSES.index(reg_class(cfg, r))
         return k
 
+    implicit = opcodes.IMPLICIT_REGS  # the carry flag is no register to allocate
     best = [0] * len(CLASSES)
     best32 = 0
     best_all = 0
@@ -85,7 +86,7 @@ def register_pressure(cfg: CFG, live: Liveness | None = None) -> RegisterPressur
     du = cfg.du
     insns = cfg.instructions
     for b in cfg.blocks:
-        cur = set(live.live_out[b.index])
+        cur = set(live.live_out[b.index]) - implicit
         counts = [0] * len(CLASSES)
         for r in cur:
             counts[ci(r)] += 1
@@ -109,6 +110,9 @@ def register_pressure(cfg: CFG, live: Liveness | None = None) -> RegisterPressur
             record(counts)
         for iid in reversed(b.iids):
             defs, uses = du[iid]
+            if implicit.intersection(defs) or implicit.intersection(uses):
+                defs = [r for r in defs if r not in implicit]
+                uses = [r for r in uses if r not in implicit]
             # point just after the instruction: live-out plus dead defs
             dead = [r for r in defs if r not in cur]
             if dead:

@@ -48,7 +48,7 @@ import networkx as nx
 
 from ptxopt import opcodes
 from ptxopt.analysis import build_cfg, estimated_latency, heights, topological_orders_respect
-from ptxopt.analysis.alias import noalias_params, pointer_roots
+from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.dag import block_dag
 from ptxopt.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
@@ -192,6 +192,7 @@ class _Reorder(FunctionPass):
         cfg = build_cfg(fn)
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}
+        overlap = overlapping_symbols(fn, module)
         for block in cfg.blocks:
             if len(block.instructions) < 2:
                 continue
@@ -207,7 +208,7 @@ class _Reorder(FunctionPass):
             movable = [r for r in runs if len(r.indices) > 1]
             if not movable:
                 continue
-            dag = block_dag(cfg, block.index, roots=roots, noalias=noalias)
+            dag = block_dag(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
             ctx: dict = {}
             order: list[int] = []
             for r in runs:

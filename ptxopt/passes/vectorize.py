@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from ptxopt import opcodes
-from ptxopt.analysis.alias import Access, may_alias, noalias_params, pointer_roots
+from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
 from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -220,8 +220,8 @@ def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
     """:func:`ptxopt.opcodes.defs_uses`, with a fast path for the common
     register/immediate-only instruction (the scan's hot spot)."""
     op = ins.opcode
-    if op == "call":
-        return opcodes.defs_uses(ins)
+    if op == "call" or op in opcodes.DEST_IF_MODIFIER or opcodes.touches_carry(ins):
+        return opcodes.defs_uses(ins)  # forms with implicit state or conditional destinations
     first = op not in opcodes.NO_DEST
     defs: list[str] = []
     uses: list[str] = [ins.guard] if ins.guard else []
@@ -294,6 +294,7 @@ class _Vectorizer:
         self.align = Alignment(fn, module, self.scan.def_instructions, assume_align,
                                 frozenset(self.scan.untrusted))
         self.noalias = noalias_params(fn)
+        self.overlap = overlapping_symbols(fn, module)
         self.edits: dict[int, tuple[list, dict[int, object]]] = {}
         self.leftover: list[tuple[int, int, _Member]] = []  # (region, run, member)
         self.changes: list[tuple[int, str]] = []
@@ -401,7 +402,7 @@ class _Vectorizer:
                 k += 1
                 if other is x.ins or (not self.store and not acc.store):
                     continue
-                if may_alias(x.access, acc, self.noalias):
+                if may_alias(x.access, acc, self.noalias, self.overlap):
                     raise Refused(f"{other.full_opcode} at line {other.line} may alias "
                                   f"{_addr_text(x, x.offset)}")
 
