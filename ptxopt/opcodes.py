@@ -125,9 +125,32 @@ CARRY_OUT_MODIFIER = "cc"
 # not counted by register pressure.
 IMPLICIT_REGS = frozenset({CARRY_FLAG})
 
-# Known cache operators, per direction (PTX ISA "Cache Operators").
+# Known cache operators, per direction (PTX ISA "Cache Operators"), and the
+# ones ``ld.global.nc`` accepts (PTX ISA "ld.global.nc").
 LOAD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 STORE_CACHE_OPS = ("wb", "cg", "cs", "wt")
+NC_LOAD_CACHE_OPS = ("ca", "cg", "cs")
+CACHE_OPERATORS = frozenset(LOAD_CACHE_OPS + STORE_CACHE_OPS)
+
+# Cache-policy qualifiers that change performance only (PTX ISA ld/st/prefetch:
+# eviction priorities, L2 prefetch sizes, the .L2::cache_hint policy).
+HINT_PREFIXES = ("L1::evict_", "L1::no_allocate", "L2::evict_", "L2::64B", "L2::128B",
+                 "L2::256B", "L2::cache_hint")
+
+# Performance directives of an entry: they bound resources, not results.
+PERF_ONLY_DIRECTIVES = frozenset({"maxnreg", "minnctapersm", "maxnctapersm"})
+
+
+def is_eviction_priority(m: str) -> bool:
+    """``.L1::evict_*``, ``.L1::no_allocate``, ``.L2::evict_*``: a syntax form
+    of ld/st that excludes a cache operator."""
+    return m.startswith(("L1::evict", "L2::evict")) or m == "L1::no_allocate"
+
+
+def is_perf_hint(m: str) -> bool:
+    """A modifier that changes only how memory is cached, never a value: a
+    cache operator or a cache-policy qualifier."""
+    return m in CACHE_OPERATORS or m.startswith(HINT_PREFIXES)
 
 _SPACES = frozenset({"global", "shared", "local", "param", "const", "generic"})
 

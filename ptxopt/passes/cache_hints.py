@@ -7,7 +7,8 @@ refused per site:
 * only the ``.global`` space: ``ld.param``, ``ld.shared``, ``ld.local`` and
   generic accesses (whose space is not proven) keep their form;
 * only *weak* accesses: ``.volatile``, ``.relaxed``, ``.acquire``,
-  ``.release`` and ``.mmio`` forms take no cache operator;
+  ``.release``, ``.mmio`` (and any other :data:`ptxopt.opcodes.ORDERED_MEM_MODS`)
+  forms take no cache operator;
 * ``ld.global.nc`` accepts only ``.ca``, ``.cg``, ``.cs`` (so ``.cv`` is refused);
 * an eviction-priority qualifier (``.L1::evict_last``, ``.L1::no_allocate``,
   ``.L2::evict_first`` ...) is a different syntax form from a cache operator,
@@ -28,25 +29,17 @@ from ptxopt.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
 
-_STRONG = ("volatile", "relaxed", "acquire", "release", "mmio")
-
-
-def _eviction_priority(m: str) -> bool:
-    return (m.startswith("L1::") and (m.startswith("L1::evict") or m == "L1::no_allocate")) or \
-        m.startswith("L2::evict")
-
-
 def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruction | None:
     """The instruction with cache operator ``op``, None if it already has it;
     raises :class:`Refused` when the ISA forbids it."""
     mods = ins.modifiers
     check(opcodes.space_of(ins) == "global", "not a .global access")
-    strong = next((m for m in mods if m in _STRONG), None)
+    strong = next((m for m in mods if m in opcodes.ORDERED_MEM_MODS), None)
     check(strong is None, f".{strong} accesses take no cache operator")
-    check(not any(_eviction_priority(m) for m in mods),
+    check(not any(opcodes.is_eviction_priority(m) for m in mods),
           "an eviction-priority qualifier excludes a cache operator")
     if "nc" in mods:
-        check(op in ("ca", "cg", "cs"), f".{op} is not allowed with ld.global.nc")
+        check(op in opcodes.NC_LOAD_CACHE_OPS, f".{op} is not allowed with ld.global.nc")
     current = [m for m in mods if m in allowed]
     if current == [op]:
         return None
