@@ -39,9 +39,17 @@ cache_option = click.option(
 timeout_option = click.option(
     "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds one candidate may take.")
+arch_option = click.option(
+    "--arch", default=None, metavar="SM",
+    help="Target architecture for ptxas and the model [default: each kernel's own .target, else sm_89].")
+allow_unchecked_option = click.option(
+    "--allow-unchecked", is_flag=True,
+    help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "
+         "the original cannot be interpreted under the launch, ...) be kept and reported as best. Off: such "
+         "candidates are counted and never chosen.")
 trials_option = click.option(
     "--trials", default=None, type=click.IntRange(1, 1000),
     help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "fail", "check_backend", "backend_option",
-           "cache_option", "timeout_option", "trials_option"]
+           "cache_option", "timeout_option", "trials_option", "arch_option", "allow_unchecked_option"]

@@ -7,11 +7,18 @@ ptxas -> equivalence with the original in the interpreter -> cycles from the
 backend.  ``sim`` cycles are an ESTIMATE of a SASS issue model; ``gpu``
 cycles are a MEASUREMENT on the GPU; the output says which.
 
+Each result carries the equivalence ``verdict``: ``identical``,
+``hints-only``, ``equal`` (trials and launch in the note), ``inconclusive``
+(why: the original cannot be interpreted under the launch, ...) or
+``differ`` (the counterexample); see :mod:`ptxopt.evaluate.result`.
+``--arch`` defaults to each kernel's own ``.target``.
+
 Exit status: 0 when every candidate is ``ok``; 1 when one failed (a failure
-category -- illegal, ptxas, mismatch, fault, timeout, unsupported, internal
--- and its message are printed); 2 on bad input (unreadable or unparsable
-FILE, an unknown kernel, a bad or conflicting pipeline string, an unusable
-backend or cache).
+category -- illegal, ptxas, mismatch, fault, timeout, truncated,
+unsupported, internal -- and its message are printed); 2 on bad input
+(unreadable or unparsable FILE, an unknown kernel, a bad or conflicting
+pipeline string, an unusable backend or cache, an original kernel that
+ptxas rejects for the arch).
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ import sys
 
 import click
 
-from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, backend_option, cache_option, check_backend,
-                               timeout_option, trials_option)
+from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
+                               check_backend, timeout_option, trials_option)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -31,7 +38,7 @@ from ptxopt.cli_common import fail as _fail
 @click.option("-p", "--passes", "pipelines", multiple=True, metavar="PIPELINE",
               help="Pipeline to apply, e.g. vec_ld,maxnreg_128 (repeatable; default: none, the baseline).")
 @backend_option
-@click.option("--arch", default="sm_89", show_default=True, help="Target architecture for ptxas and the model.")
+@arch_option
 @click.option("--kernel", default=None, metavar="NAME", help="The .entry to evaluate (default: the first).")
 @cache_option
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
@@ -112,18 +119,21 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             click.echo(json.dumps({"file": sources[0].name, "cache": str(cache) if cache else None, **docs[0]},
                                   indent=2))
         else:
-            click.echo(json.dumps({"file": file, "backend": backend, "arch": arch,
+            click.echo(json.dumps({"file": file, "backend": backend, "arch": arch,  # null: each kernel's .target
                                    "cycles_kind": results[0].cycles_kind if results else None,
                                    "cache": str(cache) if cache else None, "results": docs,
                                    "summary": _summary(results)}, indent=2))
     elif len(results) == 1:
         _print_one(results[0], cache)
     else:
-        _print_table(results, backend, arch)
+        _print_table(results, backend, arch or "arch from .target")
     failed = [r for r in results if not r.ok]
     if failed and not as_json:
         for r in failed:
-            click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] failed: {r.status}: {r.error}", err=True)
+            what = "bad input" if r.bad_input else f"failed: {r.status}"
+            click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
+    if failed and all(r.bad_input for r in failed):
+        sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
 
 
@@ -181,7 +191,11 @@ def _print_one(r, cache) -> None:
     ptxas = f", ptxas {r.ptxas_version}" if r.ptxas_version else ""
     rows.append(("backend", f"{r.backend} on {r.arch}{ptxas}"))
     eq = r.equivalence + (f" ({r.equivalence_note})" if r.equivalence_note else "")
-    rows.append(("equivalence", eq))
+    if r.ok and not r.checked:
+        eq += "  -- NOT CHECKED: a search never takes this candidate (unless --allow-unchecked)"
+    rows.append(("verdict", eq))
+    if r.coverage is not None:
+        rows.append(("coverage", f"{100 * r.coverage:.0f}% of the original's instructions ran"))
     if r.trip_counts:
         rows.append(("loop trips", r.trip_counts))
     rows.append(("changed", {True: "yes", False: "no (the pipeline left the module unchanged)", None: "-"}[r.changed]))

@@ -6,6 +6,12 @@ such as ``gemm_tile``, a compiler such as ``triton``, a kernel id, ``all``;
 an ESTIMATE; ``gpu``: a MEASUREMENT) through its cache, so an interrupted
 search re-run with the same options resumes from what it had measured.
 
+Only a candidate whose equivalence with the original was established
+(verdict ``identical``, ``hints-only`` or ``equal``) can be reported as a
+kernel's best; ``--allow-unchecked`` lets ``inconclusive`` ones through. Each
+kernel's JSON carries the best pipeline's ``verdict`` (with ``verdict_note``,
+``coverage``, ``launch``), ``unchecked`` (candidates left out) and ``arch``.
+
 Exit status: 0 when every kernel was searched; 1 when a kernel could not be
 (its baseline failed, it did not parse); 2 on bad input; 130 when
 interrupted (what finished is still written).
@@ -18,7 +24,8 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli_common import EXIT_INPUT, backend_option, cache_option, check_backend, timeout_option, trials_option
+from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
+                               check_backend, timeout_option, trials_option)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -100,7 +107,8 @@ def _check_parse(kernels) -> None:
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
 @backend_option
-@click.option("--arch", default="sm_89", show_default=True, help="Target architecture.")
+@arch_option
+@allow_unchecked_option
 @click.option("--kernel", default=None, metavar="NAME", help="The .entry to optimise in PTX files (default: first).")
 @cache_option
 @trials_option
@@ -113,7 +121,7 @@ def _check_parse(kernels) -> None:
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend, arch,
-               kernel, cache_path, trials, timeout, record, json_out, plot, quiet):
+               allow_unchecked, kernel, cache_path, trials, timeout, record, json_out, plot, quiet):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, or a corpus selector (gemm_tile, triton,
@@ -140,7 +148,8 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     _check_parse(kernels)
     check_backend(backend)
     cache = cache_path or str(default_cache_path())
-    options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout)
+    options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
+                          allow_unchecked=allow_unchecked)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                           beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
                           temperature=temperature)

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 
-from ptxopt.cli_common import backend_option, cache_option, check_backend
+from ptxopt.cli_common import allow_unchecked_option, arch_option, backend_option, cache_option, check_backend
 from ptxopt.cli_common import fail as _fail
 
 
@@ -46,13 +46,14 @@ from ptxopt.cli_common import fail as _fail
 @click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
 @click.option("--seed", default=0, show_default=True)
 @backend_option
-@click.option("--arch", default="sm_89", show_default=True)
+@arch_option
+@allow_unchecked_option
 @cache_option
 @click.option("--json", "json_out", default=None, metavar="OUT", help="--eval: write the comparison as JSON.")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
-              samples, seed, backend, arch, cache_path, json_out):
+              samples, seed, backend, arch, allow_unchecked, cache_path, json_out):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
@@ -71,7 +72,8 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     if sum([bc_only, quick, do_eval]) > 1:
         _fail("choose one of --bc-only, --quick, --eval")
     check_backend(backend)
-    options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()))
+    options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()),
+                          allow_unchecked=allow_unchecked)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 

@@ -53,7 +53,8 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "target": target, "strategy": config.strategy, "max_steps": config.max_steps, "budget": config.budget,
         "beam_width": config.beam_width if config.strategy == "beam" else None, "seed": config.seed,
         "policy": config.policy, "samples": config.samples if config.policy else None,
-        "backend": config.options.backend, "arch": config.options.arch,
+        "backend": config.options.backend, "arch": config.options.arch,  # null: each kernel's .target
+        "allow_unchecked": config.options.allow_unchecked,
         "cycles_kind": "ESTIMATE" if config.options.estimate else "MEASUREMENT",
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
@@ -83,14 +84,19 @@ def print_table(results, config) -> None:
     from rich.table import Table
 
     kind = "estimated" if config.options.estimate else "measured"
-    t = Table(title=f"{config.strategy} search ({kind} cycles, {config.options.arch})")
-    for col in ("kernel", "best pipeline", "cycles before", "after", "improvement", "evals", "hits", "wall s"):
-        t.add_column(col, justify="left" if col in ("kernel", "best pipeline") else "right")
+    arch = config.options.arch or "arch from .target"
+    t = Table(title=f"{config.strategy} search ({kind} cycles, {arch})")
+    for col in ("kernel", "best pipeline", "cycles before", "after", "improvement", "verdict", "evals", "hits",
+                "wall s"):
+        t.add_column(col, justify="left" if col in ("kernel", "best pipeline", "verdict") else "right")
     for r in results:
         t.add_row(r.kernel, r.pipeline or ("(error)" if r.error else "(none)"), _fmt(r.baseline_cycles),
                   _fmt(r.best_cycles), _fmt(r.improvement_pct, "+.1f") + ("%" if r.improvement_pct is not None else ""),
-                  str(r.evaluations), str(r.cache_hits), _fmt(r.wall_s, ".1f"))
+                  r.verdict or "-", str(r.evaluations), str(r.cache_hits), _fmt(r.wall_s, ".1f"))
     Console(width=None if sys.stdout.isatty() else 160).print(t)
+    for r in results:
+        if r.note:
+            click.echo(f"{r.kernel}: {r.note}")
 
 
 def print_summary(s: dict, config) -> None:
@@ -105,6 +111,9 @@ def print_summary(s: dict, config) -> None:
     click.echo(f"evaluations: {s['evaluations']} ({_fmt(s['evaluations_per_kernel'], '.1f')}/kernel), "
                f"cache hits {_fmt(None if hit is None else 100 * hit, '.1f')}%, failures {s['failures'] or 0}, "
                f"search time {s['wall_s']:.1f} s")
+    if s.get("unchecked"):
+        what = "allowed by --allow-unchecked" if config.options.allow_unchecked else "never chosen"
+        click.echo(f"unchecked candidates (equivalence not established): {s['unchecked']}, {what}")
     if s["pass_frequency"]:
         click.echo("passes in best pipelines: " + ", ".join(f"{k} {v}" for k, v in s["pass_frequency"].items()))
 

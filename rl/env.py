@@ -14,7 +14,11 @@ A masked action raises ``ValueError`` (illegal actions are masked, never
 rewarded). A legal pass whose candidate then fails in the evaluator (ptxas
 error, mismatch, timeout) leaves the state unchanged, costs the step,
 earns reward 0, and is masked from then on in that state;
-``info["failed"]`` names the failure.
+``info["failed"]`` names the failure. A candidate that is ``ok`` but whose
+equivalence with the original was not established (verdict
+``inconclusive``) is treated the same way (``info["failed"]`` is
+``"unchecked: inconclusive"``: no reward, no GRPO credit) unless the
+options say ``allow_unchecked``.
 
 Episodes convert to and from pipeline strings (:meth:`PipelineEnv.pipeline`,
 :meth:`PipelineEnv.replay`), so any result replays with ``ptxopt run``.
@@ -129,13 +133,15 @@ class PipelineEnv(gym.Env):
             self._done = True
             return self.state.observation(), 0.0, True, False, self._info()
         child = self.state.child(ACTIONS[a])
-        r = self.meter(self.state.kernel).measure([child])[0]
+        meter = self.meter(self.state.kernel)
+        r = meter.measure([child])[0]
         self.steps += 1
         truncated = self.steps >= self.max_steps
-        if r is None or not r.ok:
+        if not meter.usable(r):
             self._failed.setdefault(self.state.digest, set()).add(a)
             self._done = truncated
-            return self.state.observation(), 0.0, False, truncated, self._info(failed=r.status if r else "budget")
+            why = "budget" if r is None else r.status if not r.ok else f"unchecked: {r.equivalence}"
+            return self.state.observation(), 0.0, False, truncated, self._info(failed=why)
         rew = reward(self.cycles, r.cycles)
         self.state, self.cycles = child, r.cycles
         self._done = truncated

@@ -95,7 +95,7 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
             out.note = "budget exhausted"
         out.steps.extend(ep.steps)
         r = meter.known(ep.state)
-        if r is not None and r.ok and r.cycles < out.best_result.cycles:
+        if meter.better(r, out.best_result):
             out.best, out.best_result = ep.state, r
         if out.note:
             break

@@ -160,7 +160,8 @@ def test_miscompiling_pass_is_a_mismatch(cache, monkeypatch):
     _patch_pass(monkeypatch, "cache_cg", lambda ins: replace(ins, operands=ins.operands[:3] + ins.operands[1:2])
                 if ins.opcode == "fma" else None)
     r = _check_failure(cache, "cache_cg", "mismatch")
-    assert r.equivalence == "mismatch" and "computes something else" in r.error
+    assert r.equivalence == "differ" and "computes something else" in r.error
+    assert r.to_json()["verdict"] == "differ" and "elements differ" in r.equivalence_note  # the counterexample
     assert r.registers is not None  # ptxas's figures are still reported
 
 
@@ -173,7 +174,7 @@ def test_faulting_kernel_is_a_fault(cache, monkeypatch):
 
     _patch_pass(monkeypatch, "cache_cg", far)
     r = _check_failure(cache, "cache_cg", "fault")
-    assert r.equivalence == "error"
+    assert r.equivalence == "differ" and r.equivalence_note == r.error  # it faults where the original runs
 
 
 def test_parse_failure_is_a_result(cache):
@@ -280,7 +281,7 @@ ODD = """.version 8.0
 def test_original_that_cannot_run_is_not_checked(cache):
     # the default one-thread launch has no value for a .u8 parameter
     r = evaluate(ODD, "reorder_lf", cache=cache)  # hoists the ld.param: code changed, so a run is needed
-    assert r.ok and r.changed and r.equivalence == "not-checked"
+    assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked
     assert "cannot be interpreted" in r.equivalence_note and "h" in r.equivalence_note
     # a change of hints alone needs no run, so nothing is left unchecked
     r = evaluate(ODD, "maxnreg_64", cache=cache)

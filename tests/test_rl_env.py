@@ -250,6 +250,7 @@ def test_failing_candidate_leaves_the_state_and_masks_the_action(monkeypatch, tm
         calls.extend(c.pipeline for c in candidates)
         return [EvalResult(kernel=c.label, pipeline=c.pipeline, status="mismatch" if c.pipeline else "ok",
                            backend="sim", arch="sm_89", estimate=True, cycles=None if c.pipeline else 100.0,
+                           equivalence="differ" if c.pipeline else "identical",
                            error="fake mismatch" if c.pipeline else None) for c in candidates]
 
     monkeypatch.setattr(measure_mod, "evaluate_many", fake)

@@ -227,7 +227,7 @@ class FakeEvaluator:
             ok = st == "ok"
             out.append(EvalResult(kernel=c.label, pipeline=c.pipeline, status=st, backend="sim", arch="sm_89",
                                   estimate=True, cycles=100.0 - len(c.pipeline) if ok else None,
-                                  error=None if ok else f"fake {st}"))
+                                  equivalence="equal" if ok else "differ", error=None if ok else f"fake {st}"))
         return out
 
     @property

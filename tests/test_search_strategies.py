@@ -155,7 +155,8 @@ def test_greedy_never_picks_a_failing_candidate(kernel, monkeypatch, tmp_path):
             bad = "vec_" in c.pipeline
             out.append(EvalResult(kernel=c.label, pipeline=c.pipeline, status="mismatch" if bad else "ok",
                                   backend="sim", arch="sm_89", estimate=True,
-                                  cycles=None if bad else 100.0 - 10 * c.pipeline.count(","), error=None))
+                                  cycles=None if bad else 100.0 - 10 * c.pipeline.count(","),
+                                  equivalence="differ" if bad else "equal", error=None))
         return out
 
     monkeypatch.setattr(measure_mod, "evaluate_many", fake)

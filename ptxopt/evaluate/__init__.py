@@ -20,11 +20,13 @@ Library use::
     r = evaluate(Candidate.from_corpus("gemm_tile_4x4x4", "vec_ld,maxnreg_128"))
     r.status, r.cycles, r.estimate, r.registers, r.spill_bytes, r.sass_instructions
     r.equivalence, r.cache_hit, r.timings        # {"pass", "ptxas", "verify", "backend", "total"}
+    r.checked                                    # equivalence established: identical, hints-only or equal
 
     evaluate(open("k.ptx").read(), "reorder_cp")  # outside the corpus: a one-thread launch
     results = evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in pipelines], workers=2)
 
-Options (keyword arguments of both functions): ``arch`` (``sm_89``),
+Options (keyword arguments of both functions): ``arch`` (default None: each
+kernel's own ``.target``, else sm_89; see :func:`ptxopt.toolchain.arch.resolve_arch`),
 ``backend`` (``sim``; ``gpu`` when :mod:`ptxopt.gpu`, CuPy and a GPU are
 there), ``cache`` (a path, an :class:`EvalCache`'s path, or None for no
 cache; default :func:`default_cache_path`), ``trials`` (interpreter
@@ -49,13 +51,13 @@ from .backends import (Backend, BackendUnavailable, MeasureError, MeasureJob, Si
 from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
 from .core import (DEFAULT_BATCH, DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate,
                    module_key, pipeline_key)
-from .result import EQUIVALENCE, FAILURES, OK, STATUSES, EvalResult, Measurement
+from .result import EQUIVALENCE, FAILURES, OK, STATUSES, TRUSTED, VERDICTS, EvalResult, Measurement
 
 #: ``cache=DEFAULT_CACHE`` (the default) means :func:`default_cache_path`.
 DEFAULT_CACHE = "default"
 
 
-def _settings(arch="sm_89", backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
+def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
               profile_loops=True) -> Settings:
     from ptxopt.verify import DEFAULT_TRIALS
 
@@ -103,6 +105,6 @@ __all__ = [
     "evaluate", "evaluate_many", "Candidate", "Settings", "EvalResult", "Measurement", "Backend", "SimBackend",
     "BackendUnavailable", "MeasureError", "MeasureJob", "register_backend", "get_backend", "backend_names",
     "EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "DEFAULT_CACHE",
-    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
+    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "VERDICTS", "TRUSTED",
     "module_key", "pipeline_key", "as_candidate",
 ]

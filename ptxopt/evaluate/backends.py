@@ -111,6 +111,9 @@ class SimBackend:
 
     name = "sim"
     is_estimate = True
+    #: The model's dynamic instruction budget per kernel; a walk that hits it is a
+    #: ``truncated`` failure, not a result (:data:`ptxopt.sim.model.DEFAULT_MAX_STEPS`).
+    max_steps: int | None = None
 
     def __init__(self, loop_trips: int | None = None):
         from ptxopt.sim import DEFAULT_LOOP_TRIPS
@@ -166,7 +169,11 @@ class SimBackend:
             for b in launch.block:
                 threads *= b
             warps = max(1, -(-threads // 128))  # ceil(threads / 32 / 4 schedulers)
-        r = simulate(program, compiled, trips or None, warps=warps, loop_trips=self.loop_trips)
+        kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
+        r = simulate(program, compiled, trips or None, warps=warps, loop_trips=self.loop_trips, **kw)
+        if r.truncated:
+            raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "
+                                            f"{r.cycles:g} cycles is a lower bound, not an estimate")
         return Measurement(
             cycles=r.cycles, estimate=True, registers=r.registers, spill_store_bytes=r.spill_store_bytes,
             spill_load_bytes=r.spill_load_bytes, sass_instructions=r.sass_instructions, fallback=r.fallback,

@@ -46,7 +46,10 @@ from pathlib import Path
 from .result import EvalResult
 
 #: Bump when the stored JSON or the key derivation changes meaning.
-SCHEMA_VERSION = 1
+#: 2: equivalence verdicts identical/hints-only/equal/inconclusive/differ (1 had
+#: not-checked/mismatch/error/skipped), keys use the resolved arch, and
+#: ``truncated``, ``coverage``, ``launch``, ``bad_input`` are new.
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (

@@ -32,7 +32,17 @@ manifest entry whose kernel name and parameter names match
 64 KiB buffer of random float32, 32-bit integers = 1 (the thread count),
 floats = 1.0.  When the *original* cannot be run that way (it faults, uses
 an instruction the interpreter lacks, needs a scalar it cannot guess) the
-result records ``equivalence="not-checked"`` with the reason and goes on.
+result records ``equivalence="inconclusive"`` with the reason and goes on:
+its cycles are measured, but a search never takes it as its best (see
+:attr:`EvalResult.checked`).  The verdicts are listed in
+:mod:`ptxopt.evaluate.result`.
+
+Architecture: ``Settings.arch`` None (the default) means each kernel's own
+``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`: an explicit arch
+wins, else ``.target``, else sm_89); every key and result carries the
+resolved one (:func:`settings_for`).  When ptxas rejects a candidate, the
+original is compiled too: if ptxas rejects the original as well, the result
+is marked ``bad_input`` and says so, instead of blaming the pipeline.
 
 Time limits: ``Settings.timeout`` bounds each step of one candidate.  The
 passes and the equivalence check run under ``SIGALRM`` (when evaluating on
@@ -61,7 +71,7 @@ from ptxopt.verify import DEFAULT_TRIALS, Geometry
 from .backends import BackendUnavailable, MeasureError, MeasureJob, backend_version, get_backend, measure_many
 from .backends import source_digest
 from .cache import SCHEMA_VERSION, EvalCache
-from .result import OK, EvalResult, Measurement
+from .result import NOT_REACHED, OK, EvalResult, Measurement
 
 #: Launch used for kernels outside the corpus when the caller gives none.
 DEFAULT_GEOMETRY = Geometry()
@@ -111,12 +121,24 @@ class Candidate:
 class Settings:
     """How candidates are evaluated; every field but ``timeout``/``batch`` is part of the cache key."""
 
-    arch: str = "sm_89"
+    arch: str | None = None  # None: each kernel's own .target (settings_for)
     backend: str = "sim"
     trials: int = DEFAULT_TRIALS  # interpreter launches compared per candidate
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per candidate; None: no limit
     batch: int = DEFAULT_BATCH
     profile_loops: bool = True  # sim: loop trip counts from the interpreter
+
+
+def settings_for(cand: Candidate, settings: Settings) -> Settings:
+    """``settings`` with the architecture resolved for ``cand``: the explicit
+    one, else the module's ``.target``, else sm_89 (what keys and results use)."""
+    if settings.arch:
+        return settings
+    from dataclasses import replace
+
+    from ptxopt.toolchain.arch import resolve_arch
+
+    return replace(settings, arch=resolve_arch(cand.ptx))
 
 
 def as_candidate(item) -> Candidate:
@@ -217,6 +239,7 @@ class _Original:
     printed: str
     programs: dict = field(default_factory=dict)  # interpreter Program, built once
     _observable: str | None = None
+    rejected: dict = field(default_factory=dict)  # arch -> ptxas's error for the original text (None: accepted)
 
     def observable(self) -> str:
         """The original's :func:`~ptxopt.evaluate.observable.observable_form`, computed once."""
@@ -297,14 +320,21 @@ class _Work:
     module: Any = None
     compiled: Any = None
     changed: bool | None = None
-    equivalence: str = "skipped"
+    equivalence: str = "inconclusive"
     equivalence_note: str | None = None
+    coverage: float | None = None
+    launch: str | None = None
+    bad_input: bool = False
+    orig: Any = None  # the _Original, once parsed
     timings: dict = field(default_factory=lambda: {"pass": 0.0, "ptxas": 0.0, "verify": 0.0, "backend": 0.0})
     t0: float = field(default_factory=time.perf_counter)
     result: EvalResult | None = None  # set when final
     from_cache: bool = False
     ptx_sha: str | None = None
     ptxas_future: Any = None
+
+    def __post_init__(self):
+        self.settings = settings_for(self.cand, self.settings)
 
     def finish(self, status: str, *, error: str | None = None, m: Measurement | None = None,
                cacheable: bool = True, key: str | None = None) -> EvalResult:
@@ -326,7 +356,10 @@ class _Work:
             spill_store_bytes=_first(m and m.spill_store_bytes, kres and kres.spill_store_bytes),
             spill_load_bytes=_first(m and m.spill_load_bytes, kres and kres.spill_load_bytes),
             sass_instructions=m.sass_instructions if m is not None else None,
-            equivalence=self.equivalence, equivalence_note=self.equivalence_note, changed=self.changed,
+            equivalence=self.equivalence,
+            equivalence_note=self.equivalence_note if (self.equivalence_note or self.equivalence != "inconclusive")
+            else NOT_REACHED,
+            coverage=self.coverage, launch=self.launch, bad_input=self.bad_input, changed=self.changed,
             entry=self.entry, error=error, fallback=m.fallback if m is not None else None,
             trip_counts=(m.extra or {}).get("trip_counts") if m is not None else None,
             notes=tuple(m.notes) if m is not None else (), timings=t, cache_hit=False,
@@ -399,6 +432,7 @@ def _front(w: _Work, cache: EvalCache | None) -> None:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("parse", error=_one_line(e))
         return
+    w.orig = orig
     m = orig.module
     entries = [f.name for f in m.entries]
     w.entry = cand.entry or (w.spec.entry if w.spec is not None else None) or (entries[0] if entries else None)
@@ -469,6 +503,7 @@ def lookup(cand: Candidate, settings: Settings, cache: EvalCache) -> EvalResult 
     """The cached result of ``cand`` by its pipeline key, without parsing anything; None on a miss."""
     from ptxopt.pipeline import Pipeline, PipelineError
 
+    settings = settings_for(cand, settings)
     try:
         pipeline = str(Pipeline.parse(cand.pipeline))
     except PipelineError:
@@ -511,7 +546,16 @@ def _toolchain_failure(w: _Work, e: BaseException) -> None:
     from ptxopt.toolchain import UnsupportedPTXVersion
 
     if isinstance(e, PtxasError):
-        w.finish("ptxas", error=_one_line(e))
+        why = _original_rejected(w)
+        if why is not None:
+            w.bad_input = True
+            w.finish("ptxas", error=f"ptxas rejects the original kernel for {w.settings.arch} (bad input, not the "
+                                    f"pipeline's doing; give the arch it was written for with --arch): {why}")
+        elif w.changed is False:
+            w.finish("internal", error=f"ptxas accepts the original but not its reprinting (a printer bug): "
+                                       f"{_one_line(e)}", cacheable=False)
+        else:
+            w.finish("ptxas", error=_one_line(e))
     elif isinstance(e, ToolchainTimeout):
         w.timings["limit"] = w.settings.timeout or 0
         w.finish("timeout", error=_one_line(e))
@@ -523,11 +567,39 @@ def _toolchain_failure(w: _Work, e: BaseException) -> None:
         w.finish("internal", error=f"compiling failed: {type(e).__name__}: {_one_line(e)}", cacheable=False)
 
 
+def _original_rejected(w: _Work) -> str | None:
+    """ptxas's error for the candidate's original text (as given) on the
+    candidate's arch, None when ptxas accepts it; memoised per original."""
+    from ptxopt.toolchain import PtxasError, compile_ptx
+
+    orig, arch = w.orig, w.settings.arch
+    if orig is None:
+        return None
+    if arch not in orig.rejected:
+        try:
+            compile_ptx(w.cand.ptx, arch, timeout=w.settings.timeout or DEFAULT_TIMEOUT)
+            orig.rejected[arch] = None
+        except PtxasError as e:
+            orig.rejected[arch] = _one_line(e)
+        except Exception:  # a timeout or a missing tool says nothing about the original
+            return None
+    return orig.rejected[arch]
+
+
 _VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "trap": "fault", "error": "fault",
                  "step-limit": "timeout", "unsupported": "unsupported", "launch": "unsupported"}
 
 
+def _launch_text(spec, geometry) -> str:
+    if spec is not None:
+        launch = spec.launch
+        return f"manifest entry {spec.id}: grid {tuple(launch.grid)}, block {tuple(launch.block)}"
+    return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
+
+
 def _verify(w: _Work, orig: _Original) -> None:
+    """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`); a
+    counterexample or a failure of the transformed kernel also finishes it."""
     from ptxopt.interp import Program
     from ptxopt.interp.errors import InterpError
 
@@ -547,32 +619,43 @@ def _verify(w: _Work, orig: _Original) -> None:
     if spec is None and geometry is None:
         geometry = DEFAULT_GEOMETRY
         w.geometry = geometry
+    w.launch = _launch_text(spec, geometry)
     reference = f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}"
     try:
         res = verify_with_reference(_program(orig), Program(w.module), w.entry, reference,
                                     trials=w.settings.trials, spec=spec, geometry=geometry if spec is None else None)
     except InterpError as e:
-        w.equivalence = "not-checked"
-        launch = f"manifest entry {spec.id}" if spec is not None else \
-            f"launch grid {geometry.grid}, block {geometry.block}"
-        w.equivalence_note = f"the original cannot be interpreted with the {launch}: {_one_line(e)}"
+        w.equivalence = "inconclusive"
+        w.equivalence_note = f"the original cannot be interpreted with the launch {w.launch}: {_one_line(e)}"
         return
+    w.coverage = getattr(res, "coverage", None)
     if res.status == "equal":
         w.equivalence = "equal"
-        w.equivalence_note = f"{res.trials} launches, grid {res.grid}, block {res.block}"
+        cov = f", coverage {100 * w.coverage:.0f}%" if w.coverage is not None else ""
+        w.equivalence_note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
         return
     if res.status == "mismatch":
         mm = res.mismatch
-        w.equivalence = "mismatch"
-        w.finish("mismatch", error=(f"{w.entry} computes something else: {mm.buffer}[{mm.index}] is "
-                                    f"{mm.transformed}, was {mm.original} ({mm.differing} of {mm.size} elements "
-                                    f"differ; seed {mm.seed}, {mm.flavour} inputs, {mm.schedule} schedule)"))
+        w.equivalence = "differ"
+        w.equivalence_note = (f"{mm.buffer}[{mm.index}] is {mm.transformed}, was {mm.original} ({mm.differing} of "
+                              f"{mm.size} elements differ; seed {mm.seed}, {mm.flavour} inputs, {mm.schedule} "
+                              "schedule)")
+        w.finish("mismatch", error=f"{w.entry} computes something else: {w.equivalence_note}")
         return
-    w.equivalence = "error"
+    if res.status != "error":  # "inconclusive" (or any status this evaluator does not know): nothing shown
+        w.equivalence = "inconclusive"
+        why = getattr(res, "reason", None) or res.error or f"the verifier returned {res.status!r}"
+        w.equivalence_note = f"equivalence not established with the launch {w.launch}: {why}"
+        return
     category = _VERIFY_KINDS.get(res.error_kind or "error", "fault")
+    why = res.error or "the transformed kernel failed in the interpreter"
+    if category == "fault":  # the transformed kernel faults where the original runs: a counterexample
+        w.equivalence, w.equivalence_note = "differ", why
+    else:  # step budget, an instruction or launch the interpreter cannot run: no verdict
+        w.equivalence, w.equivalence_note = "inconclusive", why
     if category == "timeout":
         w.timings["limit"] = w.settings.timeout or 0
-    w.finish(category, error=res.error or "the transformed kernel failed in the interpreter")
+    w.finish(category, error=why)
 
 
 # ---------------------------------------------------------------------------
@@ -674,7 +757,7 @@ def _collect_and_measure(backend, chunk: list[_Work], settings: Settings) -> tup
 
 def _measure(backend, chunk: list[_Work], settings: Settings) -> list:
     """The backend's verdicts for ``chunk`` (Measurements or exceptions); never raises."""
-    jobs = [MeasureJob(w.printed, settings.arch, w.spec, w.entry, w.compiled, w.module,
+    jobs = [MeasureJob(w.printed, w.settings.arch, w.spec, w.entry, w.compiled, w.module,
                        w.geometry or (DEFAULT_GEOMETRY if w.spec is None else None), settings.profile_loops)
             for w in chunk]
     try:
@@ -729,5 +812,5 @@ def _backend_failure(w: _Work, e: BaseException) -> None:
                  cacheable=False)
 
 
-__all__ = ["Candidate", "Settings", "run_batch", "lookup", "as_candidate", "pipeline_key", "module_key", "fingerprint",
+__all__ = ["Candidate", "Settings", "settings_for", "run_batch", "lookup", "as_candidate", "pipeline_key", "module_key", "fingerprint",
            "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "CandidateTimeout", "deadline"]

@@ -17,6 +17,10 @@ Statuses
                 child process died running it
 ``timeout``     a tool, the interpreter's step budget or the per-candidate
                 time limit ran out
+``truncated``   the backend's estimate stopped early (the sim model's walk
+                hit its instruction budget: "stopped after N issued
+                instructions"), so its cycle count is a lower bound, not an
+                estimate of the kernel, and never a search result
 ``unsupported`` no installed ptxas accepts the ``.version``/arch, nvdisasm
                 cannot read the cubin, the interpreter lacks an instruction
                 the transformed kernel uses, or the backend cannot measure
@@ -28,16 +32,36 @@ Statuses
 Every one of them is a result, never an exception out of
 :func:`ptxopt.evaluate.evaluate`, and all but environment problems (a missing
 tool, an unavailable backend: ``cacheable=False``) are cached like successes.
+A ``ptxas`` failure of a kernel whose *original* ptxas rejects for the arch
+used is marked ``bad_input`` and its error says the original was rejected: no
+pass is to blame.
 
-Equivalence (``equivalence``): ``equal`` (bit-identical outputs in every
-trial), ``identical`` (the printed PTX is the original's own printing, so
-there is nothing to compare), ``hints-only`` (the two differ only in cache
-operators, eviction hints, prefetches or register budgets, which the
-interpreter gives no meaning: equal by construction, not run; see
-:mod:`ptxopt.evaluate.observable`), ``not-checked`` (the *original* cannot be run by
-the interpreter under the launch used -- the reason is in
-``equivalence_note``), ``mismatch``/``error`` (the candidate failed), or
-``skipped`` (the evaluation stopped before verification).
+Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
+:data:`VERDICTS`:
+
+================  ===========================================================
+``identical``     the printed PTX is the original's own printing: nothing to
+                  compare (the baseline, the empty pipeline, always is)
+``hints-only``    the two differ only in cache operators, eviction hints,
+                  prefetches or register budgets, which the interpreter gives
+                  no meaning: equal by construction, not run (see
+                  :mod:`ptxopt.evaluate.observable`)
+``equal``         bit-identical buffers in every trial; ``equivalence_note``
+                  gives the trials and the launch, ``coverage`` the fraction
+                  of the original's instructions the trials executed when the
+                  verifier reports it
+``inconclusive``  equivalence was not established; ``equivalence_note`` says
+                  why (the *original* cannot be run under the launch used, an
+                  instruction the interpreter lacks, the step budget, low
+                  coverage, or the evaluation stopped before the check)
+``differ``        a counterexample: the note names the buffer, the index and
+                  both values (status ``mismatch``), or the fault the
+                  transformed kernel hits where the original does not
+                  (status ``fault``)
+================  ===========================================================
+
+Only :data:`TRUSTED` verdicts (``identical``, ``hints-only``, ``equal``) make
+a candidate usable as a search result: :attr:`EvalResult.checked`.
 """
 
 from __future__ import annotations
@@ -46,10 +70,18 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
 OK = "ok"
-FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "unsupported", "internal")
+FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "truncated", "unsupported", "internal")
 STATUSES = (OK,) + FAILURES
 
-EQUIVALENCE = ("equal", "identical", "hints-only", "not-checked", "mismatch", "error", "skipped")
+#: The equivalence verdicts, from the strongest to a counterexample.
+VERDICTS = ("identical", "hints-only", "equal", "inconclusive", "differ")
+EQUIVALENCE = VERDICTS
+
+#: Verdicts that establish equivalence: only these candidates may be a search's best.
+TRUSTED = ("identical", "hints-only", "equal")
+
+#: The note of a result whose evaluation stopped before the equivalence check.
+NOT_REACHED = "not checked: the evaluation stopped before the equivalence check"
 
 #: The per-stage timings every result carries (seconds, wall clock).
 TIMING_KEYS = ("pass", "ptxas", "verify", "backend", "total")
@@ -99,8 +131,11 @@ class EvalResult:
     spill_store_bytes: int | None = None
     spill_load_bytes: int | None = None
     sass_instructions: int | None = None
-    equivalence: str = "skipped"
-    equivalence_note: str | None = None
+    equivalence: str = "inconclusive"  # a verdict (VERDICTS)
+    equivalence_note: str | None = None  # trials and launch, why inconclusive, or the counterexample
+    coverage: float | None = None  # fraction of the original's instructions the equivalence trials ran
+    launch: str | None = None  # the launch the equivalence check used ("grid (1, 1, 1), block (1, 1, 1)", ...)
+    bad_input: bool = False  # the original kernel itself is rejected (ptxas): not the pipeline's fault
     changed: bool | None = None  # did the pipeline change the module's printed text
     entry: str | None = None  # the .entry evaluated
     error: str | None = None  # what went wrong (failures); None when ok
@@ -119,6 +154,16 @@ class EvalResult:
         return self.status == OK
 
     @property
+    def verdict(self) -> str:
+        """The equivalence verdict (:data:`VERDICTS`)."""
+        return self.equivalence
+
+    @property
+    def checked(self) -> bool:
+        """Is equivalence with the original established (a :data:`TRUSTED` verdict)?"""
+        return self.equivalence in TRUSTED
+
+    @property
     def spill_bytes(self) -> int | None:
         if self.spill_store_bytes is None and self.spill_load_bytes is None:
             return None
@@ -134,6 +179,7 @@ class EvalResult:
         d["notes"] = list(self.notes)
         d["spill_bytes"] = self.spill_bytes
         d["cycles_kind"] = self.cycles_kind
+        d["verdict"] = self.equivalence
         return d
 
     def dumps(self) -> str:
@@ -151,4 +197,5 @@ class EvalResult:
         return replace(self, **changes)
 
 
-__all__ = ["EvalResult", "Measurement", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "TIMING_KEYS"]
+__all__ = ["EvalResult", "Measurement", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "VERDICTS", "TRUSTED",
+           "NOT_REACHED", "TIMING_KEYS"]

@@ -12,7 +12,7 @@ beam member was measured, so each step has its cycles).
 
 from __future__ import annotations
 
-from .measure import BudgetExhausted, Meter, better
+from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, path_steps, start
 from .state import State, new_children
 
@@ -32,12 +32,13 @@ def beam(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episo
         except BudgetExhausted:
             out.note = "budget exhausted"
             break
-        scored = [(r.cycles, i, c, r) for i, (c, r) in enumerate(zip(children, results)) if r is not None and r.ok]
+        scored = [(r.cycles, i, c, r) for i, (c, r) in enumerate(zip(children, results))
+                  if meter.usable(r)]  # failures and unchecked candidates leave the beam
         scored.sort(key=lambda t: (t[0], t[1]))
         frontier = [c for _, _, c, _ in scored[:width]]
         expanded.update(c.digest for c in frontier)
         for _, _, c, r in scored[:1]:
-            if better(r, out.best_result):
+            if meter.better(r, out.best_result):
                 out.best, out.best_result = c, r
         if meter.remaining == 0:
             out.note = "budget exhausted"

@@ -9,7 +9,7 @@ the enumeration short, in which case the result is no longer an oracle.
 
 from __future__ import annotations
 
-from .measure import BudgetExhausted, Meter, better
+from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, path_steps, start
 from .state import State, new_children
 
@@ -30,9 +30,9 @@ def exhaustive(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 
         except BudgetExhausted:
             out.note = "budget exhausted: not an oracle"
             break
-        level = [s for s, r in zip(nxt, results) if r is not None and r.ok]  # failures are not expanded
+        level = [s for s, r in zip(nxt, results) if meter.usable(r)]  # failures, unchecked: not expanded
         for s, r in zip(nxt, results):
-            if better(r, out.best_result):
+            if meter.better(r, out.best_result):
                 out.best, out.best_result = s, r
         if any(r is None for r in results):
             out.note = "budget exhausted: not an oracle"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ptxopt.passes.registry import STOP
 
-from .measure import BudgetExhausted, Meter, better
+from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, start
 from .state import State
 from .trajectory import make_step
@@ -28,10 +28,10 @@ def greedy(root: State, meter: Meter, *, max_steps: int = 6, episode: int = 0, s
             results = meter.measure([m.child for m in moves])
         except BudgetExhausted:
             out.note, moves, results = "budget exhausted", [], []
-        candidates = {m.action: (r.cycles if r is not None and r.ok else None) for m, r in zip(moves, results)}
+        candidates = {m.action: (r.cycles if meter.usable(r) else None) for m, r in zip(moves, results)}
         best_i = None
         for j, r in enumerate(results):
-            if better(r, result) and (best_i is None or better(r, results[best_i])):
+            if meter.better(r, result) and (best_i is None or meter.better(r, results[best_i])):
                 best_i = j
         kw = dict(kernel=root.kernel.label, strategy=strategy, episode=episode, index=i,
                   candidates=candidates, options=meter.options)

@@ -9,9 +9,18 @@ the evaluator then computed the result or read it from its SQLite cache is
 counted separately (``cache_hits``), so a resumed search spends the same
 number of evaluations as the interrupted one, only faster.
 
-Failed candidates (ptxas error, mismatch, timeout, ...) count as
+Failed candidates (ptxas error, mismatch, timeout, truncated, ...) count as
 evaluations, are recorded by category and are otherwise ignored: nothing a
 candidate does raises out of :meth:`Meter.measure`.
+
+Unchecked candidates: a candidate that is ``ok`` but whose equivalence with
+the original was not established (verdict ``inconclusive``: the original
+cannot be interpreted under the launch, the interpreter lacks an
+instruction, ...) is counted in :attr:`Meter.unchecked` with its reason and
+is not *usable* (:meth:`Meter.usable`): no strategy keeps it as a step or
+reports it as its best, and the RL environment gives it no reward -- unless
+``EvalOptions.allow_unchecked`` (``--allow-unchecked``) says otherwise. The
+unoptimised kernel (the root state) is ``identical`` by definition.
 """
 
 from __future__ import annotations
@@ -29,11 +38,12 @@ from .state import State
 class EvalOptions:
     """How candidates are measured (passed through to :func:`evaluate_many`)."""
 
-    arch: str = "sm_89"
+    arch: str | None = None  # None: each kernel's own .target (else sm_89)
     backend: str = "sim"
     cache: object = "default"  # a path, "default", or None
     trials: int | None = None
     timeout: float = 600.0
+    allow_unchecked: bool = False  # may a candidate whose equivalence was not established win?
 
     @property
     def estimate(self) -> bool:
@@ -42,7 +52,7 @@ class EvalOptions:
 
         return is_estimate(self.backend)
 
-    def kwargs(self) -> dict:
+    def kwargs(self) -> dict:  # what the evaluator takes (allow_unchecked is the search's)
         return dict(arch=self.arch, backend=self.backend, cache=self.cache, trials=self.trials,
                     timeout=self.timeout)
 
@@ -60,6 +70,8 @@ class Meter:
     evaluations: int = 0
     cache_hits: int = 0
     failures: Counter = field(default_factory=Counter)
+    unchecked: Counter = field(default_factory=Counter)  # verdict -> ok candidates left unverified
+    unchecked_reasons: dict = field(default_factory=dict)  # "verdict: why" -> pipelines (the first few)
     seen: dict = field(default_factory=dict)  # state digest -> EvalResult
 
     @property
@@ -87,21 +99,62 @@ class Meter:
             for s, r in zip(new, results):
                 self.evaluations += 1
                 self.cache_hits += bool(r.cache_hit)
+                if s.depth == 0:
+                    if r.ok and not r.checked:  # the empty pipeline: identical by definition
+                        r = r.replace(equivalence="identical", equivalence_note=None)
                 if not r.ok:
                     self.failures[r.status] += 1
+                elif not r.checked:
+                    self.unchecked[r.equivalence] += 1
+                    why = r.equivalence + (f": {r.equivalence_note}" if r.equivalence_note else "")
+                    self.unchecked_reasons.setdefault(why, []).append(r.pipeline or str(s.pipeline))
                 self.seen[s.digest] = r
         return [self.seen.get(s.digest) for s in states]
 
+    def usable(self, r: EvalResult | None) -> bool:
+        """May ``r`` be kept as a step or reported as a best? ``ok``, cycles
+        known, and equivalence established (or ``allow_unchecked``)."""
+        if r is None or not r.ok or r.cycles is None:
+            return False
+        return r.checked or bool(self.options.allow_unchecked)
+
+    def better(self, a: EvalResult | None, b: EvalResult | None) -> bool:
+        """Is ``a`` usable and strictly faster than ``b`` (or ``b`` not usable)?"""
+        return better(a, b, self.usable)
+
     def cycles(self, state: State) -> float | None:
-        """The cycles of one state (measuring it if needed); None when it failed."""
+        """The cycles of one state (measuring it if needed); None when it is not usable."""
         r = self.measure([state])[0]
-        return r.cycles if r is not None and r.ok else None
+        return r.cycles if self.usable(r) else None
+
+    @property
+    def unchecked_total(self) -> int:
+        return sum(self.unchecked.values())
+
+    def unchecked_note(self) -> str | None:
+        """What the per-kernel note says about unchecked candidates (None: there were none)."""
+        n = self.unchecked_total
+        if not n:
+            return None
+        what = "allowed (--allow-unchecked)" if self.options.allow_unchecked else "never taken"
+        parts = []
+        for why, pipelines in list(self.unchecked_reasons.items())[:3]:
+            more = f", ... {len(pipelines) - 3} more" if len(pipelines) > 3 else ""
+            parts.append(f"{why} [{', '.join(pipelines[:3])}{more}]")
+        if len(self.unchecked_reasons) > 3:
+            parts.append(f"{len(self.unchecked_reasons) - 3} other reasons")
+        return f"{n} candidate{'s' if n != 1 else ''} with unestablished equivalence, {what}: " + "; ".join(parts)
 
 
-def better(a: EvalResult | None, b: EvalResult | None) -> bool:
-    """Is ``a`` a strictly better ok result than ``b`` (fewer cycles)?"""
-    if a is None or not a.ok or a.cycles is None:
+def _checked(r: EvalResult) -> bool:
+    return r is not None and r.ok and r.cycles is not None and r.checked
+
+
+def better(a: EvalResult | None, b: EvalResult | None, usable=_checked) -> bool:
+    """Is ``a`` a strictly better usable result than ``b`` (fewer cycles)?
+    ``usable`` (default: ok with established equivalence) decides which results count."""
+    if a is None or not usable(a):
         return False
-    if b is None or not b.ok or b.cycles is None:
+    if b is None or not usable(b):
         return True
     return a.cycles < b.cycles

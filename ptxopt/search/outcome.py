@@ -41,7 +41,7 @@ def path_steps(root: State, best: State, meter, *, max_steps: int, strategy: str
     for i, p in enumerate(best.pipeline):
         nxt = state.child(p.name)
         nres = meter.known(nxt)
-        if res is None or nres is None or not nres.ok:
+        if res is None or not meter.usable(nres):
             return steps
         steps.append(make_step(state, p.name, res.cycles, nres.cycles, kernel=root.kernel.label,
                                strategy=strategy, episode=episode, index=i, options=meter.options))

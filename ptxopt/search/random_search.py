@@ -18,7 +18,7 @@ import numpy as np
 
 from ptxopt.passes.registry import STOP
 
-from .measure import BudgetExhausted, Meter, better
+from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, start
 from .state import State
 from .trajectory import make_step
@@ -71,9 +71,9 @@ def _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps: l
             break
         child = state.child(action)
         r = meter.measure([child])[0]
-        if r is None or not r.ok:
-            break  # a failing candidate ends the rollout (counted by the meter)
+        if not meter.usable(r):
+            break  # a failing or unchecked candidate ends the rollout (counted by the meter)
         steps.append(make_step(state, action, res.cycles, r.cycles, **kw))
-        if better(r, out.best_result):
+        if meter.better(r, out.best_result):
             out.best, out.best_result = child, r
         state, res = child, r

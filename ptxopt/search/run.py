@@ -6,6 +6,13 @@ kernel that cannot be parsed or whose baseline fails is a result with an
 (each evaluates in-process; all share the SQLite cache), reporting each
 kernel as it finishes.
 
+Only candidates whose equivalence with the original was established (verdict
+``identical``, ``hints-only`` or ``equal``) can be a kernel's best, unless
+``EvalOptions.allow_unchecked``; the others are counted (``unchecked``) and
+the note says why (see :mod:`ptxopt.search.measure`). Each result carries
+the best pipeline's ``verdict``, its note, ``coverage`` and ``launch``, and the
+``arch`` it was compiled for (the kernel's ``.target`` unless one was given).
+
 ``budget="greedy"`` gives every kernel the number of evaluations greedy
 search spends on it (greedy is run first, and is all cache hits when it was
 run before), which is how random search is compared with greedy fairly.
@@ -68,6 +75,12 @@ class KernelResult:
     evaluations: int = 0
     cache_hits: int = 0
     failures: dict = field(default_factory=dict)
+    unchecked: int = 0  # ok candidates whose equivalence was not established (never best unless allowed)
+    verdict: str | None = None  # the best pipeline's equivalence verdict (the baseline: identical)
+    verdict_note: str | None = None  # its trials and launch, or why it is inconclusive
+    coverage: float | None = None
+    launch: str | None = None  # the launch the equivalence check used
+    arch: str | None = None  # the architecture compiled for (resolved)
     budget: int | None = None
     wall_s: float = 0.0
     estimate: bool = True
@@ -126,14 +139,26 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.error = f"{type(e).__name__}: {e}".splitlines()[0]
         res.wall_s = time.perf_counter() - t0
         return res
+    guard = None
+    if out.baseline.ok and not meter.usable(out.best_result):  # never ship what was not checked
+        guard = (f"the {config.strategy} strategy proposed {out.best.pipeline} "
+                 f"({out.best_result.status}, {out.best_result.equivalence}): refused, baseline reported")
+        out.best, out.best_result = root, out.baseline
     res.pipeline = str(out.best.pipeline)
     res.baseline_cycles = out.baseline.cycles
     res.best_cycles = out.best_result.cycles
     res.registers_before, res.registers_after = out.baseline.registers, out.best_result.registers
     res.evaluations, res.cache_hits, res.failures = meter.evaluations, meter.cache_hits, dict(meter.failures)
-    res.steps, res.note = out.steps, out.note
+    res.steps = out.steps
+    best = out.best_result
+    res.unchecked, res.arch = meter.unchecked_total, best.arch
+    if best.ok:
+        res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
+        res.coverage, res.launch = best.coverage, best.launch
+    res.note = "; ".join(filter(None, [out.note, guard, meter.unchecked_note()])) or None
     if not out.baseline.ok:
-        res.error = f"baseline {out.baseline.status}: {out.baseline.error}"
+        res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
+                     else f"baseline {out.baseline.status}: {out.baseline.error}")
     res.wall_s = time.perf_counter() - t0
     return res
 
@@ -187,6 +212,7 @@ def summarize(results: Sequence[KernelResult]) -> dict:
     failures: Counter = Counter()
     for r in results:
         failures.update(r.failures)
+    verdicts = Counter(r.verdict for r in results if r.error is None and r.verdict)
     geo = [math.log(r.speedup) for r in ok if r.speedup]
     return {
         "kernels": len(results),
@@ -206,5 +232,7 @@ def summarize(results: Sequence[KernelResult]) -> dict:
         "cache_hits": hits,
         "cache_hit_rate": hits / evals if evals else None,
         "failures": dict(failures),
+        "unchecked": sum(r.unchecked for r in results),
+        "verdicts": dict(verdicts),
         "wall_s": sum(r.wall_s for r in results),
     }

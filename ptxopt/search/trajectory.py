@@ -93,7 +93,10 @@ def make_step(state, action: str, before: float, after: float, *, kernel: str, s
     r = 0.0 if action == STOP else reward(before, after)
     extra = {}
     if options is not None:
-        extra = dict(backend=options.backend, arch=options.arch, estimate=options.estimate)
+        from ptxopt.toolchain.arch import resolve_arch
+
+        extra = dict(backend=options.backend, arch=resolve_arch(state.kernel.ptx, options.arch),
+                     estimate=options.estimate)
     return Step(kernel=kernel, strategy=strategy, episode=episode, step=index, pipeline=str(state.pipeline),
                 observation=[float(x) for x in state.observation()],
                 action_mask=[int(x) for x in state.action_mask()], action=action, cycles_before=before,

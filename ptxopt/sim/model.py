@@ -190,6 +190,7 @@ class SimResult:
     warps: int = 1
     fallback: str | None = None  # e.g. "static:N=8" when a branch outcome was not given
     notes: tuple[str, ...] = ()
+    truncated: bool = False  # the walk hit max_steps: ``cycles`` is a lower bound, not an estimate
     waits: Mapping[str, float] = field(default_factory=dict)  # cycles of delay beyond the stalls, by cause
     timeline: tuple[TimelineEntry, ...] | None = field(default=None, repr=False, compare=False)
 
@@ -221,7 +222,7 @@ class SimResult:
             "spill_load_bytes": self.spill_load_bytes, "sass_instructions": self.sass_instructions,
             "issued_instructions": self.issued_instructions, "single_warp_cycles": self.single_warp_cycles,
             "issue_bound_cycles": self.issue_bound_cycles, "warps": self.warps, "fallback": self.fallback,
-            "notes": list(self.notes), "waits": dict(self.waits),
+            "notes": list(self.notes), "truncated": self.truncated, "waits": dict(self.waits),
         }
 
 
@@ -315,6 +316,7 @@ def simulate(listing: SassListing | Program,
         warps=warps,
         fallback=fallback,
         notes=tuple(notes),
+        truncated=walk.truncated,
         waits={_SOURCE_NAMES.get(k, str(k)): v for k, v in sorted(walk.waits.items()) if v},
         timeline=tuple(walk.timeline) if explain else None,
     )
@@ -381,6 +383,7 @@ class _Walk:
         self.steps = 0
         self.end_time = 0.0
         self.notes: list[str] = []
+        self.truncated = False
         self.waits: dict[int, float] = {}
         self.timeline: list[TimelineEntry] = []
         self.fallback_back = 0
@@ -485,6 +488,7 @@ class _Walk:
                 self.notes.append("the walk ran past the end of the code; stopped there")
                 break
             if steps >= max_steps:
+                self.truncated = True
                 self.notes.append(f"stopped after {max_steps} issued instructions (max_steps); "
                                   "the estimate is truncated")
                 break
