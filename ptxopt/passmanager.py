@@ -10,6 +10,13 @@ instrumentation): every ``--print-changed``, ``--print-after-all``,
 * When a pass raises, or ``--verify-each`` finds the output rejected by
   ptxas, a reproducer file (the input PTX plus the pipeline string) is written
   and its path is part of the :class:`PassFailure` message.
+* An instrument may also *revert* a pass (:class:`RevertPass`): the pass's
+  changes are dropped and recorded as refusals with the instrument's reason
+  (``--verify-each`` does so when ptxas cannot meet a register budget), and
+  the pipeline goes on from the module before that pass.
+* Instruments see the input before the first pass (:meth:`Instrument.start`),
+  so a problem of the input itself (ptxas rejects the original) is reported
+  as :class:`InputRejected`, never blamed on a pass.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from pathlib import Path
 from typing import TextIO
 
 from ptxopt.emit import emit
+from ptxopt.inputs import InputError
 from ptxopt.ir import Module
 from ptxopt.parser import parse
-from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
+from ptxopt.passes.base import ChangeReport, IllegalPass, Pass, Site
 from ptxopt.pipeline import Pipeline
 
 
@@ -39,12 +47,27 @@ class PassFailure(Exception):
         self.reproducer = reproducer
 
 
+class InputRejected(InputError):
+    """The pipeline's *input* is unusable (ptxas rejects the original, a
+    contract does not fit the kernel): an input problem, not a pass's fault."""
+
+
+class RevertPass(Exception):
+    """Raised by an instrument: drop this pass's changes, refusing each
+    changed site with ``reason``, and go on."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass
 class PassRecord:
     name: str
     report: ChangeReport | None
     seconds: float = 0.0
     skipped: str = ""  # why the pass did not run: "bisect", "illegal: ..."
+    reverted: str = ""  # why an instrument dropped its changes (they are in report.refused)
 
     @property
     def changed(self) -> bool:
@@ -67,7 +90,7 @@ class RunResult:
             "changed": self.changed,
             "passes": [
                 {"pass": r.name, "changed": r.changed, "seconds": round(r.seconds, 6),
-                 "skipped": r.skipped or None,
+                 "skipped": r.skipped or None, "reverted": r.reverted or None,
                  **({"report": r.report.to_json()} if r.report else {})}
                 for r in self.records
             ],
@@ -76,6 +99,9 @@ class RunResult:
 
 class Instrument:
     """Hooks called by the pass manager; override what you need."""
+
+    def start(self, module: Module) -> None:
+        """Called once with the pipeline's input, before the first pass."""
 
     def after_pass(self, p: Pass, before: Module, after: Module, record: PassRecord) -> None:
         pass
@@ -96,6 +122,8 @@ class PassManager:
         """Apply the pipeline to a copy of ``module``; ``module`` is not modified."""
         result = RunResult(module, self.pipeline)
         current = module
+        for ins in self.instruments:
+            ins.start(module)
         for n, p in enumerate(self.pipeline):
             if self.bisect_limit is not None and n >= self.bisect_limit:
                 result.records.append(PassRecord(p.name, None, skipped="bisect"))
@@ -115,6 +143,14 @@ class PassManager:
             try:
                 for ins in self.instruments:
                     ins.after_pass(p, current, new, record)
+            except RevertPass as e:
+                record.reverted = e.reason
+                rep = record.report
+                record.report = ChangeReport(
+                    rep.pass_name, [],
+                    rep.refused + [Site(s.function, s.line, f"{s.what}: reverted: {e.reason}")
+                                   for s in rep.changed])
+                continue
             except VerificationError as e:
                 repro = self.write_reproducer(module, str(e))
                 raise PassFailure(str(e), repro) from None
@@ -151,65 +187,206 @@ class VerificationError(Exception):
     """An instrument found the output of a pass invalid."""
 
 
+_REGISTER_TARGET_ERRORS = ("insufficient registers", "register target")
+
+
+@dataclass
+class EntryCheck:
+    """One equivalence check of one entry after one pass.
+
+    ``status``: ``equal``, ``mismatch``, ``error`` (the transformed kernel
+    fails where the original does not) or ``inconclusive`` (the original
+    itself cannot run under ``contract``: nothing to compare against)."""
+
+    pass_name: str
+    entry: str
+    status: str
+    contract: object  # ptxopt.contract.Contract
+    detail: str = ""
+    trials: int = 0
+
+    def line(self) -> str:
+        head = f"after '{self.pass_name}': {self.entry}: "
+        if self.status == "equal":
+            body = f"equivalent ({self.trials} launches)"
+        elif self.status == "inconclusive":
+            body = f"equivalence not checked: {self.detail}"
+        else:
+            body = self.detail
+        return head + body + f"; contract: {self.contract.describe()}"
+
+    def to_json(self) -> dict:
+        return {"pass": self.pass_name, "entry": self.entry, "status": self.status,
+                "detail": self.detail or None, "trials": self.trials, "contract": self.contract.to_json()}
+
+
 class VerifyEach(Instrument):
-    """After every pass that changed the module: the printed PTX re-parses,
-    ptxas accepts it, and (``equivalence``) every entry computes exactly what
-    it computed before the pass, checked by the interpreter
+    """Before the first pass: ptxas accepts the *input* (else
+    :class:`InputRejected`: an input problem, never a pass's fault). After
+    every pass that changed the module: the printed PTX re-parses, ptxas
+    accepts it, and (``equivalence``) every entry computes exactly what it
+    computed before the pass, checked by the interpreter
     (:func:`ptxopt.verify.verify`: bit-for-bit buffers over several input
     flavours and thread schedules).
 
-    Launch geometry comes from the corpus manifest when the kernel is a corpus
-    kernel, else a single-thread launch with default buffers. When the
-    *original* cannot be interpreted there (it faults under that guess, or uses
-    an instruction the interpreter lacks), equivalence is not checked for that
-    entry and the reason is kept in ``skipped`` -- said, not hidden.
+    ``arch``: the ptxas architecture; None (the default) means the module's
+    own ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`).
+
+    ``contract``: how entries are launched (:mod:`ptxopt.contract`): a
+    :class:`~ptxopt.contract.Contract`, :class:`~ptxopt.contract.Contracts`,
+    :class:`ptxopt.verify.Geometry` or corpus ``KernelSpec``. Without one, an
+    entry that matches a corpus kernel uses its manifest entry, and any other
+    entry a guessed one-thread launch (said so in every line about it).
+
+    Every check is kept in ``checks`` (:class:`EntryCheck`, each naming its
+    contract). When the *original* cannot run under the contract (it faults,
+    needs dynamic shared memory it was not given, uses an instruction the
+    interpreter lacks), equivalence was not checked: the check is
+    ``inconclusive`` and listed in ``inconclusive`` -- said, not hidden;
+    ``ptxopt run --verify-each`` exits 1 on it unless ``--allow-unchecked``.
+
+    A ptxas failure to meet a register budget ("Insufficient registers",
+    "cannot be compiled with specified register target constraints") after a
+    register-budget pass, or a ptxas warning that it ignores the
+    ``.maxnreg``, reverts that pass (:class:`RevertPass`): a clean refusal,
+    not a pass failure.
     """
 
-    def __init__(self, arch: str = "sm_89", equivalence: bool = True, trials: int | None = None):
+    def __init__(self, arch: str | None = None, equivalence: bool = True, trials: int | None = None,
+                 contract=None):
+        from ptxopt.contract import Contracts, as_contract
+
         self.arch = arch
+        self.resolved_arch: str | None = None
         self.equivalence = equivalence
         self.trials = trials
-        self.skipped: list[str] = []
+        if contract is None or isinstance(contract, Contracts):
+            self.contracts = contract or Contracts()
+        else:
+            self.contracts = Contracts([as_contract(contract)])
+        self.checks: list[EntryCheck] = []
+        self._entry_contracts: dict[str, object] = {}
+        self._input_warnings: frozenset[str] = frozenset()
+
+    # -- results --------------------------------------------------------------
+    @property
+    def inconclusive(self) -> list[EntryCheck]:
+        return [c for c in self.checks if c.status == "inconclusive"]
+
+    @property
+    def skipped(self) -> list[str]:
+        """One line per inconclusive check (kept for callers of the old API)."""
+        return [c.line() for c in self.inconclusive]
+
+    def contract_for(self, module: Module, entry: str):
+        """The contract used for ``entry``: given, else the corpus's, else a guess."""
+        c = self._entry_contracts.get(entry)
+        if c is not None:
+            return c
+        from ptxopt.contract import check_spec_matches, corpus_contract, guess_contract
+        from ptxopt.contract import ContractError
+
+        c = self.contracts.for_entry(entry)
+        if c is not None:
+            from ptxopt.interp import Program
+
+            try:
+                check_spec_matches(c, [p.name for p in Program(module).kernel_params(entry)])
+            except ContractError as e:
+                raise InputRejected(str(e)) from None
+        else:
+            from ptxopt.interp import Program
+            from ptxopt.verify import spec_for
+
+            spec = spec_for(Program(module), entry)
+            c = corpus_contract(spec) if spec is not None else guess_contract().with_entry(entry)
+        self._entry_contracts[entry] = c
+        return c
+
+    def to_json(self) -> dict:
+        return {
+            "arch": self.resolved_arch,
+            "equivalence": self.equivalence,
+            "contracts": {e: c.to_json() for e, c in self._entry_contracts.items()},
+            "checks": [c.to_json() for c in self.checks],
+            "inconclusive": len(self.inconclusive),
+        }
+
+    # -- the hooks ------------------------------------------------------------
+    def start(self, module):
+        from ptxopt.toolchain import PtxasError, compile_ptx
+        from ptxopt.toolchain.arch import resolve_arch
+
+        self.resolved_arch = resolve_arch(module, self.arch)
+        try:
+            res = compile_ptx(emit(module), self.resolved_arch)
+        except PtxasError as e:
+            raise InputRejected(
+                f"ptxas rejects the input itself for {self.resolved_arch}, before any pass: {e}"
+                + ("" if self.arch else " (the architecture comes from the module's .target; "
+                   "give --arch to use another)")) from None
+        self._input_warnings = frozenset(d.message for d in getattr(res, "warnings", ()))
+        if self.equivalence:
+            for fn in module.entries:
+                self.contract_for(module, fn.name)
 
     def after_pass(self, p, before, after, record):
         if not record.changed:
             return
+        from ptxopt.passes.families import REGISTER_BUDGET
         from ptxopt.toolchain import PtxasError, compile_ptx
+        from ptxopt.toolchain.arch import resolve_arch
 
+        arch = self.resolved_arch or resolve_arch(before, self.arch)
+        budget_pass = p.family == REGISTER_BUDGET
         text = emit(after)
         try:
             parse(text)
         except Exception as e:
             raise VerificationError(f"after '{p.name}': printed PTX does not re-parse: {e}") from None
         try:
-            compile_ptx(text, self.arch)
+            res = compile_ptx(text, arch)
         except PtxasError as e:
+            if budget_pass and any(k in str(e).lower() for k in _REGISTER_TARGET_ERRORS):
+                raise RevertPass(f"ptxas cannot meet the register budget for {arch}: {e}") from None
             raise VerificationError(f"after '{p.name}': ptxas rejects the result: {e}") from None
+        if budget_pass:
+            for d in getattr(res, "warnings", ()):
+                msg = d.message
+                if msg not in self._input_warnings and "maxnreg" in msg.lower() and "ignored" in msg.lower():
+                    raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
         if self.equivalence:
             for fn in after.entries:
                 self._check_equivalent(p, before, after, fn.name)
 
     def _check_equivalent(self, p, before, after, entry: str) -> None:
-        from ptxopt.interp.errors import InterpError, LaunchError
-        from ptxopt.verify import DEFAULT_TRIALS, Geometry, verify
+        from ptxopt.interp.errors import InterpError
+        from ptxopt.verify import DEFAULT_TRIALS, verify
 
+        c = self.contract_for(before, entry)
         trials = self.trials or DEFAULT_TRIALS
         try:
-            try:
-                res = verify(before, after, entry, trials=trials)
-            except LaunchError:  # not a corpus kernel: a one-thread guess
-                res = verify(before, after, entry, trials=trials, geometry=Geometry())
-        except InterpError as e:  # the *original* cannot run here
-            self.skipped.append(f"after '{p.name}': {entry}: equivalence not checked: {e}")
+            if c.spec is not None:
+                res = verify(before, after, entry, trials=trials, spec=c.spec)
+            else:
+                res = verify(before, after, entry, trials=trials, geometry=c.geometry)
+        except InterpError as e:  # the *original* cannot run under this contract
+            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, str(e)))
+            return
+        if res.status == "inconclusive":  # a verify() that reports it instead of raising
+            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, res.error or "", res.trials))
             return
         if res.status == "mismatch":
             mm = res.mismatch
-            raise VerificationError(
-                f"after '{p.name}': {entry} computes something else: buffer {mm.buffer}[{mm.index}] "
-                f"is {mm.transformed}, was {mm.original} (seed {mm.seed}, {mm.flavour} inputs, "
-                f"{mm.schedule} schedule)")
+            detail = (f"computes something else: buffer {mm.buffer}[{mm.index}] "
+                      f"is {mm.transformed}, was {mm.original} (seed {mm.seed}, {mm.flavour} inputs, "
+                      f"{mm.schedule} schedule)")
+            self.checks.append(EntryCheck(p.name, entry, "mismatch", c, detail, res.trials))
+            raise VerificationError(f"after '{p.name}': {entry} {detail}; contract: {c.describe()}")
         if res.status == "error":
-            raise VerificationError(f"after '{p.name}': {entry}: {res.error}")
+            self.checks.append(EntryCheck(p.name, entry, "error", c, res.error or "", res.trials))
+            raise VerificationError(f"after '{p.name}': {entry}: {res.error}; contract: {c.describe()}")
+        self.checks.append(EntryCheck(p.name, entry, "equal", c, "", res.trials))
 
 
 class PrintChanged(Instrument):
@@ -265,5 +442,6 @@ class Stats(Instrument):
                 self.out.write(f"  refused {s}\n")
 
 
-__all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "Instrument", "VerifyEach",
+__all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass",
+           "Instrument", "VerifyEach", "EntryCheck",
            "PrintChanged", "PrintAfterAll", "TimePasses", "Stats", "optimize"]

@@ -1,17 +1,33 @@
-"""Register budgets: set (or replace) ``.maxnreg N`` on every ``.entry``.
+"""Register budgets: set ``.maxnreg N`` on every ``.entry``.
 
 A budget trades registers for occupancy and spills: low budgets force ptxas
 to spill, generous ones let it schedule freely (BRIEF §3). ptxas accepts
 almost any ``.maxnreg`` and silently clamps it, so the legality rules here
 are what make a budget *mean* something; an entry is refused when:
 
+* the source already sets a different ``.maxnreg`` (a compiler such as Triton
+  chose it, and a pass must respect the source): ``maxnreg_128`` never
+  raises nor lowers it unless its option ``override=1`` says so
+  (``maxnreg_128{override=1}``);
 * it uses ``setmaxnreg`` (sm_90a warpgroup register reallocation manages the
   register count itself);
 * its block-size directives bound the registers below the budget: the
   register file holds 64K 32-bit registers per SM, so with ``.maxntid`` /
   ``.reqntid`` of T threads a thread can have at most 65536 / T registers,
   and with ``.minnctapersm M`` at most 65536 / (M * T). A budget above that
-  bound cannot take effect, and ptxas would quietly ignore it.
+  bound cannot take effect, and ptxas would quietly ignore it;
+* one instruction needs more registers than the budget: every register an
+  ``mma``/``wgmma`` reads or writes is live at once (an ``f64`` ``mma``
+  ``m16n8k16`` names 40 32-bit registers), and ptxas fails such a kernel with
+  "cannot be compiled with specified register target constraints". This is
+  a lower bound: ptxas may need a few more registers than the operands
+  ("Insufficient registers ... try a register target of N or higher"); those
+  cases are caught by ``run --verify-each``, which turns that ptxas failure
+  after a register-budget pass into a refusal of the pass, not a pass failure.
+
+The passes write ``.maxnreg`` only; they never add, raise or replace the
+source's ``.maxntid``, ``.reqntid`` or ``.minnctapersm`` (those only bound
+the budget, above).
 """
 
 from __future__ import annotations
@@ -45,29 +61,84 @@ def register_bound(fn: Function) -> tuple[int, str] | None:
     return bound, reason
 
 
+_WIDE_OPCODES = frozenset({"mma", "wgmma", "wmma"})
+
+
+def instruction_registers(fn: Function) -> tuple[int, int] | None:
+    """The most 32-bit registers that one matrix instruction (``mma``,
+    ``wgmma``, ``wmma``) of ``fn`` names at once, with its PTX line; None
+    when there is none. b64 registers count 2, b16 count 1, predicates 0."""
+    from ptxopt import opcodes
+    from ptxopt.analysis.cfg import RegTypes
+    from ptxopt.analysis.pressure import WEIGHT32, _NAME_GUESS
+    from ptxopt.ir import iter_decls
+
+    wide = [i for i in fn.instructions() if i.opcode in _WIDE_OPCODES]
+    if not wide or fn.body is None:
+        return None
+    types = RegTypes()
+    for d in iter_decls(fn.body):
+        if d.space == ".reg":
+            types.add(d)
+
+    def weight(name: str) -> int:
+        t = types.get(name)
+        if t is not None:
+            return WEIGHT32[opcodes.REG_CLASS.get(t, "b32")]
+        for prefix, cls in _NAME_GUESS:
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                return WEIGHT32[cls]
+        return 1
+
+    best = None
+    for ins in wide:
+        defs, uses = opcodes.defs_uses(ins)
+        n = sum(weight(r) for r in dict.fromkeys(defs + uses))
+        if best is None or n > best[0]:
+            best = (n, getattr(ins, "line", 0) or 0)
+    return best
+
+
 def budget_refusal(fn: Function, budget: int) -> str | None:
     if any(i.opcode == "setmaxnreg" for i in fn.instructions()):
         return "the entry uses setmaxnreg, which manages its register count"
     b = register_bound(fn)
     if b is not None and budget > b[0]:
         return f"{b[1]} allows at most {b[0]} registers per thread, below .maxnreg {budget}"
+    need = instruction_registers(fn)
+    if need is not None and need[0] > budget:
+        where = f" at line {need[1]}" if need[1] else ""
+        return (f"an instruction{where} names {need[0]} registers at once, more than .maxnreg {budget} "
+                "(ptxas cannot compile it under that budget)")
     return None
+
+
+_OVERRIDE_HELP = "; keeps a .maxnreg the source set unless {override=1}"
 
 
 @dataclass(frozen=True)
 class _MaxNReg(Pass):
+    """``override``: replace a ``.maxnreg`` the source already set (by default
+    such an entry is refused: the source's budget is respected)."""
+
     family: ClassVar[str] = REGISTER_BUDGET
     budget: ClassVar[int] = 0
+    override: bool = False
 
     def run(self, module: Module) -> ChangeReport:
         report = ChangeReport(self.name)
         for fn in module.entries:
+            current = fn.directive(".maxnreg")
+            if current is not None and current.args == (str(self.budget),):
+                continue
+            if current is not None and not self.override:
+                report.refuse(fn.name, fn.line,
+                              f"the source sets .maxnreg {', '.join(current.args)} "
+                              f"(use {self.name}{{override=1}} to replace it)")
+                continue
             why = budget_refusal(fn, self.budget)
             if why:
                 report.refuse(fn.name, fn.line, why)
-                continue
-            current = fn.directive(".maxnreg")
-            if current is not None and current.args == (str(self.budget),):
                 continue
             new = PerfDirective(".maxnreg", (str(self.budget),))
             if current is None:
@@ -84,25 +155,29 @@ class _MaxNReg(Pass):
 class MaxNReg32(_MaxNReg):
     name: ClassVar[str] = "maxnreg_32"
     budget: ClassVar[int] = 32
-    description: ClassVar[str] = "limit every entry to 32 registers per thread (.maxnreg 32)"
+    description: ClassVar[str] = ("limit every entry to 32 registers per thread (.maxnreg 32)"
+                                       + _OVERRIDE_HELP)
 
 
 @dataclass(frozen=True)
 class MaxNReg64(_MaxNReg):
     name: ClassVar[str] = "maxnreg_64"
     budget: ClassVar[int] = 64
-    description: ClassVar[str] = "limit every entry to 64 registers per thread (.maxnreg 64)"
+    description: ClassVar[str] = ("limit every entry to 64 registers per thread (.maxnreg 64)"
+                                       + _OVERRIDE_HELP)
 
 
 @dataclass(frozen=True)
 class MaxNReg128(_MaxNReg):
     name: ClassVar[str] = "maxnreg_128"
     budget: ClassVar[int] = 128
-    description: ClassVar[str] = "limit every entry to 128 registers per thread (.maxnreg 128)"
+    description: ClassVar[str] = ("limit every entry to 128 registers per thread (.maxnreg 128)"
+                                       + _OVERRIDE_HELP)
 
 
 @dataclass(frozen=True)
 class MaxNReg255(_MaxNReg):
     name: ClassVar[str] = "maxnreg_255"
     budget: ClassVar[int] = 255
-    description: ClassVar[str] = "allow every entry up to 255 registers per thread (.maxnreg 255)"
+    description: ClassVar[str] = ("allow every entry up to 255 registers per thread (.maxnreg 255)"
+                                       + _OVERRIDE_HELP)
