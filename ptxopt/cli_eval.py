@@ -195,7 +195,8 @@ def _print_one(r, cache) -> None:
         eq += "  -- NOT CHECKED: a search never takes this candidate (unless --allow-unchecked)"
     rows.append(("verdict", eq))
     if r.coverage is not None:
-        rows.append(("coverage", f"{100 * r.coverage:.0f}% of the original's instructions ran"))
+        rows.append(("coverage", f"{r.coverage:.0%} of the bytes of the buffers the kernel writes were stored by "
+                                 "the equivalence launches"))
     if r.trip_counts:
         rows.append(("loop trips", r.trip_counts))
     rows.append(("changed", {True: "yes", False: "no (the pipeline left the module unchanged)", None: "-"}[r.changed]))

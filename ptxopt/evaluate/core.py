@@ -597,6 +597,25 @@ def _launch_text(spec, geometry) -> str:
     return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
 
 
+def _coverage(cov) -> tuple[float | None, str]:
+    """The verifier's coverage as (fraction of the written buffers' bytes the
+    launches stored, a note suffix); the verifier may report a number or a
+    :class:`ptxopt.verify.Coverage`."""
+    if cov is None:
+        return None, ""
+    if isinstance(cov, (int, float)):
+        return float(cov), f", coverage {cov:.0%}"
+    out = getattr(cov, "output_bytes", None)
+    if out is None:
+        return None, ""
+    parts = [f"{out:.0%} of the written buffers' bytes stored"]
+    if getattr(cov, "threads", None) is not None:
+        parts.append(f"{cov.threads:.0%} of threads stored")
+    if getattr(cov, "conditional_branches", 0):
+        parts.append(f"{cov.branches:.0%} of branch directions taken")
+    return float(out), "; coverage: " + ", ".join(parts)
+
+
 def _verify(w: _Work, orig: _Original) -> None:
     """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`); a
     counterexample or a failure of the transformed kernel also finishes it."""
@@ -628,10 +647,9 @@ def _verify(w: _Work, orig: _Original) -> None:
         w.equivalence = "inconclusive"
         w.equivalence_note = f"the original cannot be interpreted with the launch {w.launch}: {_one_line(e)}"
         return
-    w.coverage = getattr(res, "coverage", None)
+    w.coverage, cov = _coverage(getattr(res, "coverage", None))
     if res.status == "equal":
         w.equivalence = "equal"
-        cov = f", coverage {100 * w.coverage:.0f}%" if w.coverage is not None else ""
         w.equivalence_note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
         return
     if res.status == "mismatch":
