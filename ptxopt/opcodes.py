@@ -189,13 +189,14 @@ def reads_volatile_sreg(ins: Instruction) -> bool:
 def role(ins: Instruction) -> str:
     """Exactly one of ``pure``, ``collective``, ``load``, ``store``, ``order``.
 
-    ``order`` covers barriers, fences, atomics, async copies, calls, branches,
-    ``ret``/``exit``, volatile/relaxed/acquire/release accesses, clock reads,
-    and every opcode this module does not know.
+    ``order`` covers barriers, fences, atomics, async copies and ``st.async``,
+    calls, branches, ``ret``/``exit``, volatile/relaxed/acquire/release
+    accesses, any instruction reading a clock or performance counter, and
+    every opcode this module does not know.
     """
     op = ins.opcode
     if op in PURE_OPCODES:
-        return "order" if op == "mov" and reads_volatile_sreg(ins) else "pure"
+        return "order" if reads_volatile_sreg(ins) else "pure"
     if op in COLLECTIVE_OPCODES:
         return "collective"
     if op == "wmma":
@@ -203,8 +204,8 @@ def role(ins: Instruction) -> str:
         return "pure" if "mma" in mods else "load" if "load" in mods else "store" if "store" in mods else "order"
     is_ld = op in LOADS or op in PREFETCHES
     if is_ld or op in STORES:
-        if any(m in ORDERED_MEM_MODS for m in ins.modifiers):
-            return "order"
+        if any(m in ORDERED_MEM_MODS or m == "async" for m in ins.modifiers):
+            return "order"  # st.async / red.async complete through an mbarrier
         return "load" if is_ld else "store"
     return "order"
 

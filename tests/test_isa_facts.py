@@ -135,3 +135,18 @@ def test_shadowing_declaration_gives_the_smaller_alignment():
               "\t{\n\t.shared .align 4 .b8 buf[68];\n\tret;\n\t}\n}\n")
     facts = variable_alignments(m, m.entries[0])
     assert facts["buf"][0] == 4
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("mov.u32 %r1, %clock;", "order"),
+    ("cvt.u64.u32 %rd1, %clock;", "order"),        # any reader of a clock, not only mov
+    ("add.u32 %r1, %r2, 1;", "pure"),
+    ("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];", "order"),
+    ("st.global.u32 [%rd1], %r2;", "store"),
+    ("ld.relaxed.gpu.global.u32 %r1, [%rd1];", "order"),
+    ("elect.sync %r1|%p1, 0xffffffff;", "collective"),
+])
+def test_roles(text, expected):
+    from ptxopt.opcodes import role
+
+    assert role(one(text)) == expected
