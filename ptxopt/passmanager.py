@@ -283,15 +283,14 @@ class VerifyEach(Instrument):
         c = self._entry_contracts.get(entry)
         if c is not None:
             return c
-        from ptxopt.contract import check_spec_matches, corpus_contract, guess_contract
-        from ptxopt.contract import ContractError
+        from ptxopt.contract import ContractError, corpus_contract, guess_contract
 
         c = self.contracts.for_entry(entry)
         if c is not None:
             from ptxopt.interp import Program
 
             try:
-                check_spec_matches(c, [p.name for p in Program(module).kernel_params(entry)])
+                c = c.fit([p.name for p in Program(module).kernel_params(entry)])
             except ContractError as e:
                 raise InputRejected(str(e)) from None
         else:

@@ -1,0 +1,372 @@
+"""Launch contracts: how a kernel outside the corpus is launched to check it.
+
+Equivalence is checked by running the original and the transformed kernel in
+the interpreter (:mod:`ptxopt.verify`), and that needs what the kernel's real
+launcher knows: grid and block, the dynamic shared memory, the value of each
+scalar argument and (optionally) the size and type of each buffer. That is
+the *contract*. It comes from, in order of precedence:
+
+1. command-line options: ``--grid X,Y,Z --block X,Y,Z [--shared-bytes N]
+   [--scalar NAME=V ...]`` (these override single fields of a file below);
+2. ``--contract FILE``;
+3. ``KERNEL.contract.json`` next to ``KERNEL.ptx`` (:func:`contract_path_for`),
+   loaded automatically when present;
+4. the corpus manifest entry whose kernel name and parameter names match;
+5. otherwise a *guess*: one block of one thread, default arguments -- and it
+   is said so wherever the result is reported.
+
+Contract files use the schema of one corpus manifest entry
+(``corpus/README.md``): ``{"entry": ..., "launch": {"grid": [x, y, z],
+"block": [x, y, z], "shared_bytes": n}, "params": [...]}``. Every key but
+``launch`` is optional. ``params`` lists parameters by their ``.param`` name
+with a ``role``: scalars give their ``value``; when *every* parameter of the
+entry is described with its ``role``, ``dtype`` and buffer ``count``, the
+buffers are allocated exactly as described (as for a corpus kernel);
+otherwise each 64-bit parameter gets ``buffer_bytes`` (default 65536) of
+random float32 values. A file may also hold several entries, as a JSON list
+or as ``{"kernels": [...]}``, each naming its ``entry``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTRACT_SUFFIX = ".contract.json"
+
+
+class ContractError(ValueError):
+    """A malformed contract (file or option)."""
+
+
+# --------------------------------------------------------------------------
+# Option parsing (shared by every command with --grid/--block/--scalar)
+# --------------------------------------------------------------------------
+
+def parse_dim3(text: str | None, what: str = "dimension") -> tuple[int, int, int] | None:
+    """``"128"``, ``"16,16"``, ``"4x2x1"`` -> a 3-tuple (missing sizes are 1)."""
+    if text is None:
+        return None
+    try:
+        parts = [int(x) for x in str(text).replace("x", ",").split(",") if x.strip()]
+    except ValueError:
+        raise ContractError(f"{what} must be X[,Y[,Z]] integers, got {text!r}") from None
+    if not 1 <= len(parts) <= 3 or any(p < 1 for p in parts):
+        raise ContractError(f"{what} must be 1 to 3 positive integers, got {text!r}")
+    return tuple(parts + [1] * (3 - len(parts)))  # type: ignore[return-value]
+
+
+def parse_scalar_value(name: str, value) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ContractError(f"scalar {name}: {value!r} is not a number")
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return int(value, 0)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            raise ContractError(f"scalar {name}: {value!r} is not a number") from None
+
+
+def parse_scalars(items) -> dict[str, int | float]:
+    """``["n=128", "alpha=0.5"]`` -> ``{"n": 128, "alpha": 0.5}``."""
+    out: dict[str, int | float] = {}
+    for it in items or ():
+        name, eq, value = str(it).partition("=")
+        if not eq or not name:
+            raise ContractError(f"--scalar wants NAME=VALUE, got {it!r}")
+        out[name] = parse_scalar_value(name, value)
+    return out
+
+
+# --------------------------------------------------------------------------
+# The contract
+# --------------------------------------------------------------------------
+
+def _dims(t) -> str:
+    return "x".join(str(int(v)) for v in t)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """How to launch one entry (``entry`` None: any entry).
+
+    ``spec`` (a :class:`ptxopt.corpus.KernelSpec`, exact buffers) is used
+    when set, else ``geometry`` (a :class:`ptxopt.verify.Geometry`, default
+    buffers); a file gives both when it describes every parameter it lists,
+    and :meth:`fit` picks one for the entry's real parameters. ``source``
+    says where it came from (a file, ``options``, ``corpus:ID``, ``guess``).
+    """
+
+    source: str
+    geometry: object | None = None
+    spec: object | None = None
+    entry: str | None = None
+    params: tuple[str, ...] = ()  # the parameter names a file describes
+
+    def fit(self, param_names) -> "Contract":
+        """This contract for an entry with these parameters: exact buffers
+        (``spec``) only when the file describes every parameter, in order;
+        else default buffers (``geometry``). A parameter the entry does not
+        have is an error."""
+        names = list(param_names)
+        unknown = [n for n in self.params if n not in names]
+        if unknown:
+            raise ContractError(f"contract from {self.source}: {self.entry or 'the entry'} has no "
+                                f"parameter {', '.join(unknown)} (its parameters: {', '.join(names)})")
+        if self.spec is not None and list(self.params) == names:
+            return self
+        if self.geometry is None:
+            raise ContractError(f"contract from {self.source} describes parameters {list(self.params)}, "
+                                f"but {self.entry or 'the entry'} has {names}")
+        return Contract(self.source, self.geometry, None, self.entry, self.params)
+
+    @property
+    def guessed(self) -> bool:
+        return self.source == "guess"
+
+    @property
+    def grid(self) -> tuple:
+        return tuple(self.spec.launch.grid if self.spec is not None else self.geometry.grid)
+
+    @property
+    def block(self) -> tuple:
+        return tuple(self.spec.launch.block if self.spec is not None else self.geometry.block)
+
+    @property
+    def shared_bytes(self) -> int:
+        return int(self.spec.launch.shared_bytes if self.spec is not None else self.geometry.shared_bytes)
+
+    @property
+    def scalars(self) -> dict:
+        if self.spec is not None:
+            return {p.name: p.value for p in self.spec.params if p.role == "scalar"}
+        return dict(self.geometry.scalars)
+
+    def describe(self) -> str:
+        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``."""
+        text = f"grid {_dims(self.grid)}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
+        sc = self.scalars
+        if sc:
+            text += ", " + ", ".join(f"{k}={v}" for k, v in sc.items())
+        if self.guessed:
+            return text + " (guessed: no contract given and no corpus kernel matches)"
+        return text + f" (from {self.source})"
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "guessed": self.guessed, "grid": list(self.grid),
+                "block": list(self.block), "shared_bytes": self.shared_bytes, "scalars": self.scalars,
+                "buffers": "exact" if self.spec is not None else "default"}
+
+    def with_entry(self, entry: str) -> "Contract":
+        return Contract(self.source, self.geometry, self.spec, entry, self.params)
+
+
+def as_contract(obj, source: str = "caller") -> "Contract | None":
+    """A :class:`Contract` from a Contract, a Geometry or a KernelSpec."""
+    from ptxopt.corpus import KernelSpec
+    from ptxopt.verify import Geometry
+
+    if obj is None or isinstance(obj, Contract):
+        return obj
+    if isinstance(obj, Geometry):
+        return Contract(source, geometry=obj)
+    if isinstance(obj, KernelSpec):
+        return Contract(f"corpus:{obj.id}" if source == "caller" else source, spec=obj, entry=obj.entry,
+                        params=tuple(p.name for p in obj.params))
+    raise TypeError(f"expected a Contract, Geometry or KernelSpec, got {type(obj).__name__}")
+
+
+def guess_contract() -> Contract:
+    from ptxopt.verify import Geometry
+
+    return Contract("guess", geometry=Geometry())
+
+
+def corpus_contract(spec) -> Contract:
+    return Contract(f"corpus:{spec.id}", spec=spec, entry=spec.entry, params=tuple(p.name for p in spec.params))
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+def contract_path_for(ptx_path: str | Path) -> Path:
+    """``dir/kernel.ptx`` -> ``dir/kernel.contract.json`` (any suffix is replaced)."""
+    p = Path(ptx_path)
+    return p.with_name(p.stem + CONTRACT_SUFFIX) if p.suffix else p.with_name(p.name + CONTRACT_SUFFIX)
+
+
+def _int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ContractError(f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _dim3_json(value, what: str) -> tuple[int, int, int]:
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return parse_dim3(str(value), what)  # type: ignore[return-value]
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        raise ContractError(f"{what} must be a list of 1 to 3 positive integers, got {value!r}")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ContractError(f"{what} must be a list of 1 to 3 positive integers, got {value!r}")
+    return tuple(list(value) + [1] * (3 - len(value)))  # type: ignore[return-value]
+
+
+def contract_from_json(d: dict, source: str) -> Contract:
+    """One manifest-entry-shaped object -> a :class:`Contract`."""
+    from ptxopt.corpus import KernelSpec, Launch, Param
+    from ptxopt.verify import Geometry
+
+    if not isinstance(d, dict):
+        raise ContractError(f"{source}: a contract must be a JSON object, got {type(d).__name__}")
+    launch = d.get("launch", {k: d[k] for k in ("grid", "block", "shared_bytes") if k in d})
+    if not isinstance(launch, dict) or "grid" not in launch or "block" not in launch:
+        raise ContractError(f"{source}: needs \"launch\": {{\"grid\": [x, y, z], \"block\": [x, y, z]}}")
+    grid = _dim3_json(launch["grid"], f"{source}: launch.grid")
+    block = _dim3_json(launch["block"], f"{source}: launch.block")
+    shared = _int(launch.get("shared_bytes", 0), f"{source}: launch.shared_bytes")
+    entry = d.get("entry")
+    if entry is not None and not isinstance(entry, str):
+        raise ContractError(f"{source}: entry must be a string")
+    raw_params = d.get("params", [])
+    if not isinstance(raw_params, list) or not all(isinstance(p, dict) for p in raw_params):
+        raise ContractError(f"{source}: params must be a list of objects")
+    scalars: dict = {}
+    complete = bool(raw_params)
+    for i, p in enumerate(raw_params):
+        name = p.get("name")
+        if not isinstance(name, str):
+            raise ContractError(f"{source}: params[{i}] has no \"name\" (the .param name)")
+        role = p.get("role")
+        if role is not None and role not in ("input", "output", "inout", "scalar", "scratch"):
+            raise ContractError(f"{source}: param {name}: unknown role {role!r} "
+                                "(input, output, inout, scalar or scratch)")
+        if role == "scalar" or ("value" in p and role is None):
+            if "value" not in p:
+                raise ContractError(f"{source}: scalar param {name} has no \"value\"")
+            scalars[name] = parse_scalar_value(name, p["value"])
+        if role is None or "dtype" not in p or (role != "scalar" and not isinstance(p.get("count"), int)):
+            complete = False
+    extra = {}
+    if "buffer_bytes" in d:
+        extra["buffer_bytes"] = _int(d["buffer_bytes"], f"{source}: buffer_bytes")
+    geometry = Geometry(grid=grid, block=block, shared_bytes=shared, scalars=scalars, **extra)
+    spec = None
+    if complete:
+        try:
+            params = tuple(Param.from_json({**p, "value": scalars[p["name"]]} if p["name"] in scalars else p)
+                           for p in raw_params)
+        except (KeyError, TypeError) as e:
+            raise ContractError(f"{source}: malformed param: {e!r}") from None
+        spec = KernelSpec(id=str(d.get("id", entry or Path(source).stem)), family=str(d.get("family", "")),
+                          compiler=str(d.get("compiler", "")), path="", entry=entry or "",
+                          source=source, generator="", arch=str(d.get("arch", "")),
+                          ptx_version=str(d.get("ptx_version", "")),
+                          launch=Launch(grid, block, shared), params=params)
+    return Contract(source, geometry=geometry, spec=spec, entry=entry,
+                    params=tuple(p["name"] for p in raw_params))
+
+
+def load_contract_file(path: str | Path) -> list[Contract]:
+    """Every contract in a contract file (one object, a list, or ``{"kernels": [...]}``)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ContractError(f"cannot read contract {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise ContractError(f"{path}: invalid JSON: {e}") from None
+    if isinstance(data, dict) and "kernels" in data:
+        data = data["kernels"]
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise ContractError(f"{path}: no contract in the file")
+    out = [contract_from_json(d, path.name if len(items) == 1 else f"{path.name}[{i}]")
+           for i, d in enumerate(items)]
+    if len(out) > 1 and any(c.entry is None for c in out):
+        raise ContractError(f"{path}: with several contracts, each must name its \"entry\"")
+    return out
+
+
+# --------------------------------------------------------------------------
+# Putting it together: file + options -> contracts
+# --------------------------------------------------------------------------
+
+@dataclass
+class Contracts:
+    """The contracts given for a module: per entry, or one for every entry."""
+
+    items: list[Contract] = field(default_factory=list)
+
+    def for_entry(self, entry: str) -> Contract | None:
+        for c in self.items:
+            if c.entry == entry:
+                return c
+        for c in self.items:
+            if c.entry is None:
+                return c.with_entry(entry)
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None = None,
+                      grid: str | tuple | None = None, block: str | tuple | None = None,
+                      shared_bytes: int | None = None, scalars=(), buffer_bytes: int | None = None,
+                      auto: bool = True) -> Contracts:
+    """The contracts for one input: ``--contract`` FILE, else ``KERNEL.contract.json``
+    next to ``ptx_path`` (when ``auto``), with ``grid``/``block``/
+    ``shared_bytes``/``scalars`` options overriding their fields. Options
+    without a file need both ``grid`` and ``block``."""
+    from dataclasses import replace
+
+    from ptxopt.verify import Geometry
+
+    items: list[Contract] = []
+    if contract_file:
+        items = load_contract_file(contract_file)
+    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
+        cand = contract_path_for(ptx_path)
+        if cand.is_file():
+            items = load_contract_file(cand)
+    g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--grid")
+    b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--block")
+    sc = scalars if isinstance(scalars, dict) else parse_scalars(scalars)
+    given = g is not None or b is not None or shared_bytes is not None or sc or buffer_bytes is not None
+    if not given:
+        return Contracts(items)
+    if not items:
+        if g is None or b is None:
+            raise ContractError("give both --grid and --block (or a contract file)")
+        extra = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
+        return Contracts([Contract("options", geometry=Geometry(grid=g, block=b, shared_bytes=shared_bytes or 0,
+                                                               scalars=dict(sc), **extra))])
+    out = []
+    for c in items:
+        spec = c.spec
+        if spec is not None:
+            launch = replace(spec.launch, grid=g or spec.launch.grid, block=b or spec.launch.block,
+                             shared_bytes=spec.launch.shared_bytes if shared_bytes is None else shared_bytes)
+            params = tuple(replace(p, value=sc[p.name]) if p.name in sc and p.role == "scalar" else p
+                           for p in spec.params)
+            spec = replace(spec, launch=launch, params=params)
+        geo = c.geometry
+        kw = {"grid": g or geo.grid, "block": b or geo.block,
+              "shared_bytes": geo.shared_bytes if shared_bytes is None else shared_bytes,
+              "scalars": {**geo.scalars, **sc}}
+        if buffer_bytes is not None:
+            kw["buffer_bytes"] = buffer_bytes
+        out.append(Contract(f"{c.source} + options", geometry=replace(geo, **kw), spec=spec, entry=c.entry,
+                            params=c.params))
+    return Contracts(out)
+
+
+__all__ = ["Contract", "Contracts", "ContractError", "CONTRACT_SUFFIX", "as_contract",
+           "contract_from_json", "contract_path_for", "corpus_contract", "guess_contract",
+           "load_contract_file", "parse_dim3", "parse_scalars", "resolve_contracts"]
