@@ -11,6 +11,8 @@ Header lines (``//`` comments at the top of each ``.ptx`` file):
     ``legal-change``: the pass changes something, and the result is legal.
 ``// block: X[,Y,Z]`` / ``// grid: X[,Y,Z]``
     launch geometry for the interpreter (default 1 thread).
+``// shared: N``
+    bytes of dynamic shared memory for the launch (default 0).
 ``// order: A << B``
     every output instruction line containing ``A`` comes before every one
     containing ``B`` (both must occur). Lines are whitespace-normalised.
@@ -76,6 +78,7 @@ class Spec:
     why: str
     block: tuple = (1, 1, 1)
     grid: tuple = (1, 1, 1)
+    shared: int = 0
     order: list = field(default_factory=list)
     nxt: list = field(default_factory=list)
     absent: list = field(default_factory=list)
@@ -108,6 +111,8 @@ def load_spec(path: Path) -> Spec:
             spec.block = _dims(val)
         elif key == "grid":
             spec.grid = _dims(val)
+        elif key == "shared":
+            spec.shared = int(val)
         elif key in ("order", "next"):
             a, _, b = val.partition("<<")
             (spec.order if key == "order" else spec.nxt).append((a.strip(), b.strip()))
@@ -222,7 +227,8 @@ def verify_status(name: str, pass_name: str) -> tuple[str, str]:
     if spec.noverify:
         return "skip", spec.noverify
     try:
-        r = verify(m, parse(out.text), geometry=Geometry(grid=spec.grid, block=spec.block))
+        r = verify(m, parse(out.text), geometry=Geometry(grid=spec.grid, block=spec.block,
+                                                                shared_bytes=spec.shared))
     except (InterpError, LaunchError) as e:
         return "skip", f"original does not run in the interpreter: {e}"
     detail = r.error or (str(r.mismatch) if r.mismatch else "")
