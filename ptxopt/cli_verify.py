@@ -1,20 +1,29 @@
 """``ptxopt verify ORIGINAL TRANSFORMED``: are two kernels equivalent?
 
-Runs both through the interpreter on identical inputs (see
-:mod:`ptxopt.verify`) and exits 0 when every buffer matches bit for bit, 1 on
-a mismatch (the first differing buffer element and both values are printed),
-2 on an error: unreadable input, PTX that does not parse, a kernel the
-interpreter cannot run, or one that faults (a fault of the transformed kernel
-alone is reported as "transformed kernel faults", since it shows the two are
-not equivalent).
+Assembles both with ptxas (``--arch``, default: the original's ``.target``;
+``--no-ptxas`` skips it), then runs both through the interpreter on identical
+inputs (see :mod:`ptxopt.verify`) and compares every parameter buffer and
+every ``.global`` variable bit for bit. Exit 0 when all match and the
+launches covered enough of the output (``--min-coverage``), 1 on a mismatch
+(the first differing element and both values are printed), 2 on an error:
+unreadable input, PTX that does not parse, a kernel the interpreter cannot
+run, one that faults, a transformed module ptxas rejects (a fault or
+rejection of the transformed kernel alone is reported as such, since it
+shows the two are not equivalent); 4 when inconclusive: nothing differed,
+but the launches stored less than ``--min-coverage`` of the output bytes, or
+the original failed under the default scalars.
+
+Every result states the launch contract it used: grid, block, shared bytes
+and, per launch, every scalar parameter's value (text and ``--json``).
 
 Geometry: from the manifest when ORIGINAL is ``corpus:ID``, when
 ``--manifest-entry ID`` is given, or when the kernel's name and parameter
 names match exactly one manifest entry; otherwise ``--grid``/``--block`` (and
 ``--shared-bytes``) are required, every 64-bit parameter gets a buffer of
-``--buffer-bytes`` random float32 values, and 32-bit scalars take
-``--scalar NAME=VALUE`` or default to the launch's thread count (integers)
-or 1.0 (floats).
+``--buffer-bytes`` random float32 values, and scalars take
+``--scalar NAME=VALUE`` or default to 1.0 (floats) or, for integers, a value
+that varies by launch: the buffers' element count, the launch's thread count,
+a small odd number (:data:`ptxopt.verify.SCALAR_PLAN`).
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ import click
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_EQUAL, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+EXIT_EQUAL, EXIT_MISMATCH, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 4
+DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.verify.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
 
 
 def _dim3(text: str | None, what: str):
@@ -76,15 +86,26 @@ def _scalars(items) -> dict:
               help="Bytes per pointer argument (kernels outside the corpus).")
 @click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
               help="Value of a scalar parameter (kernels outside the corpus); repeatable.")
+@click.option("--arch", default=None, metavar="SM",
+              help="Architecture ptxas assembles both for (default: the original's .target).")
+@click.option("--no-ptxas", "no_ptxas", is_flag=True, help="Do not assemble the modules with ptxas.")
+@click.option("--layouts/--no-layouts", default=True, show_default=True,
+              help="Also launch with aliasing, overlapping and less-aligned buffers where legal.")
+@click.option("--min-coverage", default=DEFAULT_MIN_COVERAGE_TEXT, show_default=True, type=click.FloatRange(0, 1),
+              help="Below this fraction of output bytes stored by the launches, the result is "
+                   "inconclusive (exit 4) instead of equivalent; 0 turns it off.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
-               buffer_bytes, scalars, as_json):
+               buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json):
     """Check that TRANSFORMED computes exactly what ORIGINAL does (files or corpus:ID).
 
-    Both run in the PTX interpreter on the same inputs; every buffer is
-    compared bit for bit. Exit 0: equivalent; 1: a mismatch (the first
-    differing element is printed); 2: an error (unreadable or unparsable
-    input, a fault, an unsupported instruction, no launch geometry).
+    Both are assembled by ptxas, then run in the PTX interpreter on the same
+    inputs; every buffer and .global variable is compared bit for bit.
+    Exit 0: equivalent; 1: a mismatch (the first differing element is
+    printed); 2: an error (unreadable or unparsable input, a fault, an
+    unsupported instruction, ptxas rejects a module, no launch geometry);
+    4: inconclusive (too little of the output exercised, or the original
+    fails under the default scalars).
     """
     from ptxopt.corpus import CorpusError
     from ptxopt.interp import InterpError
@@ -97,7 +118,10 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         mod_t = parse_bytes(src_t.data, src_t.name)
         spec, geometry = _geometry(src_o.name, manifest_entry, grid, block, shared_bytes, buffer_bytes,
                                    scalars)
-        result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, geometry=geometry)
+        result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, geometry=geometry,
+                        layouts=layouts, assemble=not no_ptxas, arch=arch,
+                        min_coverage=min_coverage or None, original_text=_text(src_o.data),
+                        transformed_text=_text(src_t.data))
     except ParseError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_ERROR)
@@ -113,7 +137,16 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         sys.exit(EXIT_EQUAL)
     if result.status == "mismatch":
         sys.exit(EXIT_MISMATCH)
+    if result.status == "inconclusive":
+        sys.exit(EXIT_INCONCLUSIVE)
     sys.exit(EXIT_ERROR)
+
+
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _geometry(orig_name, manifest_entry, grid, block, shared_bytes, buffer_bytes, scalars):
@@ -137,13 +170,44 @@ def _print(orig, trans, r) -> None:
         ("es" if r.trials != 1 else "")
     if r.status == "equal":
         click.echo(f"{trans}: equivalent to {orig} ({where})")
-        return
-    if r.status == "mismatch":
+    elif r.status == "inconclusive":
+        click.echo(f"{trans}: INCONCLUSIVE against {orig} ({where}): nothing differed, but {r.error}")
+    elif r.status == "mismatch":
         m = r.mismatch
+        what = "global variable " if m.where == "global variable" else ""
         click.echo(f"{trans}: NOT equivalent to {orig} ({where})")
-        click.echo(f"  first difference: {m.buffer}[{m.index}] (seed {m.seed}, {m.flavour} inputs, "
-                   f"{m.schedule} schedule): original {m.original}, transformed {m.transformed}")
-        click.echo(f"  {m.differing} of {m.size} elements of {m.buffer} differ")
-        return
-    verb = "faults" if r.error_kind == "fault" else "fails"
-    click.echo(f"ptxopt: error: transformed kernel {verb} (the original does not): {r.error}", err=True)
+        click.echo(f"  first difference: {what}{m.buffer}[{m.index}] (seed {m.seed}, {m.flavour} inputs, "
+                   f"{m.schedule} schedule, {m.layout} buffers): original {m.original}, "
+                   f"transformed {m.transformed}")
+        click.echo(f"  {m.differing} of {m.size} elements of {what}{m.buffer} differ")
+    else:
+        verb = "faults" if r.error_kind == "fault" else "is rejected by ptxas" if r.error_kind == "ptxas" \
+            else "fails"
+        click.echo(f"ptxopt: error: transformed kernel {verb} (the original does not): {r.error}", err=True)
+    _print_contract(r)
+
+
+def _print_contract(r) -> None:
+    """The launch contract and what it exercised, after the verdict."""
+    asm = f", assembled for {r.arch}" if r.arch else ", not assembled"
+    click.echo(f"  contract: grid {_dim(r.grid)}, block {_dim(r.block)}, {r.shared_bytes} dynamic shared "
+               f"bytes{asm}")
+    for la in r.launches:
+        sc = ", ".join(f"{k}={v}" for k, v in la.get("scalars", {}).items()) or "no scalars"
+        lay = la["layout"]
+        if la.get("buffers"):
+            lay += " (" + "; ".join(f"{k}: {v}" for k, v in la["buffers"].items()) + ")"
+        line = (f"  launch {la['trial']}: seed {la['seed']}, {la['flavour']} inputs, {la['schedule']}, "
+                f"{lay} buffers: {sc}")
+        if la.get("skipped"):
+            line += f" -- skipped: {la['skipped']}"
+        click.echo(line)
+    c = r.coverage
+    if c is not None:
+        click.echo(f"  coverage: {c.output_bytes:.0%} of output bytes stored ({c.written_bytes} of "
+                   f"{c.output_size}), {c.threads:.0%} of threads stored to global memory, "
+                   f"{c.branch_directions} of {2 * c.conditional_branches} branch directions taken")
+
+
+def _dim(v) -> str:
+    return ",".join(str(int(x)) for x in v)

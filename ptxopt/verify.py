@@ -1,15 +1,20 @@
 """Functional equivalence: run an original and a transformed kernel on the
-same inputs and compare every buffer bit for bit.
+same inputs and compare every byte they can leave behind, bit for bit.
 
 A transformation must not change what a kernel computes, on any input. The
 check runs both kernels through the interpreter (:mod:`ptxopt.interp`) on
 identical arguments for several seeds and input *flavours* (ordinary random
 values; edge values: signed zeros, subnormals, NaN, infinities, extremes;
-values of wildly different magnitudes), and compares *every* buffer after
-the launch -- outputs, in/out buffers, and inputs too (a transformation that
-scribbles on an input is wrong). Uninitialised memory (outputs, shared,
-local) holds the same seeded garbage in both runs, so an element written by
-one kernel and not the other differs.
+values of wildly different magnitudes), and compares after each launch:
+
+* *every* parameter buffer -- outputs, in/out buffers, and inputs too (a
+  transformation that scribbles on an input is wrong);
+* *every* ``.global`` variable of the module, module scope and function
+  scope (``.global .u32 flag;``, ``.global .b8 out[64];``): kernels publish
+  results there too. A mismatch names the variable.
+
+Uninitialised memory (outputs, shared, local) holds the same seeded garbage
+in both runs, so an element written by one kernel and not the other differs.
 
 Trial ``t`` of each seed uses the input flavour and thread schedule of
 ``TRIAL_PLAN[t % 9]`` (every flavour with every schedule: lockstep,
@@ -21,24 +26,69 @@ every flavour and every schedule, and pair a warp-serial schedule with plain
 random inputs (edge inputs full of NaN can hide a race in a reduction: NaN
 plus garbage is still NaN).
 
+**Memory layouts** (``layouts=True``, the default): after the regular trials,
+one launch each (first seed, random inputs, lockstep) with
+
+* ``alias`` -- a buffer the original writes and another pointer argument are
+  the *same* buffer (an in-place call);
+* ``overlap`` -- the written buffer starts ``OVERLAP_BYTES`` into the other;
+* ``unaligned`` -- every buffer base is aligned only to its element size
+  (4 bytes for float32), not to 256 as ``cudaMalloc`` gives: legal for any
+  pointer the kernel does not declare ``.ptr .align N`` (N >= 16), so a
+  transformation that *assumes* 16-byte alignment (``ld.v4`` on a parameter
+  pointer) faults here while the original does not -- an ``error``.
+
+A layout is used only where it is legal: never on a ``.noalias`` parameter,
+the aliasing ones not at all when the kernel reads through the non-coherent
+path (``ld.global.nc``/``ldu``, which promise the data is not written during
+the launch). A layout trial the *original* cannot run (it faults, say
+because it was itself compiled for aligned pointers) is skipped, and said.
+
+**Launch contract.** Geometry comes from a corpus manifest entry (``spec``,
+found automatically when the kernel's name and parameter names match
+exactly one entry), which also says which arguments are buffers of what type
+and which inputs have ranges, or from a :class:`Geometry` for kernels outside
+the corpus: every 64-bit parameter then gets a buffer of ``buffer_bytes``
+random float32 values, float scalars 1.0, and 32/16-bit integer scalars the
+value ``scalars`` gives, else ``int_scalar``, else a value that *varies by
+trial* (``SCALAR_PLAN``): the buffers' element count (``buffer_bytes // 4``,
+so a kernel masked by ``offs < n`` does all the work it can), the launch's
+thread count, and a small odd number (a partial tail). A trial whose
+*defaulted* scalar makes the original fail (a fault, the step limit) is
+skipped, and said; one that fails with scalars given explicitly raises, as
+before. Every result lists the contract it used: grid, block, shared bytes,
+and per launch the seed, flavour, schedule, layout and every scalar's value
+(:attr:`VerifyResult.launches`).
+
+**Assembly** (``assemble=True``, what ``ptxopt verify`` does): both modules
+are first assembled by ptxas for ``arch`` (default: the original's
+``.target``, :func:`ptxopt.toolchain.arch.resolve_arch`). A transformed
+module ptxas rejects is an ``error`` (kind ``ptxas``, with ptxas's message),
+never ``equal``; a rejected original raises :class:`AssemblyError`.
+
+**Coverage.** Each result says what the launches exercised
+(:class:`Coverage`): the fraction of threads that stored to global memory,
+the bytes of written buffers and ``.global`` variables stored at least once
+(over all launches) as a fraction of the bytes of the buffers the kernel
+stores to at all, and the conditional branches that went each way.
+
 Outcomes (:class:`VerifyResult`):
 
-* ``equal`` -- every buffer identical in every trial;
-* ``mismatch`` -- the first differing buffer element, with both values;
+* ``equal`` -- every buffer and variable identical in every launch;
+* ``mismatch`` -- the first differing element (buffer or variable), with
+  both values;
 * ``error`` -- the *transformed* kernel failed where the original did not
-  (memory fault, divergent barrier, unsupported instruction...): not
-  equivalent, and worth a different message than a wrong value.
+  (memory fault, divergent barrier, unsupported instruction, ptxas
+  rejection...): not equivalent, and worth a different message than a wrong
+  value;
+* ``inconclusive`` -- nothing differed, but the launches did not show it
+  (only when ``min_coverage`` is given, or a layout/default-scalar trial
+  was skipped and ``strict`` is set): output-bytes coverage below
+  ``min_coverage``, with the reason in ``error``.
 
-If the *original* kernel fails, there is nothing to compare against and
+If the *original* kernel fails on every launch (or on one whose scalars
+were given explicitly), there is nothing to compare against and
 :func:`verify` raises the interpreter's error.
-
-Geometry comes from a corpus manifest entry (``spec``, found automatically
-when the kernel's name and parameter names match exactly one entry), which
-also says which arguments are buffers of what type and which inputs have
-ranges, or from a :class:`Geometry` for kernels outside the corpus: every 64-bit
-parameter then gets a buffer of ``buffer_bytes`` random float32 values, and
-32-bit integer parameters get ``int_scalar`` (default: the number of threads
-in the launch), float ones 1.0, unless ``scalars`` names them.
 """
 
 from __future__ import annotations
@@ -50,8 +100,9 @@ import numpy as np
 
 from ptxopt.interp import InterpError, Program, run_kernel
 from ptxopt.interp.errors import LaunchError
+from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
-from ptxopt.ir import Module
+from ptxopt.ir import Module, iter_instructions
 
 DEFAULT_SEEDS = (0,)
 DEFAULT_TRIALS = 4
@@ -61,6 +112,25 @@ TRIAL_PLAN = (
     ("edge", "warps"), ("scales", "lockstep"), ("random", "warps-reversed"), ("edge", "warps-reversed"),
     ("scales", "warps"),
 )
+
+#: Default of an integer scalar a :class:`Geometry` leaves open, by trial
+#: ``t % 3``: the buffers' element count, the launch's thread count, a small
+#: odd number (see the module doc).
+SCALAR_PLAN = ("elements", "threads", "odd")
+
+#: Memory layouts tried after the regular trials (see the module doc).
+LAYOUTS = ("alias", "overlap", "unaligned")
+OVERLAP_BYTES = 16
+
+#: ``ptxopt verify``'s default ``--min-coverage``.
+DEFAULT_MIN_COVERAGE = 0.5
+
+
+class AssemblyError(InterpError):
+    """ptxas rejects the *original* module (or cannot be run): nothing to
+    compare against."""
+
+    kind = "ptxas"
 
 
 @dataclass
@@ -77,7 +147,7 @@ class Geometry:
 
 @dataclass
 class Mismatch:
-    buffer: str
+    buffer: str  # parameter (or manifest argument) name, or the .global variable's name
     index: int
     original: str
     transformed: str
@@ -86,12 +156,29 @@ class Mismatch:
     seed: int
     flavour: str
     schedule: str = "lockstep"
+    where: str = "parameter"  # "parameter" or "global variable"
+    layout: str = "separate"
+    trial: int = 0
+
+
+@dataclass
+class Coverage:
+    """What the original's launches exercised (all launches together)."""
+
+    threads: float = 0.0  # fraction of threads that stored to global memory (in some launch)
+    output_bytes: float = 0.0  # bytes stored at least once / bytes of the buffers stored to at all
+    written_bytes: int = 0
+    output_size: int = 0  # bytes of the buffers and .global variables stored to at all
+    outputs: tuple = ()  # their names
+    branches: float = 1.0  # branch directions taken / 2 x conditional branches (1.0: none)
+    branch_directions: int = 0
+    conditional_branches: int = 0
 
 
 @dataclass
 class VerifyResult:
     kernel: str
-    status: str  # "equal", "mismatch" or "error"
+    status: str  # "equal", "mismatch", "error" or (only with min_coverage) "inconclusive"
     trials: int  # launches compared
     mismatch: Mismatch | None = None
     error: str | None = None
@@ -101,6 +188,13 @@ class VerifyResult:
     block: tuple = ()
     shared_bytes: int = 0
     steps: tuple[int, int] = (0, 0)  # instructions issued, original / transformed (last trial)
+    arch: str | None = None  # what ptxas assembled both for (None: not assembled)
+    #: the launch contract, one dict per launch planned: seed, trial, flavour,
+    #: schedule, layout, scalars (every scalar parameter's value), and
+    #: ``skipped`` (why it was not compared) when it was not
+    launches: list = field(default_factory=list)
+    coverage: Coverage | None = None
+    notes: list = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
@@ -121,24 +215,83 @@ def format_value(arr: np.ndarray, i: int) -> str:
     return str(int(v))
 
 
+def _first_difference(name, a, b, seed, flavour, schedule, where="parameter") -> Mismatch | None:
+    ua = a.reshape(-1).view(np.dtype(f"u{a.dtype.itemsize}"))
+    ub = b.reshape(-1).view(np.dtype(f"u{b.dtype.itemsize}"))
+    if ua.shape != ub.shape:
+        return Mismatch(name, 0, f"{ua.size} elements", f"{ub.size} elements", max(ua.size, ub.size),
+                        a.size, seed, flavour, schedule, where)
+    diff = np.flatnonzero(ua != ub)
+    if len(diff):
+        i = int(diff[0])
+        return Mismatch(name, i, format_value(a.reshape(-1), i), format_value(b.reshape(-1), i),
+                        len(diff), a.size, seed, flavour, schedule, where)
+    return None
+
+
 def compare_buffers(names, a_bufs, b_bufs, seed, flavour, schedule="lockstep") -> Mismatch | None:
     for name, a, b in zip(names, a_bufs, b_bufs):
         if a is None or b is None or a.nbytes == 0:
             continue
-        ua = a.reshape(-1).view(np.dtype(f"u{a.dtype.itemsize}"))
-        ub = b.reshape(-1).view(np.dtype(f"u{b.dtype.itemsize}"))
-        diff = np.flatnonzero(ua != ub)
-        if len(diff):
-            i = int(diff[0])
-            return Mismatch(name, i, format_value(a.reshape(-1), i), format_value(b.reshape(-1), i),
-                            len(diff), a.size, seed, flavour, schedule)
+        mm = _first_difference(name, a, b, seed, flavour, schedule)
+        if mm is not None:
+            return mm
     return None
 
 
-def _args_for_geometry(program: Program, entry: str, geo: Geometry, seed: int, flavour: str):
+def _var_view(raw: np.ndarray, elem: int) -> np.ndarray:
+    """A variable's bytes as unsigned elements of its declared size, when they divide it."""
+    if elem in (2, 4, 8) and raw.size % elem == 0:
+        return raw.view(np.dtype(f"u{elem}"))
+    return raw
+
+
+def compare_globals(po: Program, pt: Program, a_vars: dict, b_vars: dict, seed, flavour,
+                    schedule="lockstep") -> Mismatch | None:
+    """The first difference between the ``.global`` variables two launches
+    left behind (:attr:`~ptxopt.interp.LaunchResult.globals`). A variable the
+    transformed module no longer declares differs if the original wrote it."""
+    for name, a in a_vars.items():
+        v = po.statics.get(name)
+        elem = v.elem if v is not None else 1
+        b = b_vars.get(name)
+        if b is None:
+            init = v.init if v is not None and isinstance(v.init, (bytes, bytearray)) else b""
+            start = np.frombuffer(bytes(init).ljust(a.size, b"\0")[: a.size], dtype=np.uint8)
+            if not np.array_equal(a, start):
+                return Mismatch(name, 0, "written", "not declared by the transformed module", a.size, a.size,
+                                seed, flavour, schedule, "global variable")
+            continue
+        if a.size == 0:
+            continue
+        mm = _first_difference(name, _var_view(a, elem), _var_view(b, elem), seed, flavour, schedule,
+                               "global variable")
+        if mm is not None:
+            return mm
+    return None
+
+
+# --------------------------------------------------------------------------
+# arguments
+# --------------------------------------------------------------------------
+
+
+def _default_int(geo: Geometry, choice: str, threads: int) -> int:
+    elements = max(1, geo.buffer_bytes // 4)
+    if choice == "elements":
+        return elements
+    if choice == "threads":
+        return threads
+    return 2 * (min(threads, elements) // 3) + 1  # small, odd, not a multiple of a warp or vector
+
+
+def _args_for_geometry(program: Program, entry: str, geo: Geometry, seed: int, flavour: str,
+                       choice: str = "threads"):
+    """``(args, defaulted)``: the arguments, and the names of the integer
+    scalars that took the trial's default (``choice``, one of ``SCALAR_PLAN``)."""
     params = program.kernel_params(entry)
     threads = int(np.prod(geo.grid) * np.prod(geo.block))
-    out = []
+    out, defaulted = [], []
     for p in params:
         if p.name in geo.scalars:
             out.append(geo.scalars[p.name])
@@ -148,11 +301,106 @@ def _args_for_geometry(program: Program, entry: str, geo: Geometry, seed: int, f
         elif p.dtype in ("f32", "f64"):
             out.append(1.0)
         elif p.dtype in ("u32", "s32", "b32", "u16", "s16", "b16"):
-            out.append(geo.int_scalar if geo.int_scalar is not None else threads)
+            if geo.int_scalar is not None:
+                out.append(geo.int_scalar)
+            else:
+                v = _default_int(geo, choice, threads)
+                if p.dtype in ("u16", "s16", "b16"):
+                    v = min(v, 0x7FFF)
+                out.append(v)
+                defaulted.append(p.name)
         else:
             raise LaunchError(f"no default for parameter {p.name} (.{p.dtype}); give it with "
                               "--scalar NAME=VALUE or use a manifest entry")
+    return out, defaulted
+
+
+def _scalar_values(names, args) -> dict:
+    out = {}
+    for n, a in zip(names, args):
+        if isinstance(a, (np.ndarray, Placed, Alias)) or a is None:
+            continue
+        if isinstance(a, (bytes, bytearray)):
+            out[n] = bytes(a).hex()
+        elif isinstance(a, np.generic):
+            out[n] = a.item()
+        else:
+            out[n] = a
     return out
+
+
+# --------------------------------------------------------------------------
+# memory layouts
+# --------------------------------------------------------------------------
+
+
+def _reads_noncoherent(fn) -> bool:
+    for ins in iter_instructions(fn.body) if fn.body is not None else ():
+        if ins.opcode == "ldu" or (ins.opcode == "ld" and "nc" in ins.modifiers):
+            return True
+    return False
+
+
+def _param_facts(program: Program, entry: str) -> dict:
+    """Per parameter name: (``.noalias``, ``.ptr .align`` or None)."""
+    fn = program.entry(entry)
+    out = {}
+    for d in fn.params or ():
+        for it in d.items:
+            out[it.name] = (".noalias" in d.attrs, d.align if d.is_ptr else None)
+    return out
+
+
+def _apply_layout(layout: str, program: Program, entry: str, args: list, written: list[int]):
+    """``(args, None)`` for ``layout``, or ``(None, why not)`` when it does not apply legally."""
+    params = program.kernel_params(entry)
+    facts = _param_facts(program, entry)
+    bufs = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.nbytes and params[i].size == 8]
+    if layout == "unaligned":
+        out = list(args)
+        moved = 0
+        for i in bufs:
+            a = args[i]
+            off = a.dtype.itemsize
+            align = facts.get(params[i].name, (False, None))[1] or 1
+            if off >= 16 or off % align:
+                continue  # the kernel may rely on that alignment
+            out[i] = Placed(a, off)
+            moved += 1
+        return (out, None) if moved else (None, "no buffer may be less than 16-byte aligned")
+    if _reads_noncoherent(program.entry(entry)):
+        return None, "the kernel reads through the non-coherent path (ld.global.nc/ldu): no aliasing allowed"
+    ok = [i for i in bufs if not facts.get(params[i].name, (False, None))[0]]
+    dst = [i for i in written if i in ok]
+    if not dst:
+        return None, "no written buffer that may alias another"
+    j = dst[0]
+    others = [i for i in ok if i != j]
+    if not others:
+        return None, "no second buffer to alias with"
+    i = others[0]
+    a, b = args[i], args[j]
+    out = list(args)
+    if layout == "alias":
+        if a.nbytes >= b.nbytes:
+            out[j] = Alias(i, 0)
+        else:
+            out[i] = Alias(j, 0)
+        return out, None
+    # overlap: the written buffer starts OVERLAP_BYTES into the other one
+    need = b.nbytes + OVERLAP_BYTES - a.nbytes
+    if need > 0:
+        extra = -(-need // a.itemsize)
+        rng = np.random.default_rng(zlib.crc32(b"overlap"))
+        pad = rng.integers(0, 256, extra * a.itemsize, dtype=np.uint8).view(a.dtype)
+        out[i] = np.concatenate([a.reshape(-1), pad])
+    out[j] = Alias(i, OVERLAP_BYTES)
+    return out, None
+
+
+# --------------------------------------------------------------------------
+# the check
+# --------------------------------------------------------------------------
 
 
 def spec_for(program: Program, kernel: str):
@@ -181,18 +429,80 @@ def _as_program(m) -> Program:
     raise TypeError(f"expected a Module, Program or PTX text, got {type(m).__name__}")
 
 
+def _ptx_text(m, program: Program) -> str:
+    if isinstance(m, str):
+        return m
+    from ptxopt.emit import emit
+
+    return emit(program.module)
+
+
+def _assemble(original, transformed, po, pt, arch):
+    """Assemble both; ``None`` or the transformed module's error text."""
+    from ptxopt.toolchain import ToolchainError, compile_ptx
+
+    try:
+        compile_ptx(_ptx_text(original, po), arch)
+    except ToolchainError as e:
+        raise AssemblyError(f"original kernel: ptxas ({arch}): {e}") from None
+    try:
+        compile_ptx(_ptx_text(transformed, pt), arch)
+    except ToolchainError as e:
+        return f"transformed kernel: ptxas ({arch}) rejects it: {e}"
+    return None
+
+
+def _merge_coverage(acc: dict, cov: dict) -> None:
+    for name, w in cov["written"].items():
+        old = acc["written"].get(name)
+        acc["written"][name] = w.copy() if old is None or old.shape != w.shape else old | w
+    st = cov["stored_threads"]
+    old = acc.get("stored_threads")
+    acc["stored_threads"] = st.copy() if old is None or old.shape != st.shape else old | st
+    for k, v in cov["branches"].items():
+        acc["branches"][k] = acc["branches"].get(k, 0) | v
+    acc["conditional_branches"] = max(acc.get("conditional_branches", 0), cov["conditional_branches"])
+
+
+def _coverage(acc: dict, span_of=frozenset()) -> Coverage:
+    """``span_of``: buffers whose true size is unknown (a :class:`Geometry`
+    guess): their size counts up to the last byte any launch stored."""
+    outs = {n: w for n, w in acc["written"].items() if w.any()}
+    size = sum(int(np.flatnonzero(w)[-1]) + 1 if n in span_of else w.size for n, w in outs.items())
+    wrote = sum(int(w.sum()) for w in outs.values())
+    st = acc.get("stored_threads")
+    threads = float(st.mean()) if st is not None and st.size else 0.0
+    cond = acc.get("conditional_branches", 0)
+    dirs = sum(bin(v).count("1") for v in acc["branches"].values())
+    return Coverage(threads=threads, output_bytes=(wrote / size) if size else 0.0, written_bytes=wrote,
+                    output_size=size, outputs=tuple(sorted(outs)),
+                    branches=(dirs / (2 * cond)) if cond else 1.0, branch_directions=dirs,
+                    conditional_branches=cond)
+
+
 def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,
            trials: int = DEFAULT_TRIALS, *, spec=None, geometry: Geometry | None = None,
-           max_steps: int | None = None, reference=None, reference_key=None) -> VerifyResult:
+           max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
+           assemble: bool = False, arch: str | None = None,
+           min_coverage: float | None = None, original_text: str | None = None,
+           transformed_text: str | None = None) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
-    text) on ``len(seeds) * trials`` launches. ``spec`` (a corpus
-    :class:`~ptxopt.corpus.KernelSpec`) or ``geometry`` says how to launch.
+    text) on ``len(seeds) * trials`` launches, plus one per memory layout
+    (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
+    ``geometry`` says how to launch.
+
+    ``assemble`` first runs ptxas on both for ``arch`` (default: the
+    original's ``.target``), on ``original_text``/``transformed_text`` when
+    given (the files as written), else on the modules as printed. ``min_coverage`` turns an ``equal`` whose
+    output-bytes coverage is below it, or whose regular trials the original
+    could not all run, into ``inconclusive`` (None: never).
 
     ``reference`` (any mapping with ``get`` and item assignment) memoises the
-    original's runs under ``(reference_key, seed, trial, flavour, schedule)``,
-    for callers that check many candidates of one original (the evaluator):
-    ``reference_key`` must identify the original module and the launch. A
-    failure of the original is memoised too, and raised again on reuse."""
+    original's runs under ``(reference_key, seed, trial, flavour, schedule,
+    layout)``, for callers that check many candidates of one original (the
+    evaluator): ``reference_key`` must identify the original module and the
+    launch. A failure of the original is memoised too, and raised again on
+    reuse (or the trial skipped, as without the memo)."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -211,46 +521,111 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     seeds = tuple(int(s) for s in seeds)
     result = VerifyResult(kernel, "equal", 0, seeds=seeds, grid=tuple(grid), block=tuple(block),
                           shared_bytes=shared)
-    for seed in seeds:
-        for t in range(trials):
-            flavour, schedule = TRIAL_PLAN[t % len(TRIAL_PLAN)]
-            run_seed = seed * 1000 + t
-            if spec is not None:
-                args = make_args(spec, run_seed, flavour)
-                names = [p.arg for p in spec.params]
-            else:
-                args = _args_for_geometry(po, kernel, geometry, run_seed, flavour)
-                names = [p.name for p in po.kernel_params(kernel)]
-            key = (reference_key, seed, t, flavour, schedule)
-            ref = reference.get(key) if reference is not None else None
-            if ref is None:
-                copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-                try:
-                    ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule, **kw)
-                    ref = (ro.buffers, ro.steps)
-                except InterpError as e:
-                    ref = type(e)(f"original kernel: {e}")
-                if reference is not None:
-                    reference[key] = ref
-            if isinstance(ref, InterpError):
-                raise ref
-            ref_buffers, ref_steps = ref
+    if assemble:
+        from ptxopt.toolchain.arch import resolve_arch
+
+        result.arch = resolve_arch(po.module, arch)
+        why = _assemble(original if original_text is None else original_text,
+                        transformed if transformed_text is None else transformed_text, po, pt, result.arch)
+        if why is not None:
+            result.status, result.error, result.error_kind = "error", why, "ptxas"
+            return result
+    names = [p.arg for p in spec.params] if spec is not None else [p.name for p in po.kernel_params(kernel)]
+    plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate") for seed in seeds for t in range(trials)]
+    if layouts and seeds:
+        plan += [(seeds[0], trials + i, "random", "lockstep", lay) for i, lay in enumerate(LAYOUTS)]
+    written: list[int] | None = None  # parameters the original wrote (first regular launch)
+    first_failure = None
+    regular_skipped = 0
+    acc = {"written": {}, "branches": {}}
+    span_of = frozenset(names) if spec is None else frozenset()
+    for seed, t, flavour, schedule, layout in plan:
+        run_seed = seed * 1000 + t
+        launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
+        result.launches.append(launch)
+        defaulted: list[str] = []
+        if spec is not None:
+            args = make_args(spec, run_seed, flavour)
+        else:
+            choice = SCALAR_PLAN[t % len(SCALAR_PLAN)] if layout == "separate" else "elements"
+            args, defaulted = _args_for_geometry(po, kernel, geometry, run_seed, flavour, choice)
+        launch["scalars"] = _scalar_values(names, args)
+        if layout != "separate":
+            args, why = _apply_layout(layout, po, kernel, args, written or [])
+            if args is None:
+                launch["skipped"] = f"not applicable: {why}"
+                continue
+            launch["buffers"] = {names[i]: (f"alias of {names[a.of]}" + (f" +{a.offset} bytes" if a.offset else "")
+                                            if isinstance(a, Alias) else f"{a.offset} bytes past an aligned base")
+                                 for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
+        key = (reference_key, seed, t, flavour, schedule, layout)
+        ref = reference.get(key) if reference is not None else None
+        if ref is None:
+            copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             try:
-                rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
+                ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
+                                coverage=True, **kw)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage)
             except InterpError as e:
-                result.status = "error"
-                result.error = f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule): {e}"
-                result.error_kind = e.kind
-                result.trials += 1
-                return result
+                ref = type(e)(f"original kernel: {e}")
+            if reference is not None:
+                reference[key] = ref
+        if isinstance(ref, InterpError):
+            if layout == "separate" and not defaulted:
+                raise ref
+            why = (f"the original fails with this layout ({ref.kind})" if layout != "separate" else
+                   f"the original fails with the default {', '.join(defaulted)} ({ref.kind})")
+            launch["skipped"] = f"{why}: {ref}"
+            first_failure = first_failure or ref
+            regular_skipped += layout == "separate"
+            continue
+        ref_buffers, ref_steps, ref_globals, ref_cov = ref
+        if written is None and layout == "separate":
+            written = [i for i, (a, b) in enumerate(zip(args, ref_buffers))
+                       if isinstance(a, np.ndarray) and b is not None and a.nbytes and
+                       not np.array_equal(a.view(np.uint8), b.view(np.uint8))]
+        if layout == "separate":
+            _merge_coverage(acc, ref_cov)
+        try:
+            rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
+        except InterpError as e:
+            result.status = "error"
+            result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
+                            f"{layout} buffers): {e}")
+            result.error_kind = e.kind
             result.trials += 1
-            result.steps = (ref_steps, rt.steps)
-            mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
-            if mm is not None:
-                result.status = "mismatch"
-                result.mismatch = mm
-                return result
+            result.coverage = _coverage(acc, span_of)
+            return result
+        result.trials += 1
+        result.steps = (ref_steps, rt.steps)
+        mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
+        if mm is None:
+            mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
+        if mm is not None:
+            mm.layout, mm.trial = layout, t
+            result.status = "mismatch"
+            result.mismatch = mm
+            result.coverage = _coverage(acc, span_of)
+            return result
+    if result.trials == 0 and first_failure is not None:
+        raise first_failure
+    result.coverage = _coverage(acc, span_of)
+    skipped = [la for la in result.launches if "skipped" in la]
+    if skipped:
+        result.notes.append(f"{len(skipped)} of {len(result.launches)} launches skipped (see launches)")
+    if min_coverage is not None:
+        if regular_skipped:
+            result.status = "inconclusive"
+            result.error = (f"the original fails on {regular_skipped} of the regular launches under the "
+                            "default scalars: give the launch contract (--scalar NAME=VALUE)")
+        elif result.coverage.output_bytes < min_coverage:
+            c = result.coverage
+            result.status = "inconclusive"
+            result.error = (f"the launches stored only {c.written_bytes} of the {c.output_size} bytes of the "
+                            f"buffers the kernel writes ({c.output_bytes:.0%} < {min_coverage:.0%}): "
+                            "a larger or different launch contract would exercise more")
     return result
 
 
-__all__ = ["verify", "VerifyResult", "Mismatch", "Geometry", "compare_buffers", "np_dtype"]
+__all__ = ["verify", "VerifyResult", "Mismatch", "Coverage", "Geometry", "AssemblyError", "compare_buffers",
+           "compare_globals", "np_dtype", "SCALAR_PLAN", "LAYOUTS", "TRIAL_PLAN"]

@@ -208,7 +208,16 @@ def test_geometry_defaults_and_original_faults():
     from ptxopt.interp import MemoryFault
 
     m = parse(text("cuda_relu"))
-    r = verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=4096))
-    assert r.equal and r.trials == 4
+    r = verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=4096), layouts=False)
+    assert r.equal and r.trials == 4 and len(r.launches) == 4
+    # the default n varies by launch: element count, thread count, a small odd number
+    assert [la["scalars"]["relu_param_2"] for la in r.launches] == [1024, 1024, 683, 1024]
+    # scalars given explicitly: an original that faults raises
     with pytest.raises(MemoryFault, match="original kernel"):
-        verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=1024))
+        verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=1024, scalars={"relu_param_2": 1024}))
+    # a defaulted scalar the original cannot run with: that launch is skipped, and said
+    r = verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=1024), layouts=False)
+    assert r.equal and r.trials == 3
+    assert "relu_param_2" in r.launches[1]["skipped"] and "fault" in r.launches[1]["skipped"]
+    r = verify(m, m, geometry=Geometry((4, 1, 1), (256, 1, 1), buffer_bytes=1024), layouts=False, min_coverage=0.5)
+    assert r.status == "inconclusive" and "default scalars" in r.error

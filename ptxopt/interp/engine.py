@@ -173,6 +173,8 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     _start(gs, cta, 0, idx)
     returned: list[np.ndarray] = []
     limit = cta.launch.max_steps
+    branches = cta.launch.branches  # coverage, when tracked
+    fname = fr.fn.name
     while True:
         key = gs.min_runnable()
         if key is None:
@@ -207,9 +209,15 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                         p = ~p
                     if p.all():
                         new = st.target
+                        if branches is not None:
+                            branches[(fname, pc)] = branches.get((fname, pc), 0) | 1
                     elif not p.any():
                         new = pc + 1
+                        if branches is not None:
+                            branches[(fname, pc)] = branches.get((fname, pc), 0) | 2
                     else:
+                        if branches is not None:
+                            branches[(fname, pc)] = 3
                         gs.add(base + st.target, idx[p])
                         gs.add(base + pc + 1, idx[~p])
                         break

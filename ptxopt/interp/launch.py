@@ -8,7 +8,14 @@ kernel parameter, in order (or as a dict by parameter name):
   the result holds the buffer's final contents, same dtype and shape;
 * ``None``: a null pointer (any access through it faults);
 * a Python or numpy scalar: the value, encoded in the parameter's type;
-* ``bytes``: raw bytes for a by-value struct parameter (``.b8 p[N]``).
+* ``bytes``: raw bytes for a by-value struct parameter (``.b8 p[N]``);
+* :class:`Placed` ``(array, offset)``: a buffer whose address is ``offset``
+  bytes past a 256-byte aligned allocation (a legal pointer less aligned than
+  ``cudaMalloc``'s, such as ``&x[1]``); the ``offset`` bytes before it belong
+  to the allocation (seeded garbage) and the result holds the array part;
+* :class:`Alias` ``(of, offset)``: a pointer ``offset`` bytes into the buffer
+  of argument ``of`` (aliasing or overlapping arguments, as in-place calls
+  make); its result entry is None (the memory is ``of``'s).
 
 ``schedule`` picks the thread interleaving (:data:`SCHEDULES`).
 
@@ -29,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptxopt.interp import dtypes
+from ptxopt.interp.decode import BRANCH
 from ptxopt.interp.engine import run_entry
 from ptxopt.interp.errors import InterpError, LaunchError
 from ptxopt.interp.memory import WINDOW, Memory, Region
@@ -46,6 +54,22 @@ SCHEDULES = ("lockstep", "warps", "warps-reversed")
 MAX_THREADS = 1024
 
 
+@dataclass(frozen=True)
+class Placed:
+    """A buffer at ``offset`` bytes past an aligned base (see module doc)."""
+
+    array: np.ndarray
+    offset: int
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A pointer ``offset`` bytes into argument ``of``'s buffer (see module doc)."""
+
+    of: int
+    offset: int = 0
+
+
 @dataclass
 class LaunchResult:
     """What a launch left behind."""
@@ -57,6 +81,16 @@ class LaunchResult:
     wall_s: float = 0.0
     ctas: int = 0
     by_name: dict = field(default_factory=dict)
+    #: final bytes (uint8) of every ``.global`` variable of the module, module
+    #: scope and function scope, by name: kernels write results there too
+    globals: dict = field(default_factory=dict)
+    #: with ``coverage=True``: ``written`` (per parameter buffer and ``.global``
+    #: variable name, a bool per byte: stored at least once), ``stored_threads``
+    #: (a bool per thread of the launch, CTA-major: it stored to global
+    #: memory), ``branches`` (``(function, pc) -> 1 taken | 2 fallen through``
+    #: for the conditional branches reached) and ``conditional_branches``
+    #: (how many the functions that ran hold)
+    coverage: dict | None = None
 
 
 class Launch:
@@ -73,6 +107,7 @@ class Launch:
         self.steps_before = 0
         self.thread_steps = 0
         self.schedule = schedule
+        self.branches: dict | None = None  # coverage: (function, pc) -> direction bits
         nwarps = (block[0] * block[1] * block[2] + 31) // 32
         if schedule == "lockstep":
             self.warp_rank = None
@@ -130,9 +165,11 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 
 
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
-               seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep") -> LaunchResult:
+               seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
+               coverage: bool = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
-    a :class:`Program`) on the CPU. See the module doc for ``args``."""
+    a :class:`Program`) on the CPU. See the module doc for ``args``;
+    ``coverage`` fills :attr:`LaunchResult.coverage`."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -153,6 +190,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps, schedule)
 
     mem = Memory()
+    global_vars = []
     for v in program.statics.values():
         if v.space in ("global", "const"):
             r = Region(v.name, v.space, v.address, v.size, readonly=v.space == "const")
@@ -161,18 +199,36 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
             if v.init:
                 r.write_bytes(v.init)
             mem.add(r)
+            if v.space == "global":
+                global_vars.append(r)
     mem._next_global = max(mem._next_global, program.global_end)
 
     total = max((p.offset + p.size for p in params), default=0)
     block_bytes = bytearray(total)
     buffers: list = []
-    for p, a in zip(params, args):
-        if isinstance(a, np.ndarray):
+    regions: dict[int, Region] = {}
+    for i, (p, a) in enumerate(zip(params, args)):
+        if isinstance(a, Placed):
+            lead = int(a.offset)
+            arr = np.ascontiguousarray(a.array)
+            if not 0 <= lead < 256:
+                raise LaunchError(f"{p.name}: placement offset {lead} (0 to 255)")
+            r = mem.alloc_global(p.name, lead + arr.nbytes, fill=make_fill(seed, f"lead/{p.name}"))
+            if arr.nbytes:
+                r.data[:, lead: lead + arr.nbytes] = arr.view(np.uint8).ravel()
+            regions[i] = r
+            raw = (r.base + lead).to_bytes(8, "little")[: p.size]
+            buffers.append((r, arr, lead))
+        elif isinstance(a, np.ndarray):
             a = np.ascontiguousarray(a)
             r = mem.alloc_global(p.name, a.nbytes)
             r.write_bytes(a.view(np.uint8).ravel() if a.nbytes else b"")
+            regions[i] = r
             raw = r.base.to_bytes(8, "little")[: p.size]
-            buffers.append((r, a))
+            buffers.append((r, a, 0))
+        elif isinstance(a, Alias):
+            raw = b""  # resolved below: the buffer it points into may come later
+            buffers.append(None)
         else:
             if a is None:
                 raw = bytes(p.size)
@@ -180,12 +236,28 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
                 raw = encode_scalar(a, p.dtype, p.size)
             buffers.append(None)
         block_bytes[p.offset: p.offset + len(raw)] = raw
+    for p, a in zip(params, args):
+        if isinstance(a, Alias):
+            r = regions.get(a.of)
+            if r is None or not 0 <= a.offset <= r.size:
+                raise LaunchError(f"{p.name}: alias of argument {a.of}, which is not a buffer of at least "
+                                  f"{a.offset} bytes")
+            raw = (r.base + int(a.offset)).to_bytes(8, "little")[: p.size]
+            block_bytes[p.offset: p.offset + len(raw)] = raw
     if total:
         pr = Region(f"{fn.name} parameters", "param", WINDOW["param"], total, readonly=True)
         pr.write_bytes(bytes(block_bytes))
         mem.add(pr)
 
     gx, gy, gz = grid
+    if coverage:
+        for b in buffers:
+            if b is not None:
+                b[0].written = np.zeros(b[0].data.shape[1], dtype=bool)
+        for r in global_vars:
+            r.written = np.zeros(r.data.shape[1], dtype=bool)
+        mem.stored_threads = np.zeros(gx * gy * gz * threads, dtype=bool)
+        launch.branches = {}
     n = 0
     # NaN/overflow warnings are expected (kernels compute with them) and slow
     with np.errstate(all="ignore"):
@@ -200,12 +272,27 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         if b is None:
             out.append(None)
             continue
-        r, a = b
-        arr = np.frombuffer(r.read_bytes(), dtype=a.dtype).reshape(a.shape).copy() if a.nbytes else a.copy()
+        r, a, lead = b
+        raw = r.read_bytes()[lead: lead + a.nbytes]
+        arr = np.frombuffer(raw, dtype=a.dtype).reshape(a.shape).copy() if a.nbytes else a.copy()
         out.append(arr)
     names = [p.name for p in params]
+    gvars = {r.name: np.frombuffer(r.read_bytes(), dtype=np.uint8).copy() for r in global_vars}
+    cov = None
+    if coverage:
+        written = {}
+        for p, b in zip(params, buffers):
+            if b is not None:
+                r, a, lead = b
+                written[p.name] = r.written[lead: lead + a.nbytes].copy()
+        for r in global_vars:
+            written[r.name] = r.written[: r.size].copy()
+        cond = sum(1 for d in program._decoded.values() for st in d.code
+                   if st.kind == BRANCH and st.guard is not None)
+        cov = {"written": written, "stored_threads": mem.stored_threads.copy(),
+               "branches": dict(launch.branches), "conditional_branches": cond}
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
-                        dict(zip(names, out)))
+                        dict(zip(names, out)), gvars, cov)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:
@@ -221,6 +308,7 @@ def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None
     for r in shared:
         mem.add(r)
     cta = CTA(launch, ctaid, mem, shared, fill)
+    mem.thread_base = linear * cta.T
     try:
         run_entry(cta, launch.dfn)
     except InterpError:

@@ -63,7 +63,7 @@ def round_up(n: int, a: int) -> int:
 class Region:
     """A contiguous range of addresses holding bytes."""
 
-    __slots__ = ("name", "space", "base", "size", "end", "data", "per_thread", "readonly", "views")
+    __slots__ = ("name", "space", "base", "size", "end", "data", "per_thread", "readonly", "views", "written")
 
     def __init__(self, name: str, space: str, base: int, size: int, rows: int = 1,
                  per_thread: bool = False, readonly: bool = False, fill=None):
@@ -77,6 +77,7 @@ class Region:
         self.per_thread = per_thread
         self.readonly = readonly
         self.views = {1: self.data}
+        self.written = None  # coverage: a bool per byte, set by stores (when the launch tracks it)
         for nb in (2, 4, 8):
             self.views[nb] = self.data.view(UINT[nb * 8])
 
@@ -105,6 +106,10 @@ class Memory:
         self._np_ends = np.zeros(0, dtype=np.uint64)
         self.last: Region | None = None
         self._next_global = GLOBAL_BASE
+        # coverage: which threads of the launch stored to global memory
+        # (linear index ``thread_base + idx``); None when not tracked
+        self.stored_threads: np.ndarray | None = None
+        self.thread_base = 0
 
     # -- regions -----------------------------------------------------------
 
@@ -241,12 +246,35 @@ class Memory:
         return out
 
     def store(self, gaddr, elem: int, values, space: str, site, idx) -> None:
-        """Store ``values`` (list of unsigned arrays, one per element)."""
-        parts = self.locate(gaddr, elem * len(values), space, True, site, idx)
+        """Store ``values`` (list of unsigned arrays, one per element).
+
+        Several threads storing to one location behave like the hardware: one
+        value wins, always the last thread's in ``idx`` order, so original and
+        transformed runs agree. A uniform address (a symbol such as
+        ``st.global [flag], %r``: one address for every thread) takes the last
+        thread's value explicitly (each thread's own, for per-thread
+        ``.local`` rows); addresses computed equal rely on numpy assigning
+        repeated indices in order."""
+        n = len(idx) if np.ndim(idx) else 1
+        uniform = n > 1 and gaddr.shape[0] == 1
+        parts = self.locate(gaddr, elem * len(values), space, True, site, idx[:1] if uniform else idx)
         for r, pos, off in parts:
             v = r.views[elem]
             col = off // elem
-            if pos is None:
+            if r.written is not None:
+                nb = elem * len(values)
+                r.written[(off[:, None] + np.arange(nb)).ravel()] = True
+            if self.stored_threads is not None and r.space == "global":
+                t = idx if pos is None else idx[pos]
+                self.stored_threads[self.thread_base + np.asarray(t)] = True
+            if uniform:
+                if r.per_thread:
+                    for k, val in enumerate(values):
+                        v[idx, col + k] = val
+                else:
+                    for k, val in enumerate(values):
+                        v[0, col + k] = val[-1:] if np.ndim(val) and np.size(val) > 1 else val
+            elif pos is None:
                 rows = idx if r.per_thread else 0
                 for k, val in enumerate(values):
                     v[rows, col + k] = val
