@@ -167,15 +167,18 @@ def _print_stats(name: str, s: dict) -> None:
 # --------------------------------------------------------------------------
 @cli.command("compile")
 @click.argument("file")
-@click.option("--arch", default="sm_89", show_default=True, help="Target architecture for ptxas.")
+@click.option("--arch", default=None,
+              help="Target architecture for ptxas (default: the module's .target, else sm_89).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
 def compile_cmd(file, arch, as_json, sass):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
     from ptxopt.toolchain import compile_ptx, disassemble
+    from ptxopt.toolchain.arch import resolve_arch
 
     src = read_one(file)
-    parse_bytes(src.data, src.name)  # syntax errors are reported the ptxopt way first
+    m = parse_bytes(src.data, src.name)  # syntax errors are reported the ptxopt way first
+    arch = resolve_arch(m, arch)
     res = compile_ptx(src.data.decode("utf-8"), arch)
     listing = disassemble(res.cubin)
     kernels = {}
@@ -314,10 +317,24 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Pipeline, e.g. vec_ld,maxnreg_128 (see 'ptxopt passes').")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the transformed PTX here instead of stdout.")
-@click.option("--arch", default="sm_89", show_default=True, help="Architecture for --verify-each.")
+@click.option("--arch", default=None,
+              help="Architecture for --verify-each (default: the module's .target, else sm_89).")
 @click.option("--verify-each", is_flag=True,
-              help="After every pass that changed the module: ptxas accepts it and the interpreter "
-                   "proves every entry computes the same outputs.")
+              help="Check the input compiles, then after every pass that changed the module: ptxas "
+                   "accepts it and the interpreter proves every entry computes the same outputs under "
+                   "the launch contract (exit 1 if that could not be checked, see --allow-unchecked).")
+@click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Launch contract for --verify-each (JSON, a corpus manifest entry's schema; default: "
+                   "KERNEL.contract.json next to KERNEL.ptx when present).")
+@click.option("--grid", default=None, metavar="X,Y,Z", help="Contract: grid size for --verify-each.")
+@click.option("--block", default=None, metavar="X,Y,Z", help="Contract: block size for --verify-each.")
+@click.option("--shared-bytes", type=click.IntRange(0), default=None, metavar="N",
+              help="Contract: dynamic shared memory in bytes for --verify-each.")
+@click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
+              help="Contract: value of a scalar parameter for --verify-each; repeatable.")
+@click.option("--allow-unchecked", is_flag=True,
+              help="With --verify-each, exit 0 even when equivalence could not be checked for an entry "
+                   "(the original cannot run under the contract); the 'inconclusive' lines are still printed.")
 @click.option("--print-changed", is_flag=True, help="Print a diff (stderr) after every pass that changed the module.")
 @click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
 @click.option("--time-passes", is_flag=True, help="Print how long each pass took (stderr).")
@@ -328,18 +345,34 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
-def run_cmd(file, pipeline, output, arch, verify_each, print_changed, print_after_all, time_passes,
-            stats, opt_bisect_limit, reproducer_dir, as_json):
-    """Apply a pass pipeline to FILE and print the transformed PTX."""
+def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, block, shared_bytes, scalars,
+            allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
+            reproducer_dir, as_json):
+    """Apply a pass pipeline to FILE and print the transformed PTX.
+
+    With --verify-each, exit 0: every changed entry was proven equivalent;
+    1: a pass broke the kernel (a reproducer is written), or equivalence
+    could not be checked for some entry (an 'inconclusive:' line each) and
+    --allow-unchecked was not given; 2: bad input, including PTX that ptxas
+    rejects before any pass ran.
+    """
+    from ptxopt.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
     from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses, VerifyEach
     from ptxopt.pipeline import Pipeline
 
     pl = Pipeline.parse(pipeline)
     src, m = _load(file)
+    try:
+        contracts = resolve_contracts(file, contract_file=contract_file, grid=grid, block=block,
+                                      shared_bytes=shared_bytes, scalars=scalars)
+    except ContractError as e:
+        raise InputError(str(e)) from None
     instruments = []
+    verifier = None
     if verify_each:
-        instruments.append(VerifyEach(arch))
+        verifier = VerifyEach(arch, contract=contracts)
+        instruments.append(verifier)
     if print_changed:
         instruments.append(PrintChanged())
     if print_after_all:
@@ -351,21 +384,38 @@ def run_cmd(file, pipeline, output, arch, verify_each, print_changed, print_afte
     pm = PassManager(pl, instruments=instruments, bisect_limit=opt_bisect_limit,
                      reproducer_dir=reproducer_dir)
     result = pm.run(m)
-    for ins in instruments:
-        for note in getattr(ins, "skipped", ()):
-            click.echo(f"ptxopt: note: {note}", err=True)
+    inconclusive = []
+    if verifier is not None:
+        for c in verifier.checks:
+            if c.status == "inconclusive":
+                inconclusive.append(c)
+                click.echo(f"ptxopt: inconclusive: {c.line()}", err=True)
+            else:
+                click.echo(f"ptxopt: verified: {c.line()}", err=True)
+        for r in result.records:
+            if r.reverted:
+                click.echo(f"ptxopt: note: pass '{r.name}' reverted: {r.reverted}", err=True)
     text = emit(result.module)
     if output:
         with open(output, "w") as f:
             f.write(text)
     if as_json:
         doc = {"file": src.name, **result.to_json()}
+        if verifier is not None:
+            doc["verify"] = verifier.to_json()
+            doc["verify"]["allow_unchecked"] = allow_unchecked
         doc["output"] = output if output else None
         if not output:
             doc["ptx"] = text
         _print_json(doc)
     elif not output:
         click.echo(text, nl=False)
+    if inconclusive and not allow_unchecked:
+        click.echo(f"ptxopt: error: equivalence could not be checked for {len(inconclusive)} changed "
+                   "entr" + ("y" if len(inconclusive) == 1 else "ies") + " (see the 'inconclusive:' lines); "
+                   "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
+                   "KERNEL.contract.json) or pass --allow-unchecked", err=True)
+        sys.exit(1)
 
 
 @cli.command("passes")

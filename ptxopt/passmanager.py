@@ -208,7 +208,7 @@ class EntryCheck:
     def line(self) -> str:
         head = f"after '{self.pass_name}': {self.entry}: "
         if self.status == "equal":
-            body = f"equivalent ({self.trials} launches)"
+            body = f"equivalent ({self.trials} launches)" + (f"; {self.detail}" if self.detail else "")
         elif self.status == "inconclusive":
             body = f"equivalence not checked: {self.detail}"
         else:
@@ -372,8 +372,10 @@ class VerifyEach(Instrument):
         except InterpError as e:  # the *original* cannot run under this contract
             self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, str(e)))
             return
-        if res.status == "inconclusive":  # a verify() that reports it instead of raising
-            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, res.error or "", res.trials))
+        notes = "; ".join(str(n) for n in (getattr(res, "notes", None) or ()))
+        if res.status == "inconclusive" or (res.status == "equal" and res.trials == 0):
+            why = res.error or notes or "no launch of the original could run"
+            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, why, res.trials))
             return
         if res.status == "mismatch":
             mm = res.mismatch
@@ -385,7 +387,7 @@ class VerifyEach(Instrument):
         if res.status == "error":
             self.checks.append(EntryCheck(p.name, entry, "error", c, res.error or "", res.trials))
             raise VerificationError(f"after '{p.name}': {entry}: {res.error}; contract: {c.describe()}")
-        self.checks.append(EntryCheck(p.name, entry, "equal", c, "", res.trials))
+        self.checks.append(EntryCheck(p.name, entry, "equal", c, notes, res.trials))
 
 
 class PrintChanged(Instrument):

@@ -1,0 +1,107 @@
+"""``ptxopt run`` and ``ptxopt compile``: architecture from .target, input
+rejections, launch contracts and the inconclusive exit."""
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ptxopt.cli import cli
+
+DATA = Path(__file__).parent / "data" / "contract"
+SM90A = str(DATA / "sm90a_setmaxnreg.ptx")
+DYN = str(DATA / "dyn_smem.ptx")
+DYN_CONTRACT = ["--grid", "1", "--block", "32", "--shared-bytes", "128", "--scalar", "dyn_smem_param_2=32"]
+
+
+def run(*args):
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 keeps stderr apart already
+        runner = CliRunner()
+    return runner.invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_verify_each_on_an_sm90a_kernel_uses_its_target():
+    r = run("run", "--verify-each", "--passes", "vec_ld", SM90A)
+    assert r.exit_code == 0, r.stderr
+    assert "ld.global.v4.f32" in r.stdout
+    assert "verified: after 'vec_ld': k: equivalent" in r.stderr and "contract: grid 1x1x1" in r.stderr
+
+
+def test_an_input_ptxas_rejects_is_exit_2_with_ptxas_message_not_a_pass_failure():
+    r = run("run", "--verify-each", "--arch", "sm_89", "--passes", "vec_ld", SM90A)
+    assert r.exit_code == 2
+    assert "before any pass" in r.stderr and "SM version" in r.stderr
+    assert "pass failure" not in r.stderr and "reproducer" not in r.stderr
+
+
+def test_compile_defaults_to_the_module_target():
+    r = run("compile", "--json", SM90A)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["arch"] == "sm_90a"
+    assert run("compile", "--arch", "sm_89", SM90A).exit_code == 2
+
+
+def test_unchecked_equivalence_exits_1_unless_allowed():
+    r = run("run", "--verify-each", "--passes", "vec_ld", DYN)
+    assert r.exit_code == 1
+    assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not checked" in r.stderr
+    assert "(guessed: no contract given" in r.stderr and "--allow-unchecked" in r.stderr
+    r = run("run", "--verify-each", "--allow-unchecked", "--passes", "vec_ld", DYN)
+    assert r.exit_code == 0 and "inconclusive:" in r.stderr and "ld.global.v4.f32" in r.stdout
+
+
+def test_contract_options_make_it_conclusive_and_json_states_the_contract():
+    r = run("run", "--verify-each", "--json", "--passes", "vec_ld", *DYN_CONTRACT, DYN)
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    v = doc["verify"]
+    assert v["arch"] == "sm_89" and v["inconclusive"] == 0
+    assert v["contracts"]["dyn_smem"] == {"source": "options", "guessed": False, "grid": [1, 1, 1],
+                                          "block": [32, 1, 1], "shared_bytes": 128,
+                                          "scalars": {"dyn_smem_param_2": 32}, "buffers": "default"}
+    assert [c["status"] for c in v["checks"]] == ["equal"]
+    assert "block 32x1x1, 128 B dynamic shared, dyn_smem_param_2=32 (from options)" in r.stderr
+
+
+def test_contract_file_next_to_the_ptx_is_loaded_automatically(tmp_path):
+    ptx = tmp_path / "dyn_smem.ptx"
+    shutil.copy(DYN, ptx)
+    contract = {"entry": "dyn_smem", "launch": {"grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 128},
+                "params": [{"name": "dyn_smem_param_2", "role": "scalar", "dtype": "u32", "value": 32}]}
+    (tmp_path / "dyn_smem.contract.json").write_text(json.dumps(contract))
+    r = run("run", "--verify-each", "--passes", "vec_ld", str(ptx))
+    assert r.exit_code == 0, r.stderr
+    assert "(from dyn_smem.contract.json)" in r.stderr
+    # --contract names another file; options override single fields of it
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**contract, "launch": {**contract["launch"], "shared_bytes": 0}}))
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), str(ptx))
+    assert r.exit_code == 1 and "(from other.json)" in r.stderr and "inconclusive" in r.stderr
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), "--shared-bytes", "128",
+            str(ptx))
+    assert r.exit_code == 0 and "(from other.json + options)" in r.stderr
+
+
+def test_bad_contracts_are_input_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(bad), DYN)
+    assert r.exit_code == 2 and "invalid JSON" in r.stderr
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--block", "32", DYN)
+    assert r.exit_code == 2 and "--grid" in r.stderr
+    bad.write_text(json.dumps({"launch": {"grid": [1], "block": [1]},
+                               "params": [{"name": "nope", "role": "scalar", "value": 1}]}))
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(bad), DYN)
+    assert r.exit_code == 2 and "no parameter nope" in r.stderr
+
+
+def test_register_budget_refusal_is_reported_not_a_failure():
+    src = DATA / "mma_f64_budget.ptx"
+    r = run("run", "--verify-each", "--allow-unchecked", "--json", "--passes", "maxnreg_32", str(src))
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["changed"] is False and "register target" in doc["passes"][0]["reverted"]
+    assert "pass 'maxnreg_32' reverted" in r.stderr
