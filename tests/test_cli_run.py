@@ -105,3 +105,12 @@ def test_register_budget_refusal_is_reported_not_a_failure():
     doc = json.loads(r.stdout)
     assert doc["changed"] is False and "register target" in doc["passes"][0]["reverted"]
     assert "pass 'maxnreg_32' reverted" in r.stderr
+
+
+def test_a_contract_only_matters_to_verify_each(tmp_path):
+    ptx = tmp_path / "dyn_smem.ptx"
+    shutil.copy(DYN, ptx)
+    (tmp_path / "dyn_smem.contract.json").write_text("{")  # stale, broken
+    r = run("run", "--passes", "vec_ld", str(ptx))
+    assert r.exit_code == 0 and "ld.global.v4.f32" in r.stdout
+    assert run("run", "--verify-each", "--passes", "vec_ld", str(ptx)).exit_code == 2
