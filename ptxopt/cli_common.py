@@ -51,5 +51,73 @@ trials_option = click.option(
     "--trials", default=None, type=click.IntRange(1, 1000),
     help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
 
+_CONTRACT_OPTIONS = (
+    click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                 help="Launch contract for the equivalence check of PTX files (JSON, a corpus manifest entry's "
+                      "schema) [default: KERNEL.contract.json next to KERNEL.ptx when present, else one thread].")
+    ,
+    click.option("--grid", default=None, metavar="X,Y,Z", help="Contract: grid size."),
+    click.option("--block", default=None, metavar="X,Y,Z", help="Contract: block size."),
+    click.option("--shared-bytes", type=click.IntRange(0), default=None, metavar="N",
+                 help="Contract: dynamic shared memory in bytes."),
+    click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
+                 help="Contract: value of a scalar parameter (repeatable)."),
+)
+
+
+def contract_options(f):
+    """``--contract FILE --grid --block --shared-bytes --scalar NAME=V`` (see :mod:`ptxopt.contract`)."""
+    for opt in reversed(_CONTRACT_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def with_contract(cand, path: str, contract: dict):
+    """``cand`` (a PTX file's :class:`~ptxopt.evaluate.Candidate`) launched under
+    its contract: ``contract`` holds the :func:`contract_options` values; the
+    file ``path.contract.json`` is used when present. Unchanged when there is
+    none (the evaluator then guesses, and says so). Fails (exit 2) on a bad
+    contract or one given for a corpus kernel."""
+    from dataclasses import replace
+
+    given = any(v for v in contract.values())
+    try:
+        from ptxopt.contract import ContractError, resolve_contracts
+    except ImportError:  # a checkout without the contract module: only the guessed launch
+        if given:
+            fail("launch contract options need ptxopt.contract, which this installation lacks")
+        return cand
+
+    if cand.spec is not None:
+        if given:
+            fail(f"{cand.label}: launch contract options apply to PTX files; a corpus kernel's launch is "
+                 "its manifest entry")
+        return cand
+    try:
+        contracts = resolve_contracts(path, **contract)
+    except ContractError as e:
+        fail(str(e))
+    if not contracts:
+        return cand
+    from ptxopt.evaluate.core import _original
+
+    module = _original(cand.ptx, cand.label).module
+    entries = {f.name: f for f in module.entries}
+    entry = cand.entry or next(iter(entries), None)
+    c = contracts.for_entry(entry) if entry in entries else None
+    if c is None:
+        return cand
+    names = [it.name for d in entries[entry].params or () for it in d.items]
+    try:
+        c = c.fit(names)
+    except ContractError as e:
+        fail(str(e))
+    unknown = [n for n in c.scalars if n not in names]
+    if unknown:
+        fail(f"{cand.label}: {entry} has no parameter {', '.join(unknown)} (its parameters: {', '.join(names)})")
+    return replace(cand, entry=entry, spec=c.spec, geometry=None if c.spec is not None else c.geometry)
+
+
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "fail", "check_backend", "backend_option",
-           "cache_option", "timeout_option", "trials_option", "arch_option", "allow_unchecked_option"]
+           "cache_option", "timeout_option", "trials_option", "arch_option", "allow_unchecked_option",
+           "contract_options", "with_contract"]

@@ -29,7 +29,7 @@ import sys
 import click
 
 from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
-                               check_backend, timeout_option, trials_option)
+                               check_backend, contract_options, timeout_option, trials_option, with_contract)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -46,8 +46,10 @@ from ptxopt.cli_common import fail as _fail
               help="Worker processes (0: evaluate in this process).")
 @timeout_option
 @trials_option
+@contract_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
-def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, workers, timeout, trials, as_json):
+def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, workers, timeout, trials, contract_file,
+             grid, block, shared_bytes, scalars, as_json):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -73,8 +75,12 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             _fail(str(e))
     check_backend(backend)
 
+    from dataclasses import replace
+
     from ptxopt.evaluate.core import _original
 
+    contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes,
+                    scalars=scalars)
     candidates = []
     for src in sources:
         try:
@@ -100,8 +106,9 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             if not entries:
                 _fail(f"{src.name}: the module has no .entry to evaluate")
             entry = kernel or (spec.entry if spec is not None else entries[0])
+        base = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
         for p in canonical:
-            candidates.append(Candidate(text, p, name=src.name, entry=entry, spec=spec))
+            candidates.append(replace(base, pipeline=p))
 
     cache = None if no_cache else (cache_path or default_cache_path())
     options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials)

@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 
 from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_backend, timeout_option, trials_option)
+                               check_backend, contract_options, timeout_option, trials_option, with_contract)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -113,6 +113,7 @@ def _check_parse(kernels) -> None:
 @cache_option
 @trials_option
 @timeout_option
+@contract_options
 @click.option("--record", default=None, type=click.Path(dir_okay=False, writable=True),
               help="Write the trajectories (JSON Lines, see ptxopt.search.trajectory) here.")
 @click.option("--json", "json_out", default=None, metavar="OUT",
@@ -121,7 +122,8 @@ def _check_parse(kernels) -> None:
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend, arch,
-               allow_unchecked, kernel, cache_path, trials, timeout, record, json_out, plot, quiet):
+               allow_unchecked, kernel, cache_path, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
+               record, json_out, plot, quiet):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, or a corpus selector (gemm_tile, triton,
@@ -146,6 +148,8 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     if not kernels:
         _fail(f"{target}: no PTX kernels found")
     _check_parse(kernels)
+    contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
+    kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
     check_backend(backend)
     cache = cache_path or str(default_cache_path())
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,

@@ -315,3 +315,47 @@ def test_sim_result_says_truncated():
     assert simulate(listing, compiled, max_steps=5).truncated
     assert not simulate(listing, compiled).truncated
     assert estimate  # the module's public entry point is still there
+
+
+# ---------------------------------------------------------------------------
+# launch contracts for eval and search (ptxopt.contract)
+
+
+def test_contract_options_make_the_check_possible(tmp_path, cache):
+    pytest.importorskip("ptxopt.contract")
+    f = tmp_path / "untrusted.ptx"
+    f.write_text(UNTRUSTED)
+    contract = ["--grid", "1", "--block", "1", "--scalar", "untrusted_tile_flag=3"]
+    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json", *contract])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["verdict"] == "equal"
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-", *contract])
+    assert r.exit_code == 0, r.output
+    k = json.loads(r.stdout)["kernels"][0]
+    assert "vec_" in k["pipeline"] and k["verdict"] == "equal" and k["unchecked"] == 0
+
+
+def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
+    pytest.importorskip("ptxopt.contract")
+    f = tmp_path / "untrusted.ptx"
+    f.write_text(UNTRUSTED)
+    (tmp_path / "untrusted.contract.json").write_text(json.dumps(
+        {"launch": {"grid": [1, 1, 1], "block": [1, 1, 1]},
+         "params": [{"name": "untrusted_tile_flag", "role": "scalar", "value": 1}]}))
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-"])
+    assert r.exit_code == 0, r.output
+    k = json.loads(r.stdout)["kernels"][0]
+    assert "vec_" in k["pipeline"] and k["verdict"] == "equal"
+
+
+def test_bad_contract_options_are_bad_input(tmp_path, cache):
+    pytest.importorskip("ptxopt.contract")
+    f = tmp_path / "untrusted.ptx"
+    f.write_text(UNTRUSTED)
+    r = CliRunner().invoke(main, ["eval", str(f), "--cache", str(cache), "--grid", "1"])
+    assert r.exit_code == 2 and "--block" in r.output
+    r = CliRunner().invoke(main, ["eval", f"corpus:{SMALL}", "--cache", str(cache), "--grid", "1", "--block", "1"])
+    assert r.exit_code == 2 and "corpus kernel" in r.output
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--grid", "1", "--block", "1",
+                                  "--scalar", "nope=1"])
+    assert r.exit_code == 2 and "nope" in r.output

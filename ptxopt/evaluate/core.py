@@ -593,7 +593,8 @@ _VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "tr
 def _launch_text(spec, geometry) -> str:
     if spec is not None:
         launch = spec.launch
-        return f"manifest entry {spec.id}: grid {tuple(launch.grid)}, block {tuple(launch.block)}"
+        what = "manifest entry" if getattr(spec, "path", "") else "contract"  # a contract file's spec has no path
+        return f"{what} {spec.id}: grid {tuple(launch.grid)}, block {tuple(launch.block)}"
     return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
 
 
