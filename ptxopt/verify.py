@@ -448,7 +448,7 @@ def _assemble(original, transformed, po, pt, arch):
     try:
         compile_ptx(_ptx_text(transformed, pt), arch)
     except ToolchainError as e:
-        return f"transformed kernel: ptxas ({arch}) rejects it: {e}"
+        return f"ptxas ({arch}): {e}"
     return None
 
 

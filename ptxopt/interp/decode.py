@@ -224,7 +224,8 @@ class Decoder:
             self.ins = ins
             comp = OPS.get(ins.opcode)
             if comp is None:
-                out.code.append(_unsupported_step(ins, f"opcode {ins.opcode!r} is not implemented"))
+                out.code.append(_unsupported_step(ins, f"unsupported opcode {ins.opcode} (the interpreter "
+                                                       "does not implement it)"))
                 continue
             try:
                 res = comp(ins, self)
@@ -232,6 +233,10 @@ class Decoder:
                 # raised only if the instruction is reached: a kernel may hold
                 # code the interpreter cannot run on paths it never takes
                 out.code.append(_unsupported_step(ins, str(e), exc=e))
+                continue
+            except Exception as e:  # an operand form the compile function did not expect
+                out.code.append(_unsupported_step(
+                    ins, f"unsupported form of opcode {ins.opcode} ({type(e).__name__}: {e})"))
                 continue
             step = res if isinstance(res, Step) else self._simple(res, ins)
             if step.ins is None:

@@ -59,7 +59,8 @@ import heapq
 import numpy as np
 
 from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE
-from ptxopt.interp.errors import BarrierError, InterpError, StepLimit, WarpSyncError, describe
+from ptxopt.interp.errors import (BarrierError, InterpError, StepLimit, UnsupportedInstruction, WarpSyncError,
+                                  describe)
 from ptxopt.interp.memory import WINDOW, Region, round_up
 from ptxopt.interp.state import ALL, WARP, Frame
 
@@ -161,7 +162,33 @@ def _start(gs: "_Groups", cta, pc: int, idx: np.ndarray) -> None:
 
 def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     """Run ``fr``'s function for threads ``idx`` (sorted linear indices);
-    returns the threads that returned (not those that exited).
+    returns the threads that returned (not those that exited). An exception
+    that is not an :class:`InterpError` (an operand form an opcode
+    implementation did not expect) becomes an :class:`UnsupportedInstruction`
+    naming the instruction, never a traceback."""
+    try:
+        return _run_function(fr, idx)
+    except InterpError:
+        raise
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:
+        ins = None
+        tb = e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code is _run_function.__code__:
+                pc = tb.tb_frame.f_locals.get("pc")
+                if isinstance(pc, int) and 0 <= pc < len(fr.fn.code):
+                    ins = fr.fn.code[pc].ins
+                break
+            tb = tb.tb_next
+        where = describe(ins) if ins is not None else fr.fn.name
+        raise UnsupportedInstruction(f"{where}: not supported (the interpreter failed on it: "
+                                     f"{type(e).__name__}: {e})") from e
+
+
+def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
+    """:func:`run_function` without the conversion of unexpected exceptions.
 
     Groups are keyed by ``base + pc``: ``base`` is 0 in the lockstep schedule
     and the warp's rank (shifted) in a warp-serial one."""

@@ -206,7 +206,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     total = max((p.offset + p.size for p in params), default=0)
     block_bytes = bytearray(total)
     buffers: list = []
-    regions: dict[int, Region] = {}
+    regions: dict[int, tuple[Region, int]] = {}  # argument -> (its region, its address)
     for i, (p, a) in enumerate(zip(params, args)):
         if isinstance(a, Placed):
             lead = int(a.offset)
@@ -216,14 +216,14 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
             r = mem.alloc_global(p.name, lead + arr.nbytes, fill=make_fill(seed, f"lead/{p.name}"))
             if arr.nbytes:
                 r.data[:, lead: lead + arr.nbytes] = arr.view(np.uint8).ravel()
-            regions[i] = r
+            regions[i] = (r, r.base + lead)
             raw = (r.base + lead).to_bytes(8, "little")[: p.size]
             buffers.append((r, arr, lead))
         elif isinstance(a, np.ndarray):
             a = np.ascontiguousarray(a)
             r = mem.alloc_global(p.name, a.nbytes)
             r.write_bytes(a.view(np.uint8).ravel() if a.nbytes else b"")
-            regions[i] = r
+            regions[i] = (r, r.base)
             raw = r.base.to_bytes(8, "little")[: p.size]
             buffers.append((r, a, 0))
         elif isinstance(a, Alias):
@@ -238,11 +238,11 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         block_bytes[p.offset: p.offset + len(raw)] = raw
     for p, a in zip(params, args):
         if isinstance(a, Alias):
-            r = regions.get(a.of)
-            if r is None or not 0 <= a.offset <= r.size:
+            r, ptr = regions.get(a.of, (None, 0))
+            if r is None or not r.base <= ptr + a.offset <= r.end:
                 raise LaunchError(f"{p.name}: alias of argument {a.of}, which is not a buffer of at least "
                                   f"{a.offset} bytes")
-            raw = (r.base + int(a.offset)).to_bytes(8, "little")[: p.size]
+            raw = (ptr + int(a.offset)).to_bytes(8, "little")[: p.size]
             block_bytes[p.offset: p.offset + len(raw)] = raw
     if total:
         pr = Region(f"{fn.name} parameters", "param", WINDOW["param"], total, readonly=True)

@@ -3,8 +3,10 @@
 These are ``.sync.aligned`` warp collectives: every lane of each warp takes
 part (the engine checks the whole warp is present). Fragment layouts follow
 the PTX ISA figures for ``ldmatrix .m8n8`` and ``mma .m16n8k8/.m16n8k16``
-(f16/bf16 inputs, f32 or f16 accumulators), with ``groupID = lane >> 2`` and
-``threadID_in_group = lane & 3``.
+(f16/bf16 inputs, f32 or f16 accumulators) and ``mma .m16n8k8/.m16n8k4``
+with ``.tf32`` inputs (f32 accumulators; Triton's fp32 ``tl.dot``), with
+``groupID = lane >> 2`` and ``threadID_in_group = lane & 3``. A ``.tf32``
+input is an f32 register whose low 13 mantissa bits are ignored (cleared).
 
 Arithmetic model of ``mma`` (approximate, documented): the GPU's tensor
 cores do not specify their internal rounding. Here every product is exact
@@ -151,9 +153,33 @@ def _c_coords():
     return row, col
 
 
+def _tf32_a_coords(k: int):
+    """A (16 x k, .tf32, one value per register): a0 (g, t), a1 (g+8, t),
+    a2 (g, t+4), a3 (g+8, t+4); .m16n8k4 has a0, a1."""
+    n = k // 2
+    i = np.arange(n)
+    row = GID[:, None] + 8 * (i[None, :] & 1)
+    col = TIG[:, None] + 4 * (i[None, :] >> 1)
+    return row, col
+
+
+def _tf32_b_coords(k: int):
+    """B (k x 8): b0 (t, g), b1 (t+4, g)."""
+    n = k // 4
+    i = np.arange(n)
+    row = TIG[:, None] + 4 * i[None, :]
+    col = np.broadcast_to(GID[:, None], row.shape)
+    return row, col
+
+
+TF32_MASK = np.uint32(0xFFFFE000)
+
+
 def c_mma(ins, d):
     mods = ins.modifiers
-    types = d.mods({"sync", "aligned", "row", "col", "m16n8k16", "m16n8k8"})
+    types = d.mods({"sync", "aligned", "row", "col", "m16n8k16", "m16n8k8", "m16n8k4"})
+    if len(types) == 4 and types[1] == types[2] == "tf32":
+        return _c_mma_tf32(ins, d, types)
     if "m16n8k16" in mods:
         k = 16
     elif "m16n8k8" in mods:
@@ -224,6 +250,65 @@ def c_mma(ins, d):
             h = fp.to_bits16(res.ravel(), "f16").reshape(res.shape)
             for i, w in enumerate(wd):
                 w(fr, sel, pack16(h[:, 2 * i], h[:, 2 * i + 1]))
+
+    return Step(COLLECTIVE, run, aux=_whole_warps)
+
+
+def _c_mma_tf32(ins, d, types):
+    """``mma.sync.aligned.m16n8k8/.m16n8k4.row.col.f32.tf32.tf32.f32``: the
+    same arithmetic model as the f16 forms (exact products of the truncated
+    inputs, summed with the accumulator in float64, rounded once to f32)."""
+    mods = ins.modifiers
+    if "m16n8k8" in mods:
+        k = 8
+    elif "m16n8k4" in mods:
+        k = 4
+    else:
+        raise d.unsupported("mma .tf32 shape (m16n8k8 and m16n8k4 are implemented)")
+    if not ("row" in mods and "col" in mods and mods.index("row") < mods.index("col")):
+        raise d.unsupported("mma layout other than .row.col")
+    dt, _, _, ct = types
+    if dt != "f32" or ct != "f32":
+        raise d.unsupported(f"mma .{dt}.tf32.tf32.{ct}")
+    if len(ins.operands) != 4:
+        raise d.unsupported("mma operand count")
+    D, A, B, C = ins.operands
+    want = (4, k // 2, k // 4, 4)
+    got = tuple(len(x.items) if type(x) is Vec else 1 for x in (D, A, B, C))
+    if got != want:
+        raise d.unsupported(f"mma fragment sizes {got}, expected {want}")
+    wd = [d.write(o, "b32") for o in D.items]
+    ra = [d.read(o, "b32") for o in (A.items if type(A) is Vec else [A])]
+    rb = [d.read(o, "b32") for o in (B.items if type(B) is Vec else [B])]
+    rc = [d.read(o, "b32") for o in C.items]
+    arow, acol = _tf32_a_coords(k)
+    brow, bcol = _tf32_b_coords(k)
+    crow, ccol = _c_coords()
+
+    def vals(regs, fr, sel, n, mask):
+        return np.stack([(np.broadcast_to(r(fr, sel), (n,)).view(np.uint32) & mask).view(np.float32)
+                         .astype(np.float64) for r in regs], axis=1)
+
+    def run(fr, sel):
+        cta = fr.cta
+        idx = cta.all_idx if sel is ALL else sel
+        n = len(idx)
+        uw, inv, lane = _warps(idx)
+        W = len(uw)
+        Am = np.zeros((W, 16, k))
+        Bm = np.zeros((W, k, 8))
+        Cm = np.zeros((W, 16, 8))
+        Am[inv[:, None], arow[lane], acol[lane]] = vals(ra, fr, sel, n, TF32_MASK)
+        Bm[inv[:, None], brow[lane], bcol[lane]] = vals(rb, fr, sel, n, TF32_MASK)
+        Cm[inv[:, None], crow[lane], ccol[lane]] = vals(rc, fr, sel, n, np.uint32(0xFFFFFFFF))
+        acc = Cm.copy()
+        with np.errstate(all="ignore"):
+            for kk in range(k):
+                acc = acc + Am[:, :, kk, None] * Bm[:, None, kk, :]
+        res = acc[inv[:, None], crow[lane], ccol[lane]]
+        out = fp.to_format(res.ravel(), "f32").reshape(res.shape).view(np.uint32)
+        for i, w in enumerate(wd):
+            w(fr, sel, np.ascontiguousarray(out[:, i]))
 
     return Step(COLLECTIVE, run, aux=_whole_warps)
 
