@@ -359,3 +359,32 @@ def test_bad_contract_options_are_bad_input(tmp_path, cache):
     r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--grid", "1", "--block", "1",
                                   "--scalar", "nope=1"])
     assert r.exit_code == 2 and "nope" in r.output
+
+
+# ---------------------------------------------------------------------------
+# coverage: an "equal" that exercised too little is inconclusive
+
+SPARSE = """.version 8.0
+.target sm_89
+.address_size 64
+
+.visible .entry sparse(.param .u64 p)
+{
+	.reg .b64 %rd<3>;
+	.reg .b32 %r<2>;
+	mov.u32 %r1, 7;
+	ld.param.u64 %rd1, [p];
+	cvta.to.global.u64 %rd2, %rd1;
+	st.global.u32 [%rd2], %r1;
+	st.global.u32 [%rd2+4096], %r1;
+	ret;
+}
+"""
+
+
+def test_low_coverage_is_inconclusive(cache):
+    r = evaluate(SPARSE, "reorder_lf", cache=cache)  # 8 of the 4100 bytes up to the last store
+    assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked, r
+    assert r.coverage is not None and r.coverage < 0.5 and "stored only" in r.equivalence_note
+    loose = evaluate(SPARSE, "reorder_lf", cache=cache, min_coverage=None)
+    assert loose.ok and loose.equivalence == "equal" and loose.key != r.key

@@ -32,7 +32,8 @@ there), ``cache`` (a path, an :class:`EvalCache`'s path, or None for no
 cache; default :func:`default_cache_path`), ``trials`` (interpreter
 launches compared), ``timeout`` (seconds per candidate), ``batch``
 (candidates per nvdisasm run), ``profile_loops`` (sim: loop trip counts from
-the interpreter); ``evaluate_many`` also takes ``workers`` and
+the interpreter), ``min_coverage`` (default :data:`ptxopt.verify.DEFAULT_MIN_COVERAGE`:
+an ``equal`` below it is ``inconclusive``; None: never); ``evaluate_many`` also takes ``workers`` and
 ``on_result(index, result)``.
 
 Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
@@ -58,11 +59,11 @@ DEFAULT_CACHE = "default"
 
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
-              profile_loops=True) -> Settings:
+              profile_loops=True, min_coverage=Settings.min_coverage) -> Settings:
     from ptxopt.verify import DEFAULT_TRIALS
 
     return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
-                    batch=batch, profile_loops=profile_loops)
+                    batch=batch, profile_loops=profile_loops, min_coverage=min_coverage)
 
 
 def _cache_path(cache) -> Path | None:

@@ -66,7 +66,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ptxopt.verify import DEFAULT_TRIALS, Geometry
+from ptxopt.verify import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS, Geometry
 
 from .backends import BackendUnavailable, MeasureError, MeasureJob, backend_version, get_backend, measure_many
 from .backends import source_digest
@@ -127,6 +127,9 @@ class Settings:
     timeout: float | None = DEFAULT_TIMEOUT  # seconds per candidate; None: no limit
     batch: int = DEFAULT_BATCH
     profile_loops: bool = True  # sim: loop trip counts from the interpreter
+    #: below this output coverage (or with regular launches the original could not run) "equal"
+    #: becomes "inconclusive"; None: never (what ``ptxopt verify --min-coverage`` also defaults to)
+    min_coverage: float | None = DEFAULT_MIN_COVERAGE
 
 
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
@@ -198,6 +201,7 @@ def fingerprint(settings: Settings) -> dict:
             "toolchain": toolchain_versions(),
             "trials": settings.trials,
             "profile_loops": settings.profile_loops,
+            "min_coverage": settings.min_coverage,
             "code": _code_digests()["evaluator"],
         }
     return fp
@@ -643,7 +647,8 @@ def _verify(w: _Work, orig: _Original) -> None:
     reference = f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}"
     try:
         res = verify_with_reference(_program(orig), Program(w.module), w.entry, reference,
-                                    trials=w.settings.trials, spec=spec, geometry=geometry if spec is None else None)
+                                    trials=w.settings.trials, spec=spec, geometry=geometry if spec is None else None,
+                                    min_coverage=w.settings.min_coverage)
     except InterpError as e:
         w.equivalence = "inconclusive"
         w.equivalence_note = f"the original cannot be interpreted with the launch {w.launch}: {_one_line(e)}"

@@ -44,12 +44,17 @@ def clear() -> None:
 
 
 def verify_with_reference(original, transformed, entry: str, reference_key: str, *, trials: int, spec=None,
-                          geometry=None, seeds=DEFAULT_SEEDS, max_steps: int | None = None) -> VerifyResult:
+                          geometry=None, seeds=DEFAULT_SEEDS, max_steps: int | None = None,
+                          min_coverage: float | None = None) -> VerifyResult:
     """:func:`ptxopt.verify.verify` for interpreter :class:`~ptxopt.interp.Program` s,
     with the original's runs memoised under ``reference_key`` (which must
-    identify the original module and the launch)."""
+    identify the original module and the launch). ``min_coverage``: an
+    ``equal`` whose launches stored less of the written buffers than this, or
+    whose regular launches the original could not all run, is
+    ``inconclusive`` (None: never)."""
     return verify(original, transformed, entry, seeds, trials, spec=spec, geometry=geometry,
-                  max_steps=max_steps, reference=_REFERENCE, reference_key=reference_key)
+                  max_steps=max_steps, reference=_REFERENCE, reference_key=reference_key,
+                  min_coverage=min_coverage)
 
 
 __all__ = ["verify_with_reference", "clear", "REFERENCE_SIZE"]
