@@ -54,11 +54,14 @@ value ``scalars`` gives, else ``int_scalar``, else a value that *varies by
 trial* (``SCALAR_PLAN``): the buffers' element count (``buffer_bytes // 4``,
 so a kernel masked by ``offs < n`` does all the work it can), the launch's
 thread count, and a small odd number (a partial tail). A trial whose
-*defaulted* scalar makes the original fail (a fault, the step limit) is
-skipped, and said; one that fails with scalars given explicitly raises, as
-before. Every result lists the contract it used: grid, block, shared bytes,
-and per launch the seed, flavour, schedule, layout and every scalar's value
-(:attr:`VerifyResult.launches`).
+*defaulted* scalar makes the original fail (a fault; the step limit, which
+is ``DEFAULT_SCALAR_STEPS`` for such launches, so a kernel that loops ``n``
+or ``n * n`` times cannot stall the check, and a default that ran out of
+steps once is not tried again) is skipped, and said; one that fails with
+scalars given explicitly raises, as before. Every result lists the contract
+it used: grid, block, shared bytes, and per launch the seed, flavour,
+schedule, layout, every scalar's value and, for a layout, where each moved
+buffer points (:attr:`VerifyResult.launches`).
 
 **Assembly** (``assemble=True``, what ``ptxopt verify`` does): both modules
 are first assembled by ptxas for ``arch`` (default: the original's
@@ -66,29 +69,33 @@ are first assembled by ptxas for ``arch`` (default: the original's
 module ptxas rejects is an ``error`` (kind ``ptxas``, with ptxas's message),
 never ``equal``; a rejected original raises :class:`AssemblyError`.
 
-**Coverage.** Each result says what the launches exercised
-(:class:`Coverage`): the fraction of threads that stored to global memory,
-the bytes of written buffers and ``.global`` variables stored at least once
-(over all launches) as a fraction of the bytes of the buffers the kernel
-stores to at all, and the conditional branches that went each way.
+**Coverage.** Each result says what the original's regular launches
+exercised, all together (:class:`Coverage`): the fraction of threads that
+stored to global memory; the bytes of buffers and ``.global`` variables
+stored at least once, as a fraction of the bytes of those the kernel stores
+to at all (a :class:`Geometry` buffer's true size is unknown, so it counts
+up to the last byte any launch stored: holes count, the unreachable tail of a
+generous guess does not); and the conditional-branch directions taken, of
+twice the conditional branches in the functions that ran.
 
 Outcomes (:class:`VerifyResult`):
 
 * ``equal`` -- every buffer and variable identical in every launch;
 * ``mismatch`` -- the first differing element (buffer or variable), with
-  both values;
+  both values, the launch's flavour, schedule and layout;
 * ``error`` -- the *transformed* kernel failed where the original did not
   (memory fault, divergent barrier, unsupported instruction, ptxas
   rejection...): not equivalent, and worth a different message than a wrong
   value;
-* ``inconclusive`` -- nothing differed, but the launches did not show it
-  (only when ``min_coverage`` is given, or a layout/default-scalar trial
-  was skipped and ``strict`` is set): output-bytes coverage below
-  ``min_coverage``, with the reason in ``error``.
+* ``inconclusive`` -- only when the caller passes ``min_coverage`` (the
+  command line does, 0.5 by default): nothing differed, but output-bytes
+  coverage is below it, or a regular launch was skipped because the original
+  failed under the default scalars; ``error`` says which. Without
+  ``min_coverage`` such a result is ``equal`` (with ``notes``).
 
-If the *original* kernel fails on every launch (or on one whose scalars
-were given explicitly), there is nothing to compare against and
-:func:`verify` raises the interpreter's error.
+If the *original* kernel fails on every launch, or on one whose scalars
+were all given (a manifest entry, ``scalars``, ``int_scalar``), there is
+nothing to compare against and :func:`verify` raises the interpreter's error.
 """
 
 from __future__ import annotations
@@ -99,7 +106,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ptxopt.interp import InterpError, Program, run_kernel
-from ptxopt.interp.errors import LaunchError
+from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
@@ -121,6 +128,11 @@ SCALAR_PLAN = ("elements", "threads", "odd")
 #: Memory layouts tried after the regular trials (see the module doc).
 LAYOUTS = ("alias", "overlap", "unaligned")
 OVERLAP_BYTES = 16
+
+#: Step budget of the original's launches whose integer scalars took a
+#: default (unless the caller sets ``max_steps``): a default the kernel loops
+#: over (``for i < n``, or ``n * n`` work) must not stall the check.
+DEFAULT_SCALAR_STEPS = 1_000_000
 
 #: ``ptxopt verify``'s default ``--min-coverage``.
 DEFAULT_MIN_COVERAGE = 0.5
@@ -537,6 +549,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     written: list[int] | None = None  # parameters the original wrote (first regular launch)
     first_failure = None
     regular_skipped = 0
+    too_long: dict[str, int] = {}  # default-scalar choices the original ran out of steps with -> launch
     acc = {"written": {}, "branches": {}}
     span_of = frozenset(names) if spec is None else frozenset()
     for seed, t, flavour, schedule, layout in plan:
@@ -544,12 +557,21 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
         result.launches.append(launch)
         defaulted: list[str] = []
+        choice = None
         if spec is not None:
             args = make_args(spec, run_seed, flavour)
         else:
-            choice = SCALAR_PLAN[t % len(SCALAR_PLAN)] if layout == "separate" else "elements"
+            if layout == "separate":
+                choice = SCALAR_PLAN[t % len(SCALAR_PLAN)]
+            else:  # the first default the original could run with
+                choice = next((c for c in SCALAR_PLAN if c not in too_long), SCALAR_PLAN[0])
             args, defaulted = _args_for_geometry(po, kernel, geometry, run_seed, flavour, choice)
         launch["scalars"] = _scalar_values(names, args)
+        if defaulted and choice in too_long:
+            # the original ran out of steps with this default once: do not wait for it again
+            launch["skipped"] = f"the original ran out of steps with these scalars in launch {too_long[choice]}"
+            regular_skipped += layout == "separate"
+            continue
         if layout != "separate":
             args, why = _apply_layout(layout, po, kernel, args, written or [])
             if args is None:
@@ -562,9 +584,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         ref = reference.get(key) if reference is not None else None
         if ref is None:
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, **kw)
+                                coverage=True, **kw_o)
                 ref = (ro.buffers, ro.steps, ro.globals, ro.coverage)
             except InterpError as e:
                 ref = type(e)(f"original kernel: {e}")
@@ -577,13 +600,15 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                    f"the original fails with the default {', '.join(defaulted)} ({ref.kind})")
             launch["skipped"] = f"{why}: {ref}"
             first_failure = first_failure or ref
+            if defaulted and isinstance(ref, StepLimit):
+                too_long.setdefault(choice, t)
             regular_skipped += layout == "separate"
             continue
         ref_buffers, ref_steps, ref_globals, ref_cov = ref
         if written is None and layout == "separate":
-            written = [i for i, (a, b) in enumerate(zip(args, ref_buffers))
-                       if isinstance(a, np.ndarray) and b is not None and a.nbytes and
-                       not np.array_equal(a.view(np.uint8), b.view(np.uint8))]
+            stored = ref_cov["written"]
+            written = [i for i, p in enumerate(po.kernel_params(kernel))
+                       if p.name in stored and stored[p.name].any()]
         if layout == "separate":
             _merge_coverage(acc, ref_cov)
         try:
