@@ -29,7 +29,8 @@ Header lines (``//`` comments at the top of each ``.ptx`` file):
 ``// defs: S => %r1 %p1`` / ``// nodefs: S => %rd5``
     the analysis (:func:`ptxopt.analysis.cfg.instr_defs_uses`) says the one
     instruction whose printed line contains ``S`` writes (does not write, but
-    reads) those registers; checked on the original module.
+    reads) those registers; ``// uses: S => ...``: reads them (whether or
+    not it also writes them); checked on the original module.
 ``// noverify: why``
     the interpreter cannot run this kernel (the check is ptxas + order only).
 ``// arch: sm_90a``
@@ -96,6 +97,7 @@ class Spec:
     noverify: str = ""
     defs: list = field(default_factory=list)
     nodefs: list = field(default_factory=list)
+    uses: list = field(default_factory=list)
     arch: str | None = None
 
 
@@ -135,7 +137,7 @@ def load_spec(path: Path) -> Spec:
         elif key == "count":
             n, _, s = val.partition(" ")
             spec.count.append((int(n), s.strip()))
-        elif key in ("defs", "nodefs"):
+        elif key in ("defs", "nodefs", "uses"):
             ins, _, regs = val.partition("=>")
             getattr(spec, key).append((ins.strip(), regs.split()))
         elif key == "noverify":
@@ -331,7 +333,7 @@ def test_original_compiles(name):
 DEF_CASES = [pytest.param(s.name, kind, i, id=f"{s.name}-{kind}{i}",
                           marks=[pytest.mark.xfail(strict=True, reason=XFAIL[(s.name, kind)])]
                           if (s.name, kind) in XFAIL else [])
-             for s in SPECS for kind in ("defs", "nodefs") for i in range(len(getattr(s, kind)))]
+             for s in SPECS for kind in ("defs", "nodefs", "uses") for i in range(len(getattr(s, kind)))]
 
 
 @pytest.mark.parametrize("name,kind,i", DEF_CASES)
@@ -351,6 +353,9 @@ def test_destinations(name, kind, i):
     if kind == "defs":
         missing = [r for r in regs if r not in defs]
         assert not missing, f"{sub}: defs {defs} miss {missing}"
+    elif kind == "uses":
+        missing = [r for r in regs if r not in uses]
+        assert not missing, f"{sub}: uses {uses} miss {missing}"
     else:
         wrong = [r for r in regs if r in defs or r not in uses]
         assert not wrong, f"{sub}: defs {defs} uses {uses}: {wrong} must be read, not written"
