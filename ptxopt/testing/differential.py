@@ -1,0 +1,79 @@
+"""The differential check behind the fuzzer: every pass on one kernel.
+
+For each of the 20 passes: the result either prints the same module (the
+pass found nothing to do, or refused every site), or ptxas accepts it *and*
+the interpreter finds it computes bit for bit what the original computes
+(:func:`ptxopt.verify.verify`, every trial, under the given launch). Anything
+else -- a crash, a rejected rewrite, a mismatch, an error, an inconclusive
+verdict -- is a :class:`Finding`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptxopt import emit, parse
+from ptxopt.passes.registry import pass_names
+
+
+@dataclass
+class Finding:
+    pipeline: str
+    what: str  # "crash", "ptxas", "mismatch", "error", "inconclusive"
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.pipeline}: {self.what}: {self.detail}"
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding]
+    changed: list[str]    # pipelines that changed the module (and were checked)
+    unchanged: list[str]
+
+
+def _pass_manager(pipeline: str, module):
+    from ptxopt.passmanager import PassManager
+
+    return PassManager(pipeline).run(module).module
+
+
+def check_passes(text: str, geometry, pipelines=None, arch: str = "sm_89", apply=_pass_manager) -> Outcome:
+    """Run every pipeline in ``pipelines`` (default: each pass alone) on the
+    kernel ``text`` and check each result (see the module doc). ``apply(pipeline,
+    module) -> new module`` is how a pipeline runs (the tests swap in a broken
+    one to show the check can fail)."""
+    from ptxopt.toolchain import PtxasError, compile_ptx
+    from ptxopt.verify import verify
+
+    module = parse(text)
+    entry = module.entries[0].name
+    base = emit(module)
+    compile_ptx(base, arch)  # the original must assemble: a generator bug otherwise
+    findings: list[Finding] = []
+    changed: list[str] = []
+    unchanged: list[str] = []
+    for p in pipelines or pass_names():
+        try:
+            new = apply(p, module)
+        except Exception as e:  # noqa: BLE001 - a crashing pass is a finding, not a stop
+            findings.append(Finding(p, "crash", f"{type(e).__name__}: {e}"))
+            continue
+        out = emit(new)
+        if out == base:
+            unchanged.append(p)
+            continue
+        changed.append(p)
+        try:
+            compile_ptx(out, arch)
+        except PtxasError as e:
+            findings.append(Finding(p, "ptxas", str(e).splitlines()[0]))
+            continue
+        res = verify(module, new, entry, geometry=geometry)
+        if res.status != "equal":
+            mm = res.mismatch
+            detail = (f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed}" if mm is not None
+                      else res.error or ", ".join(map(str, getattr(res, "notes", ()))) or res.status)
+            findings.append(Finding(p, "mismatch" if mm is not None else res.status, detail))
+    return Outcome(findings, changed, unchanged)
