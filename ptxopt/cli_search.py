@@ -121,8 +121,8 @@ def _check_parse(kernels) -> None:
 @click.option("--plot", default=None, type=click.Path(dir_okay=False, writable=True),
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
-def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend, arch,
-               allow_unchecked, kernel, cache_path, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
+               arch, allow_unchecked, kernel, cache_path, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet):
     """Search pass pipelines for every kernel of TARGET and report the best.
 

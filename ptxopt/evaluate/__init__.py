@@ -106,6 +106,7 @@ __all__ = [
     "evaluate", "evaluate_many", "Candidate", "Settings", "EvalResult", "Measurement", "Backend", "SimBackend",
     "BackendUnavailable", "MeasureError", "MeasureJob", "register_backend", "get_backend", "backend_names",
     "EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "DEFAULT_CACHE",
-    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "VERDICTS", "TRUSTED",
+    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
+    "VERDICTS", "TRUSTED",
     "module_key", "pipeline_key", "as_candidate",
 ]

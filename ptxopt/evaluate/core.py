@@ -836,5 +836,6 @@ def _backend_failure(w: _Work, e: BaseException) -> None:
                  cacheable=False)
 
 
-__all__ = ["Candidate", "Settings", "settings_for", "run_batch", "lookup", "as_candidate", "pipeline_key", "module_key", "fingerprint",
+__all__ = ["Candidate", "Settings", "settings_for", "run_batch", "lookup", "as_candidate", "pipeline_key", "module_key",
+           "fingerprint",
            "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "CandidateTimeout", "deadline"]
