@@ -132,10 +132,25 @@ STORE_CACHE_OPS = ("wb", "cg", "cs", "wt")
 NC_LOAD_CACHE_OPS = ("ca", "cg", "cs")
 CACHE_OPERATORS = frozenset(LOAD_CACHE_OPS + STORE_CACHE_OPS)
 
-# Cache-policy qualifiers that change performance only (PTX ISA ld/st/prefetch:
-# eviction priorities, L2 prefetch sizes, the .L2::cache_hint policy).
-HINT_PREFIXES = ("L1::evict_", "L1::no_allocate", "L2::evict_", "L2::64B", "L2::128B",
-                 "L2::256B", "L2::cache_hint")
+# Cache-policy qualifiers that change performance only and take no operand
+# (PTX ISA ld/st/prefetch: eviction priorities, L2 prefetch sizes). Not
+# ``.L2::cache_hint``: it comes with a cache-policy operand, so dropping the
+# qualifier alone would not print a valid instruction.
+HINT_PREFIXES = ("L1::evict_", "L1::no_allocate", "L2::evict_", "L2::64B", "L2::128B", "L2::256B")
+# Opcodes that carry cache operators and hint qualifiers.
+CACHE_ANNOTATED = frozenset({"ld", "ldu", "st"})
+
+# Modifiers the interpreter may ignore on a memory access: state spaces and
+# memory-model / caching qualifiers (PTX ISA ld, st, atom: .space, .sem,
+# .scope, .cop, .nc, vector widths). They do not change one thread's result.
+SPACE_MODIFIERS = frozenset({"global", "shared", "local", "param", "const", "shared::cta",
+                             "shared::cluster", "param::entry", "param::func",
+                             "global::evict_last"})
+MEMORY_QUALIFIERS = frozenset({"ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile",
+                               "relaxed", "acquire", "release", "weak", "mmio", "cta", "gpu",
+                               "sys", "cluster", "v2", "v4", "v8", "unified"})
+# atom/red operations (PTX ISA atom: .op).
+ATOMIC_OPERATIONS = frozenset({"and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max"})
 
 # Performance directives of an entry: they bound resources, not results.
 PERF_ONLY_DIRECTIVES = frozenset({"maxnreg", "minnctapersm", "maxnctapersm"})

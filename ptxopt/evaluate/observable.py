@@ -28,27 +28,20 @@ agrees.
 from __future__ import annotations
 
 from ptxopt.ir import Block, Comment, Function, Instruction, Loc, Module
+from ptxopt.opcodes import (
+    CACHE_ANNOTATED, CACHE_OPERATORS, PERF_ONLY_DIRECTIVES, PREFETCHES, is_perf_hint,
+)
 
-# cache operators of ld/ldu/st (PTX ISA "Cache Operators"); .nc and .volatile
-# change what a load may return and are kept
-CACHE_OPERATORS = frozenset({"ca", "cg", "cs", "lu", "cv", "wb", "wt"})
-# .L1::/.L2:: qualifiers that are pure hints (no extra operand, unlike L2::cache_hint)
-_HINT_PREFIXES = ("L1::evict_", "L1::no_allocate", "L2::evict_", "L2::64B", "L2::128B", "L2::256B")
-_ANNOTATED = frozenset({"ld", "ldu", "st"})
-_NO_OPS = frozenset({"prefetch", "prefetchu"})
-# header directives that only steer ptxas's register allocation and occupancy
-PERF_ONLY_DIRECTIVES = frozenset({"maxnreg", "minnctapersm", "maxnctapersm"})
-
-
-def _is_hint(modifier: str) -> bool:
-    return modifier in CACHE_OPERATORS or modifier.startswith(_HINT_PREFIXES)
+# The ISA facts (which modifiers are hints, which directives only steer
+# ptxas) live in ptxopt.opcodes; .nc and .volatile change what a load may
+# return and are kept.
 
 
 def _instruction(ins: Instruction) -> Instruction | None:
-    if ins.opcode in _NO_OPS:
+    if ins.opcode in PREFETCHES:
         return None
-    if ins.opcode in _ANNOTATED:
-        mods = tuple(m for m in ins.modifiers if not _is_hint(m))
+    if ins.opcode in CACHE_ANNOTATED:
+        mods = tuple(m for m in ins.modifiers if not is_perf_hint(m))
         if len(mods) != len(ins.modifiers):
             return ins.with_modifiers(mods)
     return ins

@@ -29,10 +29,8 @@ from ptxopt.interp.ops.common import pack16, split16
 from ptxopt.interp.state import ALL
 from ptxopt.ir import Vec
 
-SPACE_MODS = {"global", "shared", "local", "param", "const", "shared::cta", "shared::cluster",
-              "param::entry", "param::func", "global::evict_last"}
-MEM_MODS = {"ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "relaxed", "acquire",
-            "release", "weak", "mmio", "cta", "gpu", "sys", "cluster", "v2", "v4", "v8", "unified"}
+SPACE_MODS = opcodes.SPACE_MODIFIERS
+MEM_MODS = opcodes.MEMORY_QUALIFIERS
 
 
 def _mem_flags_ok(d, ins, extra=()):
@@ -127,7 +125,7 @@ def c_st(ins, d):
 # atomics
 # --------------------------------------------------------------------------
 
-ATOM_OPS = {"and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max"}
+ATOM_OPS = opcodes.ATOMIC_OPERATIONS
 
 
 def _atom_fn(op: str, t: str, d):
