@@ -36,7 +36,10 @@ one launch each (first seed, random inputs, lockstep) with
   (4 bytes for float32), not to 256 as ``cudaMalloc`` gives: legal for any
   pointer the kernel does not declare ``.ptr .align N`` (N >= 16), so a
   transformation that *assumes* 16-byte alignment (``ld.v4`` on a parameter
-  pointer) faults here while the original does not -- an ``error``.
+  pointer) faults here while the original does not -- an ``error``;
+* ``unaligned-inputs`` -- only when the original cannot run ``unaligned``
+  (it stores with vectors itself, say): the same for the buffers it does not
+  store to.
 
 A layout is used only where it is legal: never on a ``.noalias`` parameter,
 the aliasing ones not at all when the kernel reads through the non-coherent
@@ -126,7 +129,7 @@ TRIAL_PLAN = (
 SCALAR_PLAN = ("elements", "threads", "odd")
 
 #: Memory layouts tried after the regular trials (see the module doc).
-LAYOUTS = ("alias", "overlap", "unaligned")
+LAYOUTS = ("alias", "overlap", "unaligned", "unaligned-inputs")
 OVERLAP_BYTES = 16
 
 #: Step budget of the original's launches whose integer scalars took a
@@ -368,10 +371,12 @@ def _apply_layout(layout: str, program: Program, entry: str, args: list, written
     params = program.kernel_params(entry)
     facts = _param_facts(program, entry)
     bufs = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.nbytes and params[i].size == 8]
-    if layout == "unaligned":
+    if layout in ("unaligned", "unaligned-inputs"):
         out = list(args)
         moved = 0
         for i in bufs:
+            if layout == "unaligned-inputs" and i in written:
+                continue
             a = args[i]
             off = a.dtype.itemsize
             align = facts.get(params[i].name, (False, None))[1] or 1
@@ -552,7 +557,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     too_long: dict[str, int] = {}  # default-scalar choices the original ran out of steps with -> launch
     acc = {"written": {}, "branches": {}}
     span_of = frozenset(names) if spec is None else frozenset()
+    unaligned_failed = False
     for seed, t, flavour, schedule, layout in plan:
+        if layout == "unaligned-inputs" and not unaligned_failed:
+            continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
         result.launches.append(launch)
@@ -602,6 +610,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             first_failure = first_failure or ref
             if defaulted and isinstance(ref, StepLimit):
                 too_long.setdefault(choice, t)
+            unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate"
             continue
         ref_buffers, ref_steps, ref_globals, ref_cov = ref

@@ -261,6 +261,21 @@ def test_vector_load_assuming_alignment_faults_on_a_less_aligned_base():
     assert r.equal and "original fails" in r.launches[-1]["skipped"]
 
 
+def test_less_aligned_inputs_when_the_original_stores_vectors():
+    geo = Geometry((1, 1, 1), (32, 1, 1), buffer_bytes=1024)
+    vst = ("  st.global.f32 [%rd5], %f5;\n  st.global.f32 [%rd5+4], %f6;", "  st.global.v2.f32 [%rd5], {%f5, %f6};")
+    a, b = (parse(FOUR.replace("LOADS", t).replace(*vst)) for t in (SCALAR_LOADS, VECTOR_LOAD))
+    r = verify(a, b, geometry=geo)
+    assert r.status == "error" and "unaligned-inputs" in r.error, r
+    assert "skipped" in r.launches[-2] and r.launches[-2]["layout"] == "unaligned"
+    assert r.launches[-1]["buffers"] == {"x": "4 bytes past an aligned base"}
+    r = verify(a, a, geometry=geo)
+    assert r.equal and [la["layout"] for la in r.launches][-2:] == ["unaligned", "unaligned-inputs"]
+    # when every buffer can be less aligned, no second launch
+    a = parse(FOUR.replace("LOADS", SCALAR_LOADS))
+    assert [la["layout"] for la in verify(a, a, geometry=geo).launches][-1] == "unaligned"
+
+
 HOIST = HEAD + """.visible .entry k(.param .u64 x, .param .u64 y)
 {
   .reg .b32 %r<4>;
