@@ -75,7 +75,8 @@ def _scalars(items) -> dict:
 @click.option("--seed", default=0, show_default=True, type=int, help="Base seed for the inputs.")
 @click.option("--trials", default=4, show_default=True, type=click.IntRange(1, 1000),
               help="Launches per seed; they cycle through random, edge and multi-scale inputs "
-                   "and lockstep, warp-serial and reversed warp-serial schedules.")
+                   "and lockstep, warp-serial and reversed warp-serial schedules (the memory-layout "
+                   "launches of --layouts come on top).")
 @click.option("--manifest-entry", default=None, metavar="ID",
               help="Take geometry and arguments from this corpus kernel's manifest entry.")
 @click.option("--grid", default=None, metavar="X,Y,Z", help="Grid size (kernels outside the corpus).")

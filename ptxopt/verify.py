@@ -194,7 +194,7 @@ class Coverage:
 class VerifyResult:
     kernel: str
     status: str  # "equal", "mismatch", "error" or (only with min_coverage) "inconclusive"
-    trials: int  # launches compared
+    trials: int  # launches compared (regular and memory-layout ones)
     mismatch: Mismatch | None = None
     error: str | None = None
     error_kind: str | None = None
@@ -461,7 +461,8 @@ def _assemble(original, transformed, po, pt, arch):
     try:
         compile_ptx(_ptx_text(original, po), arch)
     except ToolchainError as e:
-        raise AssemblyError(f"original kernel: ptxas ({arch}): {e}") from None
+        raise AssemblyError(f"original kernel: ptxas ({arch}): {e} (give the architecture it was written for "
+                            "with --arch, or skip assembly with --no-ptxas)") from None
     try:
         compile_ptx(_ptx_text(transformed, pt), arch)
     except ToolchainError as e:

@@ -474,6 +474,23 @@ def test_mma_tf32_m16n8k8():
     assert verify(m, m, geometry=Geometry((1, 1, 1), (32, 1, 1), buffer_bytes=512)).equal
 
 
+def test_mma_tf32_m16n8k4():
+    k4 = (MMA_TF32.replace("m16n8k8", "m16n8k4")
+          .replace("{%f1, %f2, %f3, %f4}, {%f5, %f6}, {%f7", "{%f1, %f2}, {%f5}, {%f7"))
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((16, 4)).astype(np.float32)
+    B = rng.standard_normal((4, 8)).astype(np.float32)
+    lane = np.arange(32)
+    g, t = lane >> 2, lane & 3
+    afr = np.stack([A[g, t], A[g + 8, t], np.zeros(32), np.zeros(32)], 1).astype(np.float32)
+    bfr = np.stack([B[t, g], np.zeros(32)], 1).astype(np.float32)
+    res = run_kernel(parse(k4), "k", 1, 32, [afr, bfr, np.zeros((32, 4), np.float32), np.zeros((32, 4), np.float32)])
+    d = res.buffers[3]
+    D = np.zeros((16, 8), np.float32)
+    D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1] = d[:, 0], d[:, 1], d[:, 2], d[:, 3]
+    assert np.array_equal(D, (_tf32(A) @ _tf32(B)).astype(np.float32))
+
+
 def test_unsupported_opcode_is_a_clear_error(tmp_path):
     from ptxopt.interp import UnsupportedInstruction
 
