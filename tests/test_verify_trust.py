@@ -484,7 +484,8 @@ def test_mma_tf32_m16n8k4():
     g, t = lane >> 2, lane & 3
     afr = np.stack([A[g, t], A[g + 8, t], np.zeros(32), np.zeros(32)], 1).astype(np.float32)
     bfr = np.stack([B[t, g], np.zeros(32)], 1).astype(np.float32)
-    res = run_kernel(parse(k4), "k", 1, 32, [afr, bfr, np.zeros((32, 4), np.float32), np.zeros((32, 4), np.float32)])
+    zeros = np.zeros((32, 4), np.float32)
+    res = run_kernel(parse(k4), "k", 1, 32, [afr, bfr, zeros, zeros.copy()])
     d = res.buffers[3]
     D = np.zeros((16, 8), np.float32)
     D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1] = d[:, 0], d[:, 1], d[:, 2], d[:, 3]

@@ -2,7 +2,8 @@
 access checked.
 
 ``run_kernel(module, entry, grid, block, args, shared_bytes=0)`` executes one
-kernel launch and returns the final contents of its buffers;
+kernel launch and returns the final contents of its buffers and of the
+module's ``.global`` variables (and, asked, what the launch covered);
 ``launch_from_manifest(spec, seed)`` does the same for a corpus kernel with
 inputs generated from its manifest entry. Design notes live in the modules:
 
