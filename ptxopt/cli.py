@@ -333,7 +333,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
               help="Contract: value of a scalar parameter for --verify-each; repeatable.")
 @click.option("--allow-unchecked", is_flag=True,
-              help="With --verify-each, exit 0 even when equivalence could not be checked for an entry "
+              help="With --verify-each, exit 0 (not 4) even when equivalence could not be checked for an entry "
                    "(the original cannot run under the contract); the 'inconclusive' lines are still printed.")
 @click.option("--print-changed", is_flag=True, help="Print a diff (stderr) after every pass that changed the module.")
 @click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
@@ -350,11 +350,11 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
             reproducer_dir, as_json):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
-    With --verify-each, exit 0: every changed entry was proven equivalent;
-    1: a pass broke the kernel (a reproducer is written), or equivalence
-    could not be checked for some entry (an 'inconclusive:' line each) and
-    --allow-unchecked was not given; 2: bad input, including PTX that ptxas
-    rejects before any pass ran.
+    With --verify-each, exit 0: the interpreter found every changed entry
+    equal; 1: a pass broke the kernel (a reproducer is written); 2: bad
+    input, including PTX that ptxas rejects before any pass ran; 4:
+    equivalence could not be checked for some entry (an 'inconclusive:' line
+    each) and --allow-unchecked was not given.
     """
     from ptxopt.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
@@ -415,7 +415,9 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                    "entr" + ("y" if len(inconclusive) == 1 else "ies") + " (see the 'inconclusive:' lines); "
                    "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
                    "KERNEL.contract.json) or pass --allow-unchecked", err=True)
-        sys.exit(1)
+        from ptxopt.cli_common import EXIT_INCONCLUSIVE
+
+        sys.exit(EXIT_INCONCLUSIVE)
 
 
 @cli.command("passes")

@@ -12,6 +12,8 @@ import sys
 import click
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+# nothing differed, but equivalence was not established (verify, run --verify-each)
+EXIT_INCONCLUSIVE = 4
 
 
 def fail(msg: str) -> None:

@@ -33,39 +33,30 @@ import sys
 
 import click
 
+from ptxopt.cli_common import EXIT_INCONCLUSIVE
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_EQUAL, EXIT_MISMATCH, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 4
+EXIT_EQUAL, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.verify.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
 
 
 def _dim3(text: str | None, what: str):
-    if text is None:
-        return None
+    from ptxopt.contract import ContractError, parse_dim3
+
     try:
-        parts = [int(x) for x in text.replace("x", ",").split(",") if x.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{what} must be X[,Y[,Z]] integers, got {text!r}") from None
-    if not 1 <= len(parts) <= 3 or any(p < 1 for p in parts):
-        raise click.BadParameter(f"{what} must be 1 to 3 positive integers, got {text!r}")
-    return tuple(parts + [1] * (3 - len(parts)))
+        return parse_dim3(text, what)
+    except ContractError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _scalars(items) -> dict:
-    out = {}
-    for it in items:
-        name, eq, value = it.partition("=")
-        if not eq:
-            raise click.BadParameter(f"--scalar wants NAME=VALUE, got {it!r}")
-        try:
-            out[name] = int(value, 0)
-        except ValueError:
-            try:
-                out[name] = float(value)
-            except ValueError:
-                raise click.BadParameter(f"--scalar {name}: {value!r} is not a number") from None
-    return out
+    from ptxopt.contract import ContractError, parse_scalars
+
+    try:
+        return parse_scalars(items)
+    except ContractError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 @click.command("verify")

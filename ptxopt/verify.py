@@ -215,9 +215,18 @@ class VerifyResult:
     def equal(self) -> bool:
         return self.status == "equal"
 
+    @property
+    def verdict(self) -> str:
+        """The status in ptxopt's one verdict vocabulary (what ``eval`` and
+        ``search`` report): ``equal``, ``differ`` (a differing value, or the
+        transformed kernel faults or is rejected by ptxas where the original
+        is not) or ``inconclusive``."""
+        return {"mismatch": "differ", "error": "differ"}.get(self.status, self.status)
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["equal"] = self.equal
+        d["verdict"] = self.verdict
         return d
 
 

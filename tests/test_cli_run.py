@@ -44,9 +44,9 @@ def test_compile_defaults_to_the_module_target():
     assert run("compile", "--arch", "sm_89", SM90A).exit_code == 2
 
 
-def test_unchecked_equivalence_exits_1_unless_allowed():
+def test_unchecked_equivalence_exits_4_unless_allowed():
     r = run("run", "--verify-each", "--passes", "vec_ld", DYN)
-    assert r.exit_code == 1
+    assert r.exit_code == 4
     assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not checked" in r.stderr
     assert "(guessed: no contract given" in r.stderr and "--allow-unchecked" in r.stderr
     r = run("run", "--verify-each", "--allow-unchecked", "--passes", "vec_ld", DYN)
@@ -79,7 +79,7 @@ def test_contract_file_next_to_the_ptx_is_loaded_automatically(tmp_path):
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**contract, "launch": {**contract["launch"], "shared_bytes": 0}}))
     r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), str(ptx))
-    assert r.exit_code == 1 and "(from other.json)" in r.stderr and "inconclusive" in r.stderr
+    assert r.exit_code == 4 and "(from other.json)" in r.stderr and "inconclusive" in r.stderr
     r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), "--shared-bytes", "128",
             str(ptx))
     assert r.exit_code == 0 and "(from other.json + options)" in r.stderr

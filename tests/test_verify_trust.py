@@ -515,3 +515,12 @@ def test_an_interpreter_crash_is_an_error_not_a_traceback(monkeypatch):
     monkeypatch.setattr(memory.Memory, "store", broken)
     with pytest.raises(UnsupportedInstruction, match=r"st\.global\.u32 \[gflag\].*ValueError: simulated"):
         run_kernel(parse(SYMBOL_STORE), "k", 1, 2, [np.zeros(4, np.float32)])
+
+
+def test_verdict_vocabulary_is_the_evaluator_s():
+    from ptxopt.verify import VerifyResult
+
+    assert VerifyResult("k", "mismatch", 1).verdict == "differ"
+    assert VerifyResult("k", "error", 1).verdict == "differ"
+    assert VerifyResult("k", "equal", 4).verdict == "equal"
+    assert VerifyResult("k", "inconclusive", 4).to_json()["verdict"] == "inconclusive"
