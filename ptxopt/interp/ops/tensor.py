@@ -225,23 +225,9 @@ def c_mma(ins, d):
         return np.stack(out, axis=1)
 
     def run(fr, sel):
-        cta = fr.cta
-        idx = cta.all_idx if sel is ALL else sel
-        n = len(idx)
-        uw, inv, lane = _warps(idx)
-        W = len(uw)
-        Am = np.zeros((W, 16, k))
-        Bm = np.zeros((W, k, 8))
-        Cm = np.zeros((W, 16, 8))
-        av, bv, cv = halves(ra, fr, sel, n), halves(rb, fr, sel, n), acc_vals(fr, sel, n)
-        Am[inv[:, None], arow[lane], acol[lane]] = av
-        Bm[inv[:, None], brow[lane], bcol[lane]] = bv
-        Cm[inv[:, None], crow[lane], ccol[lane]] = cv
-        acc = Cm.copy()
-        with np.errstate(all="ignore"):
-            for kk in range(k):
-                acc = acc + Am[:, :, kk, None] * Bm[:, None, kk, :]
-        res = acc[inv[:, None], crow[lane], ccol[lane]]  # (n, 4)
+        n = len(fr.cta.all_idx if sel is ALL else sel)
+        res = _mma_16x8(fr, sel, k, (halves(ra, fr, sel, n), arow, acol),
+                        (halves(rb, fr, sel, n), brow, bcol), (acc_vals(fr, sel, n), crow, ccol))
         if dt == "f32":
             out = fp.to_format(res.ravel(), "f32").reshape(res.shape).view(np.uint32)
             for i, w in enumerate(wd):
@@ -252,6 +238,25 @@ def c_mma(ins, d):
                 w(fr, sel, pack16(h[:, 2 * i], h[:, 2 * i + 1]))
 
     return Step(COLLECTIVE, run, aux=_whole_warps)
+
+
+def _mma_16x8(fr, sel, k, a, b, c):
+    """One m16n8kK tile per warp: scatter each lane's fragment values
+    (``(values, rows, cols)`` per operand, rows/cols indexed by lane) into
+    the warp's A (16 x k), B (k x 8) and C (16 x 8), accumulate the exact
+    products in float64, and gather the result back per lane (n, 4)."""
+    idx = fr.cta.all_idx if sel is ALL else sel
+    uw, inv, lane = _warps(idx)
+    W = len(uw)
+    mats = [np.zeros((W, 16, k)), np.zeros((W, k, 8)), np.zeros((W, 16, 8))]
+    for m, (v, rows, cols) in zip(mats, (a, b, c)):
+        m[inv[:, None], rows[lane], cols[lane]] = v
+    Am, Bm, acc = mats
+    with np.errstate(all="ignore"):
+        for kk in range(k):
+            acc = acc + Am[:, :, kk, None] * Bm[:, None, kk, :]
+    _, crow, ccol = c
+    return acc[inv[:, None], crow[lane], ccol[lane]]
 
 
 def _c_mma_tf32(ins, d, types):
@@ -290,22 +295,10 @@ def _c_mma_tf32(ins, d, types):
                          .astype(np.float64) for r in regs], axis=1)
 
     def run(fr, sel):
-        cta = fr.cta
-        idx = cta.all_idx if sel is ALL else sel
-        n = len(idx)
-        uw, inv, lane = _warps(idx)
-        W = len(uw)
-        Am = np.zeros((W, 16, k))
-        Bm = np.zeros((W, k, 8))
-        Cm = np.zeros((W, 16, 8))
-        Am[inv[:, None], arow[lane], acol[lane]] = vals(ra, fr, sel, n, TF32_MASK)
-        Bm[inv[:, None], brow[lane], bcol[lane]] = vals(rb, fr, sel, n, TF32_MASK)
-        Cm[inv[:, None], crow[lane], ccol[lane]] = vals(rc, fr, sel, n, np.uint32(0xFFFFFFFF))
-        acc = Cm.copy()
-        with np.errstate(all="ignore"):
-            for kk in range(k):
-                acc = acc + Am[:, :, kk, None] * Bm[:, None, kk, :]
-        res = acc[inv[:, None], crow[lane], ccol[lane]]
+        n = len(fr.cta.all_idx if sel is ALL else sel)
+        res = _mma_16x8(fr, sel, k, (vals(ra, fr, sel, n, TF32_MASK), arow, acol),
+                        (vals(rb, fr, sel, n, TF32_MASK), brow, bcol),
+                        (vals(rc, fr, sel, n, np.uint32(0xFFFFFFFF)), crow, ccol))
         out = fp.to_format(res.ravel(), "f32").reshape(res.shape).view(np.uint32)
         for i, w in enumerate(wd):
             w(fr, sel, np.ascontiguousarray(out[:, i]))
