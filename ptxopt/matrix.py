@@ -85,14 +85,21 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
             cell.outcome, cell.detail = "broken", f"ptxas rejects the output: {err}"
             return cell
     if equivalence_trials:
+        from ptxopt.evaluate.observable import observable_form
         from ptxopt.verify import verify
 
+        if observable_form(out) == observable_form(m):
+            # only cache operators, hints, prefetches or budgets changed: equal
+            # by construction, as in the evaluator (tests/test_evaluate_observable.py
+            # checks the interpreter agrees)
+            cell.outcome, cell.detail = "changed", "hints-only"
+            return cell
         res = verify(m, out, spec.entry, trials=equivalence_trials, spec=spec)
         if res.status != "equal":
-            detail = res.error if res.status == "error" else (
-                f"{res.mismatch.buffer}[{res.mismatch.index}]: {res.mismatch.transformed} "
-                f"instead of {res.mismatch.original}")
-            cell.outcome, cell.detail = "broken", f"not equivalent: {detail}"
+            mm = res.mismatch
+            detail = (f"{mm.buffer}[{mm.index}]: {mm.transformed} instead of {mm.original}"
+                      if mm is not None else res.error or res.status)
+            cell.outcome, cell.detail = "broken", f"not equivalent ({res.verdict}): {detail}"
             return cell
     cell.outcome = "changed"
     return cell
