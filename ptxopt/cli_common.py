@@ -82,14 +82,9 @@ def with_contract(cand, path: str, contract: dict):
     contract or one given for a corpus kernel."""
     from dataclasses import replace
 
-    given = any(v for v in contract.values())
-    try:
-        from ptxopt.contract import ContractError, resolve_contracts
-    except ImportError:  # a checkout without the contract module: only the guessed launch
-        if given:
-            fail("launch contract options need ptxopt.contract, which this installation lacks")
-        return cand
+    from ptxopt.contract import ContractError, resolve_contracts
 
+    given = any(v for v in contract.values())
     if cand.spec is not None:
         if given:
             fail(f"{cand.label}: launch contract options apply to PTX files; a corpus kernel's launch is "
@@ -113,10 +108,7 @@ def with_contract(cand, path: str, contract: dict):
     try:
         c = c.fit(names)
     except ContractError as e:
-        fail(str(e))
-    unknown = [n for n in c.scalars if n not in names]
-    if unknown:
-        fail(f"{cand.label}: {entry} has no parameter {', '.join(unknown)} (its parameters: {', '.join(names)})")
+        fail(f"{cand.label}: {e}")
     return replace(cand, entry=entry, spec=c.spec, geometry=None if c.spec is not None else c.geometry)
 
 

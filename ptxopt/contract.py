@@ -30,7 +30,7 @@ or as ``{"kernels": [...]}``, each naming its ``entry``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 CONTRACT_SUFFIX = ".contract.json"
@@ -111,9 +111,11 @@ class Contract:
         """This contract for an entry with these parameters: exact buffers
         (``spec``) only when the file describes every parameter, in order;
         else default buffers (``geometry``). A parameter the entry does not
-        have is an error."""
+        have (described by the file, or a scalar given by an option) is an
+        error."""
         names = list(param_names)
-        unknown = [n for n in self.params if n not in names]
+        described = list(self.params) + [n for n in self.scalars if n not in self.params]
+        unknown = [n for n in described if n not in names]
         if unknown:
             raise ContractError(f"contract from {self.source}: {self.entry or 'the entry'} has no "
                                 f"parameter {', '.join(unknown)} (its parameters: {', '.join(names)})")
@@ -175,8 +177,8 @@ def as_contract(obj, source: str = "caller") -> "Contract | None":
     if isinstance(obj, Geometry):
         return Contract(source, geometry=obj)
     if isinstance(obj, KernelSpec):
-        return Contract(f"corpus:{obj.id}" if source == "caller" else source, spec=obj, entry=obj.entry,
-                        params=tuple(p.name for p in obj.params))
+        c = corpus_contract(obj)
+        return c if source == "caller" else replace(c, source=source)
     raise TypeError(f"expected a Contract, Geometry or KernelSpec, got {type(obj).__name__}")
 
 
@@ -324,7 +326,6 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
     next to ``ptx_path`` (when ``auto``), with ``grid``/``block``/
     ``shared_bytes``/``scalars`` options overriding their fields. Options
     without a file need both ``grid`` and ``block``."""
-    from dataclasses import replace
 
     from ptxopt.verify import Geometry
 

@@ -114,3 +114,9 @@ def test_a_contract_only_matters_to_verify_each(tmp_path):
     r = run("run", "--passes", "vec_ld", str(ptx))
     assert r.exit_code == 0 and "ld.global.v4.f32" in r.stdout
     assert run("run", "--verify-each", "--passes", "vec_ld", str(ptx)).exit_code == 2
+
+
+def test_unknown_scalar_is_bad_input_for_verify_each():
+    r = run("run", "--verify-each", "--passes", "vec_ld", "--grid", "1", "--block", "1",
+            "--scalar", "nosuch=1", DYN)
+    assert r.exit_code == 2 and "no parameter nosuch" in r.stderr

@@ -96,3 +96,15 @@ def test_resolution_file_is_found_automatically_and_options_override_fields(tmp_
     assert (c.grid, c.block, c.shared_bytes, c.source) == ((2, 1, 1), (3, 1, 1), 4, "options")
     with pytest.raises(ContractError, match="both --grid and --block"):
         resolve_contracts("-", scalars=["n=1"])
+
+
+def test_a_scalar_the_entry_lacks_is_an_error_of_the_contract_itself():
+    """Checked in Contract.fit, so every command refuses it (run --verify-each
+    used to accept --scalar nosuch=1 and report 'verified')."""
+    from ptxopt.contract import Contract, ContractError
+    from ptxopt.verify import Geometry
+
+    c = Contract("options", geometry=Geometry(scalars={"nosuch": 1}))
+    with pytest.raises(ContractError, match="no parameter nosuch"):
+        c.fit(["p", "n"])
+    assert Contract("options", geometry=Geometry(scalars={"n": 3})).fit(["p", "n"]).scalars == {"n": 3}
