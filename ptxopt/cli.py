@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 
@@ -321,17 +322,10 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Architecture for --verify-each (default: the module's .target, else sm_89).")
 @click.option("--verify-each", is_flag=True,
               help="Check the input compiles, then after every pass that changed the module: ptxas "
-                   "accepts it and the interpreter proves every entry computes the same outputs under "
-                   "the launch contract (exit 1 if that could not be checked, see --allow-unchecked).")
-@click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Launch contract for --verify-each (JSON, a corpus manifest entry's schema; default: "
-                   "KERNEL.contract.json next to KERNEL.ptx when present).")
-@click.option("--grid", default=None, metavar="X,Y,Z", help="Contract: grid size for --verify-each.")
-@click.option("--block", default=None, metavar="X,Y,Z", help="Contract: block size for --verify-each.")
-@click.option("--shared-bytes", type=click.IntRange(0), default=None, metavar="N",
-              help="Contract: dynamic shared memory in bytes for --verify-each.")
-@click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
-              help="Contract: value of a scalar parameter for --verify-each; repeatable.")
+                   "accepts it and the interpreter finds every entry computes the same outputs under "
+                   "the launch contract (--contract/--grid/--block/--shared-bytes/--scalar; exit 4 if "
+                   "that could not be checked, see --allow-unchecked).")
+@contract_options
 @click.option("--allow-unchecked", is_flag=True,
               help="With --verify-each, exit 0 (not 4) even when equivalence could not be checked for an entry "
                    "(the original cannot run under the contract); the 'inconclusive' lines are still printed.")
@@ -415,8 +409,6 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                    "entr" + ("y" if len(inconclusive) == 1 else "ies") + " (see the 'inconclusive:' lines); "
                    "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
                    "KERNEL.contract.json) or pass --allow-unchecked", err=True)
-        from ptxopt.cli_common import EXIT_INCONCLUSIVE
-
         sys.exit(EXIT_INCONCLUSIVE)
 
 

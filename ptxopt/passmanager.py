@@ -243,7 +243,7 @@ class VerifyEach(Instrument):
     needs dynamic shared memory it was not given, uses an instruction the
     interpreter lacks), equivalence was not checked: the check is
     ``inconclusive`` and listed in ``inconclusive`` -- said, not hidden;
-    ``ptxopt run --verify-each`` exits 1 on it unless ``--allow-unchecked``.
+    ``ptxopt run --verify-each`` exits 4 on it unless ``--allow-unchecked``.
 
     A ptxas failure to meet a register budget ("Insufficient registers",
     "cannot be compiled with specified register target constraints") after a
@@ -324,7 +324,7 @@ class VerifyEach(Instrument):
                 f"ptxas rejects the input itself for {self.resolved_arch}, before any pass: {e}"
                 + ("" if self.arch else " (the architecture comes from the module's .target; "
                    "give --arch to use another)")) from None
-        self._input_warnings = frozenset(d.message for d in getattr(res, "warnings", ()))
+        self._input_warnings = frozenset(d.message for d in res.warnings)
         if self.equivalence:
             for fn in module.entries:
                 self.contract_for(module, fn.name)
@@ -350,7 +350,7 @@ class VerifyEach(Instrument):
                 raise RevertPass(f"ptxas cannot meet the register budget for {arch}: {e}") from None
             raise VerificationError(f"after '{p.name}': ptxas rejects the result: {e}") from None
         if budget_pass:
-            for d in getattr(res, "warnings", ()):
+            for d in res.warnings:
                 msg = d.message
                 if msg not in self._input_warnings and "maxnreg" in msg.lower() and "ignored" in msg.lower():
                     raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
@@ -372,7 +372,7 @@ class VerifyEach(Instrument):
         except InterpError as e:  # the *original* cannot run under this contract
             self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, str(e)))
             return
-        notes = "; ".join(str(n) for n in (getattr(res, "notes", None) or ()))
+        notes = "; ".join(str(n) for n in res.notes)
         if res.status == "inconclusive" or (res.status == "equal" and res.trials == 0):
             why = res.error or notes or "no launch of the original could run"
             self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, why, res.trials))

@@ -597,28 +597,21 @@ _VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "tr
 def _launch_text(spec, geometry) -> str:
     if spec is not None:
         launch = spec.launch
-        what = "manifest entry" if getattr(spec, "path", "") else "contract"  # a contract file's spec has no path
+        what = "manifest entry" if spec.path else "contract"  # a contract file's spec has no path
         return f"{what} {spec.id}: grid {tuple(launch.grid)}, block {tuple(launch.block)}"
     return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
 
 
 def _coverage(cov) -> tuple[float | None, str]:
-    """The verifier's coverage as (fraction of the written buffers' bytes the
-    launches stored, a note suffix); the verifier may report a number or a
-    :class:`ptxopt.verify.Coverage`."""
+    """The verifier's :class:`ptxopt.verify.Coverage` as (fraction of the
+    written buffers' bytes the launches stored, a note suffix)."""
     if cov is None:
         return None, ""
-    if isinstance(cov, (int, float)):
-        return float(cov), f", coverage {cov:.0%}"
-    out = getattr(cov, "output_bytes", None)
-    if out is None:
-        return None, ""
-    parts = [f"{out:.0%} of the written buffers' bytes stored"]
-    if getattr(cov, "threads", None) is not None:
-        parts.append(f"{cov.threads:.0%} of threads stored")
-    if getattr(cov, "conditional_branches", 0):
+    parts = [f"{cov.output_bytes:.0%} of the written buffers' bytes stored",
+             f"{cov.threads:.0%} of threads stored"]
+    if cov.conditional_branches:
         parts.append(f"{cov.branches:.0%} of branch directions taken")
-    return float(out), "; coverage: " + ", ".join(parts)
+    return float(cov.output_bytes), "; coverage: " + ", ".join(parts)
 
 
 def _verify(w: _Work, orig: _Original) -> None:
@@ -653,7 +646,7 @@ def _verify(w: _Work, orig: _Original) -> None:
         w.equivalence = "inconclusive"
         w.equivalence_note = f"the original cannot be interpreted with the launch {w.launch}: {_one_line(e)}"
         return
-    w.coverage, cov = _coverage(getattr(res, "coverage", None))
+    w.coverage, cov = _coverage(res.coverage)
     if res.status == "equal":
         w.equivalence = "equal"
         w.equivalence_note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
@@ -668,7 +661,7 @@ def _verify(w: _Work, orig: _Original) -> None:
         return
     if res.status != "error":  # "inconclusive" (or any status this evaluator does not know): nothing shown
         w.equivalence = "inconclusive"
-        why = getattr(res, "reason", None) or res.error or f"the verifier returned {res.status!r}"
+        why = res.error or "; ".join(map(str, res.notes)) or f"the verifier returned {res.status!r}"
         w.equivalence_note = f"equivalence not established with the launch {w.launch}: {why}"
         return
     category = _VERIFY_KINDS.get(res.error_kind or "error", "fault")

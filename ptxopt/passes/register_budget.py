@@ -67,35 +67,20 @@ _WIDE_OPCODES = frozenset({"mma", "wgmma", "wmma"})
 def instruction_registers(fn: Function) -> tuple[int, int] | None:
     """The most 32-bit registers that one matrix instruction (``mma``,
     ``wgmma``, ``wmma``) of ``fn`` names at once, with its PTX line; None
-    when there is none. b64 registers count 2, b16 count 1, predicates 0."""
-    from ptxopt import opcodes
-    from ptxopt.analysis.cfg import RegTypes
-    from ptxopt.analysis.pressure import WEIGHT32, _NAME_GUESS
-    from ptxopt.ir import iter_decls
-
-    wide = [i for i in fn.instructions() if i.opcode in _WIDE_OPCODES]
-    if not wide or fn.body is None:
+    when there is none. Registers weigh as in register pressure
+    (:data:`ptxopt.analysis.pressure.WEIGHT32`: b64 2, b16 1, predicates 0)."""
+    if fn.body is None or not any(i.opcode in _WIDE_OPCODES for i in fn.instructions()):
         return None
-    types = RegTypes()
-    for d in iter_decls(fn.body):
-        if d.space == ".reg":
-            types.add(d)
+    from ptxopt.analysis import build_cfg
+    from ptxopt.analysis.pressure import WEIGHT32, reg_class
 
-    def weight(name: str) -> int:
-        t = types.get(name)
-        if t is not None:
-            return WEIGHT32[opcodes.REG_CLASS.get(t, "b32")]
-        for prefix, cls in _NAME_GUESS:
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
-                return WEIGHT32[cls]
-        return 1
-
+    cfg = build_cfg(fn)
     best = None
-    for ins in wide:
-        defs, uses = opcodes.defs_uses(ins)
-        n = sum(weight(r) for r in dict.fromkeys(defs + uses))
-        if best is None or n > best[0]:
-            best = (n, getattr(ins, "line", 0) or 0)
+    for ins, (defs, uses) in zip(cfg.instructions, cfg.du):
+        if ins.opcode in _WIDE_OPCODES:
+            n = sum(WEIGHT32[reg_class(cfg, r)] for r in dict.fromkeys(defs + uses))
+            if best is None or n > best[0]:
+                best = (n, ins.line or 0)
     return best
 
 
