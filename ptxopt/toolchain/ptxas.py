@@ -24,9 +24,12 @@ shape; ``.func`` callees get a "Function properties" block but never a
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tempfile
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -152,15 +155,26 @@ def compile_ptx(
     timeout: float = 120.0,
     extra_args: Iterable[str] = (),
     ptxas: Ptxas | str | Path | None = None,
+    memo: bool = True,
 ) -> CompileResult:
     """Assemble ``ptx`` for ``arch``; raise :class:`PtxasError` if ptxas rejects it.
 
     ``ptxas`` forces a specific binary; by default the oldest installed ptxas
     that accepts the module's ``.version`` and ``arch`` is used (and named in
     the result).  ``timeout`` bounds the ptxas run (:class:`ToolchainTimeout`).
+
+    ``memo``: answer a compile of the same text, arch, flags and ptxas binary
+    from this process's bounded memo (:data:`MEMO_ENTRIES`) instead of
+    running ptxas again -- the evaluator and the verifier both compile each
+    candidate, and the original once per candidate. A hit returns a fresh
+    :class:`CompileResult` (its dicts copied; the rest is immutable) whose
+    ``wall_time_s`` is the run that produced it; a rejection is remembered
+    and raised again as a new :class:`PtxasError`. Timeouts and tool errors
+    are not remembered. ``memo=False`` always runs ptxas (timing benchmarks).
     """
     if isinstance(extra_args, str):  # "-O3 -lineinfo" would otherwise be split into characters
         extra_args = extra_args.split()
+    extra_args = tuple(extra_args)
     version = ptx_isa_version(ptx)
     if ptxas is None:
         tool = select_ptxas(version, arch)
@@ -168,7 +182,44 @@ def compile_ptx(
         tool = ptxas
     else:
         tool = identify_ptxas(ptxas)
+    if not memo:
+        return _compile(ptx, arch, timeout, extra_args, tool, version)
+    key = (hashlib.sha256(ptx.encode("utf-8", "surrogatepass")).digest(), arch, extra_args,
+           str(tool.path), tool.full_version)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    if hit is None:
+        try:
+            hit = _compile(ptx, arch, timeout, extra_args, tool, version)
+        except PtxasError as e:
+            hit = e
+        with _MEMO_LOCK:
+            _MEMO[key] = hit
+            while len(_MEMO) > MEMO_ENTRIES:
+                _MEMO.popitem(last=False)
+    if isinstance(hit, PtxasError):
+        raise PtxasError(hit.diagnostics, hit.log, hit.returncode)
+    return replace(hit, kernels=dict(hit.kernels), functions=dict(hit.functions))
 
+
+#: Compile results (or rejections) kept per process, most recently used last.
+#: A 16x16x16 gemm cubin is ~100 KB, so the memo stays within tens of MB.
+MEMO_ENTRIES = 256
+_MEMO: OrderedDict = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def clear_memo() -> None:
+    """Forget remembered compiles (tests, timing benchmarks)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def _compile(ptx: str, arch: str, timeout: float, extra_args: tuple[str, ...], tool: Ptxas,
+             version: tuple[int, int] | None) -> CompileResult:
+    """One ptxas run (no memo)."""
     with tempfile.TemporaryDirectory(prefix="ptxopt-ptxas-") as tmp:
         Path(tmp, _SOURCE_NAME).write_text(ptx, encoding="utf-8", newline="")
         argv = [tool.path, f"-arch={arch}", "-v", *extra_args, "-o", _CUBIN_NAME, _SOURCE_NAME]
