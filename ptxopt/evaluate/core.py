@@ -590,10 +590,6 @@ def _original_rejected(w: _Work) -> str | None:
     return orig.rejected[arch]
 
 
-_VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "trap": "fault", "error": "fault",
-                 "step-limit": "timeout", "unsupported": "unsupported", "launch": "unsupported"}
-
-
 def _launch_text(spec, geometry) -> str:
     if spec is not None:
         launch = spec.launch
@@ -602,77 +598,32 @@ def _launch_text(spec, geometry) -> str:
     return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
 
 
-def _coverage(cov) -> tuple[float | None, str]:
-    """The verifier's :class:`ptxopt.verify.Coverage` as (fraction of the
-    written buffers' bytes the launches stored, a note suffix)."""
-    if cov is None:
-        return None, ""
-    parts = [f"{cov.output_bytes:.0%} of the written buffers' bytes stored",
-             f"{cov.threads:.0%} of threads stored"]
-    if cov.conditional_branches:
-        parts.append(f"{cov.branches:.0%} of branch directions taken")
-    return float(cov.output_bytes), "; coverage: " + ", ".join(parts)
-
-
 def _verify(w: _Work, orig: _Original) -> None:
-    """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`); a
-    counterexample or a failure of the transformed kernel also finishes it."""
-    from ptxopt.interp import Program
-    from ptxopt.interp.errors import InterpError
-
-    from .equivalence import verify_with_reference
+    """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`,
+    decided by :func:`ptxopt.evaluate.equivalence.decide`); a counterexample
+    or a failure of the transformed kernel also finishes it."""
+    from .equivalence import decide
     from .observable import observable_form
 
-    if not w.changed:
-        w.equivalence = "identical"
-        return
-    if orig.observable() == observable_form(w.module):
-        w.equivalence = "hints-only"
-        w.equivalence_note = ("differs from the original only in cache operators, eviction hints, prefetches or "
-                              "register budgets, which the interpreter cannot observe: equal by construction, "
-                              "not run")
-        return
     spec, geometry = w.spec, w.geometry
-    if spec is None and geometry is None:
+    if w.changed and spec is None and geometry is None:
         geometry = DEFAULT_GEOMETRY
-        w.geometry = geometry
-    w.launch = _launch_text(spec, geometry)
-    reference = f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}"
-    try:
-        res = verify_with_reference(_program(orig), Program(w.module), w.entry, reference,
-                                    trials=w.settings.trials, spec=spec, geometry=geometry if spec is None else None,
-                                    min_coverage=w.settings.min_coverage)
-    except InterpError as e:
-        w.equivalence = "inconclusive"
-        w.equivalence_note = f"the original cannot be interpreted with the launch {w.launch}: {_one_line(e)}"
+    launch = _launch_text(spec, geometry) if w.changed else None
+    d = decide(changed=w.changed, same_observable=lambda: orig.observable() == observable_form(w.module),
+               original_program=lambda: _program(orig), module=w.module, entry=w.entry,
+               reference_key=f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}",
+               launch=launch, trials=w.settings.trials, spec=spec, geometry=geometry,
+               min_coverage=w.settings.min_coverage)
+    w.equivalence, w.equivalence_note = d.verdict, d.note
+    if d.verdict in ("identical", "hints-only"):
         return
-    w.coverage, cov = _coverage(res.coverage)
-    if res.status == "equal":
-        w.equivalence = "equal"
-        w.equivalence_note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
-        return
-    if res.status == "mismatch":
-        mm = res.mismatch
-        w.equivalence = "differ"
-        w.equivalence_note = (f"{mm.buffer}[{mm.index}] is {mm.transformed}, was {mm.original} ({mm.differing} of "
-                              f"{mm.size} elements differ; seed {mm.seed}, {mm.flavour} inputs, {mm.schedule} "
-                              "schedule)")
-        w.finish("mismatch", error=f"{w.entry} computes something else: {w.equivalence_note}")
-        return
-    if res.status != "error":  # "inconclusive" (or any status this evaluator does not know): nothing shown
-        w.equivalence = "inconclusive"
-        why = res.error or "; ".join(map(str, res.notes)) or f"the verifier returned {res.status!r}"
-        w.equivalence_note = f"equivalence not established with the launch {w.launch}: {why}"
-        return
-    category = _VERIFY_KINDS.get(res.error_kind or "error", "fault")
-    why = res.error or "the transformed kernel failed in the interpreter"
-    if category == "fault":  # the transformed kernel faults where the original runs: a counterexample
-        w.equivalence, w.equivalence_note = "differ", why
-    else:  # step budget, an instruction or launch the interpreter cannot run: no verdict
-        w.equivalence, w.equivalence_note = "inconclusive", why
-    if category == "timeout":
-        w.timings["limit"] = w.settings.timeout or 0
-    w.finish(category, error=why)
+    w.geometry, w.launch = geometry, launch
+    if d.coverage is not None:
+        w.coverage = d.coverage
+    if d.finish is not None:
+        if d.finish == "timeout":
+            w.timings["limit"] = w.settings.timeout or 0
+        w.finish(d.finish, error=d.error)
 
 
 # ---------------------------------------------------------------------------

@@ -10,11 +10,18 @@ faulting candidates.
 
 An original that cannot be interpreted raises its :class:`InterpError` (as
 ``verify`` does), and that failure is remembered too.
+
+:func:`decide` is the evaluator's whole equivalence decision for one
+candidate (identical text, hints-only difference, interpreter verdict), in
+one place so that a cheaper proof can be tried first without touching the
+evaluator.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
 
 from ptxopt.verify import DEFAULT_SEEDS, VerifyResult, verify
 
@@ -57,4 +64,92 @@ def verify_with_reference(original, transformed, entry: str, reference_key: str,
                   min_coverage=min_coverage)
 
 
-__all__ = ["verify_with_reference", "clear", "REFERENCE_SIZE"]
+_VERIFY_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "trap": "fault", "error": "fault",
+                 "step-limit": "timeout", "unsupported": "unsupported", "launch": "unsupported"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The equivalence verdict of one candidate (vocabulary of
+    :mod:`ptxopt.evaluate.result`) and what the evaluator does with it.
+
+    ``finish``: the status that ends the candidate ("mismatch", "fault",
+    "timeout", "unsupported") with ``error``, None when it goes on to be
+    measured. ``coverage``: the verifier's output-bytes coverage, when it ran.
+    """
+
+    verdict: str
+    note: str | None = None
+    finish: str | None = None
+    error: str | None = None
+    coverage: float | None = None
+    coverage_note: str = ""
+
+
+def _one_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s if s else type(e).__name__
+
+
+def coverage_of(cov) -> tuple[float | None, str]:
+    """The verifier's :class:`ptxopt.verify.Coverage` as (fraction of the
+    written buffers' bytes the launches stored, a note suffix)."""
+    if cov is None:
+        return None, ""
+    parts = [f"{cov.output_bytes:.0%} of the written buffers' bytes stored",
+             f"{cov.threads:.0%} of threads stored"]
+    if cov.conditional_branches:
+        parts.append(f"{cov.branches:.0%} of branch directions taken")
+    return float(cov.output_bytes), "; coverage: " + ", ".join(parts)
+
+
+def decide(*, changed: bool, same_observable: Callable[[], bool], original_program: Callable[[], object],
+           module, entry: str, reference_key: str, launch: str, trials: int, spec=None, geometry=None,
+           min_coverage: float | None = None) -> Decision:
+    """Is the candidate ``module`` equivalent to the original?
+
+    ``changed``: its printed text differs from the original's printing
+    (else ``identical``); ``same_observable()``: it differs only in what the
+    interpreter cannot observe (``hints-only``, equal by construction);
+    otherwise the interpreter runs both (:func:`verify_with_reference`, the
+    original's runs memoised under ``reference_key``) on the launch
+    ``spec``/``geometry`` (described by ``launch`` in notes)."""
+    from ptxopt.interp import Program
+    from ptxopt.interp.errors import InterpError
+
+    if not changed:
+        return Decision("identical")
+    if same_observable():
+        return Decision("hints-only", "differs from the original only in cache operators, eviction hints, "
+                                      "prefetches or register budgets, which the interpreter cannot observe: "
+                                      "equal by construction, not run")
+    try:
+        res = verify_with_reference(original_program(), Program(module), entry, reference_key, trials=trials,
+                                    spec=spec, geometry=geometry if spec is None else None,
+                                    min_coverage=min_coverage)
+    except InterpError as e:
+        return Decision("inconclusive", f"the original cannot be interpreted with the launch {launch}: "
+                                        f"{_one_line(e)}")
+    coverage, cov = coverage_of(res.coverage)
+    if res.status == "equal":
+        return Decision("equal", f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}",
+                        coverage=coverage, coverage_note=cov)
+    if res.status == "mismatch":
+        mm = res.mismatch
+        note = (f"{mm.buffer}[{mm.index}] is {mm.transformed}, was {mm.original} ({mm.differing} of "
+                f"{mm.size} elements differ; seed {mm.seed}, {mm.flavour} inputs, {mm.schedule} schedule)")
+        return Decision("differ", note, finish="mismatch", error=f"{entry} computes something else: {note}",
+                        coverage=coverage, coverage_note=cov)
+    if res.status != "error":  # "inconclusive" (or any status this evaluator does not know): nothing shown
+        why = res.error or "; ".join(map(str, res.notes)) or f"the verifier returned {res.status!r}"
+        return Decision("inconclusive", f"equivalence not established with the launch {launch}: {why}",
+                        coverage=coverage, coverage_note=cov)
+    category = _VERIFY_KINDS.get(res.error_kind or "error", "fault")
+    why = res.error or "the transformed kernel failed in the interpreter"
+    # the transformed kernel faults where the original runs: a counterexample; a step budget, an
+    # instruction or launch the interpreter cannot run: no verdict
+    verdict = "differ" if category == "fault" else "inconclusive"
+    return Decision(verdict, why, finish=category, error=why, coverage=coverage, coverage_note=cov)
+
+
+__all__ = ["verify_with_reference", "clear", "REFERENCE_SIZE", "decide", "Decision", "coverage_of"]
