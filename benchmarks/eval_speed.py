@@ -44,15 +44,17 @@ GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm
 
 
 def _fresh_state() -> None:
-    """Forget parsed originals and remembered reference outputs (a new process would not have them)."""
+    """Forget parsed originals, remembered reference outputs and compiles (a new process would not have them)."""
     from ptxopt.evaluate import equivalence
+    from ptxopt.toolchain import ptxas
 
     core._MEMO.clear()
     equivalence.clear()
+    ptxas.clear_memo()
 
 
 def _ptxas_alone(results, arch="sm_89") -> float:
-    """Compile the printed PTX of every result again with nothing else running."""
+    """Compile the printed PTX of every result again with nothing else running (ptxas's memo bypassed)."""
     from ptxopt.emit import emit
     from ptxopt.parser import parse
     from ptxopt.passmanager import PassManager
@@ -63,7 +65,7 @@ def _ptxas_alone(results, arch="sm_89") -> float:
         texts.append(emit(PassManager(c.pipeline).run(parse(c.ptx)).module))
     t = time.perf_counter()
     for text in texts:
-        compile_ptx(text, arch)
+        compile_ptx(text, arch, memo=False)
     return time.perf_counter() - t
 
 
