@@ -2,9 +2,10 @@
 
 Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
 one JSON document on stdout (keys documented in the README). Expected
-failures print ``FILE:LINE:COL: error: ...`` or ``ptxopt: error: ...`` on stderr
-and exit 2; a bug in ptxopt itself prints one line and exits 3
-(``PTXOPT_DEBUG=1`` shows the traceback).
+failures print one line, ``FILE:LINE:COL: error: ...`` or ``ptxopt: error:
+...`` (a bad option: ``ptxopt CMD: error: ...``), on stderr and exit with the
+code of :mod:`ptxopt.exitcodes` (2 for bad input); a bug in ptxopt itself
+prints one line and exits 3 (``PTXOPT_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -15,16 +16,35 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options
+from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options, output_dir, output_file
+from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INTERNAL, INTERRUPTED
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_USER_ERROR = 2
-EXIT_INTERNAL = 3
+EXIT_USER_ERROR = BAD_INPUT
+EXIT_INTERNAL = INTERNAL
 
 
 class _Group(click.Group):
-    """Turns expected errors into one-line messages and exit code 2."""
+    """Turns expected errors into one-line messages and the exit codes of
+    :mod:`ptxopt.exitcodes` (bad input and bad options: 2)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:  # one line instead of click's usage block
+            where = e.ctx.command_path if e.ctx is not None else (prog_name or "ptxopt")
+            click.echo(f"{where}: error: {e.format_message()} (see '{where} --help')", err=True)
+            sys.exit(BAD_INPUT)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("ptxopt: interrupted", err=True)
+            sys.exit(INTERRUPTED)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
         from ptxopt.corpus import CorpusError
@@ -42,7 +62,7 @@ class _Group(click.Group):
             sys.exit(EXIT_USER_ERROR)
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
-            sys.exit(1)
+            sys.exit(CHECK_FAILED)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
         except BrokenPipeError:  # `ptxopt ... | head`: the reader left, not an error
@@ -51,7 +71,7 @@ class _Group(click.Group):
             sys.exit(0)
         except KeyboardInterrupt:
             click.echo("ptxopt: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(INTERRUPTED)
         except Exception as e:  # a bug: keep it to one line unless debugging
             if os.environ.get("PTXOPT_DEBUG"):
                 raise
@@ -233,7 +253,7 @@ def _sass_json(i) -> dict:
 @click.option("--arch", "archs", multiple=True, default=("sm_89",), show_default=True,
               help="Compare SASS for this architecture (repeatable).")
 @click.option("--no-sass", is_flag=True, help="Skip the ptxas comparison; check the IR only.")
-@click.option("-j", "--jobs", default=0, help="Worker processes (default: CPU count).")
+@click.option("-j", "--jobs", default=0, type=click.IntRange(0, 256), help="Worker processes (0: CPU count).")
 @click.option("--json", "as_json", is_flag=True, help="Print per-kernel results as JSON.")
 def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
     """Check the front end on TARGETS (default: the whole corpus).
@@ -316,7 +336,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.argument("file")
 @click.option("-p", "--passes", "pipeline", required=True,
               help="Pipeline, e.g. vec_ld,maxnreg_128 (see 'ptxopt passes').")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the transformed PTX here instead of stdout.")
 @click.option("--arch", default=None,
               help="Architecture for --verify-each (default: the module's .target, else sm_89).")
@@ -333,9 +353,9 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
 @click.option("--time-passes", is_flag=True, help="Print how long each pass took (stderr).")
 @click.option("--stats", is_flag=True, help="Print each pass's change report: sites changed and refused (stderr).")
-@click.option("--opt-bisect-limit", type=int, default=None, metavar="N",
+@click.option("--opt-bisect-limit", type=click.IntRange(0), default=None, metavar="N",
               help="Run only the first N passes of the pipeline.")
-@click.option("--reproducer-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--reproducer-dir", type=click.Path(file_okay=False), default=None, callback=output_dir(create=False),
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")

@@ -1,25 +1,165 @@
-"""What ``ptxopt eval``, ``search`` and ``train`` share: exit codes, the one
-way to fail on bad input, the backend check, and the evaluator options.
+"""What the commands share: exit codes, the one way to fail on bad input,
+checks that run before any work (output paths, option values, backend,
+architecture and PTX version), and the evaluator options.
 
-One definition each, so the three commands cannot drift apart in wording,
-defaults or exit status.
+One definition each, so the commands cannot drift apart in wording,
+defaults or exit status (the codes themselves: :mod:`ptxopt.exitcodes`).
 """
 
 from __future__ import annotations
 
+import math
 import sys
+from pathlib import Path
 
 import click
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERRUPTED, OK
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = OK, CHECK_FAILED, BAD_INPUT, INTERRUPTED
 # nothing differed, but equivalence was not established (verify, run --verify-each)
-EXIT_INCONCLUSIVE = 4
+EXIT_INCONCLUSIVE = INCONCLUSIVE
 
 
-def fail(msg: str) -> None:
-    """Report bad input on stderr and exit 2 (no traceback)."""
+def fail(msg: str, code: int = BAD_INPUT) -> None:
+    """Report bad input on stderr as one line and exit 2 (no traceback)."""
     click.echo(f"ptxopt: error: {msg}", err=True)
-    sys.exit(EXIT_INPUT)
+    sys.exit(code)
+
+
+# -- output paths: checked while the options are parsed, before any work ------
+
+def output_file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be written as an output file, or None.
+
+    Checked by opening it for append (nothing is truncated) and removing it
+    again when it did not exist: permission bits alone say nothing for root,
+    and ``/proc`` or a read-only file system only show themselves on open."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{path}: is a directory"
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        return f"{path}: no such directory: {parent}"
+    if not parent.is_dir():
+        return f"{path}: {parent} is not a directory"
+    existed = p.exists() or p.is_symlink()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        return f"{path}: cannot be written: {e.strerror or e}"
+    if not existed:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    return None
+
+
+def output_dir_problem(path: str, *, create: bool = True) -> str | None:
+    """Why ``path`` cannot be used as an output folder, or None. ``create``:
+    it is created when missing (as the command would); otherwise its nearest
+    existing ancestor must be a folder that can be written."""
+    import tempfile
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{path}: not a directory"
+    probe = p
+    try:
+        if create:
+            p.mkdir(parents=True, exist_ok=True)
+        else:
+            while not probe.exists() and probe != probe.parent:
+                probe = probe.parent
+            if not probe.is_dir():
+                return f"{path}: {probe} is not a directory"
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        return f"{path}: cannot be written: {e.strerror or e}"
+    return None
+
+
+def output_file(*, allow_stdout: bool = False):
+    """A click callback: the option names an output file ('-': stdout where allowed)."""
+
+    def check(ctx, param, value):
+        if value is None or (allow_stdout and value == "-"):
+            return value
+        why = output_file_problem(value)
+        if why:
+            raise click.BadParameter(why, ctx=ctx, param=param)
+        return value
+
+    return check
+
+
+def output_dir(*, create: bool = True):
+    """A click callback: the option names an output folder (see :func:`output_dir_problem`)."""
+
+    def check(ctx, param, value):
+        if value is None:
+            return value
+        why = output_dir_problem(value, create=create)
+        if why:
+            raise click.BadParameter(why, ctx=ctx, param=param)
+        return value
+
+    return check
+
+
+# -- option values -------------------------------------------------------------
+
+class FiniteFloat(click.ParamType):
+    """A finite float, optionally above (``min_open``) or at least ``min``: ``nan``
+    and ``inf`` pass :class:`click.FloatRange`, and a NaN learning rate only
+    shows up as a broken policy after minutes of training."""
+
+    name = "float"
+
+    def __init__(self, min: float | None = None, *, min_open: bool = False):
+        self.min, self.min_open = min, min_open
+
+    def convert(self, value, param, ctx):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.min is not None and (x <= self.min if self.min_open else x < self.min):
+            self.fail(f"{x:g} must be {'>' if self.min_open else '>='} {self.min:g}", param, ctx)
+        return x
+
+
+def check_arch(arch: str | None) -> None:
+    """Fail now (exit 2) when no installed ptxas can target ``arch``."""
+    if not arch:
+        return
+    from ptxopt.toolchain import ToolchainError, installed_ptxas
+
+    try:
+        tools = installed_ptxas()
+    except ToolchainError as e:
+        fail(str(e))
+    if tools and not any(t.supports_arch(arch) for t in tools):
+        fail(f"--arch {arch}: no installed ptxas can target it (tried "
+             f"{', '.join(f'ptxas {t.version}' for t in tools)})")
+
+
+def check_toolchain(text: str, label: str, arch: str | None) -> None:
+    """Fail now (exit 2) when no installed ptxas accepts ``text``'s
+    ``.version`` for its architecture (``arch``, else its ``.target``): the
+    same answer ``compile`` gives, before ``eval``/``search`` spend any work."""
+    from ptxopt.toolchain import ToolchainError, ptx_isa_version, select_ptxas
+    from ptxopt.toolchain.arch import resolve_arch
+
+    try:
+        select_ptxas(ptx_isa_version(text), resolve_arch(text, arch))
+    except ToolchainError as e:
+        fail(f"{label}: {e}")
 
 
 def check_backend(name: str) -> None:
@@ -38,6 +178,23 @@ backend_option = click.option(
 cache_option = click.option(
     "--cache", "cache_path", default=None, metavar="PATH",
     help="Evaluation cache (SQLite) [default: $PTXOPT_CACHE or ~/.cache/ptxopt/eval.sqlite].")
+fresh_cache_option = click.option(
+    "--fresh-cache", is_flag=True,
+    help="When the cache cannot be used (damaged, not SQLite, another program's database, a newer schema), "
+         "move it aside (PATH.unusable-TIME) and start a new one, instead of stopping with exit 2.")
+
+
+def prepare_cache(path, fresh: bool) -> None:
+    """Check the cache at ``path`` before any work (see
+    :func:`ptxopt.evaluate.cache.check_cache`): notes on stderr, exit 2 when unusable."""
+    from ptxopt.evaluate.cache import CacheError, check_cache
+
+    try:
+        notes = check_cache(path, fresh=fresh)
+    except CacheError as e:
+        fail(str(e))
+    for n in notes:
+        click.echo(f"ptxopt: note: {n}", err=True)
 timeout_option = click.option(
     "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds one candidate may take.")
@@ -112,6 +269,8 @@ def with_contract(cand, path: str, contract: dict):
     return replace(cand, entry=entry, spec=c.spec, geometry=None if c.spec is not None else c.geometry)
 
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "fail", "check_backend", "backend_option",
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_INCONCLUSIVE", "fail", "check_backend",
+           "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
+           "output_dir_problem", "FiniteFloat", "fresh_cache_option", "prepare_cache", "backend_option",
            "cache_option", "timeout_option", "trials_option", "arch_option", "allow_unchecked_option",
            "contract_options", "with_contract"]

@@ -32,7 +32,15 @@ Durability: every result is written in its own transaction (result row and
 pipeline alias together), committed before the evaluator moves on; with WAL
 journaling a process killed with SIGKILL loses nothing already committed.
 Concurrency: any number of processes may share one file; writers wait up to
-``busy_timeout`` for each other.
+``busy_timeout`` for each other. A write that still cannot be committed is
+kept in memory and retried, and saved beside the cache when the process ends
+(merged in by the next one): nothing computed is thrown away.
+
+Damage: :func:`check_cache` (called by the CLI before any work) refuses, with
+one sentence, a file that is not SQLite, a damaged or truncated database,
+another program's database and a cache of a newer schema (``--fresh-cache``
+moves such a file aside instead); a single row that cannot be decoded is a
+cache miss, recomputed and rewritten.
 """
 
 from __future__ import annotations
@@ -90,40 +98,194 @@ def default_cache_path() -> Path:
 
 
 class CacheError(Exception):
-    """The cache file cannot be opened or has an unknown layout."""
+    """The cache file cannot be used: not a database, damaged, another
+    program's database, or written by a newer ptxopt (``why``: the reason alone)."""
+
+    def __init__(self, message: str, why: str | None = None):
+        super().__init__(message)
+        self.why = why or message
+
+
+def _unusable(path: Path, why: str) -> CacheError:
+    return CacheError(f"the evaluation cache {path} cannot be used: {why}", why)
+
+
+#: the first 16 bytes of every SQLite 3 database file
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: reads that fail for these reasons are a cache miss (the row is recomputed and rewritten)
+_BAD_ROW = (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError)
+
+
+def _expected_columns() -> dict[str, list[str]]:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        return {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("results", "pipelines", "meta")}
+    finally:
+        db.close()
+
+
+_COLUMNS = _expected_columns()
+
+
+def _layout_problem(db: sqlite3.Connection, version: int) -> str | None:
+    """Why the tables of ``db`` (at ``user_version`` ``version``) are not an
+    evaluation cache of this or an older ptxopt, or None."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version > SCHEMA_VERSION:
+        return (f"written by a newer ptxopt (cache schema {version}; this ptxopt reads schema {SCHEMA_VERSION}); "
+                "upgrade ptxopt or use another --cache")
+    if version == 0:
+        return None if not tables else f"another program's database (tables: {', '.join(sorted(tables))})"
+    if "meta" not in tables:
+        return f"another program's database (user_version {version}, no ptxopt 'meta' table)"
+    if version == SCHEMA_VERSION:
+        for table, cols in _COLUMNS.items():
+            have = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+            missing = [c for c in cols if c not in have]
+            if missing:
+                return f"table {table!r} lacks column(s) {', '.join(missing)}: not a ptxopt evaluation cache"
+    return None
+
+
+def _sqlite_header_problem(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be read: {e.strerror or e}"
+    if head and head != SQLITE_HEADER[: len(head)] or 0 < len(head) < len(SQLITE_HEADER):
+        return "not an SQLite database"
+    return None
+
+
+def check_cache(path: str | Path, *, fresh: bool = False) -> list[str]:
+    """Check, before any work, that the cache at ``path`` can be used.
+
+    Detects a file that is not SQLite, a truncated or damaged database
+    (``PRAGMA quick_check``), another program's database and a newer schema,
+    and raises :class:`CacheError` with one clear sentence. With ``fresh``
+    such a file is not touched but moved aside (``PATH.unusable-TIME``, its
+    ``-wal``/``-shm`` with it) and a fresh cache is created at ``path``; the
+    returned notes say so. An older schema of ptxopt's own is emptied and
+    noted (it is only a cache). Returns notes for the user (possibly empty).
+    """
+    path = Path(path).expanduser()
+    notes: list[str] = []
+    why = _check_file(path, notes)
+    if why is None:
+        return notes
+    if not fresh:
+        raise CacheError(f"the evaluation cache {path} cannot be used: {why} (--fresh-cache moves it aside and "
+                         "starts a new one; --cache PATH uses another file)")
+    aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    try:
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(path) + suffix)
+            if src.exists():
+                src.rename(str(aside) + suffix)
+    except OSError as e:
+        raise CacheError(f"the evaluation cache {path} cannot be used ({why}) nor moved aside: "
+                         f"{e.strerror or e}") from None
+    notes.append(f"the evaluation cache {path} could not be used ({why}); it was moved to {aside} and a fresh "
+                 "cache started")
+    again = _check_file(path, notes)
+    if again is not None:
+        raise CacheError(f"a fresh evaluation cache at {path} cannot be used either: {again}")
+    return notes
+
+
+def _check_file(path: Path, notes: list[str]) -> str | None:
+    why = _sqlite_header_problem(path)
+    if why is not None:
+        return why
+    try:
+        EvalCache(path, notes=notes).close()  # layout, schema, WAL; creates a missing cache
+    except CacheError as e:
+        return e.why
+    db = None
+    try:
+        db = sqlite3.connect(str(path), timeout=60.0)
+        rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as e:
+        return f"damaged ({e})"
+    finally:
+        if db is not None:
+            db.close()
+    if rows != ["ok"]:
+        return f"damaged ({'; '.join(rows)})"
+    return None
 
 
 class EvalCache:
-    """One connection to the cache file; open one per process (not shared across fork)."""
+    """One connection to the cache file; open one per process (not shared across fork).
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0):
+    Reads never fail: a row that cannot be decoded is a miss (and is rewritten
+    by the next :meth:`put`). Writes never lose a result: one that cannot be
+    committed (another writer holds the lock longer than ``busy_timeout``, a
+    damaged page) is kept, retried with every later write, and on
+    :meth:`close` saved beside the cache as ``PATH.pending-PID.jsonl``, which
+    the next process that opens the cache merges in.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0, notes: list[str] | None = None):
         self.path = Path(path).expanduser()
         self.pid = os.getpid()
+        self.busy_timeout = busy_timeout
+        self.pending: list[tuple[EvalResult, str | None, str | None]] = []
+        self.aliases: list[tuple[str, str]] = []
+        self.saved_pending: Path | None = None
+        self.notes = notes if notes is not None else []
+        self.db = None
+        why = _sqlite_header_problem(self.path)
+        if why is not None:
+            raise _unusable(self.path, why)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=busy_timeout, isolation_level=None)
-            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            self._set_busy(busy_timeout)
             mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                raise CacheError(f"{self.path}: cannot switch to WAL journaling (got {mode})")
+                raise _unusable(self.path, f"cannot switch to WAL journaling (got {mode})")
             self.db.execute("PRAGMA synchronous = NORMAL")  # WAL: committed = safe from a process kill
             self._init_schema()
+        except CacheError:
+            self.close()
+            raise
         except sqlite3.DatabaseError as e:
-            raise CacheError(f"cannot open the evaluation cache {self.path}: {e}") from None
+            self.close()
+            raise _unusable(self.path, f"damaged or locked ({e})") from None
         except OSError as e:
-            raise CacheError(f"cannot create the evaluation cache {self.path}: {e.strerror or e}") from None
+            self.close()
+            raise _unusable(self.path, f"cannot be created ({e.strerror or e})") from None
+        self._merge_pending_files()
+
+    def _set_busy(self, seconds: float) -> None:
+        self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     def _init_schema(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
+            why = _layout_problem(self.db, version)
+            if why:
+                raise _unusable(self.path, why)
             return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+            why = _layout_problem(self.db, version)
+            if why:
+                raise _unusable(self.path, why)
             if version != SCHEMA_VERSION:
-                if version != 0:  # an older layout: it is only a cache, start afresh
+                if version != 0:  # an older layout of ptxopt's own: it is only a cache, start afresh
+                    n = self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] if self._has("results") else 0
                     for table in ("pipelines", "results", "meta"):
                         self.db.execute(f"DROP TABLE IF EXISTS {table}")
+                    self.notes.append(f"the evaluation cache {self.path} had schema {version} (this ptxopt uses "
+                                      f"{SCHEMA_VERSION}); its {n} results were dropped")
                 for statement in SCHEMA.split(";"):  # not executescript: it would commit early
                     if statement.strip():
                         self.db.execute(statement)
@@ -134,16 +296,35 @@ class EvalCache:
             self.db.execute("ROLLBACK")
             raise
 
+    def _has(self, table: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                               (table,)).fetchone() is not None
+
     # -- reads ----------------------------------------------------------------
+    def _row(self, sql: str, key: str) -> EvalResult | None:
+        try:
+            row = self.db.execute(sql, (key,)).fetchone()
+            if row is None:
+                return None
+            doc = json.loads(row[0])
+            if not isinstance(doc, dict):
+                return None
+            return EvalResult.from_json(doc)
+        except _BAD_ROW:  # undecodable text or JSON, wrong types, a damaged page: a miss
+            return None
+
     def get(self, key: str) -> EvalResult | None:
-        row = self.db.execute("SELECT result_json FROM results WHERE key = ?", (key,)).fetchone()
-        return EvalResult.from_json(json.loads(row[0])) if row else None
+        hit = self._row("SELECT result_json FROM results WHERE key = ?", key)
+        if hit is None:
+            hit = next((r for r, _, _ in self.pending if r.key == key), None)
+        return hit
 
     def resolve(self, pipeline_key: str) -> EvalResult | None:
-        row = self.db.execute(
-            "SELECT r.result_json FROM pipelines p JOIN results r ON r.key = p.result_key WHERE p.key = ?",
-            (pipeline_key,)).fetchone()
-        return EvalResult.from_json(json.loads(row[0])) if row else None
+        hit = self._row("SELECT r.result_json FROM pipelines p JOIN results r ON r.key = p.result_key "
+                        "WHERE p.key = ?", pipeline_key)
+        if hit is None and self.pending:
+            hit = next((r for r, pk, _ in self.pending if pk == pipeline_key), None)
+        return hit
 
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -153,32 +334,98 @@ class EvalCache:
 
     # -- writes ---------------------------------------------------------------
     def put(self, result: EvalResult, pipeline_key: str | None = None, ptx_sha256: str | None = None) -> None:
-        """Store ``result`` under ``result.key`` (and ``pipeline_key`` -> it), in one transaction."""
+        """Store ``result`` under ``result.key`` (and ``pipeline_key`` -> it), in one transaction.
+
+        Never raises for the database: a write that cannot be committed now is
+        kept and retried (see the class doc)."""
         if result.key is None:
             raise ValueError("a result without a key cannot be cached")
-        stored = result.replace(cache_hit=False)
-        now = time.time()
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            self.db.execute(
-                "INSERT OR REPLACE INTO results (key, kernel, pipeline, arch, backend, status, cycles, estimate, "
-                "registers, spill_bytes, sass_instructions, ptx_sha256, result_json, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (stored.key, stored.kernel, stored.pipeline, stored.arch, stored.backend, stored.status,
-                 stored.cycles, int(stored.estimate), stored.registers, stored.spill_bytes,
-                 stored.sass_instructions, ptx_sha256, stored.dumps(), now))
-            if pipeline_key is not None:
-                self.db.execute("INSERT OR REPLACE INTO pipelines (key, result_key, created) VALUES (?, ?, ?)",
-                                (pipeline_key, stored.key, now))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+        self.pending.append((result.replace(cache_hit=False), pipeline_key, ptx_sha256))
+        self.flush()
 
     def alias(self, pipeline_key: str, result_key: str) -> None:
         """Point ``pipeline_key`` at an existing result."""
-        self.db.execute("INSERT OR REPLACE INTO pipelines (key, result_key, created) VALUES (?, ?, ?)",
-                        (pipeline_key, result_key, time.time()))
+        self.aliases.append((pipeline_key, result_key))
+        self.flush()
+
+    def flush(self) -> bool:
+        """Commit every pending write; True when none is left."""
+        if not self.pending and not self.aliases:
+            return True
+        try:
+            self._write(self.pending, self.aliases)
+        except sqlite3.Error:
+            # locked past busy_timeout, or a damaged page: keep them; later writes
+            # retry without waiting the whole timeout again
+            self._set_busy(min(self.busy_timeout, 0.2))
+            return False
+        self.pending, self.aliases = [], []
+        self._set_busy(self.busy_timeout)
+        return True
+
+    def _write(self, results, aliases) -> None:
+        now = time.time()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for stored, pipeline_key, ptx_sha256 in results:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO results (key, kernel, pipeline, arch, backend, status, cycles, estimate, "
+                    "registers, spill_bytes, sass_instructions, ptx_sha256, result_json, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (stored.key, stored.kernel, stored.pipeline, stored.arch, stored.backend, stored.status,
+                     stored.cycles, int(stored.estimate), stored.registers, stored.spill_bytes,
+                     stored.sass_instructions, ptx_sha256, stored.dumps(), now))
+                if pipeline_key is not None:
+                    self.db.execute("INSERT OR REPLACE INTO pipelines (key, result_key, created) VALUES (?, ?, ?)",
+                                    (pipeline_key, stored.key, now))
+            for pipeline_key, result_key in aliases:
+                self.db.execute("INSERT OR REPLACE INTO pipelines (key, result_key, created) VALUES (?, ?, ?)",
+                                (pipeline_key, result_key, now))
+            self.db.execute("COMMIT")
+        except BaseException:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+
+    def _pending_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.pending-{self.pid}.jsonl")
+
+    def _save_pending(self) -> None:
+        """What could not be committed goes to ``PATH.pending-PID.jsonl`` (merged in by the next open)."""
+        path = self._pending_path()
+        try:
+            with open(path, "a") as f:
+                for r, pk, sha in self.pending:
+                    f.write(json.dumps({"result": json.loads(r.dumps()), "pipeline_key": pk, "ptx_sha256": sha})
+                            + "\n")
+                for pk, rk in self.aliases:
+                    f.write(json.dumps({"alias": [pk, rk]}) + "\n")
+        except OSError:
+            return
+        self.saved_pending = path
+        self.pending, self.aliases = [], []
+
+    def _merge_pending_files(self) -> None:
+        for f in sorted(self.path.parent.glob(f"{self.path.name}.pending-*.jsonl")):
+            results, aliases = [], []
+            try:
+                for line in f.read_text().splitlines():
+                    try:
+                        doc = json.loads(line)
+                        if "alias" in doc:
+                            aliases.append(tuple(doc["alias"]))
+                        else:
+                            r = EvalResult.from_json(doc["result"])
+                            if r.key is not None:
+                                results.append((r, doc.get("pipeline_key"), doc.get("ptx_sha256")))
+                    except _BAD_ROW:
+                        continue
+                self._write(results, aliases)
+                f.unlink()
+            except (OSError, sqlite3.Error):
+                continue  # another process has it, or the lock is held: the next open merges it
 
     def clear(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -187,10 +434,17 @@ class EvalCache:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
+        if self.db is None:
+            return
+        if (self.pending or self.aliases) and os.getpid() == self.pid:
+            self._set_busy(self.busy_timeout)
+            if not self.flush():
+                self._save_pending()
         try:
             self.db.close()
         except sqlite3.Error:
             pass
+        self.db = None
 
     def __enter__(self) -> "EvalCache":
         return self
@@ -199,4 +453,4 @@ class EvalCache:
         self.close()
 
 
-__all__ = ["EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path"]
+__all__ = ["EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "check_cache"]
