@@ -174,7 +174,10 @@ class PassManager:
 
 
 def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>") -> str:
-    """Library entry point: PTX text in, transformed PTX text out."""
+    """Internal text-in/text-out helper: the pipeline's output, printed, with
+    no ptxas or equivalence check. Callers outside ptxopt use
+    :func:`ptxopt.optimize` (:mod:`ptxopt.api`), which checks both and keeps
+    the input when the result is not safe."""
     m = parse(ptx_text, filename)
     return emit(PassManager(pipeline).run(m).module)
 
