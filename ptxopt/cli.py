@@ -311,23 +311,30 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 
     from rich.progress import Progress
 
+    from ptxopt.workers import become_worker, parent_info
+
     work = [(s.name, s.data, archs) for s in sources]
     results = [None] * len(work)
     if jobs <= 1 or len(work) == 1:
         it = map(_check_one, work)
         pool = None
-    else:
-        pool = ProcessPoolExecutor(max_workers=jobs)
+    else:  # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=become_worker, initargs=parent_info())
         it = pool.map(_check_one, work, chunksize=1)
+    finished = False
     try:
         with Progress(disable=not progress, transient=True) as bar:
             task = bar.add_task("round trip", total=len(work))
             for i, r in enumerate(it):
                 results[i] = r
                 bar.advance(task)
+        finished = True
     finally:
         if pool is not None:
-            pool.shutdown(cancel_futures=True)
+            if not finished:
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.kill()
+            pool.shutdown(wait=finished, cancel_futures=True)
     return results
 
 

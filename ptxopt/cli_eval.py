@@ -13,12 +13,13 @@ Each result carries the equivalence ``verdict``: ``identical``,
 ``differ`` (the counterexample); see :mod:`ptxopt.evaluate.result`.
 ``--arch`` defaults to each kernel's own ``.target``.
 
-Exit status: 0 when every candidate is ``ok``; 1 when one failed (a failure
-category -- illegal, ptxas, mismatch, fault, timeout, truncated,
-unsupported, internal -- and its message are printed); 2 on bad input
-(unreadable or unparsable FILE, an unknown kernel, a bad or conflicting
-pipeline string, an unusable backend or cache, an original kernel that
-ptxas rejects for the arch).
+Exit status (:mod:`ptxopt.exitcodes`): 0 when every candidate is ``ok``; 1
+when one failed (a failure category -- illegal, ptxas, mismatch, fault,
+timeout, truncated, unsupported, internal -- and its message are printed);
+2 on bad input (unreadable or unparsable FILE, an unknown kernel or
+``--kernel``, a bad or conflicting pipeline string, an unusable backend or
+cache, an original kernel that ptxas rejects, its ``.version``/``.target`` or
+``--arch`` no installed ptxas handles), which wins over 1 when both occur.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import sys
 import click
 
 from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
-                               check_backend, contract_options, timeout_option, trials_option, with_contract)
+                               check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
+                               prepare_cache, timeout_option, trials_option, with_contract)
+from ptxopt.exitcodes import worst
 from ptxopt.cli_common import fail as _fail
 
 
@@ -41,6 +44,7 @@ from ptxopt.cli_common import fail as _fail
 @arch_option
 @click.option("--kernel", default=None, metavar="NAME", help="The .entry to evaluate (default: the first).")
 @cache_option
+@fresh_cache_option
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Worker processes (0: evaluate in this process).")
@@ -48,7 +52,7 @@ from ptxopt.cli_common import fail as _fail
 @trials_option
 @contract_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
-def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, workers, timeout, trials, contract_file,
+def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
              grid, block, shared_bytes, scalars, as_json):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
@@ -74,6 +78,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
         except PipelineError as e:
             _fail(str(e))
     check_backend(backend)
+    check_arch(arch)
 
     from dataclasses import replace
 
@@ -87,6 +92,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             text = src.data.decode("utf-8")
         except UnicodeDecodeError as e:
             _fail(f"{src.name}: not UTF-8 text ({e.reason})")
+        check_toolchain(text, src.name, arch)  # .version/.target/--arch no ptxas takes: bad input, before any work
         spec = None
         if src.name.startswith("corpus:"):
             from ptxopt.corpus import get
@@ -111,6 +117,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
             candidates.append(replace(base, pipeline=p))
 
     cache = None if no_cache else (cache_path or default_cache_path())
+    if cache is not None:
+        prepare_cache(cache, fresh_cache)
     options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials)
     try:
         if len(candidates) == 1 or as_json:
@@ -139,9 +147,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, no_cache, worke
         for r in failed:
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
-    if failed and all(r.bad_input for r in failed):
-        sys.exit(EXIT_INPUT)
-    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+    sys.exit(worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in failed] or [EXIT_OK]))
 
 
 def _with_progress(candidates, workers, cache, options):

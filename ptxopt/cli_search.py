@@ -12,9 +12,12 @@ kernel's best; ``--allow-unchecked`` lets ``inconclusive`` ones through. Each
 kernel's JSON carries the best pipeline's ``verdict`` (with ``verdict_note``,
 ``coverage``, ``launch``), ``unchecked`` (candidates left out) and ``arch``.
 
-Exit status: 0 when every kernel was searched; 1 when a kernel could not be
-(its baseline failed, it did not parse); 2 on bad input; 130 when
-interrupted (what finished is still written).
+Exit status (:mod:`ptxopt.exitcodes`): 0 when every kernel was searched; 1
+when a kernel could not be (its baseline failed); 2 on bad input -- a file
+that does not parse, ``--kernel`` that names no entry, an original ptxas
+rejects (or its ``.version``/``.target``/``--arch``), an unusable cache or
+output path, all refused before any work where they can be known then --
+which wins over 1; 130 when interrupted (what finished is still written).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from pathlib import Path
 import click
 
 from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_backend, contract_options, timeout_option, trials_option, with_contract)
+                               check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
+                               output_file, prepare_cache, timeout_option, trials_option, with_contract)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -74,17 +78,25 @@ def resolve_kernels(target: str, entry: str | None = None) -> list:
     return out
 
 
-def _check_parse(kernels) -> None:
-    """Report the first syntax error the ptxopt way (file:line:col, exit 2) before any work."""
+def _check_parse(kernels, arch: str | None = None) -> None:
+    """Before any work: the first syntax error the ptxopt way (file:line:col),
+    a ``--kernel`` the module lacks, a ``.version``/``.target``/``--arch`` no
+    installed ptxas takes (exit 2 each)."""
     from ptxopt.parser import ParseError, parse
 
     for cand, family in kernels:
         if cand.spec is None:
             try:
-                parse(cand.ptx, filename=cand.label)
+                m = parse(cand.ptx, filename=cand.label)
             except ParseError as e:
                 click.echo(str(e), err=True)
                 sys.exit(EXIT_INPUT)
+            entries = [f.name for f in m.entries]
+            if not entries:
+                _fail(f"{cand.label}: the module has no .entry to optimise")
+            if cand.entry is not None and cand.entry not in entries:
+                _fail(f"{cand.label}: no .entry named {cand.entry} (entries: {', '.join(entries)})")
+        check_toolchain(cand.ptx, cand.label, arch)
 
 
 @click.command("search")
@@ -114,15 +126,16 @@ def _check_parse(kernels) -> None:
 @trials_option
 @timeout_option
 @contract_options
-@click.option("--record", default=None, type=click.Path(dir_okay=False, writable=True),
+@fresh_cache_option
+@click.option("--record", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the trajectories (JSON Lines, see ptxopt.search.trajectory) here.")
-@click.option("--json", "json_out", default=None, metavar="OUT",
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=output_file(allow_stdout=True),
               help="Write per-kernel results and the summary as JSON to OUT ('-': stdout, no table).")
-@click.option("--plot", default=None, type=click.Path(dir_okay=False, writable=True),
+@click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
-               arch, allow_unchecked, kernel, cache_path, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
+               arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
@@ -147,11 +160,13 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         _fail(str(e))
     if not kernels:
         _fail(f"{target}: no PTX kernels found")
-    _check_parse(kernels)
+    check_arch(arch)
+    _check_parse(kernels, arch)
     contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
     kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
     check_backend(backend)
     cache = cache_path or str(default_cache_path())
+    prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from ptxopt.cli_common import EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from ptxopt.exitcodes import worst
 
 
 def _fmt(x, spec=".0f", none="-") -> str:
@@ -76,7 +77,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
         return EXIT_INTERRUPTED
-    return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
+    return worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in results if r.error] or [EXIT_OK])
 
 
 def print_table(results, config) -> None:

@@ -24,6 +24,10 @@ parent which candidates it is working on; the parent
 * in both cases re-queues the batch's other unfinished candidates one by one
   (when the worker was measuring several at once, each is retried alone, so
   only the culprit fails) and starts a replacement worker.
+
+Workers die with the parent and ignore Ctrl-C (:mod:`ptxopt.workers`): the
+parent, interrupted, kills them at once (what they committed stays in the
+cache) instead of waiting for their batches.
 """
 
 from __future__ import annotations
@@ -95,7 +99,10 @@ def _batches(items: list[int], size: int):
 # the worker side
 
 
-def _worker_main(conn, settings: Settings, cache_path) -> None:
+def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
+    from ptxopt.workers import become_worker
+
+    become_worker(*(parent or ()))
     cache = EvalCache(cache_path) if cache_path is not None else None
     try:
         while True:
@@ -145,7 +152,9 @@ class _Pool:
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_main, args=(child, self.settings, self.cache_path),
+        from ptxopt.workers import parent_info
+
+        proc = self.ctx.Process(target=_worker_main, args=(child, self.settings, self.cache_path, parent_info()),
                                 daemon=True, name="ptxopt-eval-worker")
         proc.start()
         child.close()
@@ -168,6 +177,7 @@ class _Pool:
 
     def run(self, batches: list[list[int]]) -> None:
         self.queue.extend(batches)
+        finished = False
         try:
             for _ in range(min(self.n, len(self.queue))):
                 self._spawn()
@@ -180,7 +190,12 @@ class _Pool:
                     if w.conn in ready:
                         self._drain(w)
                 self._check(busy)
+            finished = True
         finally:
+            if not finished:  # interrupted or failed: stop now, do not wait for whole batches
+                for w in self.workers:
+                    if w.proc.is_alive():
+                        w.proc.kill()
             for w in self.workers:
                 if w.proc.is_alive():
                     try:

@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from typing import Callable, Sequence
 
-from ptxopt.evaluate import Candidate
+from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
+from ptxopt.workers import become_worker, parent_info
 
 from .beam import beam
 from .exhaustive import exhaustive
@@ -88,6 +89,7 @@ class KernelResult:
     registers_after: int | None = None
     note: str | None = None
     error: str | None = None
+    bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
     steps: list[Step] = field(default_factory=list, repr=False)
 
     @property
@@ -135,6 +137,8 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.budget = budget
         meter = Meter(config.options, budget=budget)
         out = _run(config.strategy, root, meter, config)
+    except (CacheError, BackendUnavailable):  # not this kernel's problem: the whole search stops
+        raise
     except Exception as e:  # one kernel never kills a search
         res.error = f"{type(e).__name__}: {e}".splitlines()[0]
         res.wall_s = time.perf_counter() - t0
@@ -157,6 +161,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.coverage, res.launch = best.coverage, best.launch
     res.note = "; ".join(filter(None, [out.note, guard, meter.unchecked_note()])) or None
     if not out.baseline.ok:
+        res.bad_input = bool(out.baseline.bad_input)
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
     res.wall_s = time.perf_counter() - t0
@@ -182,17 +187,29 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
         return results  # type: ignore[return-value]
     # largest kernels first, so the long ones do not trail at the end
     order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=become_worker,
+                               initargs=parent_info())
+    finished = False
+    try:
         futures = {pool.submit(_job, jobs[i]): i for i in order}
         for fut in as_completed(futures):
             i = futures[fut]
             try:
                 results[i] = fut.result()
+            except (CacheError, BackendUnavailable):  # not one kernel's problem: stop the search
+                raise
             except Exception as e:  # a worker that died takes only its own kernel
                 k, _, fam = jobs[i]
                 results[i] = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
             if on_result:
                 on_result(results[i])
+        finished = True
+    finally:
+        if not finished:  # interrupted: kill the workers now (what they committed stays in the cache)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.kill()
+        pool.shutdown(wait=finished, cancel_futures=not finished)
     return results  # type: ignore[return-value]
 
 
