@@ -247,11 +247,10 @@ class _Pool:
 
     def _lost(self, w: _Worker, *, died: bool) -> None:
         """``w`` died or was killed: fail its culprit, re-queue the rest, replace it."""
-        code = w.proc.exitcode if not w.proc.is_alive() else None
         if w.proc.is_alive():
             w.proc.kill()
-            w.proc.join()
-            code = w.proc.exitcode
+        w.proc.join()  # one read of the exit code, after it is known (no is_alive() race)
+        code = w.proc.exitcode
         culprits = [i for i in w.current if i in w.unfinished]
         if len(culprits) == 1 or (culprits and all(i in self.retried for i in culprits)):
             for i in culprits:
