@@ -32,3 +32,15 @@ def test_saxpy_mutants_all_differ():
     assert ms
     verdicts = {(mu.operator, mu.what): verify(m, mu.module, spec.entry, spec=spec).status for mu in ms}
     assert all(v in ("mismatch", "error") for v in verdicts.values()), verdicts
+
+
+def test_constant_mutants_change_the_value_not_only_the_spelling():
+    """-inf * 1.5 + 1 is -inf: softmax_row's ``mov.f32 %f31, 0fFF800000``
+    once gave a "mutant" equal to its original (the prover proved it)."""
+    spec = get("cuda_softmax_row")
+    m = parse(spec.ptx_text())
+    ms = mutants(m, spec.entry, per_operator=50, operators=("constant",))
+    at_inf = [mu for mu in ms if mu.line == 37]
+    assert at_inf, [mu.line for mu in ms]
+    for mu in ms:
+        assert mu.what.split("-> ")[1] != "0fFF800000", mu.what

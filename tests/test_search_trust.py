@@ -92,7 +92,10 @@ def test_a_cache_of_the_old_schema_is_not_read(tmp_path):
     """Schema 1 stored verdicts like 'not-checked': such a cache starts afresh."""
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
+    # schema 1's layout, reduced to what the check reads: results, pipelines and meta
     db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, result_json TEXT)")
+    db.execute("CREATE TABLE pipelines (key TEXT PRIMARY KEY, result_key TEXT, created REAL)")
+    db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
     db.execute("INSERT INTO results VALUES ('k', '{\"equivalence\": \"not-checked\"}')")
     db.execute("PRAGMA user_version = 1")
     db.commit()

@@ -19,6 +19,8 @@ every ``equal`` so a person can judge it.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 
 from ptxopt import opcodes
@@ -63,8 +65,13 @@ def _other_constant(imm: Imm) -> Imm | None:
     except (ValueError, TypeError):
         return None
     if imm.is_float:
-        return Imm(repr(float(v) * 1.5 + 1.0)) if not imm.text.lower().lstrip("-").startswith("0d") \
-            else None
+        if imm.text.lower().lstrip("-").startswith("0d"):
+            return None
+        f = float(v)
+        if math.isinf(f) or math.isnan(f):
+            # inf * 1.5 + 1 is inf again: not a mutant at all; any finite value differs
+            return Imm("1.0")
+        return Imm(repr(f * 1.5 + 1.0))
     return Imm(str(int(v) + 1))
 
 
