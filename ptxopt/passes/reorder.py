@@ -1,13 +1,16 @@
 """Per-block list schedulers (``reorder_*``).
 
 Each pass rebuilds every basic block's instruction order by list scheduling
-over the block's dependency DAG (:func:`ptxopt.analysis.block_dag`): it
-repeatedly takes a *ready* instruction (all its DAG predecessors placed) by
-the pass's priority, ties broken by original position, so the result is
-deterministic. The priorities:
+over the block's dependencies: it repeatedly takes a *ready* instruction (all
+its predecessors placed) by the pass's priority, ties broken by original
+position, so the result is deterministic. The dependencies are a
+:class:`~ptxopt.analysis.depgraph.DepGraph`, the partial order of the
+block's DAG (:func:`ptxopt.analysis.block_dag`) in linear size (join nodes
+instead of one edge per conflicting load/store pair), scheduled by
+:mod:`ptxopt.analysis.schedule`. The priorities:
 
 * ``reorder_cp``: longest latency-weighted path to the end of the block
-  (:func:`~ptxopt.analysis.heights` with :func:`~ptxopt.analysis.estimated_latency`);
+  (:func:`~ptxopt.analysis.schedule.heights` with :func:`~ptxopt.analysis.estimated_latency`);
   a ready prefetch goes first (nothing consumes it, so its own path is short,
   but it only helps ahead of the loads it is for);
 * ``reorder_il``: a memory instruction after an arithmetic one and vice
@@ -17,12 +20,14 @@ deterministic. The priorities:
 * ``reorder_sl``: the mirror image, scheduled bottom-up from the block's end:
   stores take the last free slot, then instructions that must follow a store.
 
-Legality is the DAG's: every edge is kept (checked with
-:func:`~ptxopt.analysis.topological_orders_respect` before anything is
-written; a violation is a bug and raises). Ordering points (barriers,
-atomics, calls, fences, volatile accesses, clock reads) are ordered against
-everything by the DAG's ``order`` edges, the terminator is one of them, so it
-stays last; labels are not instructions and stay where they are.
+Legality is the DAG's: every dependency is kept (checked with
+:func:`~ptxopt.analysis.schedule.respects` before anything is written; a
+violation is a bug and raises; the tests check the results against the full
+DAG with :func:`~ptxopt.analysis.topological_orders_respect`). Ordering
+points (barriers, atomics, calls, fences, volatile accesses, clock reads)
+are ordered against everything by the DAG's ``order`` edges, the terminator
+is one of them, so it stays last; labels are not instructions and stay where
+they are.
 
 What moves in the text: a *run* is a maximal sequence of a block's
 instructions in one ``{ }`` scope with only ``.loc`` lines and comments
@@ -41,15 +46,14 @@ is a fixed point of its own pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from heapq import heapify, heappop, heappush
 from typing import ClassVar
 
-import networkx as nx
-
 from ptxopt import opcodes
-from ptxopt.analysis import build_cfg, estimated_latency, heights, topological_orders_respect
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
-from ptxopt.analysis.dag import block_dag
+from ptxopt.analysis.cfg_memo import cfg_of
+from ptxopt.analysis.depgraph import DepGraph, block_depgraph
+from ptxopt.analysis.latency import estimated_latency
+from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import REORDER
@@ -107,89 +111,16 @@ def _groups(run: _Run) -> tuple[int, list[list]]:
     return start, out
 
 
-def _schedule(dag: nx.DiGraph, lo: int, hi: int, keys: list, bottom_up: bool = False) -> list[int]:
-    """List-schedule nodes ``lo..hi-1``: the ready node with the smallest key
-    first (keys are unique). Bottom-up fills the schedule from its end."""
-    before, after = (dag.succ, dag.pred) if bottom_up else (dag.pred, dag.succ)
-    whole = lo == 0 and hi == len(dag)
-    waiting: dict[int, int] = {}
-    heap = []
-    for v in range(lo, hi):
-        n = len(before[v]) if whole else sum(1 for u in before[v] if lo <= u < hi)
-        if n:
-            waiting[v] = n
-        else:
-            heap.append((keys[v], v))
-    heapify(heap)
-    order = []
-    while heap:
-        v = heappop(heap)[1]
-        order.append(v)
-        for w in after[v]:
-            if lo <= w < hi:
-                n = waiting[w] - 1
-                waiting[w] = n
-                if not n:
-                    heappush(heap, (keys[w], w))
-    return order[::-1] if bottom_up else order
-
-
-def _interleave(dag: nx.DiGraph, lo: int, hi: int, mem: list[bool]) -> list[int]:
-    """Top-down: the other kind (memory / arithmetic) than the last one
-    placed when one is ready, else the earliest ready instruction."""
-    pred, succ = dag.pred, dag.succ
-    waiting: dict[int, int] = {}
-    heaps: tuple[list, list] = ([], [])  # arithmetic, memory
-    for v in range(lo, hi):
-        n = sum(1 for u in pred[v] if u >= lo)
-        if n:
-            waiting[v] = n
-        else:
-            heaps[mem[v]].append(v)
-    for h in heaps:
-        heapify(h)
-    order: list[int] = []
-    last = None
-    while heaps[0] or heaps[1]:
-        a, m = heaps
-        if last is not None and heaps[not last]:
-            h = heaps[not last]  # alternate
-        elif not a or not m:
-            h = a or m
-        else:
-            h = a if a[0] < m[0] else m  # original order
-        v = heappop(h)
-        last = mem[v]
-        order.append(v)
-        for w in succ[v]:
-            if w < hi:
-                n = waiting[w] - 1
-                waiting[w] = n
-                if not n:
-                    heappush(heaps[mem[w]], w)
-    return order
-
-
-def _reaches(dag: nx.DiGraph, marked: list[bool], forward: bool) -> list[bool]:
-    """For each node: is a marked node among its descendants (``forward``)
-    or its ancestors?"""
-    n = len(marked)
-    out = [False] * n
-    nbrs = dag.succ if forward else dag.pred
-    for v in (range(n - 1, -1, -1) if forward else range(n)):
-        out[v] = any(marked[w] or out[w] for w in nbrs[v])
-    return out
-
-
 @dataclass(frozen=True)
 class _Reorder(FunctionPass):
     family: ClassVar[str] = REORDER
 
-    def order(self, dag: nx.DiGraph, lo: int, hi: int, ctx: dict) -> list[int]:
+    def order(self, g: DepGraph, runs: list[tuple[int, int]]) -> list[int]:
+        """The block's new order: each run of ``runs`` scheduled on its own."""
         raise NotImplementedError
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = build_cfg(fn)
+        cfg = cfg_of(fn)  # the four reorder passes of one state share it
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}
         overlap = overlapping_symbols(fn, module)
@@ -208,15 +139,12 @@ class _Reorder(FunctionPass):
             movable = [r for r in runs if len(r.indices) > 1]
             if not movable:
                 continue
-            dag = block_dag(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
-            ctx: dict = {}
-            order: list[int] = []
-            for r in runs:
-                order += self.order(dag, r.lo, r.hi, ctx) if len(r.indices) > 1 else [r.lo]
+            g = block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
+            order = self.order(g, [(r.lo, r.hi) for r in runs])
             moved = sum(1 for k, v in enumerate(order) if k != v)
             if not moved:
                 continue
-            if not topological_orders_respect(dag, order):
+            if not respects(g, order):
                 raise AssertionError(f"{self.name}: schedule of {fn.name} block {where} "
                                      "violates a dependency (a bug in the scheduler)")
             for r in movable:
@@ -227,28 +155,17 @@ class _Reorder(FunctionPass):
                           f"{len(block.instructions)} instructions moved")
 
 
-def _instructions(dag) -> list:
-    """Node ``v``'s instruction at index ``v`` (one pass over the node data;
-    per-node ``dag.nodes[v]`` lookups cost ~10 us each)."""
-    out = [None] * len(dag)
-    for v, ins in dag.nodes(data="ins"):
-        out[v] = ins
-    return out
-
-
 @dataclass(frozen=True)
 class ReorderCriticalPath(_Reorder):
     name: ClassVar[str] = "reorder_cp"
     description: ClassVar[str] = \
         "list-schedule each basic block by latency-weighted critical-path length"
 
-    def order(self, dag, lo, hi, ctx):
-        if "keys" not in ctx:
-            h = heights(dag, estimated_latency)
-            ins = _instructions(dag)
-            ctx["keys"] = [(ins[v].opcode not in opcodes.PREFETCHES, -h[v], v)
-                           for v in range(len(h))]
-        return _schedule(dag, lo, hi, ctx["keys"])
+    def order(self, g, runs):
+        h = heights(g, estimated_latency)
+        prefetches = opcodes.PREFETCHES
+        keys = [(ins.opcode not in prefetches, -h[v], v) for v, ins in enumerate(g.instructions)]
+        return list_schedule(g, runs, keys)
 
 
 @dataclass(frozen=True)
@@ -257,10 +174,8 @@ class ReorderInterleave(_Reorder):
     description: ClassVar[str] = \
         "list-schedule each basic block alternating memory and arithmetic instructions"
 
-    def order(self, dag, lo, hi, ctx):
-        if "mem" not in ctx:
-            ctx["mem"] = [opcodes.is_memory(i) for i in _instructions(dag)]
-        return _interleave(dag, lo, hi, ctx["mem"])
+    def order(self, g, runs):
+        return interleave(g, runs, [opcodes.is_memory(i) for i in g.instructions])
 
 
 @dataclass(frozen=True)
@@ -269,12 +184,11 @@ class ReorderLoadsFirst(_Reorder):
     description: ClassVar[str] = \
         "list-schedule each basic block with loads as early as dependencies allow"
 
-    def order(self, dag, lo, hi, ctx):
-        if "keys" not in ctx:
-            load = [opcodes.role(i) == "load" for i in _instructions(dag)]
-            feeds = _reaches(dag, load, forward=True)
-            ctx["keys"] = [(0 if load[v] else 1 if feeds[v] else 2, v) for v in range(len(load))]
-        return _schedule(dag, lo, hi, ctx["keys"])
+    def order(self, g, runs):
+        load = [opcodes.role(i) == "load" for i in g.instructions]
+        feeds = reaches(g, load, forward=True)
+        keys = [(0 if load[v] else 1 if feeds[v] else 2, v) for v in range(g.n)]
+        return list_schedule(g, runs, keys)
 
 
 @dataclass(frozen=True)
@@ -283,9 +197,8 @@ class ReorderStoresLast(_Reorder):
     description: ClassVar[str] = \
         "list-schedule each basic block with stores as late as dependencies allow"
 
-    def order(self, dag, lo, hi, ctx):
-        if "keys" not in ctx:
-            store = [opcodes.role(i) == "store" for i in _instructions(dag)]
-            follows = _reaches(dag, store, forward=False)
-            ctx["keys"] = [(0 if store[v] else 1 if follows[v] else 2, -v) for v in range(len(store))]
-        return _schedule(dag, lo, hi, ctx["keys"], bottom_up=True)
+    def order(self, g, runs):
+        store = [opcodes.role(i) == "store" for i in g.instructions]
+        follows = reaches(g, store, forward=False)
+        keys = [(0 if store[v] else 1 if follows[v] else 2, -v) for v in range(g.n)]
+        return list_schedule(g, runs, keys, bottom_up=True)
