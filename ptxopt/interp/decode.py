@@ -241,7 +241,7 @@ class Decoder:
             step = res if isinstance(res, Step) else self._simple(res, ins)
             if step.ins is None:
                 step.ins = ins
-            if step.kind != SIMPLE and ins.guard:
+            if ins.guard and step.guard is None:  # SIMPLE steps fold it in; coverage reads it
                 step.guard, step.neg = self.guard_slot(ins)
             out.code.append(step)
         # a function falls off its end into an implicit ret

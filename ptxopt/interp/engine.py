@@ -151,6 +151,11 @@ def _start(gs: "_Groups", cta, pc: int, idx: np.ndarray) -> None:
     """Add threads at ``pc``: one group, or one per warp in a warp-serial
     schedule (the warp's rank in the schedule is the high part of the key,
     so the minimum key runs the earliest warp first)."""
+    ranks = cta.thread_rank
+    if ranks is not None:
+        for t in idx:
+            gs.add((int(ranks[t]) << PC_BITS) + pc, idx[idx == t])
+        return
     order = cta.launch.warp_rank
     if order is None:
         gs.add(pc, idx)
@@ -202,9 +207,18 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     limit = cta.launch.max_steps
     branches = cta.launch.branches  # coverage, when tracked
     fname = fr.fn.name
+    executed = cta.launch.executed  # coverage: pc -> ran with a true guard in some thread
+    ex = None
+    if executed is not None:
+        ex = executed.get(fname)
+        if ex is None:
+            ex = executed[fname] = np.zeros(len(code), dtype=bool)
+    serial = cta.thread_rank is not None
     while True:
         key = gs.min_runnable()
         if key is None:
+            if gs.parked and serial and _gather_parked(gs):
+                continue
             if gs.waiting:
                 _release_barrier(fr, code, gs)
                 continue
@@ -222,6 +236,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
             cta.steps += 1
             cta.thread_steps += len(idx)
             if k == SIMPLE:
+                if ex is not None and not ex[pc]:
+                    ex[pc] = _guard_holds(regs, st, sel)
                 st.run(fr, sel)
                 pc += 1
                 if base + pc in gs.g:
@@ -230,12 +246,16 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
             if k == BRANCH:
                 if st.guard is None:
                     new = st.target
+                    if ex is not None:
+                        ex[pc] = True
                 else:
                     p = regs[st.guard][sel]
                     if st.neg:
                         p = ~p
                     if p.all():
                         new = st.target
+                        if ex is not None:
+                            ex[pc] = True
                         if branches is not None:
                             branches[(fname, pc)] = branches.get((fname, pc), 0) | 1
                     elif not p.any():
@@ -243,6 +263,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                         if branches is not None:
                             branches[(fname, pc)] = branches.get((fname, pc), 0) | 2
                     else:
+                        if ex is not None:
+                            ex[pc] = True
                         if branches is not None:
                             branches[(fname, pc)] = 3
                         gs.add(base + st.target, idx[p])
@@ -274,6 +296,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     gs.add(base + pc + 1, idx[~p])
                     idx = idx[p]
                     sel = ALL if len(idx) == T else idx
+            if ex is not None:
+                ex[pc] = True
             if k == RET or k == EXIT:
                 if k == EXIT or fr.fn.is_entry:
                     _exit_threads(cta, idx)
@@ -300,6 +324,9 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     break
                 st.run(fr, sel)
                 pc += 1
+                if serial and len(idx) > 1:
+                    _start(gs, cta, pc, idx)  # the lanes went on together only for the collective
+                    break
                 if base + pc in gs.g:
                     idx, sel = _merge(gs, base + pc, idx, T)
                 continue
@@ -323,6 +350,40 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     if len(returned) == 1:
         return returned[0]
     return np.unique(np.concatenate(returned))
+
+
+def _guard_holds(regs, st, sel) -> bool:
+    """Whether a straight-line step's guard holds for some thread of ``sel``
+    (coverage: the instruction really ran)."""
+    ins = st.ins
+    if ins is None or not ins.guard or st.guard is None:
+        return True
+    p = regs[st.guard][sel]
+    return bool((~p).any() if st.neg else p.any())
+
+
+def _gather_parked(gs: _Groups) -> bool:
+    """Thread-serial schedules: threads run one at a time, so the lanes of a
+    warp collective arrive in different groups (keys differ in their rank).
+    When nothing else can run, merge the groups parked at the same
+    instruction into the earliest one and let it retry; False when there was
+    nothing to merge."""
+    by_pc: dict[int, list[int]] = {}
+    for key in gs.parked:
+        by_pc.setdefault(key & PC_MASK, []).append(key)
+    merged = False
+    for keys in by_pc.values():
+        if len(keys) < 2:
+            continue
+        keys.sort()
+        first = keys[0]
+        idx = np.unique(np.concatenate([gs.g.pop(k) for k in keys]))
+        for k in keys:
+            gs.parked.discard(k)
+        gs.g[first] = idx
+        heapq.heappush(gs.heap, first)
+        merged = True
+    return merged
 
 
 def _merge(gs: _Groups, key: int, idx: np.ndarray, T: int):

@@ -50,7 +50,14 @@ DEFAULT_MAX_STEPS = 5_000_000
 #: own until it blocks (barrier, exit), warps in ascending / descending order:
 #: legal GPU schedules under which a kernel missing a barrier reads data
 #: another warp has not written yet, which lockstep execution would hide.
-SCHEDULES = ("lockstep", "warps", "warps-reversed")
+#: ``threads`` / ``threads-reversed``: in the first and the last CTA *each
+#: thread* runs on its own until it blocks, in ascending / descending order
+#: (independent thread scheduling, Volta+: lanes of one warp may interleave
+#: arbitrarily between barriers), so a barrier missing *inside* a warp shows
+#: too; lanes meet again only at warp collectives. The other CTAs run
+#: warp-serial in the same direction (a thread at a time costs a Python step
+#: per thread and instruction).
+SCHEDULES = ("lockstep", "warps", "warps-reversed", "threads", "threads-reversed")
 MAX_THREADS = 1024
 
 
@@ -89,7 +96,11 @@ class LaunchResult:
     #: (a bool per thread of the launch, CTA-major: it stored to global
     #: memory), ``branches`` (``(function, pc) -> 1 taken | 2 fallen through``
     #: for the conditional branches reached) and ``conditional_branches``
-    #: (how many the functions that ran hold)
+    #: (how many the functions that ran hold), ``executed`` (function name ->
+    #: a bool per instruction, in textual order: it ran with a true guard in
+    #: some thread; unguarded branches and taken guarded ones count, a
+    #: guarded branch never taken does not); with only ``executed=True``,
+    #: just ``executed``
     coverage: dict | None = None
 
 
@@ -108,13 +119,22 @@ class Launch:
         self.thread_steps = 0
         self.schedule = schedule
         self.branches: dict | None = None  # coverage: (function, pc) -> direction bits
-        nwarps = (block[0] * block[1] * block[2] + 31) // 32
+        self.executed: dict | None = None  # coverage: function -> bool per pc (ran with a true guard)
+        threads = block[0] * block[1] * block[2]
+        nwarps = (threads + 31) // 32
+        self.thread_order = None  # thread-serial schedules: rank of each thread of a serial CTA
+        ctas = grid[0] * grid[1] * grid[2]
+        self.serial_ctas = {0, ctas - 1}
         if schedule == "lockstep":
             self.warp_rank = None
-        elif schedule == "warps":
+        elif schedule in ("warps", "threads"):
             self.warp_rank = np.arange(nwarps)
-        elif schedule == "warps-reversed":
+            if schedule == "threads":
+                self.thread_order = np.arange(threads)
+        elif schedule in ("warps-reversed", "threads-reversed"):
             self.warp_rank = np.arange(nwarps)[::-1].copy()
+            if schedule == "threads-reversed":
+                self.thread_order = np.arange(threads)[::-1].copy()
         else:
             raise LaunchError(f"unknown schedule {schedule!r} (choose from {', '.join(SCHEDULES)})")
 
@@ -166,10 +186,11 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
                seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
-               coverage: bool = False) -> LaunchResult:
+               coverage: bool = False, executed: bool = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
-    ``coverage`` fills :attr:`LaunchResult.coverage`."""
+    ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
+    fills just its ``executed`` part (cheaper)."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -258,6 +279,8 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
             r.written = np.zeros(r.data.shape[1], dtype=bool)
         mem.stored_threads = np.zeros(gx * gy * gz * threads, dtype=bool)
         launch.branches = {}
+    if coverage or executed:
+        launch.executed = {}
     n = 0
     # NaN/overflow warnings are expected (kernels compute with them) and slow
     with np.errstate(all="ignore"):
@@ -290,7 +313,10 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         cond = sum(1 for d in program._decoded.values() for st in d.code
                    if st.kind == BRANCH and st.guard is not None)
         cov = {"written": written, "stored_threads": mem.stored_threads.copy(),
-               "branches": dict(launch.branches), "conditional_branches": cond}
+               "branches": dict(launch.branches), "conditional_branches": cond,
+               "executed": launch.executed}
+    elif executed:
+        cov = {"executed": launch.executed}
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov)
 
@@ -308,6 +334,8 @@ def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None
     for r in shared:
         mem.add(r)
     cta = CTA(launch, ctaid, mem, shared, fill)
+    if launch.thread_order is not None and linear in launch.serial_ctas:
+        cta.thread_rank = launch.thread_order
     mem.thread_base = linear * cta.T
     try:
         run_entry(cta, launch.dfn)

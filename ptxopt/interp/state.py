@@ -55,6 +55,7 @@ class CTA:
         self.steps = 0
         self.thread_steps = 0
         self._sreg_cache: dict[str, np.ndarray] = {}
+        self.thread_rank = None  # thread-serial schedules: each thread's turn (see engine._start)
 
     def tid_of(self, t: int) -> tuple[int, int, int]:
         return int(self.tid[0][t]), int(self.tid[1][t]), int(self.tid[2][t])
