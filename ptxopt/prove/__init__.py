@@ -1,0 +1,182 @@
+"""Translation validation: is a transformed kernel equivalent for *all* inputs?
+
+The interpreter's ``equal`` is a test (a few launches agreed). :func:`prove`
+establishes equivalence symbolically instead, in the tradition of
+translation validation (Necula, PLDI 2000; value-graph validation, Tristan,
+Govereau and Morrisett, PLDI 2011): both kernels are executed block by block
+into one hash-consed value graph (:mod:`.values`), memory is versioned state
+in which provably disjoint stores commute (:mod:`.memory`), and the two
+control-flow graphs are matched block by block with live-in/live-out
+correspondence (:mod:`.match`).
+
+Verdicts (:class:`ProveResult.verdict`):
+
+``proved``        equivalent for every input and launch, under the model's
+                  assumptions (race-free weak accesses between ordering
+                  points, as the PTX memory model allows reordering them;
+                  uninitialised registers hold the same value in both)
+``inconclusive``  the prover could not decide; ``reason`` says why (an
+                  unsupported shape, CFGs that differ, memory operations
+                  that may alias reordered, a value it cannot show equal...).
+                  The caller falls back to the interpreter.
+``differ``        certainly not equivalent: only for interface differences
+                  (a kernel missing or added, different parameter lists),
+                  never for two expressions that merely look different
+
+It never says ``proved`` for a pair that can differ: every normalisation is
+an identity on bits (see :mod:`.values`), and anything it does not model
+(textures, calls, unknown opcodes) is an ordering point compared as an
+opaque event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ptxopt.ir import Decl, Function, Module
+from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
+from ptxopt.prove.match import FunctionDetail, prove_function, same_declarations
+from ptxopt.prove.values import Graph
+
+VERDICTS = ("proved", "inconclusive", "differ")
+
+
+@dataclass
+class ProveResult:
+    """What :func:`prove` found. ``functions`` has one
+    :class:`~ptxopt.prove.match.FunctionDetail` per function compared (with
+    per-block detail); ``seconds`` is the wall time taken."""
+
+    verdict: str
+    reason: str
+    functions: list[FunctionDetail] = field(default_factory=list)
+    seconds: float = 0.0
+    entry: str | None = None
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict == "proved"
+
+    def to_json(self) -> dict:
+        return {
+            "verdict": self.verdict, "reason": self.reason, "seconds": self.seconds, "entry": self.entry,
+            "functions": [{"name": f.name, "verdict": f.verdict, "reason": f.reason,
+                           "blocks": len(f.blocks)} for f in self.functions],
+        }
+
+
+_MEMO: OrderedDict[str, ProveResult] = OrderedDict()
+_MEMO_SIZE = 256
+
+
+def prove(original, candidate, *, entry: str | None = None, assume_align: int = 0) -> ProveResult:
+    """Prove ``candidate`` equivalent to ``original`` (parsed modules or PTX text).
+
+    ``entry``: compare only this kernel (and every ``.func``); default: every
+    function with a body. ``assume_align``: the caller asserts that every
+    pointer parameter is aligned to this many bytes (as the ``vec_ld``
+    option of that name does); 0 assumes nothing.
+    Results for text inputs are memoised by the digest of both texts."""
+    t0 = time.perf_counter()
+    key = None
+    if isinstance(original, str) and isinstance(candidate, str):
+        key = hashlib.sha256(f"{entry}\0{assume_align}\0{original}\0{candidate}".encode()).hexdigest()
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return hit
+    try:
+        mo, mc = _module(original), _module(candidate)
+        result = _prove_modules(mo, mc, entry, assume_align)
+    except Exception as e:  # noqa: BLE001 - a prover bug must never become a verdict
+        from ptxopt.parser import ParseError
+
+        what = "does not parse" if isinstance(e, ParseError) else "prover error"
+        result = ProveResult("inconclusive", f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    result.seconds = time.perf_counter() - t0
+    result.entry = entry
+    if key is not None:
+        _MEMO[key] = result
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return result
+
+
+def _module(m) -> Module:
+    if isinstance(m, Module):
+        return m
+    from ptxopt.parser import parse
+
+    return parse(m)
+
+
+def _interface(f: Function) -> tuple:
+    return (f.kind, f.name, f.params, f.ret_params)
+
+
+def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int) -> ProveResult:
+    # -- the interface: certain differences ----------------------------------
+    eo = {f.name: f for f in mo.entries}
+    ec = {f.name: f for f in mc.entries}
+    if entry is not None:
+        if entry not in eo:
+            return ProveResult("inconclusive", f"the original has no kernel {entry!r}")
+        if entry not in ec:
+            return ProveResult("differ", f"the candidate has no kernel {entry!r}")
+    elif set(eo) != set(ec):
+        return ProveResult("differ", f"the kernels differ: {sorted(eo)} vs {sorted(ec)}")
+    names = [entry] if entry is not None else list(eo)
+    for n in names:
+        po, pc = eo[n].params or (), ec[n].params or ()
+        if [(p.dtype, p.space, p.name) for p in po] != [(p.dtype, p.space, p.name) for p in pc]:
+            return ProveResult("differ", f"kernel {n}: the parameter lists differ")
+    # -- everything else must match exactly for the block proof to apply ----
+    if (mo.version, mo.target, mo.address_size) != (mc.version, mc.target, mc.address_size):
+        return ProveResult("inconclusive", "the module headers (.version/.target/.address_size) differ")
+    if _globals(mo) != _globals(mc):
+        return ProveResult("inconclusive", "module-level declarations differ")
+    fo = {f.name: f for f in mo.functions}
+    fc = {f.name: f for f in mc.functions}
+    if set(fo) != set(fc):
+        return ProveResult("inconclusive", "the set of functions differs")
+    todo = []
+    for name, f in fo.items():
+        g = fc[name]
+        if _interface(f) != _interface(g) or f.linkage != g.linkage or f.attribute != g.attribute:
+            return ProveResult("inconclusive", f"function {name}: declarations differ")
+        if _directives(f) != _directives(g):
+            return ProveResult("inconclusive", f"function {name}: directives other than "
+                                               f"{'/'.join(sorted(PERF_ONLY_DIRECTIVES))} differ")
+        if (f.body is None) != (g.body is None):
+            return ProveResult("inconclusive", f"function {name}: one has a body, the other not")
+        if f.body is None or (f.is_entry and entry is not None and name != entry):
+            continue
+        if not same_declarations(f, g):
+            return ProveResult("inconclusive", f"function {name}: declarations in the body differ")
+        todo.append((f, g))
+    graph = Graph()
+    details = []
+    for f, g in todo:
+        d = prove_function(f, mo, g, mc, graph, assume_align)
+        details.append(d)
+        if d.verdict != "proved":
+            return ProveResult("inconclusive", f"{f.name}: {d.reason}", details)
+    blocks = sum(len(d.blocks) for d in details)
+    scope = ", ".join(d.name for d in details) or "no function bodies"
+    return ProveResult("proved", f"equivalent for all inputs: {len(details)} function"
+                                 f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched",
+                       details)
+
+
+def _globals(m: Module) -> list:
+    return [i for i in m.items if type(i) is Decl]
+
+
+def _directives(f: Function) -> tuple:
+    return tuple(d for d in f.directives if d.name.lstrip(".") not in PERF_ONLY_DIRECTIVES)
+
+
+__all__ = ["prove", "ProveResult", "VERDICTS"]

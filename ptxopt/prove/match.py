@@ -1,0 +1,201 @@
+"""Block-by-block correspondence of two versions of one function.
+
+The proof is an induction over executions that step through the two control
+flow graphs in lockstep. For block ``B`` let ``L(B)`` be the registers live
+at its entry in either kernel. The hypothesis at ``B``'s entry: both kernels
+hold the same value in every register of ``L(B)`` and the same memory (the
+``livein``/``entry`` nodes are shared). Each block is then executed
+symbolically in both kernels (:mod:`.symexec`) and must end with
+
+* the same terminator (opcode, targets, condition node): both take the same
+  edge;
+* the same value in every register of ``L(S)`` for every successor ``S``;
+* the same memory node (same ordering points in the same order with the same
+  operands, the same stores modulo commuting disjoint ones: :mod:`.memory`)
+  and the same chain of warp collectives;
+* no new way to fault: every load, store and prefetch lane of the candidate
+  touches bytes the original block touches in the same space under the same
+  guard, and a vector access the original does not have is proven aligned
+  (:class:`~ptxopt.analysis.alignment.Alignment`: ``.ptr .align`` and
+  variable ``.align`` through the address arithmetic, nothing assumed).
+
+Then the hypothesis holds at the successor both take, so by induction both
+kernels perform the same observable memory effects and ordering points in
+the same order, for all inputs. A block whose checks fail makes the whole
+function ``inconclusive`` with the first reason; nothing here can say
+``differ`` (a different expression may still be the same function).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptxopt import opcodes
+from ptxopt.analysis.alias import noalias_params, overlapping_symbols
+from ptxopt.analysis.cfg import CFG
+from ptxopt.analysis.defuse import liveness
+from ptxopt.ir import Block, Function, Module, Reg, Sym, iter_decls
+from ptxopt.prove.memory import AliasOracle
+from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
+from ptxopt.prove.values import Graph
+
+
+@dataclass
+class BlockDetail:
+    block: int
+    label: str | None
+    proved: bool
+    reason: str = ""
+
+
+@dataclass
+class FunctionDetail:
+    name: str
+    verdict: str  # "proved" or "inconclusive"
+    reason: str
+    blocks: list[BlockDetail]
+
+
+class _Side:
+    """One kernel's view of the function: CFG, liveness, executor."""
+
+    def __init__(self, fn: Function, module: Module, graph: Graph, oracle: AliasOracle) -> None:
+        self.fn = fn
+        self.module = module
+        self.cfg = CFG(fn)
+        types = self.cfg.reg_types
+
+        def bits(name: str) -> int | None:
+            t = types.get(name)
+            return opcodes.TYPE_BITS.get(t) if t else None
+
+        self.exe = BlockExecutor(graph, oracle, bits)
+        self._live = None
+        self._align = None
+
+    def live_in(self, b: int) -> frozenset[str]:
+        if self._live is None:
+            self._live = liveness(self.cfg)
+        return self._live.live_in[b]
+
+    def shadowed(self) -> bool:
+        return any("@" in r for d, u in self.cfg.du for r in d + u)
+
+    def aligned(self, base, offset: int, need: int, assume_align: int) -> bool:
+        if self._align is None:
+            from ptxopt.analysis.alignment import Alignment
+
+            defs: dict[str, list] = {}
+            for iid, (ds, _) in enumerate(self.cfg.du):
+                for r in ds:
+                    defs.setdefault(r, []).append(self.cfg.instructions[iid])
+            untrusted = frozenset(n for s in self.fn.body.items if type(s) is Block
+                                  for d in iter_decls(s) if d.space == ".reg"
+                                  for it in d.items for n in it.names())
+            self._align = Alignment(self.fn, self.module, lambda r: defs.get(r, []),
+                                    assume_align, untrusted)
+        if type(base) is not Reg and type(base) is not Sym:
+            return False
+        m, r = self._align.of_base(base)
+        if type(base) is Sym:
+            offset += base.offset
+        return m >= need and (r + offset) % need == 0
+
+
+def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Graph,
+                   assume_align: int = 0) -> FunctionDetail:
+    """Prove ``fc`` (in ``mc``) equivalent to ``fo`` (in ``mo``) block by block."""
+    name = fo.name
+    noalias = noalias_params(fo) & noalias_params(fc)
+    overlap = overlapping_symbols(fo, mo) | overlapping_symbols(fc, mc)
+    oracle = AliasOracle(graph, noalias, overlap)
+    so, sc = _Side(fo, mo, graph, oracle), _Side(fc, mc, graph, oracle)
+
+    def fail(reason: str, blocks=()) -> FunctionDetail:
+        return FunctionDetail(name, "inconclusive", reason, list(blocks))
+
+    if so.shadowed() or sc.shadowed():
+        return fail("a nested { } scope redeclares a register name (not modelled)")
+    bo, bc = so.cfg.blocks, sc.cfg.blocks
+    if len(bo) != len(bc):
+        return fail(f"CFG shapes differ: {len(bo)} blocks in the original, {len(bc)} in the candidate")
+    for x, y in zip(bo, bc):
+        if x.labels != y.labels or x.succs != y.succs:
+            return fail(f"CFG shapes differ at block {x.index} ({x.label or 'entry'}): labels "
+                        f"{list(x.labels)} -> {list(y.labels)}, successors {x.succs} -> {y.succs}")
+    details: list[BlockDetail] = []
+    for x, y in zip(bo, bc):
+        ro = so.exe.run(x.index, x.instructions)
+        rc = sc.exe.run(y.index, y.instructions)
+        why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
+        details.append(BlockDetail(x.index, x.label, why is None, why or ""))
+        if why is not None:
+            return fail(f"block {x.index} ({x.label or 'entry'}): {why}", details)
+    n = len(bo)
+    return FunctionDetail(name, "proved", f"{n} block{'s' if n != 1 else ''} matched", details)
+
+
+def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
+                   assume_align: int) -> str | None:
+    if ro.terminator != rc.terminator:
+        return "the terminators differ (opcode, targets or condition)"
+    if ro.collectives != rc.collectives:
+        return "warp collectives differ (operands or order)"
+    if ro.memory != rc.memory:
+        return _memory_reason(g, ro.memory, rc.memory)
+    b = blk.index
+    for s in blk.succs:
+        for r in sorted(so.live_in(s) | sc.live_in(s)):
+            live = g.node("livein", b, r)
+            vo, vc = ro.regs.get(r, live), rc.regs.get(r, live)
+            if vo != vc:
+                return (f"live-out register {r} differs: {g.show(vo)} vs {g.show(vc)} (a loop-carried "
+                        f"or live-out value the prover cannot show equal)")
+    return _fault_check(g, sc, ro.accesses, rc.accesses, assume_align)
+
+
+def _memory_reason(g: Graph, mo: int, mc: int) -> str:
+    eo, so_ = g.nodes[mo][1], g.nodes[mo][2]
+    ec, sc_ = g.nodes[mc][1], g.nodes[mc][2]
+    if eo != ec:
+        return ("ordering points (barriers, fences, atomics, volatile accesses, calls, clock reads) "
+                "differ or memory operations moved across one")
+    only_o, only_c = len(so_ - sc_), len(sc_ - so_)
+    return (f"the stores differ ({only_o} only in the original, {only_c} only in the candidate): a "
+            f"different address, value or guard, or memory operations that may alias in a different order")
+
+
+def _fault_check(g: Graph, sc: _Side, ao: list[Access], ac: list[Access], assume_align: int) -> str | None:
+    """Every access of the candidate must be one the original block makes (see module doc)."""
+    if ao == ac:
+        return None
+    covered: dict[tuple, list[tuple[int, int]]] = {}
+    vectors = set()
+    for a in ao:
+        if a.kind == "prefetch":
+            continue
+        n = g.nodes[a.addr]
+        covered.setdefault((a.space, n[1], a.guard, a.epoch), []).append((n[2], n[2] + a.size))
+        if a.vector is not None:
+            vectors.add((a.space, a.vector[0], a.vector[1], a.guard))
+    for a in ac:
+        n = g.nodes[a.addr]
+        lo, hi = n[2], n[2] + a.size
+        if not any(x <= lo and hi <= y for x, y in covered.get((a.space, n[1], a.guard, a.epoch), ())):
+            what = "a prefetch of" if a.kind == "prefetch" else "an access to"
+            return (f"the candidate makes {what} {g.show(a.addr)} ({a.space}, {a.size} bytes) that the "
+                    f"original block does not make under the same guard between the same ordering points: "
+                    f"it could fault")
+        if a.vector is not None and (a.space, a.vector[0], a.vector[1], a.guard) not in vectors:
+            if not sc.aligned(a.vector[2], a.vector[3], a.vector[1], assume_align):
+                return (f"a {a.vector[1]}-byte vector access at {g.show(a.vector[0])} is not proven "
+                        f"{a.vector[1]}-byte aligned")
+    return None
+
+
+def same_declarations(fo: Function, fc: Function) -> bool:
+    """Both bodies declare the same registers and variables, in order."""
+    return list(iter_decls(fo.body)) == list(iter_decls(fc.body))
+
+
+__all__ = ["BlockDetail", "FunctionDetail", "prove_function", "same_declarations"]

@@ -1,0 +1,300 @@
+"""Symbolic execution of one basic block into the shared value graph.
+
+A block starts from the induction hypothesis: every register holds its
+``livein`` node (the same node in both kernels), memory is the block's entry
+memory. Each instruction then updates a register map and the block's
+:class:`~ptxopt.prove.memory.MemoryState`:
+
+* **pure** instructions (:func:`ptxopt.opcodes.role`) become ``op`` nodes
+  whose key is the full opcode, so rounding, saturation, ``.ftz``, ``.wide``
+  and the types are part of the operator; a register-to-register ``mov`` of
+  one width is the identity;
+* ``ld``/``st`` are split into per-lane scalar accesses at ``address +
+  lane * element size`` (a ``.v4`` load and its four scalar loads give the
+  same nodes); cache operators and eviction hints are not part of the key
+  (:func:`ptxopt.opcodes.is_perf_hint`: they change no value), ``.nc``,
+  the space and the type are;
+* ``prefetch`` changes nothing; it is recorded as an access so that the
+  matcher can check it touches only bytes the original block accesses;
+* everything else -- barriers, fences, atomics, volatile or ordered
+  accesses, calls, clock reads, textures, any opcode ptxopt does not know --
+  is an **ordering point**: an ``event`` node holding its operands, its guard
+  and the whole memory before it; its results are projections of it;
+* warp collectives (``shfl``, ``vote``...) form their own ordered chain;
+* a guard ``@p``/``@!p`` makes a register write an ``ite`` and is part of
+  store, event and collective nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptxopt import opcodes
+from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.prove.memory import MemoryState
+from ptxopt.prove.values import Graph
+
+_LANE_SPLIT = frozenset({"ld", "ldu", "st"})
+_VECTOR_MODS = frozenset(opcodes.VECTOR_WIDTH)
+_CARRY_WRITERS = frozenset({"add", "sub", "mad", "addc", "subc", "madc"})
+
+
+@dataclass(slots=True)
+class Access:
+    """One memory lane (or a prefetch), for the matcher's fault check.
+
+    ``vector``: for a lane of a ``.v2``/``.v4`` access, ``(address node of
+    the whole vector, total bytes, base operand, offset as written)``; None
+    for scalars."""
+
+    kind: str  # "ld", "st" or "prefetch"
+    space: str
+    addr: int
+    size: int
+    guard: int | None
+    epoch: int  # the last ordering point before it: an access never crosses one
+    vector: tuple | None = None
+
+
+@dataclass(slots=True)
+class BlockRun:
+    regs: dict[str, int]
+    memory: int  # the mem node at the end of the block
+    collectives: int  # the last collective (or the block's collective entry)
+    terminator: tuple | None
+    accesses: list[Access] = field(default_factory=list)
+
+
+def semantic_key(ins: Instruction, lanes: bool = False) -> str:
+    """The opcode with the modifiers that can change a value: cache operators
+    and cache-policy qualifiers of ``ld``/``ldu``/``st`` are dropped, and so
+    are vector widths when the access is split into lanes (``lanes``)."""
+    if ins.opcode in opcodes.CACHE_ANNOTATED:
+        mods = [m for m in ins.modifiers
+                if not opcodes.is_perf_hint(m) and not (lanes and m in _VECTOR_MODS)]
+        return ".".join([ins.opcode, *mods])
+    return ins.full_opcode
+
+
+class BlockExecutor:
+    """Runs blocks of one function of one kernel (see the module doc)."""
+
+    def __init__(self, graph: Graph, oracle, reg_bits) -> None:
+        self.g = graph
+        self.oracle = oracle
+        self.reg_bits = reg_bits  # register name -> declared width in bits (or None)
+
+    def run(self, block_index: int, instructions: list[Instruction]) -> BlockRun:
+        g = self.g
+        self.block = block_index
+        self.regs: dict[str, int] = {}
+        self.mem = MemoryState(g, self.oracle, g.node("entry", block_index))
+        self.coll = g.node("centry", block_index)
+        self.accesses: list[Access] = []
+        terminator = None
+        last = len(instructions) - 1
+        for k, ins in enumerate(instructions):
+            if k == last and ins.opcode in opcodes.TERMINATORS:
+                terminator = self._terminator(ins)
+                break
+            self._step(ins)
+        return BlockRun(self.regs, self.mem.state(), self.coll, terminator, self.accesses)
+
+    # -- operands -----------------------------------------------------------
+
+    def reg(self, name: str) -> int:
+        v = self.regs.get(name)
+        if v is None:
+            if opcodes.is_special_reg(name):
+                return self.g.node("sreg", name)
+            v = self.g.node("livein", self.block, name)
+        return v
+
+    def val(self, o) -> int:
+        g = self.g
+        t = type(o)
+        if t is Reg:
+            return self.reg(o.name)
+        if t is Imm or isinstance(o, Imm):
+            return g.imm(o)
+        if t is Sym:
+            if o.offset == 0 and o.index is None:
+                return g.node("sym", o.name)
+            return g.node("symx", o.name, o.offset, o.index)
+        if t is Neg:
+            return g.node("not", self.reg(o.reg.name))
+        if t is Vec:
+            return g.node("vec", *(self.val(i) for i in o.items))
+        if t is Pair:
+            return g.node("vec", self.val(o.first), self.val(o.second))
+        if t is Addr:
+            return self.address(o)
+        if t is ParenList:
+            return g.node("list", *(self.val(i) for i in o.items))
+        return g.node("opaque", str(o))
+
+    def address(self, a: Addr) -> int:
+        g = self.g
+        if a.extra:
+            return g.node("addrx", self.val(a.base), a.offset, tuple(self.val(e) for e in a.extra))
+        b = a.base
+        t = type(b)
+        if t is Reg:
+            return g.addr(self.reg(b.name), a.offset)
+        if t is Sym:
+            if b.index is not None:
+                return g.node("addrx", self.val(b), a.offset, ())
+            return g.addr(g.node("sym", b.name), a.offset + b.offset)
+        try:
+            return g.addr(g.node("abs"), int(b.value()) + a.offset)
+        except (TypeError, ValueError):
+            return g.node("addrx", self.val(b), a.offset, ())
+
+    def guard(self, ins: Instruction) -> int | None:
+        if ins.guard is None:
+            return None
+        return self.g.node("guard", self.reg(ins.guard), ins.guard_neg)
+
+    def write(self, name: str, value: int, guard: int | None) -> None:
+        if guard is not None:
+            value = self.g.ite(guard, value, self.reg(name))
+        self.regs[name] = value
+
+    # -- instructions ---------------------------------------------------------
+
+    def _step(self, ins: Instruction) -> None:
+        op = ins.opcode
+        if op in opcodes.PREFETCHES and ins.modifiers and ins.modifiers[0] in ("global", "local") \
+                and len(ins.operands) == 1 and type(ins.operands[0]) is Addr \
+                and not ins.operands[0].extra:
+            self.accesses.append(Access("prefetch", opcodes.mem_space(ins),
+                                        self.address(ins.operands[0]), 1, self.guard(ins),
+                                        self.mem.epoch))
+            return
+        role = opcodes.role(ins)
+        if role == "pure":
+            self._pure(ins)
+        elif role == "collective":
+            self._collective(ins)
+        elif op in _LANE_SPLIT and role in ("load", "store") and self._lanes(ins, role):
+            return
+        else:
+            self._event(ins)
+
+    def _dests(self, o) -> list[str | None]:
+        """Registers a destination operand writes, in order (None: a ``_`` sink)."""
+        t = type(o)
+        if t is Reg:
+            return [o.name]
+        if t is Vec:
+            out: list[str | None] = []
+            for i in o.items:
+                out.extend(self._dests(i) if type(i) in (Reg, Vec, Pair) else [None])
+            return out
+        if t is Pair:
+            return self._dests(o.first) + [o.second.name]
+        return [None]
+
+    def _pure(self, ins: Instruction) -> None:
+        ops = ins.operands
+        n = opcodes.dest_count(ins)
+        guard = self.guard(ins)
+        dests = self._dests(ops[0]) if n else []
+        if ins.opcode == "mov" and len(ops) == 2 and type(ops[0]) is Reg and type(ops[1]) is Reg \
+                and not opcodes.is_special_reg(ops[1].name):
+            t = opcodes.value_type(ins)
+            w = opcodes.TYPE_BITS.get(t) if t else None
+            if w is not None and self.reg_bits(ops[0].name) == w == self.reg_bits(ops[1].name):
+                self.write(ops[0].name, self.reg(ops[1].name), guard)
+                return
+        srcs = tuple(self.val(o) for o in ops[n:])
+        if ins.opcode in opcodes.CARRY_IN:
+            srcs += (self.reg(opcodes.CARRY_FLAG),)
+        if ins.opcode in opcodes.ACCUMULATES_IN_PLACE:
+            srcs += tuple(self.reg(d) for d in dests if d)
+        value = self.g.op(ins.full_opcode, srcs)
+        carry = ins.opcode in _CARRY_WRITERS and opcodes.CARRY_OUT_MODIFIER in ins.modifiers
+        if len(dests) == 1 and not carry:
+            if dests[0] is not None:
+                self.write(dests[0], value, guard)
+            return
+        for i, d in enumerate(dests):
+            if d is not None:
+                self.write(d, self.g.node("proj", value, i), guard)
+        if carry:
+            self.write(opcodes.CARRY_FLAG, self.g.node("proj", value, "cc"), guard)
+
+    def _collective(self, ins: Instruction) -> None:
+        ops = ins.operands
+        n = opcodes.dest_count(ins)
+        guard = self.guard(ins)
+        srcs = tuple(self.val(o) for o in ops[n:])
+        c = self.g.node("coll", ins.full_opcode, srcs, guard, self.mem.epoch, self.coll)
+        self.coll = c
+        for i, d in enumerate(self._dests(ops[0]) if n else []):
+            if d is not None:
+                self.write(d, self.g.node("proj", c, i), guard)
+
+    def _lanes(self, ins: Instruction, role: str) -> bool:
+        """A weak ``ld``/``ldu``/``st`` as per-lane scalar accesses; False when
+        its shape is not the plain one (then it is an ordering point)."""
+        ops = ins.operands
+        t = opcodes.value_type(ins)
+        if len(ops) != 2 or t is None or t == "pred":
+            return False
+        store = role == "store"
+        a, v = (ops[0], ops[1]) if store else (ops[1], ops[0])
+        if type(a) is not Addr or a.extra:
+            return False
+        width = opcodes.vector_width(ins)
+        items = v.items if type(v) is Vec else (v,)
+        if len(items) != width or (width > 1) != (type(v) is Vec):
+            return False
+        size = max(1, opcodes.TYPE_BITS[t] // 8)
+        space = opcodes.mem_space(ins)
+        for item in items:
+            ti = type(item)
+            if not (ti is Reg or (store and isinstance(item, Imm))
+                    or (not store and ti is Sym and item.name == "_")):
+                return False
+        key = semantic_key(ins, lanes=True)
+        guard = self.guard(ins)
+        base = self.address(a)
+        bn = self.g.nodes[base]
+        vector = (base, size * width, a.base, a.offset) if width > 1 else None
+        kind = "st" if store else "ld"
+        if store:
+            values = [self.val(i) for i in items]
+        for lane, item in enumerate(items):
+            addr = self.g.addr(bn[1], bn[2] + lane * size) if lane else base
+            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector))
+            if store:
+                self.mem.store(key, space, addr, size, values[lane], guard)
+            elif type(item) is Reg:
+                self.write(item.name, self.mem.load(key, space, addr, size), guard)
+        return True
+
+    def _event(self, ins: Instruction) -> None:
+        ops = ins.operands
+        guard = self.guard(ins)
+        if ins.opcode == "call":
+            i = 1 if ops and type(ops[0]) is ParenList else 0
+            dests = self._dests_list(ops[0]) if i else []
+            srcs = ops[i:]
+        else:
+            n = opcodes.dest_count(ins)
+            dests = self._dests(ops[0]) if n and type(ops[0]) is not Addr else []
+            srcs = ops[len(dests) and 1:]
+        vals = tuple(self.val(o) for o in srcs)
+        reads = tuple(self.reg(r) for r in opcodes.defs_uses(ins)[1] if r != ins.guard)
+        e = self.mem.event(semantic_key(ins), (vals, reads), guard)
+        for k, d in enumerate(dests):
+            if d is not None:
+                self.write(d, self.g.node("proj", e, k), guard)
+
+    def _dests_list(self, o) -> list[str | None]:
+        return [r for i in o.items for r in self._dests(i)]
+
+    def _terminator(self, ins: Instruction) -> tuple:
+        ops = tuple(("label", o.name) if type(o) is Sym else self.val(o) for o in ins.operands)
+        return (ins.full_opcode, ops, self.guard(ins))
