@@ -1,0 +1,75 @@
+"""Which pipeline the Triton hook applies to a kernel.
+
+Three sources, one interface (``key`` for Triton's cache key, ``choose``
+per kernel):
+
+* :class:`FixedPipeline` -- one pipeline for every kernel;
+* :class:`TunedPipelines` -- a results file of offline tuning
+  (:mod:`ptxopt.triton.pipelines`): exactly the pipeline found for this
+  kernel's name and source hash, nothing for a kernel not in it;
+* :class:`PolicyPipelines` -- a trained checkpoint (``ptxopt train``),
+  decoded greedily from the kernel's features with no measurement (the
+  policy's first choice at each step, until it says ``stop`` or six
+  passes); needs the ``rl`` extra (torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ptxopt.pipeline import Pipeline
+
+
+class FixedPipeline:
+    def __init__(self, pipeline: str | Pipeline):
+        self.pipeline = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
+        self.key = f"pipeline={self.pipeline}"
+
+    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
+        return self.pipeline, "the pipeline given to enable()"
+
+
+class TunedPipelines:
+    def __init__(self, path: str | Path):
+        from ptxopt.triton.pipelines import read_pipelines
+
+        self.table = read_pipelines(path)
+        self.key = f"pipelines={self.table.digest}"
+
+    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
+        k = self.table.lookup(name, ptx)
+        if k is None:
+            why = ("its source changed since tuning (another source hash)" if name in self.table.names()
+                   else "not in the pipelines file")
+            return None, f"{name}: {why}"
+        if not k.pipeline:
+            return None, f"{name}: tuning found nothing better than Triton's PTX"
+        return Pipeline.parse(k.pipeline), f"tuned pipeline from {self.table.path}"
+
+
+class PolicyPipelines:
+    MAX_STEPS = 6
+
+    def __init__(self, checkpoint: str | Path):
+        from rl.checkpoint import load_policy
+
+        self.policy, _meta = load_policy(checkpoint)
+        self.key = "policy=" + hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
+        self.path = str(checkpoint)
+
+    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
+        from ptxopt.evaluate.core import Candidate
+        from ptxopt.search.state import State
+        from rl.env import ACTIONS
+
+        state = State.root(Candidate(ptx, name=name))
+        for _ in range(self.MAX_STEPS):
+            a, _lp = self.policy.act(state.observation(), state.action_mask(), greedy=True)
+            if ACTIONS[a] == "stop":
+                break
+            state = state.child(ACTIONS[a])
+        return state.pipeline, f"policy {self.path} (greedy-decoded)"
+
+
+__all__ = ["FixedPipeline", "TunedPipelines", "PolicyPipelines"]

@@ -1,0 +1,301 @@
+"""Run every kernel Triton compiles through ptxopt, via Triton's stage hook.
+
+Triton (3.9) calls ``knobs.runtime.add_stages_inspection_hook`` in two
+ways, whatever its declared ``PipelineStagesHook`` protocol says:
+
+* with **no arguments**, from ``triton.compiler.compile``, expecting
+  ``(key, hash)``: ``key`` is appended to the kernel's cache key -- ours
+  names the ptxopt version and a digest of its pass code, the pipeline
+  source (the pipeline string, the results file's digest or the policy
+  checkpoint's) and ``verify``, so changing any of them recompiles;
+* with ``(backend, stages, options, language, capability)``, from the
+  backend's ``add_stages``, to edit the stage table: we wrap the ``ptx``
+  stage (its output goes through :func:`ptxopt.optimize` before the
+  ``cubin`` stage assembles it), read the signature off the first stage's
+  input (:mod:`ptxopt.triton.signature`) and time every stage.
+
+Per kernel: the pipeline comes from the chooser (:mod:`ptxopt.triton.choose`),
+the launch contract from Triton's metadata (:mod:`ptxopt.triton.contract`),
+the architecture from the PTX's ``.target``, and ptxas is Triton's own
+binary and flags (:mod:`ptxopt.triton.ptxas`). On any failure -- ptxas
+rejects the result, equivalence is not established, a pass or ptxopt
+itself raises -- Triton's own PTX goes on to the ``cubin`` stage unchanged
+and one :class:`PtxoptTritonWarning` says why. :func:`report` lists what
+happened to each kernel; the kernel's cache metadata (``NAME.json``) also
+gets a ``ptxopt`` entry.
+
+Triton's in-process JIT cache keeps kernels already compiled before
+:func:`enable`; the hook sees the next compile (a new specialisation, a new
+process, or a cold on-disk cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ptxopt.api import BeforeAfter
+
+
+class PtxoptTritonWarning(UserWarning):
+    """ptxopt kept Triton's own PTX for a kernel; the message says why."""
+
+
+@dataclass
+class KernelReport:
+    """What the hook did to one kernel."""
+
+    name: str
+    source_hash: str  # of Triton's PTX (the key of a pipelines file)
+    arch: str = ""
+    pipeline: str = ""  # applied ("" when none was chosen)
+    why_pipeline: str = ""  # where the pipeline came from, or why there was none
+    changed: bool = False  # the cubin is built from ptxopt's PTX
+    verdict: str = ""
+    verdict_note: str = ""
+    reason: str = ""  # why Triton's PTX was kept ("" when used or no pipeline)
+    contract: str = ""
+    coverage: float | None = None
+    registers: BeforeAfter = BeforeAfter(None, None)
+    spills: BeforeAfter = BeforeAfter(None, None)
+    passes: list = field(default_factory=list)  # [{"pass", "changed", "refused": [reasons]}]
+    ptxopt_seconds: float = 0.0
+    triton_seconds: float = 0.0  # Triton's own stage functions (ptxopt's time excluded)
+    ptx: str = field(default="", repr=False)  # the PTX handed to the cubin stage
+
+    @property
+    def overhead(self) -> float | None:
+        """ptxopt's added compile time as a fraction of Triton's own."""
+        return self.ptxopt_seconds / self.triton_seconds if self.triton_seconds else None
+
+    def line(self) -> str:
+        regs = f"registers {self.registers.before}->{self.registers.after}"
+        if not self.pipeline:
+            return f"{self.name}: untouched ({self.why_pipeline})"
+        what = "rewritten" if self.changed else ("kept Triton's PTX: " + self.reason if self.reason
+                                                 else "nothing to change")
+        return f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "source_hash": self.source_hash, "arch": self.arch,
+                "pipeline": self.pipeline, "why_pipeline": self.why_pipeline, "changed": self.changed,
+                "verdict": self.verdict or None, "verdict_note": self.verdict_note or None,
+                "reason": self.reason or None, "contract": self.contract or None, "coverage": self.coverage,
+                "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
+                "ptxopt_seconds": round(self.ptxopt_seconds, 6),
+                "triton_seconds": round(self.triton_seconds, 6)}
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """ptxopt's version and a digest of the code that decides a rewrite."""
+    import ptxopt
+
+    root = Path(ptxopt.__file__).parent
+    h = hashlib.sha256(ptxopt.__version__.encode())
+    for sub in ("passes", "analysis", "triton"):
+        for p in sorted((root / sub).glob("*.py")):
+            h.update(p.name.encode() + p.read_bytes())
+    for name in ("api.py", "opcodes.py", "pipeline.py", "passmanager.py", "emit.py"):
+        h.update(name.encode() + (root / name).read_bytes())
+    return f"{ptxopt.__version__}-{h.hexdigest()[:16]}"
+
+
+def _summarise(records) -> list[dict]:
+    out = []
+    for r in records:
+        rep = r.report
+        out.append({"pass": r.name, "changed": len(rep.changed) if rep else 0,
+                    "refused": [str(s) for s in rep.refused] if rep else [],
+                    "skipped": r.skipped or None})
+    return out
+
+
+class StagesHook:
+    """The callable installed as ``knobs.runtime.add_stages_inspection_hook``."""
+
+    def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None):
+        self.chooser = chooser
+        self.verify = verify
+        self.contracts = dict(contracts or {})
+        self.key = f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}"
+        self.reports: list[KernelReport] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        if not args:  # compile() asks for the cache key
+            return self.key, hashlib.sha256(self.key.encode()).hexdigest()
+        backend, stages, options, _language, _capability = args
+        self.install(backend, stages, options)
+        return None
+
+    # -- the stage table ----------------------------------------------------
+    def install(self, backend, stages: dict, options) -> None:
+        if "ptx" not in stages:
+            return  # not an NVIDIA pipeline: nothing for ptxopt to do
+        box: dict = {"triton": 0.0, "args": None, "report": None}
+        names = list(stages)
+        for i, ext in enumerate(names):
+            stages[ext] = self._wrap(ext, stages[ext], box, first=i == 0, backend=backend, options=options)
+
+    def _wrap(self, ext, fn, box, *, first: bool, backend, options):
+        def stage(src, metadata):
+            if first:
+                box["args"] = _signature_of(src)
+            t = time.perf_counter()
+            out = fn(src, metadata)
+            box["triton"] += time.perf_counter() - t
+            if ext == "ptx":
+                out = self.rewrite(out, metadata, box, backend, options)
+            if box["report"] is not None:
+                box["report"].triton_seconds = box["triton"]
+            return out
+
+        stage.__wrapped__ = fn  # type: ignore[attr-defined]
+        return stage
+
+    # -- one kernel ---------------------------------------------------------
+    def rewrite(self, ptx: str, metadata: dict, box: dict, backend, options) -> str:
+        from ptxopt.triton.pipelines import source_hash
+
+        t0 = time.perf_counter()
+        name = str(metadata.get("name") or "?")
+        rep = KernelReport(name, source_hash(ptx), ptx=ptx)
+        box["report"] = rep
+        out = ptx
+        try:
+            out = self._optimize(ptx, name, metadata, box, backend, options, rep)
+        except Exception as e:  # ptxopt must never break Triton's compile
+            rep.reason = f"ptxopt failed: {type(e).__name__}: {_one_line(e)}"
+            rep.changed, out = False, ptx
+        rep.ptxopt_seconds = time.perf_counter() - t0
+        rep.ptx = out
+        if rep.reason:
+            warnings.warn(f"ptxopt: {name}: kept Triton's own PTX: {_one_line(rep.reason)}",
+                          PtxoptTritonWarning, stacklevel=2)
+        try:
+            metadata["ptxopt"] = {"version": code_digest(), "pipeline": rep.pipeline, "changed": rep.changed,
+                                  "verdict": rep.verdict, "source_hash": rep.source_hash,
+                                  "reason": rep.reason}
+        except TypeError:
+            pass
+        with self._lock:
+            self.reports.append(rep)
+        return out
+
+    def _optimize(self, ptx, name, metadata, box, backend, options, rep: KernelReport) -> str:
+        from ptxopt.api import optimize
+        from ptxopt.parser import parse
+        from ptxopt.toolchain.arch import resolve_arch
+        from ptxopt.triton.contract import triton_contracts
+        from ptxopt.triton.ptxas import triton_compile
+
+        pipe, why = self.chooser.choose(name, ptx)
+        rep.why_pipeline = why
+        if pipe is None or len(pipe) == 0:
+            return ptx
+        rep.pipeline = str(pipe)
+        module = parse(ptx, f"{name}.ptx")
+        rep.arch = resolve_arch(module)
+        contract = self.contracts.get(name)
+        if contract is None and self.verify:
+            fn = module.pick_entry(name) if any(f.name == name for f in module.entries) else module.entries[0]
+            params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
+            contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
+        res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=triton_compile(backend, options),
+                       filename=f"{name}.ptx")
+        rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
+        rep.contract = res.contract
+        rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
+        rep.registers, rep.spills = res.registers, res.spills
+        rep.passes = _summarise(res.records)
+        return res.ptx
+
+
+def _signature_of(src):
+    """The signature from the first stage's input (an MLIR module), or None."""
+    from ptxopt.triton.signature import parse_signature
+
+    try:
+        return parse_signature(str(src))
+    except Exception:
+        return None
+
+
+def _one_line(e) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= 400 else s[:397] + "..."
+
+
+# ---------------------------------------------------------------------------
+# enable / disable / report
+# ---------------------------------------------------------------------------
+
+_active: StagesHook | None = None
+
+
+def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
+           contracts: dict | None = None) -> StagesHook:
+    """Pass every kernel Triton compiles from now on through ptxopt.
+
+    Give exactly one of ``pipeline`` (a pipeline string or
+    :class:`~ptxopt.pipeline.Pipeline`, for every kernel), ``policy`` (a
+    checkpoint of ``ptxopt train``) or ``pipelines`` (a results file of
+    ``ptxopt search`` over a Triton cache directory). ``verify=False`` skips
+    the interpreter (ptxas still checks). ``contracts``: ``{kernel name:
+    Contract}`` overriding the launch contract derived from Triton's metadata.
+    Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
+    global _active
+    from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
+
+    given = [x is not None for x in (pipeline, policy, pipelines)]
+    if sum(given) != 1:
+        raise ValueError("enable() takes exactly one of pipeline=, policy= or pipelines=")
+    try:
+        from triton import knobs
+    except ImportError as e:
+        raise RuntimeError(f"ptxopt.triton needs Triton (pip install 'ptxopt[triton]'): {e}") from None
+    if pipeline is not None:
+        chooser = FixedPipeline(pipeline)
+    elif pipelines is not None:
+        chooser = TunedPipelines(pipelines)
+    else:
+        chooser = PolicyPipelines(policy)
+    current = knobs.runtime.add_stages_inspection_hook
+    if current is not None and not isinstance(current, StagesHook):
+        raise RuntimeError("another add_stages_inspection_hook is installed in triton.knobs.runtime; "
+                           "ptxopt will not replace it")
+    hook = StagesHook(chooser, verify=verify, contracts=contracts)
+    knobs.runtime.add_stages_inspection_hook = hook
+    _active = hook
+    return hook
+
+
+def disable() -> None:
+    """Remove ptxopt's hook (kernels compiled while it was on stay in the cache
+    under their own key)."""
+    global _active
+    try:
+        from triton import knobs
+    except ImportError:
+        _active = None
+        return
+    if isinstance(knobs.runtime.add_stages_inspection_hook, StagesHook):
+        knobs.runtime.add_stages_inspection_hook = None
+    _active = None
+
+
+def report() -> list[KernelReport]:
+    """Every kernel the current (or last) :func:`enable` saw, in compile order."""
+    return list(_active.reports) if _active is not None else list(_last_reports)
+
+
+_last_reports: list[KernelReport] = []
+
+
+__all__ = ["enable", "disable", "report", "KernelReport", "PtxoptTritonWarning", "StagesHook", "code_digest"]

@@ -1,0 +1,123 @@
+"""The results file of offline tuning: kernel (name, source hash) -> pipeline.
+
+``ptxopt search`` over a Triton cache directory finds the best verified
+pipeline per kernel; this file carries that to the next compile, where
+``ptxopt.triton.enable(pipelines=FILE)`` applies exactly those pipelines.
+
+A kernel is keyed by its entry name and the **source hash**: the SHA-256 of
+the PTX Triton produced for it (ptxopt's input). A kernel whose source
+changed since tuning -- new Triton, new code, other constexprs or
+``num_warps`` -- has another hash and is left alone: the pipeline was
+chosen, and verified, for the old text. Format (JSON)::
+
+    {"format": "ptxopt-triton-pipelines/1", "ptxopt": "0.1.0",
+     "kernels": [{"name": "add_kernel", "source_hash": "9f2c...",
+                  "pipeline": "vec_ld,maxnreg_128", "verdict": "equal",
+                  "baseline_cycles": 812.0, "best_cycles": 640.0,
+                  "cycles_kind": "estimate", "arch": "sm_89", "path": "..."}]}
+
+``pipeline`` ``""`` records that nothing helped (the kernel is left as is).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+FORMAT = "ptxopt-triton-pipelines/1"
+
+
+class PipelinesError(ValueError):
+    """A results file that cannot be read or is malformed."""
+
+
+def source_hash(ptx: str) -> str:
+    """The key of a kernel's source: SHA-256 of Triton's PTX text."""
+    return hashlib.sha256(ptx.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class TunedKernel:
+    name: str
+    source_hash: str
+    pipeline: str
+    verdict: str = ""
+    baseline_cycles: float | None = None
+    best_cycles: float | None = None
+    cycles_kind: str = ""  # "estimate" (sim) or "measurement" (gpu)
+    arch: str = ""
+    path: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.name, self.source_hash
+
+
+@dataclass
+class PipelineTable:
+    """The kernels of one results file, looked up by (name, source hash)."""
+
+    kernels: dict[tuple[str, str], TunedKernel]
+    digest: str  # of the file's content: part of Triton's cache key
+    path: str = ""
+
+    def lookup(self, name: str, ptx: str) -> TunedKernel | None:
+        return self.kernels.get((name, source_hash(ptx)))
+
+    def names(self) -> set[str]:
+        return {k[0] for k in self.kernels}
+
+
+def write_pipelines(path: str | Path, kernels: list[TunedKernel], **meta) -> Path:
+    """Write ``kernels`` (sorted by name, hash) as a results file."""
+    from ptxopt import __version__
+
+    path = Path(path)
+    seen: dict[tuple[str, str], TunedKernel] = {}
+    for k in kernels:
+        seen[k.key] = k
+    doc = {"format": FORMAT, "ptxopt": __version__, **meta,
+           "kernels": [asdict(seen[key]) for key in sorted(seen)]}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    return path
+
+
+def read_pipelines(path: str | Path) -> PipelineTable:
+    """Load a results file; :class:`PipelinesError` with one clear line on
+    anything wrong (missing file, bad JSON, unknown format, a bad entry, a
+    pipeline string ptxopt does not accept)."""
+    from ptxopt.pipeline import Pipeline, PipelineError
+
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PipelinesError(f"cannot read pipelines file {path}: {e.strerror or e}") from None
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise PipelinesError(f"{path}: invalid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise PipelinesError(f"{path}: not a ptxopt pipelines file (\"format\" must be {FORMAT!r})")
+    items = doc.get("kernels")
+    if not isinstance(items, list):
+        raise PipelinesError(f"{path}: \"kernels\" must be a list")
+    known = {f for f in TunedKernel.__dataclass_fields__}
+    out: dict[tuple[str, str], TunedKernel] = {}
+    for i, d in enumerate(items):
+        if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("name", "source_hash",
+                                                                                  "pipeline")):
+            raise PipelinesError(f"{path}: kernels[{i}] needs string \"name\", \"source_hash\" and \"pipeline\"")
+        try:
+            Pipeline.parse(d["pipeline"])
+        except PipelineError as e:
+            raise PipelinesError(f"{path}: kernels[{i}] ({d['name']}): {e}") from None
+        k = TunedKernel(**{key: v for key, v in d.items() if key in known})
+        out[k.key] = k
+    return PipelineTable(out, hashlib.sha256(raw).hexdigest(), str(path))
+
+
+__all__ = ["FORMAT", "PipelineTable", "PipelinesError", "TunedKernel", "read_pipelines", "source_hash",
+           "write_pipelines"]
