@@ -42,10 +42,8 @@ def one_line_error(r, *needles):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    d = tmp_path_factory.getbasetemp() / "rl_eval_cache"
-    d.mkdir(exist_ok=True)
-    return d / "eval.sqlite"
+def cache(rl_cache):
+    return rl_cache
 
 
 @pytest.fixture(scope="module")

@@ -28,11 +28,8 @@ A = {name: i for i, name in enumerate(action_names())}
 
 
 @pytest.fixture(scope="module")
-def options(tmp_path_factory) -> EvalOptions:
-    # one cache for every rl test module of the session (they measure the same small modules)
-    d = tmp_path_factory.getbasetemp() / "rl_eval_cache"
-    d.mkdir(exist_ok=True)
-    return EvalOptions(cache=d / "eval.sqlite")
+def options(rl_options) -> EvalOptions:
+    return rl_options  # one cache for every rl test module of the session (tests/conftest.py)
 
 
 @pytest.fixture

@@ -37,10 +37,8 @@ K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
 
 
 @pytest.fixture(scope="module")
-def options(tmp_path_factory) -> EvalOptions:
-    d = tmp_path_factory.getbasetemp() / "rl_eval_cache"
-    d.mkdir(exist_ok=True)
-    return EvalOptions(cache=d / "eval.sqlite")
+def options(rl_options) -> EvalOptions:
+    return rl_options  # one cache for every rl test module of the session (tests/conftest.py)
 
 
 @pytest.fixture(autouse=True)
