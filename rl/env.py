@@ -35,6 +35,7 @@ from ptxopt.evaluate import Candidate
 from ptxopt.passes.registry import STOP, action_names
 from ptxopt.pipeline import Pipeline
 from ptxopt.search import EvalOptions, Meter, State, observation_names, reward
+from ptxopt.search.move_memo import memo_beside
 from ptxopt.search.state import N_ACTIONS, STOP_INDEX
 
 ACTIONS = action_names()
@@ -63,6 +64,7 @@ class PipelineEnv(gym.Env):
         n_obs = len(observation_names())
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(n_obs,), dtype=np.float64)
         self.action_space = gym.spaces.Discrete(N_ACTIONS)
+        self._memo = None
         self._roots: dict[str, State] = {}  # kernel label -> root (its explored subtree is kept)
         self._meters: dict[str, Meter] = {}  # kernel label -> evaluations (memo by module text)
         self.state: State | None = None
@@ -81,7 +83,9 @@ class PipelineEnv(gym.Env):
     def root(self, kernel: Candidate) -> State:
         r = self._roots.get(kernel.label)
         if r is None:
-            r = self._roots[kernel.label] = State.root(kernel)
+            if self._memo is None:  # which passes change which modules, beside the evaluation cache
+                self._memo = memo_beside(self.options.cache)
+            r = self._roots[kernel.label] = State.root(kernel, memo=self._memo)
         return r
 
     def _pick(self, kernel) -> Candidate:

@@ -34,6 +34,7 @@ from .beam import beam
 from .exhaustive import exhaustive
 from .greedy import greedy
 from .measure import EvalOptions, Meter
+from .move_memo import memo_beside
 from .random_search import random_search
 from .state import State
 from .trajectory import Step
@@ -128,7 +129,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     t0 = time.perf_counter()
     res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.estimate)
     try:
-        root = State.root(kernel)
+        root = State.root(kernel, memo=memo_beside(config.options.cache))
         budget = config.budget
         if isinstance(budget, str):
             ref = Meter(config.options)

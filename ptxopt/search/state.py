@@ -11,6 +11,14 @@ of exactly ``-step_cost``, and two pipelines that print the same text are
 the same state (strategies use :attr:`State.digest` as a transposition key).
 
 ``stop`` (the last action) is always legal.
+
+The module-dependent part of that decision (legal? changes the printed
+module?) is remembered per printed module by :mod:`ptxopt.search.move_memo`
+(in process, and in a file beside the evaluation cache when the state was
+made with one): a state whose facts are known computes its mask without
+applying any pass and builds a child only for the action taken
+(:meth:`State.child`); :meth:`State.moves` still builds every child, for
+strategies that measure them all.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from ptxopt.passes.base import IllegalPass
 from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
 from ptxopt.passes.registry import STOP, action_names, get_pass_class, pass_names
 from ptxopt.pipeline import Pipeline
+from ptxopt.search.move_memo import MoveMemo
 
 #: Pass families in the order of the observation's "active family" slots.
 FAMILIES: tuple[str, ...] = (VECTORIZE, *sorted(EXCLUSIVE_FAMILIES))
@@ -63,15 +72,20 @@ class State:
     module: Module
     printed: str
     _moves: list[Move] | None = field(default=None, repr=False)
+    memo: MoveMemo | None = field(default=None, repr=False)  # shared by the whole tree
+    _facts: dict | None = field(default=None, repr=False)  # pass -> None (changes) | reason
+    _kids: dict = field(default_factory=dict, repr=False)  # pass -> Move, built one at a time
 
     @classmethod
-    def root(cls, kernel: Candidate) -> "State":
-        """The unoptimised kernel (raises the parser's error for bad PTX)."""
+    def root(cls, kernel: Candidate, memo: MoveMemo | None = None) -> "State":
+        """The unoptimised kernel (raises the parser's error for bad PTX).
+        ``memo`` remembers which passes change which modules (see the module doc);
+        default: this process only."""
         from ptxopt.emit import emit
         from ptxopt.parser import parse
 
         module = parse(kernel.ptx, filename=kernel.label)
-        return cls(kernel, Pipeline(), module, emit(module))
+        return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None))
 
     @property
     def depth(self) -> int:
@@ -98,8 +112,39 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in registry order (not ``stop``), legal or masked."""
         if self._moves is None:
-            self._moves = [self._move(name) for name in pass_names()]
+            self._moves = [self._kids.get(name) or self._move(name) for name in pass_names()]
+            self._kids.clear()
+            self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
         return self._moves
+
+    def _remember(self, facts: dict) -> None:
+        known = dict(self._facts or {})
+        known.update(facts)
+        if known != self._facts:
+            self._facts = known
+            if self.memo is not None:
+                self.memo.put(self.printed, known)
+
+    def facts(self) -> dict:
+        """``pass -> None`` (legal and changes the module) or the reason it is
+        masked, for every pass that does not conflict with the pipeline;
+        from the memo when known, else by applying the passes."""
+        if self._facts is None and self.memo is not None:
+            self._facts = self.memo.get(self.printed)
+        if self._facts is not None:
+            missing = [n for n in pass_names() if n not in self._facts and not self._conflict(n)]
+            if not missing:
+                return self._facts
+            if len(missing) < len(pass_names()):
+                for n in missing:
+                    self._kids[n] = self._move(n)
+                self._remember({n: self._kids[n].reason for n in missing})
+                return self._facts
+        self.moves()
+        return self._facts or {}
+
+    def _conflict(self, name: str) -> str | None:
+        return self.pipeline.can_append(get_pass_class(name)())
 
     def _move(self, name: str) -> Move:
         from ptxopt.emit import emit
@@ -118,7 +163,7 @@ class State:
         printed = emit(module)
         if printed == self.printed:
             return Move(name, reason="no change")
-        return Move(name, child=State(self.kernel, self.pipeline + p, module, printed))
+        return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo))
 
     def legal_moves(self) -> list[Move]:
         return [m for m in self.moves() if m.legal]
@@ -126,8 +171,13 @@ class State:
     def action_mask(self) -> np.ndarray:
         """Boolean mask over the :data:`N_ACTIONS` actions (``stop`` always legal)."""
         mask = np.zeros(N_ACTIONS, dtype=bool)
-        for i, m in enumerate(self.moves()):
-            mask[i] = m.legal
+        if self._moves is not None:
+            for i, m in enumerate(self._moves):
+                mask[i] = m.legal
+        else:
+            facts = self.facts()
+            for i, name in enumerate(pass_names()):
+                mask[i] = name in facts and facts[name] is None and not self._conflict(name)
         mask[STOP_INDEX] = True
         return mask
 
@@ -135,12 +185,22 @@ class State:
         """The state after ``action`` (a pass name); raises ValueError when it is masked."""
         if action == STOP:
             return self
-        for m in self.moves():
-            if m.action == action:
-                if not m.legal:
-                    raise ValueError(f"action {action!r} is masked here: {m.reason}")
-                return m.child
-        raise ValueError(f"unknown action {action!r}")
+        if action not in pass_names():
+            raise ValueError(f"unknown action {action!r}")
+        if self._moves is not None:
+            m = next(m for m in self._moves if m.action == action)
+        else:
+            m = self._kids.get(action)
+            if m is None:
+                m = self._kids[action] = self._move(action)
+                if not _is_conflict(m):
+                    known = (self._facts or {}).get(action, m.reason)
+                    if (known is None) != (m.reason is None):  # the memo disagrees with the pass: trust the pass
+                        self._facts = None
+                    self._remember({action: m.reason})
+        if not m.legal:
+            raise ValueError(f"action {action!r} is masked here: {m.reason}")
+        return m.child
 
     def active_families(self) -> np.ndarray:
         """1.0 for each family of :data:`FAMILIES` that has a pass in the pipeline."""
@@ -157,6 +217,10 @@ class State:
     def observation(self) -> np.ndarray:
         """What the policy sees: features, active families, step count (see :func:`observation_names`)."""
         return np.concatenate([self.features, self.active_families(), [float(self.depth)]])
+
+
+def _is_conflict(m: Move) -> bool:
+    return m.reason is not None and m.reason.startswith("conflict: ")
 
 
 def new_children(states, skip: set[str]) -> list["State"]:

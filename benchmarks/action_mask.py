@@ -1,0 +1,102 @@
+"""What a search state's action mask costs, as a fraction of one ptxas compile of that state.
+
+Issue 14's target: <= 25% of one ptxas compile. Three figures per state,
+all measured in this run (best of ``--reps``):
+
+* **cold**: nothing remembered (analysis memos, printed-text memos and the
+  move memo cleared): every pass applied to the state and printed;
+* **memo file**: a new process's first look at a state it has seen before
+  (in-process memos cleared, the move memo file beside the evaluation cache
+  present) -- what a GRPO epoch or a repeated search pays;
+* **one child**: building the child of one action after a memo-file mask
+  (what a rollout step pays on top of the mask).
+
+States: each kernel's root and its child after ``cache_cg`` (a typical
+second step). Run: ``python benchmarks/action_mask.py [--kernels gemm_tile_8x8x8,...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ptxopt.analysis import cfg_memo, dag, depgraph  # noqa: E402
+from ptxopt.evaluate import Candidate  # noqa: E402
+from ptxopt.search import move_memo  # noqa: E402
+from ptxopt.search.move_memo import MoveMemo  # noqa: E402
+from ptxopt.search.state import State  # noqa: E402
+from ptxopt.toolchain import compile_ptx  # noqa: E402
+
+TARGET = 0.25
+DEFAULT = "gemm_tile_4x4x4,gemm_tile_8x8x8,gemm_tile_12x12x12,gemm_tile_16x16x16,cuda_softmax_row,triton_layernorm_row"
+
+
+def _forget() -> None:
+    from ptxopt import opcodes
+
+    dag.clear_memo()
+    depgraph.clear_memo()
+    cfg_memo.clear_memo()
+    move_memo.clear_memo()
+    sys.modules["ptxopt.emit"]._TEXT.clear()
+    opcodes._ROLE.clear()
+    opcodes._DEFS_USES.clear()
+
+
+def _state(kernel: str, step: str | None, memo: MoveMemo) -> State:
+    s = State.root(Candidate.from_corpus(kernel, ""), memo=memo)
+    return s.child(step) if step else s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", default=DEFAULT)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "moves.sqlite"
+        print(f"{'state':38} {'ptxas':>8} {'cold':>16} {'memo file':>16} {'one child':>10}")
+        worst = 0.0
+        for kernel in args.kernels.split(","):
+            for step in (None, "cache_cg"):
+                _forget()
+                s = _state(kernel, step, MoveMemo(None))
+                ptxas = min(compile_ptx(s.printed, "sm_89", memo=False).wall_time_s for _ in range(args.reps))
+                cold = warm = child = float("inf")
+                for _ in range(args.reps):
+                    _forget()
+                    s = _state(kernel, step, MoveMemo(None))
+                    t0 = time.perf_counter()
+                    s.action_mask()
+                    cold = min(cold, time.perf_counter() - t0)
+                    _forget()
+                    s = _state(kernel, step, MoveMemo(path))
+                    s.action_mask()  # fills the file
+                    _forget()
+                    s = _state(kernel, step, MoveMemo(path))  # a new process: only the file is left
+                    t0 = time.perf_counter()
+                    mask = s.action_mask()
+                    warm = min(warm, time.perf_counter() - t0)
+                    legal = [i for i, ok in enumerate(mask[:-1]) if ok]
+                    if legal:
+                        from ptxopt.passes.registry import pass_names
+
+                        t0 = time.perf_counter()
+                        s.child(pass_names()[legal[0]])
+                        child = min(child, time.perf_counter() - t0)
+                worst = max(worst, warm / ptxas)
+                name = kernel + (f" +{step}" if step else "")
+                print(f"{name:38} {ptxas * 1e3:6.0f}ms {cold * 1e3:7.1f}ms {cold / ptxas:6.0%} "
+                      f"{warm * 1e3:7.1f}ms {warm / ptxas:6.0%} {child * 1e3:8.1f}ms")
+        print(f"worst memo-file mask: {worst:.1%} of ptxas (target <= {TARGET:.0%}); "
+              "cold masks are listed as measured")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""Which passes change a printed module: remembered across states and processes.
+
+A search state's action mask applies every pass to the state's module and
+prints the result (:mod:`ptxopt.search.state`): on a 5,000-instruction
+kernel that is a few hundred milliseconds of Python, about half a ptxas
+compile, and a GRPO epoch asks for the masks of the same states in every
+epoch and every new process. What a pass does to a module is decided by the
+module's printed text and the code of the front end (passes, analyses,
+printer) alone, so the answer is remembered under
+
+    sha256(front-end code digest, printed module)
+
+as one fact per pass: ``None`` (legal, and the printed module changes) or
+the reason it is masked (``illegal: ...``, ``no change``, ``internal: ...``).
+Conflicts with the pipeline are not facts of the module and are always
+decided live. A state whose facts are known computes its mask without
+applying a pass, and builds a child only for the action taken.
+
+Two levels: a bounded in-process dictionary, and optionally an SQLite file
+(``MoveMemo(path)``; the search and the RL environment put it beside the
+evaluation cache as ``<cache>.moves.sqlite``). The file is only a cache: a
+row that cannot be read is a miss, a write that cannot commit is dropped,
+and a file that is not one of ours is never written to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+#: in-process entries kept (one per printed module)
+ENTRIES = 4096
+_FORMAT = "ptxopt-moves/1"
+
+_LOCAL: OrderedDict[str, tuple] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def front_digest() -> str:
+    """Digest of the code that decides a pass's output (the evaluator's own)."""
+    from ptxopt.evaluate.core import _code_digests
+
+    return _code_digests()["front"]
+
+
+def state_key(printed: str) -> str:
+    return hashlib.sha256(f"{front_digest()}\0{printed}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class MoveMemo:
+    """Facts per printed module: ``get(printed)`` -> ``{pass: reason | None}`` or None."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else None
+        self.hits = self.misses = 0
+        self._db: sqlite3.Connection | None = None
+        self._broken = False
+
+    # -- the file ---------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection | None:
+        if self.path is None or self._broken:
+            return None
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if tables and tables != {"moves", "meta"}:
+                    raise sqlite3.DatabaseError(f"not a ptxopt move memo (tables {sorted(tables)})")
+                db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute("CREATE TABLE IF NOT EXISTS moves (key TEXT PRIMARY KEY, facts TEXT NOT NULL)")
+                row = db.execute("SELECT value FROM meta WHERE name='format'").fetchone()
+                if row is None:
+                    db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (_FORMAT,))
+                elif row[0] != _FORMAT:
+                    raise sqlite3.DatabaseError(f"move memo format {row[0]!r}, this ptxopt writes {_FORMAT!r}")
+                self._db = db
+            except (sqlite3.Error, OSError):
+                self._broken = True  # only a cache: go on without the file
+                return None
+        return self._db
+
+    # -- the interface ----------------------------------------------------------
+    def get(self, printed: str) -> dict[str, str | None] | None:
+        key = state_key(printed)
+        with _LOCK:
+            hit = _LOCAL.get(key)
+            if hit is not None:
+                _LOCAL.move_to_end(key)
+        if hit is None:
+            db = self._conn()
+            if db is not None:
+                try:
+                    row = db.execute("SELECT facts FROM moves WHERE key = ?", (key,)).fetchone()
+                    if row is not None:
+                        hit = _decode(row[0])
+                except (sqlite3.Error, ValueError, TypeError):
+                    hit = None
+                if hit is not None:
+                    _remember(key, hit)
+        if hit is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return dict(hit)
+
+    def put(self, printed: str, facts: dict[str, str | None]) -> None:
+        key = state_key(printed)
+        frozen = tuple(facts.items())
+        _remember(key, frozen)
+        db = self._conn()
+        if db is not None:
+            try:
+                db.execute("INSERT OR REPLACE INTO moves VALUES (?, ?)", (key, json.dumps(frozen)))
+            except sqlite3.Error:
+                pass  # a busy or read-only file loses a cache entry, nothing else
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def _remember(key: str, frozen: tuple) -> None:
+    with _LOCK:
+        _LOCAL[key] = frozen
+        _LOCAL.move_to_end(key)
+        while len(_LOCAL) > ENTRIES:
+            _LOCAL.popitem(last=False)
+
+
+def _decode(text: str) -> tuple:
+    items = json.loads(text)
+    if not isinstance(items, list) or not all(
+            isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) and (i[1] is None or isinstance(i[1], str))
+            for i in items):
+        raise ValueError("malformed facts")
+    return tuple((a, r) for a, r in items)
+
+
+def clear_memo() -> None:
+    """Forget the in-process entries (benchmarks measuring a cold state)."""
+    with _LOCK:
+        _LOCAL.clear()
+
+
+def memo_beside(cache) -> MoveMemo:
+    """The memo for an evaluation cache option (a path, ``"default"`` or None)."""
+    if cache is None:
+        return MoveMemo(None)
+    if cache == "default":
+        from ptxopt.evaluate.cache import default_cache_path
+
+        cache = default_cache_path()
+    p = Path(cache)
+    return MoveMemo(p.with_name(p.name + ".moves.sqlite"))
+
+
+__all__ = ["MoveMemo", "memo_beside", "clear_memo", "state_key", "ENTRIES"]
