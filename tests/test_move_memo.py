@@ -128,3 +128,28 @@ def test_a_damaged_memo_file_is_only_a_miss(tmp_path, damage):
     assert (t.action_mask() == expected).all()
     if damage != "bad row":
         assert path.read_bytes() == before  # never written to
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_remembered_features_are_the_computed_ones(kernel, tmp_path):
+    from ptxopt.analysis.features import feature_vector
+
+    path = tmp_path / "moves.sqlite"
+    s = _walk(kernel, ("cache_cg",), MoveMemo(path))
+    expected = feature_vector(s.module, s.entry)
+    assert np.array_equal(s.features, expected, equal_nan=True)
+    move_memo.clear_memo()  # a new process: read back from the file
+    t = _walk(kernel, ("cache_cg",), MoveMemo(path))
+    assert np.array_equal(t.features, expected, equal_nan=True)
+    assert np.array_equal(t.observation(), s.observation(), equal_nan=True)
+
+
+def test_features_are_keyed_by_entry_too(tmp_path):
+    memo = MoveMemo(tmp_path / "m.sqlite")
+    a = memo.features("same text", "k1", lambda: np.array([1.0, 2.0]))
+    b = memo.features("same text", "k2", lambda: np.array([3.0, float("inf")]))
+    move_memo.clear_memo()
+    memo2 = MoveMemo(tmp_path / "m.sqlite")
+    never = lambda: pytest.fail("recomputed")  # noqa: E731
+    assert np.array_equal(memo2.features("same text", "k1", never), a)
+    assert np.array_equal(memo2.features("same text", "k2", never), b)

@@ -1,4 +1,4 @@
-"""Which passes change a printed module: remembered across states and processes.
+"""Which passes change a printed module, and its feature vector: remembered across states and processes.
 
 A search state's action mask applies every pass to the state's module and
 prints the result (:mod:`ptxopt.search.state`): on a 5,000-instruction
@@ -15,6 +15,12 @@ the reason it is masked (``illegal: ...``, ``no change``, ``internal: ...``).
 Conflicts with the pipeline are not facts of the module and are always
 decided live. A state whose facts are known computes its mask without
 applying a pass, and builds a child only for the action taken.
+
+The policy's observation starts with the module's feature vector
+(:func:`ptxopt.analysis.features.feature_vector`: dependency DAGs, critical
+paths, register pressure -- tens of milliseconds per state, most of a warm
+GRPO epoch), decided by the same text and code plus the entry name, so it
+is remembered the same way (``features(printed, entry)``).
 
 Two levels: a bounded in-process dictionary, and optionally an SQLite file
 (``MoveMemo(path)``; the search and the RL environment put it beside the
@@ -70,10 +76,11 @@ class MoveMemo:
                 db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if tables and tables != {"moves", "meta"}:
+                if tables and not tables <= {"moves", "meta", "features"}:
                     raise sqlite3.DatabaseError(f"not a ptxopt move memo (tables {sorted(tables)})")
                 db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 db.execute("CREATE TABLE IF NOT EXISTS moves (key TEXT PRIMARY KEY, facts TEXT NOT NULL)")
+                db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vector TEXT NOT NULL)")
                 row = db.execute("SELECT value FROM meta WHERE name='format'").fetchone()
                 if row is None:
                     db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (_FORMAT,))
@@ -119,6 +126,39 @@ class MoveMemo:
                 db.execute("INSERT OR REPLACE INTO moves VALUES (?, ?)", (key, json.dumps(frozen)))
             except sqlite3.Error:
                 pass  # a busy or read-only file loses a cache entry, nothing else
+
+    def features(self, printed: str, entry: str | None, compute):
+        """The feature vector of ``printed``'s ``entry``: remembered, or
+        ``compute()`` (a 1-d float array), remembered from then on."""
+        import numpy as np
+
+        key = "features:" + state_key(f"{entry}\0{printed}")
+        with _LOCK:
+            hit = _LOCAL.get(key)
+        if hit is None:
+            db = self._conn()
+            if db is not None:
+                try:
+                    row = db.execute("SELECT vector FROM features WHERE key = ?", (key,)).fetchone()
+                    if row is not None:
+                        v = json.loads(row[0])
+                        if isinstance(v, list) and all(isinstance(x, (int, float)) for x in v):
+                            hit = tuple(float(x) for x in v)
+                except (sqlite3.Error, ValueError, TypeError):
+                    hit = None
+        if hit is not None:
+            _remember(key, hit)
+            return np.array(hit, dtype=np.float64)
+        vec = np.asarray(compute(), dtype=np.float64)
+        frozen = tuple(float(x) for x in vec)
+        _remember(key, frozen)
+        db = self._conn()
+        if db is not None:
+            try:  # repr of a float reads back exactly; nan/inf are written as NaN/Infinity and read back
+                db.execute("INSERT OR REPLACE INTO features VALUES (?, ?)", (key, json.dumps(frozen)))
+            except sqlite3.Error:
+                pass
+        return vec
 
     def close(self) -> None:
         if self._db is not None:

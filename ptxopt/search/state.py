@@ -212,7 +212,10 @@ class State:
         """The kernel feature vector of the *current* module (see :mod:`ptxopt.analysis.features`)."""
         from ptxopt.analysis.features import feature_vector
 
-        return feature_vector(self.module, self.entry)
+        compute = lambda: feature_vector(self.module, self.entry)  # noqa: E731
+        if self.memo is None:
+            return compute()
+        return self.memo.features(self.printed, self.entry, compute)
 
     def observation(self) -> np.ndarray:
         """What the policy sees: features, active families, step count (see :func:`observation_names`)."""
