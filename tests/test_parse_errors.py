@@ -276,6 +276,7 @@ def _huge_kernel(n: int) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_huge_valid_file(tmp_path):
     n = 200_000
     text = _huge_kernel(n)

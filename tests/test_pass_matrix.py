@@ -9,6 +9,7 @@ from ptxopt.corpus import load_manifest
 from ptxopt.matrix import run_cell
 from ptxopt.parser import parse
 from ptxopt.passes import pass_names
+from corpus_tiers import is_fast
 
 KERNELS = load_manifest()
 _parsed = {}
@@ -20,9 +21,8 @@ def _module(spec):
     return _parsed[spec.id]
 
 
-@pytest.mark.parametrize("pass_name", pass_names())
-def test_pass_on_every_corpus_kernel(pass_name):
-    cells = [run_cell(pass_name, k, _module(k), equivalence_trials=2) for k in KERNELS]
+def _check(pass_name, kernels):
+    cells = [run_cell(pass_name, k, _module(k), equivalence_trials=2) for k in kernels]
     broken = [f"{c.kernel}: {c.detail}" for c in cells if c.outcome == "broken"]
     assert not broken, "\n".join(broken)
     for c in cells:
@@ -30,3 +30,15 @@ def test_pass_on_every_corpus_kernel(pass_name):
             assert c.detail, f"{c.kernel}: refused without a reason"
     # Each pass must do something somewhere: a pass that never applies is untested.
     assert any(c.outcome == "changed" for c in cells), f"{pass_name} changed no corpus kernel"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pass_name", pass_names())
+def test_pass_on_every_corpus_kernel(pass_name):
+    _check(pass_name, KERNELS)
+
+
+@pytest.mark.parametrize("pass_name", pass_names())
+def test_pass_on_the_fast_tier_kernels(pass_name):
+    """The same check on tests/corpus_tiers.py's kernels (one per producer and shape)."""
+    _check(pass_name, [k for k in KERNELS if is_fast(k)])

@@ -20,6 +20,8 @@ from ptxopt.corpus import load_manifest
 from ptxopt.passes import get_pass_class
 from ptxopt.toolchain import compile_ptx
 
+from corpus_tiers import corpus_params
+
 PASSES = ["reorder_cp", "reorder_il", "reorder_lf", "reorder_sl"]
 
 
@@ -321,7 +323,7 @@ def _respects(kid: str, after) -> bool:
     return True
 
 
-@pytest.mark.parametrize("spec", KERNELS, ids=[k.id for k in KERNELS])
+@pytest.mark.parametrize("spec", corpus_params(KERNELS))
 def test_corpus(spec):
     """Each pass changes the kernel (the result re-parses, every block's new
     order respects its DAG, a second run changes nothing, ptxas accepts it)

@@ -13,10 +13,12 @@ from ptxopt.emit import emit
 from ptxopt.parser import parse
 from ptxopt.roundtrip import check_text, compare_sass
 
+from corpus_tiers import corpus_params
+
 KERNELS = load_manifest()
 
 
-@pytest.mark.parametrize("spec", KERNELS, ids=[k.id for k in KERNELS])
+@pytest.mark.parametrize("spec", corpus_params(KERNELS))
 def test_corpus_kernel_round_trips_to_identical_sass(spec):
     res = check_text(spec.ptx_text(), spec.id, archs=("sm_89", "sm_90"))
     assert not res.error, res.error
