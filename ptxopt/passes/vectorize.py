@@ -75,6 +75,7 @@ class _Member:
     offset: int
     value: object  # destination (load) or source (store) operand
     access: Access
+    base: object = None  # the canonical base (Reg or Sym): addr.base, or the start of an add chain
 
 
 @dataclass(eq=False)
@@ -100,6 +101,10 @@ class _Scan:
         self.regions: list[_Region] = []
         self.untrusted: set[str] = set()
         self.roots = pointer_roots_of(fn)
+        # (register, version) -> (canonical base key, Reg of the base, byte offset): a 64-bit
+        # ``add R, B, C`` earlier in the *current* region (see :meth:`_chain`)
+        self.chain: dict[tuple[str, int], tuple[tuple, Reg, int]] = {}
+        self._base_reg: dict[int, Reg] = {}  # iid -> canonical base register, when not its own
         self._region = _Region()
         self._open: dict[tuple, int] = {}  # key -> index into region.runs
         self._walk(fn.body)
@@ -110,6 +115,7 @@ class _Scan:
         self.regions.append(self._region)
         self._region = _Region()
         self._open = {}
+        self.chain = {}  # a chain is only trusted inside the straight-line region that computed it
 
     def _walk(self, block: Block) -> None:
         # The hot loop (5k instructions for the largest tile): locals, no calls
@@ -142,6 +148,7 @@ class _Scan:
             elif (role == "load" or role == "store") and s.opcode not in prefetches:
                 self._memory(iid, s, role == "store")
             defs, uses = _defs_uses(s)
+            link = self._link(s) if s.opcode in _CHAIN_OPS else None
             if track_uses:
                 for r in uses:
                     lst = ua.get(r)
@@ -155,6 +162,42 @@ class _Scan:
                     da[r] = [iid]
                 elif lst[-1] != iid:
                     lst.append(iid)
+            if link is not None:
+                self.chain[(defs[0], len(da[defs[0]]))] = link
+
+    def _canonical(self, reg: Reg) -> tuple[tuple, Reg, int]:
+        """``(key, base register, offset)`` of the value ``reg`` holds now."""
+        v = self.version(reg.name)
+        hit = self.chain.get((reg.name, v))
+        return hit if hit is not None else (("reg", reg.name, v), reg, 0)
+
+    def _link(self, ins: Instruction) -> tuple[tuple, Reg, int] | None:
+        """For an unguarded ``add.s64/u64 R, B, C`` (or ``C, B``; ``sub`` ``R, B, C``)
+        with an integer immediate C: ``R``'s value as (canonical base of B as
+        it is *before* this instruction, base register, offset). 64-bit only:
+        address arithmetic wraps modulo 2^64 exactly like the add, so
+        ``[R+o]`` and ``[B+C+o]`` are the same address."""
+        if ins.guard is not None or ins.modifiers not in _CHAIN_MODS or len(ins.operands) != 3:
+            return None
+        d, a, b = ins.operands
+        if type(d) is not Reg:
+            return None
+        if ins.opcode == "add" and type(a) is Imm and type(b) is Reg:
+            a, b = b, a
+        if type(a) is not Reg or type(b) is not Imm or opcodes.is_special_reg(a.name):
+            return None
+        try:
+            c = b.value()
+        except (ValueError, TypeError):
+            return None
+        if type(c) is not int:
+            return None
+        c = -c if ins.opcode == "sub" else c
+        key, base, off = self._canonical(a)
+        off += c
+        if not -(1 << 31) <= off < (1 << 31):
+            return None
+        return key, base, off
 
     def version(self, reg: str) -> int:
         """How many times ``reg`` has been written so far in the walk."""
@@ -182,7 +225,7 @@ class _Scan:
         extra = tuple(self.version(o.name) for o in shape if type(o) is Reg)
         key = (acc.base, ins.modifiers, ins.guard, ins.guard_neg,
                self.version(ins.guard) if ins.guard else 0, shape, extra)
-        m = _Member(iid, ins, addr, acc.offset, value, acc)
+        m = _Member(iid, ins, addr, acc.offset, value, acc, self._base_reg.get(iid, addr.base))
         region = self._region
         k = self._open.get(key)
         if k is None or acc.offset in region.runs[k]:
@@ -196,7 +239,10 @@ class _Scan:
         if addr is not None and not addr.extra:
             b = addr.base
             if type(b) is Reg:
-                base, off = ("reg", b.name, self.version(b.name)), addr.offset
+                base, reg, off = self._canonical(b)
+                off += addr.offset
+                if reg is not b:
+                    self._base_reg[iid] = reg
             elif type(b) is Sym:
                 base, off = ("sym", b.name), addr.offset + b.offset
         root = self.roots.get(addr.base.name) if addr is not None and type(addr.base) is Reg else None
@@ -214,6 +260,8 @@ class _Scan:
 
 
 _SPECIAL: dict[str, bool] = {}
+_CHAIN_OPS = frozenset({"add", "sub"})
+_CHAIN_MODS = frozenset({("s64",), ("u64",)})
 
 
 def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
@@ -314,7 +362,7 @@ class _Vectorizer:
         self.refusals.append((line, why))
 
     def _base_fact(self, m: _Member) -> Fact:
-        return self.align.of_base(m.addr.base)
+        return self.align.of_base(m.base)
 
     def _plan(self, ri: int, region: _Region, k: int, run: dict[int, _Member]) -> None:
         """Greedy over ascending offsets: the widest legal aligned group first."""
@@ -365,8 +413,8 @@ class _Vectorizer:
         at = (r + g0.offset) % m
         known = min(m, lowbit(at)) if at else m
         if known < need:
-            why = self.align.explain(g0.addr.base.name) if type(g0.addr.base) is Reg \
-                else f"{g0.addr.base.name} is declared .align {fact[0]}"
+            why = self.align.explain(g0.base.name) if type(g0.base) is Reg \
+                else f"{g0.base.name} is declared .align {fact[0]}"
             have = "nothing is known" if known == 1 else f"only {known} bytes are proven"
             raise _Unaligned(f"alignment of {_addr_text(g0, g0.offset)} not proven: .v{w}.{vt} needs "
                              f"{need} bytes, {have}: {why}")
@@ -416,7 +464,12 @@ class _Vectorizer:
         mods.insert(at, f"v{w}")
         vec = Vec(tuple(x.value for x in group))
         rest = g0.ins.operands[2:]
-        ops = (g0.addr, vec, *rest) if self.store else (vec, g0.addr, *rest)
+        # The anchor's own address register holds its value where the merged
+        # access goes; through an add chain the members' registers may not
+        # (defined later, or redefined), so address the group from it.
+        addr = replace(anchor.addr, offset=anchor.addr.offset + g0.offset - anchor.offset,
+                       plus_zero=anchor.addr.plus_zero and g0.offset == anchor.offset)
+        ops = (addr, vec, *rest) if self.store else (vec, addr, *rest)
         new = replace(anchor.ins, modifiers=tuple(mods), operands=ops)
         for x in group:
             items, i = self.scan.slots[x.iid]

@@ -1,0 +1,287 @@
+"""vec_ld / vec_st through Triton-style address chains.
+
+Triton gives each scalar load its own address register::
+
+    add.s64 %rd5, %rd2, 4;
+    @%p1 ld.global.b32 {%r2}, [%rd5+0];
+
+The vectorizer sees ``[%rd5]`` as ``[%rd2 + 4]`` when the ``add`` is an
+unguarded 64-bit add of an immediate in the same straight-line region, with
+neither register written in between. Every broken chain must be refused.
+"""
+
+import re
+
+import pytest
+
+import ptxopt
+from ptxopt import emit, parse
+from ptxopt.pipeline import Pipeline
+from ptxopt.contract import Contract
+from ptxopt.toolchain import compile_ptx
+from ptxopt.verify import Geometry
+
+
+def kernel(body: str, align: int | None = 16) -> str:
+    decl = f".param .u64 .ptr .global .align {align} k_param_{{i}}" if align else ".param .u64 k_param_{i}"
+    params = ",\n\t".join(decl.format(i=i) for i in range(2))
+    lines = "\n".join("\t" + ln for ln in body.strip().splitlines())
+    return f"""\
+.version 8.8
+.target sm_89
+.address_size 64
+
+.visible .entry k(
+\t{params}
+)
+{{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<40>;
+\t.reg .b64 %rd<20>;
+\tld.param.u64 %rd1, [k_param_0];
+\tld.param.u64 %rd3, [k_param_1];
+\tcvta.to.global.u64 %rd2, %rd1;
+\tcvta.to.global.u64 %rd4, %rd3;
+\tmov.u32 %r30, %tid.x;
+\tsetp.lt.u32 %p1, %r30, 16;
+\tsetp.lt.u32 %p2, %r30, 8;
+\tmul.wide.u32 %rd10, %r30, 16;
+\tadd.s64 %rd2, %rd2, %rd10;
+\tadd.s64 %rd4, %rd4, %rd10;
+{lines}
+\tret;
+}}
+"""
+
+
+CHAIN = """
+add.s64 %rd5, %rd2, 4;
+add.s64 %rd6, %rd2, 8;
+add.s64 %rd7, %rd2, 12;
+{g}ld.global.b32 %r1, [%rd2+0];
+{g}ld.global.b32 %r2, [%rd5+0];
+{g}ld.global.b32 %r3, [%rd6+0];
+{g}ld.global.b32 %r4, [%rd7+0];
+{middle}
+add.s32 %r5, %r1, 1;
+st.global.b32 [%rd4+0], %r5;
+st.global.b32 [%rd4+4], %r2;
+st.global.b32 [%rd4+8], %r3;
+st.global.b32 [%rd4+12], %r4;
+"""
+
+
+def triton_loads(middle: str = "", guard: str = "@%p1 ") -> str:
+    return CHAIN.format(g=guard, middle=middle)
+
+
+def run(pipeline: str, ptx: str):
+    m = parse(ptx)
+    rep = None
+    for p in Pipeline.parse(pipeline, allow_conflicts=True):
+        m, rep = p.apply(m)
+    return emit(m), rep
+
+
+def reasons(rep) -> str:
+    return "\n".join(s.what for s in rep.refused)
+
+
+def vector_lines(text: str) -> list[str]:
+    return [" ".join(ln.split()).replace("+0]", "]").replace("+-", "-") for ln in text.splitlines() if ".v2." in ln or ".v4." in ln]
+
+
+def equal(ptx: str, pipeline: str):
+    """Optimize with ptxas and the interpreter; the rewrite must be used."""
+    contract = Contract("16 threads, 1 KiB buffers",
+                        geometry=Geometry(grid=(1, 1, 1), block=(16, 1, 1), buffer_bytes=1024), entry="k")
+    res = ptxopt.optimize(ptx, pipeline, contract=contract)
+    assert res.changed, res.reason
+    assert res.verdict == "equal", (res.verdict, res.verdict_note)
+    return res
+
+
+def test_chain_of_constant_adds_is_one_base():
+    ptx = kernel(triton_loads())
+    out, rep = run("vec_ld", ptx)
+    assert vector_lines(out) == ["@%p1 ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd2];"]
+    assert len(rep.changed) == 1 and not rep.refused
+    compile_ptx(out, "sm_89")
+    equal(ptx, "vec_ld")
+
+
+def test_chain_through_several_adds_and_sub():
+    ptx = kernel("""
+add.s64 %rd5, %rd2, 16;
+sub.s64 %rd6, %rd5, 12;
+add.s64 %rd7, 4, %rd6;
+ld.global.b32 %r1, [%rd2+0];
+ld.global.b32 %r2, [%rd6+0];
+ld.global.b32 %r3, [%rd7+0];
+ld.global.b32 %r4, [%rd5+-4];
+st.global.b32 [%rd4+0], %r1;
+st.global.b32 [%rd4+4], %r2;
+st.global.b32 [%rd4+8], %r3;
+st.global.b32 [%rd4+12], %r4;
+""")
+    out, rep = run("vec_ld", ptx)
+    assert vector_lines(out) == ["ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd2];"]
+    equal(ptx, "vec_ld")
+
+
+def test_reverse_order_addresses_the_group_from_the_first_load():
+    # the first load in program order is the highest address: the merged load
+    # goes there, so it must be addressed from that load's own register
+    ptx = kernel("""
+add.s64 %rd7, %rd2, 12;
+ld.global.b32 %r4, [%rd7+0];
+add.s64 %rd6, %rd2, 8;
+ld.global.b32 %r3, [%rd6+0];
+add.s64 %rd5, %rd2, 4;
+ld.global.b32 %r2, [%rd5+0];
+ld.global.b32 %r1, [%rd2+0];
+st.global.b32 [%rd4+0], %r1;
+st.global.b32 [%rd4+4], %r2;
+st.global.b32 [%rd4+8], %r3;
+st.global.b32 [%rd4+12], %r4;
+""")
+    out, rep = run("vec_ld", ptx)
+    assert vector_lines(out) == ["ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd7-12];"]
+    compile_ptx(out, "sm_89")
+    equal(ptx, "vec_ld")
+
+
+def test_stores_through_a_chain_use_the_last_stores_register():
+    ptx = kernel("""
+ld.global.b32 %r1, [%rd2+0];
+add.s32 %r2, %r1, 1;
+add.s32 %r3, %r1, 2;
+st.global.b32 [%rd4+0], %r1;
+add.s64 %rd5, %rd4, 4;
+st.global.b32 [%rd5+0], %r2;
+add.s64 %rd4, %rd4, 8;
+st.global.b32 [%rd4+0], %r3;
+st.global.b32 [%rd4+4], %r3;
+""")
+    out, rep = run("vec_st", ptx)
+    # each pair is addressed from its last store's register; %rd4 is redefined
+    # (old %rd4 + 8) in between, so old %rd4 is no longer available there.
+    # (Alignment is one fact per register over all its definitions: 8 bytes
+    # for %rd4 here, hence .v2 pairs, not one .v4.)
+    assert vector_lines(out) == ["st.global.v2.b32 [%rd5-4], {%r1, %r2};",
+                                 "st.global.v2.b32 [%rd4], {%r3, %r3};"]
+    compile_ptx(out, "sm_89")
+    equal(ptx, "vec_st")
+
+
+def test_unaligned_chain_needs_assume_align():
+    ptx = kernel(triton_loads(), align=None)
+    out, rep = run("vec_ld", ptx)
+    assert not rep.changed
+    assert re.search(r"alignment of \[%rd2\] not proven: \.v4\.b32 needs 16 bytes", reasons(rep))
+    out, rep = run("vec_ld{assume_align=16}", ptx)
+    assert vector_lines(out) == ["@%p1 ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd2];"]
+
+
+# ---------------------------------------------------------------------------
+# adversarial: every broken chain is refused
+# ---------------------------------------------------------------------------
+
+# (body before the loads, the groups that stay legal: registers hanging off one value)
+BROKEN = {
+    # the base is redefined between two links: only %rd6/%rd7 share a value (new %rd2)
+    "base redefined": ("""
+add.s64 %rd5, %rd2, 4;
+ld.param.u64 %rd2, [k_param_1];
+cvta.to.global.u64 %rd2, %rd2;
+add.s64 %rd6, %rd2, 8;
+add.s64 %rd7, %rd2, 12;
+""", [{"%r3", "%r4"}]),
+    # two different bases: two pairs at most
+    "different bases": ("""
+add.s64 %rd5, %rd2, 4;
+add.s64 %rd6, %rd4, 8;
+add.s64 %rd7, %rd4, 12;
+""", [{"%r1", "%r2"}, {"%r3", "%r4"}]),
+    # the links are guarded: %rd5.. may keep older values
+    "guarded link": ("""
+@%p2 add.s64 %rd5, %rd2, 4;
+@%p2 add.s64 %rd6, %rd2, 8;
+@%p2 add.s64 %rd7, %rd2, 12;
+""", []),
+    # a 32-bit add is not followed
+    "32-bit add": ("""
+cvt.u32.u64 %r20, %rd2;
+add.s32 %r21, %r20, 4;
+cvt.u64.u32 %rd5, %r21;
+add.s64 %rd6, %rd2, %rd10;
+add.s64 %rd7, %rd2, %rd10;
+""", []),
+    # the address registers are redefined after their links
+    "link overwritten": ("""
+add.s64 %rd5, %rd2, 4;
+add.s64 %rd6, %rd2, 8;
+add.s64 %rd7, %rd2, 12;
+add.s64 %rd5, %rd4, 4;
+add.s64 %rd6, %rd4, 8;
+add.s64 %rd7, %rd4, 12;
+""", [{"%r3", "%r4"}]),
+}
+
+
+def groups(text: str) -> list[set[str]]:
+    return [set(re.findall(r"%r\d+", ln.split("{")[1].split("}")[0])) for ln in vector_lines(text)
+            if ln.split()[0].endswith("ld.global.v2.b32") or ".v4." in ln]
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_chains_are_refused(case):
+    prefix, legal = BROKEN[case]
+    body = prefix + "\n".join(CHAIN.strip().splitlines()[3:]).format(g="", middle="")
+    out, rep = run("vec_ld{assume_align=16}", kernel(body))
+    got = groups(out)
+    assert all(g in legal for g in got), (case, got)
+    compile_ptx(out, "sm_89")
+
+
+def test_a_link_before_a_label_is_not_trusted_after_it():
+    body = """
+add.s64 %rd5, %rd2, 4;
+add.s64 %rd6, %rd2, 8;
+add.s64 %rd7, %rd2, 12;
+$L_next:
+""" + "\n".join(CHAIN.strip().splitlines()[3:]).format(g="", middle="")
+    out, rep = run("vec_ld", kernel(body))
+    assert not rep.changed
+
+
+def test_different_guards_are_refused():
+    body = CHAIN.format(g="", middle="").replace("ld.global.b32 %r2", "@%p2 ld.global.b32 %r2")
+    out, rep = run("vec_ld", kernel(body))
+    assert "different guards on [%rd5] and [%rd2]" in reasons(rep) or \
+           "different guards" in reasons(rep)
+    assert not any("%r2" in ln for ln in vector_lines(out))
+
+
+def test_a_store_that_may_alias_in_between_is_refused():
+    body = CHAIN.format(g="", middle="").replace(
+        "ld.global.b32 %r3", "st.global.b32 [%rd4+0], %r1;\nld.global.b32 %r3")
+    out, rep = run("vec_ld", kernel(body))
+    assert re.search(r"st\.global\.b32 at line \d+ may alias \[%rd6\]", reasons(rep))
+    # the pairs on either side of the store may merge, nothing across it
+    assert not any("%r2" in ln and "%r3" in ln for ln in vector_lines(out))
+
+
+def test_a_store_through_the_same_chain_to_other_bytes_does_not_alias():
+    body = CHAIN.format(g="", middle="").replace(
+        "ld.global.b32 %r3", "add.s64 %rd8, %rd2, 64;\nst.global.b32 [%rd8+0], %r1;\nld.global.b32 %r3")
+    ptx = kernel(body)
+    out, rep = run("vec_ld", ptx)
+    assert vector_lines(out) == ["ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd2];"]
+    equal(ptx, "vec_ld")
+    # ... but a store to bytes of the group does (through another chain register)
+    bad = kernel(body.replace("%rd2, 64", "%rd2, 12"))
+    out, rep = run("vec_ld", bad)
+    assert "may alias" in reasons(rep)
+    # %r4 (bytes 12..15, written by the store) may not move above it; {%r3, %r4} is after it
+    assert all(g in ({"%r1", "%r2"}, {"%r3", "%r4"}) for g in groups(out))
