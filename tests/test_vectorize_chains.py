@@ -285,3 +285,27 @@ def test_a_store_through_the_same_chain_to_other_bytes_does_not_alias():
     assert "may alias" in reasons(rep)
     # %r4 (bytes 12..15, written by the store) may not move above it; {%r3, %r4} is after it
     assert all(g in ({"%r1", "%r2"}, {"%r3", "%r4"}) for g in groups(out))
+
+
+def test_triton_braces_around_scalars():
+    # Triton writes `ld.global.b32 { %r1 }, [ %rd5 + 0 ]` for a scalar access
+    body = CHAIN.format(g="@%p1 ", middle="")
+    body = re.sub(r"ld\.global\.b32 (%r\d+), \[(%rd\d+)\+0\]", r"ld.global.b32 { \1 }, [ \2 + 0 ]", body)
+    body = re.sub(r"st\.global\.b32 \[%rd4\+(\d+)\], (%r\d+)", r"st.global.b32 [ %rd4 + \1 ], { \2 }", body)
+    assert "{ %r2 }" in body and "{ %r4 }" in body
+    ptx = kernel(body)
+    out, rep = run("vec_ld,vec_st", ptx)
+    assert "@%p1 ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd2];" in vector_lines(out)
+    compile_ptx(out, "sm_89")
+    equal(ptx, "vec_ld")
+
+
+def test_census_says_why_nothing_merged():
+    from ptxopt.passes.vectorize import census
+
+    body = CHAIN.format(g="", middle="").replace("ld.global.b32 %r2", "@%p2 ld.global.b32 %r2")
+    m = parse(kernel(body.replace("ld.global.b32 %r4, [%rd7+0]", "ld.global.v2.b32 {%r4, %r5}, [%rd7+0]")))
+    assert census(m, store=False) == ("nothing to merge among 4 ld.global: 1 already .v2, "
+                                      "3 scalar without a same-guard, same-base partner at an adjacent "
+                                      "aligned offset")
+    assert census(parse(kernel("")), store=True) == "no st.global in the kernel"

@@ -219,7 +219,7 @@ class _Scan:
         shape = candidate(ins)
         if shape is None:
             return
-        value = ins.operands[1] if self.store else ins.operands[0]
+        value = _scalar(ins.operands[1] if self.store else ins.operands[0])
         if not self.store and type(value) is Reg and value.name in opcodes.regs_in(addr):
             return  # a load that overwrites its own base ends the base version
         extra = tuple(self.version(o.name) for o in shape if type(o) is Reg)
@@ -315,9 +315,17 @@ def candidate(ins: Instruction) -> tuple | None:
     addr, value = (ops[0], ops[1]) if ins.opcode == "st" else (ops[1], ops[0])
     if type(addr) is not Addr or addr.extra or type(addr.base) not in (Reg, Sym):
         return None
+    value = _scalar(value)
     if type(value) is not Reg and not (ins.opcode == "st" and type(value) is Imm):
         return None
     return tuple(ops[2:])
+
+
+def _scalar(value):
+    """``{ %r1 }`` (Triton writes every scalar access with braces) is ``%r1``."""
+    if type(value) is Vec and len(value.items) == 1:
+        return value.items[0]
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -650,3 +658,43 @@ def _collect_splits(block: Block, fn: str, report: ChangeReport, edits: list) ->
         if new is not None:
             edits.append((block.items, i, new))
             report.change(fn, s.line, f"{s.full_opcode} -> {len(new)} x {new[0].full_opcode}")
+
+
+def census(module: Module, store: bool) -> str:
+    """Why ``vec_ld`` (``store=False``) or ``vec_st`` has nothing to do in
+    ``module``, in one line: how many global accesses there are and what
+    kind (already vectors, not candidates, scalars without a partner).
+    For reports when the pass neither changed nor refused anything."""
+    op = "st" if store else "ld"
+    vec: dict[int, int] = {}
+    other = scalar = 0
+    for fn in module.functions:
+        if fn.body is None:
+            continue
+        for ins in _instructions(fn.body):
+            if ins.opcode != op or opcodes.space_of(ins) != "global":
+                continue
+            w = opcodes.vector_width(ins)
+            if w > 1:
+                vec[w] = vec.get(w, 0) + 1
+            elif candidate(ins) is None:
+                other += 1
+            else:
+                scalar += 1
+    total = sum(vec.values()) + other + scalar
+    if not total:
+        return f"no {op}.global in the kernel"
+    parts = [f"{n} already .v{w}" for w, n in sorted(vec.items(), reverse=True)]
+    if other:
+        parts.append(f"{other} not weak typed scalars with a register/symbol address")
+    if scalar:
+        parts.append(f"{scalar} scalar without a same-guard, same-base partner at an adjacent aligned offset")
+    return f"nothing to merge among {total} {op}.global: " + ", ".join(parts)
+
+
+def _instructions(block: Block):
+    for s in block.items:
+        if type(s) is Block:
+            yield from _instructions(s)
+        elif type(s) is Instruction:
+            yield s

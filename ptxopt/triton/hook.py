@@ -106,13 +106,23 @@ def code_digest() -> str:
     return f"{ptxopt.__version__}-{h.hexdigest()[:16]}"
 
 
-def _summarise(records) -> list[dict]:
+def _summarise(records, module=None) -> list[dict]:
+    """Per pass: sites changed, refusals (reasons), and for a vectorizer that
+    neither changed nor refused anything a ``note`` saying why (what the
+    kernel's global accesses are: Triton usually emits ``.v4`` already, or
+    scalars under per-element guards)."""
+    from ptxopt.passes.vectorize import census
+
     out = []
     for r in records:
         rep = r.report
-        out.append({"pass": r.name, "changed": len(rep.changed) if rep else 0,
-                    "refused": [str(s) for s in rep.refused] if rep else [],
-                    "skipped": r.skipped or None})
+        row = {"pass": r.name, "changed": len(rep.changed) if rep else 0,
+               "refused": [str(s.what) for s in rep.refused] if rep else [],
+               "skipped": r.skipped or None}
+        if module is not None and rep is not None and not rep.changed and not rep.refused \
+                and r.name in ("vec_ld", "vec_st"):
+            row["note"] = census(module, store=r.name == "vec_st")
+        out.append(row)
     return out
 
 
@@ -213,7 +223,7 @@ class StagesHook:
         rep.contract = res.contract
         rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
         rep.registers, rep.spills = res.registers, res.spills
-        rep.passes = _summarise(res.records)
+        rep.passes = _summarise(res.records, module)
         return res.ptx
 
 
