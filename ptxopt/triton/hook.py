@@ -289,7 +289,9 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
 def disable() -> None:
     """Remove ptxopt's hook (kernels compiled while it was on stay in the cache
     under their own key)."""
-    global _active
+    global _active, _last_reports
+    if _active is not None:
+        _last_reports = list(_active.reports)
     try:
         from triton import knobs
     except ImportError:
