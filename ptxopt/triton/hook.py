@@ -134,12 +134,13 @@ class StagesHook:
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}"
+        self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
 
     def __call__(self, *args):
         if not args:  # compile() asks for the cache key
-            return self.key, hashlib.sha256(self.key.encode()).hexdigest()
+            return self.key, self.hash
         backend, stages, options, _language, _capability = args
         self.install(backend, stages, options)
         return None
