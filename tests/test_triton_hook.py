@@ -237,3 +237,29 @@ def test_kernels_through_the_hook(tcache, pipeline):
     assert len(ptxopt_warnings(w)) == len(kept)
     if pipeline != "vec_ld,vec_st":
         assert sum(r.changed for r in reports.values()) >= 6
+
+
+@pytest.mark.slow
+def test_policy_checkpoint_chooses_per_kernel(tcache):
+    pytest.importorskip("torch")
+    ckpt = Path(__file__).resolve().parent.parent / "corpus" / "policies" / "gemm_elementwise_sm_89.pt"
+    hook = pt.enable(policy=str(ckpt))
+    assert "policy=" + hashlib.sha256(ckpt.read_bytes()).hexdigest() in hook()[0]
+    c = compile_kernel("matmul_f16")
+    [rep] = pt.report()
+    assert str(ckpt) in rep.why_pipeline
+    if rep.pipeline:  # whatever the policy picked went through the same checks
+        assert rep.verdict in ACCEPTED or rep.reason
+    else:
+        assert "chose no pass" in rep.why_pipeline and not rep.changed
+    assert c.asm["cubin"][:4] == b"\x7fELF"
+
+
+def test_bad_sources_are_clear_errors(tcache, tmp_path):
+    from ptxopt.pipeline import PipelineError
+    from ptxopt.triton.pipelines import PipelinesError
+
+    with pytest.raises(PipelineError):
+        pt.enable("no_such_pass")
+    with pytest.raises(PipelinesError, match="cannot read pipelines file"):
+        pt.enable(pipelines=tmp_path / "missing.json")
