@@ -154,3 +154,39 @@ def test_tune_a_triton_cache_then_apply_exactly_those(tmp_path, monkeypatch):
     assert last.name == "vector_add" and not last.pipeline
     assert "source changed since tuning" in last.why_pipeline
     assert other.asm["cubin"][:4] == b"\x7fELF"
+
+
+def test_triton_stays_optional():
+    import subprocess
+    import sys
+
+    code = ("import sys, ptxopt, ptxopt.triton, ptxopt.triton.cache_dir, ptxopt.triton.pipelines, "
+            "ptxopt.testing.triton_corpus, ptxopt.cli_search; "
+            "assert 'triton' not in sys.modules, 'triton imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 0, r.stderr
+
+
+def test_signature_and_contracts_from_triton_metadata():
+    from ptxopt.triton.contract import ALTERNATIVES, triton_contracts
+    from ptxopt.triton.signature import parse_signature
+
+    ttir = ('module {\n  tt.func private @helper(%a: i32) {}\n'
+            '  tt.func public @k(%x_ptr: !tt.ptr<f16> {tt.divisibility = 16 : i32} loc("x_ptr"(#loc)), '
+            '%n: i64 loc("n"(#loc)), %s: f32 loc(#loc3), %desc: !tt.tensordesc<tensor<16x16xf16, #shared>> '
+            'loc("d"(#loc))) attributes {noinline = false} {\n')
+    args = parse_signature(ttir)
+    assert [(a.name, a.short) for a in args] == [("x_ptr", "*fp16"), ("n", "i64"), ("s", "fp32"),
+                                                 ("desc", "!tt.tensordesc<tensor<16x16xf16, #shared>>")]
+    assert args[0].is_pointer and not args[1].is_pointer
+    assert parse_signature(ttir, "other") is None and parse_signature("module {}") is None
+    params = [("k_param_0", "u64"), ("k_param_1", "u64"), ("k_param_2", "f32"), ("k_param_3", "u64"),
+              ("k_param_4", "u64"), ("k_param_5", "u64")]
+    cs = triton_contracts("k", params, {"num_warps": 8, "shared": 4096}, args[:3])
+    assert len(cs) == len(ALTERNATIVES)
+    g = cs[0].geometry
+    assert g.block == (256, 1, 1) and g.grid == (1, 1, 1) and g.shared_bytes == 4096
+    assert g.scalars == {"k_param_1": 16}  # the i64 scalar is not taken for a pointer
+    assert [c.geometry.int_scalar for c in cs] == list(ALTERNATIVES)
+    assert "num_warps=8" in cs[0].source and "x_ptr: *fp16, n: i64, s: fp32" in cs[0].source
