@@ -236,6 +236,7 @@ def test_kernels_through_the_hook(tcache, pipeline):
         for p in rep.passes:
             if p["pass"] in ("vec_ld", "vec_st") and not p["changed"]:
                 assert p["refused"] or p.get("note"), (name, p)  # why nothing was merged
+                assert f"{p['pass']}: " in rep.line()  # ... and the one-line report says it
     assert len(ptxopt_warnings(w)) == len(kept)
     if pipeline != "vec_ld,vec_st":
         assert sum(r.changed for r in reports.values()) >= 6

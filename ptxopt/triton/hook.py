@@ -79,7 +79,23 @@ class KernelReport:
             return f"{self.name}: untouched ({self.why_pipeline})"
         what = "rewritten" if self.changed else ("kept Triton's PTX: " + self.reason if self.reason
                                                  else "nothing to change")
-        return f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        out = f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        idle = self.idle_passes()
+        return out + ("; " + "; ".join(idle) if idle else "")
+
+    def idle_passes(self) -> list[str]:
+        """``PASS: why`` for each pass that changed nothing: its first refusal
+        (and how many more), or its note (the vectorizers' census)."""
+        out = []
+        for p in self.passes:
+            if p.get("changed"):
+                continue
+            if p.get("refused"):
+                more = len(p["refused"]) - 1
+                out.append(f"{p['pass']}: {p['refused'][0]}" + (f" (+{more} more)" if more else ""))
+            elif p.get("note"):
+                out.append(f"{p['pass']}: {p['note']}")
+        return out
 
     def to_json(self) -> dict:
         return {"name": self.name, "source_hash": self.source_hash, "arch": self.arch,
