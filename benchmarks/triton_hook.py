@@ -121,6 +121,7 @@ def _fmt(x, spec=".0f") -> str:
 
 def print_table(rows: list[dict], title: str) -> None:
     print(title)
+    print("sim cycles: Triton's PTX -> the PTX the cubin was built from; + = fewer estimated cycles")
     head = (f"{'kernel':18s} {'family':13s} {'changed':7s} {'verdict':12s} {'regs':>9s} "
             f"{'sim cycles (ESTIMATE)':>22s} {'ptxopt s':>8s} {'triton s':>8s} {'ratio':>6s}")
     print(head)
@@ -129,7 +130,8 @@ def print_table(rows: list[dict], title: str) -> None:
         b, a = r["cycles_estimate"]
         d = f"{100 * (1 - a / b):+.1f}%" if a and b else ""
         cyc = f"{_fmt(b)}->{_fmt(a)} {d}"
-        regs = f"{_fmt(r['registers'][0], 'd')}->{_fmt(r['registers'][1], 'd')}"
+        regs = "-" if r["registers"][0] is None else \
+            f"{_fmt(r['registers'][0], 'd')}->{_fmt(r['registers'][1], 'd')}"
         print(f"{r['kernel']:18s} {r['family']:13s} {('yes' if r['changed'] else 'no'):7s} {r['verdict']:12s} "
               f"{regs:>9s} {cyc:>22s} {r['ptxopt_s']:8.3f} {r['triton_compile_s']:8.3f} {_fmt(r['ratio'], '.2f'):>6s}")
     for r in rows:
@@ -138,13 +140,17 @@ def print_table(rows: list[dict], title: str) -> None:
     for r in rows:
         for n in r["vectorizer_notes"]:
             print(f"  {r['kernel']}: {n}")
-    ratios = [r["ratio"] for r in rows if r["ratio"]]
-    if ratios:
-        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        tot = sum(r["ptxopt_s"] for r in rows) / sum(r["triton_compile_s"] for r in rows)
-        print(f"hook's added compile time / Triton's own compile time: median {statistics.median(ratios):.2f}, "
-              f"geomean {geo:.2f}, min {min(ratios):.2f}, max {max(ratios):.2f}, total {tot:.2f} "
-              f"({len(ratios)} kernels)")
+    for label, sel in (("kernels given a pipeline", [r for r in rows if r["pipeline"] != "-"]),
+                       ("all kernels", rows)):
+        ratios = [r["ratio"] for r in sel if r["ratio"] is not None]
+        if not ratios:
+            continue
+        tot = sum(r["ptxopt_s"] for r in sel) / sum(r["triton_compile_s"] for r in sel)
+        pos = [x for x in ratios if x > 0]
+        geo = math.exp(sum(math.log(x) for x in pos) / len(pos)) if pos else 0.0
+        print(f"hook's added compile time / Triton's own compile time, {label} ({len(ratios)}): "
+              f"median {statistics.median(ratios):.2f}, geomean {geo:.2f}, min {min(ratios):.2f}, "
+              f"max {max(ratios):.2f}, total {tot:.2f}")
     print(f"rewritten: {sum(r['changed'] for r in rows)}/{len(rows)}; kept Triton's PTX with a warning: "
           f"{sum(bool(r['reason']) for r in rows)}")
 
