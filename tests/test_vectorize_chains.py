@@ -388,3 +388,22 @@ def test_random_chains_quick():
 def test_random_chains():
     merged = sum(_check_random(s) for s in range(6, 120))
     assert merged > 20
+
+
+def test_constant_step_recognises_only_links():
+    from ptxopt.analysis.alias import constant_step
+
+    from ptxopt.ir import Instruction
+
+    def step(line):
+        body = [i for i in parse(kernel(line)).entries[0].body.items if type(i) is Instruction]
+        assert body[-1].opcode == "ret"
+        return constant_step(body[-2])  # the line, just before ret
+
+    d, b, c = step("add.s64 %rd5, %rd2, 12;")
+    assert (d.name, b.name, c) == ("%rd5", "%rd2", 12)
+    assert step("add.u64 %rd5, 8, %rd2;")[2] == 8
+    assert step("sub.s64 %rd5, %rd2, 4;")[2] == -4
+    for no in ("add.s64 %rd5, %rd2, %rd3;", "add.s32 %r5, %r2, 4;", "@%p1 add.s64 %rd5, %rd2, 4;",
+               "add.cc.u64 %rd5, %rd2, 4;", "sub.s64 %rd5, 4, %rd2;", "mul.lo.s64 %rd5, %rd2, 4;"):
+        assert step(no) is None, no

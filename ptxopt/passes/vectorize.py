@@ -56,7 +56,8 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from ptxopt import opcodes
-from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
+from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, constant_step, may_alias, noalias_params,
+                                   overlapping_symbols, pointer_roots)
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
 from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -148,7 +149,7 @@ class _Scan:
             elif (role == "load" or role == "store") and s.opcode not in prefetches:
                 self._memory(iid, s, role == "store")
             defs, uses = _defs_uses(s)
-            link = self._link(s) if s.opcode in _CHAIN_OPS else None
+            link = self._link(s) if s.opcode in CHAIN_OPCODES else None
             if track_uses:
                 for r in uses:
                     lst = ua.get(r)
@@ -172,28 +173,14 @@ class _Scan:
         return hit if hit is not None else (("reg", reg.name, v), reg, 0)
 
     def _link(self, ins: Instruction) -> tuple[tuple, Reg, int] | None:
-        """For an unguarded ``add.s64/u64 R, B, C`` (or ``C, B``; ``sub`` ``R, B, C``)
-        with an integer immediate C: ``R``'s value as (canonical base of B as
-        it is *before* this instruction, base register, offset). 64-bit only:
-        address arithmetic wraps modulo 2^64 exactly like the add, so
-        ``[R+o]`` and ``[B+C+o]`` are the same address."""
-        if ins.guard is not None or ins.modifiers not in _CHAIN_MODS or len(ins.operands) != 3:
+        """``R``'s value for a link ``R = B + C`` (:func:`ptxopt.analysis.alias.constant_step`):
+        the canonical base of B as it is *before* this instruction, its
+        register, and the summed offset; None when it is not a link."""
+        step = constant_step(ins)
+        if step is None:
             return None
-        d, a, b = ins.operands
-        if type(d) is not Reg:
-            return None
-        if ins.opcode == "add" and type(a) is Imm and type(b) is Reg:
-            a, b = b, a
-        if type(a) is not Reg or type(b) is not Imm or opcodes.is_special_reg(a.name):
-            return None
-        try:
-            c = b.value()
-        except (ValueError, TypeError):
-            return None
-        if type(c) is not int:
-            return None
-        c = -c if ins.opcode == "sub" else c
-        key, base, off = self._canonical(a)
+        _d, src, c = step
+        key, base, off = self._canonical(src)
         off += c
         if not -(1 << 31) <= off < (1 << 31):
             return None
@@ -260,8 +247,6 @@ class _Scan:
 
 
 _SPECIAL: dict[str, bool] = {}
-_CHAIN_OPS = frozenset({"add", "sub"})
-_CHAIN_MODS = frozenset({("s64",), ("u64",)})
 
 
 def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
