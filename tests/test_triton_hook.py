@@ -266,3 +266,11 @@ def test_bad_sources_are_clear_errors(tcache, tmp_path):
         pt.enable("no_such_pass")
     with pytest.raises(PipelinesError, match="cannot read pipelines file"):
         pt.enable(pipelines=tmp_path / "missing.json")
+
+
+def test_unexpected_stage_calls_do_not_break_triton(tcache):
+    hook = pt.enable("vec_ld")
+    stages = {"ttir": None, "llir": None}  # no ptx stage (another backend): left alone
+    assert hook(object(), stages, object(), "triton", 89) is None and stages == {"ttir": None, "llir": None}
+    with pytest.warns(PtxoptTritonWarning, match="could not install"):
+        assert hook(object()) is None  # too few arguments: a warning, no exception

@@ -157,13 +157,19 @@ class StagesHook:
     def __call__(self, *args):
         if not args:  # compile() asks for the cache key
             return self.key, self.hash
-        backend, stages, options, _language, _capability = args
-        self.install(backend, stages, options)
+        # (backend, stages, options, language, capability) in 3.9; only the
+        # first three are used, so a Triton that passes fewer/more still works
+        try:
+            backend, stages, options = args[0], args[1], args[2]
+            self.install(backend, stages, options)
+        except Exception as e:  # never break Triton's compile: leave its stages alone
+            warnings.warn(f"ptxopt: could not install its stage (Triton's stages kept): "
+                          f"{type(e).__name__}: {_one_line(e)}", PtxoptTritonWarning, stacklevel=2)
         return None
 
     # -- the stage table ----------------------------------------------------
     def install(self, backend, stages: dict, options) -> None:
-        if "ptx" not in stages:
+        if not isinstance(stages, dict) or "ptx" not in stages:
             return  # not an NVIDIA pipeline: nothing for ptxopt to do
         box: dict = {"triton": 0.0, "args": None, "report": None}
         names = list(stages)
