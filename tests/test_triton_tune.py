@@ -190,3 +190,14 @@ def test_signature_and_contracts_from_triton_metadata():
     assert g.scalars == {"k_param_1": 16}  # the i64 scalar is not taken for a pointer
     assert [c.geometry.int_scalar for c in cs] == list(ALTERNATIVES)
     assert "num_warps=8" in cs[0].source and "x_ptr: *fp16, n: i64, s: fp32" in cs[0].source
+
+
+def test_a_broken_ptx_in_the_cache_is_a_clear_error(tmp_path):
+    d = fake_entry(tmp_path / "cache", "AAAA", "vector_add", "vector_add.ptx")
+    p = d / "vector_add.ptx"
+    lines = p.read_text().splitlines()
+    lines[29] = "\tbogus.instr %r1, ;"
+    p.write_text("\n".join(lines) + "\n")
+    r = run("search", str(tmp_path / "cache"), "--budget", "1", "-q", "--cache", str(tmp_path / "e.sqlite"))
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"{p}:30:") and "error:" in r.stderr and "Traceback" not in r.stderr
