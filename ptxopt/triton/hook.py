@@ -24,9 +24,13 @@ and one :class:`PtxoptTritonWarning` says why. :func:`report` lists what
 happened to each kernel; the kernel's cache metadata (``NAME.json``) also
 gets a ``ptxopt`` entry.
 
-Triton's in-process JIT cache keeps kernels already compiled before
-:func:`enable`; the hook sees the next compile (a new specialisation, a new
-process, or a cold on-disk cache).
+The JIT (``JITFunction.run``) also asks the hook for its key on every
+launch and adds its hash to the in-memory kernel key, so after
+:func:`enable` (or a change of pipeline) a ``@triton.jit`` kernel is
+compiled again at its next launch -- through the hook -- and after
+:func:`disable` the plain kernel is found again in both caches. A kernel
+compiled with ``triton.compile`` directly is looked up only on disk, under
+the key above.
 """
 
 from __future__ import annotations
