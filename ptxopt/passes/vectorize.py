@@ -14,6 +14,13 @@ first rule that failed, for that group):
   eviction hints...), same element type, same trailing operands (cache
   policy), same guard (``@%p`` / ``@!%p``) with the guard register not written
   between the members, same base register *version* (not written between).
+  An address register defined by an unguarded 64-bit ``add``/``sub`` of an
+  immediate in the same straight-line region (Triton's ``add.s64 %rdK,
+  %rdB, C``, chains of them included) counts as its base plus the constant
+  (rule 5 of :mod:`ptxopt.analysis.alias`); the merged access is addressed
+  from the register of the member it replaces in place (the first load, the
+  last store), which holds its value there. Triton's braced scalars
+  (``ld.global.b32 { %r1 }, ...``) are scalars.
   Only weak accesses are candidates (``.volatile``/``.relaxed``... are
   ordering points).
 * **One straight-line region.** No label, branch, call, ``ret``/``exit``,
@@ -103,7 +110,7 @@ class _Scan:
         self.untrusted: set[str] = set()
         self.roots = pointer_roots_of(fn)
         # (register, version) -> (canonical base key, Reg of the base, byte offset): a 64-bit
-        # ``add R, B, C`` earlier in the *current* region (see :meth:`_chain`)
+        # ``add R, B, C`` earlier in the *current* region (see :meth:`_link`)
         self.chain: dict[tuple[str, int], tuple[tuple, Reg, int]] = {}
         self._base_reg: dict[int, Reg] = {}  # iid -> canonical base register, when not its own
         self._region = _Region()
