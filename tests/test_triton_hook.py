@@ -7,7 +7,6 @@ Triton compiles to PTX and cubin without a GPU; the kernels are the corpus's
 
 import hashlib
 import json
-import os
 import stat
 import warnings
 from pathlib import Path
@@ -16,10 +15,10 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-import ptxopt.triton as pt  # noqa: E402
-from ptxopt.api import ACCEPTED  # noqa: E402
-from ptxopt.triton.hook import PtxoptTritonWarning, StagesHook  # noqa: E402
-from ptxopt.testing.triton_corpus import compile_kernel  # noqa: E402
+import ptxopt.triton as pt
+from ptxopt.api import ACCEPTED
+from ptxopt.testing.triton_corpus import compile_kernel
+from ptxopt.triton.hook import PtxoptTritonWarning, StagesHook
 
 # Nine families: elementwise, softmax, normalization, reduction, transpose,
 # matmul, scan, loss, attention.

@@ -11,8 +11,14 @@ from click.testing import CliRunner
 
 from ptxopt.cli import cli
 from ptxopt.triton.cache_dir import is_cache_dir, scan
-from ptxopt.triton.pipelines import (FORMAT, PipelinesError, TunedKernel, read_pipelines, source_hash,
-                                     write_pipelines)
+from ptxopt.triton.pipelines import (
+    FORMAT,
+    PipelinesError,
+    TunedKernel,
+    read_pipelines,
+    source_hash,
+    write_pipelines,
+)
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "triton"
 

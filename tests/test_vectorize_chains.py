@@ -16,8 +16,8 @@ import pytest
 
 import ptxopt
 from ptxopt import emit, parse
-from ptxopt.pipeline import Pipeline
 from ptxopt.contract import Contract
+from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
 from ptxopt.verify import Geometry
 
@@ -392,7 +392,6 @@ def test_random_chains():
 
 def test_constant_step_recognises_only_links():
     from ptxopt.analysis.alias import constant_step
-
     from ptxopt.ir import Instruction
 
     def step(line):
