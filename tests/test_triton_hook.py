@@ -273,3 +273,19 @@ def test_unexpected_stage_calls_do_not_break_triton(tcache):
     assert hook(object(), stages, object(), "triton", 89) is None and stages == {"ttir": None, "llir": None}
     with pytest.warns(PtxoptTritonWarning, match="could not install"):
         assert hook(object()) is None  # too few arguments: a warning, no exception
+
+
+def test_why_the_vectorizers_find_nothing_on_triton_ptx(tcache):
+    # Without a divisibility hint Triton spreads the block over the threads:
+    # each thread's 4 elements are 32 * num_warps * 4 = 512 bytes apart, every
+    # one through its own address register (add.s64 %rdK, %rdBase, 512*k).
+    pt.enable("vec_ld,vec_st")
+    c = compile_kernel("vector_add_nodiv")
+    assert "add.s64" in c.asm["ptx"]
+    [rep] = pt.report()
+    assert not rep.changed and rep.verdict == "identical"
+    notes = {p["pass"]: p.get("note") for p in rep.passes}
+    stride = 32 * c.metadata.num_warps * 4
+    assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_ld"]
+    assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_st"]
+    assert "vec_ld: nothing to merge among" in rep.line()

@@ -655,11 +655,16 @@ def _collect_splits(block: Block, fn: str, report: ChangeReport, edits: list) ->
 def census(module: Module, store: bool) -> str:
     """Why ``vec_ld`` (``store=False``) or ``vec_st`` has nothing to do in
     ``module``, in one line: how many global accesses there are and what
-    kind (already vectors, not candidates, scalars without a partner).
-    For reports when the pass neither changed nor refused anything."""
+    kind (already vectors, not candidates, scalars), and for scalars that
+    share a base value (address chains followed) but are too far apart,
+    their spacing -- Triton without a divisibility hint spreads a block
+    over the threads, so one thread's elements are ``32 * num_warps *
+    size`` bytes apart. For reports when the pass neither changed nor
+    refused anything."""
     op = "st" if store else "ld"
     vec: dict[int, int] = {}
     other = scalar = 0
+    gaps: dict[int, int] = {}  # smallest spacing within a same-base run -> scalars in such runs
     for fn in module.functions:
         if fn.body is None:
             continue
@@ -673,14 +678,32 @@ def census(module: Module, store: bool) -> str:
                 other += 1
             else:
                 scalar += 1
+        if scalar:
+            for region in _Scan(fn, store).regions:
+                by_base: dict[tuple, dict[int, _Member]] = {}  # guards and shapes aside
+                for run in region.runs:
+                    for o, m in run.items():
+                        by_base.setdefault(m.access.base, {})[o] = m
+                for members in by_base.values():
+                    if len(members) < 2:
+                        continue
+                    offs = sorted(members)
+                    gap = min(b - a for a, b in zip(offs, offs[1:]))
+                    size = opcodes.TYPE_BITS[opcodes.value_type(members[offs[0]].ins)] // 8
+                    if gap > size:
+                        gaps[gap] = gaps.get(gap, 0) + len(members)
     total = sum(vec.values()) + other + scalar
     if not total:
         return f"no {op}.global in the kernel"
     parts = [f"{n} already .v{w}" for w, n in sorted(vec.items(), reverse=True)]
     if other:
         parts.append(f"{other} not weak typed scalars with a register/symbol address")
-    if scalar:
-        parts.append(f"{scalar} scalar without a same-guard, same-base partner at an adjacent aligned offset")
+    strided = sum(gaps.values())
+    for gap, n in sorted(gaps.items()):
+        parts.append(f"{n} scalar on one base (address chains followed) but {gap} bytes apart, not contiguous")
+    if scalar - strided > 0:
+        parts.append(f"{scalar - strided} scalar without a same-guard, same-base partner at an adjacent "
+                     "aligned offset")
     return f"nothing to merge among {total} {op}.global: " + ", ".join(parts)
 
 
