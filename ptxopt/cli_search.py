@@ -151,8 +151,10 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
                record, json_out, plot, quiet, pipelines_out):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
-    TARGET: a PTX file, a folder, or a corpus selector (gemm_tile, triton,
-    cuda_saxpy, all; 'corpus:' optional). Per kernel: best pipeline, cycles
+    TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
+    selector (gemm_tile, triton, cuda_saxpy, all; 'corpus:' optional). For a
+    Triton cache directory the launch contracts come from Triton's metadata
+    and the best verified pipeline per kernel is written to --pipelines-out. Per kernel: best pipeline, cycles
     before/after (ESTIMATE with --backend sim), improvement, evaluations,
     wall time; then a summary. --record writes the trajectories the learning
     layer trains on.
