@@ -1,8 +1,16 @@
 """``ptxopt search TARGET``: find the fastest pass pipeline per kernel.
 
-TARGET: a PTX file, a folder of them, ``-``, or a corpus selector (a family
-such as ``gemm_tile``, a compiler such as ``triton``, a kernel id, ``all``;
-``corpus:`` in front is optional). Cycles come from the evaluator (``sim``:
+TARGET: a PTX file, a folder of them, ``-``, a Triton cache directory, or a
+corpus selector (a family such as ``gemm_tile``, a compiler such as
+``triton``, a kernel id, ``all``; ``corpus:`` in front is optional).
+
+A Triton cache directory (``$TRITON_CACHE_DIR``: one folder per compiled
+kernel with ``NAME.ptx`` and its metadata ``NAME.json``) is searched kernel
+by kernel under launch contracts derived from Triton's metadata
+(:mod:`ptxopt.triton.cache_dir`), and the best verified pipeline per kernel
+(name and source hash) is written to ``--pipelines-out`` (default
+``ptxopt-triton-pipelines.json``), the file
+``ptxopt.triton.enable(pipelines=...)`` applies at the next compile. Cycles come from the evaluator (``sim``:
 an ESTIMATE; ``gpu``: a MEASUREMENT) through its cache, so an interrupted
 search re-run with the same options resumes from what it had measured.
 
@@ -134,13 +142,19 @@ def _check_parse(kernels, arch: str | None = None) -> None:
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
+@click.option("--pipelines-out", default=None, type=click.Path(dir_okay=False), callback=output_file(),
+              help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
+                   "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
+                   "ptxopt-triton-pipelines.json].")
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet):
+               record, json_out, plot, quiet, pipelines_out):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
-    TARGET: a PTX file, a folder, or a corpus selector (gemm_tile, triton,
-    cuda_saxpy, all; 'corpus:' optional). Per kernel: best pipeline, cycles
+    TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
+    selector (gemm_tile, triton, cuda_saxpy, all; 'corpus:' optional). For a
+    Triton cache directory the launch contracts come from Triton's metadata
+    and the best verified pipeline per kernel is written to --pipelines-out. Per kernel: best pipeline, cycles
     before/after (ESTIMATE with --backend sim), improvement, evaluations,
     wall time; then a summary. --record writes the trajectories the learning
     layer trains on.
@@ -154,16 +168,20 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         budget = _budget(budget)
     except click.BadParameter as e:
         _fail(f"--budget: {e.message}")
+    contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
+    tcache = _triton_cache(target, kernel, contract)
+    if tcache is None and pipelines_out:
+        _fail("--pipelines-out: TARGET is not a Triton cache directory")
     try:
-        kernels = resolve_kernels(target, kernel)
+        kernels = resolve_kernels(target, kernel) if tcache is None else tcache[0]
     except (InputError, CorpusError) as e:
         _fail(str(e))
     if not kernels:
         _fail(f"{target}: no PTX kernels found")
     check_arch(arch)
     _check_parse(kernels, arch)
-    contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
-    kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
+    if tcache is None:
+        kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
     check_backend(backend)
     cache = cache_path or str(default_cache_path())
     prepare_cache(cache, fresh_cache)
@@ -184,9 +202,71 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
 
     from .search_report import run_and_report
 
+    on_results = None
+    if tcache is not None:
+        out_path = pipelines_out or "ptxopt-triton-pipelines.json"
+        on_results = _pipelines_writer(tcache[1], out_path, target, config)
     try:
         code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
-                              quiet=quiet, target=target)
+                              quiet=quiet, target=target, on_results=on_results)
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
     sys.exit(code)
+
+
+def _triton_cache(target: str, kernel: str | None, contract: dict):
+    """``([(Candidate, None)], {label: CachedKernel})`` when TARGET is a Triton
+    cache directory, else None. Each kernel is launched under the first
+    contract derived from its metadata (:mod:`ptxopt.triton.contract`) that
+    the original runs under."""
+    from ptxopt.triton.cache_dir import is_cache_dir, scan
+
+    if target == "-" or not is_cache_dir(target):
+        return None
+    if any(v for v in contract.values()):
+        _fail(f"{target}: a Triton cache's launch contracts come from Triton's metadata; "
+              "--contract/--grid/--block/--shared-bytes/--scalar do not apply")
+    from ptxopt.evaluate import Candidate
+    from ptxopt.parser import ParseError
+
+    found, skipped = scan(target)
+    for line in skipped:
+        click.echo(f"ptxopt: skipped {line}", err=True)
+    if kernel is not None:
+        found = [k for k in found if k.name == kernel]
+    out, by_label = [], {}
+    for k in found:
+        try:
+            geometry = k.runnable_contract().geometry
+        except ParseError as e:
+            click.echo(str(e), err=True)
+            sys.exit(EXIT_INPUT)
+        out.append((Candidate(k.ptx, name=k.label, entry=k.name, geometry=geometry), None))
+        by_label[k.label] = k
+    return out, by_label
+
+
+def _pipelines_writer(by_label: dict, path: str, target: str, config):
+    """``on_results`` for :func:`run_and_report`: the pipelines file of a
+    Triton cache search (``""`` for a kernel nothing improved or that failed)."""
+
+    def write(results, interrupted) -> None:
+        from ptxopt.triton.pipelines import TunedKernel, write_pipelines
+
+        tuned = []
+        for r in results:
+            k = by_label.get(r.kernel)
+            if k is None:
+                continue
+            better = not r.error and r.pipeline and r.best_cycles is not None and r.baseline_cycles is not None \
+                and r.best_cycles < r.baseline_cycles
+            tuned.append(TunedKernel(k.name, k.source_hash, r.pipeline if better else "",
+                                     verdict=(r.verdict or "") if better else "",
+                                     baseline_cycles=r.baseline_cycles, best_cycles=r.best_cycles,
+                                     cycles_kind="estimate" if r.estimate else "measurement",
+                                     arch=r.arch or "", path=str(k.path)))
+        write_pipelines(path, tuned, source=str(Path(target).resolve()), strategy=config.strategy,
+                        backend=config.options.backend, interrupted=interrupted)
+        click.echo(f"ptxopt: wrote {len(tuned)} kernels' pipelines to {path}", err=True)
+
+    return write

@@ -21,7 +21,10 @@ def _fmt(x, spec=".0f", none="-") -> str:
 
 
 def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
-                   plot: str | None, quiet: bool, target: str) -> int:
+                   plot: str | None, quiet: bool, target: str, on_results=None) -> int:
+    """Search ``kernels``, print/write the report; the exit status.
+    ``on_results(results, interrupted)`` sees the per-kernel results (in
+    ``kernels`` order) before anything is printed."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -49,6 +52,8 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
             interrupted = True
     order = {k.label: i for i, (k, _) in enumerate(kernels)}
     results.sort(key=lambda r: order.get(r.kernel, 0))
+    if on_results is not None:
+        on_results(results, interrupted)
     summary = summarize(results)
     doc = {
         "target": target, "strategy": config.strategy, "max_steps": config.max_steps, "budget": config.budget,

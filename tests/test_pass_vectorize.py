@@ -279,9 +279,22 @@ def test_refuses_when_a_destination_is_read_or_written_in_between():
 
 
 def test_refuses_when_the_base_is_redefined_in_between():
+    # not a constant step from its old value: the two addresses are unrelated
+    for redefine in ("add.s64 %rd2, %rd2, %rd4;", "ld.param.u64 %rd2, [k_param_1];",
+                     "add.u32 %r9, %r9, 4;\n\tcvt.u64.u32 %rd2, %r9;"):
+        out, rep = run("vec_ld", two_loads_around(redefine))
+        assert not rep.changed, redefine
+        assert "base %rd2 is written between [%rd2] and [%rd2+4]" in reasons(rep)
+
+
+def test_a_constant_step_of_the_base_in_between_is_followed():
+    # %rd2 <- %rd2 + 0: the second load reads old %rd2 + 4, contiguous with the first
     out, rep = run("vec_ld", two_loads_around("add.s64 %rd2, %rd2, 0;"))
+    assert len(rep.changed) == 1
+    assert "ld.global.v2.f32 {%f1, %f2}, [%rd2];" in instrs(out)
+    # %rd2 <- %rd2 - 4: [new %rd2 + 4] is old %rd2 again, not its neighbour
+    out, rep = run("vec_ld", two_loads_around("sub.s64 %rd2, %rd2, 4;"))
     assert not rep.changed
-    assert "base %rd2 is written between [%rd2] and [%rd2+4]" in reasons(rep)
 
 
 def test_refuses_mixed_types_cache_ops_and_gaps():

@@ -29,8 +29,18 @@ module says they *may alias*. The rules, in order:
    registers through ``ld.param``, ``mov``, ``cvta`` and ``add``/``sub`` with
    one pointer operand) and one derived from another are disjoint.
 
+5. **Address chains** (used by ``vec_ld``/``vec_st``). Triton gives each
+   access its own address register: ``add.s64 %rdK, %rdB, C``. A scan that
+   walks one straight-line region may key ``[%rdK+o]`` as ``[%rdB+C+o]``
+   with %rdB's version *at the add* (:func:`constant_step` recognises the
+   link: an unguarded 64-bit ``add``/``sub`` of an integer immediate; the
+   address arithmetic wraps modulo 2^64 exactly like the add), as long as
+   %rdK is not written after the add and the add is in the same region
+   (a link from before a label may not be the value the access sees).
+   Rule 2 then applies to the two keys.
+
 Everything else may alias; in particular any two ``global`` accesses through
-different registers.
+different registers that no chain relates.
 """
 
 from __future__ import annotations
@@ -92,6 +102,37 @@ def base_key(addr: Addr | None, version: dict[str, int]) -> tuple[tuple | None, 
         except (ValueError, TypeError):
             return None, 0
     return None, 0
+
+
+CHAIN_OPCODES = frozenset({"add", "sub"})
+_CHAIN_TYPES = frozenset({("s64",), ("u64",)})
+
+
+def constant_step(ins) -> tuple[Reg, Reg, int] | None:
+    """``(R, B, C)`` when ``ins`` is a link ``R = B + C`` of an address chain:
+    an unguarded ``add.s64``/``add.u64 R, B, C`` (or ``R, C, B``) or
+    ``sub.s64``/``sub.u64 R, B, C`` (C negated) with an integer immediate
+    C and B a general register; None for anything else (32-bit arithmetic,
+    ``.cc``, a guard, a register or float operand, a special register)."""
+    from ptxopt.opcodes import is_special_reg
+
+    if ins.opcode not in CHAIN_OPCODES or ins.guard is not None or ins.modifiers not in _CHAIN_TYPES \
+            or len(ins.operands) != 3:
+        return None
+    d, a, b = ins.operands
+    if type(d) is not Reg:
+        return None
+    if ins.opcode == "add" and type(a) is Imm and type(b) is Reg:
+        a, b = b, a
+    if type(a) is not Reg or type(b) is not Imm or is_special_reg(a.name):
+        return None
+    try:
+        c = b.value()
+    except (ValueError, TypeError):
+        return None
+    if type(c) is not int:
+        return None
+    return d, a, (-c if ins.opcode == "sub" else c)
 
 
 def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset(),

@@ -14,6 +14,13 @@ first rule that failed, for that group):
   eviction hints...), same element type, same trailing operands (cache
   policy), same guard (``@%p`` / ``@!%p``) with the guard register not written
   between the members, same base register *version* (not written between).
+  An address register defined by an unguarded 64-bit ``add``/``sub`` of an
+  immediate in the same straight-line region (Triton's ``add.s64 %rdK,
+  %rdB, C``, chains of them included) counts as its base plus the constant
+  (rule 5 of :mod:`ptxopt.analysis.alias`); the merged access is addressed
+  from the register of the member it replaces in place (the first load, the
+  last store), which holds its value there. Triton's braced scalars
+  (``ld.global.b32 { %r1 }, ...``) are scalars.
   Only weak accesses are candidates (``.volatile``/``.relaxed``... are
   ordering points).
 * **One straight-line region.** No label, branch, call, ``ret``/``exit``,
@@ -56,7 +63,8 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from ptxopt import opcodes
-from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
+from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, constant_step, may_alias, noalias_params,
+                                   overlapping_symbols, pointer_roots)
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
 from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -75,6 +83,7 @@ class _Member:
     offset: int
     value: object  # destination (load) or source (store) operand
     access: Access
+    base: object = None  # the canonical base (Reg or Sym): addr.base, or the start of an add chain
 
 
 @dataclass(eq=False)
@@ -100,6 +109,10 @@ class _Scan:
         self.regions: list[_Region] = []
         self.untrusted: set[str] = set()
         self.roots = pointer_roots_of(fn)
+        # (register, version) -> (canonical base key, Reg of the base, byte offset): a 64-bit
+        # ``add R, B, C`` earlier in the *current* region (see :meth:`_link`)
+        self.chain: dict[tuple[str, int], tuple[tuple, Reg, int]] = {}
+        self._base_reg: dict[int, Reg] = {}  # iid -> canonical base register, when not its own
         self._region = _Region()
         self._open: dict[tuple, int] = {}  # key -> index into region.runs
         self._walk(fn.body)
@@ -110,6 +123,7 @@ class _Scan:
         self.regions.append(self._region)
         self._region = _Region()
         self._open = {}
+        self.chain = {}  # a chain is only trusted inside the straight-line region that computed it
 
     def _walk(self, block: Block) -> None:
         # The hot loop (5k instructions for the largest tile): locals, no calls
@@ -142,6 +156,7 @@ class _Scan:
             elif (role == "load" or role == "store") and s.opcode not in prefetches:
                 self._memory(iid, s, role == "store")
             defs, uses = _defs_uses(s)
+            link = self._link(s) if s.opcode in CHAIN_OPCODES else None
             if track_uses:
                 for r in uses:
                     lst = ua.get(r)
@@ -155,6 +170,28 @@ class _Scan:
                     da[r] = [iid]
                 elif lst[-1] != iid:
                     lst.append(iid)
+            if link is not None:
+                self.chain[(defs[0], len(da[defs[0]]))] = link
+
+    def _canonical(self, reg: Reg) -> tuple[tuple, Reg, int]:
+        """``(key, base register, offset)`` of the value ``reg`` holds now."""
+        v = self.version(reg.name)
+        hit = self.chain.get((reg.name, v))
+        return hit if hit is not None else (("reg", reg.name, v), reg, 0)
+
+    def _link(self, ins: Instruction) -> tuple[tuple, Reg, int] | None:
+        """``R``'s value for a link ``R = B + C`` (:func:`ptxopt.analysis.alias.constant_step`):
+        the canonical base of B as it is *before* this instruction, its
+        register, and the summed offset; None when it is not a link."""
+        step = constant_step(ins)
+        if step is None:
+            return None
+        _d, src, c = step
+        key, base, off = self._canonical(src)
+        off += c
+        if not -(1 << 31) <= off < (1 << 31):
+            return None
+        return key, base, off
 
     def version(self, reg: str) -> int:
         """How many times ``reg`` has been written so far in the walk."""
@@ -176,13 +213,13 @@ class _Scan:
         shape = candidate(ins)
         if shape is None:
             return
-        value = ins.operands[1] if self.store else ins.operands[0]
+        value = _scalar(ins.operands[1] if self.store else ins.operands[0])
         if not self.store and type(value) is Reg and value.name in opcodes.regs_in(addr):
             return  # a load that overwrites its own base ends the base version
         extra = tuple(self.version(o.name) for o in shape if type(o) is Reg)
         key = (acc.base, ins.modifiers, ins.guard, ins.guard_neg,
                self.version(ins.guard) if ins.guard else 0, shape, extra)
-        m = _Member(iid, ins, addr, acc.offset, value, acc)
+        m = _Member(iid, ins, addr, acc.offset, value, acc, self._base_reg.get(iid, addr.base))
         region = self._region
         k = self._open.get(key)
         if k is None or acc.offset in region.runs[k]:
@@ -196,7 +233,10 @@ class _Scan:
         if addr is not None and not addr.extra:
             b = addr.base
             if type(b) is Reg:
-                base, off = ("reg", b.name, self.version(b.name)), addr.offset
+                base, reg, off = self._canonical(b)
+                off += addr.offset
+                if reg is not b:
+                    self._base_reg[iid] = reg
             elif type(b) is Sym:
                 base, off = ("sym", b.name), addr.offset + b.offset
         root = self.roots.get(addr.base.name) if addr is not None and type(addr.base) is Reg else None
@@ -267,9 +307,17 @@ def candidate(ins: Instruction) -> tuple | None:
     addr, value = (ops[0], ops[1]) if ins.opcode == "st" else (ops[1], ops[0])
     if type(addr) is not Addr or addr.extra or type(addr.base) not in (Reg, Sym):
         return None
+    value = _scalar(value)
     if type(value) is not Reg and not (ins.opcode == "st" and type(value) is Imm):
         return None
     return tuple(ops[2:])
+
+
+def _scalar(value):
+    """``{ %r1 }`` (Triton writes every scalar access with braces) is ``%r1``."""
+    if type(value) is Vec and len(value.items) == 1:
+        return value.items[0]
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +362,7 @@ class _Vectorizer:
         self.refusals.append((line, why))
 
     def _base_fact(self, m: _Member) -> Fact:
-        return self.align.of_base(m.addr.base)
+        return self.align.of_base(m.base)
 
     def _plan(self, ri: int, region: _Region, k: int, run: dict[int, _Member]) -> None:
         """Greedy over ascending offsets: the widest legal aligned group first."""
@@ -365,8 +413,8 @@ class _Vectorizer:
         at = (r + g0.offset) % m
         known = min(m, lowbit(at)) if at else m
         if known < need:
-            why = self.align.explain(g0.addr.base.name) if type(g0.addr.base) is Reg \
-                else f"{g0.addr.base.name} is declared .align {fact[0]}"
+            why = self.align.explain(g0.base.name) if type(g0.base) is Reg \
+                else f"{g0.base.name} is declared .align {fact[0]}"
             have = "nothing is known" if known == 1 else f"only {known} bytes are proven"
             raise _Unaligned(f"alignment of {_addr_text(g0, g0.offset)} not proven: .v{w}.{vt} needs "
                              f"{need} bytes, {have}: {why}")
@@ -416,7 +464,12 @@ class _Vectorizer:
         mods.insert(at, f"v{w}")
         vec = Vec(tuple(x.value for x in group))
         rest = g0.ins.operands[2:]
-        ops = (g0.addr, vec, *rest) if self.store else (vec, g0.addr, *rest)
+        # The anchor's own address register holds its value where the merged
+        # access goes; through an add chain the members' registers may not
+        # (defined later, or redefined), so address the group from it.
+        addr = replace(anchor.addr, offset=anchor.addr.offset + g0.offset - anchor.offset,
+                       plus_zero=anchor.addr.plus_zero and g0.offset == anchor.offset)
+        ops = (addr, vec, *rest) if self.store else (vec, addr, *rest)
         new = replace(anchor.ins, modifiers=tuple(mods), operands=ops)
         for x in group:
             items, i = self.scan.slots[x.iid]
@@ -597,3 +650,66 @@ def _collect_splits(block: Block, fn: str, report: ChangeReport, edits: list) ->
         if new is not None:
             edits.append((block.items, i, new))
             report.change(fn, s.line, f"{s.full_opcode} -> {len(new)} x {new[0].full_opcode}")
+
+
+def census(module: Module, store: bool) -> str:
+    """Why ``vec_ld`` (``store=False``) or ``vec_st`` has nothing to do in
+    ``module``, in one line: how many global accesses there are and what
+    kind (already vectors, not candidates, scalars), and for scalars that
+    share a base value (address chains followed) but are too far apart,
+    their spacing -- Triton without a divisibility hint spreads a block
+    over the threads, so one thread's elements are ``32 * num_warps *
+    size`` bytes apart. For reports when the pass neither changed nor
+    refused anything."""
+    op = "st" if store else "ld"
+    vec: dict[int, int] = {}
+    other = scalar = 0
+    gaps: dict[int, int] = {}  # smallest spacing within a same-base run -> scalars in such runs
+    for fn in module.functions:
+        if fn.body is None:
+            continue
+        for ins in _instructions(fn.body):
+            if ins.opcode != op or opcodes.space_of(ins) != "global":
+                continue
+            w = opcodes.vector_width(ins)
+            if w > 1:
+                vec[w] = vec.get(w, 0) + 1
+            elif candidate(ins) is None:
+                other += 1
+            else:
+                scalar += 1
+        if scalar:
+            for region in _Scan(fn, store).regions:
+                by_base: dict[tuple, dict[int, _Member]] = {}  # guards and shapes aside
+                for run in region.runs:
+                    for o, m in run.items():
+                        by_base.setdefault(m.access.base, {})[o] = m
+                for members in by_base.values():
+                    if len(members) < 2:
+                        continue
+                    offs = sorted(members)
+                    gap = min(b - a for a, b in zip(offs, offs[1:]))
+                    size = opcodes.TYPE_BITS[opcodes.value_type(members[offs[0]].ins)] // 8
+                    if gap > size:
+                        gaps[gap] = gaps.get(gap, 0) + len(members)
+    total = sum(vec.values()) + other + scalar
+    if not total:
+        return f"no {op}.global in the kernel"
+    parts = [f"{n} already .v{w}" for w, n in sorted(vec.items(), reverse=True)]
+    if other:
+        parts.append(f"{other} not weak typed scalars with a register/symbol address")
+    strided = sum(gaps.values())
+    for gap, n in sorted(gaps.items()):
+        parts.append(f"{n} scalar on one base (address chains followed) but {gap} bytes apart, not contiguous")
+    if scalar - strided > 0:
+        parts.append(f"{scalar - strided} scalar without a same-guard, same-base partner at an adjacent "
+                     "aligned offset")
+    return f"nothing to merge among {total} {op}.global: " + ", ".join(parts)
+
+
+def _instructions(block: Block):
+    for s in block.items:
+        if type(s) is Block:
+            yield from _instructions(s)
+        elif type(s) is Instruction:
+            yield s

@@ -69,6 +69,8 @@ class PolicyPipelines:
             if ACTIONS[a] == "stop":
                 break
             state = state.child(ACTIONS[a])
+        if len(state.pipeline) == 0:
+            return None, f"{name}: policy {self.path} chose no pass (stop first)"
         return state.pipeline, f"policy {self.path} (greedy-decoded)"
 
 

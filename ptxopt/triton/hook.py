@@ -24,9 +24,13 @@ and one :class:`PtxoptTritonWarning` says why. :func:`report` lists what
 happened to each kernel; the kernel's cache metadata (``NAME.json``) also
 gets a ``ptxopt`` entry.
 
-Triton's in-process JIT cache keeps kernels already compiled before
-:func:`enable`; the hook sees the next compile (a new specialisation, a new
-process, or a cold on-disk cache).
+The JIT (``JITFunction.run``) also asks the hook for its key on every
+launch and adds its hash to the in-memory kernel key, so after
+:func:`enable` (or a change of pipeline) a ``@triton.jit`` kernel is
+compiled again at its next launch -- through the hook -- and after
+:func:`disable` the plain kernel is found again in both caches. A kernel
+compiled with ``triton.compile`` directly is looked up only on disk, under
+the key above.
 """
 
 from __future__ import annotations
@@ -79,7 +83,23 @@ class KernelReport:
             return f"{self.name}: untouched ({self.why_pipeline})"
         what = "rewritten" if self.changed else ("kept Triton's PTX: " + self.reason if self.reason
                                                  else "nothing to change")
-        return f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        out = f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        idle = self.idle_passes()
+        return out + ("; " + "; ".join(idle) if idle else "")
+
+    def idle_passes(self) -> list[str]:
+        """``PASS: why`` for each pass that changed nothing: its first refusal
+        (and how many more), or its note (the vectorizers' census)."""
+        out = []
+        for p in self.passes:
+            if p.get("changed"):
+                continue
+            if p.get("refused"):
+                more = len(p["refused"]) - 1
+                out.append(f"{p['pass']}: {p['refused'][0]}" + (f" (+{more} more)" if more else ""))
+            elif p.get("note"):
+                out.append(f"{p['pass']}: {p['note']}")
+        return out
 
     def to_json(self) -> dict:
         return {"name": self.name, "source_hash": self.source_hash, "arch": self.arch,
@@ -106,13 +126,23 @@ def code_digest() -> str:
     return f"{ptxopt.__version__}-{h.hexdigest()[:16]}"
 
 
-def _summarise(records) -> list[dict]:
+def _summarise(records, module=None) -> list[dict]:
+    """Per pass: sites changed, refusals (reasons), and for a vectorizer that
+    neither changed nor refused anything a ``note`` saying why (what the
+    kernel's global accesses are: Triton usually emits ``.v4`` already, or
+    scalars under per-element guards)."""
+    from ptxopt.passes.vectorize import census
+
     out = []
     for r in records:
         rep = r.report
-        out.append({"pass": r.name, "changed": len(rep.changed) if rep else 0,
-                    "refused": [str(s) for s in rep.refused] if rep else [],
-                    "skipped": r.skipped or None})
+        row = {"pass": r.name, "changed": len(rep.changed) if rep else 0,
+               "refused": [str(s.what) for s in rep.refused] if rep else [],
+               "skipped": r.skipped or None}
+        if module is not None and rep is not None and not rep.changed and not rep.refused \
+                and r.name in ("vec_ld", "vec_st"):
+            row["note"] = census(module, store=r.name == "vec_st")
+        out.append(row)
     return out
 
 
@@ -124,19 +154,26 @@ class StagesHook:
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}"
+        self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
 
     def __call__(self, *args):
         if not args:  # compile() asks for the cache key
-            return self.key, hashlib.sha256(self.key.encode()).hexdigest()
-        backend, stages, options, _language, _capability = args
-        self.install(backend, stages, options)
+            return self.key, self.hash
+        # (backend, stages, options, language, capability) in 3.9; only the
+        # first three are used, so a Triton that passes fewer/more still works
+        try:
+            backend, stages, options = args[0], args[1], args[2]
+            self.install(backend, stages, options)
+        except Exception as e:  # never break Triton's compile: leave its stages alone
+            warnings.warn(f"ptxopt: could not install its stage (Triton's stages kept): "
+                          f"{type(e).__name__}: {_one_line(e)}", PtxoptTritonWarning, stacklevel=2)
         return None
 
     # -- the stage table ----------------------------------------------------
     def install(self, backend, stages: dict, options) -> None:
-        if "ptx" not in stages:
+        if not isinstance(stages, dict) or "ptx" not in stages:
             return  # not an NVIDIA pipeline: nothing for ptxopt to do
         box: dict = {"triton": 0.0, "args": None, "report": None}
         names = list(stages)
@@ -213,7 +250,7 @@ class StagesHook:
         rep.contract = res.contract
         rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
         rep.registers, rep.spills = res.registers, res.spills
-        rep.passes = _summarise(res.records)
+        rep.passes = _summarise(res.records, module)
         return res.ptx
 
 
@@ -279,7 +316,9 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
 def disable() -> None:
     """Remove ptxopt's hook (kernels compiled while it was on stay in the cache
     under their own key)."""
-    global _active
+    global _active, _last_reports
+    if _active is not None:
+        _last_reports = list(_active.reports)
     try:
         from triton import knobs
     except ImportError:

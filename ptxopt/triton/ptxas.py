@@ -3,11 +3,12 @@
 Triton's ``cubin`` stage runs its bundled ptxas (``knobs.nvidia.ptxas``, or
 ``ptxas-blackwell`` from sm_90 on) with ``-lineinfo`` (or ``-g``, or none,
 per its knobs), ``--fmad=false`` when FP fusion is off, ``--opt-level 0``
-when ptxas optimisation is disabled, ``--regAllocOptLevel=2``, and the
-kernel's ``ptx_options``. A rewrite accepted by a different ptxas could
-still make Triton's fail -- and Triton then prints the whole module and
-asks for a Triton bug report -- so the hook checks with the same command
-line, here rebuilt from the same knobs (Triton 3.9).
+when ptxas optimisation is disabled, ``--regAllocOptLevel=2``, the kernel's
+``ptx_options``, and ``--opt-level 1`` for sanitizer builds. A rewrite
+accepted by a different ptxas could still make Triton's fail -- and Triton
+then prints the whole module and asks for a Triton bug report -- so the hook
+checks with the same command line, here rebuilt from the same knobs (Triton
+3.9).
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def triton_ptxas_command(backend, options) -> tuple[str, list[str]]:
     flags += ["--regAllocOptLevel=2"]
     if options.ptx_options:
         flags += options.ptx_options.split(" ")
+    try:  # 3.9: sanitizer builds (consan/fpsan) get -O1 unless ptxas optimisation is off
+        from triton._instrumentation import is_enabled
+    except ImportError:  # pragma: no cover - another Triton
+        is_enabled = None
+    if is_enabled is not None and not knobs.nvidia.disable_ptxas_opt \
+            and any(is_enabled(options, mode) for mode in ("consan", "fpsan")):
+        flags += ["--opt-level", "1"]
     return path, flags
 
 

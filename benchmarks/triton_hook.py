@@ -1,0 +1,189 @@
+"""What ptxopt's Triton hook does to each corpus Triton kernel, and what it costs.
+
+Every kernel of ``corpus/triton/*.py`` is compiled by real ``triton.compile``
+(CPU, ``GPUTarget("cuda", 89, 32)``; :mod:`ptxopt.testing.triton_corpus`):
+
+* **plain**: no hook, a fresh Triton cache -- Triton's own compile time
+  (wall time of ``triton.compile``, the median of ``--repeat`` runs, each in
+  a fresh cache so nothing is a cache hit);
+* **hooked**: ``ptxopt.triton.enable(...)``, a fresh cache -- what the hook
+  reports (pipeline, changed, verdict, registers before/after from Triton's
+  ptxas) and ``ptxopt_seconds``, the time the hook added (parse, passes,
+  ptxas twice with Triton's flags, the interpreter check).
+
+Per kernel the table prints what changed, the verdict, registers, the ``sim``
+cycle ESTIMATE of Triton's PTX and of the PTX the cubin was built from, and
+the hook's added time as a ratio of Triton's own compile time; then the
+median and geometric mean of that ratio. Nothing is measured on a GPU.
+
+Run::
+
+    python benchmarks/triton_hook.py                                  # default pipeline
+    python benchmarks/triton_hook.py --pipeline vec_ld,vec_st --repeat 5
+    python benchmarks/triton_hook.py --pipelines tuned.json           # a 'ptxopt search' results file
+    python benchmarks/triton_hook.py --json out.json
+
+Needs ``triton`` (``pip install -e '.[triton]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DEFAULT_PIPELINE = "vec_ld,vec_st,reorder_cp,maxnreg_128"
+
+
+def _fresh_cache() -> str:
+    d = tempfile.mkdtemp(prefix="ptxopt-triton-bench-")
+    os.environ["TRITON_CACHE_DIR"] = d
+    return d
+
+
+def _timed_compile(name: str) -> tuple[float, object]:
+    from ptxopt.testing.triton_corpus import compile_kernel
+
+    _fresh_cache()
+    t = time.perf_counter()
+    c = compile_kernel(name)
+    return time.perf_counter() - t, c
+
+
+def _cycles(ptx: str) -> float | None:
+    from ptxopt.sim import estimate
+
+    try:
+        return float(estimate(ptx, "sm_89").cycles)
+    except Exception:  # noqa: BLE001 - a report: print what could be estimated
+        return None
+
+
+def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
+    import ptxopt.triton as pt
+    from ptxopt.testing.triton_corpus import specs
+
+    rows = []
+    pt.disable()
+    _timed_compile(names[0])  # warm-up: imports, libdevice, ptxas version probe ...
+    pt.enable(**enable_kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _timed_compile(names[0])  # ... and ptxopt's lazily imported modules
+    pt.disable()
+    for name in names:
+        plain_s = []
+        for _ in range(repeat):
+            pt.disable()
+            s, plain = _timed_compile(name)
+            plain_s.append(s)
+        hooked_s, added, rep = [], [], None
+        for _ in range(repeat):
+            pt.enable(**enable_kw)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                s, hooked = _timed_compile(name)
+            rep = pt.report()[-1]
+            hooked_s.append(s)
+            added.append(rep.ptxopt_seconds)
+            pt.disable()
+        triton_s = statistics.median(plain_s)
+        ptxopt_s = statistics.median(added)
+        before, after = _cycles(plain.asm["ptx"]), _cycles(hooked.asm["ptx"])
+        notes = [f"{p['pass']}: {p['note']}" for p in rep.passes if p.get("note")]
+        refused = sum(len(p["refused"]) for p in rep.passes)
+        rows.append({
+            "kernel": name, "entry": rep.name, "family": specs()[name]["family"],
+            "pipeline": rep.pipeline or "-", "changed": rep.changed, "verdict": rep.verdict or "-",
+            "reason": rep.reason or None, "why_pipeline": rep.why_pipeline,
+            "registers": list(rep.registers), "cycles_estimate": [before, after],
+            "sites_changed": sum(p["changed"] for p in rep.passes), "sites_refused": refused,
+            "vectorizer_notes": notes,
+            "triton_compile_s": triton_s, "hooked_compile_s": statistics.median(hooked_s),
+            "ptxopt_s": ptxopt_s, "ratio": ptxopt_s / triton_s if triton_s else None,
+            "warnings": len([x for x in w if issubclass(x.category, pt.PtxoptTritonWarning)]),
+        })
+    return rows
+
+
+def _fmt(x, spec=".0f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def print_table(rows: list[dict], title: str) -> None:
+    print(title)
+    print("sim cycles: Triton's PTX -> the PTX the cubin was built from; + = fewer estimated cycles")
+    head = (f"{'kernel':18s} {'family':13s} {'changed':7s} {'verdict':12s} {'regs':>9s} "
+            f"{'sim cycles (ESTIMATE)':>22s} {'ptxopt s':>8s} {'triton s':>8s} {'ratio':>6s}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        b, a = r["cycles_estimate"]
+        d = f"{100 * (1 - a / b):+.1f}%" if a and b else ""
+        cyc = f"{_fmt(b)}->{_fmt(a)} {d}"
+        regs = "-" if r["registers"][0] is None else \
+            f"{_fmt(r['registers'][0], 'd')}->{_fmt(r['registers'][1], 'd')}"
+        print(f"{r['kernel']:18s} {r['family']:13s} {('yes' if r['changed'] else 'no'):7s} {r['verdict']:12s} "
+              f"{regs:>9s} {cyc:>22s} {r['ptxopt_s']:8.3f} {r['triton_compile_s']:8.3f} {_fmt(r['ratio'], '.2f'):>6s}")
+    for r in rows:
+        if r["reason"]:
+            print(f"  {r['kernel']}: kept Triton's PTX: {r['reason'][:160]}")
+    for r in rows:
+        for n in r["vectorizer_notes"]:
+            print(f"  {r['kernel']}: {n}")
+    for label, sel in (("kernels given a pipeline", [r for r in rows if r["pipeline"] != "-"]),
+                       ("all kernels", rows)):
+        ratios = [r["ratio"] for r in sel if r["ratio"] is not None]
+        if not ratios:
+            continue
+        tot = sum(r["ptxopt_s"] for r in sel) / sum(r["triton_compile_s"] for r in sel)
+        pos = [x for x in ratios if x > 0]
+        geo = math.exp(sum(math.log(x) for x in pos) / len(pos)) if pos else 0.0
+        print(f"hook's added compile time / Triton's own compile time, {label} ({len(ratios)}): "
+              f"median {statistics.median(ratios):.2f}, geomean {geo:.2f}, min {min(ratios):.2f}, "
+              f"max {max(ratios):.2f}, total {tot:.2f}")
+    print(f"rewritten: {sum(r['changed'] for r in rows)}/{len(rows)}; kept Triton's PTX with a warning: "
+          f"{sum(bool(r['reason']) for r in rows)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--pipeline", default=None, help=f"one pipeline for every kernel [default: {DEFAULT_PIPELINE}]")
+    g.add_argument("--pipelines", default=None, help="a results file of 'ptxopt search TRITON_CACHE_DIR'")
+    ap.add_argument("--kernels", default=None, help="comma-separated corpus names [default: all]")
+    ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel and mode (median) [default: 3]")
+    ap.add_argument("--no-verify", action="store_true", help="enable(verify=False): ptxas only")
+    ap.add_argument("--json", default=None, help="write the rows here")
+    a = ap.parse_args(argv)
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        print("benchmarks/triton_hook.py needs triton: pip install -e '.[triton]'", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    from ptxopt.testing.triton_corpus import specs
+
+    names = a.kernels.split(",") if a.kernels else sorted(specs())
+    kw = {"pipelines": a.pipelines} if a.pipelines else {"pipeline": a.pipeline or DEFAULT_PIPELINE}
+    kw["verify"] = not a.no_verify
+    rows = bench(names, kw, max(1, a.repeat))
+    what = f"pipelines file {a.pipelines}" if a.pipelines else f"pipeline {kw['pipeline']}"
+    print_table(rows, f"ptxopt Triton hook, {what}, verify={kw['verify']}, sm_89, median of {a.repeat} "
+                      f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

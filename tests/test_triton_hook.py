@@ -1,0 +1,291 @@
+"""ptxopt inside Triton: real ``triton.compile`` runs (CPU only, sm_89 target)
+through :func:`ptxopt.triton.enable`'s stage hook.
+
+Triton compiles to PTX and cubin without a GPU; the kernels are the corpus's
+(``corpus/triton/*.py``, compiled by :mod:`ptxopt.testing.triton_corpus`).
+"""
+
+import hashlib
+import json
+import stat
+import warnings
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+import ptxopt.triton as pt
+from ptxopt.api import ACCEPTED
+from ptxopt.testing.triton_corpus import compile_kernel
+from ptxopt.triton.hook import PtxoptTritonWarning, StagesHook
+
+# Nine families: elementwise, softmax, normalization, reduction, transpose,
+# matmul, scan, loss, attention.
+KERNELS = ["vector_add_nodiv", "softmax_row", "layernorm_row", "reduce_sum", "transpose", "matmul_f16",
+           "cumsum", "cross_entropy", "attention"]
+PIPELINES = ["vec_ld,vec_st", "reorder_cp,maxnreg_128", "cache_cg,st_cache_cs,prefetch_L2"]
+
+
+@pytest.fixture
+def tcache(tmp_path, monkeypatch):
+    """A private, empty Triton cache; the hook removed afterwards."""
+    d = tmp_path / "triton-cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(d))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    yield d
+    pt.disable()
+
+
+def compile_plain(name: str):
+    """Triton's own result (no hook)."""
+    pt.disable()
+    return compile_kernel(name)
+
+
+def ptxopt_warnings(w) -> list[str]:
+    return [str(x.message) for x in w if issubclass(x.category, PtxoptTritonWarning)]
+
+
+# ---------------------------------------------------------------------------
+# fast tier
+# ---------------------------------------------------------------------------
+
+
+def test_enable_takes_exactly_one_source(tcache):
+    with pytest.raises(ValueError, match="exactly one of"):
+        pt.enable()
+    with pytest.raises(ValueError, match="exactly one of"):
+        pt.enable("vec_ld", pipelines="x.json")
+
+
+def test_enable_refuses_to_replace_a_foreign_hook(tcache):
+    from triton import knobs
+
+    def other(*a):
+        return ("other", "0") if not a else None
+
+    knobs.runtime.add_stages_inspection_hook = other
+    try:
+        with pytest.raises(RuntimeError, match="another add_stages_inspection_hook"):
+            pt.enable("vec_ld")
+    finally:
+        knobs.runtime.add_stages_inspection_hook = None
+
+
+def test_one_kernel_through_the_hook(tcache):
+    plain = compile_plain("relu_scale")
+    hook = pt.enable("reorder_cp,maxnreg_128")
+    from triton import knobs
+
+    assert knobs.runtime.add_stages_inspection_hook is hook
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        c = compile_kernel("relu_scale")
+    assert not ptxopt_warnings(w)
+    [rep] = pt.report()
+    assert rep.name == "relu_scale" and rep.arch == "sm_89"
+    assert rep.pipeline == "reorder_cp,maxnreg_128"
+    assert rep.source_hash == hashlib.sha256(plain.asm["ptx"].encode()).hexdigest()
+    assert rep.verdict == "equal" and rep.changed and not rep.reason
+    assert ".maxnreg 128" in c.asm["ptx"] and ".maxnreg" not in plain.asm["ptx"]
+    assert c.asm["ptx"] == rep.ptx
+    assert c.asm["cubin"][:4] == b"\x7fELF"
+    # the contract came from Triton's metadata: 2 warps, the signature's names
+    assert "num_warps=2" in rep.contract and "x_ptr: *fp32" in rep.contract
+    assert rep.registers.before is not None and rep.registers.after is not None
+    assert rep.triton_seconds > 0 and rep.ptxopt_seconds > 0 and rep.overhead > 0
+    mds = [json.loads(p.read_text()) for p in tcache.rglob("relu_scale.json")]
+    assert len(mds) == 2 and sum("ptxopt" in m for m in mds) == 1  # the plain compile and the hooked one
+    md = next(m for m in mds if "ptxopt" in m)
+    assert md["hash"] == c.metadata.hash and md["ptxopt"]["pipeline"] == "reorder_cp,maxnreg_128" and md["ptxopt"]["changed"] is True
+    assert "relu_scale: [reorder_cp,maxnreg_128] rewritten; verdict equal" in rep.line()
+    pt.disable()
+    assert knobs.runtime.add_stages_inspection_hook is None
+    assert [r.name for r in pt.report()] == ["relu_scale"]  # the last enable()'s, after disable()
+
+
+def test_pipeline_and_version_are_in_the_cache_key(tcache):
+    a = pt.enable("maxnreg_128")
+    key_a = a()
+    ca = compile_kernel("vector_add")
+    compile_kernel("vector_add")  # a cache hit: the hook's rewrite does not run again
+    assert len(pt.report()) == 1
+    b = pt.enable("maxnreg_64")
+    key_b = b()
+    cb = compile_kernel("vector_add")
+    assert len(pt.report()) == 1 and pt.report()[0].pipeline == "maxnreg_64"
+    assert key_a[0] != key_b[0] and key_a[1] != key_b[1]
+    assert "maxnreg_128" in key_a[0] and pt.hook.code_digest() in key_a[0]
+    assert ca.metadata.hash != cb.metadata.hash
+    assert ".maxnreg 128" in ca.asm["ptx"] and ".maxnreg 64" in cb.asm["ptx"]
+    assert StagesHook(a.chooser, verify=False).key != key_a[0]  # verify is part of it
+    pt.disable()
+    c = compile_kernel("vector_add")
+    assert c.metadata.hash not in (ca.metadata.hash, cb.metadata.hash)
+    assert ".maxnreg" not in c.asm["ptx"]
+
+
+def test_nothing_chosen_leaves_the_kernel_alone(tcache, tmp_path):
+    from ptxopt.triton.pipelines import write_pipelines
+
+    path = write_pipelines(tmp_path / "empty.json", [])
+    pt.enable(pipelines=path)
+    plain_hash = None
+    c = compile_kernel("vector_add")
+    [rep] = pt.report()
+    assert not rep.pipeline and not rep.changed
+    assert "not in the pipelines file" in rep.why_pipeline
+    assert "untouched" in rep.line()
+    pt.disable()
+    plain_hash = hashlib.sha256(compile_kernel("vector_add").asm["ptx"].encode()).hexdigest()
+    assert hashlib.sha256(c.asm["ptx"].encode()).hexdigest() == plain_hash
+
+
+def _failing_ptxas(tmp_path: Path) -> Path:
+    """A ptxas that rejects any PTX with a .maxnreg directive (only ptxopt's
+    rewrite has one) and is the real one otherwise."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    real = get_ptxas(89).path
+    script = tmp_path / "ptxas"
+    script.write_text(f"""#!/bin/sh
+for a in "$@"; do
+  case "$a" in
+    *.ptx) if grep -q '\\.maxnreg' "$a"; then
+             echo "ptxas fatal   : forced failure for the test" >&2; exit 255; fi ;;
+  esac
+done
+exec {real} "$@"
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def test_ptxas_failure_keeps_tritons_ptx_with_one_warning(tcache, tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("TRITON_PTXAS_PATH", str(_failing_ptxas(tmp_path)))
+    plain = compile_plain("vector_add")
+    pt.enable("vec_ld,maxnreg_128")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        c = compile_kernel("vector_add")
+    msgs = ptxopt_warnings(w)
+    assert len(msgs) == 1, msgs
+    assert msgs[0].startswith("ptxopt: vector_add: kept Triton's own PTX:") and "forced failure" in msgs[0]
+    assert "\n" not in msgs[0]
+    [rep] = pt.report()
+    assert not rep.changed and "forced failure" in rep.reason
+    assert c.asm["ptx"] == plain.asm["ptx"]
+    assert c.asm["cubin"][:4] == b"\x7fELF"
+    err = capfd.readouterr()
+    assert "Triton" not in err.err and "reproducer" not in err.err
+
+
+def test_a_crashing_chooser_keeps_tritons_ptx(tcache):
+    plain = compile_plain("vector_add")
+    hook = pt.enable("vec_ld")
+
+    class Broken:
+        key = "broken"
+
+        def choose(self, name, ptx):
+            raise ZeroDivisionError("chooser bug")
+
+    hook.chooser = Broken()
+    with pytest.warns(PtxoptTritonWarning, match="chooser bug"):
+        c = compile_kernel("vector_add")
+    assert c.asm["ptx"] == plain.asm["ptx"]
+
+
+# ---------------------------------------------------------------------------
+# slow tier: many kernels x pipelines
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_kernels_through_the_hook(tcache, pipeline):
+    plain = {}
+    for name in KERNELS:
+        plain[name] = compile_plain(name).asm["ptx"]
+    pt.enable(pipeline)
+    compiled = {}
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for name in KERNELS:
+            compiled[name] = compile_kernel(name)
+    reports = dict(zip(KERNELS, pt.report()))  # in compile order
+    assert len(pt.report()) == len(KERNELS)
+    kept = []
+    for name in KERNELS:
+        rep, c = reports[name], compiled[name]
+        assert rep.name == c.metadata.name  # the @triton.jit function's name
+        assert c.asm["cubin"][:4] == b"\x7fELF", name
+        assert rep.pipeline == pipeline and rep.arch == "sm_89"
+        assert rep.source_hash == hashlib.sha256(plain[name].encode()).hexdigest()
+        assert c.asm["ptx"] == rep.ptx
+        assert rep.registers.before is not None
+        if rep.reason:  # kept Triton's PTX, said why
+            assert not rep.changed and c.asm["ptx"] == plain[name]
+            kept.append(name)
+        else:
+            assert rep.verdict in ACCEPTED
+            assert (c.asm["ptx"] != plain[name]) == rep.changed
+        assert [p["pass"] for p in rep.passes] == pipeline.split(",")
+        for p in rep.passes:
+            if p["pass"] in ("vec_ld", "vec_st") and not p["changed"]:
+                assert p["refused"] or p.get("note"), (name, p)  # why nothing was merged
+                assert f"{p['pass']}: " in rep.line()  # ... and the one-line report says it
+    assert len(ptxopt_warnings(w)) == len(kept)
+    if pipeline != "vec_ld,vec_st":
+        assert sum(r.changed for r in reports.values()) >= 6
+
+
+@pytest.mark.slow
+def test_policy_checkpoint_chooses_per_kernel(tcache):
+    pytest.importorskip("torch")
+    ckpt = Path(__file__).resolve().parent.parent / "corpus" / "policies" / "gemm_elementwise_sm_89.pt"
+    hook = pt.enable(policy=str(ckpt))
+    assert "policy=" + hashlib.sha256(ckpt.read_bytes()).hexdigest() in hook()[0]
+    c = compile_kernel("matmul_f16")
+    [rep] = pt.report()
+    assert str(ckpt) in rep.why_pipeline
+    if rep.pipeline:  # whatever the policy picked went through the same checks
+        assert rep.verdict in ACCEPTED or rep.reason
+    else:
+        assert "chose no pass" in rep.why_pipeline and not rep.changed
+    assert c.asm["cubin"][:4] == b"\x7fELF"
+
+
+def test_bad_sources_are_clear_errors(tcache, tmp_path):
+    from ptxopt.pipeline import PipelineError
+    from ptxopt.triton.pipelines import PipelinesError
+
+    with pytest.raises(PipelineError):
+        pt.enable("no_such_pass")
+    with pytest.raises(PipelinesError, match="cannot read pipelines file"):
+        pt.enable(pipelines=tmp_path / "missing.json")
+
+
+def test_unexpected_stage_calls_do_not_break_triton(tcache):
+    hook = pt.enable("vec_ld")
+    stages = {"ttir": None, "llir": None}  # no ptx stage (another backend): left alone
+    assert hook(object(), stages, object(), "triton", 89) is None and stages == {"ttir": None, "llir": None}
+    with pytest.warns(PtxoptTritonWarning, match="could not install"):
+        assert hook(object()) is None  # too few arguments: a warning, no exception
+
+
+def test_why_the_vectorizers_find_nothing_on_triton_ptx(tcache):
+    # Without a divisibility hint Triton spreads the block over the threads:
+    # each thread's 4 elements are 32 * num_warps * 4 = 512 bytes apart, every
+    # one through its own address register (add.s64 %rdK, %rdBase, 512*k).
+    pt.enable("vec_ld,vec_st")
+    c = compile_kernel("vector_add_nodiv")
+    assert "add.s64" in c.asm["ptx"]
+    [rep] = pt.report()
+    assert not rep.changed and rep.verdict == "identical"
+    notes = {p["pass"]: p.get("note") for p in rep.passes}
+    stride = 32 * c.metadata.num_warps * 4
+    assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_ld"]
+    assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_st"]
+    assert "vec_ld: nothing to merge among" in rep.line()
