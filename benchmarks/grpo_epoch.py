@@ -62,6 +62,7 @@ def main() -> int:
     ap.add_argument("--cache", default=None, help="evaluation cache to use (default: a new temporary one)")
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--reps", type=int, default=2, help="fresh-process epochs to time")
+    ap.add_argument("--no-warm-up", action="store_true", help="the cache is already warm: skip the warm-up epoch")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -73,8 +74,9 @@ def main() -> int:
         args.cache = str(Path(tmp.name) / "eval.sqlite")
     cmd = [sys.executable, __file__, "--child", "--kernels", args.kernels, "--cache", args.cache,
            "--group", str(args.group)]
-    print(f"warm-up epoch (fills {args.cache}; not timed) ...", flush=True)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    if not args.no_warm_up:
+        print(f"warm-up epoch (fills {args.cache}; not timed) ...", flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     walls = []
     for r in range(args.reps):
         row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
