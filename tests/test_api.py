@@ -48,7 +48,7 @@ def test_public_names():
 
 def test_vectorised_gemm_is_verified_and_reported():
     src = text(GEMM)
-    res = ptxopt.optimize(src, "vec_ld,maxnreg_128")
+    res = ptxopt.optimize(src, "vec_ld,maxnreg_128", prove=False)  # the interpreter's contract and coverage
     assert isinstance(res, ptxopt.OptimizeResult)
     assert res.changed and res.ptx != src and res.reason == ""
     assert res.verdict == "equal" and "corpus:gemm_tile_4x4x4" in res.contract
