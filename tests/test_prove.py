@@ -264,6 +264,18 @@ def test_interface_differences():
     assert r.verdict == "inconclusive" and "parse" in r.reason
 
 
+def test_32_bit_addressing_is_not_modelled():
+    # [%r+0] and [%r+4294967296] are the same address modulo 2**32
+    a, b = pair("\tst.global.u32 [%rd3], 1;\n\tst.global.u32 [%rd3+4294967296], 2;",
+                "\tst.global.u32 [%rd3+4294967296], 2;\n\tst.global.u32 [%rd3], 1;")
+    assert prove(a, b).verdict == "proved"  # 64-bit: disjoint
+    a32, b32 = (t.replace(".address_size 64", ".address_size 32") for t in (a, b))
+    r = prove(a32, b32)
+    assert r.verdict == "inconclusive" and "64-bit" in r.reason
+    r = prove(*(t.replace(".address_size 64\n", "") for t in (a, b)))
+    assert r.verdict == "inconclusive"
+
+
 def test_reasons_name_the_problem():
     r = prove(*TEMPTING["uninitialised_register"])
     assert "uninitialised" in r.reason
