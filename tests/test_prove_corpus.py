@@ -37,7 +37,7 @@ from ptxopt.testing.random_kernels import kernel_from_steps, launch
 
 KERNELS = {k.id: k for k in load_manifest()}
 CORPUS_MUTANT_KERNELS = sorted(k.id for k in KERNELS.values() if k.compiler in ("nvcc", "triton"))
-FAST_PASS_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_8x8x8", "cuda_matmul_tiled_smem", "cuda_softmax_warp",
+FAST_PASS_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_4x8x4", "cuda_matmul_tiled_smem", "cuda_softmax_warp",
                      "triton_attention", "triton_cross_entropy")
 FAST_MUTANT_KERNELS = ("gemm_tile_4x4x4", "cuda_reduce_sum_smem", "cuda_histogram_atomic", "triton_cumsum")
 ADVERSARIAL = sorted(Path(__file__).parent.glob("adversarial/*.ptx"))
