@@ -171,6 +171,11 @@ TEMPTING = {
     "wraparound_offsets": pair(
         "\tst.global.u64 [%rd3+9223372036854775806], %rd1;\n\tst.global.u32 [%rd3+-9223372036854775808], 5;",
         "\tst.global.u32 [%rd3+-9223372036854775808], 5;\n\tst.global.u64 [%rd3+9223372036854775806], %rd1;"),
+    # a 32-bit shared address: [%r1] and [%r1+2^32] are the same bytes modulo 2^32
+    "wraparound_32bit_base": pair(
+        "\tmov.u32 %r1, s;\n\tst.shared.u32 [%r1], 1;\n\tst.shared.u32 [%r1+4294967296], 2;",
+        "\tmov.u32 %r1, s;\n\tst.shared.u32 [%r1+4294967296], 2;\n\tst.shared.u32 [%r1], 1;",
+        decls=".shared .align 4 .b8 s[64];\n"),
     # ld.lu on local memory may discard the line: a later read is undefined
     "last_use_added": pair(
         "\tst.local.u32 [%rd5], 3;\n\tld.local.u32 %r1, [%rd5];\n\tld.local.u32 %r2, [%rd5];\n"
@@ -265,9 +270,8 @@ def test_interface_differences():
 
 
 def test_32_bit_addressing_is_not_modelled():
-    # [%r+0] and [%r+4294967296] are the same address modulo 2**32
-    a, b = pair("\tst.global.u32 [%rd3], 1;\n\tst.global.u32 [%rd3+4294967296], 2;",
-                "\tst.global.u32 [%rd3+4294967296], 2;\n\tst.global.u32 [%rd3], 1;")
+    a, b = pair("\tst.global.u32 [%rd3], 1;\n\tst.global.u32 [%rd3+4], 2;",
+                "\tst.global.u32 [%rd3+4], 2;\n\tst.global.u32 [%rd3], 1;")
     assert prove(a, b).verdict == "proved"  # 64-bit: disjoint
     a32, b32 = (t.replace(".address_size 64", ".address_size 32") for t in (a, b))
     r = prove(a32, b32)

@@ -36,10 +36,12 @@ from ptxopt.analysis.alias import ALIASING_SPACES
 from ptxopt.prove.values import Graph
 
 _PTR_MOVES = ("cvta.", "mov.")
-# Offsets are kept as signed 64-bit integers, but addresses wrap modulo 2**64:
-# two ranges far apart as integers can be adjacent modulo 2**64. Below this
-# bound neither range can wrap, so the integer test is exact.
-_SAFE_OFFSET = 1 << 62
+# Offsets are kept as signed 64-bit integers, but addresses wrap: modulo 2**64,
+# and modulo 2**32 for a 32-bit base register (``ld.shared.u32 %r, [%r4+8]``),
+# so two ranges far apart as integers can be adjacent. Below this bound two
+# offsets differ by less than 2**31 and no range can wrap either way, so the
+# integer test is exact.
+_SAFE_OFFSET = 1 << 30
 
 
 def disjoint(oa: int, za: int | None, ob: int, zb: int | None) -> bool:
