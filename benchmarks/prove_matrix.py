@@ -91,12 +91,12 @@ def _dead_site(module, entry: str, line: int) -> bool:
 
     cfg = CFG(module.pick_entry(entry))
     live = liveness(cfg)
-    for b in cfg.blocks:
-        for k, iid in enumerate(b.iids):
-            if cfg.instructions[iid].line == line:
-                defs = cfg.du[iid][0]
-                return bool(defs) and not any(r in live.live_after(b.index)[k] for r in defs)
-    return False
+    sites = [(b, k, iid) for b in cfg.blocks for k, iid in enumerate(b.iids) if cfg.instructions[iid].line == line]
+    if len(sites) != 1:
+        return False  # no instruction, or several, with that line: not judged dead
+    b, k, iid = sites[0]
+    defs = cfg.du[iid][0]
+    return bool(defs) and not any(r in live.live_after(b.index)[k] for r in defs)
 
 
 def mutant_table(per_operator: int) -> dict:
