@@ -221,6 +221,12 @@ LEGAL = {
     "cache_hint_added": pair(
         LOAD3 + "\tst.global.u32 [%rd3], %r1;",
         LOAD3.replace("ld.global.u32 %r1", "ld.global.cg.u32 %r1") + "\tst.global.cs.u32 [%rd3], %r1;"),
+    # Triton writes a scalar load's destination braced: ld.global.b32 { %r1 }, [a]
+    "braced_scalar_load_reordered": pair(
+        "\tld.global.b32 { %r1 }, [%rd4];\n\tld.global.b32 { %r2 }, [%rd4+4];\n\tst.global.b32 [%rd3], %r2;\n"
+        "\tst.global.b32 [%rd3+4], %r1;",
+        "\tld.global.b32 %r2, [%rd4+4];\n\tld.global.b32 %r1, [%rd4];\n\tst.global.b32 [%rd3], %r2;\n"
+        "\tst.global.b32 [%rd3+4], %r1;"),
     "shift_const_folds": pair(
         "\tmov.u32 %r1, 1;\n\tshl.b32 %r4, 1, 33;\n\tst.global.u32 [%rd3], %r4;",
         "\tmov.u32 %r1, 1;\n\tand.b32 %r4, 1, 0;\n\tst.global.u32 [%rd3], %r4;"),

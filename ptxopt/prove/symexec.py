@@ -254,8 +254,8 @@ class BlockExecutor:
             return False
         width = opcodes.vector_width(ins)
         items = v.items if type(v) is Vec else (v,)
-        if len(items) != width or (width > 1) != (type(v) is Vec):
-            return False
+        if len(items) != width or (width > 1 and type(v) is not Vec):
+            return False  # (a braced single register, Triton's ``{ %r1 }``, is that register)
         size = max(1, opcodes.TYPE_BITS[t] // 8)
         space = opcodes.mem_space(ins)
         for item in items:
