@@ -21,12 +21,13 @@ What :func:`optimize` does, in order:
 5. establishes equivalence (:func:`check_equivalence`): ``identical`` (the
    printed module did not change), ``hints-only`` (it differs only in
    annotations the interpreter cannot observe: equal by construction),
-   otherwise the interpreter under the launch contract (``equal``,
-   ``inconclusive``, ``differ``); ``verify=False`` skips the interpreter
-   and says ``unchecked``.
+   ``proved`` (the translation validator :mod:`ptxopt.prove` showed every
+   entry equivalent for all inputs; ``prove=False`` skips it), otherwise
+   the interpreter under the launch contract (``equal``, ``inconclusive``,
+   ``differ``); ``verify=False`` skips both and says ``unchecked``.
 
 The result is used only when it assembled and its verdict is trusted
-(``identical``, ``hints-only``, ``equal``, or ``unchecked`` when the
+(``identical``, ``hints-only``, ``proved``, ``equal``, or ``unchecked`` when the
 caller asked for no check); otherwise :attr:`OptimizeResult.ptx` is the
 input text, byte for byte, and :attr:`OptimizeResult.reason` says why.
 A pass that crashes is caught the same way (its reproducer path is in the
@@ -50,7 +51,7 @@ from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassReco
 from ptxopt.pipeline import Pipeline
 
 #: Verdicts under which the transformed PTX is returned.
-ACCEPTED = ("identical", "hints-only", "equal", "unchecked")
+ACCEPTED = ("identical", "hints-only", "proved", "equal", "unchecked")
 
 
 class BeforeAfter(NamedTuple):
@@ -123,7 +124,7 @@ def _resources(res) -> tuple[int | None, int | None]:
 
 def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
-             filename: str = "<input>") -> OptimizeResult:
+             filename: str = "<input>", prove: bool = True) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -188,7 +189,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         out.verdict, out.verdict_note = "differ", f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
     if verify:
-        chk = timed("verify", check_equivalence, module, run.module, contract)
+        chk = timed("verify", check_equivalence, module, run.module, contract, prove)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
     else:
         out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
@@ -211,7 +212,7 @@ def _cheap_verdict(original: Module, transformed: Module) -> tuple[str, str]:
 
 _HINTS_NOTE = ("differs only in cache operators, eviction hints, prefetches or register budgets, "
                "which the interpreter cannot observe: equal by construction")
-_RANK = {"differ": 0, "inconclusive": 1, "equal": 2}
+_RANK = {"differ": 0, "inconclusive": 1, "equal": 2, "proved": 3}
 
 
 def _alternatives(contract) -> list:
@@ -222,25 +223,39 @@ def _alternatives(contract) -> list:
     return [contract]
 
 
-def check_equivalence(original: Module, transformed: Module, contract=None) -> tuple[str, str, object, str]:
+def check_equivalence(original: Module, transformed: Module, contract=None,
+                      prove: bool = True) -> tuple[str, str, object, str]:
     """``(verdict, note, coverage, contract)`` for ``transformed`` against
     ``original``: the one verification step of :func:`optimize`.
 
     ``hints-only`` when the two differ only in what the interpreter cannot
-    observe; otherwise every entry is run by :func:`ptxopt.verify.verify`
-    under its contract with the command line's minimum coverage, and the
-    module's verdict is the weakest entry's. ``contract`` may list
-    alternatives (see :func:`optimize`)."""
+    observe; otherwise each entry is ``proved`` by :func:`ptxopt.prove.prove`
+    (when ``prove``) or else run by :func:`ptxopt.verify.verify` under its
+    contract with the command line's minimum coverage (the prover's reason
+    appended to the note), and the module's verdict is the weakest entry's.
+    ``contract`` may list alternatives (see :func:`optimize`)."""
     if _cheap_verdict(original, transformed)[0] == "hints-only":
         return "hints-only", _HINTS_NOTE, None, ""
     entries = [fn.name for fn in original.entries]
     worst: tuple | None = None
     for entry in entries:
         res = None
-        for alt in _alternatives(contract):
-            res = _check_entry(original, transformed, entry, alt)
-            if res[0] != "inconclusive":
-                break
+        why = ""
+        if prove:
+            from ptxopt.prove import prove as prove_pair
+
+            pr = prove_pair(original, transformed, entry=entry)
+            if pr.verdict == "proved":
+                res = ("proved", f"{entry}: {pr.reason}", None, "all launches")
+            else:
+                why = f"; prover {pr.verdict}: {pr.reason}"
+        if res is None:
+            for alt in _alternatives(contract):
+                res = _check_entry(original, transformed, entry, alt)
+                if res[0] != "inconclusive":
+                    break
+            if why:
+                res = (res[0], res[1] + why, *res[2:])
         if worst is None or _RANK[res[0]] < _RANK[worst[0]]:
             worst = res
     if worst is None:

@@ -206,6 +206,10 @@ allow_unchecked_option = click.option(
     help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "
          "the original cannot be interpreted under the launch, ...) be kept and reported as best. Off: such "
          "candidates are counted and never chosen.")
+prove_option = click.option(
+    "--prove/--no-prove", "prove", default=True, show_default=True,
+    help="Try to prove each changed candidate equivalent for all inputs first (translation validation, "
+         "verdict 'proved': the interpreter is not run); --no-prove: the interpreter decides every one.")
 trials_option = click.option(
     "--trials", default=None, type=click.IntRange(1, 1000),
     help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
@@ -272,5 +276,5 @@ def with_contract(cand, path: str, contract: dict):
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_INCONCLUSIVE", "fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "fresh_cache_option", "prepare_cache", "backend_option",
-           "cache_option", "timeout_option", "trials_option", "arch_option", "allow_unchecked_option",
+           "cache_option", "timeout_option", "trials_option", "prove_option", "arch_option", "allow_unchecked_option",
            "contract_options", "with_contract"]

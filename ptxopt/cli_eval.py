@@ -8,7 +8,8 @@ backend.  ``sim`` cycles are an ESTIMATE of a SASS issue model; ``gpu``
 cycles are a MEASUREMENT on the GPU; the output says which.
 
 Each result carries the equivalence ``verdict``: ``identical``,
-``hints-only``, ``equal`` (trials and launch in the note), ``inconclusive``
+``hints-only``, ``proved`` (translation validation; ``--no-prove`` skips it),
+``equal`` (trials and launch in the note), ``inconclusive``
 (why: the original cannot be interpreted under the launch, ...) or
 ``differ`` (the counterexample); see :mod:`ptxopt.evaluate.result`.
 ``--arch`` defaults to each kernel's own ``.target``.
@@ -31,7 +32,8 @@ import click
 
 from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               prepare_cache, timeout_option, trials_option, with_contract)
+                               prepare_cache, prove_option, timeout_option, trials_option,
+                               with_contract)
 from ptxopt.exitcodes import worst
 from ptxopt.cli_common import fail as _fail
 
@@ -52,8 +54,9 @@ from ptxopt.cli_common import fail as _fail
 @trials_option
 @contract_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
+@prove_option
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json):
+             grid, block, shared_bytes, scalars, as_json, prove=True):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -119,7 +122,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     cache = None if no_cache else (cache_path or default_cache_path())
     if cache is not None:
         prepare_cache(cache, fresh_cache)
-    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials)
+    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove)
     try:
         if len(candidates) == 1 or as_json:
             results = evaluate_many(candidates, workers=workers, cache=cache, **options)

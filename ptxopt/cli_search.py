@@ -15,7 +15,7 @@ an ESTIMATE; ``gpu``: a MEASUREMENT) through its cache, so an interrupted
 search re-run with the same options resumes from what it had measured.
 
 Only a candidate whose equivalence with the original was established
-(verdict ``identical``, ``hints-only`` or ``equal``) can be reported as a
+(verdict ``identical``, ``hints-only``, ``proved`` or ``equal``) can be reported as a
 kernel's best; ``--allow-unchecked`` lets ``inconclusive`` ones through. Each
 kernel's JSON carries the best pipeline's ``verdict`` (with ``verdict_note``,
 ``coverage``, ``launch``), ``unchecked`` (candidates left out) and ``arch``.
@@ -37,7 +37,8 @@ import click
 
 from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               output_file, prepare_cache, timeout_option, trials_option, with_contract)
+                               output_file, prepare_cache, prove_option, timeout_option, trials_option,
+                               with_contract)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -146,9 +147,10 @@ def _check_parse(kernels, arch: str | None = None) -> None:
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
+@prove_option
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out):
+               record, json_out, plot, quiet, pipelines_out, prove=True):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -186,7 +188,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     cache = cache_path or str(default_cache_path())
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
-                          allow_unchecked=allow_unchecked)
+                          allow_unchecked=allow_unchecked, prove=prove)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                           beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
                           temperature=temperature)

@@ -87,8 +87,12 @@ def _scalars(items) -> dict:
               help="Below this fraction of output bytes stored by the launches, the result is "
                    "inconclusive (exit 4) instead of equivalent; 0 turns it off.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--prove", "prove", is_flag=True,
+              help="First try to prove the two equivalent for all inputs (translation validation, "
+                   "ptxopt.prove): 'proved' exits 0 without running the interpreter; otherwise the "
+                   "prover's reason is shown and the interpreter decides as usual.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
-               buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json):
+               buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False):
     """Check that TRANSFORMED computes exactly what ORIGINAL does (files or corpus:ID).
 
     Both are assembled by ptxas, then run in the PTX interpreter on the same
@@ -108,6 +112,15 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         src_t = read_one(transformed)
         mod_o = parse_bytes(src_o.data, src_o.name)
         mod_t = parse_bytes(src_t.data, src_t.name)
+        proof = None
+        if prove:
+            from ptxopt.cli_prove import report_proved, try_prove
+
+            proof = try_prove(mod_o, mod_t, kernel, assemble=not no_ptxas, arch=arch,
+                              text_o=_text(src_o.data), text_t=_text(src_t.data))
+            if proof is not None and proof.proved:
+                report_proved(src_o.name, src_t.name, proof, as_json)
+                sys.exit(EXIT_EQUAL)
         spec, geometry = _geometry(src_o.name, manifest_entry, grid, block, shared_bytes, buffer_bytes,
                                    scalars)
         result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, geometry=geometry,
@@ -120,8 +133,15 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     except (InputError, CorpusError, InterpError) as e:
         click.echo(f"ptxopt: error: {e}", err=True)
         sys.exit(EXIT_ERROR)
+    extra = {}
+    if proof is not None:
+        from ptxopt.cli_prove import report_unproved, summary
+
+        extra = {"prove": summary(proof)}
+        if not as_json:
+            report_unproved(proof)
     if as_json:
-        click.echo(json.dumps({"original": src_o.name, "transformed": src_t.name, **result.to_json()},
+        click.echo(json.dumps({"original": src_o.name, "transformed": src_t.name, **result.to_json(), **extra},
                               indent=2))
     else:
         _print(src_o.name, src_t.name, result)

@@ -317,6 +317,11 @@ def dest_count(ins: Instruction) -> int:
     return 1
 
 
+def writes_carry(ins: Instruction) -> bool:
+    """Writes the carry flag (the ``.cc`` forms of :data:`_CARRY_WRITERS`)."""
+    return ins.opcode in _CARRY_WRITERS and CARRY_OUT_MODIFIER in ins.modifiers
+
+
 def touches_carry(ins: Instruction) -> bool:
     """Reads or writes the carry flag (see :data:`CARRY_FLAG`)."""
     return ins.opcode in CARRY_IN or (ins.opcode in _CARRY_WRITERS
@@ -457,3 +462,15 @@ VOLATILE_SREGS = frozenset(
     {"%clock", "%clock64", "%clock_hi", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
     | {f"%pm{i}" for i in range(8)} | {f"%pm{i}_64" for i in range(8)}
 )
+
+# Special registers that are not counters but may still change while a
+# thread runs (PTX ISA "Special Registers": %warpid and %smid return the
+# location of a thread when read, which "may change during execution, e.g.,
+# due to rescheduling of threads following preemption"). Two reads need not
+# agree, so a value proof must not treat them as launch constants.
+RELOCATABLE_SREGS = frozenset({"%warpid", "%smid"})
+
+# Instructions after which the carry flag holds no defined value (PTX ISA
+# "Extended-Precision Integer Arithmetic Instructions": the condition code
+# register "is not preserved across calls").
+CARRY_CLOBBERS = frozenset({"call"})

@@ -48,7 +48,7 @@ def test_public_names():
 
 def test_vectorised_gemm_is_verified_and_reported():
     src = text(GEMM)
-    res = ptxopt.optimize(src, "vec_ld,maxnreg_128")
+    res = ptxopt.optimize(src, "vec_ld,maxnreg_128", prove=False)  # the interpreter's contract and coverage
     assert isinstance(res, ptxopt.OptimizeResult)
     assert res.changed and res.ptx != src and res.reason == ""
     assert res.verdict == "equal" and "corpus:gemm_tile_4x4x4" in res.contract
@@ -119,15 +119,20 @@ def test_a_miscompiling_pass_is_caught_and_the_input_kept():
 
 def test_inconclusive_keeps_the_input_and_a_contract_fixes_it():
     src = text(NODIV)  # matches two corpus entries: no manifest contract, a guessed launch
-    res = ptxopt.optimize(src, "reorder_cp")
+    res = ptxopt.optimize(src, "reorder_cp", prove=False)  # the interpreter's contracts (the prover needs none)
     assert res.verdict == "inconclusive" and res.ptx is src
     assert "guessed" in res.contract and "stored only" in res.reason
     geo = Contract("test", geometry=Geometry(block=(128, 1, 1)))
-    res2 = ptxopt.optimize(src, "reorder_cp", contract=geo)
+    res2 = ptxopt.optimize(src, "reorder_cp", contract=geo, prove=False)
     assert res2.verdict == "equal" and res2.changed and res2.ptx != src
     # alternatives: the first cannot cover the outputs, the second decides
-    res3 = ptxopt.optimize(src, "reorder_cp", contract=[Geometry(), geo])
+    res3 = ptxopt.optimize(src, "reorder_cp", contract=[Geometry(), geo], prove=False)
     assert res3.verdict == "equal" and "block 128x1x1" in res3.contract
+    # with the prover (the default) no contract is needed: proved for all launches
+    res4 = ptxopt.optimize(src, "reorder_cp")
+    assert res4.verdict in ("proved", "inconclusive")
+    if res4.verdict == "proved":
+        assert res4.ptx == res2.ptx and res4.contract == "all launches"
 
 
 def test_verify_false_is_unchecked_but_still_assembled():

@@ -66,7 +66,7 @@ def untrusted() -> Candidate:
 
 
 def test_uninterpretable_original_is_inconclusive_not_trusted(cache):
-    r = evaluate(UNTRUSTED, "vec_ld", cache=cache)
+    r = evaluate(UNTRUSTED, "vec_ld", cache=cache, prove=False)  # the interpreter alone
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked
     assert "cannot be interpreted" in r.equivalence_note and "untrusted_tile_flag" in r.equivalence_note
     d = r.to_json()
@@ -76,7 +76,7 @@ def test_uninterpretable_original_is_inconclusive_not_trusted(cache):
 
 
 def test_equal_carries_trials_launch_and_coverage(cache):
-    r = evaluate(Candidate.from_corpus(SMALL, "vec_ld"), cache=cache)
+    r = evaluate(Candidate.from_corpus(SMALL, "vec_ld"), cache=cache, prove=False)
     assert r.ok and r.equivalence == "equal" and r.checked
     assert "launches" in r.equivalence_note and r.launch.startswith(f"manifest entry {SMALL}")
     d = r.to_json()
@@ -110,7 +110,7 @@ def test_a_cache_of_the_old_schema_is_not_read(tmp_path):
 
 
 def test_greedy_never_reports_an_unchecked_best(untrusted, cache):
-    r = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache)))
+    r = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache, prove=False)))
     assert r.error is None
     assert r.verdict in ("identical", "hints-only", "equal")
     assert "vec_" not in r.pipeline and "reorder_cp" not in r.pipeline
@@ -120,9 +120,18 @@ def test_greedy_never_reports_an_unchecked_best(untrusted, cache):
     assert d["verdict"] == r.verdict and d["unchecked"] == r.unchecked and d["arch"] == "sm_89"
 
 
+def test_greedy_takes_a_proved_candidate(untrusted, cache):
+    """The prover needs no launch: the candidate the interpreter cannot check is proved and may win."""
+    r = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache)))
+    assert r.error is None and r.verdict in ("identical", "hints-only", "proved", "equal")
+    if "vec_" in r.pipeline:
+        assert r.verdict == "proved"
+
+
 def test_greedy_takes_it_when_allowed(untrusted, cache):
-    strict = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache)))
-    r = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache, allow_unchecked=True)))
+    strict = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache, prove=False)))
+    r = search_kernel(untrusted, SearchConfig("greedy", options=EvalOptions(cache=cache, allow_unchecked=True,
+                                                                             prove=False)))
     assert r.error is None and "vec_" in r.pipeline
     assert r.verdict == "inconclusive" and r.best_cycles < strict.best_cycles
     assert "allowed" in r.note and r.launch == "grid (1, 1, 1), block (1, 1, 1)"
@@ -131,14 +140,15 @@ def test_greedy_takes_it_when_allowed(untrusted, cache):
 def test_search_cli_json_and_allow_unchecked(tmp_path, cache):
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
-    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-"])
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-", "--no-prove"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     k = d["kernels"][0]
     assert k["verdict"] in ("identical", "hints-only", "equal") and "vec_" not in k["pipeline"]
     assert k["unchecked"] > 0 and "cannot be interpreted" in k["note"]
     assert d["allow_unchecked"] is False and d["summary"]["unchecked"] == k["unchecked"]
-    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--allow-unchecked", "--json", "-"])
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--allow-unchecked", "--json", "-",
+                                  "--no-prove"])
     assert r.exit_code == 0, r.output
     k = json.loads(r.stdout)["kernels"][0]
     assert "vec_" in k["pipeline"] and k["verdict"] == "inconclusive"
@@ -147,10 +157,15 @@ def test_search_cli_json_and_allow_unchecked(tmp_path, cache):
 def test_eval_cli_json_has_the_verdict(tmp_path, cache):
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
-    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json"])
+    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json", "--no-prove"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["verdict"] == d["equivalence"] == "inconclusive" and d["launch"]
+    # the prover needs no launch: the same candidate is proved for all inputs
+    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["verdict"] == "proved" and "translation validation" in d["equivalence_note"]
 
 
 # ---------------------------------------------------------------------------
@@ -270,7 +285,7 @@ def test_settings_resolve_the_arch_per_kernel():
 
 def test_eval_of_an_sm_90a_kernel_uses_its_target(cache):
     r = evaluate(HOPPER, "vec_ld", cache=cache)
-    assert r.ok and r.arch == "sm_90a" and r.equivalence == "equal", r.error
+    assert r.ok and r.arch == "sm_90a" and r.checked and r.equivalence in ("proved", "equal"), r.error
     explicit = evaluate(HOPPER, "vec_ld", cache=cache, arch="sm_90a")
     assert explicit.key == r.key and explicit.cache_hit  # keys use the resolved arch
     assert evaluate(HOPPER, "vec_ld", cache=cache, arch="sm_90").key != r.key
@@ -290,7 +305,7 @@ def test_an_original_ptxas_rejects_is_bad_input(tmp_path, cache):
 def test_search_of_an_sm_90a_kernel(tmp_path, cache):
     r = search_kernel(Candidate(HOPPER, name="hopper.ptx"),
                       SearchConfig("greedy", max_steps=1, options=EvalOptions(cache=cache)))
-    assert r.error is None and r.arch == "sm_90a" and r.verdict in ("identical", "hints-only", "equal")
+    assert r.error is None and r.arch == "sm_90a" and r.verdict in ("identical", "hints-only", "proved", "equal")
     assert all(s.arch == "sm_90a" for s in r.steps)
     bad = search_kernel(Candidate(HOPPER, name="hopper.ptx"),
                         SearchConfig("greedy", max_steps=1, options=EvalOptions(cache=cache, arch="sm_89")))
@@ -329,10 +344,11 @@ def test_contract_options_make_the_check_possible(tmp_path, cache):
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     contract = ["--grid", "1", "--block", "1", "--scalar", "untrusted_tile_flag=3"]
-    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json", *contract])
+    r = CliRunner().invoke(main, ["eval", str(f), "-p", "vec_ld", "--cache", str(cache), "--json", "--no-prove",
+                                  *contract])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["verdict"] == "equal"
-    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-", *contract])
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-", "--no-prove", *contract])
     assert r.exit_code == 0, r.output
     k = json.loads(r.stdout)["kernels"][0]
     assert "vec_" in k["pipeline"] and k["verdict"] == "equal" and k["unchecked"] == 0
@@ -345,7 +361,7 @@ def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
     (tmp_path / "untrusted.contract.json").write_text(json.dumps(
         {"launch": {"grid": [1, 1, 1], "block": [1, 1, 1]},
          "params": [{"name": "untrusted_tile_flag", "role": "scalar", "value": 1}]}))
-    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-"])
+    r = CliRunner().invoke(main, ["search", str(f), "--cache", str(cache), "--json", "-", "--no-prove"])
     assert r.exit_code == 0, r.output
     k = json.loads(r.stdout)["kernels"][0]
     assert "vec_" in k["pipeline"] and k["verdict"] == "equal"
@@ -386,8 +402,8 @@ SPARSE = """.version 8.0
 
 
 def test_low_coverage_is_inconclusive(cache):
-    r = evaluate(SPARSE, "reorder_lf", cache=cache)  # 8 of the 4100 bytes up to the last store
+    r = evaluate(SPARSE, "reorder_lf", cache=cache, prove=False)  # 8 of the 4100 bytes up to the last store
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked, r
     assert r.coverage is not None and r.coverage < 0.5 and "stored only" in r.equivalence_note
-    loose = evaluate(SPARSE, "reorder_lf", cache=cache, min_coverage=None)
+    loose = evaluate(SPARSE, "reorder_lf", cache=cache, min_coverage=None, prove=False)
     assert loose.ok and loose.equivalence == "equal" and loose.key != r.key

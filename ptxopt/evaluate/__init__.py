@@ -20,7 +20,7 @@ Library use::
     r = evaluate(Candidate.from_corpus("gemm_tile_4x4x4", "vec_ld,maxnreg_128"))
     r.status, r.cycles, r.estimate, r.registers, r.spill_bytes, r.sass_instructions
     r.equivalence, r.cache_hit, r.timings        # {"pass", "ptxas", "verify", "backend", "total"}
-    r.checked                                    # equivalence established: identical, hints-only or equal
+    r.checked                                    # equivalence established: identical, hints-only, proved or equal
 
     evaluate(open("k.ptx").read(), "reorder_cp")  # outside the corpus: a one-thread launch
     results = evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in pipelines], workers=2)
@@ -33,7 +33,9 @@ cache; default :func:`default_cache_path`), ``trials`` (interpreter
 launches compared), ``timeout`` (seconds per candidate), ``batch``
 (candidates per nvdisasm run), ``profile_loops`` (sim: loop trip counts from
 the interpreter), ``min_coverage`` (default :data:`ptxopt.verify.DEFAULT_MIN_COVERAGE`:
-an ``equal`` below it is ``inconclusive``; None: never); ``evaluate_many`` also takes ``workers`` and
+an ``equal`` below it is ``inconclusive``; None: never), ``prove`` (default True: try the
+translation validator :mod:`ptxopt.prove` first; a ``proved`` candidate is not interpreted; False:
+the interpreter decides every changed candidate); ``evaluate_many`` also takes ``workers`` and
 ``on_result(index, result)``.
 
 Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
@@ -59,11 +61,11 @@ DEFAULT_CACHE = "default"
 
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
-              profile_loops=True, min_coverage=Settings.min_coverage) -> Settings:
+              profile_loops=True, min_coverage=Settings.min_coverage, prove=True) -> Settings:
     from ptxopt.verify import DEFAULT_TRIALS
 
     return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
-                    batch=batch, profile_loops=profile_loops, min_coverage=min_coverage)
+                    batch=batch, profile_loops=profile_loops, min_coverage=min_coverage, prove=prove)
 
 
 def _cache_path(cache) -> Path | None:

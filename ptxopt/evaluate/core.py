@@ -130,6 +130,9 @@ class Settings:
     #: below this output coverage (or with regular launches the original could not run) "equal"
     #: becomes "inconclusive"; None: never (what ``ptxopt verify --min-coverage`` also defaults to)
     min_coverage: float | None = DEFAULT_MIN_COVERAGE
+    #: try the translation validator (:mod:`ptxopt.prove`) before the interpreter: a ``proved``
+    #: candidate skips the interpreter launches; otherwise the interpreter decides as before
+    prove: bool = True
 
 
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
@@ -178,7 +181,7 @@ def _code_digests() -> dict:
     if d is None:
         d = _FINGERPRINTS["code"] = {
             # what decides a result once the printed PTX is fixed
-            "evaluator": source_digest("evaluate", "interp", "verify.py", "corpus.py", "toolchain"),
+            "evaluator": source_digest("evaluate", "interp", "verify.py", "corpus.py", "toolchain", "prove"),
             # what decides the printed PTX for a (kernel, pipeline)
             "front": source_digest("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py",
                                    "ir.py", "grammar", "opcodes.py", "constexpr.py", "comments.py"),
@@ -202,6 +205,7 @@ def fingerprint(settings: Settings) -> dict:
             "trials": settings.trials,
             "profile_loops": settings.profile_loops,
             "min_coverage": settings.min_coverage,
+            "prove": settings.prove,
             "code": _code_digests()["evaluator"],
         }
     return fp
@@ -613,7 +617,8 @@ def _verify(w: _Work, orig: _Original) -> None:
                original_program=lambda: _program(orig), module=w.module, entry=w.entry,
                reference_key=f"{sha256(orig.printed)}/{w.entry}/{_launch_id(spec, geometry)}",
                launch=launch, trials=w.settings.trials, spec=spec, geometry=geometry,
-               min_coverage=w.settings.min_coverage)
+               min_coverage=w.settings.min_coverage,
+               original_module=(lambda: orig.module) if w.settings.prove else None)
     w.equivalence, w.equivalence_note = d.verdict, d.note
     if d.verdict in ("identical", "hints-only"):
         return

@@ -12,15 +12,14 @@ An original that cannot be interpreted raises its :class:`InterpError` (as
 ``verify`` does), and that failure is remembered too.
 
 :func:`decide` is the evaluator's whole equivalence decision for one
-candidate (identical text, hints-only difference, interpreter verdict), in
-one place so that a cheaper proof can be tried first without touching the
-evaluator.
+candidate (identical text, hints-only difference, a proof by the translation
+validator :mod:`ptxopt.prove`, else the interpreter's verdict), in one place.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ptxopt.verify import DEFAULT_SEEDS, VerifyResult, verify
@@ -105,24 +104,47 @@ def coverage_of(cov) -> tuple[float | None, str]:
 
 def decide(*, changed: bool, same_observable: Callable[[], bool], original_program: Callable[[], object],
            module, entry: str, reference_key: str, launch: str, trials: int, spec=None, geometry=None,
-           min_coverage: float | None = None) -> Decision:
+           min_coverage: float | None = None, original_module: Callable[[], object] | None = None) -> Decision:
     """Is the candidate ``module`` equivalent to the original?
 
     ``changed``: its printed text differs from the original's printing
     (else ``identical``); ``same_observable()``: it differs only in what the
     interpreter cannot observe (``hints-only``, equal by construction);
-    otherwise the interpreter runs both (:func:`verify_with_reference`, the
+    then, when ``original_module()`` is given, the translation validator
+    (:func:`ptxopt.prove.prove`, entry ``entry``, nothing assumed about
+    pointer alignment) tries to prove the two equivalent for all inputs
+    (``proved``: the interpreter is not run). When it cannot, its reason is
+    appended to the note and the interpreter's verdict stands: the
+    interpreter runs both (:func:`verify_with_reference`, the
     original's runs memoised under ``reference_key``) on the launch
     ``spec``/``geometry`` (described by ``launch`` in notes)."""
-    from ptxopt.interp import Program
-    from ptxopt.interp.errors import InterpError
-
     if not changed:
         return Decision("identical")
     if same_observable():
         return Decision("hints-only", "differs from the original only in cache operators, eviction hints, "
                                       "prefetches or register budgets, which the interpreter cannot observe: "
                                       "equal by construction, not run")
+    proof = ""
+    if original_module is not None:
+        from ptxopt.prove import prove
+
+        pr = prove(original_module(), module, entry=entry)
+        if pr.verdict == "proved":
+            return Decision("proved", f"translation validation: {pr.reason} ({pr.seconds:.3f} s); "
+                                      f"interpreter not run")
+        proof = f"; prover {pr.verdict}: {pr.reason}"
+    d = _interpret(original_program, module, entry, reference_key, launch, trials, spec, geometry, min_coverage)
+    if proof:
+        d = replace(d, note=(d.note or "") + proof)
+    return d
+
+
+def _interpret(original_program, module, entry, reference_key, launch, trials, spec, geometry,
+               min_coverage) -> Decision:
+    """The interpreter's verdict (see :func:`decide`)."""
+    from ptxopt.interp import Program
+    from ptxopt.interp.errors import InterpError
+
     try:
         res = verify_with_reference(original_program(), Program(module), entry, reference_key, trials=trials,
                                     spec=spec, geometry=geometry if spec is None else None,

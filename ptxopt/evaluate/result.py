@@ -46,6 +46,10 @@ Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
                   prefetches or register budgets, which the interpreter gives
                   no meaning: equal by construction, not run (see
                   :mod:`ptxopt.evaluate.observable`)
+``proved``        the translation validator (:mod:`ptxopt.prove`) showed the
+                  two equivalent for all inputs and launches (block by block,
+                  under its documented model: race-free weak accesses between
+                  ordering points); the interpreter was not run
 ``equal``         bit-identical buffers in every trial; ``equivalence_note``
                   gives the trials and the launch, ``coverage`` the fraction
                   of the original's instructions the trials executed when the
@@ -60,7 +64,7 @@ Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
                   (status ``fault``)
 ================  ===========================================================
 
-Only :data:`TRUSTED` verdicts (``identical``, ``hints-only``, ``equal``) make
+Only :data:`TRUSTED` verdicts (``identical``, ``hints-only``, ``proved``, ``equal``) make
 a candidate usable as a search result: :attr:`EvalResult.checked`.
 """
 
@@ -74,11 +78,11 @@ FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "trunca
 STATUSES = (OK,) + FAILURES
 
 #: The equivalence verdicts, from the strongest to a counterexample.
-VERDICTS = ("identical", "hints-only", "equal", "inconclusive", "differ")
+VERDICTS = ("identical", "hints-only", "proved", "equal", "inconclusive", "differ")
 EQUIVALENCE = VERDICTS
 
 #: Verdicts that establish equivalence: only these candidates may be a search's best.
-TRUSTED = ("identical", "hints-only", "equal")
+TRUSTED = ("identical", "hints-only", "proved", "equal")
 
 #: The note of a result whose evaluation stopped before the equivalence check.
 NOT_REACHED = "not checked: the evaluation stopped before the equivalence check"

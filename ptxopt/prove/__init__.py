@@ -136,6 +136,11 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     # -- everything else must match exactly for the block proof to apply ----
     if (mo.version, mo.target, mo.address_size) != (mc.version, mc.target, mc.address_size):
         return ProveResult("inconclusive", "the module headers (.version/.target/.address_size) differ")
+    if mo.address_size != 64:
+        # addresses wrap modulo 2**32 there (also the default without the directive); the address
+        # arithmetic and the alias rules assume 64-bit addresses
+        return ProveResult("inconclusive", f".address_size {mo.address_size or '(default)'}: only 64-bit "
+                                           f"addressing is modelled")
     if _globals(mo) != _globals(mc):
         return ProveResult("inconclusive", "module-level declarations differ")
     fo = {f.name: f for f in mo.functions}

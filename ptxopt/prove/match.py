@@ -34,7 +34,7 @@ from ptxopt import opcodes
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
-from ptxopt.ir import Block, Function, Module, Reg, Sym, iter_decls
+from ptxopt.ir import Block, Decl, Function, Module, Reg, Sym, iter_decls
 from ptxopt.prove.memory import AliasOracle
 from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.prove.values import Graph
@@ -116,6 +116,19 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
 
     if so.shadowed() or sc.shadowed():
         return fail("a nested { } scope redeclares a register name (not modelled)")
+    for side, what in ((so, "original"), (sc, "candidate")):
+        clash = _variable_clash(side.fn, side.module)
+        if clash:
+            return fail(f"the {what} declares variable {clash} more than once (a scoped declaration "
+                        f"shadows another: one name, two variables; not modelled)")
+    bo, bc = so.cfg.blocks, sc.cfg.blocks
+    if bo and bc:
+        for side, what in ((so, "original"), (sc, "candidate")):
+            undefined = sorted(side.live_in(bo[0].index) if side is so else side.live_in(bc[0].index))
+            if undefined:
+                return fail(f"the {what} reads register{'s' if len(undefined) > 1 else ''} "
+                            f"{', '.join(undefined[:4])} before writing {'them' if len(undefined) > 1 else 'it'} "
+                            f"on some path (an uninitialised register holds an undefined value, not modelled)")
     bo, bc = so.cfg.blocks, sc.cfg.blocks
     if len(bo) != len(bc):
         return fail(f"CFG shapes differ: {len(bo)} blocks in the original, {len(bc)} in the candidate")
@@ -190,6 +203,24 @@ def _fault_check(g: Graph, sc: _Side, ao: list[Access], ac: list[Access], assume
             if not sc.aligned(a.vector[2], a.vector[3], a.vector[1], assume_align):
                 return (f"a {a.vector[1]}-byte vector access at {g.show(a.vector[0])} is not proven "
                         f"{a.vector[1]}-byte aligned")
+    return None
+
+
+def _variable_clash(fn: Function, module: Module) -> str | None:
+    """A variable (or parameter) name declared twice where ``fn`` can see
+    both: at module level and in the body, or in two scopes of the body.
+    The value graph names a variable's address by its name, so two variables
+    of one name would be one address node."""
+    seen = {p.name for p in (fn.params or ())} | {p.name for p in (fn.ret_params or ())}
+    seen |= {it.name for d in module.items if type(d) is Decl and d.space is not None for it in d.items}
+    body: set[str] = set()
+    for d in iter_decls(fn.body):
+        if d.space is None or d.space == ".reg":
+            continue
+        for it in d.items:
+            if it.name in seen or it.name in body:
+                return it.name
+            body.add(it.name)
     return None
 
 

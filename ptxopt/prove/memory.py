@@ -36,6 +36,21 @@ from ptxopt.analysis.alias import ALIASING_SPACES
 from ptxopt.prove.values import Graph
 
 _PTR_MOVES = ("cvta.", "mov.")
+# Offsets are kept as signed 64-bit integers, but addresses wrap: modulo 2**64,
+# and modulo 2**32 for a 32-bit base register (``ld.shared.u32 %r, [%r4+8]``),
+# so two ranges far apart as integers can be adjacent. Below this bound two
+# offsets differ by less than 2**31 and no range can wrap either way, so the
+# integer test is exact.
+_SAFE_OFFSET = 1 << 30
+
+
+def disjoint(oa: int, za: int | None, ob: int, zb: int | None) -> bool:
+    """Are the byte ranges ``[oa, oa+za)`` and ``[ob, ob+zb)`` off one base
+    disjoint modulo 2**64? False when unsure (a size unknown, or offsets so
+    large that a range could wrap around the address space)."""
+    if za is None or zb is None or not (-_SAFE_OFFSET < oa < _SAFE_OFFSET and -_SAFE_OFFSET < ob < _SAFE_OFFSET):
+        return False
+    return oa + za <= ob or ob + zb <= oa
 
 
 class AliasOracle:
@@ -79,9 +94,7 @@ class AliasOracle:
         na, nb = self.g.nodes[aa], self.g.nodes[ab]
         ba, oa, bb, ob = na[1], na[2], nb[1], nb[2]
         if ba == bb:
-            if sa == sb and za is not None and zb is not None:
-                return oa < ob + zb and ob < oa + za
-            return True
+            return not (sa == sb and disjoint(oa, za, ob, zb))
         ka, kb = self.g.nodes[ba], self.g.nodes[bb]
         if ka[0] == "sym" and kb[0] == "sym":
             return ka[1] in self.overlap and kb[1] in self.overlap
@@ -110,8 +123,8 @@ class MemoryState:
         base, off = n[1], n[2]
         out = []
         for (gs, gb), members in self.groups.items():
-            if gb == base and gs == space and size is not None:
-                out.extend(s for s, o, z in members if z is None or (off < o + z and o < off + size))
+            if gb == base and gs == space:
+                out.extend(s for s, o, z in members if not disjoint(off, size, o, z))
             elif members and self.oracle.may_alias(space, addr, size, gs,
                                                   self.g.node("addr", gb, members[0][1]), None):
                 out.extend(s for s, _, _ in members)

@@ -36,7 +36,10 @@ from ptxopt.prove.values import Graph
 
 _LANE_SPLIT = frozenset({"ld", "ldu", "st"})
 _VECTOR_MODS = frozenset(opcodes.VECTOR_WIDTH)
-_CARRY_WRITERS = frozenset({"add", "sub", "mad", "addc", "subc", "madc"})
+# ``ld.lu`` on a local address may discard the line after reading it (PTX ISA
+# "Cache Operators": last use), so a later read of it is undefined: adding or
+# removing ``.lu`` is not modelled as value-preserving, it stays in the key.
+_LAST_USE = "lu"
 
 
 @dataclass(slots=True)
@@ -71,7 +74,7 @@ def semantic_key(ins: Instruction, lanes: bool = False) -> str:
     are vector widths when the access is split into lanes (``lanes``)."""
     if ins.opcode in opcodes.CACHE_ANNOTATED:
         mods = [m for m in ins.modifiers
-                if not opcodes.is_perf_hint(m) and not (lanes and m in _VECTOR_MODS)]
+                if (m == _LAST_USE or not opcodes.is_perf_hint(m)) and not (lanes and m in _VECTOR_MODS)]
         return ".".join([ins.opcode, *mods])
     return ins.full_opcode
 
@@ -172,6 +175,9 @@ class BlockExecutor:
                                         self.mem.epoch))
             return
         role = opcodes.role(ins)
+        if role == "pure" and any(type(o) is Reg and o.name in opcodes.RELOCATABLE_SREGS
+                                  for o in ins.operands):
+            role = "order"  # %warpid/%smid: two reads may differ, so a read is an event
         if role == "pure":
             self._pure(ins)
         elif role == "collective":
@@ -213,7 +219,7 @@ class BlockExecutor:
         if ins.opcode in opcodes.ACCUMULATES_IN_PLACE:
             srcs += tuple(self.reg(d) for d in dests if d)
         value = self.g.op(ins.full_opcode, srcs)
-        carry = ins.opcode in _CARRY_WRITERS and opcodes.CARRY_OUT_MODIFIER in ins.modifiers
+        carry = opcodes.writes_carry(ins)
         if len(dests) == 1 and not carry:
             if dests[0] is not None:
                 self.write(dests[0], value, guard)
@@ -248,8 +254,8 @@ class BlockExecutor:
             return False
         width = opcodes.vector_width(ins)
         items = v.items if type(v) is Vec else (v,)
-        if len(items) != width or (width > 1) != (type(v) is Vec):
-            return False
+        if len(items) != width or (width > 1 and type(v) is not Vec):
+            return False  # (a braced single register, Triton's ``{ %r1 }``, is that register)
         size = max(1, opcodes.TYPE_BITS[t] // 8)
         space = opcodes.mem_space(ins)
         for item in items:
@@ -291,6 +297,9 @@ class BlockExecutor:
         for k, d in enumerate(dests):
             if d is not None:
                 self.write(d, self.g.node("proj", e, k), guard)
+        if ins.opcode in opcodes.CARRY_CLOBBERS:
+            # the carry flag is not preserved across a call: an addc after it reads something else
+            self.write(opcodes.CARRY_FLAG, self.g.node("proj", e, "cc"), guard)
 
     def _dests_list(self, o) -> list[str | None]:
         return [r for i in o.items for r in self._dests(i)]

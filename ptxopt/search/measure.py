@@ -44,6 +44,7 @@ class EvalOptions:
     trials: int | None = None
     timeout: float = 600.0
     allow_unchecked: bool = False  # may a candidate whose equivalence was not established win?
+    prove: bool = True  # the evaluator tries the translation validator before the interpreter
 
     @property
     def estimate(self) -> bool:
@@ -54,7 +55,7 @@ class EvalOptions:
 
     def kwargs(self) -> dict:  # what the evaluator takes (allow_unchecked is the search's)
         return dict(arch=self.arch, backend=self.backend, cache=self.cache, trials=self.trials,
-                    timeout=self.timeout)
+                    timeout=self.timeout, prove=self.prove)
 
 
 class BudgetExhausted(Exception):

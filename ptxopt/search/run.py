@@ -7,7 +7,7 @@ kernel that cannot be parsed or whose baseline fails is a result with an
 kernel as it finishes.
 
 Only candidates whose equivalence with the original was established (verdict
-``identical``, ``hints-only`` or ``equal``) can be a kernel's best, unless
+``identical``, ``hints-only``, ``proved`` or ``equal``) can be a kernel's best, unless
 ``EvalOptions.allow_unchecked``; the others are counted (``unchecked``) and
 the note says why (see :mod:`ptxopt.search.measure`). Each result carries
 the best pipeline's ``verdict``, its note, ``coverage`` and ``launch``, and the
