@@ -92,12 +92,15 @@ def vector_lines(text: str) -> list[str]:
 
 
 def equal(ptx: str, pipeline: str):
-    """Optimize with ptxas and the interpreter; the rewrite must be used."""
+    """Optimize with ptxas and the interpreter (and, separately, the prover);
+    the rewrite must be used."""
     contract = Contract("16 threads, 1 KiB buffers",
                         geometry=Geometry(grid=(1, 1, 1), block=(16, 1, 1), buffer_bytes=1024), entry="k")
-    res = ptxopt.optimize(ptx, pipeline, contract=contract)
+    res = ptxopt.optimize(ptx, pipeline, contract=contract, prove=False)
     assert res.changed, res.reason
     assert res.verdict == "equal", (res.verdict, res.verdict_note)
+    proved = ptxopt.optimize(ptx, pipeline, contract=contract)
+    assert proved.ptx == res.ptx and proved.verdict in ("proved", "equal"), (proved.verdict, proved.verdict_note)
     return res
 
 

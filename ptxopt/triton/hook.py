@@ -248,6 +248,9 @@ class StagesHook:
                        filename=f"{name}.ptx")
         rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
         rep.contract = res.contract
+        if res.verdict == "proved" and contract:  # no launch was needed; say what the metadata would have given
+            first = contract[0] if isinstance(contract, (list, tuple)) else contract
+            rep.contract = f"{res.contract} (proved); from Triton's metadata: {first.source.split('; ')[0]}"
         rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
         rep.registers, rep.spills = res.registers, res.spills
         rep.passes = _summarise(res.records, module)
