@@ -29,7 +29,8 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
   (``.STRONG.GPU``/``.STRONG.SYS`` = PTX ``.cg``/``.cv``/volatile) always
   take the L2 latency and do not fill L1.  ``.NA`` loads use L1 only if the
   sector is already there.  ``CCTL.E.PF1`` (prefetch to L1) starts the fill
-  of its 128-byte line; ``CCTL.E.PF2`` (to L2) changes nothing for L2-warm
+  of the 32-byte sector holding its address (``prefetch_fill_bytes``; a
+  whole-line fill was the old assumption, see :mod:`ptxopt.sim.latency`); ``CCTL.E.PF2`` (to L2) changes nothing for L2-warm
   data; ``CCTL.IVALL`` empties L1.  A sector is identified by the *values*
   of the address registers, the immediate offset and the access size,
   assuming the base is sector-aligned (cudaMalloc returns >= 256-byte aligned
@@ -464,7 +465,7 @@ class _Walk:
             K_SHFL: lat.shuffle, K_CONV: lat.convert, K_FP64: lat.fp64, K_TENSOR: lat.tensor,
             K_ATOMG: lat.atomic_global, K_ATOMS: lat.atomic_shared,
         }
-        l1, l2, sector, line = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.line_bytes
+        l1, l2, sector, pf_bytes = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.prefetch_fill_bytes
         oread = lat.operand_read
         pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
         fill: dict = {}  # sector key -> time its data is in L1
@@ -579,8 +580,8 @@ class _Walk:
                     if a is not None:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
-                        first = (off // line) * line // sector
-                        for s in range(first, first + line // sector):
+                        first = (off // pf_bytes) * pf_bytes // sector
+                        for s in range(first, first + max(1, pf_bytes // sector)):
                             fill.setdefault((rk, s), t + l2)
                 elif m == M_INVALIDATE_L1:
                     fill.clear()
