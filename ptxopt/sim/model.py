@@ -364,7 +364,10 @@ def simulate(listing: SassListing | Program,
     resident = 1
     waves = 1
     bw_name = ""
-    if launch is not None:
+    if launch is not None and (res is None or not res.registers):
+        notes.append("launch given but the kernel's registers are unknown (no ptxas resources): "
+                     "many-warp model skipped, single-warp estimate")
+    elif launch is not None:
         warps, resident, occ_json, bandwidth_bound, bw_name, waves, note = _many_warps(launch, arch, res, walk)
         notes.append(note)
     warps = max(1, int(warps))
