@@ -124,3 +124,14 @@ def test_every_estimate_carries_its_expected_error():
     assert j["expected_error"] == EXPECTED_ERROR and j["cycles_error"].startswith("±")
     many = simulate(_kernel(3), _res(), launch=(1000, 256, 0))
     assert "not calibrated" in many.expected_error_basis
+
+
+def test_lsu_pipe_accepts_one_memory_instruction_per_sm_cycle():
+    # 16 loads of one (already filled) sector + 1 store per thread, 48 warps resident:
+    # 48 x 17 memory instructions at 1/cycle beat the issue bound (12 warps x ~20 instructions).
+    items = [ins("LDG.E", f"R{2 + i}, [R40.64+{hex(4 * i)}]", wb=0) for i in range(16)]
+    items += [ins("FFMA", "R30, R2, R3, RZ", wait=(0,)), ins("STG.E", "[R40.64], R30", rb=1), ins("EXIT")]
+    r = simulate(listing(*items), _res(), launch=(58 * 6, 256, 0))
+    assert r.resident_warps == 48
+    assert r.bound == "LSU issue"
+    assert r.cycles == pytest.approx(48 * 17)

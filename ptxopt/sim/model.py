@@ -93,7 +93,10 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
 3. **One wave** takes ``max(single-warp latency path, issue bound, bandwidth
    bound)``: the warps hide each other's latency perfectly up to the point
    where a shared resource saturates.  Issue: resident warps spread over the 4
-   schedulers, each issuing one warp instruction per cycle.  Bandwidth: every
+   schedulers, each issuing one warp instruction per cycle; memory
+   instructions of all resident warps share one LSU pipe that accepts one
+   warp instruction per SM cycle (NVIDIA, developer forum thread 273699).
+   Bandwidth: every
    resident thread moves what the walked thread moved -- through L1/shared
    (every LD/ST) at 128 B/cycle/SM, and between L1 and L2 (L1 misses of the
    sector model, L1-bypassing loads, global stores: L1 is write-through) at
@@ -479,10 +482,16 @@ def _many_warps(launch, arch: str, res, walk) -> tuple:
     dram_share = 0.0 if footprint <= tp.l2_bytes else 1.0 - tp.l2_bytes / footprint
     l2_time = l2_traffic / tp.l2_bytes_per_cycle
     dram_time = l2_traffic * dram_share / tp.dram_bytes_per_cycle
-    bw, name = max((l1_time, "L1 bandwidth"), (l2_time, "L2 bandwidth"), (dram_time, "DRAM bandwidth"))
+    # The MIO queue hands the LSU pipe one warp instruction per cycle per SM (NVIDIA developer
+    # forum, "How does the LSU execute load/store instructions in the Ampere architecture",
+    # thread 273699, answer by NVIDIA: "Each cycle the MIO unit can issue 1 instruction to the LSU
+    # pipe. This limits the issue rate from 4 IPC per SM to 1 IPC per SM").
+    lsu_time = resident * walk.memory_instructions / tp.lsu_instructions_per_cycle
+    bw, name = max((l1_time, "L1 bandwidth"), (l2_time, "L2 bandwidth"), (dram_time, "DRAM bandwidth"),
+                   (lsu_time, "LSU issue"))
     note = (f"many warps ({tp.product}, {tp.sms} SMs): {occ.blocks_per_sm} blocks/SM fit "
             f"(limited by {occ.limited_by}; {100 * occ.occupancy(lim):.0f}% occupancy), {here} resident "
-            f"({resident} warps, {per_sched} per scheduler), {waves} wave(s); per wave: L1 {l1_time:.0f}, "
+            f"({resident} warps, {per_sched} per scheduler), {waves} wave(s); per wave: LSU {lsu_time:.0f}, L1 {l1_time:.0f}, "
             f"L2 {l2_time:.0f}, DRAM {dram_time:.0f} cycles (DRAM share {dram_share:.2f})")
     if occ.blocks_per_sm == 0:
         note += f"; WARNING: the block cannot be resident at all ({occ.limited_by}); one block assumed"
@@ -573,6 +582,7 @@ class _Walk:
         self.traffic = _traffic_table(program)
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
         self.l2_bytes = 0  # bytes it moved between L1 and L2 (L1 misses, bypassing loads, global stores)
+        self.memory_instructions = 0  # LD/ST/atomics issued (global, local, shared): the LSU pipe's work
 
     # -- branch decisions ----------------------------------------------------
     def _note_fallback(self, pc: int, backward: bool) -> None:
@@ -665,6 +675,7 @@ class _Walk:
         traffic = self.traffic
         l1_acc = 0
         l2_acc = 0
+        mem_n = 0
 
         while True:
             if pc >= n:
@@ -725,6 +736,7 @@ class _Walk:
                 if tb is not None:
                     l1_acc += tb[0]
                     l2_acc += tb[1]
+                    mem_n += 1
                 if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
                     a = addr[pc]
                     if a is None:
@@ -880,5 +892,6 @@ class _Walk:
         self.steps = steps
         self.l1_bytes = l1_acc
         self.l2_bytes = l2_acc
+        self.memory_instructions = mem_n
         self.end_time = t + 1.0 if steps else 0.0
 

@@ -158,6 +158,7 @@ class SmThroughput:
     l2_bytes: int  # L2 capacity (a working set above it streams from DRAM)
     l2_bytes_per_cycle: float  # L2 -> SM bandwidth per SM
     l1_bytes_per_cycle: float = 128.0  # L1/shared bandwidth per SM (LSU path)
+    lsu_instructions_per_cycle: float = 1.0  # memory warp instructions the MIO hands the LSU pipe per SM cycle
 
 
 def _per_sm(gb_per_s: float, sms: int, mhz: float) -> float:
