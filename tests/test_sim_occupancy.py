@@ -102,19 +102,18 @@ def test_issue_bound_grows_with_resident_warps_and_registers_cap_it():
     assert tight.cycles == pytest.approx(4 * max(tight.single_warp_cycles, 2 * tight.issued_instructions))
 
 
-def test_dram_bound_when_the_grid_streams_more_than_l2():
+def test_dram_bound_only_when_the_footprint_exceeds_l2():
     lst = _kernel(2, n_loads=8)  # 8 loads of distinct sectors + one store per thread
     tp = THROUGHPUT["sm_89"]
-    r = simulate(lst, _res(), launch=(58 * 6 * 2000, 256, 0))
-    assert r.l2_bytes == 8 * 4 + 4
+    launch = (58 * 6 * 2000, 256, 0)
+    warm = simulate(lst, _res(), launch=launch)  # no footprint: L2-resident, as in a warm timing loop
+    assert warm.l2_bytes == 8 * 4 + 4 and warm.bound != "DRAM bandwidth"
+    big = 1 << 30
+    r = simulate(lst, _res(), launch=launch, footprint_bytes=big)
     assert r.bound == "DRAM bandwidth"
-    per_wave = r.cycles / r.waves
-    footprint = 58 * 6 * 2000 * 256 * r.l2_bytes
-    expect = 6 * 256 * r.l2_bytes * (1 - tp.l2_bytes / footprint) / tp.dram_bytes_per_cycle
-    assert per_wave == pytest.approx(expect)
-    # the same grid with data that fits in L2: not DRAM-bound
-    small = simulate(lst, _res(), launch=(58 * 6, 256, 0))
-    assert small.bound != "DRAM bandwidth"
+    assert r.cycles == pytest.approx(big / tp.sms / tp.dram_bytes_per_cycle)
+    small = simulate(lst, _res(), launch=launch, footprint_bytes=tp.l2_bytes // 2)
+    assert small.cycles == warm.cycles
 
 
 def test_every_estimate_carries_its_expected_error():

@@ -167,6 +167,10 @@ class SimBackend:
         kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
         if launch is not None and getattr(launch, "grid", None) is not None:
             kw["launch"] = (tuple(launch.grid), tuple(launch.block), int(getattr(launch, "shared_bytes", 0) or 0))
+            if job.spec is not None:
+                from ptxopt.sim.occupancy import footprint_of_spec
+
+                kw["footprint_bytes"] = footprint_of_spec(job.spec)
         r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
         if r.truncated:
             raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "

@@ -100,10 +100,11 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
    resident thread moves what the walked thread moved -- through L1/shared
    (every LD/ST) at 128 B/cycle/SM, and between L1 and L2 (L1 misses of the
    sector model, L1-bypassing loads, global stores: L1 is write-through) at
-   the product's L2 bandwidth per SM; when the grid's traffic (an upper bound
-   on its distinct bytes) exceeds the L2 capacity, the excess fraction also
-   streams from DRAM at the product's DRAM bandwidth per SM.
-4. ``cycles = waves x one wave``.  With one wave this is the duration of a
+   the product's L2 bandwidth per SM.
+4. ``cycles = max(waves x one wave, DRAM time)``; the DRAM time applies only
+   when the caller gives the launch's footprint (distinct bytes; the sim
+   backend sums a corpus kernel's buffers) and it exceeds the L2 capacity:
+   the footprint streams from DRAM once, over all SMs.  With one wave this is the duration of a
    warp that shares the SM with the other resident warps -- what the GPU
    backend's per-thread ``%clock64`` measures; with several waves it is the
    SM's busy time for its share of the grid, which the per-thread clock does
@@ -312,7 +313,7 @@ def simulate(listing: SassListing | Program,
              trip_counts: TripCounts | None = None, *, kernel: str | None = None, warps: int = 1,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-             launch=None) -> SimResult:
+             launch=None, footprint_bytes: int | None = None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -338,6 +339,10 @@ def simulate(listing: SassListing | Program,
       many-warp part of the model: occupancy from the ptxas registers and
       shared memory (:mod:`ptxopt.sim.occupancy`), then issue-slot and
       L1/L2/DRAM bandwidth bounds over the co-resident warps (module doc).
+    * ``footprint_bytes``: distinct global bytes the whole launch touches
+      (with ``launch``).  Above the L2 capacity they stream from DRAM once
+      (the DRAM bound); None: the data is assumed L2-resident, as in the
+      GPU backend's warm timing loop.
     * ``explain``: also record a per-instruction :class:`TimelineEntry` list.
     * ``arch``/``latencies``: override the architecture (default: the
       listing's) or the whole latency table.
@@ -367,11 +372,13 @@ def simulate(listing: SassListing | Program,
     resident = 1
     waves = 1
     bw_name = ""
+    dram_time = 0.0
     if launch is not None and (res is None or not res.registers):
         notes.append("launch given but the kernel's registers are unknown (no ptxas resources): "
                      "many-warp model skipped, single-warp estimate")
     elif launch is not None:
-        warps, resident, occ_json, bandwidth_bound, bw_name, waves, note = _many_warps(launch, arch, res, walk)
+        warps, resident, occ_json, bandwidth_bound, bw_name, waves, dram_time, note = _many_warps(
+            launch, arch, res, walk, footprint_bytes)
         notes.append(note)
     warps = max(1, int(warps))
     issue_bound = warps * issued / latencies.issue_per_cycle
@@ -379,6 +386,8 @@ def simulate(listing: SassListing | Program,
     cycles = waves * per_wave
     if per_wave > single:
         bound = "issue" if issue_bound >= bandwidth_bound else bw_name
+    if launch is not None and occ_json is not None and dram_time > cycles:
+        cycles, bound = dram_time, "DRAM bandwidth"
     if warps > 1 and launch is None:
         notes.append(f"issue-slot bound with {warps} warps per scheduler: {issue_bound:g} cycles "
                      f"({'binding' if issue_bound > single else 'not binding'}); memory bandwidth, "
@@ -453,7 +462,7 @@ def _dims(x) -> tuple[int, ...]:
     return tuple(int(v) for v in x)
 
 
-def _many_warps(launch, arch: str, res, walk) -> tuple:
+def _many_warps(launch, arch: str, res, walk, footprint: int | None) -> tuple:
     """Occupancy, waves and the throughput bounds for ``launch`` (see the module doc)."""
     from .occupancy import limits_for, occupancy, throughput_for
 
@@ -478,24 +487,26 @@ def _many_warps(launch, arch: str, res, walk) -> tuple:
     resident_threads = here * threads
     l1_time = resident_threads * walk.l1_bytes / tp.l1_bytes_per_cycle
     l2_traffic = resident_threads * walk.l2_bytes
-    footprint = blocks * threads * walk.l2_bytes  # upper bound on the grid's distinct bytes
-    dram_share = 0.0 if footprint <= tp.l2_bytes else 1.0 - tp.l2_bytes / footprint
     l2_time = l2_traffic / tp.l2_bytes_per_cycle
-    dram_time = l2_traffic * dram_share / tp.dram_bytes_per_cycle
+    # DRAM: the launch's distinct bytes, once, spread over the SMs -- only when they exceed L2
+    # (a warm timing loop keeps a smaller working set L2-resident).
+    streams = footprint is not None and footprint > tp.l2_bytes
+    dram_time = footprint / tp.sms / tp.dram_bytes_per_cycle if streams else 0.0
     # The MIO queue hands the LSU pipe one warp instruction per cycle per SM (NVIDIA developer
     # forum, "How does the LSU execute load/store instructions in the Ampere architecture",
     # thread 273699, answer by NVIDIA: "Each cycle the MIO unit can issue 1 instruction to the LSU
     # pipe. This limits the issue rate from 4 IPC per SM to 1 IPC per SM").
     lsu_time = resident * walk.memory_instructions / tp.lsu_instructions_per_cycle
-    bw, name = max((l1_time, "L1 bandwidth"), (l2_time, "L2 bandwidth"), (dram_time, "DRAM bandwidth"),
-                   (lsu_time, "LSU issue"))
+    bw, name = max((l1_time, "L1 bandwidth"), (l2_time, "L2 bandwidth"), (lsu_time, "LSU issue"))
     note = (f"many warps ({tp.product}, {tp.sms} SMs): {occ.blocks_per_sm} blocks/SM fit "
             f"(limited by {occ.limited_by}; {100 * occ.occupancy(lim):.0f}% occupancy), {here} resident "
             f"({resident} warps, {per_sched} per scheduler), {waves} wave(s); per wave: LSU {lsu_time:.0f}, L1 {l1_time:.0f}, "
-            f"L2 {l2_time:.0f}, DRAM {dram_time:.0f} cycles (DRAM share {dram_share:.2f})")
+            f"L2 {l2_time:.0f} cycles; DRAM for the launch {dram_time:.0f} cycles ("
+            + ("no footprint given: data assumed L2-resident)" if footprint is None else
+               f"footprint {footprint} B {'>' if streams else '<='} L2 {tp.l2_bytes} B)"))
     if occ.blocks_per_sm == 0:
         note += f"; WARNING: the block cannot be resident at all ({occ.limited_by}); one block assumed"
-    return per_sched, resident, occ.to_json(), bw, name, waves, note
+    return per_sched, resident, occ.to_json(), bw, name, waves, dram_time, note
 
 
 _L2_SIDE = frozenset({"STG", "ST", "RED", "ATOMG", "ATOM"})  # global stores/atomics: L1 is write-through

@@ -199,3 +199,25 @@ def throughput_for(arch: str) -> SmThroughput:
 
 
 __all__ += ["SmThroughput", "THROUGHPUT", "throughput_for"]
+
+
+_DTYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "f16": 2, "bf16": 2, "u16": 2, "s16": 2, "b16": 2, "f32": 4, "u32": 4,
+                "s32": 4, "b32": 4, "f64": 8, "u64": 8, "s64": 8, "b64": 8}
+
+
+def footprint_of_spec(spec) -> int | None:
+    """Distinct global bytes a corpus kernel's launch touches: the sum of its
+    buffer parameters (input/output/inout, ``count`` x dtype size).  None when
+    a buffer's size is unknown."""
+    total = 0
+    for p in getattr(spec, "params", ()):
+        if p.role not in ("input", "output", "inout"):
+            continue
+        size = _DTYPE_BYTES.get(p.dtype)
+        if size is None or p.count is None:
+            return None
+        total += size * int(p.count)
+    return total
+
+
+__all__ += ["footprint_of_spec"]
