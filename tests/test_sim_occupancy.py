@@ -134,3 +134,17 @@ def test_lsu_pipe_accepts_one_memory_instruction_per_sm_cycle():
     assert r.resident_warps == 48
     assert r.bound == "LSU issue"
     assert r.cycles == pytest.approx(48 * 17)
+
+
+@pytest.mark.slow
+def test_expected_error_covers_the_published_baselines():
+    """EXPECTED_ERROR is derived from, and must cover, the MAPE on the published sm_89 baselines."""
+    import statistics
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from sim_calibration import PUBLISHED_BASELINES, _estimate
+
+    errs = [abs(_estimate(k)[0].cycles / hw - 1) for k, hw in PUBLISHED_BASELINES.items()]
+    assert statistics.mean(errs) <= EXPECTED_ERROR
