@@ -191,10 +191,11 @@ def throughput_for(arch: str) -> SmThroughput:
     base = arch.rstrip("af") if arch.startswith("sm_") else arch
     if base in THROUGHPUT:
         return THROUGHPUT[base]
-    if base == "sm_86":
-        return THROUGHPUT["sm_80"]  # educated substitute; the bounds then say so via the product name
-    if base == "sm_70":
-        return THROUGHPUT["sm_80"]
+    if base in ("sm_70", "sm_86"):  # educated substitute: the product name in the notes says so
+        from dataclasses import replace
+
+        sub = THROUGHPUT["sm_80"]
+        return replace(sub, product=f"{sub.product} figures substituted for {base}")
     raise ValueError(f"no per-SM throughput table for {arch} (known: {', '.join(THROUGHPUT)})")
 
 
