@@ -148,3 +148,17 @@ def test_expected_error_covers_the_published_baselines():
 
     errs = [abs(_estimate(k)[0].cycles / hw - 1) for k, hw in PUBLISHED_BASELINES.items()]
     assert statistics.mean(errs) <= EXPECTED_ERROR
+
+
+def test_sim_backend_passes_the_corpus_launch_and_footprint():
+    from ptxopt.corpus import get
+    from ptxopt.evaluate.backends import SimBackend
+    from ptxopt.sim.occupancy import footprint_of_spec
+
+    spec = get("cuda_saxpy")  # 2 blocks of 128 threads, 4 buffers/scalars
+    m = SimBackend().measure(spec.ptx_text(), "sm_89", spec)
+    assert m.estimate and m.extra["expected_error"] == EXPECTED_ERROR
+    assert m.extra["resident_warps"] == 4 and m.extra["waves"] == 1
+    assert any(n.startswith("many warps") for n in m.notes)
+    fp = footprint_of_spec(spec)
+    assert fp and f"footprint {fp} B" in " ".join(m.notes)

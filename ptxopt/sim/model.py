@@ -120,7 +120,12 @@ barrier waits between warps of a block, perfect overlap of latency and
 throughput (real kernels sit somewhat above ``max``).  None of the many-warp
 figures is calibrated against hardware (the published calibration is
 single-thread); the L2 bandwidths are partly educated estimates (see
-:data:`ptxopt.sim.occupancy.THROUGHPUT`).
+:data:`ptxopt.sim.occupancy.THROUGHPUT`).  The corpus launches are sized for
+the interpreter (2-8 blocks), so under ``ptxopt eval``/``search`` one block
+per SM is resident and occupancy never binds: a register budget then moves a
+multi-warp estimate only through the warp's own schedule and the issue/LSU
+bounds of its block.  Occupancy effects show with a realistic launch
+(``python -m ptxopt.sim K.ptx --grid G --block B``, or ``launch=`` here).
 
 Expected error
 --------------
