@@ -192,7 +192,8 @@ def _print_one(r, cache) -> None:
     click.echo(f"{r.kernel}  [{r.entry}]  pipeline: {r.pipeline or '(none: baseline)'}")
     rows = []
     if r.ok:
-        rows.append(("cycles", f"{r.cycles:g}  {_kind_line(r)}"))
+        err = f" {r.error_text} (the model's expected error)" if getattr(r, "error_text", "") else ""
+        rows.append(("cycles", f"{r.cycles:g}{err}  {_kind_line(r)}"))
         if r.spread is not None:
             rows.append(("spread", f"{r.spread:g}"))
     else:
@@ -238,7 +239,9 @@ def _print_table(results, backend, arch) -> None:
                       ("cache", "left")):
         t.add_column(col, justify=just)
     for r in results:
-        t.add_row(r.kernel, r.pipeline or "-", r.status, f"{r.cycles:g}" if r.cycles is not None else "-",
+        cyc = "-" if r.cycles is None else (f"{r.cycles:g} {r.error_text}".strip() if getattr(r, "error_text", "")
+                                            else f"{r.cycles:g}")
+        t.add_row(r.kernel, r.pipeline or "-", r.status, cyc,
                   _s(r.registers), _s(r.spill_bytes), _s(r.sass_instructions), r.equivalence,
                   "hit" if r.cache_hit else "miss")
     Console(width=max(120, Console().width)).print(t)

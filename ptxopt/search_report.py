@@ -62,6 +62,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "backend": config.options.backend, "arch": config.options.arch,  # null: each kernel's .target
         "allow_unchecked": config.options.allow_unchecked,
         "cycles_kind": "ESTIMATE" if config.options.estimate else "MEASUREMENT",
+        "expected_error": expected_error(config),
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
     }
@@ -85,11 +86,23 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     return worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in results if r.error] or [EXIT_OK])
 
 
+def expected_error(config) -> float | None:
+    """The sim model's expected relative error of each estimate (None for measurements)."""
+    if not config.options.estimate or config.options.backend != "sim":
+        return None
+    from ptxopt.sim.model import EXPECTED_ERROR
+
+    return EXPECTED_ERROR
+
+
 def print_table(results, config) -> None:
     from rich.console import Console
     from rich.table import Table
 
     kind = "estimated" if config.options.estimate else "measured"
+    err = expected_error(config)
+    if err:
+        kind += f" ±{100 * err:.0f}%"
     arch = config.options.arch or "arch from .target"
     t = Table(title=f"{config.strategy} search ({kind} cycles, {arch})")
     for col in ("kernel", "best pipeline", "cycles before", "after", "improvement", "verdict", "evals", "hits",
@@ -109,6 +122,10 @@ def print_summary(s: dict, config) -> None:
     imp = s["improvement_pct"]
     kind = "ESTIMATE (sim model)" if config.options.estimate else "MEASUREMENT"
     click.echo(f"{s['searched']}/{s['kernels']} kernels searched ({s['errors']} errors); cycles are an {kind}")
+    err = expected_error(config)
+    if err:
+        click.echo(f"expected error of each estimate: ±{100 * err:.0f}% (ptxopt.sim.model.EXPECTED_ERROR: MAPE on "
+                   "published sm_89 baselines, all under-estimates; relative changes are what search uses)")
     if imp["mean"] is not None:
         click.echo(f"improvement: mean {imp['mean']:+.2f}%  median {imp['median']:+.2f}%  best {imp['best']:+.2f}%  "
                    f"worst {imp['worst']:+.2f}%  geomean speedup {s['geomean_speedup']:.4f}x  "

@@ -221,13 +221,26 @@ def test_no_allocate_load_does_not_fill_l1():
     assert r.timeline[3].issue - r.timeline[2].issue == LAT.l2_hit
 
 
-def test_prefetch_to_l1_starts_the_fill_of_its_line():
-    r = run(ins("CCTL.E.PF1", "[R4]"),                          # t=0, whole 128-byte line
+def test_prefetch_to_l1_starts_the_fill_of_its_own_sector():
+    r = run(ins("CCTL.E.PF1", "[R4+0x40]"),                     # t=0, sector 2 of the line
+            ins("NOP", stall=15), ins("NOP", stall=15),
+            ins("LDG.E", "R5, [R4.64+0x44]", wb=1),             # t=31, same sector: waits for the fill
+            ins("FFMA", "R6, R5, R5, RZ", wait=(1,)),
+            ins("EXIT"), explain=True)
+    assert r.timeline[4].issue == max(LAT.l2_hit, 31 + LAT.l1_hit)
+
+
+def test_prefetch_to_l1_does_not_fill_the_other_sectors_of_its_line():
+    # Sectored L1: a PF1 fills one 32-byte sector (latency.prefetch_fill_bytes), so a
+    # load of another sector of the same 128-byte line is still a first touch (L2).
+    assert LAT.prefetch_fill_bytes == LAT.sector_bytes
+    r = run(ins("CCTL.E.PF1", "[R4]"),                          # t=0, sector 0
             ins("NOP", stall=15), ins("NOP", stall=15),
             ins("LDG.E", "R5, [R4.64+0x60]", wb=1),             # t=31, sector 3 of that line
             ins("FFMA", "R6, R5, R5, RZ", wait=(1,)),
             ins("EXIT"), explain=True)
-    assert r.timeline[4].issue == max(LAT.l2_hit, 31 + LAT.l1_hit)
+    assert r.timeline[4].issue == 31 + LAT.l2_hit
+    assert "global L2 (first touch)" in r.waits
 
 
 def test_spill_reload_uses_local_latency():

@@ -105,8 +105,9 @@ class SimBackend:
     Loops: trip counts come from the interpreter (:mod:`ptxopt.evaluate.loops`)
     for the same inputs as the equivalence check; where they cannot be had the
     model's static fallback applies and the measurement says so (``fallback``
-    and ``notes``).  Warps: ``warps`` = warps per scheduler of one CTA
-    (``ceil(threads per block / 32 / 4)``), see :func:`ptxopt.sim.simulate`.
+    and ``notes``).  Warps: the launch (corpus spec or geometry) goes to the
+    many-warp part of the model (occupancy, waves, issue and bandwidth
+    bounds), see :func:`ptxopt.sim.simulate`.
     """
 
     name = "sim"
@@ -162,15 +163,15 @@ class SimBackend:
         entry = job.entry or next(iter(compiled.kernels), None)
         program = decode(listing, entry)
         trips, source, notes = self._trip_counts(job, program, entry)
-        warps = 1
         launch = getattr(job.spec, "launch", None) if job.spec is not None else job.geometry
-        if launch is not None:
-            threads = 1
-            for b in launch.block:
-                threads *= b
-            warps = max(1, -(-threads // 128))  # ceil(threads / 32 / 4 schedulers)
         kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
-        r = simulate(program, compiled, trips or None, warps=warps, loop_trips=self.loop_trips, **kw)
+        if launch is not None and getattr(launch, "grid", None) is not None:
+            kw["launch"] = (tuple(launch.grid), tuple(launch.block), int(getattr(launch, "shared_bytes", 0) or 0))
+            if job.spec is not None:
+                from ptxopt.sim.occupancy import footprint_of_spec
+
+                kw["footprint_bytes"] = footprint_of_spec(job.spec)
+        r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
         if r.truncated:
             raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "
                                             f"{r.cycles:g} cycles is a lower bound, not an estimate")
@@ -178,7 +179,9 @@ class SimBackend:
             cycles=r.cycles, estimate=True, registers=r.registers, spill_store_bytes=r.spill_store_bytes,
             spill_load_bytes=r.spill_load_bytes, sass_instructions=r.sass_instructions, fallback=r.fallback,
             notes=tuple(notes) + tuple(r.notes),
-            extra={"trip_counts": source, "warps": warps, "issued_instructions": r.issued_instructions},
+            extra={"trip_counts": source, "warps": r.warps, "issued_instructions": r.issued_instructions,
+                   "resident_warps": r.resident_warps, "waves": r.waves, "bound": r.bound,
+                   "expected_error": r.expected_error},
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:

@@ -373,6 +373,7 @@ class _Work:
             notes=tuple(m.notes) if m is not None else (), timings=t, cache_hit=False,
             key=key or self.key or self.pkey, ptxas_version=c.ptxas_version if c is not None else None,
             spread=m.spread if m is not None else None, cacheable=cacheable,
+            expected_error=(m.extra or {}).get("expected_error") if (m is not None and status == OK) else None,
         )
         self.result = r
         return r

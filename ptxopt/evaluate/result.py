@@ -152,6 +152,14 @@ class EvalResult:
     ptxas_version: str | None = None
     spread: float | None = None
     cacheable: bool = True  # False for environment problems (missing tool, backend unavailable)
+    # sim: the model's expected relative error of ``cycles`` (0.25 = ±25%; ptxopt.sim.model.EXPECTED_ERROR,
+    # from its calibration against published hardware); None for measurements and failures
+    expected_error: float | None = None
+
+    @property
+    def error_text(self) -> str:
+        """``"±25%"`` for an estimate with a known expected error, else ``""``."""
+        return f"±{100 * self.expected_error:.0f}%" if self.expected_error else ""
 
     @property
     def ok(self) -> bool:

@@ -2,7 +2,9 @@
 
 Options: ``--arch sm_89``, ``--kernel NAME`` (default: the first entry),
 ``--trips OFFSET=VALUE`` (repeatable; see :func:`ptxopt.sim.simulate`),
-``--loop-trips N`` (static fallback), ``--warps W``, ``--explain [N]``
+``--loop-trips N`` (static fallback), ``--warps W``, ``--grid G --block B
+[--shared BYTES] [--footprint BYTES]`` (the many-warp model: occupancy and
+throughput bounds), ``--explain [N]``
 (per-instruction timeline, first N steps), ``--branches`` (list the branch
 sites that take trip counts), ``--json``.
 """
@@ -25,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="branch outcome: byte offset of the SASS branch (hex or decimal) = value")
     ap.add_argument("--loop-trips", type=int, default=8, metavar="N")
     ap.add_argument("--warps", type=int, default=1)
+    ap.add_argument("--grid", type=int, help="blocks in the grid (turns on the many-warp model)")
+    ap.add_argument("--block", type=int, help="threads per block (with --grid)")
+    ap.add_argument("--shared", type=int, default=0, help="dynamic shared memory per block, bytes")
+    ap.add_argument("--footprint", type=int, help="distinct global bytes the launch touches (DRAM bound above L2)")
     ap.add_argument("--explain", nargs="?", const=-1, type=int, metavar="N")
     ap.add_argument("--branches", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -50,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         result = simulate(listing, compiled, trips or None, kernel=args.kernel, warps=args.warps,
-                          explain=args.explain is not None, loop_trips=args.loop_trips)
+                          explain=args.explain is not None, loop_trips=args.loop_trips,
+                          launch=(args.grid, args.block, args.shared) if args.grid and args.block else None,
+                          footprint_bytes=args.footprint)
     except (KeyError, ValueError) as e:
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2

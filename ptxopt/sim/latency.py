@@ -37,6 +37,25 @@ was found.  These values only matter for kernels that use such instructions
 on their critical path; gemm_tile kernels are dominated by LDG/LDL/STL and
 the stall counts.
 
+Calibration against hardware (issue 16)
+---------------------------------------
+``prefetch_fill_bytes`` (what an L1 prefetch fills) was 128 (the whole line:
+the PTX ISA says ``prefetch`` brings "the line containing" the address into
+the cache level).  It is now 32, one sector, for a physical reason and a
+measured one.  Physical: the L1 of Volta and later is sectored (four 32-byte
+sectors per 128-byte line, each with its own valid bit); a miss fetches only
+the sectors requested (NVIDIA Nsight Compute "Kernel Profiling Guide",
+memory-tables section: requests are served by sector, "sectors/request"), and
+no public microbenchmark shows a PF1 filling more than its own sector.
+Measured: on an sm_89 L4 (SM clock, 50 warm-up + 200 timed launches, one
+thread, 64 gemm_tile kernels) prefetches were "neutral on single-thread
+kernels" and appeared in about 5 of 64 best greedy pipelines together with
+``split_ld``, store hints and the newer reorders, while a whole-line fill made
+the model credit ``prefetch_L1`` with -19% on gemm_tile_4x4x4, -21% on
+14x14x14 and put it into 54 of 68 best pipelines.  With a one-sector fill a
+prefetch only warms the sector that the first load of its group touches
+anyway, i.e. it is close to neutral, as measured.
+
 Architectures without a table of their own use the table of the same major
 version (sm_86 -> sm_80, sm_90a -> sm_90), and the result says so.
 """
@@ -70,7 +89,10 @@ class ArchLatencies:
     operand_read: int  # read-barrier release: source registers of a memory op have been read
     issue_per_cycle: float = 1.0  # warp instructions one scheduler issues per cycle
     sector_bytes: int = 32  # L1/L2 sector: the unit a miss fetches
-    line_bytes: int = 128  # L1 line: the unit CCTL.PF1 prefetches
+    line_bytes: int = 128  # L1 line (128 B = 4 sectors)
+    # What CCTL.E.PF1 (PTX prefetch.global.L1) brings into L1: one 32-byte sector,
+    # the one holding its address -- not the whole 128-byte line (see the note below).
+    prefetch_fill_bytes: int = 32
 
     def as_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
