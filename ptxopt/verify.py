@@ -416,6 +416,21 @@ def synchronises(program: Program) -> bool:
     return found
 
 
+def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
+    """The extra launches (see the module doc) as plan entries, trial numbers
+    from ``first`` on (after the memory layouts')."""
+    from ptxopt.verify_boundary import boundary_scalars
+
+    out = [(seed, first, "descending", "lockstep", "separate", {"kind": "descending inputs"})]
+    if spec is not None:
+        for k, (kind, scalars, what) in enumerate(boundary_scalars(spec, po, kernel)):
+            out.append((seed, first + 1 + k, "random", "lockstep", "separate",
+                        {"kind": f"{kind} scalars", "what": what, "scalars": scalars}))
+    if any(not s.pure for s in sites) and (synchronises(po) or synchronises(pt)):
+        out.append((seed, first + 3, "random", THREAD_SCHEDULE, "separate", {"kind": "thread-serial"}))
+    return out
+
+
 def _reads_noncoherent(fn) -> bool:
     for ins in iter_instructions(fn.body) if fn.body is not None else ():
         if ins.opcode == "ldu" or (ins.opcode == "ld" and "nc" in ins.modifiers):
@@ -574,7 +589,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
-           transformed_text: str | None = None, thread_serial: bool = True) -> VerifyResult:
+           transformed_text: str | None = None, extra_launches: bool = True) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -593,9 +608,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     launch. A failure of the original is memoised too, and raised again on
     reuse (or the trial skipped, as without the memo).
 
-    ``thread_serial`` allows the extra launch under :data:`THREAD_SCHEDULE`
-    for kernels that synchronise (see the module doc); off, only the regular
-    and layout launches run."""
+    ``extra_launches`` allows the extra launches when the transformed module
+    changed something (see the module doc: thread-serial, descending inputs,
+    boundary scalars); off, only the regular and layout launches run."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -624,13 +639,13 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             result.status, result.error, result.error_kind = "error", why, "ptxas"
             return result
     names = [p.arg for p in spec.params] if spec is not None else [p.name for p in po.kernel_params(kernel)]
-    plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate") for seed in seeds for t in range(trials)]
-    serial_t = trials + len(LAYOUTS)  # the thread-serial launch's trial number (after the layouts')
+    plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate", None) for seed in seeds
+            for t in range(trials)]
     sites = changes(po, pt)
-    if thread_serial and seeds and any(not s.pure for s in sites) and (synchronises(po) or synchronises(pt)):
-        plan.append((seeds[0], serial_t, "random", THREAD_SCHEDULE, "separate"))
+    if extra_launches and seeds and sites:
+        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS))
     if layouts and seeds:
-        plan += [(seeds[0], trials + i, "random", "lockstep", lay) for i, lay in enumerate(LAYOUTS)]
+        plan += [(seeds[0], trials + i, "random", "lockstep", lay, None) for i, lay in enumerate(LAYOUTS)]
     written: list[int] | None = None  # parameters the original wrote (first regular launch)
     first_failure = None
     regular_skipped = 0
@@ -640,17 +655,20 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     executed_t: dict = {}
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
-    for seed, t, flavour, schedule, layout in plan:
+    for seed, t, flavour, schedule, layout, extra in plan:
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
-        extra = t == serial_t  # not a regular launch: the original failing here skips it
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
+        if extra is not None:  # not a regular launch: the original failing here skips it
+            launch["extra"] = extra["kind"] + (f": {extra['what']}" if extra.get("what") else "")
         result.launches.append(launch)
         defaulted: list[str] = []
         choice = None
         if spec is not None:
             args = make_args(spec, run_seed, flavour)
+            for i, v in (extra or {}).get("scalars", {}).items():
+                args[i] = v
         else:
             if layout == "separate" and not extra:
                 choice = SCALAR_PLAN[t % len(SCALAR_PLAN)]
@@ -688,7 +706,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             if layout == "separate" and not defaulted and not extra:
                 raise ref
             why = (f"the original fails with this layout ({ref.kind})" if layout != "separate" else
-                   f"the original fails under the {schedule} schedule ({ref.kind})" if extra else
+                   f"the original fails in this extra launch ({ref.kind})" if extra else
                    f"the original fails with the default {', '.join(defaulted)} ({ref.kind})")
             launch["skipped"] = f"{why}: {ref}"
             first_failure = first_failure or ref
