@@ -81,7 +81,7 @@ def _site(side, fname, code, pc) -> Site:
     if pc >= len(code) - 1:
         return Site(side, fname, pc, 0, "end of function")
     ins = code[pc].ins
-    return Site(side, fname, pc, int(ins.line or 0), format_instruction(ins).strip().rstrip(";"),
+    return Site(side, fname, pc, int(ins.line or 0), " ".join(format_instruction(ins).split()).rstrip(";"),
                 role(ins) == "pure" and ins.opcode not in ("bra", "call", "ret", "exit", "brx"))
 
 
