@@ -29,7 +29,7 @@ instruction step until the flag is set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 #: at most this many never-run instructions are named in a result
@@ -44,8 +44,17 @@ class Site:
     function: str
     pc: int  # index in the interpreter's decoded code (executed-coverage index)
     line: int  # source line (0: unknown)
-    text: str
+    ins: object = field(default=None, compare=False, repr=False)  # None: the end of the function
     pure: bool = True  # arithmetic only: no memory access, barrier, fence, atomic or collective
+
+    @property
+    def text(self) -> str:
+        """The instruction on one line (formatted only when asked: reports)."""
+        from ptxopt.emit import format_instruction
+
+        if self.ins is None:
+            return "end of function"
+        return " ".join(format_instruction(self.ins).split()).rstrip(";")
 
 
 def _sequence(program, fname: str):
@@ -74,14 +83,12 @@ def _sequence(program, fname: str):
 
 
 def _site(side, fname, code, pc) -> Site:
-    from ptxopt.emit import format_instruction
-
     from ptxopt.opcodes import role
 
     if pc >= len(code) - 1:
-        return Site(side, fname, pc, 0, "end of function")
+        return Site(side, fname, pc, 0, None, False)
     ins = code[pc].ins
-    return Site(side, fname, pc, int(ins.line or 0), " ".join(format_instruction(ins).split()).rstrip(";"),
+    return Site(side, fname, pc, int(ins.line or 0), ins,
                 role(ins) == "pure" and ins.opcode not in ("bra", "call", "ret", "exit", "brx"))
 
 
@@ -95,9 +102,18 @@ def changes(po, pt) -> list[Site]:
         if in_o and in_t:
             to, pco, codeo = _sequence(po, fname)
             tt, pct, codet = _sequence(pt, fname)
-            if to == tt:
+            # tokens as small integers: each instruction is hashed once, not
+            # at every probe of the matcher (the original's numbering is memoised)
+            memo = po.__dict__.setdefault("_change_ids", {})
+            if fname not in memo:
+                table: dict = {}
+                memo[fname] = (table, [table.setdefault(x, len(table)) for x in to])
+            table, io = memo[fname]
+            table = dict(table)
+            it = [table.setdefault(x, len(table)) for x in tt]
+            if io == it:
                 continue
-            sm = SequenceMatcher(None, to, tt, autojunk=False)
+            sm = SequenceMatcher(None, io, it, autojunk=False)
             seen_o, seen_t = set(), set()
             for tag, i1, i2, j1, j2 in sm.get_opcodes():
                 if tag == "equal":
@@ -128,7 +144,7 @@ def merge_executed(acc: dict, executed: dict | None) -> None:
 def _ran(executed: dict, site: Site) -> bool:
     flags = executed.get(site.function)
     if flags is None or site.pc >= len(flags):
-        return site.text == "end of function"  # falling off the end: no instruction to run
+        return site.ins is None  # falling off the end: no instruction to run
     return bool(flags[site.pc])
 
 
