@@ -40,6 +40,27 @@ until it blocks). It costs a Python step per thread and instruction in those
 CTAs, which is why it runs only then. An original that fails under it only
 skips it (said in the launch).
 
+**Shared-memory races.** A barrier dropped where the data race changes no
+value under the schedules tried (a max reduction still finds the maximum;
+redundant warps store last what the complete data gave) shows only to a
+race detector (:mod:`ptxopt.interp.races`: two threads touch one shared byte
+in one barrier interval, one of them storing a new value). For a kernel
+that synchronises, the descending-inputs launch (below) runs with it, in
+both kernels; a race the transformed kernel has and the original does not
+is an ``error`` (``error_kind`` ``race``, naming the instruction, threads and
+byte). If the original races too (warp-synchronous code), races are not
+compared (a note says so).
+
+**Extra launches.** Only when the transformed module changed something
+(:func:`ptxopt.verify_changes.changes`), after the regular trials and
+before the layouts, each marked ``extra`` in its launch: ``descending``
+inputs (every input strictly decreasing: the extreme of each row or block
+is its first element, so a reduction that skips or shifts an element
+shows); for a manifest launch, *boundary scalars*
+(:mod:`ptxopt.verify_boundary`: integer scalars one below the contract, and
+at a boundary the kernel compares them against); and the thread-serial
+launch above. A failure of the original in an extra launch skips it.
+
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
 
@@ -416,17 +437,20 @@ def synchronises(program: Program) -> bool:
     return found
 
 
-def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
+def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, race_check: bool = True) -> list:
     """The extra launches (see the module doc) as plan entries, trial numbers
     from ``first`` on (after the memory layouts')."""
     from ptxopt.verify_boundary import boundary_scalars
 
-    out = [(seed, first, "descending", "lockstep", "separate", {"kind": "descending inputs"})]
+    sync = synchronises(po) or synchronises(pt)
+    races = sync and race_check
+    out = [(seed, first, "descending", "lockstep", "separate",
+            {"kind": "descending inputs" + (", race detection" if races else ""), "races": races})]
     if spec is not None:
         for k, (kind, scalars, what) in enumerate(boundary_scalars(spec, po, kernel)):
             out.append((seed, first + 1 + k, "random", "lockstep", "separate",
                         {"kind": f"{kind} scalars", "what": what, "scalars": scalars}))
-    if any(not s.pure for s in sites) and (synchronises(po) or synchronises(pt)):
+    if any(not s.pure for s in sites) and sync:
         out.append((seed, first + 3, "random", THREAD_SCHEDULE, "separate", {"kind": "thread-serial"}))
     return out
 
@@ -589,7 +613,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
-           transformed_text: str | None = None, extra_launches: bool = True) -> VerifyResult:
+           transformed_text: str | None = None, extra_launches: bool = True,
+           race_check: bool = True) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -610,7 +635,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
 
     ``extra_launches`` allows the extra launches when the transformed module
     changed something (see the module doc: thread-serial, descending inputs,
-    boundary scalars); off, only the regular and layout launches run."""
+    boundary scalars); off, only the regular and layout launches run.
+    ``race_check`` turns on shared-memory race detection in the
+    descending-inputs launch of a kernel that synchronises."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -643,7 +670,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             for t in range(trials)]
     sites = changes(po, pt)
     if extra_launches and seeds and sites:
-        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS))
+        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS), race_check)
     if layouts and seeds:
         plan += [(seeds[0], trials + i, "random", "lockstep", lay, None) for i, lay in enumerate(LAYOUTS)]
     written: list[int] | None = None  # parameters the original wrote (first regular launch)
@@ -659,6 +686,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
+        races = bool(extra and extra.get("races"))  # shared-memory race detection in this launch
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
         if extra is not None:  # not a regular launch: the original failing here skips it
             launch["extra"] = extra["kind"] + (f": {extra['what']}" if extra.get("what") else "")
@@ -696,8 +724,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage)
+                                coverage=True, races=races, **kw_o)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races)
             except InterpError as e:
                 ref = type(e)(f"original kernel: {e}")
             if reference is not None:
@@ -715,7 +743,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -725,7 +753,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         merge_executed(executed_o, ref_cov.get("executed"))
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, **kw)
+                            executed=True, races=races, **kw)
         except InterpError as e:
             result.status = "error"
             result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
@@ -746,6 +774,17 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             result.mismatch = mm
             result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
             return result
+        if races and rt.races[0]:
+            if ref_races is not None and ref_races[0]:
+                result.notes.append(f"launch {t}: the original races on shared memory too ({ref_races[1][0]}): "
+                                    "races not compared")
+            else:
+                result.status, result.error_kind = "error", "race"
+                result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule): "
+                                f"{rt.races[0]} shared-memory data race{'s' if rt.races[0] != 1 else ''} the "
+                                f"original does not have, first: {rt.races[1][0]}")
+                result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
+                return result
     if result.trials == 0 and first_failure is not None:
         raise first_failure
     result.coverage = c = _coverage(acc, span_of, sites, executed_o, executed_t)

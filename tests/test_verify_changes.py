@@ -66,7 +66,7 @@ def test_thread_serial_schedule_shows_a_barrier_missing_inside_one_warp():
 
 def test_verify_runs_a_thread_serial_launch_for_a_changed_synchronising_kernel():
     geo = Geometry((1, 1, 1), (32, 1, 1), buffer_bytes=128)
-    r = verify(exchange(True), exchange(False), "k", geometry=geo)
+    r = verify(exchange(True), exchange(False), "k", geometry=geo, race_check=False)
     assert r.status == "mismatch" and r.mismatch.schedule == "threads"
     assert any(la.get("extra") == "thread-serial" for la in r.launches)
     # without the extra launches the race goes unnoticed
@@ -263,3 +263,57 @@ def test_shfl_with_a_membermask_without_the_lane_is_an_error():
         run_kernel(bad, "k", 1, 32, [np.zeros(32, np.uint32)])
     r = verify(ok, bad, "k", geometry=Geometry((1, 1, 1), (32, 1, 1), buffer_bytes=128))
     assert r.status == "error" and r.verdict == "differ" and r.error_kind == "warp-sync"
+
+
+# --------------------------------------------------------------------------
+# shared-memory race detection
+
+
+def test_race_detection_sees_a_missing_barrier_under_any_schedule():
+    for schedule in ("lockstep", "warps", "threads"):
+        r = run_kernel(exchange(False), "k", 1, 32, [np.zeros(32, np.uint32)], schedule=schedule, races=True)
+        assert r.races[0] > 0 and "same barrier interval" in r.races[1][0]
+        r = run_kernel(exchange(True), "k", 1, 32, [np.zeros(32, np.uint32)], schedule=schedule, races=True)
+        assert r.races == (0, [])
+    assert run_kernel(exchange(False), "k", 1, 32, [np.zeros(32, np.uint32)]).races is None  # off by default
+
+
+SLOT = """
+	ld.param.u64 %rd1, [pout];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r9, sm;
+	{store}
+	bar.sync 0;
+	ld.shared.u32 %r7, [%r9];
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r7;
+	ret;"""
+
+
+@pytest.mark.parametrize("store, racy", [
+    ("st.shared.u32 [%r9], 5;", False),  # every thread stores one value: Triton's redundant stores
+    ("st.shared.u32 [%r9], %r1;", True),  # different values to one word: who wins depends on the schedule
+    ("atom.shared.add.u32 %r8, [%r9], 1;", False),  # atomics do not race
+])
+def test_race_detection_same_value_stores_and_atomics(store, racy):
+    m = module(SLOT.replace("{store}", store), ".param .u64 pout", extra=SHARED)
+    for schedule in ("lockstep", "threads"):
+        r = run_kernel(m, "k", 1, 64, [np.zeros(64, np.uint32)], schedule=schedule, races=True)
+        assert (r.races[0] > 0) == racy, (schedule, r.races)
+
+
+def test_verify_reports_a_race_the_original_does_not_have():
+    geo = Geometry((1, 1, 1), (32, 1, 1), buffer_bytes=128)
+    r = verify(exchange(True), exchange(False), "k", geometry=geo)
+    assert r.status == "error" and r.error_kind == "race" and r.verdict == "differ"
+    assert "data race" in r.error and "the original does not have" in r.error
+    assert any("race detection" in la.get("extra", "") for la in r.launches)
+    # both race: not compared, and said
+    racy = module(SLOT.replace("{store}", "st.shared.u32 [%r9], %r1;"), ".param .u64 pout", extra=SHARED)
+    r = verify(racy, racy.copy(), "k", geometry=geo)  # nothing changed: no extra launch, no race check
+    assert r.equal and not any("extra" in la for la in r.launches)
+    racy2 = module(SLOT.replace("{store}", "st.shared.u32 [%r9], %r1;\n\tadd.u32 %r1, %r1, 0;"),
+                   ".param .u64 pout", extra=SHARED)
+    r = verify(racy, racy2, "k", geometry=geo)
+    assert r.equal and any("races on shared memory too" in n for n in r.notes)
