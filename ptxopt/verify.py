@@ -44,9 +44,11 @@ skips it (said in the launch).
 value under the schedules tried (a max reduction still finds the maximum;
 redundant warps store last what the complete data gave) shows only to a
 race detector (:mod:`ptxopt.interp.races`: two threads touch one shared byte
-in one barrier interval, one of them storing a new value). For a kernel
-that synchronises, the descending-inputs launch (below) runs with it, in
-both kernels; a race the transformed kernel has and the original does not
+in one barrier interval, one of them storing a new value). When the
+transformed module changed a kernel that synchronises, the first regular
+launch (random inputs: with monotone ones a max reduction's stores often
+rewrite the value already there, which is no race) runs with it, in both
+kernels, and says so (``races``); a race the transformed kernel has and the original does not
 is an ``error`` (``error_kind`` ``race``, naming the instruction, threads and
 byte). If the original races too (warp-synchronous code), races are not
 compared (a note says so).
@@ -437,15 +439,13 @@ def synchronises(program: Program) -> bool:
     return found
 
 
-def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, race_check: bool = True) -> list:
+def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
     """The extra launches (see the module doc) as plan entries, trial numbers
     from ``first`` on (after the memory layouts')."""
     from ptxopt.verify_boundary import boundary_scalars
 
     sync = synchronises(po) or synchronises(pt)
-    races = sync and race_check
-    out = [(seed, first, "descending", "lockstep", "separate",
-            {"kind": "descending inputs" + (", race detection" if races else ""), "races": races})]
+    out = [(seed, first, "descending", "lockstep", "separate", {"kind": "descending inputs"})]
     if spec is not None:
         for k, (kind, scalars, what) in enumerate(boundary_scalars(spec, po, kernel)):
             out.append((seed, first + 1 + k, "random", "lockstep", "separate",
@@ -636,8 +636,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     ``extra_launches`` allows the extra launches when the transformed module
     changed something (see the module doc: thread-serial, descending inputs,
     boundary scalars); off, only the regular and layout launches run.
-    ``race_check`` turns on shared-memory race detection in the
-    descending-inputs launch of a kernel that synchronises."""
+    ``race_check`` turns on shared-memory race detection in the first
+    regular launch when the transformed module changed a kernel that
+    synchronises."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -670,7 +671,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             for t in range(trials)]
     sites = changes(po, pt)
     if extra_launches and seeds and sites:
-        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS), race_check)
+        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS))
+    # race detection: in the first regular launch, when something changed in a kernel that synchronises
+    race_launch = (seeds[0], 0) if (race_check and extra_launches and seeds and trials and sites
+                                    and (synchronises(po) or synchronises(pt))) else None
     if layouts and seeds:
         plan += [(seeds[0], trials + i, "random", "lockstep", lay, None) for i, lay in enumerate(LAYOUTS)]
     written: list[int] | None = None  # parameters the original wrote (first regular launch)
@@ -686,8 +690,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
-        races = bool(extra and extra.get("races"))  # shared-memory race detection in this launch
+        races = (seed, t) == race_launch and layout == "separate"  # shared-memory race detection here
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
+        if races:
+            launch["races"] = "detected"  # shared-memory race detection ran in this launch
         if extra is not None:  # not a regular launch: the original failing here skips it
             launch["extra"] = extra["kind"] + (f": {extra['what']}" if extra.get("what") else "")
         result.launches.append(launch)
@@ -717,7 +723,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             launch["buffers"] = {names[i]: (f"alias of {names[a.of]}" + (f" +{a.offset} bytes" if a.offset else "")
                                             if isinstance(a, Alias) else f"{a.offset} bytes past an aligned base")
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
-        key = (reference_key, seed, t, flavour, schedule, layout)
+        key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
         ref = reference.get(key) if reference is not None else None
         if ref is None:
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
