@@ -43,7 +43,10 @@ def load_reviewed(path: Path | None) -> tuple[dict, dict]:
     if path is None or not path.exists():
         return {}, {}
     d = json.loads(path.read_text())
-    key = lambda e: (e["kernel"], int(e["line"]), e["what"])  # noqa: E731
+
+    def key(e):
+        return e["kernel"], int(e["line"]), e["what"]
+
     return ({key(e): e["why"] for e in d.get("equivalent", ())}, {key(e): e["why"] for e in d.get("holes", ())})
 
 

@@ -138,7 +138,6 @@ def merge_executed(acc: dict, executed: dict | None) -> None:
     for fname, flags in (executed or {}).items():
         old = acc.get(fname)
         acc[fname] = flags.copy() if old is None or old.shape != flags.shape else old | flags
-    return None
 
 
 def _ran(executed: dict, site: Site) -> bool:

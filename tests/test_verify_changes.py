@@ -238,7 +238,7 @@ def test_boundary_scalars_show_a_bounds_check_moved_by_one():
     assert verify(orig, bad, "k", spec=spec, extra_launches=False).equal  # K = 32 never meets it
     r = verify(orig, bad, "k", spec=spec)
     assert r.status == "mismatch"
-    hit = [la for la in r.launches if la["trial"] == r.mismatch.trial][0]
+    hit = next(la for la in r.launches if la["trial"] == r.mismatch.trial)
     assert hit["extra"].startswith("boundary scalars") and hit["scalars"] == {"K": 1}
 
 
