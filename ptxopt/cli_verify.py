@@ -197,6 +197,8 @@ def _print_contract(r) -> None:
                 f"{lay} buffers: {sc}")
         if la.get("extra"):
             line += f" [extra: {la['extra']}]"
+        if la.get("races"):
+            line += " [shared-memory race detection]"
         if la.get("skipped"):
             line += f" -- skipped: {la['skipped']}"
         click.echo(line)
