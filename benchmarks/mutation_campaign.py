@@ -10,6 +10,14 @@ Prints mutants x verdicts per operator and lists every ``equal`` (a mutant
 the verifier could not tell apart: either an equivalent mutant or a hole).
 Targets (issue 13): no ``equal`` on a non-equivalent mutant; ``differ`` on
 at least 90% of mutants.
+
+``equal`` on a mutant reviewed by hand as equivalent (``--reviewed``,
+default ``benchmarks/mutation_reviewed.json``: kernel, line, description and
+a one-line justification) is the correct verdict: it is counted and listed
+as ``equivalent (reviewed)``, with its justification, never silently. Every
+other ``equal`` is a hole; one the file explains under ``holes`` is listed
+with that explanation but still counts as ``equal``. A reviewed entry whose
+mutant is no longer ``equal`` is reported as stale.
 """
 
 from __future__ import annotations
@@ -26,7 +34,20 @@ from ptxopt.corpus import select
 from ptxopt.testing.mutants import OPERATORS, mutants
 from ptxopt.verify import verify
 
-VERDICTS = ("differ", "inconclusive", "equal")
+VERDICTS = ("differ", "inconclusive", "equivalent", "equal")  # equivalent: equal on a reviewed equivalent mutant
+REVIEWED = Path(__file__).resolve().parent / "mutation_reviewed.json"
+
+
+def load_reviewed(path: Path | None) -> tuple[dict, dict]:
+    """``(equivalent, holes)``: (kernel, line, what) -> justification."""
+    if path is None or not path.exists():
+        return {}, {}
+    d = json.loads(path.read_text())
+
+    def key(e):
+        return e["kernel"], int(e["line"]), e["what"]
+
+    return ({key(e): e["why"] for e in d.get("equivalent", ())}, {key(e): e["why"] for e in d.get("holes", ())})
 
 
 def verdict(res) -> str:
@@ -40,7 +61,10 @@ def main() -> int:
     ap.add_argument("selectors", nargs="*", default=["nvcc", "triton"])
     ap.add_argument("--per-operator", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--reviewed", type=Path, default=REVIEWED,
+                    help="hand-reviewed mutants (JSON: 'equivalent' and 'holes' lists)")
     a = ap.parse_args()
+    equivalent, holes = load_reviewed(a.reviewed)
     specs = [s for sel in a.selectors for s in select(sel)]
     table: dict[str, Counter] = defaultdict(Counter)
     rows = []
@@ -53,9 +77,14 @@ def main() -> int:
                 v, detail = verdict(res), (res.error or (str(res.mismatch.buffer) if res.mismatch else ""))
             except Exception as e:  # noqa: BLE001 - the original cannot run: nothing was compared
                 v, detail = "inconclusive", f"{type(e).__name__}: {e}"
+            why = None
+            if v == "equal" and (spec.id, mu.line, mu.what) in equivalent:
+                v, why = "equivalent", equivalent[(spec.id, mu.line, mu.what)]
+            elif v == "equal":
+                why = holes.get((spec.id, mu.line, mu.what))
             table[mu.operator][v] += 1
             rows.append({"kernel": spec.id, "operator": mu.operator, "line": mu.line,
-                         "what": mu.what, "verdict": v, "detail": detail[:200]})
+                         "what": mu.what, "verdict": v, "detail": detail[:200], "reviewed": why})
         print(f"{spec.id}: {sum(1 for r in rows if r['kernel'] == spec.id)} mutants, "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     total = Counter()
@@ -68,10 +97,20 @@ def main() -> int:
     print(f"{'all':<14}" + "".join(f"{total[v]:>14}" for v in VERDICTS) + f"{n:>8}")
     if n:
         print(f"differ: {100 * total['differ'] / n:.1f}% of {n} mutants on {len(specs)} kernels; "
-              f"equal: {total['equal']}; {time.perf_counter() - t0:.0f} s")
+              f"equal (not reviewed equivalent): {total['equal']}; equivalent (reviewed): "
+              f"{total['equivalent']}; {time.perf_counter() - t0:.0f} s")
+    for r in rows:
+        if r["verdict"] == "equivalent":
+            print(f"  equivalent (reviewed): {r['kernel']}:{r['line']} {r['what']} -- {r['reviewed']}")
     for r in rows:
         if r["verdict"] == "equal":
-            print(f"  equal: {r['kernel']}:{r['line']} {r['what']}")
+            print(f"  equal: {r['kernel']}:{r['line']} {r['what']}"
+                  + (f" -- known hole: {r['reviewed']}" if r["reviewed"] else " -- not reviewed"))
+    seen = {(r["kernel"], r["line"], r["what"]): r["verdict"] for r in rows}
+    kernels = {s.id for s in specs}
+    for k in list(equivalent) + list(holes):
+        if k[0] in kernels and seen.get(k, "not generated") not in ("equal", "equivalent"):
+            print(f"  stale review: {k[0]}:{k[1]} {k[2]} is {seen.get(k, 'not generated')} now")
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps({"table": {k: dict(v) for k, v in table.items()}, "mutants": rows},

@@ -48,12 +48,12 @@ def main() -> int:
     t.add_column("pass")
     for f in families:
         t.add_column(f, justify="right")
-    t.add_column("kernels changed/refused/no-op/broken", justify="right")
+    t.add_column("kernels changed/unverified/refused/no-op/broken", justify="right")
     t.add_column("total ms", justify="right")
     for name in pass_names():
         o = outcome[name]
         t.add_row(name, *[str(sites[name, f]) for f in families],
-                  f"{o['changed']}/{o['refused']}/{o['no-op']}/{o['broken']}",
+                  f"{o['changed']}/{o['unverified']}/{o['refused']}/{o['no-op']}/{o['broken']}",
                   f"{seconds[name] * 1e3:.1f}")
     Console(width=220).print(t)
     broken = [c for c in cells if c.outcome == "broken"]

@@ -10,11 +10,15 @@ unreadable input, PTX that does not parse, a kernel the interpreter cannot
 run, one that faults, a transformed module ptxas rejects (a fault or
 rejection of the transformed kernel alone is reported as such, since it
 shows the two are not equivalent); 4 when inconclusive: nothing differed,
-but the launches stored less than ``--min-coverage`` of the output bytes, or
-the original failed under the default scalars.
+but an instruction the transformed module changed never ran in any launch
+(named), the launches stored less than ``--min-coverage`` of the output
+bytes, or the original failed under the default scalars.
 
 Every result states the launch contract it used: grid, block, shared bytes
-and, per launch, every scalar parameter's value (text and ``--json``).
+and, per launch, every scalar parameter's value (text and ``--json``), and
+which launches were extra ones (descending inputs, boundary scalars, the
+thread-serial schedule: see :mod:`ptxopt.verify`); and the coverage,
+including how many of the changed instructions ran.
 
 Geometry: from the manifest when ORIGINAL is ``corpus:ID``, when
 ``--manifest-entry ID`` is given, or when the kernel's name and parameter
@@ -100,8 +104,8 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     Exit 0: equivalent; 1: a mismatch (the first differing element is
     printed); 2: an error (unreadable or unparsable input, a fault, an
     unsupported instruction, ptxas rejects a module, no launch geometry);
-    4: inconclusive (too little of the output exercised, or the original
-    fails under the default scalars).
+    4: inconclusive (a changed instruction never ran, too little of the
+    output exercised, or the original fails under the default scalars).
     """
     from ptxopt.corpus import CorpusError
     from ptxopt.interp import InterpError
@@ -211,6 +215,10 @@ def _print_contract(r) -> None:
             lay += " (" + "; ".join(f"{k}: {v}" for k, v in la["buffers"].items()) + ")"
         line = (f"  launch {la['trial']}: seed {la['seed']}, {la['flavour']} inputs, {la['schedule']}, "
                 f"{lay} buffers: {sc}")
+        if la.get("extra"):
+            line += f" [extra: {la['extra']}]"
+        if la.get("races"):
+            line += " [shared-memory race detection]"
         if la.get("skipped"):
             line += f" -- skipped: {la['skipped']}"
         click.echo(line)
@@ -219,6 +227,9 @@ def _print_contract(r) -> None:
         click.echo(f"  coverage: {c.output_bytes:.0%} of output bytes stored ({c.written_bytes} of "
                    f"{c.output_size}), {c.threads:.0%} of threads stored to global memory, "
                    f"{c.branch_directions} of {2 * c.conditional_branches} branch directions taken")
+        if c.changed_instructions:
+            click.echo(f"  changed instructions: {c.changed_ran} of {c.changed_instructions} ran"
+                       + (f"; never ran: {'; '.join(c.changed_not_run)}" if c.changed_not_run else ""))
 
 
 def _dim(v) -> str:

@@ -99,6 +99,9 @@ class KernelSpec:
     shape: tuple[tuple[str, Any], ...] = ()
     tags: tuple[str, ...] = ()
     root: Path = field(default=Path("."), compare=False, repr=False)
+    #: scalar arguments (by ``arg`` name) the kernel was compiled assuming
+    #: divisible by 16 (Triton's ``divisible_by_16``): a legal launch keeps them so
+    divisible_by_16: tuple[str, ...] = ()
 
     @property
     def ptx_path(self) -> Path:
@@ -127,6 +130,7 @@ class KernelSpec:
             shape=tuple((k, _freeze(v)) for k, v in d.get("shape", {}).items()),
             tags=tuple(d.get("tags", [])),
             root=root,
+            divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
         )
 
 

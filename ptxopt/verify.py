@@ -26,6 +26,43 @@ every flavour and every schedule, and pair a warp-serial schedule with plain
 random inputs (edge inputs full of NaN can hide a race in a reduction: NaN
 plus garbage is still NaN).
 
+**Independent thread scheduling.** Warp-serial schedules still run the
+lanes of a warp together, and since Volta they need not stay together: a
+barrier dropped where only threads of one warp exchange data (the last steps
+of a shared-memory reduction) shows under neither. When the original or the
+transformed module synchronises (a ``bar``/``barrier`` or shared-memory
+traffic, :func:`synchronises`) *and* the transformation changed an
+instruction that is not pure arithmetic (a memory access, barrier, fence,
+atomic, collective or branch: see changed-instruction coverage below), one
+more launch runs (first seed, random inputs) under the ``threads`` schedule
+(:data:`THREAD_SCHEDULE`: in the first and last CTA each thread runs alone
+until it blocks). It costs a Python step per thread and instruction in those
+CTAs, which is why it runs only then. An original that fails under it only
+skips it (said in the launch).
+
+**Shared-memory races.** A barrier dropped where the data race changes no
+value under the schedules tried (a max reduction still finds the maximum;
+redundant warps store last what the complete data gave) shows only to a
+race detector (:mod:`ptxopt.interp.races`: two threads touch one shared byte
+in one barrier interval, one of them storing a new value). When the
+transformed module changed a kernel that synchronises, the first regular
+launch (random inputs: with monotone ones a max reduction's stores often
+rewrite the value already there, which is no race) runs with it, in both
+kernels, and says so (``races``); a race the transformed kernel has and the original does not
+is an ``error`` (``error_kind`` ``race``, naming the instruction, threads and
+byte). If the original races too (warp-synchronous code), races are not
+compared (a note says so).
+
+**Extra launches.** Only when the transformed module changed something
+(:func:`ptxopt.verify_changes.changes`), after the regular trials and
+before the layouts, each marked ``extra`` in its launch: ``descending``
+inputs (every input strictly decreasing: the extreme of each row or block
+is its first element, so a reduction that skips or shifts an element
+shows); for a manifest launch, *boundary scalars*
+(:mod:`ptxopt.verify_boundary`: integer scalars one below the contract, and
+at a boundary the kernel compares them against); and the thread-serial
+launch above. A failure of the original in an extra launch skips it.
+
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
 
@@ -81,6 +118,15 @@ up to the last byte any launch stored: holes count, the unreachable tail of a
 generous guess does not); and the conditional-branch directions taken, of
 twice the conditional branches in the functions that ran.
 
+**Changed-instruction coverage** (:mod:`ptxopt.verify_changes`): the
+instructions the transformed module changed, per function (a sequence diff;
+moved instructions count, a deleted one at its site in the original), and
+whether each *ran* (its guard held in some thread) in some compared launch:
+the transformed module's own for new, edited and moved instructions, the
+original's for deleted ones. A change no launch ran was never tested, so the
+result cannot be ``equal``: it is ``inconclusive``, naming the lines
+(:attr:`Coverage.changed_not_run`), whatever ``min_coverage`` says.
+
 Outcomes (:class:`VerifyResult`):
 
 * ``equal`` -- every buffer and variable identical in every launch;
@@ -90,8 +136,9 @@ Outcomes (:class:`VerifyResult`):
   (memory fault, divergent barrier, unsupported instruction, ptxas
   rejection...): not equivalent, and worth a different message than a wrong
   value;
-* ``inconclusive`` -- only when the caller passes ``min_coverage`` (the
-  command line does, 0.5 by default): nothing differed, but output-bytes
+* ``inconclusive`` -- nothing differed, but a changed instruction never ran
+  in any launch (always); or, only when the caller passes ``min_coverage``
+  (the command line does, 0.5 by default), output-bytes
   coverage is below it, or a regular launch was skipped because the original
   failed under the default scalars; ``error`` says which. Without
   ``min_coverage`` such a result is ``equal`` (with ``notes``).
@@ -108,11 +155,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ptxopt import opcodes
 from ptxopt.interp import InterpError, Program, run_kernel
 from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
+from ptxopt.verify_changes import changes, merge_executed
+from ptxopt.verify_changes import check as check_changes
 
 DEFAULT_SEEDS = (0,)
 DEFAULT_TRIALS = 4
@@ -127,6 +177,10 @@ TRIAL_PLAN = (
 #: ``t % 3``: the buffers' element count, the launch's thread count, a small
 #: odd number (see the module doc).
 SCALAR_PLAN = ("elements", "threads", "odd")
+
+#: The schedule of the extra launch for kernels that synchronise (see
+#: :func:`synchronises` and the module doc).
+THREAD_SCHEDULE = "threads"
 
 #: Memory layouts tried after the regular trials (see the module doc).
 LAYOUTS = ("alias", "overlap", "unaligned", "unaligned-inputs")
@@ -188,6 +242,13 @@ class Coverage:
     branches: float = 1.0  # branch directions taken / 2 x conditional branches (1.0: none)
     branch_directions: int = 0
     conditional_branches: int = 0
+    #: changed-instruction coverage (:mod:`ptxopt.verify_changes`): instructions
+    #: the transformed module changed (both sides: new/edited/moved ones in it,
+    #: deleted/edited/moved-away ones in the original), how many of them ran
+    #: in some compared launch, and those that never ran (named)
+    changed_instructions: int = 0
+    changed_ran: int = 0
+    changed_not_run: tuple = ()
 
 
 @dataclass
@@ -358,6 +419,42 @@ def _scalar_values(names, args) -> dict:
 # --------------------------------------------------------------------------
 
 
+def synchronises(program: Program) -> bool:
+    """The module has a CTA barrier or shared-memory traffic in some function:
+    a kernel whose threads exchange data, where a barrier missing *inside* a
+    warp shows only under a thread-serial schedule (:data:`THREAD_SCHEDULE`)."""
+    memo = program.__dict__.get("_synchronises")
+    if memo is not None:
+        return memo
+    found = False
+    for fn in program.functions.values():
+        for ins in iter_instructions(fn.body):
+            if ins.opcode in ("bar", "barrier") or (ins.opcode == "cvta" and "shared" in ins.modifiers) \
+                    or opcodes.space_of(ins) == "shared":
+                found = True
+                break
+        if found:
+            break
+    program.__dict__["_synchronises"] = found
+    return found
+
+
+def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
+    """The extra launches (see the module doc) as plan entries, trial numbers
+    from ``first`` on (after the memory layouts')."""
+    from ptxopt.verify_boundary import boundary_scalars
+
+    sync = synchronises(po) or synchronises(pt)
+    out = [(seed, first, "descending", "lockstep", "separate", {"kind": "descending inputs"})]
+    if spec is not None:
+        for k, (kind, scalars, what) in enumerate(boundary_scalars(spec, po, kernel)):
+            out.append((seed, first + 1 + k, "random", "lockstep", "separate",
+                        {"kind": f"{kind} scalars", "what": what, "scalars": scalars}))
+    if any(not s.pure for s in sites) and sync:
+        out.append((seed, first + 3, "random", THREAD_SCHEDULE, "separate", {"kind": "thread-serial"}))
+    return out
+
+
 def _reads_noncoherent(fn) -> bool:
     for ins in iter_instructions(fn.body) if fn.body is not None else ():
         if ins.opcode == "ldu" or (ins.opcode == "ld" and "nc" in ins.modifiers):
@@ -491,9 +588,11 @@ def _merge_coverage(acc: dict, cov: dict) -> None:
     acc["conditional_branches"] = max(acc.get("conditional_branches", 0), cov["conditional_branches"])
 
 
-def _coverage(acc: dict, span_of=frozenset()) -> Coverage:
+def _coverage(acc: dict, span_of=frozenset(), sites=(), executed_o=None, executed_t=None) -> Coverage:
     """``span_of``: buffers whose true size is unknown (a :class:`Geometry`
-    guess): their size counts up to the last byte any launch stored."""
+    guess): their size counts up to the last byte any launch stored.
+    ``sites``: the changed instructions (:func:`ptxopt.verify_changes.changes`),
+    checked against what ran in the compared launches."""
     outs = {n: w for n, w in acc["written"].items() if w.any()}
     size = sum(int(np.flatnonzero(w)[-1]) + 1 if n in span_of else w.size for n, w in outs.items())
     wrote = sum(int(w.sum()) for w in outs.values())
@@ -501,10 +600,12 @@ def _coverage(acc: dict, span_of=frozenset()) -> Coverage:
     threads = float(st.mean()) if st is not None and st.size else 0.0
     cond = acc.get("conditional_branches", 0)
     dirs = sum(bin(v).count("1") for v in acc["branches"].values())
+    changed = check_changes(list(sites), executed_o or {}, executed_t or {})
     return Coverage(threads=threads, output_bytes=(wrote / size) if size else 0.0, written_bytes=wrote,
                     output_size=size, outputs=tuple(sorted(outs)),
                     branches=(dirs / (2 * cond)) if cond else 1.0, branch_directions=dirs,
-                    conditional_branches=cond)
+                    conditional_branches=cond, changed_instructions=changed[0], changed_ran=changed[1],
+                    changed_not_run=changed[2])
 
 
 def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,
@@ -512,7 +613,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
-           transformed_text: str | None = None) -> VerifyResult:
+           transformed_text: str | None = None, extra_launches: bool = True,
+           race_check: bool = True) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -529,7 +631,14 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     layout)``, for callers that check many candidates of one original (the
     evaluator): ``reference_key`` must identify the original module and the
     launch. A failure of the original is memoised too, and raised again on
-    reuse (or the trial skipped, as without the memo)."""
+    reuse (or the trial skipped, as without the memo).
+
+    ``extra_launches`` allows the extra launches when the transformed module
+    changed something (see the module doc: thread-serial, descending inputs,
+    boundary scalars); off, only the regular and layout launches run.
+    ``race_check`` turns on shared-memory race detection in the first
+    regular launch when the transformed module changed a kernel that
+    synchronises."""
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
@@ -558,28 +667,44 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             result.status, result.error, result.error_kind = "error", why, "ptxas"
             return result
     names = [p.arg for p in spec.params] if spec is not None else [p.name for p in po.kernel_params(kernel)]
-    plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate") for seed in seeds for t in range(trials)]
+    plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate", None) for seed in seeds
+            for t in range(trials)]
+    sites = changes(po, pt)
+    if extra_launches and seeds and sites:
+        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS))
+    # race detection: in the first regular launch, when something changed in a kernel that synchronises
+    race_launch = (seeds[0], 0) if (race_check and extra_launches and seeds and trials and sites
+                                    and (synchronises(po) or synchronises(pt))) else None
     if layouts and seeds:
-        plan += [(seeds[0], trials + i, "random", "lockstep", lay) for i, lay in enumerate(LAYOUTS)]
+        plan += [(seeds[0], trials + i, "random", "lockstep", lay, None) for i, lay in enumerate(LAYOUTS)]
     written: list[int] | None = None  # parameters the original wrote (first regular launch)
     first_failure = None
     regular_skipped = 0
     too_long: dict[str, int] = {}  # default-scalar choices the original ran out of steps with -> launch
     acc = {"written": {}, "branches": {}}
+    executed_o: dict = {}  # changed-instruction coverage: what ran in the compared launches
+    executed_t: dict = {}
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
-    for seed, t, flavour, schedule, layout in plan:
+    for seed, t, flavour, schedule, layout, extra in plan:
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
+        races = (seed, t) == race_launch and layout == "separate"  # shared-memory race detection here
         launch = {"seed": seed, "trial": t, "flavour": flavour, "schedule": schedule, "layout": layout}
+        if races:
+            launch["races"] = "detected"  # shared-memory race detection ran in this launch
+        if extra is not None:  # not a regular launch: the original failing here skips it
+            launch["extra"] = extra["kind"] + (f": {extra['what']}" if extra.get("what") else "")
         result.launches.append(launch)
         defaulted: list[str] = []
         choice = None
         if spec is not None:
             args = make_args(spec, run_seed, flavour)
+            for i, v in (extra or {}).get("scalars", {}).items():
+                args[i] = v
         else:
-            if layout == "separate":
+            if layout == "separate" and not extra:
                 choice = SCALAR_PLAN[t % len(SCALAR_PLAN)]
             else:  # the first default the original could run with
                 choice = next((c for c in SCALAR_PLAN if c not in too_long), SCALAR_PLAN[0])
@@ -588,7 +713,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if defaulted and choice in too_long:
             # the original ran out of steps with this default once: do not wait for it again
             launch["skipped"] = f"the original ran out of steps with these scalars in launch {too_long[choice]}"
-            regular_skipped += layout == "separate"
+            regular_skipped += layout == "separate" and not extra
             continue
         if layout != "separate":
             args, why = _apply_layout(layout, po, kernel, args, written or [])
@@ -598,49 +723,53 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             launch["buffers"] = {names[i]: (f"alias of {names[a.of]}" + (f" +{a.offset} bytes" if a.offset else "")
                                             if isinstance(a, Alias) else f"{a.offset} bytes past an aligned base")
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
-        key = (reference_key, seed, t, flavour, schedule, layout)
+        key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
         ref = reference.get(key) if reference is not None else None
         if ref is None:
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage)
+                                coverage=True, races=races, **kw_o)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races)
             except InterpError as e:
                 ref = type(e)(f"original kernel: {e}")
             if reference is not None:
                 reference[key] = ref
         if isinstance(ref, InterpError):
-            if layout == "separate" and not defaulted:
+            if layout == "separate" and not defaulted and not extra:
                 raise ref
             why = (f"the original fails with this layout ({ref.kind})" if layout != "separate" else
+                   f"the original fails in this extra launch ({ref.kind})" if extra else
                    f"the original fails with the default {', '.join(defaulted)} ({ref.kind})")
             launch["skipped"] = f"{why}: {ref}"
             first_failure = first_failure or ref
             if defaulted and isinstance(ref, StepLimit):
                 too_long.setdefault(choice, t)
             unaligned_failed |= layout == "unaligned"
-            regular_skipped += layout == "separate"
+            regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
                        if p.name in stored and stored[p.name].any()]
         if layout == "separate":
             _merge_coverage(acc, ref_cov)
+        merge_executed(executed_o, ref_cov.get("executed"))
         try:
-            rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
+            rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
+                            executed=True, races=races, **kw)
         except InterpError as e:
             result.status = "error"
             result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
                             f"{layout} buffers): {e}")
             result.error_kind = e.kind
             result.trials += 1
-            result.coverage = _coverage(acc, span_of)
+            result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
             return result
         result.trials += 1
+        merge_executed(executed_t, rt.coverage["executed"])
         result.steps = (ref_steps, rt.steps)
         mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
         if mm is None:
@@ -649,15 +778,31 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             mm.layout, mm.trial = layout, t
             result.status = "mismatch"
             result.mismatch = mm
-            result.coverage = _coverage(acc, span_of)
+            result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
             return result
+        if races and rt.races[0]:
+            if ref_races is not None and ref_races[0]:
+                result.notes.append(f"launch {t}: the original races on shared memory too ({ref_races[1][0]}): "
+                                    "races not compared")
+            else:
+                result.status, result.error_kind = "error", "race"
+                result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule): "
+                                f"{rt.races[0]} shared-memory data race{'s' if rt.races[0] != 1 else ''} the "
+                                f"original does not have, first: {rt.races[1][0]}")
+                result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
+                return result
     if result.trials == 0 and first_failure is not None:
         raise first_failure
-    result.coverage = _coverage(acc, span_of)
+    result.coverage = c = _coverage(acc, span_of, sites, executed_o, executed_t)
     skipped = [la for la in result.launches if "skipped" in la]
     if skipped:
         result.notes.append(f"{len(skipped)} of {len(result.launches)} launches skipped (see launches)")
-    if min_coverage is not None:
+    if c.changed_not_run:
+        result.status = "inconclusive"
+        n = c.changed_instructions - c.changed_ran
+        result.error = (f"{n} changed instruction{'s' if n != 1 else ''} never ran under this contract, so no "
+                        f"launch tested {'them' if n != 1 else 'it'}: {'; '.join(c.changed_not_run)}")
+    elif min_coverage is not None:
         if regular_skipped:
             result.status = "inconclusive"
             result.error = (f"the original fails on {regular_skipped} of the regular launches under the "

@@ -309,6 +309,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                     st.aux.barrier_id(fr, sel, idx)
                     if st.run is not None:
                         st.run(fr, sel, idx)
+                    if cta.mem.race is not None:
+                        cta.mem.race.barrier()  # a new barrier interval
                     pc += 1
                     if base + pc in gs.g:
                         idx, sel = _merge(gs, base + pc, idx, T)
@@ -446,6 +448,8 @@ def _release_barrier(fr: Frame, code, gs: _Groups) -> None:
             gs.add(key + 1, gs.waiting.pop(key))
         released = True
     if released:
+        if cta.mem.race is not None:
+            cta.mem.race.barrier()  # a new barrier interval
         return
     if gs.parked:
         other = min(gs.parked) & PC_MASK

@@ -102,6 +102,9 @@ class LaunchResult:
     #: guarded branch never taken does not); with only ``executed=True``,
     #: just ``executed``
     coverage: dict | None = None
+    #: with ``races=True``: ``(count, descriptions)`` of the shared-memory
+    #: races seen (:mod:`ptxopt.interp.races`; at most ``MAX_REPORTS`` described)
+    races: tuple | None = None
 
 
 class Launch:
@@ -186,11 +189,13 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
                seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
-               coverage: bool = False, executed: bool = False) -> LaunchResult:
+               coverage: bool = False, executed: bool = False, races: bool = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
     ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
-    fills just its ``executed`` part (cheaper)."""
+    fills just its ``executed`` part (cheaper); ``races`` logs shared-memory
+    accesses and reports races (:mod:`ptxopt.interp.races`) in
+    :attr:`LaunchResult.races`."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -211,6 +216,10 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps, schedule)
 
     mem = Memory()
+    if races:
+        from ptxopt.interp.races import RaceTracker
+
+        mem.race = RaceTracker()
     global_vars = []
     for v in program.statics.values():
         if v.space in ("global", "const"):
@@ -318,7 +327,8 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     elif executed:
         cov = {"executed": launch.executed}
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
-                        dict(zip(names, out)), gvars, cov)
+                        dict(zip(names, out)), gvars, cov,
+                        (mem.race.count, list(mem.race.reports)) if mem.race is not None else None)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

@@ -110,6 +110,8 @@ class Memory:
         # (linear index ``thread_base + idx``); None when not tracked
         self.stored_threads: np.ndarray | None = None
         self.thread_base = 0
+        # race detection (ptxopt.interp.races.RaceTracker), None when off
+        self.race = None
 
     # -- regions -----------------------------------------------------------
 
@@ -226,10 +228,20 @@ class Memory:
             return f"; {addr - r.end} bytes past the end of {r.space} {r.name!r} [{r.base:#x}, {r.end:#x})"
         return "; below every buffer"
 
+    def _log(self, parts, nbytes: int, idx, write: bool, site, new=None) -> None:
+        """Tell the race tracker about the shared-memory part of an access
+        (``new``: the bytes each thread stores, one row per thread)."""
+        for r, pos, off in parts:
+            if r.space == "shared":
+                self.race.access(r, off, nbytes, idx if pos is None else idx[pos], write, site,
+                                 None if new is None else (new if pos is None else new[pos]))
+
     def load(self, gaddr, elem: int, count: int, space: str, site, idx):
         """``count`` consecutive elements of ``elem`` bytes per address:
         a list of ``count`` unsigned arrays."""
         parts = self.locate(gaddr, elem * count, space, False, site, idx)
+        if self.race is not None:
+            self._log(parts, elem * count, idx, False, site)
         if len(parts) == 1:
             r, _, off = parts[0]
             v = r.views[elem]
@@ -258,6 +270,10 @@ class Memory:
         n = len(idx) if np.ndim(idx) else 1
         uniform = n > 1 and gaddr.shape[0] == 1
         parts = self.locate(gaddr, elem * len(values), space, True, site, idx[:1] if uniform else idx)
+        if self.race is not None:
+            n_all = len(idx) if np.ndim(idx) else 1
+            raw = np.stack([np.broadcast_to(np.asarray(v, dtype=UINT[elem * 8]), (n_all,)) for v in values], axis=1)
+            self._log(parts, elem * len(values), idx, True, site, np.ascontiguousarray(raw).view(np.uint8))
         for r, pos, off in parts:
             v = r.views[elem]
             col = off // elem

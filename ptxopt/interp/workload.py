@@ -30,6 +30,14 @@ from ptxopt.interp.launch import run_kernel
 
 FLAVOURS = ("random", "edge", "scales")
 
+#: Flavours :func:`make_args` also accepts, for extra verification launches
+#: (not part of :data:`FLAVOURS`' sweep): ``descending`` fills each input
+#: with strictly decreasing values over its elements (in its range), so the
+#: extreme of every row, block or tile is its *first* element: a reduction
+#: that skips or shifts one element shows, which random values hide (the
+#: maximum of 512 random values is rarely the one skipped).
+EXTRA_FLAVOURS = ("descending",)
+
 
 def np_dtype(t: str) -> np.dtype:
     """numpy dtype for a manifest element type (bf16 travels as uint16 bits)."""
@@ -52,9 +60,24 @@ def _float_specials(dt: np.dtype) -> np.ndarray:
     return np.array(vals, dtype=np.float64).astype(dt)
 
 
+def _descending(t: str, count: int, rng_range, k: str) -> np.ndarray:
+    if k == "f":
+        lo, hi = rng_range if rng_range is not None else (-4.0, 4.0)
+        v = np.linspace(hi, lo, count + 1)[1:]  # within [lo, hi), decreasing
+        return _as_float(v, t)
+    if rng_range is not None:
+        lo, hi = int(np.ceil(rng_range[0])), int(np.ceil(rng_range[1]))
+    else:
+        lo, hi = 0, 1 << 10
+    span = max(1, hi - lo)
+    return ((hi - 1) - np.arange(count) % span).astype(np_dtype(t))
+
+
 def input_values(t: str, count: int, rng: np.random.Generator, flavour: str, rng_range=None):
     dt = np_dtype(t)
     k = dtypes.kind(t) if t != "bf16" else "f"
+    if flavour == "descending":
+        return _descending(t, count, rng_range, k)
     if rng_range is not None:
         lo, hi = rng_range
         if k == "f":
@@ -113,8 +136,8 @@ def _as_float(v64: np.ndarray, t: str) -> np.ndarray:
 
 def make_args(spec, seed: int = 0, flavour: str = "random") -> list:
     """Arguments for every parameter of corpus kernel ``spec``, in order."""
-    if flavour not in FLAVOURS:
-        raise ValueError(f"unknown flavour {flavour!r} (choose from {', '.join(FLAVOURS)})")
+    if flavour not in FLAVOURS + EXTRA_FLAVOURS:
+        raise ValueError(f"unknown flavour {flavour!r} (choose from {', '.join(FLAVOURS + EXTRA_FLAVOURS)})")
     out = []
     for p in spec.params:
         extra = dict(p.extra)

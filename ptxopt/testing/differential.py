@@ -4,13 +4,16 @@ For each of the 20 passes: the result either prints the same module (the
 pass found nothing to do, or refused every site), or ptxas accepts it *and*
 the interpreter finds it computes bit for bit what the original computes
 (:func:`ptxopt.verify.verify`, every trial, under the given launch). Anything
-else -- a crash, a rejected rewrite, a mismatch, an error, an inconclusive
-verdict -- is a :class:`Finding`.
+else -- a crash, a rejected rewrite, a mismatch, an error -- is a
+:class:`Finding`. A result verify calls ``inconclusive`` because a changed
+instruction never ran under the launch (generated kernels guard code with
+predicates the launch never sets) is neither: it is listed in
+:attr:`Outcome.unverified`; any other ``inconclusive`` is a finding.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ptxopt import emit, parse
 from ptxopt.passes.registry import pass_names
@@ -31,6 +34,8 @@ class Outcome:
     findings: list[Finding]
     changed: list[str]    # pipelines that changed the module (and were checked)
     unchanged: list[str]
+    #: changed, nothing differed, but a changed instruction never ran: (pipeline, why)
+    unverified: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _pass_manager(pipeline: str, module):
@@ -54,6 +59,7 @@ def check_passes(text: str, geometry, pipelines=None, arch: str = "sm_89", apply
     findings: list[Finding] = []
     changed: list[str] = []
     unchanged: list[str] = []
+    unverified: list[tuple[str, str]] = []
     for p in pipelines or pass_names():
         try:
             new = apply(p, module)
@@ -71,9 +77,12 @@ def check_passes(text: str, geometry, pipelines=None, arch: str = "sm_89", apply
             findings.append(Finding(p, "ptxas", str(e).splitlines()[0]))
             continue
         res = verify(module, new, entry, geometry=geometry)
+        if res.status == "inconclusive" and res.coverage is not None and res.coverage.changed_not_run:
+            unverified.append((p, res.error or ""))
+            continue
         if res.status != "equal":
             mm = res.mismatch
             detail = (f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed}" if mm is not None
                       else res.error or ", ".join(map(str, getattr(res, "notes", ()))) or res.status)
             findings.append(Finding(p, "mismatch" if mm is not None else res.status, detail))
-    return Outcome(findings, changed, unchanged)
+    return Outcome(findings, changed, unchanged, unverified)

@@ -218,12 +218,18 @@ def c_atom(ins, d, red=False):
         first = np.flatnonzero(start)
         rank = np.arange(n) - first[np.cumsum(start) - 1]
         old = np.empty(n, dtype=vd)
-        for r in range(int(rank.max()) + 1 if n else 0):
-            pos = np.sort(order[rank == r])
-            cur = mem.load(a[pos], eb, 1, space, site, idx[pos])[0].view(vd)
-            new = np.asarray(fn(cur, b[pos], c[pos]), dtype=vd)
-            mem.store(a[pos], eb, [new.view(UINT[eb * 8])], space, site, idx[pos])
-            old[pos] = cur
+        if mem.race is not None:
+            mem.race.muted += 1  # atomics do not race with each other
+        try:
+            for r in range(int(rank.max()) + 1 if n else 0):
+                pos = np.sort(order[rank == r])
+                cur = mem.load(a[pos], eb, 1, space, site, idx[pos])[0].view(vd)
+                new = np.asarray(fn(cur, b[pos], c[pos]), dtype=vd)
+                mem.store(a[pos], eb, [new.view(UINT[eb * 8])], space, site, idx[pos])
+                old[pos] = cur
+        finally:
+            if mem.race is not None:
+                mem.race.muted -= 1
         if w is not None:
             w(fr, sel, old)
 

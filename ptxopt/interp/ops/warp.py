@@ -7,7 +7,8 @@ group (if not, the group parks until they arrive, see
 :mod:`ptxopt.interp.engine`), then ``run`` computes the result for all the
 group's warps at once. A lane reading from a lane outside the group (which
 PTX leaves undefined) reads that lane's register as it stands, which is
-deterministic.
+deterministic. A lane whose membermask does not name the lane itself (also
+undefined in PTX: ``shfl.sync`` with mask 0) raises :class:`WarpSyncError`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxopt.interp.decode import COLLECTIVE, Step
+from ptxopt.interp.errors import WarpSyncError, describe
 from ptxopt.interp.ops.common import one_type
 from ptxopt.interp.state import ALL, WARP
 from ptxopt.ir import Pair
@@ -22,14 +24,24 @@ from ptxopt.ir import Pair
 U32 = np.uint32
 
 
-def members_missing(mask_reader):
+def members_missing(mask_reader, ins=None):
     """``aux(frame, sel, idx) -> missing threads`` for a membermask operand."""
+    where = f"{describe(ins)}: " if ins is not None else ""
 
     def aux(fr, sel, idx):
         cta = fr.cta
-        if sel is ALL and cta.n_alive == cta.T:
-            return None
-        m = np.broadcast_to(mask_reader(fr, sel), (len(idx),)).astype(np.uint64)
+        raw = mask_reader(fr, sel)
+        if np.ndim(raw) == 0 and int(raw) & 0xFFFFFFFF == 0xFFFFFFFF:
+            if sel is ALL and cta.n_alive == cta.T:
+                return None  # every lane named, every lane here
+            m = np.full(len(idx), 0xFFFFFFFF, dtype=np.uint64)
+        else:
+            m = np.broadcast_to(raw, (len(idx),)).astype(np.uint64)
+            own = ((m >> (idx % WARP).astype(np.uint64)) & np.uint64(1)).astype(bool)
+            if not own.all():
+                t = idx[~own][0]
+                raise WarpSyncError(f"{where}thread tid={cta.tid_of(int(t))} executes a warp collective whose membermask "
+                                    f"({int(m[~own][0]):#010x}) does not name its own lane (undefined in PTX)")
         warps = idx // WARP
         uw, inv = np.unique(warps, return_inverse=True)
         wm = np.zeros(len(uw), dtype=np.uint64)
@@ -57,7 +69,7 @@ def _idx(fr, sel):
 
 
 def _collective(run, mask_reader, ins=None):
-    return Step(COLLECTIVE, run, ins, aux=members_missing(mask_reader))
+    return Step(COLLECTIVE, run, ins, aux=members_missing(mask_reader, ins))
 
 
 # --------------------------------------------------------------------------
@@ -112,7 +124,7 @@ def c_shfl(ins, d):
         if wp is not None:
             wp(fr, sel, np.broadcast_to(ok, (len(idx),)))
 
-    return _collective(run, rm)
+    return _collective(run, rm, ins)
 
 
 def _lane_bits(idx):
@@ -166,7 +178,7 @@ def c_vote(ins, d):
         else:
             w(fr, sel, (yes == members) | (yes == 0))
 
-    return _collective(run, rm)
+    return _collective(run, rm, ins)
 
 
 def c_activemask(ins, d):
@@ -210,7 +222,7 @@ def c_match(ins, d):
         if wp is not None:
             wp(fr, sel, allsame)
 
-    return _collective(run, rm)
+    return _collective(run, rm, ins)
 
 
 REDUX = {"add", "min", "max", "and", "or", "xor"}
@@ -248,7 +260,7 @@ def c_redux(ins, d):
             out[m] = r
         w(fr, sel, out)
 
-    return _collective(run, rm)
+    return _collective(run, rm, ins)
 
 
 def c_elect(ins, d):
@@ -272,13 +284,13 @@ def c_elect(ins, d):
         if wp is not None:
             wp(fr, sel, lane == leader)
 
-    return _collective(run, rm)
+    return _collective(run, rm, ins)
 
 
 def c_bar_warp(ins, d):
     """``bar.warp.sync membermask``: only a rendezvous."""
     rm = d.read(ins.operands[0], "b32")
-    return _collective(lambda fr, sel: None, rm)
+    return _collective(lambda fr, sel: None, rm, ins)
 
 
 OPS = {
