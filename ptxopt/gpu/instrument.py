@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import ClassVar
 
-from ptxopt.ir import Block, Decl, DeclItem, Function, Instruction, Label, Module
+from ptxopt.ir import Block, Decl, Function, Instruction, Label, Module
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
 
 CLOCK_PARAM = "__ptxopt_clk_buf"

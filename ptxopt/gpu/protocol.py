@@ -64,7 +64,7 @@ def spec_to_json(spec: KernelSpec) -> dict:
         for k, v in p.extra:
             d[k] = v
         params.append(d)
-    return {
+    out = {
         "id": spec.id, "family": spec.family, "compiler": spec.compiler, "path": spec.path,
         "entry": spec.entry, "source": spec.source, "generator": spec.generator, "arch": spec.arch,
         "ptx_version": spec.ptx_version,
@@ -75,6 +75,9 @@ def spec_to_json(spec: KernelSpec) -> dict:
         "tags": list(spec.tags),
         "root": str(spec.root),
     }
+    if spec.divisible_by_16:  # the manifest keeps it under "triton" (KernelSpec.from_json reads it there)
+        out["triton"] = {"divisible_by_16": list(spec.divisible_by_16)}
+    return out
 
 
 def spec_from_json(d: dict) -> KernelSpec:
