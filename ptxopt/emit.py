@@ -8,9 +8,23 @@ every token that reaches ptxas is the one that was parsed.
 
 from __future__ import annotations
 
+from ptxopt.identity_memo import IdentityMemo
 from ptxopt.ir import (
-    Addr, Block, Comment, Decl, Function, Imm, Instruction, Label, Loc, Module, Raw, Reg,
-    Statement, Sym, format_init,
+    Addr,
+    Block,
+    Comment,
+    Decl,
+    Function,
+    Imm,
+    Instruction,
+    Label,
+    Loc,
+    Module,
+    Raw,
+    Reg,
+    Statement,
+    Sym,
+    format_init,
 )
 
 
@@ -96,23 +110,13 @@ def _comment(out: list[str], c: Comment, indent: str) -> None:
         out.append(indent + c.text)
 
 
-#: ``id(instruction) -> (instruction, text)``. Instructions are immutable and
-#: a module's copies share them (a pass replaces only what it rewrites), so a
-#: search state prints its ~20 candidate modules mostly from here. The entry
-#: keeps the instruction alive, so its id cannot be reused while remembered.
-_TEXT: dict[int, tuple[Instruction, str]] = {}
-_TEXT_ENTRIES = 1 << 18
+#: printed text per instruction: a search state prints its ~20 candidate
+#: modules, which share most instructions, mostly from here
+_TEXT: IdentityMemo[Instruction, str] = IdentityMemo()
 
 
 def format_instruction(ins: Instruction) -> str:
-    hit = _TEXT.get(id(ins))
-    if hit is not None and hit[0] is ins:
-        return hit[1]
-    s = _format_instruction(ins)
-    if len(_TEXT) >= _TEXT_ENTRIES:
-        _TEXT.clear()
-    _TEXT[id(ins)] = (ins, s)
-    return s
+    return _TEXT.get(ins, _format_instruction)
 
 
 def _format_instruction(ins: Instruction) -> str:

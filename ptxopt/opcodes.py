@@ -9,6 +9,7 @@ conservative answer (treated as an ordering point with one destination).
 
 from __future__ import annotations
 
+from ptxopt.identity_memo import IdentityMemo
 from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 
 STATE_SPACES = frozenset(
@@ -209,14 +210,7 @@ def role(ins: Instruction) -> str:
     accesses, any instruction reading a clock or performance counter, and
     every opcode this module does not know.
     """
-    hit = _ROLE.get(id(ins))
-    if hit is not None and hit[0] is ins:
-        return hit[1]
-    r = _role(ins)
-    if len(_ROLE) >= _MEMO_ENTRIES:
-        _ROLE.clear()
-    _ROLE[id(ins)] = (ins, r)
-    return r
+    return _ROLE.get(ins, _role)
 
 
 def _role(ins: Instruction) -> str:
@@ -366,23 +360,19 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
     Hot (every analysis and pass calls it per instruction), hence the inlined
     fast path for plain registers.
     """
-    hit = _DEFS_USES.get(id(ins))
-    if hit is None or hit[0] is not ins:
-        d, u = _defs_uses(ins)
-        if len(_DEFS_USES) >= _MEMO_ENTRIES:
-            _DEFS_USES.clear()
-        hit = _DEFS_USES[id(ins)] = (ins, tuple(d), tuple(u))
-    return list(hit[1]), list(hit[2])  # callers own their lists
+    d, u = _DEFS_USES.get(ins, _frozen_defs_uses)
+    return list(d), list(u)  # callers own their lists
 
 
-#: Per-instruction answers of :func:`role` and :func:`defs_uses`, keyed by
-#: ``id`` with the instruction kept alive in the entry (so the id cannot be
-#: reused while remembered). Instructions are immutable and shared by every
-#: copy of a module, so a search state's ~20 candidates ask about the same
-#: objects again and again.
-_MEMO_ENTRIES = 1 << 18
-_ROLE: dict[int, tuple[Instruction, str]] = {}
-_DEFS_USES: dict[int, tuple] = {}
+#: per-instruction answers of :func:`role` and :func:`defs_uses` (a search
+#: state's candidate modules share their instructions)
+_ROLE: IdentityMemo[Instruction, str] = IdentityMemo()
+_DEFS_USES: IdentityMemo[Instruction, tuple] = IdentityMemo()
+
+
+def _frozen_defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    d, u = _defs_uses(ins)
+    return tuple(d), tuple(u)
 
 
 def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
