@@ -28,7 +28,8 @@ the register in the block that may reach it (the last unguarded one and any
 guarded ones after it); a definition depends (war) on the uses since the
 previous definition and (waw) on the previous definition (older uses are
 ordered before it through that waw chain). Maps of last definition / uses
-since make this linear in the block size.
+since make this linear in the block size; the walk is
+:class:`~ptxopt.analysis.regdeps.RegisterWalk`, shared with the DepGraph.
 
 **Memory edges** (``mem``) between a store and an earlier load or store that
 may alias (:mod:`ptxopt.analysis.alias`), and a load and an earlier store.
@@ -69,6 +70,7 @@ from ptxopt.analysis.alias import (
     pointer_roots,
 )
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
+from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
 
 KIND_PRIORITY = ("raw", "waw", "war", "mem", "order")
@@ -157,10 +159,7 @@ def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
         else:
             lst.append((rank, r))
 
-    # register state
-    reach: dict[str, list[int]] = {}       # defs that may reach here
-    last_def: dict[str, int] = {}
-    uses_since: dict[str, list[int]] = {}
+    regs = RegisterWalk()
     version: dict[str, int] = {}
     # memory / ordering state (reset at each ordering point)
     loads: dict[str, dict[tuple | None, list[Access]]] = {}
@@ -171,28 +170,8 @@ def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
     for i, ins in enumerate(instructions):
         defs, uses = du[i]
         # -- registers ---------------------------------------------------------
-        for r in uses:
-            for d in reach.get(r, ()):
-                add_reg(d, i, RAW, 0, r)
-            lst = uses_since.get(r)
-            if lst is None:
-                uses_since[r] = [i]
-            else:
-                lst.append(i)
-        guarded = ins.guard is not None
-        for r in defs:
-            for u in uses_since.get(r, ()):
-                if u != i:
-                    add_reg(u, i, WAR, 2, r)
-            uses_since[r] = []
-            d = last_def.get(r)
-            if d is not None:
-                add_reg(d, i, WAW, 1, r)
-            last_def[r] = i
-            if guarded:
-                reach.setdefault(r, []).append(i)
-            else:
-                reach[r] = [i]
+        for u, rank, r in regs.step(i, defs, uses, ins.guard is not None):
+            add_reg(u, i, 1 << rank, rank, r)  # rank: the kind's index in KIND_PRIORITY
 
         # -- memory and ordering -------------------------------------------------
         role = opcodes.role(ins)

@@ -42,6 +42,7 @@ from typing import Sequence
 from ptxopt import opcodes
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, address_of, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
+from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
 
 
@@ -196,10 +197,7 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
     preds: list[list[int]] = [[] for _ in range(n)]
     topo: list[int] = []
     role_of = opcodes.role
-    # register state (as build_dag)
-    reach: dict[str, list[int]] = {}
-    last_def: dict[str, int] = {}
-    uses_since: dict[str, list[int]] = {}
+    regs = RegisterWalk()  # the DAG's own register walk
     version: dict[str, int] = {}
     # memory / ordering state, restarted at each ordering point:
     # tables[store?][space][base key] -> _Group
@@ -210,29 +208,7 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
     for i, ins in enumerate(instructions):
         defs, uses = du[i]
         p = preds[i]
-        for r in uses:
-            ds = reach.get(r)
-            if ds:
-                p.extend(ds)
-            lst = uses_since.get(r)
-            if lst is None:
-                uses_since[r] = [i]
-            else:
-                lst.append(i)
-        guarded = ins.guard is not None
-        for r in defs:
-            for u in uses_since.get(r, ()):
-                if u != i:
-                    p.append(u)
-            uses_since[r] = []
-            d = last_def.get(r)
-            if d is not None:
-                p.append(d)
-            last_def[r] = i
-            if guarded:
-                reach.setdefault(r, []).append(i)
-            else:
-                reach[r] = [i]
+        p.extend([u for u, _, _ in regs.step(i, defs, uses, ins.guard is not None)])
 
         role = role_of(ins)
         if role == "order":
