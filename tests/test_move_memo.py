@@ -96,7 +96,7 @@ def test_a_lying_memo_is_overruled_by_the_pass(tmp_path):
     unchanged = next(a for a, r in truth.items() if r == "no change")  # split_ld: no vector loads here
     move_memo.clear_memo()
     lie = MoveMemo(tmp_path / "lie.sqlite")
-    lie.put(s.printed, {a: None for a in pass_names()})
+    lie.put(s.digest, {a: None for a in pass_names()})
     t = State.root(Candidate.from_corpus("gemm_tile_2x2x4", ""), memo=lie)
     assert t.action_mask()[:-1].all()  # what the memo says...
     with pytest.raises(ValueError, match="no change"):
@@ -117,10 +117,10 @@ def test_a_damaged_memo_file_is_only_a_miss(tmp_path, damage):
         db.commit()
         db.close()
     else:
-        MoveMemo(path).put(s.printed, {"vec_ld": None})
+        MoveMemo(path).put(s.digest, {"vec_ld": None})
         move_memo.clear_memo()
         db = sqlite3.connect(path)
-        db.execute("UPDATE moves SET facts = '{not json'")
+        db.execute("UPDATE moves SET value = '{not json'")
         db.commit()
         db.close()
     before = path.read_bytes()

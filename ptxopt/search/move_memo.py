@@ -8,8 +8,10 @@ epoch and every new process. What a pass does to a module is decided by the
 module's printed text and the code of the front end (passes, analyses,
 printer) alone, so the answer is remembered under
 
-    sha256(front-end code digest, printed module)
+    sha256(front-end code digest, sha256 of the printed module)
 
+(the second is the state's own :attr:`~ptxopt.search.state.State.digest`,
+so the text is not hashed again)
 as one fact per pass: ``None`` (legal, and the printed module changes) or
 the reason it is masked (``illegal: ...``, ``no change``, ``internal: ...``).
 Conflicts with the pipeline are not facts of the module and are always
@@ -20,7 +22,7 @@ The policy's observation starts with the module's feature vector
 (:func:`ptxopt.analysis.features.feature_vector`: dependency DAGs, critical
 paths, register pressure -- tens of milliseconds per state, most of a warm
 GRPO epoch), decided by the same text and code plus the entry name, so it
-is remembered the same way (``features(printed, entry)``).
+is remembered the same way (``features(digest, entry, compute)``).
 
 Two levels: a bounded in-process dictionary, and optionally an SQLite file
 (``MoveMemo(path)``; the search and the RL environment put it beside the
@@ -40,7 +42,7 @@ from pathlib import Path
 
 #: in-process entries kept (one per printed module)
 ENTRIES = 4096
-_FORMAT = "ptxopt-moves/1"
+_FORMAT = "ptxopt-moves/2"
 
 _LOCAL: OrderedDict[str, tuple] = OrderedDict()
 _LOCK = threading.Lock()
@@ -53,16 +55,17 @@ def front_digest() -> str:
     return _code_digests()["front"]
 
 
-def state_key(printed: str) -> str:
-    return hashlib.sha256(f"{front_digest()}\0{printed}".encode("utf-8", "surrogatepass")).hexdigest()
+def state_key(digest: str) -> str:
+    """The memo key of a printed module whose sha256 is ``digest``."""
+    return hashlib.sha256(f"{front_digest()}\0{digest}".encode()).hexdigest()
 
 
 class MoveMemo:
-    """Facts per printed module: ``get(printed)`` -> ``{pass: reason | None}`` or None."""
+    """Facts per printed module (by its sha256 ``digest``): ``get(digest)`` ->
+    ``{pass: reason | None}`` or None; ``features(digest, entry, compute)``."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else None
-        self.hits = self.misses = 0
         self._db: sqlite3.Connection | None = None
         self._broken = False
 
@@ -79,8 +82,8 @@ class MoveMemo:
                 if tables and not tables <= {"moves", "meta", "features"}:
                     raise sqlite3.DatabaseError(f"not a ptxopt move memo (tables {sorted(tables)})")
                 db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                db.execute("CREATE TABLE IF NOT EXISTS moves (key TEXT PRIMARY KEY, facts TEXT NOT NULL)")
-                db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vector TEXT NOT NULL)")
+                db.execute("CREATE TABLE IF NOT EXISTS moves (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 row = db.execute("SELECT value FROM meta WHERE name='format'").fetchone()
                 if row is None:
                     db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (_FORMAT,))
@@ -92,72 +95,51 @@ class MoveMemo:
                 return None
         return self._db
 
-    # -- the interface ----------------------------------------------------------
-    def get(self, printed: str) -> dict[str, str | None] | None:
-        key = state_key(printed)
+    def _load(self, table: str, key: str, decode):
+        """The remembered value of ``key``: in process, else from ``table`` of
+        the file (read with ``decode``, which raises on a malformed row)."""
         with _LOCK:
             hit = _LOCAL.get(key)
-            if hit is not None:
-                _LOCAL.move_to_end(key)
         if hit is None:
             db = self._conn()
             if db is not None:
                 try:
-                    row = db.execute("SELECT facts FROM moves WHERE key = ?", (key,)).fetchone()
-                    if row is not None:
-                        hit = _decode(row[0])
+                    row = db.execute(f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
+                    hit = None if row is None else decode(row[0])
                 except (sqlite3.Error, ValueError, TypeError):
-                    hit = None
-                if hit is not None:
-                    _remember(key, hit)
-        if hit is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return dict(hit)
+                    hit = None  # a row that cannot be read is a miss
+        if hit is not None:
+            _remember(key, hit)
+        return hit
 
-    def put(self, printed: str, facts: dict[str, str | None]) -> None:
-        key = state_key(printed)
-        frozen = tuple(facts.items())
-        _remember(key, frozen)
+    def _store(self, table: str, key: str, value: tuple) -> None:
+        _remember(key, value)
         db = self._conn()
         if db is not None:
-            try:
-                db.execute("INSERT OR REPLACE INTO moves VALUES (?, ?)", (key, json.dumps(frozen)))
+            try:  # floats read back exactly (repr); nan/inf go as NaN/Infinity and come back
+                db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", (key, json.dumps(value)))
             except sqlite3.Error:
                 pass  # a busy or read-only file loses a cache entry, nothing else
 
-    def features(self, printed: str, entry: str | None, compute):
-        """The feature vector of ``printed``'s ``entry``: remembered, or
+    # -- the interface ----------------------------------------------------------
+    def get(self, digest: str) -> dict[str, str | None] | None:
+        hit = self._load("moves", state_key(digest), _decode_facts)
+        return None if hit is None else dict(hit)
+
+    def put(self, digest: str, facts: dict[str, str | None]) -> None:
+        self._store("moves", state_key(digest), tuple(facts.items()))
+
+    def features(self, digest: str, entry: str | None, compute):
+        """The feature vector of the module's ``entry``: remembered, or
         ``compute()`` (a 1-d float array), remembered from then on."""
         import numpy as np
 
-        key = "features:" + state_key(f"{entry}\0{printed}")
-        with _LOCK:
-            hit = _LOCAL.get(key)
-        if hit is None:
-            db = self._conn()
-            if db is not None:
-                try:
-                    row = db.execute("SELECT vector FROM features WHERE key = ?", (key,)).fetchone()
-                    if row is not None:
-                        v = json.loads(row[0])
-                        if isinstance(v, list) and all(isinstance(x, (int, float)) for x in v):
-                            hit = tuple(float(x) for x in v)
-                except (sqlite3.Error, ValueError, TypeError):
-                    hit = None
+        key = "features:" + state_key(f"{entry}\0{digest}")
+        hit = self._load("features", key, _decode_vector)
         if hit is not None:
-            _remember(key, hit)
             return np.array(hit, dtype=np.float64)
         vec = np.asarray(compute(), dtype=np.float64)
-        frozen = tuple(float(x) for x in vec)
-        _remember(key, frozen)
-        db = self._conn()
-        if db is not None:
-            try:  # repr of a float reads back exactly; nan/inf are written as NaN/Infinity and read back
-                db.execute("INSERT OR REPLACE INTO features VALUES (?, ?)", (key, json.dumps(frozen)))
-            except sqlite3.Error:
-                pass
+        self._store("features", key, tuple(float(x) for x in vec))
         return vec
 
     def close(self) -> None:
@@ -174,13 +156,20 @@ def _remember(key: str, frozen: tuple) -> None:
             _LOCAL.popitem(last=False)
 
 
-def _decode(text: str) -> tuple:
+def _decode_facts(text: str) -> tuple:
     items = json.loads(text)
     if not isinstance(items, list) or not all(
             isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) and (i[1] is None or isinstance(i[1], str))
             for i in items):
         raise ValueError("malformed facts")
     return tuple((a, r) for a, r in items)
+
+
+def _decode_vector(text: str) -> tuple:
+    v = json.loads(text)
+    if not isinstance(v, list) or not all(isinstance(x, (int, float)) for x in v):
+        raise ValueError("malformed vector")
+    return tuple(float(x) for x in v)
 
 
 def clear_memo() -> None:

@@ -123,14 +123,14 @@ class State:
         if known != self._facts:
             self._facts = known
             if self.memo is not None:
-                self.memo.put(self.printed, known)
+                self.memo.put(self.digest, known)
 
     def facts(self) -> dict:
         """``pass -> None`` (legal and changes the module) or the reason it is
         masked, for every pass that does not conflict with the pipeline;
         from the memo when known, else by applying the passes."""
         if self._facts is None and self.memo is not None:
-            self._facts = self.memo.get(self.printed)
+            self._facts = self.memo.get(self.digest)
         if self._facts is not None:
             missing = [n for n in pass_names() if n not in self._facts and not self._conflict(n)]
             if not missing:
@@ -215,7 +215,7 @@ class State:
         compute = lambda: feature_vector(self.module, self.entry)  # noqa: E731
         if self.memo is None:
             return compute()
-        return self.memo.features(self.printed, self.entry, compute)
+        return self.memo.features(self.digest, self.entry, compute)
 
     def observation(self) -> np.ndarray:
         """What the policy sees: features, active families, step count (see :func:`observation_names`)."""
