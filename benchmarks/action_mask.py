@@ -25,27 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ptxopt.analysis import cfg_memo, dag, depgraph  # noqa: E402
 from ptxopt.evaluate import Candidate  # noqa: E402
-from ptxopt.search import move_memo  # noqa: E402
+from ptxopt.memos import clear_front_end as _forget  # noqa: E402
 from ptxopt.search.move_memo import MoveMemo  # noqa: E402
 from ptxopt.search.state import State  # noqa: E402
 from ptxopt.toolchain import compile_ptx  # noqa: E402
 
 TARGET = 0.25
 DEFAULT = "gemm_tile_4x4x4,gemm_tile_8x8x8,gemm_tile_12x12x12,gemm_tile_16x16x16,cuda_softmax_row,triton_layernorm_row"
-
-
-def _forget() -> None:
-    from ptxopt import opcodes
-
-    dag.clear_memo()
-    depgraph.clear_memo()
-    cfg_memo.clear_memo()
-    move_memo.clear_memo()
-    sys.modules["ptxopt.emit"]._TEXT.clear()
-    opcodes._ROLE.clear()
-    opcodes._DEFS_USES.clear()
 
 
 def _state(kernel: str, step: str | None, memo: MoveMemo) -> State:

@@ -11,18 +11,23 @@ full, it starts afresh (the working set is one kernel's instructions).
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Generic, TypeVar
 
 T = TypeVar("T")
 V = TypeVar("V")
 
 
+_ALL: "weakref.WeakSet[IdentityMemo]" = weakref.WeakSet()
+
+
 class IdentityMemo(Generic[T, V]):
-    __slots__ = ("_entries", "_max")
+    __slots__ = ("_entries", "_max", "__weakref__")
 
     def __init__(self, max_entries: int = 1 << 18):
         self._entries: dict[int, tuple[T, V]] = {}
         self._max = max_entries
+        _ALL.add(self)
 
     def get(self, obj: T, compute: Callable[[T], V]) -> V:
         """``compute(obj)``, remembered for this very object."""
@@ -42,4 +47,10 @@ class IdentityMemo(Generic[T, V]):
         return len(self._entries)
 
 
-__all__ = ["IdentityMemo"]
+def clear_all() -> None:
+    """Empty every :class:`IdentityMemo` of the process."""
+    for memo in list(_ALL):
+        memo.clear()
+
+
+__all__ = ["IdentityMemo", "clear_all"]

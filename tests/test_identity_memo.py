@@ -30,3 +30,19 @@ def test_entries_keep_their_objects_alive_and_a_full_memo_starts_afresh():
     assert len(memo) == 1
     memo.clear()
     assert len(memo) == 0
+
+
+def test_clear_front_end_empties_every_identity_memo():
+    from ptxopt import emit, parse
+    from ptxopt.memos import clear_front_end
+
+    mine = IdentityMemo()
+    ins = Instruction("mov", (), (Reg("%r1"),))
+    mine.get(ins, lambda i: "x")
+    emit(parse(".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"))
+    import sys
+
+    printed = sys.modules["ptxopt.emit"]._TEXT
+    assert len(mine) == 1 and len(printed) > 0
+    clear_front_end()
+    assert len(mine) == 0 and len(printed) == 0
