@@ -5,22 +5,12 @@ import json
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from ptxopt.cli import cli
+from cli_helpers import run_cli as run
 
 DATA = Path(__file__).parent / "data" / "contract"
 SM90A = str(DATA / "sm90a_setmaxnreg.ptx")
 DYN = str(DATA / "dyn_smem.ptx")
 DYN_CONTRACT = ["--grid", "1", "--block", "32", "--shared-bytes", "128", "--scalar", "dyn_smem_param_2=32"]
-
-
-def run(*args):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click >= 8.2 keeps stderr apart already
-        runner = CliRunner()
-    return runner.invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_verify_each_on_an_sm90a_kernel_uses_its_target():

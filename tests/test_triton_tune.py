@@ -7,9 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ptxopt.cli import cli
 from ptxopt.triton.cache_dir import is_cache_dir, scan
 from ptxopt.triton.pipelines import (
     FORMAT,
@@ -20,15 +18,9 @@ from ptxopt.triton.pipelines import (
     write_pipelines,
 )
 
+from cli_helpers import run_cli as run
+
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "triton"
-
-
-def run(*args):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click >= 8.2 keeps stderr apart already
-        runner = CliRunner()
-    return runner.invoke(cli, list(args), catch_exceptions=False)
 
 
 def fake_entry(root: Path, key: str, name: str, ptx_file: str, **extra) -> Path:
