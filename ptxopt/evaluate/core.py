@@ -176,7 +176,9 @@ def sha256(text: str | bytes) -> str:
 _FINGERPRINTS: dict = {}
 
 
-def _code_digests() -> dict:
+def code_digests() -> dict:
+    """Digests of ptxopt's own code: ``front`` decides the printed PTX of a
+    (kernel, pipeline), ``evaluator`` the result once the PTX is fixed."""
     d = _FINGERPRINTS.get("code")
     if d is None:
         d = _FINGERPRINTS["code"] = {
@@ -184,7 +186,8 @@ def _code_digests() -> dict:
             "evaluator": source_digest("evaluate", "interp", "verify.py", "corpus.py", "toolchain", "prove"),
             # what decides the printed PTX for a (kernel, pipeline)
             "front": source_digest("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py",
-                                   "ir.py", "grammar", "opcodes.py", "constexpr.py", "comments.py"),
+                                   "ir.py", "grammar", "opcodes.py", "identity_memo.py", "constexpr.py",
+                                   "comments.py"),
         }
     return d
 
@@ -206,7 +209,7 @@ def fingerprint(settings: Settings) -> dict:
             "profile_loops": settings.profile_loops,
             "min_coverage": settings.min_coverage,
             "prove": settings.prove,
-            "code": _code_digests()["evaluator"],
+            "code": code_digests()["evaluator"],
         }
     return fp
 
@@ -224,7 +227,7 @@ def _digest(doc: dict) -> str:
 def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, settings: Settings) -> str:
     """Key of a (kernel text, canonical pipeline) request; see :mod:`ptxopt.evaluate.cache`."""
     return _digest({"kind": "pipeline", "original": sha256(original), "pipeline": pipeline, "entry": entry,
-                    "launch": launch, "front": _code_digests()["front"], **fingerprint(settings)})
+                    "launch": launch, "front": code_digests()["front"], **fingerprint(settings)})
 
 
 def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:

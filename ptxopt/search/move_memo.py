@@ -50,9 +50,9 @@ _LOCK = threading.Lock()
 
 def front_digest() -> str:
     """Digest of the code that decides a pass's output (the evaluator's own)."""
-    from ptxopt.evaluate.core import _code_digests
+    from ptxopt.evaluate.core import code_digests
 
-    return _code_digests()["front"]
+    return code_digests()["front"]
 
 
 def state_key(digest: str) -> str:

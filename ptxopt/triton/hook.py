@@ -41,7 +41,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from ptxopt.api import BeforeAfter
 
@@ -113,16 +112,15 @@ class KernelReport:
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """ptxopt's version and a digest of the code that decides a rewrite."""
+    """ptxopt's version and a digest of the code that decides a rewrite: what
+    prints the PTX and what verifies it (the evaluator's own digests), and
+    this integration with :func:`ptxopt.optimize`."""
     import ptxopt
+    from ptxopt.evaluate.backends import source_digest
+    from ptxopt.evaluate.core import code_digests
 
-    root = Path(ptxopt.__file__).parent
-    h = hashlib.sha256(ptxopt.__version__.encode())
-    for sub in ("passes", "analysis", "triton"):
-        for p in sorted((root / sub).glob("*.py")):
-            h.update(p.name.encode() + p.read_bytes())
-    for name in ("api.py", "opcodes.py", "pipeline.py", "passmanager.py", "emit.py"):
-        h.update(name.encode() + (root / name).read_bytes())
+    d = code_digests()
+    h = hashlib.sha256(f"{d['front']}\0{d['evaluator']}\0{source_digest('triton', 'api.py')}".encode())
     return f"{ptxopt.__version__}-{h.hexdigest()[:16]}"
 
 
