@@ -3,7 +3,8 @@ search at equal budgets, generalisation to unseen families, and speed.
 
 1. **BC accuracy** (leave-one-kernel-out) of the MLP and of a random forest
    on the same features, on the recorded greedy trajectories of the
-   training families (earlier work: 64.5% MLP, 59.1% random forest).
+   training families (re-recorded after the sim calibration of issue 16:
+   73.1% MLP, 70.9% random forest; on the earlier model 64.5% and 59.1%).
 2. **Policy vs search on the training family** (gemm_tile): greedy search;
    one greedy-decoded rollout; best of 8 sampled; random and greedy search
    at the policy's budget. Targets: best-of-8 >= greedy's mean improvement
