@@ -244,23 +244,24 @@ def _check_file(path: Path, notes: list[str]) -> str | None:
     why = _sqlite_header_problem(path)
     if why is not None:
         return why
+    if path.exists():  # reads only: a file that cannot be used is left exactly as it was
+        db = None
+        try:
+            db = sqlite3.connect(str(path), timeout=busy_timeout_default())
+            rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+        except sqlite3.DatabaseError as e:
+            return f"damaged ({e})"
+        finally:
+            if db is not None:
+                db.close()
+        if rows != ["ok"]:
+            return f"damaged ({_one_line('; '.join(rows))})"
     try:
         EvalCache(path, notes=notes).close()  # layout, schema, WAL; creates a missing cache
     except CacheError as e:
         if e.locked:
             raise
         return e.why
-    db = None
-    try:
-        db = sqlite3.connect(str(path), timeout=busy_timeout_default())
-        rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
-    except sqlite3.DatabaseError as e:
-        return f"damaged ({e})"
-    finally:
-        if db is not None:
-            db.close()
-    if rows != ["ok"]:
-        return f"damaged ({_one_line('; '.join(rows))})"
     return None
 
 
@@ -298,6 +299,9 @@ class EvalCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=busy_timeout, isolation_level=None)
             self._set_busy(busy_timeout)
+            why = _layout_problem(self.db, self.db.execute("PRAGMA user_version").fetchone()[0])
+            if why:  # before the switch to WAL: another program's file is not written to
+                raise _unusable(self.path, why)
             mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise _unusable(self.path, f"cannot switch to WAL journaling (got {mode})")

@@ -44,6 +44,8 @@ from pathlib import Path
 
 #: in-process entries kept (one per printed module)
 ENTRIES = 4096
+#: seconds a write waits for another process's lock on the file
+LOCK_TIMEOUT = 5.0
 _FORMAT = "ptxopt-moves/2"
 
 _LOCAL: OrderedDict[str, tuple] = OrderedDict()
@@ -80,7 +82,7 @@ class MoveMemo:
         if self._db is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+                db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if tables and not tables <= {"moves", "meta", "features"}:
