@@ -184,9 +184,10 @@ fresh_cache_option = click.option(
          "move it aside (PATH.unusable-TIME) and start a new one, instead of stopping with exit 2.")
 
 
-def prepare_cache(path, fresh: bool) -> None:
+def prepare_cache(path, fresh: bool | None) -> None:
     """Check the cache at ``path`` before any work (see
-    :func:`ptxopt.evaluate.cache.check_cache`): notes on stderr, exit 2 when unusable."""
+    :func:`ptxopt.evaluate.cache.check_cache`): notes on stderr, exit 2 when
+    unusable. ``fresh`` None: the command has no ``--fresh-cache`` to offer."""
     from ptxopt.evaluate.cache import CacheError, check_cache
 
     try:

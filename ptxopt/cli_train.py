@@ -14,7 +14,7 @@ import click
 
 
 from ptxopt.cli_common import (EXIT_INTERRUPTED, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_backend)
+                               check_backend, prepare_cache)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -78,6 +78,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     check_backend(backend)
     options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()),
                           allow_unchecked=allow_unchecked)
+    prepare_cache(options.cache, None)  # an unusable cache: one line, exit 2, before any training
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 

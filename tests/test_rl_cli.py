@@ -323,3 +323,11 @@ def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, t
     assert doc["interrupted"] is True and doc["epochs_done"] >= 1 and len(doc["grpo"]) == doc["epochs_done"]
     assert load_policy(out / "policy.pt")[1]["epoch"] == doc["epochs_done"]
     assert (out / "grpo_curves.png").exists()
+
+
+def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories):
+    bad = tmp_path / "eval.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a header, then garbage
+    line = one_line_error(run("train", "--bc-only", "--trajectories", trajectories, "--out", tmp_path / "o",
+                              "--cache", bad), "cannot be used")
+    assert "--fresh-cache" not in line and not (tmp_path / "o" / "bc.pt").exists()

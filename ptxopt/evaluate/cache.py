@@ -201,7 +201,7 @@ def _sqlite_header_problem(path: Path) -> str | None:
     return None
 
 
-def check_cache(path: str | Path, *, fresh: bool = False) -> list[str]:
+def check_cache(path: str | Path, *, fresh: bool | None = False) -> list[str]:
     """Check, before any work, that the cache at ``path`` can be used.
 
     Detects a file that is not SQLite, a truncated or damaged database
@@ -220,9 +220,9 @@ def check_cache(path: str | Path, *, fresh: bool = False) -> list[str]:
         raise CacheError(f"{e} (--cache PATH uses another file)", e.why, True) from None
     if why is None:
         return notes
-    if not fresh:
-        raise CacheError(f"the evaluation cache {path} cannot be used: {why} (--fresh-cache moves it aside and "
-                         "starts a new one; --cache PATH uses another file)")
+    if not fresh:  # None: the command has no --fresh-cache
+        offer = "--fresh-cache moves it aside and starts a new one; " if fresh is not None else ""
+        raise CacheError(f"the evaluation cache {path} cannot be used: {why} ({offer}--cache PATH uses another file)")
     aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     try:
         for suffix in ("", "-wal", "-shm"):
