@@ -311,7 +311,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 
     from rich.progress import Progress
 
-    from ptxopt.workers import become_worker, parent_info
+    from ptxopt.workers import become_worker, parent_info, starting_workers
 
     work = [(s.name, s.data, archs) for s in sources]
     results = [None] * len(work)
@@ -320,7 +320,8 @@ def _run_parallel(sources, archs, jobs, progress: bool):
         pool = None
     else:  # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=become_worker, initargs=parent_info())
-        it = pool.map(_check_one, work, chunksize=1)
+        with starting_workers():  # map submits everything: the workers start here
+            it = pool.map(_check_one, work, chunksize=1)
     finished = False
     try:
         with Progress(disable=not progress, transient=True) as bar:

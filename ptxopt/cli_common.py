@@ -184,9 +184,10 @@ fresh_cache_option = click.option(
          "move it aside (PATH.unusable-TIME) and start a new one, instead of stopping with exit 2.")
 
 
-def prepare_cache(path, fresh: bool) -> None:
+def prepare_cache(path, fresh: bool | None) -> None:
     """Check the cache at ``path`` before any work (see
-    :func:`ptxopt.evaluate.cache.check_cache`): notes on stderr, exit 2 when unusable."""
+    :func:`ptxopt.evaluate.cache.check_cache`): notes on stderr, exit 2 when
+    unusable. ``fresh`` None: the command has no ``--fresh-cache`` to offer."""
     from ptxopt.evaluate.cache import CacheError, check_cache
 
     try:
@@ -195,6 +196,18 @@ def prepare_cache(path, fresh: bool) -> None:
         fail(str(e))
     for n in notes:
         click.echo(f"ptxopt: note: {n}", err=True)
+
+
+def report_unsaved(path) -> None:
+    """After the work: say where results are that could not be written to the
+    cache at ``path`` (another process held its lock), so none looks lost."""
+    from ptxopt.evaluate.cache import pending_files
+
+    files = pending_files(path) if path is not None else []
+    if files:
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        click.echo(f"ptxopt: note: the evaluation cache {path} was locked by another process; results it could not "
+                   f"take are kept beside it in {files[0].name}{more} and merged in by the next run", err=True)
 timeout_option = click.option(
     "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds one candidate may take.")
@@ -275,6 +288,6 @@ def with_contract(cand, path: str, contract: dict):
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_INCONCLUSIVE", "fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
-           "output_dir_problem", "FiniteFloat", "fresh_cache_option", "prepare_cache", "backend_option",
+           "output_dir_problem", "FiniteFloat", "fresh_cache_option", "prepare_cache", "report_unsaved", "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "arch_option", "allow_unchecked_option",
            "contract_options", "with_contract"]

@@ -32,7 +32,7 @@ import click
 
 from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               prepare_cache, prove_option, timeout_option, trials_option,
+                               prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                with_contract)
 from ptxopt.exitcodes import worst
 from ptxopt.cli_common import fail as _fail
@@ -150,6 +150,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         for r in failed:
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
+    report_unsaved(cache)
     sys.exit(worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in failed] or [EXIT_OK]))
 
 

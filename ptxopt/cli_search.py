@@ -37,7 +37,8 @@ import click
 
 from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               output_file, prepare_cache, prove_option, timeout_option, trials_option,
+                               output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
+                               trials_option,
                                with_contract)
 from ptxopt.cli_common import fail as _fail
 
@@ -213,6 +214,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
                               quiet=quiet, target=target, on_results=on_results)
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
+    report_unsaved(cache)
     sys.exit(code)
 
 

@@ -7,12 +7,14 @@ the CLI works without the ``rl`` extra.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
 
 
-from ptxopt.cli_common import allow_unchecked_option, arch_option, backend_option, cache_option, check_backend
+from ptxopt.cli_common import (EXIT_INTERRUPTED, allow_unchecked_option, arch_option, backend_option, cache_option,
+                               check_backend, prepare_cache)
 from ptxopt.cli_common import fail as _fail
 
 
@@ -58,6 +60,8 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
     --out: bc.pt, policy.pt, grpo_log.csv, grpo_curves.png, train.json.
+    Ctrl-C during GRPO writes the last finished epoch's policy, the curves
+    and train.json (interrupted, epochs_done), and exits 130.
     """
     try:
         from rl.checkpoint import CheckpointError, load_policy
@@ -74,6 +78,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     check_backend(backend)
     options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()),
                           allow_unchecked=allow_unchecked)
+    prepare_cache(options.cache, None)  # an unusable cache: one line, exit 2, before any training
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -134,8 +139,20 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                          exploit_temperature=exploit_temperature, seed=seed)
     click.echo(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
                f"({backend} backend; cycles are {'an ESTIMATE' if backend == 'sim' else 'MEASURED'})")
-    path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=click.echo)
-    doc.update(grpo_kernels=train_kernels, grpo=rows)
+    from rl.grpo import TrainingInterrupted, shielded
+
+    try:
+        path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=click.echo)
+    except TrainingInterrupted as e:  # the finished epochs' policy and curves are written: add the summary
+        with shielded():
+            doc.update(grpo_kernels=train_kernels, grpo=e.rows, epochs=cfg.epochs, epochs_done=e.epochs_done,
+                       interrupted=True)
+            write_summary(out, doc)
+        kept = f"policy of epoch {e.epochs_done}: {e.path}" if e.path else f"no GRPO epoch finished; BC: {bc_path}"
+        click.echo(f"ptxopt: interrupted after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
+                   f"{out / 'train.json'}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    doc.update(grpo_kernels=train_kernels, grpo=rows, epochs=cfg.epochs, epochs_done=cfg.epochs, interrupted=False)
     write_summary(out, doc)
     click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")
 

@@ -13,7 +13,12 @@ Every pool ptxopt starts (``search -j``, the evaluator's workers,
 * **Quiet on Ctrl-C.** The terminal sends SIGINT to the whole foreground
   process group. The parent handles it (one line, what finished is written,
   exit 130) and stops its workers; the workers ignore it, so none prints a
-  ``KeyboardInterrupt`` traceback of its own.
+  ``KeyboardInterrupt`` traceback of its own. A spawned worker spends its
+  first second importing (ptxopt, the caller's ``__main__``) before it can
+  ignore anything, so the parent starts workers inside
+  :func:`starting_workers`, with SIGINT blocked: the worker inherits the
+  mask, a Ctrl-C in that second stays pending in it, and
+  :func:`become_worker` discards it (ignore, then unblock).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 #: seconds between two looks at the parent's pid
 POLL_S = 0.25
@@ -40,6 +46,8 @@ def become_worker(parent_pid: int | None = None, from_main_thread: bool = False)
     """Make this process a well-behaved worker of ``parent_pid`` (default: its
     current parent); see the module doc. Safe to call more than once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # a Ctrl-C pending since starting_workers is discarded
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     parent = parent_pid if parent_pid is not None else os.getppid()
     if from_main_thread and sys.platform.startswith("linux"):
         _pdeathsig()
@@ -47,6 +55,21 @@ def become_worker(parent_pid: int | None = None, from_main_thread: bool = False)
         os._exit(1)
     t = threading.Thread(target=_watch, args=(parent,), name="ptxopt-parent-watch", daemon=True)
     t.start()
+
+
+@contextmanager
+def starting_workers():
+    """Start worker processes inside this: SIGINT is blocked in the calling
+    thread meanwhile, and so in every process it starts (see the module doc).
+    A Ctrl-C to the parent in the meantime is raised when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _pdeathsig() -> None:
@@ -66,4 +89,4 @@ def _watch(parent: int) -> None:
             os._exit(1)
 
 
-__all__ = ["become_worker", "parent_info", "POLL_S"]
+__all__ = ["become_worker", "parent_info", "starting_workers", "POLL_S"]

@@ -15,14 +15,23 @@ from BRIEF section 5.
 Rollouts go through :class:`rl.env.PipelineEnv`, which keeps every kernel's
 explored states and measured results for the whole run, so later epochs
 spend evaluations only on modules never seen before.
+
+Ctrl-C keeps what finished: the last finished epoch's weights go to
+``policy.pt`` (an epoch cut short is rolled back), the curves are drawn
+from the finished epochs, and :class:`TrainingInterrupted` (a
+``KeyboardInterrupt``) tells the caller how many epochs that is, so that
+minutes of rollouts are not lost to one keystroke.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
+import signal
 import statistics
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -52,6 +61,28 @@ class GRPOConfig:
     eval_every: int = 1  # greedy-decoded evaluation on the training kernels (0: never)
     checkpoint_every: int = 5
     seed: int = 0
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during GRPO, raised after what finished was written: ``epochs_done``,
+    their log ``rows``, and ``path`` (policy.pt; None when no epoch finished)."""
+
+    def __init__(self, epochs_done: int, rows: list[dict], path: Path | None):
+        super().__init__(f"interrupted after {epochs_done} GRPO epochs")
+        self.epochs_done, self.rows, self.path = epochs_done, rows, path
+
+
+@contextmanager
+def shielded():
+    """A second Ctrl-C while what finished is being written is ignored (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def group_advantages(returns: Sequence[Sequence[float]]) -> list[np.ndarray]:
@@ -145,6 +176,7 @@ class GRPOTrainer:
         self.log = log or (lambda s: None)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
+        self._started, self._start_state = 0, None  # the epoch under way and the weights it started from
 
     def _counters(self) -> tuple[int, int]:
         ms = list(self.env._meters.values())
@@ -180,10 +212,34 @@ class GRPOTrainer:
         return row
 
     def train(self, *, meta: dict | None = None) -> Path:
+        """Run every epoch; policy.pt's path. On Ctrl-C: :class:`TrainingInterrupted`."""
+        try:
+            self._epochs(meta)
+        except KeyboardInterrupt:
+            with shielded():
+                path = self._keep_finished(meta)
+            raise TrainingInterrupted(len(self.rows), self.rows, path) from None
+        plot_curves(self.rows, self.out / "grpo_curves.png")
+        return self.save(self.out / "policy.pt", meta, self.cfg.epochs)
+
+    def _keep_finished(self, meta: dict | None) -> Path | None:
+        """Interrupted: curves of the finished epochs, and the last one's weights as policy.pt."""
+        done = len(self.rows)
+        if done < self._started and self._start_state is not None:  # roll back the epoch cut short
+            self.policy.load_state_dict(self._start_state)
+        plot_curves(self.rows, self.out / "grpo_curves.png")
+        if done == 0:
+            return None
+        return self.save(self.out / "policy.pt", {**(meta or {}), "interrupted": True}, done)
+
+    def _epochs(self, meta: dict | None) -> None:
         with open(self.csv_path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=self.FIELDS, extrasaction="ignore")
             w.writeheader()
             for n in range(1, self.cfg.epochs + 1):
+                self._start_state = None  # set again once the copy is whole
+                self._started = n
+                self._start_state = copy.deepcopy(self.policy.state_dict())  # what epoch n - 1 finished with
                 row = self.epoch(n)
                 w.writerow(row)
                 f.flush()
@@ -194,8 +250,6 @@ class GRPOTrainer:
                          f"{row['wall_s']:.1f}s")
                 if self.cfg.checkpoint_every and n % self.cfg.checkpoint_every == 0:
                     self.save(self.out / f"grpo_epoch{n:03d}.pt", meta, n)
-        plot_curves(self.rows, self.out / "grpo_curves.png")
-        return self.save(self.out / "policy.pt", meta, self.cfg.epochs)
 
     def save(self, path: Path, meta: dict | None, epoch: int) -> Path:
         return save_policy(path, self.policy, meta={**(meta or {}), "stage": "grpo", "epoch": epoch,

@@ -6,7 +6,9 @@
 
 Every schedule writes ``OUT/bc.pt`` and (GRPO) ``OUT/policy.pt``, the GRPO
 log ``OUT/grpo_log.csv`` and curves ``OUT/grpo_curves.png``, and a
-``OUT/train.json`` summary.
+``OUT/train.json`` summary. Interrupted during GRPO (Ctrl-C), ``run_grpo``
+raises :class:`rl.grpo.TrainingInterrupted` once the last finished epoch's
+policy and the curves are written; the summary is then the caller's.
 """
 
 from __future__ import annotations

@@ -254,3 +254,80 @@ def test_saved_random_policy_drives_a_search(tmp_path, cache):
     assert r.exit_code == 0, r.output
     [k] = json.loads(r.stdout)["kernels"]
     assert k["strategy"] == "policy" and k["best_cycles"] <= k["baseline_cycles"]
+
+
+def test_interrupted_grpo_keeps_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories, monkeypatch):
+    """Ctrl-C in epoch 2, after one of its updates: epoch 1's policy, its
+    curves and a train.json marked interrupted are written; exit 130."""
+    import copy
+
+    from rl import grpo
+
+    after_epoch, real_epoch, real_update = {}, grpo.GRPOTrainer.epoch, grpo.grpo_update
+
+    def epoch(self, n):
+        row = real_epoch(self, n)
+        after_epoch[n] = copy.deepcopy(self.policy.state_dict())
+        return row
+
+    def update(policy, *args):
+        stats = real_update(policy, *args)
+        if after_epoch:  # epoch 2: its update has changed the weights, then Ctrl-C
+            raise KeyboardInterrupt
+        return stats
+
+    monkeypatch.setattr(grpo.GRPOTrainer, "epoch", epoch)
+    monkeypatch.setattr(grpo, "grpo_update", update)
+    out = tmp_path / "grpo"
+    r = run("train", "--checkpoint", bc_ckpt, "--trajectories", trajectories, "--kernels", K2, "--epochs", 3,
+            "--group-size", 2, "--out", out, "--cache", cache)
+    assert r.exit_code == 130, r.output
+    assert r.stderr.strip().splitlines()[-1].startswith("ptxopt: interrupted after 1/3 GRPO epochs")
+    policy, meta = load_policy(out / "policy.pt")
+    assert meta["epoch"] == 1 and meta["interrupted"] is True
+    assert all(torch.equal(v, after_epoch[1][k]) for k, v in policy.state_dict().items())  # epoch 2 rolled back
+    doc = json.loads((out / "train.json").read_text())
+    assert (doc["interrupted"], doc["epochs_done"], doc["epochs"], len(doc["grpo"])) == (True, 1, 3, 1)
+    assert (out / "grpo_curves.png").read_bytes()[:4] == b"\x89PNG"
+    with open(out / "grpo_log.csv") as f:
+        assert [row["epoch"] for row in csv.DictReader(f)] == ["1"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories):
+    """The same with a real SIGINT to a ``ptxopt train`` process group."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "grpo"
+    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "train", "--checkpoint", str(bc_ckpt),
+                             "--trajectories", str(trajectories), "--kernels", K2, "--epochs", "200",
+                             "--group-size", "2", "--out", str(out), "--cache", str(cache)],
+                            cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("epoch 1/"):
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    doc = json.loads((out / "train.json").read_text())
+    assert doc["interrupted"] is True and doc["epochs_done"] >= 1 and len(doc["grpo"]) == doc["epochs_done"]
+    assert load_policy(out / "policy.pt")[1]["epoch"] == doc["epochs_done"]
+    assert (out / "grpo_curves.png").exists()
+
+
+def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories):
+    bad = tmp_path / "eval.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a header, then garbage
+    line = one_line_error(run("train", "--bc-only", "--trajectories", trajectories, "--out", tmp_path / "o",
+                              "--cache", bad), "cannot be used")
+    assert "--fresh-cache" not in line and not (tmp_path / "o" / "bc.pt").exists()

@@ -32,9 +32,13 @@ Durability: every result is written in its own transaction (result row and
 pipeline alias together), committed before the evaluator moves on; with WAL
 journaling a process killed with SIGKILL loses nothing already committed.
 Concurrency: any number of processes may share one file; writers wait up to
-``busy_timeout`` for each other. A write that still cannot be committed is
-kept in memory and retried, and saved beside the cache when the process ends
-(merged in by the next one): nothing computed is thrown away.
+``busy_timeout`` (60 s; ``$PTXOPT_CACHE_BUSY_TIMEOUT`` seconds) for each
+other. A write that still cannot be committed is kept in memory and retried,
+and saved beside the cache when the connection closes (merged in by the next
+one): nothing computed is thrown away. Once a process has waited the whole
+timeout for a cache, its later waits on that cache are short (a stuck writer
+costs a run one timeout, not one per evaluation), and what it saved beside
+the cache is still a hit for it.
 
 Damage: :func:`check_cache` (called by the CLI before any work) refuses, with
 one sentence, a file that is not SQLite, a damaged or truncated database,
@@ -51,6 +55,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from .cache_rows import decode_result
 from .result import EvalResult
 
 #: Bump when the stored JSON or the key derivation changes meaning.
@@ -99,17 +104,49 @@ def default_cache_path() -> Path:
     return Path(base).expanduser() / "ptxopt" / "eval.sqlite"
 
 
+def busy_timeout_default() -> float:
+    """Seconds a writer waits for another's lock: ``$PTXOPT_CACHE_BUSY_TIMEOUT``, else 60."""
+    try:
+        t = float(os.environ.get("PTXOPT_CACHE_BUSY_TIMEOUT", "60"))
+    except ValueError:
+        return 60.0
+    return t if 0 <= t < 1e6 else 60.0
+
+
+#: caches (resolved path) this process waited a whole busy timeout for -> when a write last failed:
+#: later writes wait only briefly, at most one try per RETRY_S, until one succeeds
+_CONTENDED: dict[str, float] = {}
+#: results this process saved beside a cache (resolved path -> [(result, pipeline key)]): still hits here
+_SAVED: dict[str, list[tuple[EvalResult, str | None]]] = {}
+#: the short wait on a cache known to be held by another writer
+SHORT_WAIT = 0.05
+#: seconds between two tries to write to a cache known to be held
+RETRY_S = 2.0
+
+
+def _one_line(text: str) -> str:
+    """SQLite's multi-line integrity reports (``*** in database main ***``, one line per page) as one line."""
+    parts = [p.strip() for p in str(text).splitlines() if p.strip() and not p.strip().startswith("***")]
+    return "; ".join(parts)
+
+
 class CacheError(Exception):
     """The cache file cannot be used: not a database, damaged, another
-    program's database, or written by a newer ptxopt (``why``: the reason alone)."""
+    program's database, or written by a newer ptxopt (``why``: the reason
+    alone; ``locked``: another process holds it, so it is not to be moved aside)."""
 
-    def __init__(self, message: str, why: str | None = None):
-        super().__init__(message)
-        self.why = why or message
+    def __init__(self, message: str, why: str | None = None, locked: bool = False):
+        super().__init__(_one_line(message))
+        self.why = _one_line(why or message)
+        self.locked = locked
 
 
-def _unusable(path: Path, why: str) -> CacheError:
-    return CacheError(f"the evaluation cache {path} cannot be used: {why}", why)
+def _unusable(path: Path, why: str, locked: bool = False) -> CacheError:
+    return CacheError(f"the evaluation cache {path} cannot be used: {why}", why, locked)
+
+
+def _is_lock(e: sqlite3.Error) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
 
 
 #: the first 16 bytes of every SQLite 3 database file
@@ -164,7 +201,7 @@ def _sqlite_header_problem(path: Path) -> str | None:
     return None
 
 
-def check_cache(path: str | Path, *, fresh: bool = False) -> list[str]:
+def check_cache(path: str | Path, *, fresh: bool | None = False) -> list[str]:
     """Check, before any work, that the cache at ``path`` can be used.
 
     Detects a file that is not SQLite, a truncated or damaged database
@@ -177,12 +214,15 @@ def check_cache(path: str | Path, *, fresh: bool = False) -> list[str]:
     """
     path = Path(path).expanduser()
     notes: list[str] = []
-    why = _check_file(path, notes)
+    try:
+        why = _check_file(path, notes)
+    except CacheError as e:  # locked: healthy, only busy; never moved aside
+        raise CacheError(f"{e} (--cache PATH uses another file)", e.why, True) from None
     if why is None:
         return notes
-    if not fresh:
-        raise CacheError(f"the evaluation cache {path} cannot be used: {why} (--fresh-cache moves it aside and "
-                         "starts a new one; --cache PATH uses another file)")
+    if not fresh:  # None: the command has no --fresh-cache
+        offer = "--fresh-cache moves it aside and starts a new one; " if fresh is not None else ""
+        raise CacheError(f"the evaluation cache {path} cannot be used: {why} ({offer}--cache PATH uses another file)")
     aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
     try:
         for suffix in ("", "-wal", "-shm"):
@@ -204,22 +244,31 @@ def _check_file(path: Path, notes: list[str]) -> str | None:
     why = _sqlite_header_problem(path)
     if why is not None:
         return why
+    if path.exists():  # reads only: a file that cannot be used is left exactly as it was
+        db = None
+        try:
+            db = sqlite3.connect(str(path), timeout=busy_timeout_default())
+            rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+        except sqlite3.DatabaseError as e:
+            return f"damaged ({e})"
+        finally:
+            if db is not None:
+                db.close()
+        if rows != ["ok"]:
+            return f"damaged ({_one_line('; '.join(rows))})"
     try:
         EvalCache(path, notes=notes).close()  # layout, schema, WAL; creates a missing cache
     except CacheError as e:
+        if e.locked:
+            raise
         return e.why
-    db = None
-    try:
-        db = sqlite3.connect(str(path), timeout=60.0)
-        rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
-    except sqlite3.DatabaseError as e:
-        return f"damaged ({e})"
-    finally:
-        if db is not None:
-            db.close()
-    if rows != ["ok"]:
-        return f"damaged ({'; '.join(rows)})"
     return None
+
+
+def pending_files(path: str | Path) -> list[Path]:
+    """The results saved beside the cache at ``path`` because they could not be committed."""
+    path = Path(path).expanduser()
+    return sorted(path.parent.glob(f"{path.name}.pending-*.jsonl"))
 
 
 class EvalCache:
@@ -233,10 +282,11 @@ class EvalCache:
     the next process that opens the cache merges in.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0, notes: list[str] | None = None):
+    def __init__(self, path: str | Path, *, busy_timeout: float | None = None, notes: list[str] | None = None):
         self.path = Path(path).expanduser()
         self.pid = os.getpid()
-        self.busy_timeout = busy_timeout
+        self.busy_timeout = busy_timeout_default() if busy_timeout is None else busy_timeout
+        busy_timeout = self._wait()
         self.pending: list[tuple[EvalResult, str | None, str | None]] = []
         self.aliases: list[tuple[str, str]] = []
         self.saved_pending: Path | None = None
@@ -249,6 +299,9 @@ class EvalCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=busy_timeout, isolation_level=None)
             self._set_busy(busy_timeout)
+            why = _layout_problem(self.db, self.db.execute("PRAGMA user_version").fetchone()[0])
+            if why:  # before the switch to WAL: another program's file is not written to
+                raise _unusable(self.path, why)
             mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise _unusable(self.path, f"cannot switch to WAL journaling (got {mode})")
@@ -259,7 +312,10 @@ class EvalCache:
             raise
         except sqlite3.DatabaseError as e:
             self.close()
-            raise _unusable(self.path, f"damaged or locked ({e})") from None
+            if _is_lock(e):
+                raise _unusable(self.path, f"another process holds its lock ({e}; waited {busy_timeout:g} s)",
+                                locked=True) from None
+            raise _unusable(self.path, f"damaged ({e})") from None
         except OSError as e:
             self.close()
             raise _unusable(self.path, f"cannot be created ({e.strerror or e})") from None
@@ -267,6 +323,21 @@ class EvalCache:
 
     def _set_busy(self, seconds: float) -> None:
         self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
+    def _key(self) -> str:
+        return str(self.path.resolve())
+
+    def _wait(self) -> float:
+        """How long a write waits for the lock: short once this process has waited the whole timeout."""
+        return min(self.busy_timeout, SHORT_WAIT) if self._key() in _CONTENDED else self.busy_timeout
+
+    def _held(self) -> bool:
+        """Did a write of this process fail on this cache less than RETRY_S ago (then do not try now)?"""
+        return time.monotonic() - _CONTENDED.get(self._key(), -RETRY_S) < RETRY_S
+
+    def _failed(self) -> None:
+        _CONTENDED[self._key()] = time.monotonic()
+        self._set_busy(self._wait())
 
     def _init_schema(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -306,26 +377,26 @@ class EvalCache:
     def _row(self, sql: str, key: str) -> EvalResult | None:
         try:
             row = self.db.execute(sql, (key,)).fetchone()
-            if row is None:
-                return None
-            doc = json.loads(row[0])
-            if not isinstance(doc, dict):
-                return None
-            return EvalResult.from_json(doc)
+            return None if row is None else decode_result(row[1], row[0])
         except _BAD_ROW:  # undecodable text or JSON, wrong types, a damaged page: a miss
             return None
 
+    def _unwritten(self):
+        """``(result, pipeline key)`` of what this process could not commit yet."""
+        yield from ((r, pk) for r, pk, _ in self.pending)
+        yield from _SAVED.get(self._key(), ())
+
     def get(self, key: str) -> EvalResult | None:
-        hit = self._row("SELECT result_json FROM results WHERE key = ?", key)
+        hit = self._row("SELECT key, result_json FROM results WHERE key = ?", key)
         if hit is None:
-            hit = next((r for r, _, _ in self.pending if r.key == key), None)
+            hit = next((r for r, _ in self._unwritten() if r.key == key), None)
         return hit
 
     def resolve(self, pipeline_key: str) -> EvalResult | None:
-        hit = self._row("SELECT r.result_json FROM pipelines p JOIN results r ON r.key = p.result_key "
+        hit = self._row("SELECT r.key, r.result_json FROM pipelines p JOIN results r ON r.key = p.result_key "
                         "WHERE p.key = ?", pipeline_key)
-        if hit is None and self.pending:
-            hit = next((r for r, pk, _ in self.pending if pk == pipeline_key), None)
+        if hit is None:
+            hit = next((r for r, pk in self._unwritten() if pk == pipeline_key), None)
         return hit
 
     def __len__(self) -> int:
@@ -354,15 +425,18 @@ class EvalCache:
         """Commit every pending write; True when none is left."""
         if not self.pending and not self.aliases:
             return True
+        if self._held():
+            return False
         try:
             self._write(self.pending, self.aliases)
         except sqlite3.Error:
-            # locked past busy_timeout, or a damaged page: keep them; later writes
-            # retry without waiting the whole timeout again
-            self._set_busy(min(self.busy_timeout, 0.2))
+            # locked past busy_timeout, or a damaged page: keep them; later writes (in
+            # this connection and the next ones of this process) wait only briefly
+            self._failed()
             return False
         self.pending, self.aliases = [], []
-        self._set_busy(self.busy_timeout)
+        if _CONTENDED.pop(self._key(), None) is not None:
+            self._set_busy(self._wait())
         return True
 
     def _write(self, results, aliases) -> None:
@@ -407,27 +481,34 @@ class EvalCache:
         except OSError:
             return
         self.saved_pending = path
+        _SAVED.setdefault(self._key(), []).extend((r, pk) for r, pk, _ in self.pending)
         self.pending, self.aliases = [], []
 
     def _merge_pending_files(self) -> None:
-        for f in sorted(self.path.parent.glob(f"{self.path.name}.pending-*.jsonl")):
+        for f in pending_files(self.path) if not self._held() else ():
             results, aliases = [], []
             try:
-                for line in f.read_text().splitlines():
+                for line in f.read_text(errors="replace").splitlines():
                     try:
                         doc = json.loads(line)
                         if "alias" in doc:
-                            aliases.append(tuple(doc["alias"]))
+                            pk, rk = doc["alias"]
+                            if isinstance(pk, str) and isinstance(rk, str):
+                                aliases.append((pk, rk))
                         else:
-                            r = EvalResult.from_json(doc["result"])
-                            if r.key is not None:
-                                results.append((r, doc.get("pipeline_key"), doc.get("ptx_sha256")))
+                            r = decode_result(json.dumps(doc["result"]))
+                            pk, sha = doc.get("pipeline_key"), doc.get("ptx_sha256")
+                            if r.key is not None and all(v is None or isinstance(v, str) for v in (pk, sha)):
+                                results.append((r, pk, sha))
                     except _BAD_ROW:
                         continue
                 self._write(results, aliases)
                 f.unlink()
-            except (OSError, sqlite3.Error):
-                continue  # another process has it, or the lock is held: the next open merges it
+            except OSError:
+                continue  # another process merged it first
+            except sqlite3.Error:
+                self._failed()  # the lock is held: a later open merges them
+                break
 
     def clear(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -439,7 +520,7 @@ class EvalCache:
         if self.db is None:
             return
         if (self.pending or self.aliases) and os.getpid() == self.pid:
-            self._set_busy(self.busy_timeout)
+            self._set_busy(self._wait())
             if not self.flush():
                 self._save_pending()
         try:
@@ -455,4 +536,5 @@ class EvalCache:
         self.close()
 
 
-__all__ = ["EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "check_cache"]
+__all__ = ["EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "check_cache",
+           "busy_timeout_default", "pending_files"]

@@ -152,11 +152,12 @@ class _Pool:
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        from ptxopt.workers import parent_info
+        from ptxopt.workers import parent_info, starting_workers
 
         proc = self.ctx.Process(target=_worker_main, args=(child, self.settings, self.cache_path, parent_info()),
                                 daemon=True, name="ptxopt-eval-worker")
-        proc.start()
+        with starting_workers():
+            proc.start()
         child.close()
         w = _Worker(proc, parent)
         self.workers.append(w)

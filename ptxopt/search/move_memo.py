@@ -27,8 +27,10 @@ is remembered the same way (``features(digest, entry, compute)``).
 Two levels: a bounded in-process dictionary, and optionally an SQLite file
 (``MoveMemo(path)``; the search and the RL environment put it beside the
 evaluation cache as ``<cache>.moves.sqlite``). The file is only a cache: a
-row that cannot be read is a miss, a write that cannot commit is dropped,
-and a file that is not one of ours is never written to.
+row that cannot be read is a miss, a write that cannot commit is dropped
+(and, the file being held or damaged, this process writes no more to it:
+each try would wait the whole lock timeout again), and a file that is not
+one of ours is never written to.
 """
 
 from __future__ import annotations
@@ -42,10 +44,14 @@ from pathlib import Path
 
 #: in-process entries kept (one per printed module)
 ENTRIES = 4096
+#: seconds a write waits for another process's lock on the file
+LOCK_TIMEOUT = 5.0
 _FORMAT = "ptxopt-moves/2"
 
 _LOCAL: OrderedDict[str, tuple] = OrderedDict()
 _LOCK = threading.Lock()
+#: memo files (path) a write of this process failed on: read, never written again here
+_NO_WRITES: set[str] = set()
 
 
 def front_digest() -> str:
@@ -76,7 +82,7 @@ class MoveMemo:
         if self._db is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+                db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if tables and not tables <= {"moves", "meta", "features"}:
@@ -114,12 +120,12 @@ class MoveMemo:
 
     def _store(self, table: str, key: str, value: tuple) -> None:
         _remember(key, value)
-        db = self._conn()
+        db = None if str(self.path) in _NO_WRITES else self._conn()
         if db is not None:
             try:  # floats read back exactly (repr); nan/inf go as NaN/Infinity and come back
                 db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", (key, json.dumps(value)))
             except sqlite3.Error:
-                pass  # a busy or read-only file loses a cache entry, nothing else
+                _NO_WRITES.add(str(self.path))  # busy, read-only or damaged: loses cache entries, nothing else
 
     # -- the interface ----------------------------------------------------------
     def get(self, digest: str) -> dict[str, str | None] | None:

@@ -28,7 +28,7 @@ from multiprocessing import get_context
 from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
-from ptxopt.workers import become_worker, parent_info
+from ptxopt.workers import become_worker, parent_info, starting_workers
 
 from .beam import beam
 from .exhaustive import exhaustive
@@ -193,7 +193,8 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
                                initargs=parent_info())
     finished = False
     try:
-        futures = {pool.submit(_job, jobs[i]): i for i in order}
+        with starting_workers():  # submit starts the workers
+            futures = {pool.submit(_job, jobs[i]): i for i in order}
         for fut in as_completed(futures):
             i = futures[fut]
             try:

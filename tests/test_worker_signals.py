@@ -1,0 +1,99 @@
+"""``search -j 2``'s workers die with their parent and stay quiet on Ctrl-C (issue 18, ptxopt.workers).
+
+Each test starts the real CLI in its own session with a fresh cache (so the
+workers have work), waits until both workers exist, and signals it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _workers(pid: int) -> list[int]:
+    """The pool's worker processes (not the resource tracker, not a ptxas)."""
+    found = []
+    for c in _children(pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes():
+                found.append(c)
+        except OSError:
+            pass
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie has died (re-parented, perhaps never reaped here)
+
+
+def _start(tmp_path):
+    """``search gemm_tile -j 2`` with a fresh cache, and its two workers once they exist."""
+    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile", "-j", "2", "-q",
+                             "--cache", str(tmp_path / "eval.sqlite")], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(workers := _workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(workers) == 2, proc.communicate()
+    return proc, workers
+
+
+def _gone_within(pids, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(_alive(p) for p in pids)
+
+
+def test_workers_die_with_a_killed_parent(tmp_path):
+    proc, workers = _start(tmp_path)
+    try:
+        os.kill(proc.pid, signal.SIGKILL)  # the parent alone: nothing tells the workers
+        proc.wait()
+        assert _gone_within(workers, 5), [p for p in workers if _alive(p)]
+    finally:
+        for p in workers:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("delay", [0.3, 2.0], ids=["importing", "working"])
+def test_ctrl_c_exits_130_without_a_worker_traceback(tmp_path, delay):
+    """SIGINT to the whole process group, as a terminal sends it: while the
+    workers are still importing, and once they work."""
+    proc, workers = _start(tmp_path)
+    try:
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("ptxopt: interrupted after"), err
+    assert _gone_within(workers, 5)
