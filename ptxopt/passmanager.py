@@ -14,7 +14,8 @@ points of every run:
     with the reason the callback returned (a string) or its instrument's
     class name (``False``);
 ``before_pass(pass, module)``
-    before a pass that will run, with the module it is given;
+    before a pass that will run (no veto, :meth:`Pass.check_legal` accepted
+    the module), with the module it is given;
 ``after_pass(pass, before, after, record)``
     after a pass ran, with the module after it and its :class:`PassRecord`;
     ``before`` is the module before the pass *only* for callbacks registered
@@ -186,8 +187,9 @@ class PassInstrumentation:
         for cb in self.should_run:
             ok = cb(p, index)
             if ok is not True and not why:
-                owner = getattr(cb, "__self__", cb)
-                why = ok if isinstance(ok, str) and ok else type(owner).__name__
+                owner = getattr(cb, "__self__", None)
+                why = ok if isinstance(ok, str) and ok else (
+                    type(owner).__name__ if owner is not None else getattr(cb, "__qualname__", repr(cb)))
         return why
 
 
@@ -224,7 +226,8 @@ class Instrument:
         return True
 
     def before_pass(self, p: Pass, module: Module) -> None:
-        """Called before a pass that runs, with the module it is given."""
+        """Called before a pass that runs (not vetoed, not illegal), with the
+        module it is given."""
 
     def after_pass(self, p: Pass, before: Module | None, after: Module, record: PassRecord) -> None:
         """Called after a pass ran; ``before`` is None unless :attr:`needs_before`."""
@@ -277,8 +280,6 @@ class PassManager:
             if veto:
                 result.records.append(PassRecord(p.name, None, skipped=veto))
                 continue
-            for cb in pi.before_pass:
-                cb(p, current)
             t0 = time.perf_counter()
             try:
                 p.check_legal(current)
@@ -289,6 +290,10 @@ class PassManager:
                 continue
             except Exception as e:
                 self._crashed(module, p, e)
+            seconds = time.perf_counter() - t0
+            for cb in pi.before_pass:
+                cb(p, current)
+            t0 = time.perf_counter()
             before, before_owned = current, owned
             if keep_before or not owned:
                 current, owned = current.copy(), True
@@ -296,7 +301,7 @@ class PassManager:
                 report = p.run(current)
             except Exception as e:  # a bug in the pass (IllegalPass belongs in check_legal): keep the evidence
                 self._crashed(module, p, e)
-            record = PassRecord(p.name, report, time.perf_counter() - t0)
+            record = PassRecord(p.name, report, seconds + time.perf_counter() - t0)
             result.records.append(record)
             try:
                 for cb, wants_before in pi.after_pass:
