@@ -230,10 +230,6 @@ def _role(ins: Instruction) -> str:
     return "order"
 
 
-def is_pure(ins: Instruction) -> bool:
-    return role(ins) == "pure"
-
-
 def access_bytes(ins: Instruction) -> int | None:
     """Bytes accessed by ``ld``/``ldu``/``st`` (vector width x element size);
     None when unknown (``ldmatrix``, prefetch, untyped)."""
@@ -284,14 +280,6 @@ def value_type(ins: Instruction) -> str | None:
     """The last fundamental-type modifier (``ld.global.v2.f32`` -> ``f32``)."""
     for m in reversed(ins.modifiers):
         if m in TYPE_BITS:
-            return m
-    return None
-
-
-def cache_op(ins: Instruction) -> str | None:
-    ops = LOAD_CACHE_OPS if is_load(ins) else STORE_CACHE_OPS
-    for m in ins.modifiers:
-        if m in ops:
             return m
     return None
 

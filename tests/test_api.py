@@ -101,12 +101,13 @@ class _Miscompile(Pass):
     name: ClassVar[str] = "miscompile"
     family: ClassVar[str] = "test"
 
-    def apply(self, module):
+    def run(self, module):
         entry = module.entries[0].name
         bad = next(m for m in mutants(module, entry) if m.operator == "constant")
         rep = ChangeReport(self.name)
         rep.change(entry, bad.line, bad.what)
-        return bad.module, rep
+        module.items[:] = bad.module.items
+        return rep
 
 
 def test_a_miscompiling_pass_is_caught_and_the_input_kept():

@@ -108,10 +108,9 @@ def _patch_pass(monkeypatch, name, mutate):
     """Make pass ``name`` rewrite the first instruction ``mutate`` accepts."""
     cls = get_pass_class(name)
 
-    def apply(self, module):
-        out = module.copy()
+    def run(self, module):
         report = ChangeReport(self.name)
-        for fn in out.functions:
+        for fn in module.functions:
             if fn.body is None:
                 continue
             for items, i, ins in instruction_slots(fn.body):
@@ -119,10 +118,10 @@ def _patch_pass(monkeypatch, name, mutate):
                 if new is not None:
                     items[i] = new
                     report.change(fn.name, ins.line, "patched for a test")
-                    return out, report
-        return out, report
+                    return report
+        return report
 
-    monkeypatch.setattr(cls, "apply", apply)
+    monkeypatch.setattr(cls, "run", run)
 
 
 def _check_failure(cache, pipeline, category, kernel=SMALL):
@@ -222,7 +221,7 @@ def test_worker_crash_fails_only_its_candidate(cache, monkeypatch):
     def crash(self, module):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(get_pass_class("prefetch_L1"), "apply", crash)
+    monkeypatch.setattr(get_pass_class("prefetch_L1"), "run", crash)
     cands = [Candidate.from_corpus(SMALL, ""), Candidate.from_corpus(SMALL, "prefetch_L1"),
              Candidate.from_corpus("gemm_tile_2x2x4", "")]
     rs = evaluate_many(cands, workers=1, cache=cache)
@@ -237,7 +236,7 @@ def test_hung_worker_is_killed_at_the_time_limit(cache, monkeypatch):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # defeat the worker's own limit
         time.sleep(60)
 
-    monkeypatch.setattr(get_pass_class("prefetch_L2"), "apply", hang)
+    monkeypatch.setattr(get_pass_class("prefetch_L2"), "run", hang)
     monkeypatch.setattr(par, "GRACE", 0.5)
     t = time.perf_counter()
     rs = evaluate_many([Candidate.from_corpus(SMALL, "prefetch_L2"), Candidate.from_corpus(SMALL, "")],

@@ -223,10 +223,6 @@ def bf16_to_f32(b: np.ndarray) -> np.ndarray:
     return (np.asarray(b, dtype=np.uint32) << np.uint32(16)).view(F32)
 
 
-def f16_bits(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, dtype=np.float16).view(np.uint16)
-
-
 def from_bits16(b: np.ndarray, fmt: str) -> np.ndarray:
     """16-bit float bits -> float64 values (``f16`` or ``bf16``)."""
     b = np.asarray(b, dtype=np.uint16)

@@ -6,11 +6,22 @@ Why this shape (after xDSL and LLVM's new pass manager):
 * ``run`` mutates the module it is given and returns a :class:`ChangeReport`;
   :meth:`Pass.apply` runs it on a copy, so callers never lose the input and the
   search layer can try every action on a clone (the RL action mask is exactly
-  "the passes whose report says changed").
-* Legality has two levels. :meth:`Pass.check_legal` refuses the pass as a
-  whole (``.maxnreg`` contradicting ``.maxntid``, say) by raising
-  :class:`IllegalPass`; per-site refusals (one unaligned load group) are
-  recorded in the report with their reason, and the pass goes on elsewhere.
+  "the passes whose report says changed"). The pass manager calls
+  ``check_legal`` and ``run`` itself, on a copy only where it needs one
+  (:mod:`ptxopt.passmanager`).
+* Legality has two levels. :meth:`Pass.check_legal` refuses the pass for
+  the module as a whole by raising :class:`IllegalPass`, before anything is
+  changed: :meth:`apply` raises it to its caller, the pass manager skips the
+  pass and records the refusal in its change report (``illegal: ...``), the
+  evaluator calls the candidate ``illegal`` and the search masks the action.
+  No registered optimisation pass refuses a whole module (the base method
+  accepts every module); the clock instrumentation
+  (:class:`ptxopt.gpu.instrument.InstrumentClock`) does. Per-site refusals
+  (one unaligned load group, one entry whose ``.maxntid`` bounds the
+  registers below a budget) are recorded in the report with their reason,
+  and the pass goes on elsewhere. :meth:`run` never raises
+  :class:`IllegalPass`: it may have changed the module already, so the pass
+  manager reports that as a failure of the pass.
 * ``check(cond, msg)`` is the one way a pass states a legality condition
   inside its rewrite; it raises :class:`Refused`, which the pass turns into a
   refusal for that site.
@@ -29,7 +40,8 @@ class PassError(Exception):
 
 
 class IllegalPass(PassError):
-    """The pass is illegal for this module as a whole; nothing was changed."""
+    """The pass is illegal for this module as a whole; raised by
+    :meth:`Pass.check_legal`, before anything was changed."""
 
 
 class Refused(Exception):
@@ -90,15 +102,17 @@ class Pass:
     description: ClassVar[str] = ""
 
     def check_legal(self, module: Module) -> None:
-        """Raise :class:`IllegalPass` if the pass may not run on ``module``."""
+        """Raise :class:`IllegalPass` if the pass may not run on ``module`` at
+        all (``module`` is not changed). The default accepts every module."""
 
     def run(self, module: Module) -> ChangeReport:
         """Rewrite ``module`` in place and report the changes."""
         raise NotImplementedError
 
     def apply(self, module: Module) -> tuple[Module, ChangeReport]:
-        """Run on a copy: returns the new module and the report; ``module``
-        is untouched (also when the pass raises)."""
+        """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
+        module and the report; ``module`` is untouched (also when the pass
+        raises or refuses)."""
         self.check_legal(module)
         out = module.copy()
         report = self.run(out)

@@ -154,8 +154,7 @@ class State:
         if why:
             return Move(name, reason=f"conflict: {why}")
         try:
-            p.check_legal(self.module)
-            module, _report = p.apply(self.module)
+            module, _report = p.apply(self.module)  # check_legal first
         except IllegalPass as e:
             return Move(name, reason=f"illegal: {e}")
         except Exception as e:  # a crashing pass is masked, never fatal to a search

@@ -85,10 +85,6 @@ def _sat_add(a, b, t, sub=False):
 # --------------------------------------------------------------------------
 
 
-def _carry_slot(d):
-    return d.carry_slot()
-
-
 def c_add(ins, d, sub=False):
     types = d.mods(FLOAT_MODS | {"cc", "relu", "oob", "noftz"})
     t = one_type(d, types)
