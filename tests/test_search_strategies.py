@@ -19,9 +19,8 @@ import pytest
 
 import ptxopt.search.measure as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
-from ptxopt.search import ACTIONS, STOP
-from ptxopt.search import (STEP_COST, EvalOptions, KernelResult, Meter, SearchConfig, State, episodes, read_jsonl,
-                           reward, search_kernel, summarize, write_jsonl)
+from ptxopt.search import (ACTIONS, N_ACTIONS, STEP_COST, STOP, EvalOptions, KernelResult, Meter, SearchConfig, State,
+                           episodes, read_jsonl, reward, search_kernel, summarize, write_jsonl)
 
 KERNEL = "gemm_tile_2x2x4"  # greedy takes two passes here, then stops
 
@@ -70,7 +69,7 @@ def check_episode(steps, baseline: float, max_steps: int) -> None:
         assert b.cycles_before == a.cycles_after
         assert b.pipeline == (f"{a.pipeline},{a.action}" if a.pipeline else a.action)
     for s in steps:
-        assert len(s.action_mask) == 21 and s.action_mask[-1] == 1
+        assert len(s.action_mask) == N_ACTIONS and s.action_mask[-1] == 1
         assert s.action_mask[ACTIONS.index(s.action)] == 1  # the action taken was legal
         assert s.observation[-1] == s.pipeline.count(",") + (1 if s.pipeline else 0)  # step slot = depth
         if s.action == STOP:
