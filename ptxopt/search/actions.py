@@ -31,7 +31,6 @@ PASS_ACTIONS: tuple[str, ...] = (
     "cache_ca", "cache_cg", "cache_cs", "cache_cv",
     "st_cache_wb", "st_cache_wt", "st_cache_cs",
     "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
-    "maxnreg{n=96}",
     "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
     "prefetch_L1", "prefetch_L2",
 )
