@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from ptxopt.search import observation_names, read_jsonl
+from ptxopt.search import N_ACTIONS, observation_names, read_jsonl
 
 from .policy import Policy, PolicyConfig
 
@@ -98,6 +98,9 @@ def load_dataset(paths: Iterable[str | Path], *, strategies: Sequence[str] = ("g
             if len(s.observation) != n_obs:
                 raise ValueError(f"{p}: observation of {len(s.observation)} slots, this ptxopt has {n_obs}; "
                                  "re-record the trajectories")
+            if len(s.action_mask) != N_ACTIONS:  # recorded for another action list
+                raise ValueError(f"{p}: action mask of {len(s.action_mask)} slots, this ptxopt has "
+                                 f"{N_ACTIONS} actions; re-record the trajectories")
             rows.append(s)
     if not rows:
         raise ValueError("no trajectory steps matched (check the files, --strategy and families)")

@@ -360,6 +360,16 @@ def test_load_dataset_rejects_a_wrong_observation_length(tmp_path):
         load_dataset([path], strategies=("beam",))
 
 
+def test_load_dataset_rejects_masks_of_another_action_list(tmp_path):
+    path = tmp_path / "old.jsonl"
+    steps = _steps(K2, "greedy", 2)
+    for s in steps:
+        s.action_mask = s.action_mask + [0]  # recorded with one more action
+    write_jsonl(steps, path)
+    with pytest.raises(ValueError, match=f"action mask of {N_ACT + 1} slots, this ptxopt has {N_ACT} actions"):
+        load_dataset([path])
+
+
 def test_leave_one_kernel_out_reports_accuracies():
     data = synthetic(n=90)
     calls = []
