@@ -71,10 +71,10 @@ def main() -> int:
                     warm = min(warm, time.perf_counter() - t0)
                     legal = [i for i, ok in enumerate(mask[:-1]) if ok]
                     if legal:
-                        from ptxopt.passes.registry import pass_names
+                        from ptxopt.search.actions import ACTIONS
 
                         t0 = time.perf_counter()
-                        s.child(pass_names()[legal[0]])
+                        s.child(ACTIONS[legal[0]])
                         child = min(child, time.perf_counter() - t0)
                 worst = max(worst, warm / ptxas)
                 name = kernel + (f" +{step}" if step else "")

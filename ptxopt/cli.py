@@ -443,17 +443,20 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
 @cli.command("passes")
 @click.option("--json", "as_json", is_flag=True, help="Print the pass list as JSON.")
 def passes_cmd(as_json):
-    """List the passes in registry (= RL action) order: name, family, conflicts, description."""
-    from ptxopt.passes import get_pass_class, pass_names
+    """List the named passes in registry order: name, family, conflicts,
+    description; then the parametric kinds with their legal values."""
+    from ptxopt.passes import pass_kinds, pass_names
     from ptxopt.passes.families import conflict
+    from ptxopt.passes.registry import signature
+    from ptxopt.pipeline import make_pass
 
-    classes = [get_pass_class(n) for n in pass_names()]
+    passes = [make_pass(n) for n in pass_names()]
     rows = []
-    for c in classes:
-        conflicts = [o.name for o in classes
-                     if o is not c and conflict(c.name, c.family, o.name, o.family)]
-        rows.append({"name": c.name, "family": c.family, "conflicts": conflicts,
-                     "description": c.description})
+    for p in passes:
+        conflicts = [o.name for o in passes if o is not p and conflict(p, o)]
+        rows.append({"name": p.name, "family": p.family, "conflicts": conflicts,
+                     "description": p.description, "kind": p.kind,
+                     "parameters": p.parameters(), "signature": signature(p.kind)})
     if as_json:
         _print_json(rows)
         return
@@ -466,6 +469,8 @@ def passes_cmd(as_json):
     for i, r in enumerate(rows):
         t.add_row(str(i), r["name"], r["family"], ", ".join(r["conflicts"]) or "-", r["description"])
     Console(width=160).print(t)
+    forms = [signature(k) for k in pass_kinds() if signature(k) != k]
+    click.echo("With parameters (the names above are aliases of one value each): " + ", ".join(forms))
 
 
 # --------------------------------------------------------------------------

@@ -1,22 +1,30 @@
-"""Pass pipelines as strings: ``vec_ld{assume_align=16},maxnreg_128``.
+"""Pass pipelines as strings: ``vec_ld{assume_align=16},maxnreg{n=96},cache_cg``.
 
-The printed form is canonical (options that differ from their defaults, sorted
-by name), so ``str(Pipeline.parse(s))`` is a stable key for caches and RL
-states, and ``Pipeline.parse(str(p)) == p``. An unknown pass name fails with
-one line that lists the valid names; two passes that conflict (same exclusive
-family, or vec_ld with split_ld) fail with a message naming both.
+An item is a pass kind or an alias with ``{key=value,...}``: a parametric
+kind needs its parameters (``maxnreg{n=96}``, ``cache_ld{op=cg}``), an alias
+has them fixed (``cache_cg`` is ``cache_ld{op=cg}``) and takes options only.
+
+The printed form is canonical: a pass that has an alias prints as the alias
+(``maxnreg{n=128}`` prints ``maxnreg_128``), one that has none as its kind
+with its parameters; then the options that differ from their defaults, keys
+sorted. So ``str(Pipeline.parse(s))`` is a stable key for caches and RL
+states (the names that existed before parameters print as they always did),
+and ``Pipeline.parse(str(p)) == p``. An unknown pass name, a missing or
+unknown parameter, or a value the pass does not allow fails with one line
+that says what is valid; two passes that conflict (same exclusive family, or
+vec_ld with split_ld) fail with a message naming both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput
 
 from ptxopt.passes.base import Pass, PassError
 from ptxopt.passes.families import conflict
-from ptxopt.passes.registry import UnknownPass, get_pass_class
+from ptxopt.passes.registry import UnknownPass, get_pass_class, resolve, signature
 
 _GRAMMAR = r"""
 start: [item ("," item)*]
@@ -65,14 +73,14 @@ class Pipeline:
     def check_conflicts(self) -> None:
         for i, a in enumerate(self.passes):
             for b in self.passes[i + 1:]:
-                why = conflict(a.name, a.family, b.name, b.family)
+                why = conflict(a, b)
                 if why:
                     raise PipelineError(f"conflicting passes: {why}")
 
     def can_append(self, p: Pass) -> str | None:
         """Why ``p`` cannot be appended (a conflict), or None."""
         for a in self.passes:
-            why = conflict(a.name, a.family, p.name, p.family)
+            why = conflict(a, p)
             if why:
                 return why
         return None
@@ -92,19 +100,28 @@ class Pipeline:
 
 
 def make_pass(name: str, options: dict[str, str] | None = None) -> Pass:
-    """Instantiate pass ``name`` with string options coerced to field types."""
+    """Instantiate pass ``name`` (a kind or an alias) with string options
+    coerced to field types."""
     try:
-        cls = get_pass_class(name)
+        kind, fixed = resolve(name)
     except UnknownPass as e:
         raise PipelineError(str(e)) from None
+    cls = get_pass_class(kind)
     known = {f.name: f for f in fields(cls)}
-    kwargs = {}
+    kwargs: dict[str, object] = dict(fixed)
     for k, v in (options or {}).items():
         f = known.get(k)
         if f is None:
-            valid = ", ".join(known) or "none"
+            valid = ", ".join(x for x in known if x not in fixed) or "none"
             raise PipelineError(f"pass '{name}' has no option '{k}' (options: {valid})")
+        if k in fixed:
+            raise PipelineError(f"pass '{name}' is {kind}{{{k}={fixed[k]}}}: its {k} is fixed "
+                                f"(write {kind}{{{k}={v}}} instead)")
         kwargs[k] = _coerce(name, k, v, f.type)
+    missing = [f for f in known.values()
+               if f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise PipelineError(f"pass '{name}' needs its parameter {missing[0].name}: {signature(kind)}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:

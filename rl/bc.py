@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from ptxopt.search import observation_names, read_jsonl
+from ptxopt.search import N_ACTIONS, observation_names, read_jsonl
 
 from .policy import Policy, PolicyConfig
 
@@ -30,10 +30,10 @@ from .policy import Policy, PolicyConfig
 @dataclass
 class Dataset:
     obs: np.ndarray  # (n, obs_dim)
-    masks: np.ndarray  # (n, 21) bool
+    masks: np.ndarray  # (n, N_ACTIONS) bool
     actions: np.ndarray  # (n,) int
     kernels: np.ndarray  # (n,) str
-    values: np.ndarray | None = None  # (n, 21): each measured action's step reward (nan: not measured)
+    values: np.ndarray | None = None  # (n, N_ACTIONS): each measured action's step reward (nan: not measured)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -46,16 +46,15 @@ class Dataset:
 def step_values(step) -> np.ndarray:
     """The reward each measured action would have earned from this state
     (``stop``: 0; unmeasured or failed: nan) -- what greedy chose among."""
-    from ptxopt.passes.registry import action_names
-    from ptxopt.search import reward
+    from ptxopt.search import N_ACTIONS, STOP, STOP_INDEX, reward
+    from ptxopt.search.actions import action_index
 
-    names = action_names()
-    v = np.full(len(names), np.nan)
-    v[-1] = 0.0
+    v = np.full(N_ACTIONS, np.nan)
+    v[STOP_INDEX] = 0.0
     for name, cycles in step.candidates.items():
         if cycles:
-            v[names.index(name)] = reward(step.cycles_before, cycles)
-    if step.action != names[-1]:  # the action taken is always known, candidates or not
+            v[action_index(name)] = reward(step.cycles_before, cycles)
+    if step.action != STOP:  # the action taken is always known, candidates or not
         v[step.action_index] = step.reward
     return v
 
@@ -99,6 +98,9 @@ def load_dataset(paths: Iterable[str | Path], *, strategies: Sequence[str] = ("g
             if len(s.observation) != n_obs:
                 raise ValueError(f"{p}: observation of {len(s.observation)} slots, this ptxopt has {n_obs}; "
                                  "re-record the trajectories")
+            if len(s.action_mask) != N_ACTIONS:  # recorded for another action list
+                raise ValueError(f"{p}: action mask of {len(s.action_mask)} slots, this ptxopt has "
+                                 f"{N_ACTIONS} actions; re-record the trajectories")
             rows.append(s)
     if not rows:
         raise ValueError("no trajectory steps matched (check the files, --strategy and families)")

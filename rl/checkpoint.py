@@ -2,7 +2,8 @@
 
 A checkpoint is a plain dict of tensors, numbers, strings and lists, so it
 loads with ``torch.load(..., weights_only=True)`` (no pickled code runs).
-It records the action names and observation names it was trained with;
+It records the action strings (:data:`ptxopt.search.actions.ACTIONS`) and
+observation names it was trained with;
 loading it against a different action list or feature layout is refused
 with :class:`CheckpointError` rather than silently misreading the outputs.
 """
@@ -13,8 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ptxopt.passes.registry import action_names
-from ptxopt.search import observation_names
+from ptxopt.search import ACTIONS, observation_names
 
 from .policy import Policy, PolicyConfig
 
@@ -32,7 +32,7 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
         "format": FORMAT,
         "state_dict": policy.state_dict(),
         "config": policy.config.to_json(),
-        "action_names": action_names(),
+        "action_names": list(ACTIONS),
         "observation_names": observation_names(),
         "meta": dict(meta or {}),
     }
@@ -72,9 +72,9 @@ def load_policy(path: str | Path) -> tuple[Policy, dict]:
     missing = [k for k in ("state_dict", "config", "action_names", "observation_names") if k not in doc]
     if missing:
         raise CheckpointError(f"{path}: damaged policy checkpoint: no {', '.join(missing)}")
-    if list(doc["action_names"]) != action_names():
+    if list(doc["action_names"]) != list(ACTIONS):
         raise CheckpointError(f"{path}: trained for actions {doc['action_names']}, but this ptxopt has "
-                              f"{action_names()}; retrain the policy")
+                              f"{list(ACTIONS)}; retrain the policy")
     if list(doc["observation_names"]) != observation_names():
         raise CheckpointError(f"{path}: trained on a different observation layout "
                               f"({len(doc['observation_names'])} slots, this ptxopt has "

@@ -3,7 +3,8 @@
 Observation: :meth:`ptxopt.search.State.observation` -- the current
 module's kernel features, which pass families are active, and the step
 count (names: :func:`ptxopt.search.observation_names`). Actions:
-``Discrete(21)`` in registry order, the 20 passes then ``stop``;
+``Discrete(N_ACTIONS)`` in the order of :data:`ptxopt.search.actions.ACTIONS`,
+the pass actions then ``stop``;
 ``info["action_mask"]`` marks the legal ones (the pass API's mask: no
 conflict, legal, changes the module). Reward per pass:
 ``log(cycles_before / cycles_after) - 0.005`` from the evaluator (cached;
@@ -32,13 +33,10 @@ import gymnasium as gym
 import numpy as np
 
 from ptxopt.evaluate import Candidate
-from ptxopt.passes.registry import STOP, action_names
 from ptxopt.pipeline import Pipeline
 from ptxopt.search import EvalOptions, Meter, State, observation_names, reward
+from ptxopt.search.actions import ACTIONS, N_ACTIONS, STOP, STOP_INDEX, action_index
 from ptxopt.search.move_memo import memo_beside
-from ptxopt.search.state import N_ACTIONS, STOP_INDEX
-
-ACTIONS = action_names()
 
 
 def as_kernel(k) -> Candidate:
@@ -166,9 +164,7 @@ class PipelineEnv(gym.Env):
         self.reset(options={"kernel": kernel} if kernel is not None else None)
         rewards = []
         for p in Pipeline.parse(pipeline):
-            if p.options():
-                raise ValueError(f"{p}: the environment's actions take no options")
-            _, r, term, trunc, info = self.step(ACTIONS.index(p.name))
+            _, r, term, trunc, info = self.step(action_index(str(p)))
             rewards.append(r)
             if info.get("failed") or term or trunc:
                 break
@@ -187,7 +183,7 @@ def actions_to_pipeline(actions: Sequence[int]) -> str:
 
 def pipeline_to_actions(pipeline: str) -> list[int]:
     """A pipeline string to action indices, ``stop`` appended."""
-    return [*(ACTIONS.index(p.name) for p in Pipeline.parse(pipeline)), STOP_INDEX]
+    return [*(action_index(str(p)) for p in Pipeline.parse(pipeline)), STOP_INDEX]
 
 
 def env_for(root: State, meter: Meter, *, max_steps: int = 6) -> PipelineEnv:

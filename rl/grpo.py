@@ -8,7 +8,7 @@ every pipeline helps a lot does not drown one where little helps), then
 z-normalised over the whole batch. The policy is updated with the clipped
 surrogate (epsilon 0.2) of PPO, on every step of every episode with the
 episode's advantage, plus ``beta`` times the KL divergence from the frozen
-behaviour-cloned policy (computed exactly over the 21 masked actions); no
+behaviour-cloned policy (computed exactly over the masked actions); no
 value network. Hyper-parameters are :class:`GRPOConfig` fields, defaults
 from BRIEF section 5.
 

@@ -1,4 +1,5 @@
-"""The policy: an MLP from the observation to 21 action logits, masked.
+"""The policy: an MLP from the observation to one logit per action
+(:data:`ptxopt.search.actions.ACTIONS`), masked.
 
 Input scaling is fixed, not fitted: ``sign(x) * log1p(|x|)`` per feature, so
 a kernel of 50 instructions and one of 5,000 land in the same range and a
@@ -16,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ptxopt.search.actions import N_ACTIONS
+
 # The networks here are tiny (a few 10k weights, batches of a few hundred
 # rows): intra-op threads buy nothing and, on a loaded machine, spin. One
 # thread measured 0.11 s against 31.6 s for 150 BC epochs on a busy 2-core
@@ -28,7 +31,7 @@ NEG_INF = -1e9  # finite: keeps log-softmax and KL free of NaN where everything 
 @dataclass
 class PolicyConfig:
     obs_dim: int
-    n_actions: int = 21
+    n_actions: int = N_ACTIONS
     hidden: int = 128
     layers: int = 2
     dropout: float = 0.1

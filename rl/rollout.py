@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ptxopt.search import BudgetExhausted, Meter, State
+from ptxopt.search import ACTIONS, BudgetExhausted, Meter, State
 from ptxopt.search.outcome import Outcome, start
 from ptxopt.search.trajectory import Step, make_step
 
-from .env import ACTIONS, PipelineEnv, env_for
+from .env import PipelineEnv, env_for
 from .policy import Policy
 
 #: Sampling temperatures (BRIEF section 5): exploring (GRPO) and exploiting (search).

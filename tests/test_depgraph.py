@@ -25,7 +25,7 @@ from ptxopt.analysis.dag import block_dag
 from ptxopt.analysis.depgraph import block_depgraph
 from ptxopt.analysis.schedule import list_schedule, respects
 from ptxopt.corpus import load_manifest
-from ptxopt.passes import get_pass_class
+from ptxopt.pipeline import make_pass
 from ptxopt.testing.random_kernels import kernel_from_steps, random_steps
 
 PASSES = ["reorder_cp", "reorder_il", "reorder_lf", "reorder_sl"]
@@ -85,7 +85,7 @@ def _reorders_respect_the_dag(module) -> None:
             cfg = build_cfg(fn)
             before[fn.name] = (cfg, [dag for dag, _ in _blocks_of(module, fn, cfg)])
     for name in PASSES:
-        out, _ = get_pass_class(name)().apply(module)
+        out, _ = make_pass(name).apply(module)
         for fn in out.functions:
             if fn.body is None:
                 continue

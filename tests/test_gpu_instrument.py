@@ -25,7 +25,8 @@ from ptxopt.gpu.instrument import (
 from ptxopt.interp import make_args, run_kernel
 from ptxopt.ir import Instruction
 from ptxopt.parser import parse
-from ptxopt.passes.registry import action_names, pass_names
+from ptxopt.passes.registry import pass_kinds, pass_names
+from ptxopt.search.actions import ACTIONS
 from ptxopt.toolchain import compile_ptx
 
 SPECS = load_manifest()
@@ -294,6 +295,6 @@ def test_pass_api_and_not_registered():
     assert report.changed_any and report.pass_name == "instrument_clock"
     assert any("clock start" in s.what for s in report.changed)
     assert any("before ret" in s.what for s in report.changed)
-    assert "instrument_clock" not in pass_names() and "instrument_clock" not in action_names()
+    assert "instrument_clock" not in pass_names() + pass_kinds() and "instrument_clock" not in ACTIONS
     with pytest.raises(AlreadyInstrumented):
         InstrumentClock().apply(out)

@@ -12,7 +12,7 @@ import pytest
 
 from ptxopt.evaluate import Candidate
 from ptxopt.passes.base import Pass
-from ptxopt.passes.registry import pass_names
+from ptxopt.search.actions import ACTIONS, PASS_ACTIONS
 from ptxopt.search import move_memo
 from ptxopt.search.move_memo import MoveMemo
 from ptxopt.search.state import State
@@ -31,7 +31,7 @@ def _fresh():
 def _walk(kernel: str, pipeline, memo: MoveMemo | None) -> State | None:
     s = State.root(Candidate.from_corpus(kernel, ""), memo=memo)
     for a in pipeline:
-        if not s.action_mask()[pass_names().index(a)]:
+        if not s.action_mask()[ACTIONS.index(a)]:
             return None
         s = s.child(a)
     return s
@@ -74,7 +74,7 @@ def test_a_remembered_mask_applies_no_pass(tmp_path, monkeypatch):
     s = State.root(Candidate.from_corpus("gemm_tile_2x2x4", ""), memo=MoveMemo(path))
     mask = s.action_mask()
     assert applied == []
-    action = pass_names()[int(np.flatnonzero(mask[:-1])[0])]
+    action = ACTIONS[int(np.flatnonzero(mask[:-1])[0])]
     child = s.child(action)
     assert applied == [action] and child.printed != s.printed
     assert s._moves is None  # the other children were never built
@@ -96,12 +96,12 @@ def test_a_lying_memo_is_overruled_by_the_pass(tmp_path):
     unchanged = next(a for a, r in truth.items() if r == "no change")  # split_ld: no vector loads here
     move_memo.clear_memo()
     lie = MoveMemo(tmp_path / "lie.sqlite")
-    lie.put(s.digest, {a: None for a in pass_names()})
+    lie.put(s.digest, {a: None for a in PASS_ACTIONS})
     t = State.root(Candidate.from_corpus("gemm_tile_2x2x4", ""), memo=lie)
     assert t.action_mask()[:-1].all()  # what the memo says...
     with pytest.raises(ValueError, match="no change"):
         t.child(unchanged)  # ...but the pass decides
-    assert not t.action_mask()[pass_names().index(unchanged)]
+    assert not t.action_mask()[ACTIONS.index(unchanged)]
 
 
 @pytest.mark.parametrize("damage", ["garbage", "foreign", "bad row"])

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ptxopt import emit, parse
 from ptxopt.corpus import get
-from ptxopt.passes import action_names, get_pass_class, pass_registry
+from ptxopt.passes import pass_kinds, pass_names, pass_registry
 from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
 from ptxopt.passmanager import PassFailure, PassManager, PrintChanged, Stats, VerifyEach, optimize
 from ptxopt.pipeline import Pipeline, PipelineError, make_pass
@@ -20,15 +20,17 @@ EXPECTED_ORDER = [
 ]
 
 
-def test_registry_keys_are_pass_names_in_action_order():
+def test_registry_keys_are_kinds_and_named_passes_keep_their_order():
     reg = pass_registry()
-    assert list(reg) == EXPECTED_ORDER  # the RL action order must never change silently
+    assert list(reg) == pass_kinds()
     for key, factory in reg.items():
-        cls = factory()
-        assert cls.name == key
-        assert cls.family in EXCLUSIVE_FAMILIES | {VECTORIZE}
-        assert cls.description and not cls.description.endswith(".")
-    assert action_names() == EXPECTED_ORDER + ["stop"]
+        assert factory().kind == key
+    assert pass_names() == EXPECTED_ORDER  # `ptxopt passes`, golden dirs, benchmarks
+    for name in pass_names():
+        p = make_pass(name)
+        assert p.name == str(p) == name
+        assert p.family in EXCLUSIVE_FAMILIES | {VECTORIZE}
+        assert p.description and not p.description.endswith(".")
 
 
 def test_pipeline_round_trips_and_is_canonical():
@@ -78,7 +80,7 @@ def test_vec_ld_and_split_ld_conflict_but_vectorize_composes():
 @given(st.lists(st.sampled_from(EXPECTED_ORDER), max_size=6))
 def test_random_pipelines_parse_iff_no_conflict(names):
     text = ",".join(names)
-    families = [get_pass_class(n).family for n in names]
+    families = [make_pass(n).family for n in names]
     exclusive = [f for f in families if f in EXCLUSIVE_FAMILIES]
     conflicted = len(exclusive) != len(set(exclusive)) or {"vec_ld", "split_ld"} <= set(names)
     if conflicted:
@@ -117,12 +119,12 @@ def test_bisect_limit_skips_later_passes():
 
 
 def test_a_crashing_pass_writes_a_reproducer(tmp_path, monkeypatch):
-    from ptxopt.passes.cache_hints import CacheCG
+    from ptxopt.passes.cache_hints import CacheLd
 
     def boom(self, module):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(CacheCG, "run", boom)
+    monkeypatch.setattr(CacheLd, "run", boom)
     m = parse(get("gemm_tile_2x2x2").ptx_text())
     with pytest.raises(PassFailure) as e:
         PassManager("maxnreg_64,cache_cg", reproducer_dir=tmp_path).run(m)
@@ -135,16 +137,16 @@ def test_a_crashing_pass_writes_a_reproducer(tmp_path, monkeypatch):
 
 def test_verify_each_catches_ptxas_rejection(tmp_path, monkeypatch):
     from ptxopt.ir import Instruction
-    from ptxopt.passes.cache_hints import CacheCG
+    from ptxopt.passes.cache_hints import CacheLd
 
-    orig = CacheCG.run
+    orig = CacheLd.run
 
     def broken(self, module):
         rep = orig(self, module)
         module.entries[0].body.items.insert(-1, Instruction("mov", ("u32",), ()))  # no operands
         return rep
 
-    monkeypatch.setattr(CacheCG, "run", broken)
+    monkeypatch.setattr(CacheLd, "run", broken)
     m = parse(get("gemm_tile_2x2x2").ptx_text())
     with pytest.raises(PassFailure, match="ptxas rejects"):
         PassManager("cache_cg", instruments=[VerifyEach()], reproducer_dir=tmp_path).run(m)
@@ -160,9 +162,9 @@ def test_verify_each_catches_a_miscompiling_pass(tmp_path, monkeypatch):
     from dataclasses import replace
 
     from ptxopt.ir import instruction_slots
-    from ptxopt.passes.cache_hints import CacheCG
+    from ptxopt.passes.cache_hints import CacheLd
 
-    orig = CacheCG.run
+    orig = CacheLd.run
 
     def swap_first_fma(self, module):
         rep = orig(self, module)
@@ -173,7 +175,7 @@ def test_verify_each_catches_a_miscompiling_pass(tmp_path, monkeypatch):
                 break
         return rep
 
-    monkeypatch.setattr(CacheCG, "run", swap_first_fma)
+    monkeypatch.setattr(CacheLd, "run", swap_first_fma)
     m = parse(get("gemm_tile_2x2x2").ptx_text())
     with pytest.raises(PassFailure, match="computes something else"):
         PassManager("cache_cg", instruments=[VerifyEach()], reproducer_dir=tmp_path).run(m)

@@ -14,7 +14,7 @@ import pytest
 
 from ptxopt import emit, parse
 from ptxopt.corpus import load_manifest
-from ptxopt.passes import get_pass_class
+from ptxopt.pipeline import make_pass
 from ptxopt.toolchain import compile_ptx
 
 
@@ -29,7 +29,7 @@ HEAD = "\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
 
 
 def apply(name: str, text: str):
-    return get_pass_class(name)().apply(parse(text))
+    return make_pass(name).apply(parse(text))
 
 
 def lines(m) -> list[str]:
@@ -149,7 +149,7 @@ def test_idempotent_and_existing_prefetches(first, second, changes):
                   "\t@%p1 ld.global.f32 %f1, [%rd2];\n\tld.global.f32 %f2, [%rd2+200];\n\tret;\n")
     m1, r1 = apply(first, text)
     assert len(r1.changed) == 2
-    m2, r2 = get_pass_class(second)().apply(m1)
+    m2, r2 = make_pass(second).apply(m1)
     assert bool(r2.changed) == changes
     if not changes:
         assert emit(m2) == emit(m1)
@@ -173,7 +173,7 @@ def _module(kid: str):
     ("gemm_tile_2x2x2", 1), ("gemm_tile_4x4x4", 1), ("gemm_tile_8x8x8", 2), ("gemm_tile_16x16x16", 8),
 ])
 def test_gemm_tile_counts(kid, lines_per_matrix):
-    out, report = get_pass_class("prefetch_L1")().apply(_module(kid))
+    out, report = make_pass("prefetch_L1").apply(_module(kid))
     assert len(report.changed) == 2 * lines_per_matrix and not report.refused
     got = [str(i.operands[0]) for i in out.entries[0].instructions() if i.opcode == "prefetch"]
     assert got == [f"[{r}{'+' + str(128 * k) if k else ''}]"
@@ -181,7 +181,7 @@ def test_gemm_tile_counts(kid, lines_per_matrix):
 
 
 def test_gemm_tile_4x4x4_placement():
-    out, _ = get_pass_class("prefetch_L2")().apply(_module("gemm_tile_4x4x4"))
+    out, _ = make_pass("prefetch_L2").apply(_module("gemm_tile_4x4x4"))
     got = [" ".join(ln.split()) for ln in emit(out).split("\n")]
     i = got.index("cvta.to.global.u64 %rd4, %rd1;")
     assert got[i:i + 4] == ["cvta.to.global.u64 %rd4, %rd1;", "prefetch.global.L2 [%rd4];",
@@ -196,7 +196,7 @@ def test_corpus(spec):
     before = sum(1 for f in m.functions for i in f.instructions() if i.opcode == "prefetch")
     to_compile = []
     for name in ("prefetch_L1", "prefetch_L2"):
-        out, report = get_pass_class(name)().apply(m)
+        out, report = make_pass(name).apply(m)
         text = emit(out)
         assert all(s.what for s in report.refused), name
         if not report.changed:
@@ -207,7 +207,7 @@ def test_corpus(spec):
             assert parse(text) == out, name
         after = sum(1 for f in out.functions for i in f.instructions() if i.opcode == "prefetch")
         assert after - before == len(report.changed), name
-        _, again = get_pass_class(name)().apply(out)
+        _, again = make_pass(name).apply(out)
         assert not again.changed, (name, [str(s) for s in again.changed])
         to_compile.append(text)
     with ThreadPoolExecutor(2) as pool:  # ptxas runs as a subprocess

@@ -1,14 +1,12 @@
 """maxnreg_*: a register budget respects the source's directives and never
 leaves a budget ptxas cannot meet behind as a pass failure."""
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.passes.register_budget import _MaxNReg, instruction_registers
+from ptxopt.passes.register_budget import instruction_registers
 from ptxopt.passmanager import PassManager, VerifyEach
 from ptxopt.pipeline import Pipeline, make_pass
 from ptxopt.toolchain import compile_ptx
@@ -93,7 +91,7 @@ def test_block_size_directives_are_kept_and_bound_the_budget():
 
 def test_option_is_documented_in_the_description():
     for name in ("maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255"):
-        d = type(make_pass(name)).description
+        d = make_pass(name).description
         assert "override=1" in d and not d.endswith(".")
 
 
@@ -126,16 +124,10 @@ def test_ptxas_failing_a_budget_reverts_the_pass_under_verify_each():
     assert res.to_json()["passes"][0]["reverted"] == rec.reverted
 
 
-@dataclass(frozen=True)
-class _MaxNReg24(_MaxNReg):
-    name: ClassVar[str] = "maxnreg_24"
-    budget: ClassVar[int] = 24
-
-
 def test_insufficient_registers_fatal_reverts_too_and_later_passes_still_run():
     text = (DATA / "mma_f16.ptx").read_text()
     m = parse(text)
-    pl = Pipeline((_MaxNReg24(), make_pass("cache_cg")))
+    pl = Pipeline.parse("maxnreg{n=24},cache_cg")
     res = PassManager(pl, instruments=[VerifyEach(equivalence=False)]).run(m)
     budget, cache = res.records
     assert "Insufficient registers" in budget.reverted and not budget.changed

@@ -17,7 +17,7 @@ import pytest
 from ptxopt import emit, parse
 from ptxopt.analysis import block_dags, build_cfg, topological_orders_respect
 from ptxopt.corpus import load_manifest
-from ptxopt.passes import get_pass_class
+from ptxopt.pipeline import make_pass
 from ptxopt.toolchain import compile_ptx
 
 from corpus_tiers import corpus_params
@@ -32,7 +32,7 @@ def kernel(body: str, params: str = ".param .u64 k_param_0, .param .u64 k_param_
 
 
 def apply(name: str, text: str):
-    return get_pass_class(name)().apply(parse(text))
+    return make_pass(name).apply(parse(text))
 
 
 def lines(m) -> list[str]:
@@ -283,7 +283,7 @@ def test_nested_scope_is_not_crossed():
 @pytest.mark.parametrize("block", [S1, S2], ids=["S1", "S2"])
 def test_idempotent(name, block):
     m1, r1 = apply(name, kernel(body(block)))
-    m2, r2 = get_pass_class(name)().apply(m1)
+    m2, r2 = make_pass(name).apply(m1)
     assert not r2.changed
     assert emit(m2) == emit(m1)
 
@@ -332,7 +332,7 @@ def test_corpus(spec):
     to_compile = []
     for name in PASSES:
         t = time.perf_counter()
-        out, report = get_pass_class(name)().apply(m)
+        out, report = make_pass(name).apply(m)
         if spec.id == "gemm_tile_16x16x16":
             # 5,127 instructions, ~150k DAG edges: building the DAG alone takes
             # ~0.12 s, ptxas ~0.45 s; the whole pass takes ~0.25 s
@@ -345,7 +345,7 @@ def test_corpus(spec):
             assert text == emit(m), name
             continue
         assert _respects(spec.id, out), name
-        _, again = get_pass_class(name)().apply(out)
+        _, again = make_pass(name).apply(out)
         assert not again.changed, (name, [str(s) for s in again.changed])
         to_compile.append(text)
     with ThreadPoolExecutor(2) as pool:  # ptxas runs as a subprocess

@@ -18,13 +18,11 @@ pytest.importorskip("torch")
 
 import ptxopt.search.measure as measure_mod  # noqa: E402
 from ptxopt.evaluate import Candidate, EvalResult  # noqa: E402
-from ptxopt.passes.registry import STOP, action_names  # noqa: E402
-from ptxopt.search import STEP_COST, EvalOptions, State, observation_names  # noqa: E402
-from ptxopt.search.state import N_ACTIONS, STOP_INDEX  # noqa: E402
-from rl.env import ACTIONS, PipelineEnv, actions_to_pipeline, pipeline_to_actions  # noqa: E402
+from ptxopt.search import ACTIONS, N_ACTIONS, STEP_COST, STOP, STOP_INDEX, EvalOptions, State, observation_names  # noqa: E402,E501
+from rl.env import PipelineEnv, actions_to_pipeline, pipeline_to_actions  # noqa: E402
 
 K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
-A = {name: i for i, name in enumerate(action_names())}
+A = {name: i for i, name in enumerate(ACTIONS)}
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +39,8 @@ def legal_passes(mask) -> list[int]:
     return [int(i) for i in np.flatnonzero(mask) if i != STOP_INDEX]
 
 
-def test_action_space_is_the_registry_then_stop():
-    assert ACTIONS == action_names() and len(ACTIONS) == N_ACTIONS == 21
+def test_action_space_is_the_action_list_then_stop(env):
+    assert env.action_space.n == N_ACTIONS == len(ACTIONS)
     assert ACTIONS[STOP_INDEX] == STOP == ACTIONS[-1]
 
 
@@ -79,7 +77,7 @@ def test_reset_observation_and_info(env):
     assert env.observation_space.contains(obs)
     assert obs.shape == (len(observation_names()),)
     mask = info["action_mask"]
-    assert isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (21,)
+    assert isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (N_ACTIONS,)
     assert mask[STOP_INDEX]
     assert info["kernel"] in (K2, K4)
     assert isinstance(info["cycles"], float) and info["cycles"] > 0

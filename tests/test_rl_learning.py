@@ -19,10 +19,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
 from ptxopt.evaluate import Candidate  # noqa: E402
-from ptxopt.passes.registry import STOP, action_names  # noqa: E402
-from ptxopt.search import (EvalOptions, Meter, SearchConfig, State, Step, episodes,  # noqa: E402
+from ptxopt.search import (ACTIONS, N_ACTIONS, STOP, EvalOptions, Meter, SearchConfig, State, Step, episodes,  # noqa: E402
                            observation_names, read_jsonl, reward, search_kernel, write_jsonl)
-from ptxopt.search.state import STOP_INDEX  # noqa: E402
+from ptxopt.search import STOP_INDEX  # noqa: E402
 from rl.bc import Dataset, _masked_argmax, accuracy, leave_one_kernel_out, load_dataset, predict, train_bc  # noqa: E402
 from rl.checkpoint import FORMAT, CheckpointError, load_policy, save_policy  # noqa: E402
 from rl.env import PipelineEnv, env_for  # noqa: E402
@@ -32,7 +31,7 @@ from rl.protocol import summarize as protocol_summary  # noqa: E402
 from rl.rollout import Episode, policy_search, rollout  # noqa: E402
 
 N_OBS = len(observation_names())
-N_ACT = 21
+N_ACT = N_ACTIONS
 K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
 
 
@@ -163,7 +162,7 @@ def test_checkpoint_loads_with_weights_only(tmp_path):
     path = save_policy(tmp_path / "p.pt", make_policy(hidden=8))
     doc = torch.load(path, map_location="cpu", weights_only=True)
     assert doc["format"] == FORMAT
-    assert doc["action_names"] == action_names()
+    assert doc["action_names"] == list(ACTIONS)
     assert doc["observation_names"] == observation_names()
     assert doc["config"]["obs_dim"] == N_OBS and doc["config"]["hidden"] == 8
     assert all(isinstance(v, torch.Tensor) for v in doc["state_dict"].values())
@@ -316,7 +315,7 @@ def _steps(kernel: str, strategy: str, n: int, *, obs_len: int = N_OBS, start: i
     for i in range(n):
         mask = [0] * N_ACT
         mask[i % 3] = mask[STOP_INDEX] = 1
-        action = action_names()[i % 3] if i < n - 1 else STOP
+        action = ACTIONS[i % 3] if i < n - 1 else STOP
         out.append(Step(kernel=kernel, strategy=strategy, episode=0, step=i, pipeline="",
                         observation=[float(start + i)] * obs_len, action_mask=mask, action=action,
                         cycles_before=100.0, cycles_after=100.0 if action == STOP else 90.0,
@@ -359,6 +358,16 @@ def test_load_dataset_rejects_a_wrong_observation_length(tmp_path):
     # a filtered-out strategy is not checked
     with pytest.raises(ValueError, match="no trajectory steps"):
         load_dataset([path], strategies=("beam",))
+
+
+def test_load_dataset_rejects_masks_of_another_action_list(tmp_path):
+    path = tmp_path / "old.jsonl"
+    steps = _steps(K2, "greedy", 2)
+    for s in steps:
+        s.action_mask = s.action_mask + [0]  # recorded with one more action
+    write_jsonl(steps, path)
+    with pytest.raises(ValueError, match=f"action mask of {N_ACT + 1} slots, this ptxopt has {N_ACT} actions"):
+        load_dataset([path])
 
 
 def test_leave_one_kernel_out_reports_accuracies():
@@ -543,7 +552,7 @@ def test_grpo_trainer_writes_log_curves_and_checkpoints(tmp_path, options):
 
 
 def check_steps(steps: list[Step], kernel: str):
-    names = action_names()
+    names = ACTIONS
     assert steps
     for s in steps:
         assert isinstance(s, Step)

@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ptxopt.passes.registry import action_names  # noqa: E402
+from ptxopt.search import ACTIONS  # noqa: E402
 from ptxopt.search import Step, reward  # noqa: E402
 from rl.bc import Dataset, soft_targets, step_values, train_bc  # noqa: E402
 
-NAMES = action_names()
+NAMES = ACTIONS
 
 
 def _step(candidates, action, before=1000.0, after=None):

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from ptxopt.cli import cli
 from ptxopt.corpus import get
-from ptxopt.search import episodes, read_jsonl
+from ptxopt.search import N_ACTIONS, episodes, read_jsonl
 
 SMALL = "gemm_tile_2x2x2"
 
@@ -85,7 +85,7 @@ def test_record_writes_readable_trajectories(shared_cache, tmp_path):
     assert steps and {s.kernel for s in steps} == {SMALL}
     assert {s.strategy for s in steps} == {"greedy"}
     [ep] = episodes(steps)
-    assert ep[-1].action == "stop" and all(len(s.action_mask) == 21 for s in ep)
+    assert ep[-1].action == "stop" and all(len(s.action_mask) == N_ACTIONS for s in ep)
     for a, b in zip(ep, ep[1:]):
         assert b.cycles_before == a.cycles_after
 

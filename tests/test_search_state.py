@@ -1,6 +1,6 @@
 """Search states (ptxopt.search.state) and the evaluation meter (ptxopt.search.measure).
 
-States: the action mask (21 actions, stop always legal, unchanged and
+States: the action mask (one slot per action of ptxopt.search.actions, stop always legal, unchanged and
 conflicting passes masked with a reason), children, the transposition digest
 and the observation vector. Meter: distinct modules counted once, budgets,
 failures by status. The meter tests use a fake evaluator (monkeypatched into
@@ -18,9 +18,9 @@ import pytest
 import ptxopt.search.measure as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.parser import ParseError
-from ptxopt.passes.registry import STOP, action_names, pass_names
-from ptxopt.search import (FAMILIES, N_ACTIONS, STOP_INDEX, BudgetExhausted, EvalOptions, Meter, State,
-                           observation_names)
+from ptxopt.search import (ACTIONS, FAMILIES, N_ACTIONS, STOP, STOP_INDEX, BudgetExhausted, EvalOptions, Meter,
+                           State, observation_names)
+from ptxopt.search.actions import PASS_ACTIONS
 
 SMALL = "gemm_tile_2x2x2"
 SAXPY = "cuda_saxpy"
@@ -37,19 +37,19 @@ def saxpy() -> State:
 
 
 def idx(action: str) -> int:
-    return action_names().index(action)
+    return ACTIONS.index(action)
 
 
 # ---------------------------------------------------------------------------
 # the action mask
 
 
-def test_action_space_is_twenty_passes_then_stop(root):
-    assert N_ACTIONS == 21 and STOP_INDEX == 20
-    assert action_names()[STOP_INDEX] == STOP
+def test_action_space_is_the_pass_actions_then_stop(root):
+    assert N_ACTIONS == len(ACTIONS) == len(PASS_ACTIONS) + 1 and STOP_INDEX == N_ACTIONS - 1
+    assert ACTIONS[STOP_INDEX] == STOP
     mask = root.action_mask()
-    assert mask.shape == (21,) and mask.dtype == bool
-    assert len(root.moves()) == 20 and [m.action for m in root.moves()] == pass_names()
+    assert mask.shape == (N_ACTIONS,) and mask.dtype == bool
+    assert [m.action for m in root.moves()] == list(PASS_ACTIONS)
 
 
 def test_stop_is_always_legal(root):
@@ -66,7 +66,7 @@ def test_mask_agrees_with_moves(root):
         assert mask[i] == m.legal
         assert (m.child is None) == (m.reason is not None)
     assert [m.action for m in root.legal_moves()] == [m.action for m in root.moves() if m.legal]
-    assert 0 < len(root.legal_moves()) < 20
+    assert 0 < len(root.legal_moves()) < len(PASS_ACTIONS)
 
 
 def test_pass_that_changes_nothing_is_masked(root, saxpy):

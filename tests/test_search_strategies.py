@@ -19,9 +19,8 @@ import pytest
 
 import ptxopt.search.measure as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
-from ptxopt.passes.registry import STOP, action_names
-from ptxopt.search import (STEP_COST, EvalOptions, KernelResult, Meter, SearchConfig, State, episodes, read_jsonl,
-                           reward, search_kernel, summarize, write_jsonl)
+from ptxopt.search import (ACTIONS, N_ACTIONS, STEP_COST, STOP, EvalOptions, KernelResult, Meter, SearchConfig, State,
+                           episodes, read_jsonl, reward, search_kernel, summarize, write_jsonl)
 
 KERNEL = "gemm_tile_2x2x4"  # greedy takes two passes here, then stops
 
@@ -70,8 +69,8 @@ def check_episode(steps, baseline: float, max_steps: int) -> None:
         assert b.cycles_before == a.cycles_after
         assert b.pipeline == (f"{a.pipeline},{a.action}" if a.pipeline else a.action)
     for s in steps:
-        assert len(s.action_mask) == 21 and s.action_mask[-1] == 1
-        assert s.action_mask[action_names().index(s.action)] == 1  # the action taken was legal
+        assert len(s.action_mask) == N_ACTIONS and s.action_mask[-1] == 1
+        assert s.action_mask[ACTIONS.index(s.action)] == 1  # the action taken was legal
         assert s.observation[-1] == s.pipeline.count(",") + (1 if s.pipeline else 0)  # step slot = depth
         if s.action == STOP:
             assert s.reward == 0.0 and s.cycles_after == s.cycles_before
@@ -361,7 +360,7 @@ def test_jsonl_round_trip(greedy, tmp_path):
     assert len(lines) == len(greedy.steps)
     first = json.loads(lines[0])
     assert first["schema"] == 1 and first["kernel"] == KERNEL and first["action_index"] == \
-        action_names().index(first["action"])
+        ACTIONS.index(first["action"])
     back = list(read_jsonl(p))
     assert back == greedy.steps
     assert write_jsonl(greedy.steps[:1], p, append=True) == 1

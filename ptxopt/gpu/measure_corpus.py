@@ -12,7 +12,7 @@ Usage::
 Exit status: 0 done; 2 no GPU (``no GPU: <reason>`` on stderr) or bad
 arguments; 1 an input file that cannot be read.
 
-Each pipeline is one pass from :func:`ptxopt.passes.pass_names`, applied
+Each pipeline is one named pass (:func:`ptxopt.passes.pass_names`), applied
 with :class:`ptxopt.passmanager.PassManager` to the committed PTX. A pass
 that is illegal for the kernel is recorded as ``illegal``; one that changes
 nothing, or yields PTX identical to an earlier pipeline's, is not measured

@@ -29,8 +29,8 @@ Why this shape (after xDSL and LLVM's new pass manager):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import MISSING, dataclass, field, fields
+from typing import ClassVar, Sequence
 
 from ptxopt.ir import Module
 
@@ -95,11 +95,29 @@ class ChangeReport:
 
 class Pass:
     """Base class of every transform. Subclasses are frozen dataclasses whose
-    fields are the pass options."""
+    fields are what a pipeline string may set: a field without a default is a
+    *parameter* (it picks the variant: ``maxnreg``'s ``n``, ``cache_ld``'s
+    ``op``), one with a default an *option* (``override``, ``assume_align``).
 
-    name: ClassVar[str] = ""
+    ``kind`` is the registered name (``maxnreg``); :attr:`name` is this
+    instance's: its alias when the registry has one for these parameters
+    (``maxnreg_128``), else ``kind{params}`` (``maxnreg{n=96}``). Reports,
+    conflicts and RL actions use ``name``; ``str(p)`` adds the options.
+    ``choices`` declares the legal values of a parameter or option (a tuple,
+    or a ``range``); a value outside them fails at construction, so a bad
+    pipeline string fails at parse time with the pass's own list.
+    """
+
+    kind: ClassVar[str] = ""
     family: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    choices: ClassVar[dict[str, Sequence]] = {}
+
+    def __post_init__(self) -> None:
+        for key, legal in self.choices.items():
+            v = getattr(self, key)
+            if type(v) is bool or v not in legal:  # True == 1 would pass an int range
+                raise ValueError(f"{key}={v!r} is not one of {show_choices(legal)}")
 
     def check_legal(self, module: Module) -> None:
         """Raise :class:`IllegalPass` if the pass may not run on ``module`` at
@@ -118,23 +136,47 @@ class Pass:
         report = self.run(out)
         return out, report
 
+    def parameters(self) -> dict[str, object]:
+        """The fields without a default: what picks the variant."""
+        return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
+                if f.default is MISSING and f.default_factory is MISSING}
+
     def options(self) -> dict[str, object]:
         """Options that differ from their defaults (for the canonical string)."""
-        from dataclasses import MISSING, fields
+        return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
+                if not (f.default is MISSING and f.default_factory is MISSING)
+                and getattr(self, f.name) != (f.default if f.default is not MISSING else f.default_factory())}
 
-        out = {}
-        for f in fields(self):  # type: ignore[arg-type]
-            v = getattr(self, f.name)
-            default = f.default if f.default is not MISSING else None
-            if v != default:
-                out[f.name] = v
-        return out
+    @property
+    def name(self) -> str:
+        """The alias of ``kind`` with these parameters, else ``kind{params}``."""
+        from ptxopt.passes.registry import alias_of
+
+        params = self.parameters()
+        return alias_of(self.kind, params) or self.kind + _braced(params)
 
     def __str__(self) -> str:
-        opts = self.options()
-        if not opts:
-            return self.name
-        return self.name + "{" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + "}"
+        """Canonical: the alias and non-default options (``maxnreg_128{override=True}``),
+        else ``kind`` with parameters and options together (``maxnreg{n=96,override=True}``),
+        keys sorted."""
+        from ptxopt.passes.registry import alias_of
+
+        params, opts = self.parameters(), self.options()
+        alias = alias_of(self.kind, params)
+        if alias:
+            return alias + _braced(opts)
+        return self.kind + _braced({**params, **opts})
+
+
+def _braced(values: dict) -> str:
+    return "{" + ",".join(f"{k}={v}" for k, v in sorted(values.items())) + "}" if values else ""
+
+
+def show_choices(legal: Sequence) -> str:
+    """``24..255`` for a range, ``ca|cg|cs`` for a tuple (error messages, ``ptxopt passes``)."""
+    if isinstance(legal, range) and legal.step == 1:
+        return f"{legal.start}..{legal.stop - 1}"
+    return "|".join(str(x) for x in legal)
 
 
 class FunctionPass(Pass):

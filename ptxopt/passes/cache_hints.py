@@ -1,4 +1,5 @@
-"""Cache-operator hints on global loads (``cache_*``) and stores (``st_cache_*``).
+"""Cache-operator hints on global loads (``cache_ld{op=..}``, aliases ``cache_*``)
+and stores (``cache_st{op=..}``, aliases ``st_cache_*``).
 
 Each pass sets the cache operator of every ``ld.global`` / ``st.global``,
 replacing one that is already there. What the PTX ISA allows, and so what is
@@ -29,6 +30,7 @@ from ptxopt.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
 
+
 def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruction | None:
     """The instruction with cache operator ``op``, None if it already has it;
     raises :class:`Refused` when the ISA forbids it."""
@@ -50,9 +52,16 @@ def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruc
 
 @dataclass(frozen=True)
 class _CacheHint(FunctionPass):
-    op: ClassVar[str] = ""
+    """Sets cache operator ``op`` on every candidate access of ``opcodes_``."""
+
     opcodes_: ClassVar[frozenset[str]] = frozenset()
     allowed: ClassVar[tuple[str, ...]] = ()
+    op_help: ClassVar[dict[str, str]] = {}  # op -> what it does, for the description
+    op: str
+
+    @property
+    def description(self) -> str:
+        return self.op_help.get(self.op, f"global accesses get cache operator .{self.op}")
 
     def run_function(self, fn, report: ChangeReport, module: Module) -> None:
         for items, i, ins in instruction_slots(fn.body):
@@ -71,63 +80,37 @@ class _CacheHint(FunctionPass):
 
 
 @dataclass(frozen=True)
-class _LoadHint(_CacheHint):
+class CacheLd(_CacheHint):
+    """``cache_ld{op=OP}``: every operator the ISA allows on ``ld`` (aliases
+    ``cache_ca``, ``cache_cg``, ``cache_cs``, ``cache_cv``)."""
+
+    kind: ClassVar[str] = "cache_ld"
     family: ClassVar[str] = LOAD_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"ld"})
     allowed: ClassVar[tuple[str, ...]] = opcodes.LOAD_CACHE_OPS
+    choices: ClassVar[dict] = {"op": opcodes.LOAD_CACHE_OPS}
+    op_help: ClassVar[dict[str, str]] = {
+        "ca": "global loads cache at all levels (ld.global.ca, the default)",
+        "cg": "global loads cache in L2 only, bypassing L1 (ld.global.cg)",
+        "cs": "global loads marked streaming, evict first (ld.global.cs)",
+        "lu": "global loads marked last use (ld.global.lu; on global addresses the same as .cs)",
+        "cv": "global loads not cached, fetched again every time (ld.global.cv)",
+    }
 
 
 @dataclass(frozen=True)
-class _StoreHint(_CacheHint):
+class CacheSt(_CacheHint):
+    """``cache_st{op=OP}``: every operator the ISA allows on ``st`` (aliases
+    ``st_cache_wb``, ``st_cache_wt``, ``st_cache_cs``)."""
+
+    kind: ClassVar[str] = "cache_st"
     family: ClassVar[str] = STORE_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"st"})
     allowed: ClassVar[tuple[str, ...]] = opcodes.STORE_CACHE_OPS
-
-
-@dataclass(frozen=True)
-class CacheCA(_LoadHint):
-    name: ClassVar[str] = "cache_ca"
-    op: ClassVar[str] = "ca"
-    description: ClassVar[str] = "global loads cache at all levels (ld.global.ca, the default)"
-
-
-@dataclass(frozen=True)
-class CacheCG(_LoadHint):
-    name: ClassVar[str] = "cache_cg"
-    op: ClassVar[str] = "cg"
-    description: ClassVar[str] = "global loads cache in L2 only, bypassing L1 (ld.global.cg)"
-
-
-@dataclass(frozen=True)
-class CacheCS(_LoadHint):
-    name: ClassVar[str] = "cache_cs"
-    op: ClassVar[str] = "cs"
-    description: ClassVar[str] = "global loads marked streaming, evict first (ld.global.cs)"
-
-
-@dataclass(frozen=True)
-class CacheCV(_LoadHint):
-    name: ClassVar[str] = "cache_cv"
-    op: ClassVar[str] = "cv"
-    description: ClassVar[str] = "global loads not cached, fetched again every time (ld.global.cv)"
-
-
-@dataclass(frozen=True)
-class StCacheWB(_StoreHint):
-    name: ClassVar[str] = "st_cache_wb"
-    op: ClassVar[str] = "wb"
-    description: ClassVar[str] = "global stores write back at all coherent levels (st.global.wb, the default)"
-
-
-@dataclass(frozen=True)
-class StCacheWT(_StoreHint):
-    name: ClassVar[str] = "st_cache_wt"
-    op: ClassVar[str] = "wt"
-    description: ClassVar[str] = "global stores write through to system memory (st.global.wt)"
-
-
-@dataclass(frozen=True)
-class StCacheCS(_StoreHint):
-    name: ClassVar[str] = "st_cache_cs"
-    op: ClassVar[str] = "cs"
-    description: ClassVar[str] = "global stores marked streaming, evict first (st.global.cs)"
+    choices: ClassVar[dict] = {"op": opcodes.STORE_CACHE_OPS}
+    op_help: ClassVar[dict[str, str]] = {
+        "wb": "global stores write back at all coherent levels (st.global.wb, the default)",
+        "cg": "global stores cache in L2 only, bypassing L1 (st.global.cg)",
+        "cs": "global stores marked streaming, evict first (st.global.cs)",
+        "wt": "global stores write through to system memory (st.global.wt)",
+    }

@@ -9,6 +9,11 @@ refused with a message naming both passes and the family.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxopt.passes.base import Pass
+
 VECTORIZE = "vectorize"
 LOAD_CACHE = "load-cache-hint"
 STORE_CACHE = "store-cache-hint"
@@ -19,17 +24,18 @@ PREFETCH = "prefetch"
 #: Families of which a pipeline holds at most one pass.
 EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH})
 
-#: Pairs that exclude each other across or within non-exclusive families.
+#: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {
     frozenset({"vec_ld", "split_ld"}): "vec_ld and split_ld undo each other",
 }
 
 
-def conflict(a_name: str, a_family: str, b_name: str, b_family: str) -> str | None:
-    """Why passes ``a`` and ``b`` cannot share a pipeline, or None."""
-    if a_family == b_family and a_family in EXCLUSIVE_FAMILIES:
-        return f"'{a_name}' and '{b_name}' are both in the {a_family} family (at most one per pipeline)"
-    why = PAIR_CONFLICTS.get(frozenset({a_name, b_name}))
+def conflict(a: "Pass", b: "Pass") -> str | None:
+    """Why passes ``a`` and ``b`` cannot share a pipeline, or None (named as
+    reports name them: ``maxnreg_32``, ``maxnreg{n=96}``)."""
+    if a.family == b.family and a.family in EXCLUSIVE_FAMILIES:
+        return f"'{a.name}' and '{b.name}' are both in the {a.family} family (at most one per pipeline)"
+    why = PAIR_CONFLICTS.get(frozenset({a.kind, b.kind}))
     if why:
-        return f"'{a_name}' conflicts with '{b_name}': {why}"
+        return f"'{a.name}' conflicts with '{b.name}': {why}"
     return None

@@ -1,4 +1,4 @@
-"""Software prefetch (``prefetch_L1`` / ``prefetch_L2``).
+"""Software prefetch (``prefetch{level=L1}`` / ``{level=L2}``, aliases ``prefetch_L1`` / ``prefetch_L2``).
 
 Insert ``prefetch.global.L1 [addr];`` (or ``.L2``) once per 128-byte line
 that the kernel's global loads touch, as early as the address is known.
@@ -113,11 +113,22 @@ def _place(items: list, at: int, names: set[str]) -> int:
     return q
 
 
+#: level -> the levels whose prefetch already covers a line (an L1 prefetch fills L2 as well)
+_COVERED_BY = {"L1": ("L1",), "L2": ("L1", "L2")}
+
+
 @dataclass(frozen=True)
-class _Prefetch(FunctionPass):
+class Prefetch(FunctionPass):
+    """``prefetch{level=L1|L2}`` (aliases ``prefetch_L1``, ``prefetch_L2``)."""
+
+    kind: ClassVar[str] = "prefetch"
     family: ClassVar[str] = PREFETCH
-    level: ClassVar[str] = ""
-    covered_by: ClassVar[tuple[str, ...]] = ()
+    choices: ClassVar[dict] = {"level": tuple(_COVERED_BY)}
+    level: str
+
+    @property
+    def description(self) -> str:
+        return f"prefetch each 128-byte line of the global loads into {self.level} once its address is known"
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
         cfg = build_cfg(fn)
@@ -130,7 +141,7 @@ class _Prefetch(FunctionPass):
                 ins = cfg.instructions[iid]
                 defs, uses = cfg.du[iid]
                 if ins.opcode == "prefetch" and "global" in ins.modifiers and \
-                        any(lv in ins.modifiers for lv in self.covered_by):
+                        any(lv in ins.modifiers for lv in _COVERED_BY[self.level]):
                     present.add(_key(ins, uses, last_def))
                 elif ins.opcode == "cp" and "global" in ins.modifiers:
                     report.refuse(fn.name, ins.line, f"{ins.full_opcode}: an asynchronous copy "
@@ -181,21 +192,3 @@ class _Prefetch(FunctionPass):
         guard = f"@{'!' if first.guard_neg else ''}{first.guard} " if first.guard else ""
         report.change(fn.name, first.line, f"{guard}prefetch.global.{self.level} {addr}: "
                       f"{len(loads)} load{'s' if len(loads) > 1 else ''}, offsets {offs[0]}..{offs[-1]}")
-
-
-@dataclass(frozen=True)
-class PrefetchL1(_Prefetch):
-    name: ClassVar[str] = "prefetch_L1"
-    level: ClassVar[str] = "L1"
-    covered_by: ClassVar[tuple[str, ...]] = ("L1",)
-    description: ClassVar[str] = \
-        "prefetch each 128-byte line of the global loads into L1 once its address is known"
-
-
-@dataclass(frozen=True)
-class PrefetchL2(_Prefetch):
-    name: ClassVar[str] = "prefetch_L2"
-    level: ClassVar[str] = "L2"
-    covered_by: ClassVar[tuple[str, ...]] = ("L1", "L2")
-    description: ClassVar[str] = \
-        "prefetch each 128-byte line of the global loads into L2 once its address is known"

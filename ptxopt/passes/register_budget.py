@@ -1,4 +1,5 @@
-"""Register budgets: set ``.maxnreg N`` on every ``.entry``.
+"""Register budgets: ``maxnreg{n=N}`` sets ``.maxnreg N`` on every ``.entry``
+(aliases ``maxnreg_32``, ``_64``, ``_128``, ``_255``).
 
 A budget trades registers for occupancy and spills: low budgets force ptxas
 to spill, generous ones let it schedule freely (BRIEF §3). ptxas accepts
@@ -6,9 +7,9 @@ almost any ``.maxnreg`` and silently clamps it, so the legality rules here
 are what make a budget *mean* something; an entry is refused when:
 
 * the source already sets a different ``.maxnreg`` (a compiler such as Triton
-  chose it, and a pass must respect the source): ``maxnreg_128`` never
-  raises nor lowers it unless its option ``override=1`` says so
-  (``maxnreg_128{override=1}``);
+  chose it, and a pass must respect the source): ``maxnreg{n=128}``
+  (alias ``maxnreg_128``) never raises nor lowers it unless its option
+  ``override=1`` says so (``maxnreg_128{override=1}``);
 * it uses ``setmaxnreg`` (sm_90a warpgroup register reallocation manages the
   register count itself);
 * its block-size directives bound the registers below the budget: the
@@ -32,7 +33,7 @@ the budget, above).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
@@ -98,71 +99,59 @@ def budget_refusal(fn: Function, budget: int) -> str | None:
     return None
 
 
-_OVERRIDE_HELP = "; keeps a .maxnreg the source set unless {override=1}"
+#: The budgets ptxas honours: below 24 ptxas 13 raises the count to its lower
+#: bound of 24 ("adjusting per thread register count of 16 to lower bound of
+#: 24", sm_89/sm_90/sm_100/sm_120), above 255 it ignores the directive ("Too
+#: many maxnreg specified ... will be ignored"); so a budget outside this
+#: range would not mean what it says.
+BUDGETS = range(24, 256)
 
 
 @dataclass(frozen=True)
-class _MaxNReg(Pass):
-    """``override``: replace a ``.maxnreg`` the source already set (by default
-    such an entry is refused: the source's budget is respected)."""
+class MaxNReg(Pass):
+    """``n``: the budget. ``override``: replace a ``.maxnreg`` the source
+    already set (by default such an entry is refused: the source's budget is
+    respected)."""
 
+    kind: ClassVar[str] = "maxnreg"
     family: ClassVar[str] = REGISTER_BUDGET
-    budget: ClassVar[int] = 0
+    choices: ClassVar[dict] = {"n": BUDGETS}
+    n: int
     override: bool = False
+
+    @property
+    def description(self) -> str:
+        what = "allow every entry up to" if self.n == BUDGETS[-1] else "limit every entry to"
+        return (f"{what} {self.n} registers per thread (.maxnreg {self.n}); "
+                "keeps a .maxnreg the source set unless {override=1}")
+
+    def overriding(self) -> str:
+        """This pass as written with ``override=1`` (for the refusal's hint)."""
+        plain = str(replace(self, override=False))
+        return plain[:-1] + ",override=1}" if plain.endswith("}") else plain + "{override=1}"
 
     def run(self, module: Module) -> ChangeReport:
         report = ChangeReport(self.name)
+        budget = self.n
         for fn in module.entries:
             current = fn.directive(".maxnreg")
-            if current is not None and current.args == (str(self.budget),):
+            if current is not None and current.args == (str(budget),):
                 continue
             if current is not None and not self.override:
                 report.refuse(fn.name, fn.line,
                               f"the source sets .maxnreg {', '.join(current.args)} "
-                              f"(use {self.name}{{override=1}} to replace it)")
+                              f"(use {self.overriding()} to replace it)")
                 continue
-            why = budget_refusal(fn, self.budget)
+            why = budget_refusal(fn, budget)
             if why:
                 report.refuse(fn.name, fn.line, why)
                 continue
-            new = PerfDirective(".maxnreg", (str(self.budget),))
+            new = PerfDirective(".maxnreg", (str(budget),))
             if current is None:
                 fn.directives = fn.directives + (new,)
-                what = f"set .maxnreg {self.budget}"
+                what = f"set .maxnreg {budget}"
             else:
                 fn.directives = tuple(new if d.name == ".maxnreg" else d for d in fn.directives)
-                what = f"replaced .maxnreg {', '.join(current.args)} with {self.budget}"
+                what = f"replaced .maxnreg {', '.join(current.args)} with {budget}"
             report.change(fn.name, fn.line, what)
         return report
-
-
-@dataclass(frozen=True)
-class MaxNReg32(_MaxNReg):
-    name: ClassVar[str] = "maxnreg_32"
-    budget: ClassVar[int] = 32
-    description: ClassVar[str] = ("limit every entry to 32 registers per thread (.maxnreg 32)"
-                                       + _OVERRIDE_HELP)
-
-
-@dataclass(frozen=True)
-class MaxNReg64(_MaxNReg):
-    name: ClassVar[str] = "maxnreg_64"
-    budget: ClassVar[int] = 64
-    description: ClassVar[str] = ("limit every entry to 64 registers per thread (.maxnreg 64)"
-                                       + _OVERRIDE_HELP)
-
-
-@dataclass(frozen=True)
-class MaxNReg128(_MaxNReg):
-    name: ClassVar[str] = "maxnreg_128"
-    budget: ClassVar[int] = 128
-    description: ClassVar[str] = ("limit every entry to 128 registers per thread (.maxnreg 128)"
-                                       + _OVERRIDE_HELP)
-
-
-@dataclass(frozen=True)
-class MaxNReg255(_MaxNReg):
-    name: ClassVar[str] = "maxnreg_255"
-    budget: ClassVar[int] = 255
-    description: ClassVar[str] = ("allow every entry up to 255 registers per thread (.maxnreg 255)"
-                                       + _OVERRIDE_HELP)

@@ -1,10 +1,19 @@
-"""Every pass by name, in a stable order that is also the RL action order.
+"""Every pass by name: the registered kinds, and the aliases that name one
+variant of a parametric kind.
 
-The registry maps a name to a lazy factory (importing a pass family only when
-one of its passes is asked for). Its key order is the action order of the
-learning layer: the 20 passes, then ``stop`` (which is an action, not a
-pass). A test ties every key to its pass's ``name`` so the CLI, the docs and
-the action list cannot drift apart.
+A kind maps to a lazy factory (importing a pass family only when one of its
+passes is asked for). A parametric kind (``maxnreg``, ``cache_ld``,
+``cache_st``, ``reorder``, ``prefetch``) is written with its parameters,
+``maxnreg{n=96}``; the names that existed before passes took parameters
+(``maxnreg_128``, ``cache_cg`` ...) are aliases of one variant each, and a
+pass with an alias prints as its alias (:meth:`Pass.__str__`), so pipeline
+strings, cache keys, reports and the committed trajectories and policy keep
+the names they always had. A new variant needs no alias: it prints as
+``kind{params}``.
+
+The order here is the order of ``ptxopt passes`` and of :func:`pass_names`;
+it is *not* the learning layer's action order (that is
+:data:`ptxopt.search.actions.ACTIONS`, which lists its own strings).
 """
 
 from __future__ import annotations
@@ -14,31 +23,40 @@ from typing import Callable
 
 from ptxopt.passes.base import Pass
 
-STOP = "stop"
-
-# name -> (module under ptxopt.passes, class name)
+# kind -> (module under ptxopt.passes, class name)
 _PASSES: dict[str, tuple[str, str]] = {
     "vec_ld": ("vectorize", "VecLd"),
     "vec_st": ("vectorize", "VecSt"),
     "split_ld": ("vectorize", "SplitLd"),
-    "cache_ca": ("cache_hints", "CacheCA"),
-    "cache_cg": ("cache_hints", "CacheCG"),
-    "cache_cs": ("cache_hints", "CacheCS"),
-    "cache_cv": ("cache_hints", "CacheCV"),
-    "st_cache_wb": ("cache_hints", "StCacheWB"),
-    "st_cache_wt": ("cache_hints", "StCacheWT"),
-    "st_cache_cs": ("cache_hints", "StCacheCS"),
-    "maxnreg_32": ("register_budget", "MaxNReg32"),
-    "maxnreg_64": ("register_budget", "MaxNReg64"),
-    "maxnreg_128": ("register_budget", "MaxNReg128"),
-    "maxnreg_255": ("register_budget", "MaxNReg255"),
-    "reorder_cp": ("reorder", "ReorderCriticalPath"),
-    "reorder_il": ("reorder", "ReorderInterleave"),
-    "reorder_lf": ("reorder", "ReorderLoadsFirst"),
-    "reorder_sl": ("reorder", "ReorderStoresLast"),
-    "prefetch_L1": ("prefetch", "PrefetchL1"),
-    "prefetch_L2": ("prefetch", "PrefetchL2"),
+    "cache_ld": ("cache_hints", "CacheLd"),
+    "cache_st": ("cache_hints", "CacheSt"),
+    "maxnreg": ("register_budget", "MaxNReg"),
+    "reorder": ("reorder", "Reorder"),
+    "prefetch": ("prefetch", "Prefetch"),
 }
+
+# alias -> (kind, parameters): the pass names from before parameters, kept
+_ALIASES: dict[str, tuple[str, dict]] = {
+    "cache_ca": ("cache_ld", {"op": "ca"}),
+    "cache_cg": ("cache_ld", {"op": "cg"}),
+    "cache_cs": ("cache_ld", {"op": "cs"}),
+    "cache_cv": ("cache_ld", {"op": "cv"}),
+    "st_cache_wb": ("cache_st", {"op": "wb"}),
+    "st_cache_wt": ("cache_st", {"op": "wt"}),
+    "st_cache_cs": ("cache_st", {"op": "cs"}),
+    "maxnreg_32": ("maxnreg", {"n": 32}),
+    "maxnreg_64": ("maxnreg", {"n": 64}),
+    "maxnreg_128": ("maxnreg", {"n": 128}),
+    "maxnreg_255": ("maxnreg", {"n": 255}),
+    "reorder_cp": ("reorder", {"policy": "cp"}),
+    "reorder_il": ("reorder", {"policy": "il"}),
+    "reorder_lf": ("reorder", {"policy": "lf"}),
+    "reorder_sl": ("reorder", {"policy": "sl"}),
+    "prefetch_L1": ("prefetch", {"level": "L1"}),
+    "prefetch_L2": ("prefetch", {"level": "L2"}),
+}
+
+_ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}
 
 
 def _factory(module: str, cls: str) -> Callable[[], type[Pass]]:
@@ -49,25 +67,60 @@ def _factory(module: str, cls: str) -> Callable[[], type[Pass]]:
 
 
 def pass_registry() -> dict[str, Callable[[], type[Pass]]]:
-    """``{name: factory}`` in action order; ``factory()`` returns the pass class."""
-    return {name: _factory(mod, cls) for name, (mod, cls) in _PASSES.items()}
+    """``{kind: factory}``; ``factory()`` returns the pass class."""
+    return {kind: _factory(mod, cls) for kind, (mod, cls) in _PASSES.items()}
 
 
-def pass_names() -> list[str]:
+def pass_kinds() -> list[str]:
     return list(_PASSES)
 
 
-def action_names() -> list[str]:
-    """The RL action space: every pass in registry order, then ``stop``."""
-    return [*_PASSES, STOP]
+def pass_names() -> list[str]:
+    """The names a pipeline accepts without braces, in registry order: each
+    kind without parameters, and each parametric kind's aliases (what
+    ``ptxopt passes``, the golden tests and the benchmarks go through)."""
+    out = []
+    for kind in _PASSES:
+        aliases = [a for a, (k, _) in _ALIASES.items() if k == kind]
+        out += aliases or [kind]
+    return out
+
+
+def resolve(name: str) -> tuple[str, dict]:
+    """``(kind, fixed parameters)`` for a kind or an alias; raises :class:`UnknownPass`."""
+    if name in _PASSES:
+        return name, {}
+    if name in _ALIASES:
+        kind, params = _ALIASES[name]
+        return kind, dict(params)
+    raise UnknownPass(name)
+
+
+def alias_of(kind: str, params: dict) -> str | None:
+    """The alias naming ``kind`` with exactly ``params``, or None."""
+    if not params:
+        return None
+    return _ALIAS_OF.get((kind, tuple(sorted(params.items()))))
 
 
 def get_pass_class(name: str) -> type[Pass]:
-    try:
-        mod, cls = _PASSES[name]
-    except KeyError:
-        raise UnknownPass(name) from None
+    """The class of a kind or of an alias's kind."""
+    mod, cls = _PASSES[resolve(name)[0]]
     return getattr(import_module(f"ptxopt.passes.{mod}"), cls)
+
+
+def signature(kind: str) -> str:
+    """``maxnreg{n=24..255}``: a kind with its parameters' legal values."""
+    from dataclasses import MISSING, fields
+
+    from ptxopt.passes.base import show_choices
+
+    cls = get_pass_class(kind)
+    params = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+    if not params:
+        return kind
+    return kind + "{" + ",".join(f"{p}={show_choices(cls.choices[p]) if p in cls.choices else '...'}"
+                                 for p in params) + "}"
 
 
 class UnknownPass(KeyError):
@@ -76,4 +129,5 @@ class UnknownPass(KeyError):
         self.name = name
 
     def __str__(self) -> str:
-        return f"unknown pass '{self.name}'; valid passes: {', '.join(_PASSES)}"
+        return (f"unknown pass '{self.name}'; valid passes: {', '.join(pass_names())}; "
+                f"with parameters: {', '.join(signature(k) for k in _PASSES if signature(k) != k)}")

@@ -1,23 +1,23 @@
-"""Per-block list schedulers (``reorder_*``).
+"""Per-block list schedulers (``reorder{policy=P}``, aliases ``reorder_P``).
 
-Each pass rebuilds every basic block's instruction order by list scheduling
+The pass rebuilds every basic block's instruction order by list scheduling
 over the block's dependencies: it repeatedly takes a *ready* instruction (all
-its predecessors placed) by the pass's priority, ties broken by original
+its predecessors placed) by its policy's priority, ties broken by original
 position, so the result is deterministic. The dependencies are a
 :class:`~ptxopt.analysis.depgraph.DepGraph`, the partial order of the
 block's DAG (:func:`ptxopt.analysis.block_dag`) in linear size (join nodes
 instead of one edge per conflicting load/store pair), scheduled by
-:mod:`ptxopt.analysis.schedule`. The priorities:
+:mod:`ptxopt.analysis.schedule`. The policies' priorities:
 
-* ``reorder_cp``: longest latency-weighted path to the end of the block
+* ``cp`` (``reorder_cp``): longest latency-weighted path to the end of the block
   (:func:`~ptxopt.analysis.schedule.heights` with :func:`~ptxopt.analysis.estimated_latency`);
   a ready prefetch goes first (nothing consumes it, so its own path is short,
   but it only helps ahead of the loads it is for);
-* ``reorder_il``: a memory instruction after an arithmetic one and vice
+* ``il`` (``reorder_il``): a memory instruction after an arithmetic one and vice
   versa, whenever both kinds are ready;
-* ``reorder_lf``: ready loads first, then instructions a later load depends
+* ``lf`` (``reorder_lf``): ready loads first, then instructions a later load depends
   on, then the rest;
-* ``reorder_sl``: the mirror image, scheduled bottom-up from the block's end:
+* ``sl`` (``reorder_sl``): the mirror image, scheduled bottom-up from the block's end:
   stores take the last free slot, then instructions that must follow a store.
 
 Legality is the DAG's: every dependency is kept (checked with
@@ -111,16 +111,56 @@ def _groups(run: _Run) -> tuple[int, list[list]]:
     return start, out
 
 
-@dataclass(frozen=True)
-class _Reorder(FunctionPass):
-    family: ClassVar[str] = REORDER
+def _critical_path(g: DepGraph, runs):
+    h = heights(g, estimated_latency)
+    prefetches = opcodes.PREFETCHES
+    keys = [(ins.opcode not in prefetches, -h[v], v) for v, ins in enumerate(g.instructions)]
+    return list_schedule(g, runs, keys)
 
-    def order(self, g: DepGraph, runs: list[tuple[int, int]]) -> list[int]:
-        """The block's new order: each run of ``runs`` scheduled on its own."""
-        raise NotImplementedError
+
+def _interleave(g: DepGraph, runs):
+    return interleave(g, runs, [opcodes.is_memory(i) for i in g.instructions])
+
+
+def _loads_first(g: DepGraph, runs):
+    load = [opcodes.role(i) == "load" for i in g.instructions]
+    feeds = reaches(g, load, forward=True)
+    keys = [(0 if load[v] else 1 if feeds[v] else 2, v) for v in range(g.n)]
+    return list_schedule(g, runs, keys)
+
+
+def _stores_last(g: DepGraph, runs):
+    store = [opcodes.role(i) == "store" for i in g.instructions]
+    follows = reaches(g, store, forward=False)
+    keys = [(0 if store[v] else 1 if follows[v] else 2, -v) for v in range(g.n)]
+    return list_schedule(g, runs, keys, bottom_up=True)
+
+
+#: policy -> (the block's new order: each run of ``runs`` scheduled on its own, description)
+_POLICIES = {
+    "cp": (_critical_path, "list-schedule each basic block by latency-weighted critical-path length"),
+    "il": (_interleave, "list-schedule each basic block alternating memory and arithmetic instructions"),
+    "lf": (_loads_first, "list-schedule each basic block with loads as early as dependencies allow"),
+    "sl": (_stores_last, "list-schedule each basic block with stores as late as dependencies allow"),
+}
+
+
+@dataclass(frozen=True)
+class Reorder(FunctionPass):
+    """``reorder{policy=P}``, one of the priorities above (aliases ``reorder_cp``,
+    ``reorder_il``, ``reorder_lf``, ``reorder_sl``)."""
+
+    kind: ClassVar[str] = "reorder"
+    family: ClassVar[str] = REORDER
+    choices: ClassVar[dict] = {"policy": tuple(_POLICIES)}
+    policy: str
+
+    @property
+    def description(self) -> str:
+        return _POLICIES[self.policy][1]
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = cfg_of(fn)  # the four reorder passes of one state share it
+        cfg = cfg_of(fn)  # the reorder policies tried on one state share it
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}
         overlap = overlapping_symbols(fn, module)
@@ -140,7 +180,7 @@ class _Reorder(FunctionPass):
             if not movable:
                 continue
             g = block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
-            order = self.order(g, [(r.lo, r.hi) for r in runs])
+            order = _POLICIES[self.policy][0](g, [(r.lo, r.hi) for r in runs])
             moved = sum(1 for k, v in enumerate(order) if k != v)
             if not moved:
                 continue
@@ -153,52 +193,3 @@ class _Reorder(FunctionPass):
                 r.items[start:start + len(new)] = new
             report.change(fn.name, line, f"block {where}: {moved} of "
                           f"{len(block.instructions)} instructions moved")
-
-
-@dataclass(frozen=True)
-class ReorderCriticalPath(_Reorder):
-    name: ClassVar[str] = "reorder_cp"
-    description: ClassVar[str] = \
-        "list-schedule each basic block by latency-weighted critical-path length"
-
-    def order(self, g, runs):
-        h = heights(g, estimated_latency)
-        prefetches = opcodes.PREFETCHES
-        keys = [(ins.opcode not in prefetches, -h[v], v) for v, ins in enumerate(g.instructions)]
-        return list_schedule(g, runs, keys)
-
-
-@dataclass(frozen=True)
-class ReorderInterleave(_Reorder):
-    name: ClassVar[str] = "reorder_il"
-    description: ClassVar[str] = \
-        "list-schedule each basic block alternating memory and arithmetic instructions"
-
-    def order(self, g, runs):
-        return interleave(g, runs, [opcodes.is_memory(i) for i in g.instructions])
-
-
-@dataclass(frozen=True)
-class ReorderLoadsFirst(_Reorder):
-    name: ClassVar[str] = "reorder_lf"
-    description: ClassVar[str] = \
-        "list-schedule each basic block with loads as early as dependencies allow"
-
-    def order(self, g, runs):
-        load = [opcodes.role(i) == "load" for i in g.instructions]
-        feeds = reaches(g, load, forward=True)
-        keys = [(0 if load[v] else 1 if feeds[v] else 2, v) for v in range(g.n)]
-        return list_schedule(g, runs, keys)
-
-
-@dataclass(frozen=True)
-class ReorderStoresLast(_Reorder):
-    name: ClassVar[str] = "reorder_sl"
-    description: ClassVar[str] = \
-        "list-schedule each basic block with stores as late as dependencies allow"
-
-    def order(self, g, runs):
-        store = [opcodes.role(i) == "store" for i in g.instructions]
-        follows = reaches(g, store, forward=False)
-        keys = [(0 if store[v] else 1 if follows[v] else 2, -v) for v in range(g.n)]
-        return list_schedule(g, runs, keys, bottom_up=True)

@@ -582,6 +582,7 @@ class _Vectorize(FunctionPass):
     assume_align: int = 0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         a = self.assume_align
         if a < 0 or (a and a & (a - 1)):
             raise ValueError(f"assume_align must be 0 or a power of two, not {a}")
@@ -609,14 +610,14 @@ class _Vectorize(FunctionPass):
 
 @dataclass(frozen=True)
 class VecLd(_Vectorize):
-    name: ClassVar[str] = "vec_ld"
+    kind: ClassVar[str] = "vec_ld"
     description: ClassVar[str] = ("merge scalar ld.global at contiguous aligned offsets of one base "
                                   "into .v2/.v4 loads")
 
 
 @dataclass(frozen=True)
 class VecSt(_Vectorize):
-    name: ClassVar[str] = "vec_st"
+    kind: ClassVar[str] = "vec_st"
     stores: ClassVar[bool] = True
     description: ClassVar[str] = ("merge scalar st.global at contiguous aligned offsets of one base "
                                   "into .v2/.v4 stores")
@@ -624,7 +625,7 @@ class VecSt(_Vectorize):
 
 @dataclass(frozen=True)
 class SplitLd(FunctionPass):
-    name: ClassVar[str] = "split_ld"
+    kind: ClassVar[str] = "split_ld"
     family: ClassVar[str] = VECTORIZE
     description: ClassVar[str] = "expand .v2/.v4 global loads into one scalar load per element"
 

@@ -2,7 +2,8 @@
 
 The graph searched: a node is a :class:`~ptxopt.search.state.State` (a
 kernel after a pipeline), an edge appends one legal pass (the mask comes
-from the pass API; see :mod:`ptxopt.search.state`). Every strategy measures
+from the pass API; see :mod:`ptxopt.search.state`); the actions are
+:mod:`ptxopt.search.actions`. Every strategy measures
 states through a :class:`~ptxopt.search.measure.Meter` (the evaluator, with
 evaluations counted for equal-budget comparisons) and records trajectories
 (:mod:`ptxopt.search.trajectory`) for the learning layer.
@@ -18,11 +19,18 @@ Library use::
 
 from .measure import BudgetExhausted, EvalOptions, Meter
 from .run import STRATEGIES, KernelResult, SearchConfig, search_kernel, search_many, summarize
-from .state import FAMILIES, N_ACTIONS, STOP_INDEX, Move, State, observation_names
+from .actions import ACTIONS, N_ACTIONS, STOP, STOP_INDEX, families
+from .state import Move, State, observation_names
 from .trajectory import STEP_COST, Step, episodes, read_jsonl, reward, write_jsonl
 
 __all__ = [
     "BudgetExhausted", "EvalOptions", "Meter", "STRATEGIES", "KernelResult", "SearchConfig", "search_kernel",
-    "search_many", "summarize", "FAMILIES", "N_ACTIONS", "STOP_INDEX", "Move", "State", "observation_names",
+    "search_many", "summarize", "ACTIONS", "FAMILIES", "families", "N_ACTIONS", "STOP", "STOP_INDEX", "Move", "State", "observation_names",
     "STEP_COST", "Step", "episodes", "read_jsonl", "reward", "write_jsonl",
 ]
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":  # computed on first use (see ptxopt.search.actions.families)
+        return families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

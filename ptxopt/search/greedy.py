@@ -8,7 +8,7 @@ behaviour-cloning dataset is these trajectories).
 
 from __future__ import annotations
 
-from ptxopt.passes.registry import STOP
+from ptxopt.search.actions import STOP
 
 from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, start

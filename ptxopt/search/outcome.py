@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ptxopt.evaluate import EvalResult
-from ptxopt.passes.registry import STOP
+from ptxopt.search.actions import STOP
 
 from .state import State
 from .trajectory import Step, make_step
@@ -39,11 +39,11 @@ def path_steps(root: State, best: State, meter, *, max_steps: int, strategy: str
     steps, state = [], root
     res = meter.known(root)
     for i, p in enumerate(best.pipeline):
-        nxt = state.child(p.name)
+        nxt = state.child(str(p))  # each pass was appended by an action, which prints as itself
         nres = meter.known(nxt)
         if res is None or not meter.usable(nres):
             return steps
-        steps.append(make_step(state, p.name, res.cycles, nres.cycles, kernel=root.kernel.label,
+        steps.append(make_step(state, str(p), res.cycles, nres.cycles, kernel=root.kernel.label,
                                strategy=strategy, episode=episode, index=i, options=meter.options))
         state, res = nxt, nres
     if len(best.pipeline) < max_steps:

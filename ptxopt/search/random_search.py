@@ -16,7 +16,7 @@ import hashlib
 
 import numpy as np
 
-from ptxopt.passes.registry import STOP
+from ptxopt.search.actions import STOP
 
 from .measure import BudgetExhausted, Meter
 from .outcome import Outcome, start

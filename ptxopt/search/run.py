@@ -220,12 +220,14 @@ def summarize(results: Sequence[KernelResult]) -> dict:
     import statistics
     from collections import Counter
 
+    from ptxopt.pipeline import Pipeline
+
     ok = [r for r in results if r.error is None and r.improvement_pct is not None]
     imps = [r.improvement_pct for r in ok]
     freq: Counter = Counter()
     for r in ok:
-        for name in filter(None, r.pipeline.split(",")):
-            freq[name.split("{")[0]] += 1
+        for p in Pipeline.parse(r.pipeline, allow_conflicts=True):  # maxnreg{n=96,override=True} holds a comma
+            freq[p.name] += 1  # the alias or kind{params}, without options
     evals = sum(r.evaluations for r in results)
     hits = sum(r.cache_hits for r in results)
     failures: Counter = Counter()

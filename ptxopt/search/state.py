@@ -10,7 +10,9 @@ pass that changes nothing would cost a measurement and a step for a reward
 of exactly ``-step_cost``, and two pipelines that print the same text are
 the same state (strategies use :attr:`State.digest` as a transposition key).
 
-``stop`` (the last action) is always legal.
+The actions, their order and the mask layout are
+:data:`ptxopt.search.actions.ACTIONS`; ``stop`` (the last action) is always
+legal.
 
 The module-dependent part of that decision (legal? changes the printed
 module?) is remembered per printed module by :mod:`ptxopt.search.move_memo`
@@ -32,17 +34,9 @@ import numpy as np
 from ptxopt.evaluate import Candidate
 from ptxopt.ir import Module
 from ptxopt.passes.base import IllegalPass
-from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
-from ptxopt.passes.registry import STOP, action_names, get_pass_class, pass_names
 from ptxopt.pipeline import Pipeline
+from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
 from ptxopt.search.move_memo import MoveMemo
-
-#: Pass families in the order of the observation's "active family" slots.
-FAMILIES: tuple[str, ...] = (VECTORIZE, *sorted(EXCLUSIVE_FAMILIES))
-
-#: Number of actions: the 20 passes in registry order, then ``stop``.
-N_ACTIONS = len(action_names())
-STOP_INDEX = N_ACTIONS - 1
 
 
 @dataclass(frozen=True)
@@ -110,9 +104,9 @@ class State:
         return replace(self.kernel, pipeline=str(self.pipeline))
 
     def moves(self) -> list[Move]:
-        """Every pass action in registry order (not ``stop``), legal or masked."""
+        """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            self._moves = [self._kids.get(name) or self._move(name) for name in pass_names()]
+            self._moves = [self._kids.get(name) or self._move(name) for name in PASS_ACTIONS]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
         return self._moves
@@ -132,10 +126,10 @@ class State:
         if self._facts is None and self.memo is not None:
             self._facts = self.memo.get(self.digest)
         if self._facts is not None:
-            missing = [n for n in pass_names() if n not in self._facts and not self._conflict(n)]
+            missing = [n for n in PASS_ACTIONS if n not in self._facts and not self._conflict(n)]
             if not missing:
                 return self._facts
-            if len(missing) < len(pass_names()):
+            if len(missing) < len(PASS_ACTIONS):
                 for n in missing:
                     self._kids[n] = self._move(n)
                 self._remember({n: self._kids[n].reason for n in missing})
@@ -144,12 +138,12 @@ class State:
         return self._facts or {}
 
     def _conflict(self, name: str) -> str | None:
-        return self.pipeline.can_append(get_pass_class(name)())
+        return self.pipeline.can_append(action_pass(name))
 
     def _move(self, name: str) -> Move:
         from ptxopt.emit import emit
 
-        p = get_pass_class(name)()
+        p = action_pass(name)
         why = self.pipeline.can_append(p)
         if why:
             return Move(name, reason=f"conflict: {why}")
@@ -175,16 +169,16 @@ class State:
                 mask[i] = m.legal
         else:
             facts = self.facts()
-            for i, name in enumerate(pass_names()):
+            for i, name in enumerate(PASS_ACTIONS):
                 mask[i] = name in facts and facts[name] is None and not self._conflict(name)
         mask[STOP_INDEX] = True
         return mask
 
     def child(self, action: str) -> "State":
-        """The state after ``action`` (a pass name); raises ValueError when it is masked."""
+        """The state after ``action`` (an action string); raises ValueError when it is masked."""
         if action == STOP:
             return self
-        if action not in pass_names():
+        if action not in PASS_ACTIONS:
             raise ValueError(f"unknown action {action!r}")
         if self._moves is not None:
             m = next(m for m in self._moves if m.action == action)
@@ -202,9 +196,9 @@ class State:
         return m.child
 
     def active_families(self) -> np.ndarray:
-        """1.0 for each family of :data:`FAMILIES` that has a pass in the pipeline."""
+        """1.0 for each family of :func:`~ptxopt.search.actions.families` that has a pass in the pipeline."""
         active = {p.family for p in self.pipeline}
-        return np.array([1.0 if f in active else 0.0 for f in FAMILIES])
+        return np.array([1.0 if f in active else 0.0 for f in families()])
 
     @cached_property
     def features(self) -> np.ndarray:
@@ -241,4 +235,4 @@ def observation_names() -> list[str]:
     """Names of the :meth:`State.observation` slots, in order."""
     from ptxopt.analysis.features import FEATURE_NAMES
 
-    return [*FEATURE_NAMES, *(f"active:{f}" for f in FAMILIES), "step"]
+    return [*FEATURE_NAMES, *(f"active:{f}" for f in families()), "step"]

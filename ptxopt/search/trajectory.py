@@ -12,13 +12,14 @@ Format: JSON Lines, one object per step (an episode is the steps sharing
 ``observation``      the state's observation vector (see
                      :func:`ptxopt.search.state.observation_names`: kernel
                      features of the current module, active families, step)
-``action_mask``      21 ints (1 = legal), registry order, ``stop`` last
-``action``           the pass name taken, or ``stop``
-``action_index``     its index in :func:`ptxopt.passes.registry.action_names`
+``action_mask``      one int per action (1 = legal), in the order of
+                     :data:`ptxopt.search.actions.ACTIONS`, ``stop`` last
+``action``           the action taken (its canonical string), or ``stop``
+``action_index``     its index in :data:`ptxopt.search.actions.ACTIONS`
 ``cycles_before``    cycles of the state before the action
 ``cycles_after``     cycles after it (equal to before for ``stop``)
 ``reward``           ``log(before / after) - step_cost``; 0 for ``stop``
-``candidates``       {pass name: cycles or null} for every legal action the
+``candidates``       {action: cycles or null} for every legal action the
                      strategy measured from this state (greedy: all of them)
 ``estimate``         true when cycles are the sim model's estimate
 ``backend``, ``arch``
@@ -35,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ptxopt.passes.registry import STOP, action_names
+from ptxopt.search.actions import STOP, action_index
 
 SCHEMA = 1
 
@@ -69,7 +70,7 @@ class Step:
 
     @property
     def action_index(self) -> int:
-        return action_names().index(self.action)
+        return action_index(self.action)
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -1,6 +1,6 @@
 """The differential check behind the fuzzer: every pass on one kernel.
 
-For each of the 20 passes: the result either prints the same module (the
+For each named pass (:func:`~ptxopt.passes.registry.pass_names`): the result either prints the same module (the
 pass found nothing to do, or refused every site), or ptxas accepts it *and*
 the interpreter finds it computes bit for bit what the original computes
 (:func:`ptxopt.verify.verify`, every trial, under the given launch). Anything

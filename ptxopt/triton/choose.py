@@ -61,12 +61,12 @@ class PolicyPipelines:
     def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
         from ptxopt.evaluate.core import Candidate
         from ptxopt.search.state import State
-        from rl.env import ACTIONS
+        from ptxopt.search.actions import ACTIONS, STOP
 
         state = State.root(Candidate(ptx, name=name))
         for _ in range(self.MAX_STEPS):
             a, _lp = self.policy.act(state.observation(), state.action_mask(), greedy=True)
-            if ACTIONS[a] == "stop":
+            if ACTIONS[a] == STOP:
                 break
             state = state.child(ACTIONS[a])
         if len(state.pipeline) == 0:

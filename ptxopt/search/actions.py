@@ -1,0 +1,76 @@
+"""The learning layer's actions: one tuple of canonical pipeline strings, then ``stop``.
+
+Everything that depends on the action space derives from :data:`ACTIONS`:
+the action count and ``stop``'s index, the search state's mask layout and
+move order (:mod:`ptxopt.search.state`), the observation's active-family
+slots (:func:`families`), the environment's ``Discrete(n)`` and the
+policy's output size (:mod:`rl`), what checkpoints and trajectories record,
+and the tests. Adding an action is one line in :data:`PASS_ACTIONS`
+(``"maxnreg{n=96}",``). A checkpoint records the action strings it was
+trained with and is refused against another list (retrain after a change).
+
+Each action is written the way it prints (:meth:`ptxopt.pipeline.Pipeline.__str__`),
+so an action, a trajectory's ``action`` and a pipeline's items compare as
+strings; the strings of the first 20 are the pass names from before passes
+took parameters. This lives under ``ptxopt.search`` because the search
+strategies need the mask layout, and ``ptxopt`` never imports ``rl``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ptxopt.passes.base import Pass
+from ptxopt.passes.families import EXCLUSIVE_FAMILIES
+
+STOP = "stop"
+
+#: The pass actions, in index order: each appends one pass to the pipeline.
+PASS_ACTIONS: tuple[str, ...] = (
+    "vec_ld", "vec_st", "split_ld",
+    "cache_ca", "cache_cg", "cache_cs", "cache_cv",
+    "st_cache_wb", "st_cache_wt", "st_cache_cs",
+    "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
+    "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
+    "prefetch_L1", "prefetch_L2",
+)
+
+#: The action space, in index order: the pass actions, then ``stop``.
+ACTIONS: tuple[str, ...] = (*PASS_ACTIONS, STOP)
+N_ACTIONS = len(ACTIONS)
+STOP_INDEX = ACTIONS.index(STOP)
+_INDEX = {a: i for i, a in enumerate(ACTIONS)}
+
+
+def action_index(action: str) -> int:
+    """The index of ``action`` (its canonical string); ValueError if it is none."""
+    try:
+        return _INDEX[action]
+    except KeyError:
+        raise ValueError(f"{action!r} is not an action (actions: {', '.join(ACTIONS)})") from None
+
+
+@lru_cache(maxsize=None)
+def action_pass(action: str) -> Pass:
+    """The pass a pass action appends (parsed once)."""
+    from ptxopt.pipeline import Pipeline
+
+    (p,) = Pipeline.parse(action).passes
+    return p
+
+
+@lru_cache(maxsize=1)
+def families() -> tuple[str, ...]:
+    """The pass families in the order of the observation's "active family"
+    slots: those of the pass actions, the composing ones (vectorize) first,
+    then the exclusive ones, each group sorted by name. A function, not a
+    constant: it imports every pass module, which ``import ptxopt.search``
+    should not pay for (about 0.3 s)."""
+    fams = {action_pass(a).family for a in PASS_ACTIONS}
+    return tuple(sorted(fams, key=lambda f: (f in EXCLUSIVE_FAMILIES, f)))
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":  # the old constant, computed on first use
+        return families()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

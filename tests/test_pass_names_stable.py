@@ -1,0 +1,100 @@
+"""What parametric passes must not change: pinned at the commit before them.
+
+Passes became parametric (``maxnreg{n=128}``) with today's names as
+aliases that print canonically, so every string a user, a cache or a
+committed artefact has seen stays the same. These values were computed
+once at that commit; a change here means warm caches go cold, committed
+trajectories and the policy stop loading, or golden output moves.
+"""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from ptxopt.corpus import get
+from ptxopt.emit import emit
+from ptxopt.parser import parse
+from ptxopt.passmanager import PassManager
+from ptxopt.pipeline import Pipeline, PipelineError
+
+NAMES = ["vec_ld", "vec_st", "split_ld", "cache_ca", "cache_cg", "cache_cs", "cache_cv",
+         "st_cache_wb", "st_cache_wt", "st_cache_cs", "maxnreg_32", "maxnreg_64", "maxnreg_128",
+         "maxnreg_255", "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl", "prefetch_L1", "prefetch_L2"]
+
+
+def test_pipeline_cache_key_is_unchanged(monkeypatch):
+    """The evaluation cache's pipeline key (code and tool versions held
+    fixed: those change with any edit by design)."""
+    from ptxopt.evaluate import core
+
+    monkeypatch.setattr(core, "code_digests", lambda: {"front": "F", "evaluator": "E"})
+    monkeypatch.setattr(core, "fingerprint", lambda s: {"fixed": 1})
+    spec = get("gemm_tile_4x4x4")
+    key = core.pipeline_key(spec.ptx_text(), str(Pipeline.parse("vec_ld,maxnreg_128")), spec.entry,
+                            core._launch_id(spec, None), None)
+    assert key == "fa6749edbabbfbed9330bfde8bd3900f6124ad90eeb64854fb4389a3c896415f"
+
+
+def test_outputs_and_reports_of_every_named_pass_are_unchanged():
+    h = hashlib.sha256()
+    for k in ("gemm_tile_4x4x4", "cuda_layernorm_row", "cuda_matmul_tiled_smem"):
+        m = parse(get(k).ptx_text())
+        for p in NAMES + ["vec_ld,maxnreg_128", "maxnreg_64{override=1},cache_cg,reorder_cp,prefetch_L1",
+                          "vec_st{assume_align=16},st_cache_wt,reorder_sl"]:
+            res = PassManager(p).run(m)
+            h.update(emit(res.module).encode())
+            doc = res.to_json()
+            for r in doc["passes"]:
+                r.pop("seconds")
+            h.update(json.dumps(doc, sort_keys=True, default=str).encode())
+    assert h.hexdigest() == "c8e80122d11b0dc94ff473f311bea4b58511e7260c3a6372bf1098f6608786f7"
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("cache_cg,cache_ca", "conflicting passes: 'cache_cg' and 'cache_ca' are both in the load-cache-hint "
+                          "family (at most one per pipeline)"),
+    ("maxnreg_32,vec_ld,maxnreg_255", "conflicting passes: 'maxnreg_32' and 'maxnreg_255' are both in the "
+                                      "register-budget family (at most one per pipeline)"),
+    ("split_ld,vec_ld", "conflicting passes: 'split_ld' conflicts with 'vec_ld': vec_ld and split_ld undo each other"),
+    ("vec_ld{x=1}", "pass 'vec_ld' has no option 'x' (options: assume_align)"),
+    ("vec_ld{assume_align=q}", "pass 'vec_ld': option assume_align='q' is not a valid int"),
+])
+def test_error_messages_are_unchanged(text, msg):
+    with pytest.raises(PipelineError) as e:
+        Pipeline.parse(text)
+    assert str(e.value) == msg
+
+
+def test_canonical_strings_are_unchanged():
+    for n in NAMES:
+        assert str(Pipeline.parse(n)) == n
+    assert str(Pipeline.parse("maxnreg_128{override=1},vec_ld{assume_align=16}")) == \
+        "maxnreg_128{override=True},vec_ld{assume_align=16}"
+
+
+def test_committed_policy_and_trajectories_give_the_same_results():
+    pytest.importorskip("torch")
+    from ptxopt.evaluate import Candidate
+    from ptxopt.search import State
+    from ptxopt.search.trajectory import read_jsonl
+    from ptxopt.triton.choose import PolicyPipelines
+
+    pp = PolicyPipelines("corpus/policies/gemm_elementwise_sm_89.pt")
+    got = {}
+    for k in ("gemm_tile_4x4x4", "gemm_tile_8x8x8", "cuda_layernorm_row", "cuda_gelu_tanh"):
+        spec = get(k)
+        pl, _why = pp.choose(spec.entry, spec.ptx_text())
+        got[k] = str(pl) if pl else None
+    assert got == {"gemm_tile_4x4x4": "prefetch_L1,vec_st,maxnreg_64",
+                   "gemm_tile_8x8x8": "vec_ld,vec_st,maxnreg_255,prefetch_L1",
+                   "cuda_layernorm_row": None, "cuda_gelu_tanh": "prefetch_L1"}
+    steps = list(read_jsonl("corpus/trajectories/greedy_sm_89.jsonl"))
+    obs = np.array([s.observation for s in steps])
+    mask = np.array([s.action_mask for s in steps], bool)
+    lp = pp.policy.log_probs(obs, mask)
+    assert (len(steps), int(lp.argmax(1).sum()), sum(s.action_index for s in steps)) == (372, 4459, 4458)
+    root = State.root(Candidate.from_corpus("gemm_tile_4x4x4"))
+    assert hashlib.sha256(np.asarray(root.observation()).tobytes()).hexdigest()[:16] == "69454555d55cf7f5"
+    assert root.action_mask().astype(int).tolist() == [1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1]
