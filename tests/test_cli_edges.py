@@ -106,7 +106,8 @@ ROWS = [
     row("verify {k} {k} --min-coverage nan", E, "--min-coverage"),
     row("verify - -", E, "'-'"),
     row("roundtrip - -", E, "'-'"),
-    row("search {k} --policy {ckpt_nan} --temperature nan", E, "--temperature"),
+    row("search {k} --policy " + str(POLICY) + " --temperature nan", E, "--temperature",
+        id="search --policy --temperature nan"),
     row("eval {k} --timeout nan", E, "--timeout"),
     *[row(f"train --bc-only --{opt} {v}", E, f"--{opt}")
       for opt, v in (("lr", "nan"), ("lr", "-1"), ("lr", "0"), ("clip-eps", "0"), ("clip-eps", "inf"),
@@ -117,9 +118,12 @@ ROWS = [
     row("train --kernels nosuch", E, "nosuch"),
     row("train --bc-only --trajectories - --trajectories -", E, "'-'"),
     row("train --bc-only --trajectories {traj_bin}", E, "traj_bin.jsonl:2"),
-    row("train --bc-only --trajectories -", E, "<stdin>:2", stdin=b'{"a": 1}\n\xff\xfe\n',
+    row("train --bc-only --trajectories -", E, "<stdin>:2", stdin=b'\n\xff\xfe\n',
         id="train --trajectories - (not UTF-8)"),
-    row("train --bc-only --trajectories -", E, "<stdin>: no trajectory", stdin=b"", id="train --trajectories - (empty)"),
+    row("train --bc-only --trajectories -", E, "no trajectory steps", stdin=b"", id="train --trajectories - (empty)"),
+    row("train --cache {foreign}", E, "foreign.sqlite"),
+    row("train --eval --checkpoint " + str(POLICY) + " --cache {foreign}", E, "foreign.sqlite",
+        id="train --eval --cache {foreign}"),
     *[row(argv.replace("CKPT", "{" + ck + "}"), E, needle)
       for ck, needle in (("ckpt_names", "action_names"), ("ckpt_nan", "not finite"))
       for argv in ("search {k} --policy CKPT", "train --checkpoint CKPT", "train --eval --checkpoint CKPT")],
