@@ -23,7 +23,7 @@ from ptxopt.exitcodes import BAD_INPUT, markdown_table
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "corpus" / "gemm_tile" / "gemm_tile_2x2x2.ptx"
 PARAMS = "gemm_tile_2x2x2_param_0"
-PAD = "\n\n// padding: the user's line numbers differ from the re-printed module's\n\n\n\n\n\n"
+PAD = "\n" * 8  # blank lines: the printed module drops them, so the user's line numbers are not its
 TRAJ = ROOT / "corpus" / "trajectories" / "greedy_sm_89.jsonl"
 POLICY = ROOT / "corpus" / "policies" / "gemm_elementwise_sm_89.pt"
 E = BAD_INPUT
