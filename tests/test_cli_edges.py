@@ -120,7 +120,7 @@ ROWS = [
     row("train --bc-only --trajectories {traj_bin}", E, "traj_bin.jsonl:2"),
     row("train --bc-only --trajectories -", E, "<stdin>:2", stdin=b'\n\xff\xfe\n',
         id="train --trajectories - (not UTF-8)"),
-    row("train --bc-only --trajectories -", E, "no trajectory steps", stdin=b"", id="train --trajectories - (empty)"),
+    row("train --bc-only --trajectories -", E, "<stdin>: no trajectory steps", stdin=b"", id="train --trajectories - (empty)"),
     row("train --cache {foreign}", E, "foreign.sqlite"),
     row("train --eval --checkpoint " + str(POLICY) + " --cache {foreign}", E, "foreign.sqlite",
         id="train --eval --cache {foreign}"),
