@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options, output_dir, output_file
+from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options, output_dir, output_file, stdin_once
 from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INTERNAL, INTERRUPTED
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -264,6 +264,7 @@ def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
     """
     from ptxopt.roundtrip import RoundTripResult
 
+    stdin_once(*targets)
     sources = read_targets(list(targets) or ["corpus:all"])
     archs = () if no_sass else tuple(archs)
     results: list[RoundTripResult] = _run_parallel(sources, archs, jobs or os.cpu_count() or 1,
@@ -393,7 +394,7 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                                           shared_bytes=shared_bytes, scalars=scalars)
         except ContractError as e:
             raise InputError(str(e)) from None
-        verifier = VerifyEach(arch, contract=contracts)
+        verifier = VerifyEach(arch, contract=contracts, source=src.data.decode("utf-8"))
         instruments.append(verifier)
     if print_changed:
         instruments.append(PrintChanged())

@@ -113,14 +113,15 @@ def output_dir(*, create: bool = True):
 # -- option values -------------------------------------------------------------
 
 class FiniteFloat(click.ParamType):
-    """A finite float, optionally above (``min_open``) or at least ``min``: ``nan``
-    and ``inf`` pass :class:`click.FloatRange`, and a NaN learning rate only
-    shows up as a broken policy after minutes of training."""
+    """A finite float, optionally above (``min_open``) or at least ``min``, and
+    at most ``max``: ``nan`` and ``inf`` pass :class:`click.FloatRange` (every
+    comparison with NaN is false), and a NaN learning rate only shows up as a
+    broken policy after minutes of training."""
 
     name = "float"
 
-    def __init__(self, min: float | None = None, *, min_open: bool = False):
-        self.min, self.min_open = min, min_open
+    def __init__(self, min: float | None = None, *, min_open: bool = False, max: float | None = None):
+        self.min, self.min_open, self.max = min, min_open, max
 
     def convert(self, value, param, ctx):
         try:
@@ -131,7 +132,18 @@ class FiniteFloat(click.ParamType):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         if self.min is not None and (x <= self.min if self.min_open else x < self.min):
             self.fail(f"{x:g} must be {'>' if self.min_open else '>='} {self.min:g}", param, ctx)
+        if self.max is not None and x > self.max:
+            self.fail(f"{x:g} must be <= {self.max:g}", param, ctx)
         return x
+
+
+def stdin_once(*specs) -> None:
+    """A usage error (exit 2) when ``-`` is named more than once among the
+    command's FILE arguments and options: stdin can be read only once, and
+    the second reader would see an empty file and report a confusing error."""
+    if sum(1 for s in specs if s == "-") > 1:
+        raise click.UsageError("'-' (stdin) is given more than once; stdin can be read only once",
+                               ctx=click.get_current_context(silent=True))
 
 
 def check_arch(arch: str | None) -> None:
@@ -209,7 +221,7 @@ def report_unsaved(path) -> None:
         click.echo(f"ptxopt: note: the evaluation cache {path} was locked by another process; results it could not "
                    f"take are kept beside it in {files[0].name}{more} and merged in by the next run", err=True)
 timeout_option = click.option(
-    "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1),
     help="Seconds one candidate may take.")
 arch_option = click.option(
     "--arch", default=None, metavar="SM",
@@ -288,6 +300,7 @@ def with_contract(cand, path: str, contract: dict):
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_INCONCLUSIVE", "fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
-           "output_dir_problem", "FiniteFloat", "fresh_cache_option", "prepare_cache", "report_unsaved", "backend_option",
+           "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
+           "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "arch_option", "allow_unchecked_option",
            "contract_options", "with_contract"]

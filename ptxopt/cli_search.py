@@ -35,7 +35,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli_common import (EXIT_INPUT, allow_unchecked_option, arch_option, backend_option, cache_option,
+from ptxopt.cli_common import (EXIT_INPUT, FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
@@ -124,7 +124,7 @@ def _check_parse(kernels, arch: str | None = None) -> None:
               help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
-@click.option("--temperature", default=0.5, show_default=True, type=click.FloatRange(min=0.01),
+@click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),
               help="With --policy --samples K: sampling temperature of the K-1 sampled rollouts.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")

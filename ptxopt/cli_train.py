@@ -13,9 +13,13 @@ from pathlib import Path
 import click
 
 
-from ptxopt.cli_common import (EXIT_INTERRUPTED, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_backend, prepare_cache)
+from ptxopt.cli_common import (EXIT_INTERRUPTED, FiniteFloat, allow_unchecked_option, arch_option, backend_option,
+                               cache_option, check_arch, check_backend, output_dir, output_file, prepare_cache,
+                               stdin_once)
 from ptxopt.cli_common import fail as _fail
+
+_POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
+_NON_NEGATIVE = FiniteFloat(0)
 
 
 @click.command("train")
@@ -28,30 +32,36 @@ from ptxopt.cli_common import fail as _fail
 @click.option("--kernels", default="gemm_tile", show_default=True,
               help="Training kernels for GRPO / evaluation kernels for --eval (corpus selector).")
 @click.option("--families", default=None, help="Only these families' trajectories for BC (comma-separated).")
-@click.option("--trajectories", "trajectories", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Greedy trajectory files for BC (repeatable) [default: the committed corpus/trajectories].")
+@click.option("--trajectories", "trajectories", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="Greedy trajectory files for BC (repeatable; '-': stdin) [default: the committed "
+                   "corpus/trajectories].")
 @click.option("--out", "out_dir", default="runs/train", show_default=True, type=click.Path(file_okay=False),
-              help="Where checkpoints, logs and plots go.")
+              callback=output_dir(create=False), help="Where checkpoints, logs and plots go.")
 @click.option("--loko", is_flag=True, help="Also report leave-one-kernel-out BC accuracy vs a random forest.")
 @click.option("--bc-epochs", default=300, show_default=True, type=click.IntRange(1))
-@click.option("--label-temperature", default=0.0, show_default=True, type=click.FloatRange(min=0.0),
+@click.option("--label-temperature", default=0.0, show_default=True, type=_NON_NEGATIVE,
               help="BC targets: 0 = greedy's choices; >0 = softmax of every measured action's reward / T.")
 @click.option("--epochs", default=20, show_default=True, type=click.IntRange(1), help="GRPO epochs.")
 @click.option("--group-size", default=8, show_default=True, type=click.IntRange(2), help="GRPO group size G.")
 @click.option("--batch-kernels", default=0, show_default=True, type=click.IntRange(0),
               help="Kernels per GRPO epoch (0: all).")
-@click.option("--lr", default=3e-4, show_default=True, type=float)
-@click.option("--clip-eps", default=0.2, show_default=True, type=float)
-@click.option("--kl-beta", default=0.01, show_default=True, type=float)
-@click.option("--explore-temperature", default=1.5, show_default=True, type=float)
-@click.option("--exploit-temperature", default=0.5, show_default=True, type=float)
+@click.option("--lr", default=3e-4, show_default=True, type=_POSITIVE, help="GRPO learning rate (> 0).")
+@click.option("--clip-eps", default=0.2, show_default=True, type=_POSITIVE, help="GRPO ratio clip range (> 0).")
+@click.option("--kl-beta", default=0.01, show_default=True, type=_NON_NEGATIVE,
+              help="Weight of the KL penalty to the BC policy (>= 0).")
+@click.option("--explore-temperature", default=1.5, show_default=True, type=_POSITIVE,
+              help="Sampling temperature of GRPO's exploring rollouts (> 0).")
+@click.option("--exploit-temperature", default=0.5, show_default=True, type=_POSITIVE,
+              help="Sampling temperature of GRPO's exploiting rollouts (> 0).")
 @click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
 @click.option("--seed", default=0, show_default=True)
 @backend_option
 @arch_option
 @allow_unchecked_option
 @cache_option
-@click.option("--json", "json_out", default=None, metavar="OUT", help="--eval: write the comparison as JSON.")
+@click.option("--json", "json_out", default=None, metavar="OUT", callback=output_file(),
+              help="--eval: write the comparison as JSON.")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
@@ -73,23 +83,26 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     from ptxopt.evaluate import default_cache_path
     from ptxopt.search import EvalOptions
 
+    # everything that can be refused is refused here, before behaviour cloning or any evaluation
     if sum([bc_only, quick, do_eval]) > 1:
         _fail("choose one of --bc-only, --quick, --eval")
+    stdin_once(*trajectories)
     check_backend(backend)
-    options = EvalOptions(arch=arch, backend=backend, cache=cache_path or str(default_cache_path()),
-                          allow_unchecked=allow_unchecked)
-    prepare_cache(options.cache, None)  # an unusable cache: one line, exit 2, before any training
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_arch(arch)
+    cache = cache_path or str(default_cache_path())
+    options = EvalOptions(arch=arch, backend=backend, cache=cache, allow_unchecked=allow_unchecked)
+    if do_eval and not checkpoint:
+        _fail("--eval needs --checkpoint PATH")
+    try:
+        if checkpoint and not bc_only:
+            load_policy(checkpoint)
+        specs = select(kernels.removeprefix("corpus:")) if do_eval or not (bc_only or quick) else []
+    except (CheckpointError, CorpusError) as e:
+        _fail(str(e))
+    if not bc_only:
+        prepare_cache(cache, None)  # an unusable cache: one line, exit 2, before any training
 
     if do_eval:
-        if not checkpoint:
-            _fail("--eval needs --checkpoint PATH")
-        try:
-            load_policy(checkpoint)
-            specs = select(kernels.removeprefix("corpus:"))
-        except (CheckpointError, CorpusError) as e:
-            _fail(str(e))
         from ptxopt.evaluate import Candidate
         from rl.protocol import compare
 
@@ -103,22 +116,20 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
 
     trajs = list(trajectories) or [DEFAULT_TRAJECTORIES]
     for t in trajs:
-        if not Path(t).exists():
+        if t != "-" and not Path(t).exists():
             _fail(f"{t}: no trajectory file (record one with: ptxopt search gemm_tile --record {t})")
     fams = [f.strip() for f in families.split(",")] if families else None
     doc: dict = {"mode": "bc-only" if bc_only else "quick" if quick else "full", "trajectories": [str(t) for t in trajs],
                  "families": fams}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     if checkpoint and not bc_only:
         bc_path = Path(checkpoint)
-        try:
-            load_policy(bc_path)
-        except CheckpointError as e:
-            _fail(str(e))
     else:
         try:
             bc_path, doc["bc"] = run_bc(trajs, out, families=fams, epochs=bc_epochs, seed=seed, loko=loko,
                                         label_temperature=label_temperature, log=click.echo)
-        except ValueError as e:
+        except ValueError as e:  # unreadable trajectories (FILE:LINE), none that match
             _fail(str(e))
     click.echo(f"BC checkpoint: {bc_path}")
     if bc_only:
@@ -130,10 +141,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                          explore_temperature=explore_temperature, exploit_temperature=exploit_temperature,
                          checkpoint_every=0, seed=seed)
     else:
-        try:
-            train_kernels = [s.id for s in select(kernels.removeprefix("corpus:"))]
-        except CorpusError as e:
-            _fail(str(e))
+        train_kernels = [s.id for s in specs]
         cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, lr=lr,
                          clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
                          exploit_temperature=exploit_temperature, seed=seed)

@@ -37,7 +37,7 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE
+from ptxopt.cli_common import EXIT_INCONCLUSIVE, FiniteFloat, stdin_once
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
 
@@ -76,10 +76,10 @@ def _scalars(items) -> dict:
               help="Take geometry and arguments from this corpus kernel's manifest entry.")
 @click.option("--grid", default=None, metavar="X,Y,Z", help="Grid size (kernels outside the corpus).")
 @click.option("--block", default=None, metavar="X,Y,Z", help="Block size (kernels outside the corpus).")
-@click.option("--shared-bytes", default=0, show_default=True, type=int,
+@click.option("--shared-bytes", default=0, show_default=True, type=click.IntRange(0),
               help="Dynamic shared memory (kernels outside the corpus).")
-@click.option("--buffer-bytes", default=65536, show_default=True, type=int,
-              help="Bytes per pointer argument (kernels outside the corpus).")
+@click.option("--buffer-bytes", default=65536, show_default=True, type=click.IntRange(4),
+              help="Bytes per pointer argument, at least one float32 (kernels outside the corpus).")
 @click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
               help="Value of a scalar parameter (kernels outside the corpus); repeatable.")
 @click.option("--arch", default=None, metavar="SM",
@@ -87,7 +87,7 @@ def _scalars(items) -> dict:
 @click.option("--no-ptxas", "no_ptxas", is_flag=True, help="Do not assemble the modules with ptxas.")
 @click.option("--layouts/--no-layouts", default=True, show_default=True,
               help="Also launch with aliasing, overlapping and less-aligned buffers where legal.")
-@click.option("--min-coverage", default=DEFAULT_MIN_COVERAGE_TEXT, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--min-coverage", default=DEFAULT_MIN_COVERAGE_TEXT, show_default=True, type=FiniteFloat(0, max=1),
               help="Below this fraction of output bytes stored by the launches, the result is "
                    "inconclusive (exit 4) instead of equivalent; 0 turns it off.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -111,11 +111,13 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     from ptxopt.interp import InterpError
     from ptxopt.verify import verify
 
+    stdin_once(original, transformed)
     try:
         src_o = read_one(original)
         src_t = read_one(transformed)
         mod_o = parse_bytes(src_o.data, src_o.name)
         mod_t = parse_bytes(src_t.data, src_t.name)
+        _check_scalar_names(mod_o, kernel, _scalars(scalars))
         proof = None
         if prove:
             from ptxopt.cli_prove import report_proved, try_prove
@@ -163,6 +165,25 @@ def _text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _check_scalar_names(module, kernel: str | None, scalars: dict) -> None:
+    """``--scalar NAME=V`` for a parameter the kernel lacks is a usage error,
+    not a value to drop silently: the launch would then run on defaults the
+    user meant to replace. Checked against ``--kernel`` (else the only entry,
+    else every entry's parameters)."""
+    if not scalars:
+        return
+    entries = [f for f in module.entries if kernel is None or f.name == kernel]
+    if not entries:
+        return  # an unknown --kernel: verify() says so
+    names = [it.name for f in entries for d in f.params or () for it in d.items]
+    unknown = [n for n in scalars if n not in names]
+    if unknown:
+        who = f"{entries[0].name} has no" if len(entries) == 1 else "no entry has a"
+        raise click.BadParameter(f"{who} parameter named {', '.join(unknown)} (parameters: "
+                                 f"{', '.join(names) or 'none'})", ctx=click.get_current_context(),
+                                 param_hint="'--scalar'")
 
 
 def _geometry(orig_name, manifest_entry, grid, block, shared_bytes, buffer_bytes, scalars):

@@ -404,6 +404,10 @@ class VerifyEach(Instrument):
     ``arch``: the ptxas architecture; None (the default) means the module's
     own ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`).
 
+    ``source``: the input's own text, when there is one: the input check
+    assembles it rather than its printing, so that ptxas's complaints name the
+    user's lines (the printed module drops comments and blank lines).
+
     ``contract``: how entries are launched (:mod:`ptxopt.contract`): a
     :class:`~ptxopt.contract.Contract`, :class:`~ptxopt.contract.Contracts`,
     :class:`ptxopt.verify.Geometry` or corpus ``KernelSpec``. Without one, an
@@ -430,10 +434,11 @@ class VerifyEach(Instrument):
     needs_before = True
 
     def __init__(self, arch: str | None = None, equivalence: bool = True, trials: int | None = None,
-                 contract=None):
+                 contract=None, source: str | None = None):
         from ptxopt.contract import Contracts, as_contract
 
         self.arch = arch
+        self.source = source
         self.resolved_arch: str | None = None
         self.equivalence = equivalence
         self.trials = trials
@@ -495,7 +500,7 @@ class VerifyEach(Instrument):
 
         self.resolved_arch = resolve_arch(module, self.arch)
         try:
-            res = compile_ptx(emit(module), self.resolved_arch)
+            res = compile_ptx(self.source if self.source is not None else emit(module), self.resolved_arch)
         except PtxasError as e:
             raise InputRejected(
                 f"ptxas rejects the input itself for {self.resolved_arch}, before any pass: {e}"

@@ -83,6 +83,7 @@ def load_dataset(paths: Iterable[str | Path], *, strategies: Sequence[str] = ("g
                  families: Sequence[str] | None = None, kernels: Sequence[str] | None = None) -> Dataset:
     """Steps of ``strategies`` from trajectory files, optionally only some families/kernels."""
     n_obs = len(observation_names())
+    paths = list(paths)
     rows = []
     fam_cache: dict[str, str | None] = {}
     for p in paths:
@@ -103,7 +104,10 @@ def load_dataset(paths: Iterable[str | Path], *, strategies: Sequence[str] = ("g
                                  f"{N_ACTIONS} actions; re-record the trajectories")
             rows.append(s)
     if not rows:
-        raise ValueError("no trajectory steps matched (check the files, --strategy and families)")
+        where = ", ".join("<stdin>" if str(p) == "-" else str(p) for p in paths)
+        only = "".join(f" of {what} {', '.join(sel)}" for what, sel in (("families", families), ("kernels", kernels))
+                       if sel is not None)
+        raise ValueError(f"{where}: no trajectory steps of strategy {', '.join(strategies)}{only}")
     return Dataset(np.array([s.observation for s in rows], dtype=np.float64),
                    np.array([s.action_mask for s in rows], dtype=bool),
                    np.array([s.action_index for s in rows], dtype=np.int64),

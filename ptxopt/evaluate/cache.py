@@ -25,7 +25,7 @@ Two kinds of key, both sha256 hex digests of a JSON document
 
 Failures are cached like successes (their ``status`` is the category), except
 those marked ``cacheable=False`` (environment problems, crashes of ptxopt
-itself).  A cached ``timeout`` is only reused while the time limit is not
+itself, an original ptxas rejects: its message names the user's lines).  A cached ``timeout`` is only reused while the time limit is not
 larger than the one that produced it.
 
 Durability: every result is written in its own transaction (result row and

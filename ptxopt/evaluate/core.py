@@ -407,6 +407,8 @@ def _one_line(e: BaseException) -> str:
 
 
 def _usable(hit: EvalResult, settings: Settings) -> bool:
+    if hit.bad_input:  # a rejected original, cached by an older ptxopt: its lines may be another file's
+        return False
     if hit.status != "timeout":
         return True
     limit = hit.timings.get("limit")
@@ -560,9 +562,12 @@ def _toolchain_failure(w: _Work, e: BaseException) -> None:
     if isinstance(e, PtxasError):
         why = _original_rejected(w)
         if why is not None:
+            # not cached: the message quotes the lines of the user's file, and every file that prints
+            # the same (blank lines, comments) shares this result's key
             w.bad_input = True
             w.finish("ptxas", error=f"ptxas rejects the original kernel for {w.settings.arch} (bad input, not the "
-                                    f"pipeline's doing; give the arch it was written for with --arch): {why}")
+                                    f"pipeline's doing; give the arch it was written for with --arch): {why}",
+                     cacheable=False)
         elif w.changed is False:
             w.finish("internal", error=f"ptxas accepts the original but not its reprinting (a printer bug): "
                                        f"{_one_line(e)}", cacheable=False)

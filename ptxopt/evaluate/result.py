@@ -34,7 +34,8 @@ Every one of them is a result, never an exception out of
 tool, an unavailable backend: ``cacheable=False``) are cached like successes.
 A ``ptxas`` failure of a kernel whose *original* ptxas rejects for the arch
 used is marked ``bad_input`` and its error says the original was rejected: no
-pass is to blame.
+pass is to blame. It is not cached either: its message quotes the lines of the
+user's file, which the result key (the printed module) does not tell apart.
 
 Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
 :data:`VERDICTS`:

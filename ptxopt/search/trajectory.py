@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -114,13 +116,21 @@ def write_jsonl(steps: Iterable[Step], path: str | Path, *, append: bool = False
 
 
 def read_jsonl(path: str | Path) -> Iterator[Step]:
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
+    """The steps recorded in ``path`` (``-``: standard input). A line that is
+    not UTF-8 or not a step record is a ValueError naming FILE:LINE."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    with (nullcontext(sys.stdin.buffer) if name == "<stdin>" else open(path, "rb")) as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{name}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                                 f"{e.start + 1})") from None
             if line.strip():
                 try:
                     yield Step.from_json(json.loads(line))
                 except (ValueError, TypeError) as e:
-                    raise ValueError(f"{path}:{lineno}: bad trajectory record: {e}") from None
+                    raise ValueError(f"{name}:{lineno}: bad trajectory record: {e}") from None
 
 
 def episodes(steps: Iterable[Step]) -> list[list[Step]]:
