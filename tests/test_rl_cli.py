@@ -326,8 +326,9 @@ def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, t
 
 
 def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories):
+    """GRPO evaluates through the cache (--bc-only never opens it, so it is not checked there)."""
     bad = tmp_path / "eval.sqlite"
     bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a header, then garbage
-    line = one_line_error(run("train", "--bc-only", "--trajectories", trajectories, "--out", tmp_path / "o",
+    line = one_line_error(run("train", "--quick", "--trajectories", trajectories, "--out", tmp_path / "o",
                               "--cache", bad), "cannot be used")
     assert "--fresh-cache" not in line and not (tmp_path / "o" / "bc.pt").exists()
