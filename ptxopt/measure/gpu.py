@@ -1,9 +1,14 @@
-"""The evaluator's ``gpu`` backend: :func:`measure_on_gpu` behind the
-:class:`ptxopt.evaluate.backends.Backend` protocol.
+"""The evaluator's ``gpu`` backend: :func:`ptxopt.gpu.measure_on_gpu` behind the
+:class:`~ptxopt.measure.base.Backend` protocol.
 
-The evaluator finds it as ``ptxopt.gpu.make_backend(**options)``; it
-raises ``BackendUnavailable`` (``GPU backend unavailable: <reason>``)
-where :func:`~ptxopt.gpu.harness.gpu_available` says no. ``measure``
+The harness (child process, CuPy, timing) lives in :mod:`ptxopt.gpu`; this
+module only adapts it, and imports nothing of :mod:`ptxopt.gpu` before a
+backend is made, so the registry can name it on machines without CuPy.
+
+:class:`GpuBackend` (also ``ptxopt.gpu.make_backend(**options)``) raises
+:class:`~ptxopt.measure.base.BackendUnavailable` (``GPU backend unavailable:
+<reason>``) when the :mod:`ptxopt.gpu` package or CuPy is missing or
+:func:`~ptxopt.gpu.probe.gpu_available` says no. ``measure``
 returns a ``Measurement`` with ``estimate=False`` and ``spread`` = the IQR
 of the cycle samples, or raises ``MeasureError(category, message)`` for a
 failed candidate:
@@ -27,9 +32,10 @@ needs the manifest's launch geometry and input description.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from pathlib import Path
 
-from ptxopt.gpu.result import GpuMeasurement
+from .base import BackendUnavailable, MeasureError, Measurement
 
 CATEGORY = {
     "mismatch": "mismatch", "fault": "fault", "crash": "fault", "timeout": "timeout", "ptxas": "ptxas",
@@ -42,19 +48,17 @@ def harness_digest() -> str:
     """sha256 (16 hex digits) of this package's sources: changing the harness
     invalidates cached measurements."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent / "gpu"
     for f in sorted(root.glob("*.py")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def to_measurement(m: GpuMeasurement):
-    """The evaluator's ``Measurement`` for a successful ``m``; raises its
+def to_measurement(m) -> Measurement:
+    """The evaluator's ``Measurement`` for a successful
+    :class:`~ptxopt.gpu.result.GpuMeasurement` ``m``; raises its
     ``MeasureError`` for a failed one."""
-    from ptxopt.evaluate.backends import MeasureError
-    from ptxopt.evaluate.result import Measurement
-
     if not m.ok:
         raise MeasureError(CATEGORY.get(m.status, "internal"), f"gpu {m.status}: {m.message}")
     notes = [f"measured on {m.device} ({m.arch}) with %clock64: median of {m.repeats} launches after "
@@ -74,27 +78,57 @@ def to_measurement(m: GpuMeasurement):
     )
 
 
+def available_info() -> dict:
+    """:func:`ptxopt.gpu.probe.gpu_info` of this machine; raises
+    :class:`BackendUnavailable` (``GPU backend unavailable: <why>``) when the
+    :mod:`ptxopt.gpu` package or CuPy is missing or no GPU can be used."""
+    if importlib.util.find_spec("ptxopt.gpu") is None:
+        raise BackendUnavailable("GPU backend unavailable: the ptxopt.gpu package is not installed")
+    try:
+        from ptxopt.gpu.probe import gpu_available, gpu_info
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: ptxopt.gpu cannot be imported ({e})") from e
+    if importlib.util.find_spec("cupy") is None:
+        raise BackendUnavailable("GPU backend unavailable: CuPy is not installed "
+                                 "(pip install 'ptxopt[gpu]' on a machine with a CUDA GPU)")
+    try:
+        ok, reason = gpu_available()
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
+    if not ok:
+        raise BackendUnavailable(f"GPU backend unavailable: {reason}")
+    return gpu_info()
+
+
 class GpuBackend:
-    """``name = "gpu"``, ``is_estimate = False``; one harness child per instance."""
+    """``name = "gpu"``, ``is_estimate = False``, ``pipelined = False``; one
+    harness child per instance."""
 
     name = "gpu"
     is_estimate = False
+    #: hardware timings: measured alone, in the evaluating thread, with at most one worker process
+    pipelined = False
+    expected_error = None
 
     def __init__(self, *, warmup: int = 50, repeats: int = 200, timeout: float | None = None, seed: int = 0,
                  flavours=("random", "edge"), info: dict | None = None):
-        from ptxopt.gpu.harness import gpu_info
-        from ptxopt.gpu.worker import DEFAULT_TIMEOUT, GpuWorker
+        try:
+            info = info if info is not None else available_info()
+            from ptxopt.gpu.worker import DEFAULT_TIMEOUT, GpuWorker
 
-        self.warmup, self.repeats, self.seed, self.flavours = int(warmup), int(repeats), int(seed), tuple(flavours)
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-        self.info = info if info is not None else gpu_info()
-        self.worker = GpuWorker()
-        self.version = (f"{harness_digest()}/{self.info.get('device')}/{self.info.get('driver_version')}"
-                        f"/w{self.warmup}r{self.repeats}s{self.seed}")
+            self.warmup, self.repeats, self.seed = int(warmup), int(repeats), int(seed)
+            self.flavours = tuple(flavours)
+            self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+            self.info = info
+            self.worker = GpuWorker()
+            self.version = (f"{harness_digest()}/{self.info.get('device')}/{self.info.get('driver_version')}"
+                            f"/w{self.warmup}r{self.repeats}s{self.seed}")
+        except BackendUnavailable:
+            raise
+        except Exception as e:
+            raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
 
-    def measure(self, ptx_text: str, arch: str, spec=None):
-        from ptxopt.evaluate.backends import MeasureError
-
+    def measure(self, ptx_text: str, arch: str, spec=None) -> Measurement:
         if spec is None:
             raise MeasureError("unsupported", "the gpu backend needs a corpus manifest entry (launch geometry "
                                               "and inputs); this kernel has none")
@@ -109,14 +143,8 @@ class GpuBackend:
 
 
 def make_backend(**options) -> GpuBackend:
-    """The evaluator's factory (see the module doc)."""
-    from ptxopt.evaluate.backends import BackendUnavailable
-    from ptxopt.gpu.harness import gpu_available
-
-    ok, reason = gpu_available()
-    if not ok:
-        raise BackendUnavailable(f"GPU backend unavailable: {reason}")
+    """A :class:`GpuBackend` (``ptxopt.gpu.make_backend``; see the module doc)."""
     return GpuBackend(**options)
 
 
-__all__ = ["GpuBackend", "make_backend", "to_measurement", "CATEGORY", "harness_digest"]
+__all__ = ["GpuBackend", "make_backend", "available_info", "to_measurement", "CATEGORY", "harness_digest"]
