@@ -5,10 +5,11 @@ The harness (child process, CuPy, timing) lives in :mod:`ptxopt.gpu`; this
 module only adapts it, and imports nothing of :mod:`ptxopt.gpu` before a
 backend is made, so the registry can name it on machines without CuPy.
 
-:class:`GpuBackend` (also ``ptxopt.gpu.make_backend(**options)``) raises
+:func:`make_backend` (also ``ptxopt.gpu.make_backend(**options)``) raises
 :class:`~ptxopt.measure.base.BackendUnavailable` (``GPU backend unavailable:
-<reason>``) when the :mod:`ptxopt.gpu` package or CuPy is missing or
-:func:`~ptxopt.gpu.probe.gpu_available` says no. ``measure``
+<reason>``) where :func:`~ptxopt.gpu.probe.gpu_available` says no; the
+registry's factory (:func:`registry_factory`) checks first that the
+:mod:`ptxopt.gpu` package and CuPy are importable. ``measure``
 returns a ``Measurement`` with ``estimate=False`` and ``spread`` = the IQR
 of the cycle samples, or raises ``MeasureError(category, message)`` for a
 failed candidate:
@@ -78,28 +79,6 @@ def to_measurement(m) -> Measurement:
     )
 
 
-def available_info() -> dict:
-    """:func:`ptxopt.gpu.probe.gpu_info` of this machine; raises
-    :class:`BackendUnavailable` (``GPU backend unavailable: <why>``) when the
-    :mod:`ptxopt.gpu` package or CuPy is missing or no GPU can be used."""
-    if importlib.util.find_spec("ptxopt.gpu") is None:
-        raise BackendUnavailable("GPU backend unavailable: the ptxopt.gpu package is not installed")
-    try:
-        from ptxopt.gpu.probe import gpu_available, gpu_info
-    except Exception as e:
-        raise BackendUnavailable(f"GPU backend unavailable: ptxopt.gpu cannot be imported ({e})") from e
-    if importlib.util.find_spec("cupy") is None:
-        raise BackendUnavailable("GPU backend unavailable: CuPy is not installed "
-                                 "(pip install 'ptxopt[gpu]' on a machine with a CUDA GPU)")
-    try:
-        ok, reason = gpu_available()
-    except Exception as e:
-        raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
-    if not ok:
-        raise BackendUnavailable(f"GPU backend unavailable: {reason}")
-    return gpu_info()
-
-
 class GpuBackend:
     """``name = "gpu"``, ``is_estimate = False``, ``pipelined = False``; one
     harness child per instance."""
@@ -112,21 +91,15 @@ class GpuBackend:
 
     def __init__(self, *, warmup: int = 50, repeats: int = 200, timeout: float | None = None, seed: int = 0,
                  flavours=("random", "edge"), info: dict | None = None):
-        try:
-            info = info if info is not None else available_info()
-            from ptxopt.gpu.worker import DEFAULT_TIMEOUT, GpuWorker
+        from ptxopt.gpu.probe import gpu_info
+        from ptxopt.gpu.worker import DEFAULT_TIMEOUT, GpuWorker
 
-            self.warmup, self.repeats, self.seed = int(warmup), int(repeats), int(seed)
-            self.flavours = tuple(flavours)
-            self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-            self.info = info
-            self.worker = GpuWorker()
-            self.version = (f"{harness_digest()}/{self.info.get('device')}/{self.info.get('driver_version')}"
-                            f"/w{self.warmup}r{self.repeats}s{self.seed}")
-        except BackendUnavailable:
-            raise
-        except Exception as e:
-            raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
+        self.warmup, self.repeats, self.seed, self.flavours = int(warmup), int(repeats), int(seed), tuple(flavours)
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        self.info = info if info is not None else gpu_info()
+        self.worker = GpuWorker()
+        self.version = (f"{harness_digest()}/{self.info.get('device')}/{self.info.get('driver_version')}"
+                        f"/w{self.warmup}r{self.repeats}s{self.seed}")
 
     def measure(self, ptx_text: str, arch: str, spec=None) -> Measurement:
         if spec is None:
@@ -143,8 +116,39 @@ class GpuBackend:
 
 
 def make_backend(**options) -> GpuBackend:
-    """A :class:`GpuBackend` (``ptxopt.gpu.make_backend``; see the module doc)."""
+    """A :class:`GpuBackend` (also ``ptxopt.gpu.make_backend``); raises
+    :class:`BackendUnavailable` where :func:`~ptxopt.gpu.probe.gpu_available` says no."""
+    from ptxopt.gpu.probe import gpu_available
+
+    ok, reason = gpu_available()
+    if not ok:
+        raise BackendUnavailable(f"GPU backend unavailable: {reason}")
     return GpuBackend(**options)
 
 
-__all__ = ["GpuBackend", "make_backend", "available_info", "to_measurement", "CATEGORY", "harness_digest"]
+def registry_factory(**options) -> GpuBackend:
+    """The registry's ``gpu`` factory: :func:`make_backend` after checking
+    that the :mod:`ptxopt.gpu` package and CuPy are importable, so that every
+    failure reads ``GPU backend unavailable: <why>``."""
+    if importlib.util.find_spec("ptxopt.gpu") is None:
+        raise BackendUnavailable("GPU backend unavailable: the ptxopt.gpu package is not installed")
+    try:
+        import ptxopt.gpu  # noqa: F401
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: ptxopt.gpu cannot be imported ({e})") from e
+    if importlib.util.find_spec("cupy") is None:
+        raise BackendUnavailable("GPU backend unavailable: CuPy is not installed "
+                                 "(pip install 'ptxopt[gpu]' on a machine with a CUDA GPU)")
+    try:
+        return make_backend(**options)
+    except BackendUnavailable:
+        raise
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
+
+
+#: what the registry reads the flags from without calling the factory
+registry_factory.backend_class = GpuBackend  # type: ignore[attr-defined]
+
+
+__all__ = ["GpuBackend", "make_backend", "registry_factory", "to_measurement", "CATEGORY", "harness_digest"]

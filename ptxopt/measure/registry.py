@@ -3,12 +3,12 @@
 :func:`register_backend` (name -> factory), :func:`get_backend` (one
 instance per name and process), :func:`backend_names`, and the flags of a
 named backend without making one (:func:`is_estimate`): a factory that is a
-class with the flags as class attributes (both built-in ones are) answers
-without being called, so asking whether ``gpu`` cycles are measurements
-never starts the GPU probe.
+class with the flags as class attributes, or names one as its
+``backend_class`` (both built-in ones do), answers without being called, so
+asking whether ``gpu`` cycles are measurements never starts the GPU probe.
 
 Built in: ``sim`` (:class:`~ptxopt.measure.sim.SimBackend`) and ``gpu``
-(:class:`~ptxopt.measure.gpu.GpuBackend`, which raises
+(:class:`~ptxopt.measure.gpu.GpuBackend`, whose factory raises
 :class:`~ptxopt.measure.base.BackendUnavailable` -- ``GPU backend
 unavailable: <why>`` -- without the :mod:`ptxopt.gpu` package, CuPy or a GPU).
 """
@@ -19,10 +19,10 @@ import os
 from typing import Callable
 
 from .base import Backend
-from .gpu import GpuBackend
+from .gpu import registry_factory
 from .sim import SimBackend
 
-_FACTORIES: dict[str, Callable[..., Backend]] = {"sim": SimBackend, "gpu": GpuBackend}
+_FACTORIES: dict[str, Callable[..., Backend]] = {"sim": SimBackend, "gpu": registry_factory}
 _INSTANCES: dict[tuple[str, int], Backend] = {}  # (name, pid): a forked worker makes its own
 
 
@@ -61,7 +61,8 @@ def is_estimate(name: str) -> bool:
     """Are the cycles of the backend called ``name`` a model's estimate (not a
     measurement)?  False for a name that is not registered or a backend that
     cannot be made."""
-    flag = getattr(_FACTORIES.get(name), "is_estimate", None)
+    factory = _FACTORIES.get(name)
+    flag = getattr(getattr(factory, "backend_class", factory), "is_estimate", None)
     if isinstance(flag, bool):
         return flag
     try:
