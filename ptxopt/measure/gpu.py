@@ -46,8 +46,8 @@ CATEGORY = {
 
 
 def harness_digest() -> str:
-    """sha256 (16 hex digits) of this package's sources: changing the harness
-    invalidates cached measurements."""
+    """sha256 (16 hex digits) of :mod:`ptxopt.gpu`'s sources: changing the
+    harness invalidates cached measurements."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent.parent / "gpu"
     for f in sorted(root.glob("*.py")):
