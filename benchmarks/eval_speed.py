@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ptxopt.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, evaluate_many  # noqa: E402
-from ptxopt.evaluate import core  # noqa: E402
+from ptxopt.evaluate import frontend  # noqa: E402
 
 CHANGING = ("vec_ld", "reorder_cp", "maxnreg_128")  # each changes every gemm_tile kernel's text (the last, hints only)
 GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm_tile_8x8x8")
@@ -52,7 +52,7 @@ def _fresh_state() -> None:
     from ptxopt.evaluate import equivalence
     from ptxopt.toolchain import ptxas
 
-    core._MEMO.clear()
+    frontend._MEMO.clear()
     equivalence.clear()
     ptxas.clear_memo()
 

@@ -47,7 +47,7 @@ def main() -> None:
     options = EvalOptions(backend=args.backend, cache=args.cache)
     wanted = args.strategies.split(",")
     doc = {}
-    print(f"cycles: {'ESTIMATE (sim model)' if args.backend == 'sim' else 'MEASUREMENT'}; workers {args.workers}")
+    print(f"cycles: {'ESTIMATE (sim model)' if options.estimate else 'MEASUREMENT'}; workers {args.workers}")
     print(f"{'set':<10}{'strategy':<9}{'kernels':>8}{'mean %':>8}{'median %':>9}{'best %':>8}{'worst %':>8}"
           f"{'geomean':>9}{'evals/k':>8}{'hit %':>7}{'wall s':>8}")
     for set_name in args.sets.split(","):

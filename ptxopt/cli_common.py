@@ -282,7 +282,7 @@ def with_contract(cand, path: str, contract: dict):
         fail(str(e))
     if not contracts:
         return cand
-    from ptxopt.evaluate.core import _original
+    from ptxopt.evaluate.frontend import original as _original
 
     module = _original(cand.ptx, cand.label).module
     entries = {f.name: f for f in module.entries}

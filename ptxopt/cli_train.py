@@ -146,7 +146,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                          clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
                          exploit_temperature=exploit_temperature, seed=seed)
     click.echo(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
-               f"({backend} backend; cycles are {'an ESTIMATE' if backend == 'sim' else 'MEASURED'})")
+               f"({backend} backend; cycles are {'an ESTIMATE' if options.estimate else 'MEASURED'})")
     from rl.grpo import TrainingInterrupted, shielded
 
     try:

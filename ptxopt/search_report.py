@@ -87,12 +87,12 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
 
 
 def expected_error(config) -> float | None:
-    """The sim model's expected relative error of each estimate (None for measurements)."""
-    if not config.options.estimate or config.options.backend != "sim":
+    """The backend's expected relative error of each estimate (the sim model's; None for measurements)."""
+    if not config.options.estimate:
         return None
-    from ptxopt.sim.model import EXPECTED_ERROR
+    from ptxopt.measure.registry import get_backend
 
-    return EXPECTED_ERROR
+    return getattr(get_backend(config.options.backend), "expected_error", None)
 
 
 def print_table(results, config) -> None:

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 import ptxopt.toolchain
 from ptxopt.evaluate import (FAILURES, BackendUnavailable, Candidate, EvalCache, EvalResult, evaluate,
                              evaluate_many, get_backend)
-from ptxopt.evaluate import backends as backends_mod
+from ptxopt.measure import gpu as gpu_backend_mod
+from ptxopt.measure import registry as registry_mod
 from ptxopt.ir import Addr, instruction_slots
 from ptxopt.passes.base import ChangeReport, IllegalPass
 from ptxopt.passes.registry import get_pass_class
@@ -298,10 +299,10 @@ def test_original_that_cannot_run_is_not_checked(cache):
 
 def _without_module(monkeypatch, missing: str) -> None:
     """Make the backend registry see ``missing`` as not installed (and forget built backends)."""
-    real = backends_mod.importlib.util.find_spec
-    monkeypatch.setattr(backends_mod.importlib.util, "find_spec",
+    real = gpu_backend_mod.importlib.util.find_spec
+    monkeypatch.setattr(gpu_backend_mod.importlib.util, "find_spec",
                         lambda name, *a: None if name == missing else real(name, *a))
-    monkeypatch.setattr(backends_mod, "_INSTANCES", {})
+    monkeypatch.setattr(registry_mod, "_INSTANCES", {})
 
 
 def test_gpu_backend_unavailable_is_a_clean_error(monkeypatch):

@@ -1,4 +1,4 @@
-"""Batched disassembly (ptxopt.evaluate.disasm) gives what one nvdisasm run per cubin gives."""
+"""Batched disassembly (ptxopt.measure.disasm) gives what one nvdisasm run per cubin gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ptxopt.corpus import get, select
-from ptxopt.evaluate.disasm import disassemble_many
+from ptxopt.measure.disasm import disassemble_many
 from ptxopt.sim import simulate
 from ptxopt.toolchain import NvdisasmError, compile_ptx, disassemble
 

@@ -145,7 +145,7 @@ def test_hanging_kernel_times_out(worker):
 
 
 def test_backend_for_the_evaluator():
-    pytest.importorskip("ptxopt.evaluate.backends")
+    pytest.importorskip("ptxopt.measure.base")
     from ptxopt.gpu import make_backend
 
     b = make_backend(warmup=5, repeats=20)

@@ -13,20 +13,10 @@ import pytest
 
 from ptxopt.corpus import load_manifest
 from ptxopt.gpu import GpuMeasurement, STATUSES, gpu_available, measure_on_gpu
-from ptxopt.gpu.harness import (
-    HarnessError,
-    classify_cuda_error,
-    clock_buffer,
-    compare_outputs,
-    host_args,
-    kernel_params,
-    launch_durations,
-    nondeterministic_buffers,
-    resolve_arch,
-    scalar_dtype,
-    summarize,
-    typed_scalar,
-)
+from ptxopt.gpu.errors import HarnessError, classify_cuda_error
+from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params, scalar_dtype, typed_scalar
+from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
+from ptxopt.gpu.session import resolve_arch
 from ptxopt.gpu.instrument import SENTINEL
 from ptxopt.gpu.protocol import make_spec, spec_from_json, spec_to_json
 from ptxopt.interp.launch import encode_scalar
@@ -212,8 +202,8 @@ def test_measure_on_gpu_reports_unavailable():
 
 
 def test_backend_adapter_maps_results():
-    backends = pytest.importorskip("ptxopt.evaluate.backends")
-    from ptxopt.gpu.backend import CATEGORY, to_measurement
+    backends = pytest.importorskip("ptxopt.measure.base")
+    from ptxopt.measure.gpu import CATEGORY, to_measurement
 
     ok = GpuMeasurement(status="ok", kernel="k", cycles=100.0, cycles_iqr=1.0, registers=20, spill_store_bytes=0,
                         spill_load_bytes=0, device="X", arch="sm_90", repeats=200, warmup=50, threads=1)
@@ -230,7 +220,7 @@ def test_backend_adapter_maps_results():
 
 @no_gpu_only
 def test_make_backend_unavailable_here():
-    backends = pytest.importorskip("ptxopt.evaluate.backends")
+    backends = pytest.importorskip("ptxopt.measure.base")
     import ptxopt.gpu as gpu
 
     with pytest.raises(backends.BackendUnavailable, match="GPU backend unavailable: " + re.escape(GPU_REASON)):

@@ -27,13 +27,13 @@ NAMES = ["vec_ld", "vec_st", "split_ld", "cache_ca", "cache_cg", "cache_cs", "ca
 def test_pipeline_cache_key_is_unchanged(monkeypatch):
     """The evaluation cache's pipeline key (code and tool versions held
     fixed: those change with any edit by design)."""
-    from ptxopt.evaluate import core
+    from ptxopt.evaluate import keys
 
-    monkeypatch.setattr(core, "code_digests", lambda: {"front": "F", "evaluator": "E"})
-    monkeypatch.setattr(core, "fingerprint", lambda s: {"fixed": 1})
+    monkeypatch.setattr(keys, "code_digests", lambda: {"front": "F", "evaluator": "E"})
+    monkeypatch.setattr(keys, "fingerprint", lambda s: {"fixed": 1})
     spec = get("gemm_tile_4x4x4")
-    key = core.pipeline_key(spec.ptx_text(), str(Pipeline.parse("vec_ld,maxnreg_128")), spec.entry,
-                            core._launch_id(spec, None), None)
+    key = keys.pipeline_key(spec.ptx_text(), str(Pipeline.parse("vec_ld,maxnreg_128")), spec.entry,
+                            keys.launch_id(spec, None), None)
     assert key == "fa6749edbabbfbed9330bfde8bd3900f6124ad90eeb64854fb4389a3c896415f"
 
 

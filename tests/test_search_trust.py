@@ -30,7 +30,7 @@ from ptxopt.cli import cli as main
 from ptxopt.corpus import get
 from ptxopt.evaluate import Candidate, EvalCache, EvalResult, SimBackend, evaluate
 from ptxopt.evaluate.cache import SCHEMA_VERSION
-from ptxopt.evaluate.core import Settings, settings_for
+from ptxopt.evaluate.candidate import Settings, settings_for
 from ptxopt.search import EvalOptions, Meter, SearchConfig, State, search_kernel
 
 SMALL = "gemm_tile_2x2x4"

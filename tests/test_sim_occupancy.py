@@ -152,7 +152,7 @@ def test_expected_error_covers_the_published_baselines():
 
 def test_sim_backend_passes_the_corpus_launch_and_footprint():
     from ptxopt.corpus import get
-    from ptxopt.evaluate.backends import SimBackend
+    from ptxopt.measure.sim import SimBackend
     from ptxopt.sim.occupancy import footprint_of_spec
 
     spec = get("cuda_saxpy")  # 2 blocks of 128 threads, 4 buffers/scalars

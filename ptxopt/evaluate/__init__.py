@@ -39,9 +39,12 @@ the interpreter decides every changed candidate); ``evaluate_many`` also takes `
 ``on_result(index, result)``.
 
 Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
-there).  Backends: :mod:`ptxopt.evaluate.backends` (the :class:`Backend`
-protocol, :func:`register_backend`).  Parallel evaluation:
-:mod:`ptxopt.evaluate.parallel`.
+there).  Backends: :mod:`ptxopt.measure` (the :class:`Backend`
+protocol, :func:`register_backend`; re-exported here).  The evaluation
+itself: :mod:`ptxopt.evaluate.frontend` (passes, printing, ptxas,
+equivalence), :mod:`ptxopt.evaluate.batch` (measuring and committing a
+batch), :mod:`ptxopt.evaluate.keys` (cache keys), :mod:`ptxopt.evaluate.parallel`
+(worker processes).
 """
 
 from __future__ import annotations
@@ -49,12 +52,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .backends import (Backend, BackendUnavailable, MeasureError, MeasureJob, SimBackend, backend_names,
-                       get_backend, register_backend)
+from ptxopt.measure.base import Backend, BackendUnavailable, MeasureError, MeasureJob, Measurement
+from ptxopt.measure.registry import backend_names, get_backend, register_backend
+from ptxopt.measure.sim import SimBackend
+
 from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
-from .core import (DEFAULT_BATCH, DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate,
-                   module_key, pipeline_key)
-from .result import EQUIVALENCE, FAILURES, OK, STATUSES, TRUSTED, VERDICTS, EvalResult, Measurement
+from .candidate import DEFAULT_BATCH, DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
+from .keys import module_key, pipeline_key
+from .result import EQUIVALENCE, FAILURES, OK, STATUSES, TRUSTED, VERDICTS, EvalResult
 
 #: ``cache=DEFAULT_CACHE`` (the default) means :func:`default_cache_path`.
 DEFAULT_CACHE = "default"

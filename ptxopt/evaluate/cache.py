@@ -6,7 +6,7 @@ Where: ``--cache PATH``, else ``$PTXOPT_CACHE``, else
 Keys
 ----
 Two kinds of key, both sha256 hex digests of a JSON document
-(:func:`ptxopt.evaluate.core.module_key` / ``pipeline_key``):
+(:func:`ptxopt.evaluate.keys.module_key` / ``pipeline_key``):
 
 * the **result key** (``results.key``) hashes the *printed* transformed PTX,
   the arch, the backend (name and model version), the toolchain versions

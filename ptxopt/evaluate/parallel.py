@@ -3,8 +3,8 @@
 Candidates are processed largest kernel first (results are still returned
 in the caller's order; ``on_result`` sees them as they complete).
 
-A hardware backend (``is_estimate`` False, e.g. ``gpu``) gets at most one
-worker, so that no two measurements run at the same time.
+A backend that is not ``pipelined`` (hardware timings, e.g. ``gpu``) gets at
+most one worker, so that no two measurements run at the same time.
 
 The parent first answers every candidate it can from the cache by its
 pipeline key (no parsing, no worker), then hands the rest out in batches.
@@ -12,7 +12,7 @@ pipeline key (no parsing, no worker), then hands the rest out in batches.
 The pool is a set of worker processes (``fork`` where available, as the
 rest of ptxopt's pools; a worker never touches the parent's database
 connection or threads).  Each worker opens its own connection to the shared SQLite cache (WAL, busy
-timeout) and runs :func:`ptxopt.evaluate.core.run_batch` on the batches it is
+timeout) and runs :func:`ptxopt.evaluate.batch.run_batch` on the batches it is
 sent, committing every result itself before reporting it.  It tells the
 parent which candidates it is working on; the parent
 
@@ -40,9 +40,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from .backends import get_backend
+from ptxopt.measure.base import is_pipelined
+from ptxopt.measure.registry import get_backend
+
+from .batch import run_batch
 from .cache import EvalCache
-from .core import Candidate, Settings, lookup, run_batch
+from .candidate import Candidate, Settings
+from .frontend import lookup
 from .result import EvalResult
 
 #: Seconds a worker may run past the per-candidate limit before it is killed.
@@ -53,7 +57,7 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
              on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
     """See :func:`ptxopt.evaluate.evaluate_many`."""
     backend = get_backend(settings.backend)  # BackendUnavailable before any work
-    if not backend.is_estimate:
+    if not is_pipelined(backend):
         workers = min(workers, 1)  # one hardware measurement at a time: parallel kernels disturb timings
     results: list[EvalResult | None] = [None] * len(candidates)
 
@@ -272,19 +276,19 @@ class _Pool:
             self._give(nw)
 
     def _fail(self, i: int, died: bool, code) -> None:
-        from .core import _Work  # the one place results are built
+        from .work import Work  # the one place results are built
 
         c = self.candidates[i]
-        w = _Work(i, c, self.settings)
+        w = Work(i, c, self.settings)
         try:
             from ptxopt.pipeline import Pipeline
 
             w.pipeline = str(Pipeline.parse(c.pipeline))
         except Exception:
             w.pipeline = c.pipeline
-        from .core import _launch_id, pipeline_key
+        from .keys import launch_id, pipeline_key
 
-        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, _launch_id(c.spec, c.geometry), self.settings)
+        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, launch_id(c.spec, c.geometry), self.settings)
         if died:
             sig = f"signal {-code}" if isinstance(code, int) and code < 0 else f"exit status {code}"
             r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate",

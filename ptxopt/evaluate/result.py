@@ -1,5 +1,5 @@
-"""What an evaluation returns: :class:`EvalResult` (both backends) and the
-backends' :class:`Measurement`.
+"""What an evaluation returns: :class:`EvalResult` (both backends; built from
+a backend's :class:`~ptxopt.measure.base.Measurement`).
 
 Statuses
 --------
@@ -90,29 +90,6 @@ NOT_REACHED = "not checked: the evaluation stopped before the equivalence check"
 
 #: The per-stage timings every result carries (seconds, wall clock).
 TIMING_KEYS = ("pass", "ptxas", "verify", "backend", "total")
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What a backend reports for one compiled kernel.
-
-    ``cycles`` is an estimate when ``estimate`` is True (the ``sim`` model)
-    and a measurement otherwise (``gpu``: median of timed launches, with
-    ``spread`` the interquartile range or what the backend documents).
-    Resource fields are None when the backend does not know them (the
-    evaluator then fills them from its own ptxas run).
-    """
-
-    cycles: float
-    estimate: bool
-    registers: int | None = None
-    spill_store_bytes: int | None = None
-    spill_load_bytes: int | None = None
-    sass_instructions: int | None = None
-    spread: float | None = None
-    fallback: str | None = None  # how the backend filled in what it could not know (sim: loop trips)
-    notes: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -210,5 +187,5 @@ class EvalResult:
         return replace(self, **changes)
 
 
-__all__ = ["EvalResult", "Measurement", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "VERDICTS", "TRUSTED",
+__all__ = ["EvalResult", "OK", "FAILURES", "STATUSES", "EQUIVALENCE", "VERDICTS", "TRUSTED",
            "NOT_REACHED", "TIMING_KEYS"]

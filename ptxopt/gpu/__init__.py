@@ -9,12 +9,16 @@ child process, so a kernel that faults cannot take the caller down.
   evaluator's ``gpu`` backend wraps (``GpuMeasurement.is_estimate`` is False;
   failures come back as a status, never as an exception);
 * :func:`gpu_available` -- ``(bool, reason)``;
-* :func:`make_backend` -- the evaluator's ``gpu`` backend
-  (:mod:`ptxopt.gpu.backend`; ``BackendUnavailable`` without a GPU);
+* :func:`make_backend` -- the evaluator's ``gpu`` backend (its adapter lives
+  with the other backends: :mod:`ptxopt.measure.gpu`; ``BackendUnavailable``
+  without a GPU);
 * :mod:`ptxopt.gpu.instrument` -- the ``%clock64`` instrumentation (a
   transform, not a registered pass);
-* :mod:`ptxopt.gpu.harness` -- what happens on the GPU (compile, load,
-  inputs, correctness, timing, statistics);
+* :mod:`ptxopt.gpu.session` -- what happens on the GPU (compile, load,
+  correctness, timing), with :mod:`ptxopt.gpu.inputs` (arguments built like
+  the CPU verifier's), :mod:`ptxopt.gpu.readback` (durations, statistics,
+  output comparison), :mod:`ptxopt.gpu.errors` (CUDA error classes) and
+  :mod:`ptxopt.gpu.probe` (is there a usable GPU);
 * :mod:`ptxopt.gpu.worker`, :mod:`ptxopt.gpu.child`,
   :mod:`ptxopt.gpu.protocol` -- the process isolation;
 * ``python -m ptxopt.gpu.measure_corpus`` -- measure the gemm_tile corpus
@@ -71,15 +75,15 @@ _LAZY = {
     "measure_on_gpu": "ptxopt.gpu.worker",
     "GpuWorker": "ptxopt.gpu.worker",
     "WorkerFailure": "ptxopt.gpu.worker",
-    "gpu_available": "ptxopt.gpu.harness",
-    "gpu_info": "ptxopt.gpu.harness",
+    "gpu_available": "ptxopt.gpu.probe",
+    "gpu_info": "ptxopt.gpu.probe",
     "instrument": "ptxopt.gpu.instrument",
     "instrument_ptx": "ptxopt.gpu.instrument",
     "InstrumentClock": "ptxopt.gpu.instrument",
     "InstrumentError": "ptxopt.gpu.instrument",
     "make_spec": "ptxopt.gpu.protocol",
-    "make_backend": "ptxopt.gpu.backend",
-    "GpuBackend": "ptxopt.gpu.backend",
+    "make_backend": "ptxopt.measure.gpu",
+    "GpuBackend": "ptxopt.measure.gpu",
 }
 
 __all__ = ["GpuMeasurement", "STATUSES", "FATAL_STATUSES", *_LAZY]

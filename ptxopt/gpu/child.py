@@ -57,7 +57,7 @@ class Child:
 
     def _probe(self) -> dict:
         if self.probe is None:
-            from ptxopt.gpu.harness import probe_in_process
+            from ptxopt.gpu.probe import probe_in_process
 
             self.probe = probe_in_process()
         return self.probe
@@ -93,7 +93,7 @@ class Child:
             if not info.get("available"):
                 return {"kind": "measure", "fatal": False, "result": GpuMeasurement.failure(
                     "unavailable", info.get("reason", ""), **base).to_json()}, False
-            from ptxopt.gpu.harness import GpuSession
+            from ptxopt.gpu.session import GpuSession
 
             self.session = GpuSession()
         try:

@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from ptxopt.corpus import CorpusError, corpus_root, select
-    from ptxopt.gpu.harness import gpu_available, gpu_info
+    from ptxopt.gpu.probe import gpu_available, gpu_info
     from ptxopt.passes.registry import pass_names
 
     names = pass_names()

@@ -314,7 +314,7 @@ def measure_on_gpu(ptx_text: str, spec, *, warmup: int = 50, repeats: int = 200,
                    timeout: float = DEFAULT_TIMEOUT, reference_ptx: str | None | bool = True, seed: int = 0,
                    flavours=("random", "edge"), worker: GpuWorker | None = None) -> GpuMeasurement:
     """Measure ``ptx_text`` (one kernel, ``spec.entry``) on this machine's GPU
-    in a child process; see :mod:`ptxopt.gpu.harness` for the protocol.
+    in a child process; see :mod:`ptxopt.gpu.session` for what it does.
 
     * ``spec``: the corpus :class:`~ptxopt.corpus.KernelSpec` the candidate is
       a variant of (launch geometry and inputs); for other kernels build one

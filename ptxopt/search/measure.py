@@ -49,7 +49,7 @@ class EvalOptions:
     @property
     def estimate(self) -> bool:
         """Cycles are the backend's estimate (sim), not a measurement (gpu)."""
-        from ptxopt.evaluate.core import is_estimate
+        from ptxopt.measure.registry import is_estimate
 
         return is_estimate(self.backend)
 

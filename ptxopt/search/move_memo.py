@@ -56,7 +56,7 @@ _NO_WRITES: set[str] = set()
 
 def front_digest() -> str:
     """Digest of the code that decides a pass's output (the evaluator's own)."""
-    from ptxopt.evaluate.core import code_digests
+    from ptxopt.digests import code_digests
 
     return code_digests()["front"]
 

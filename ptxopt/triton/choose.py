@@ -59,7 +59,7 @@ class PolicyPipelines:
         self.path = str(checkpoint)
 
     def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
-        from ptxopt.evaluate.core import Candidate
+        from ptxopt.evaluate.candidate import Candidate
         from ptxopt.search.state import State
         from ptxopt.search.actions import ACTIONS, STOP
 

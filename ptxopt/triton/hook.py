@@ -116,8 +116,7 @@ def code_digest() -> str:
     prints the PTX and what verifies it (the evaluator's own digests), and
     this integration with :func:`ptxopt.optimize`."""
     import ptxopt
-    from ptxopt.evaluate.backends import source_digest
-    from ptxopt.evaluate.core import code_digests
+    from ptxopt.digests import code_digests, source_digest
 
     d = code_digests()
     h = hashlib.sha256(f"{d['front']}\0{d['evaluator']}\0{source_digest('triton', 'api.py')}".encode())

@@ -1,4 +1,4 @@
-"""Measuring one candidate on the GPU with CuPy, in the current process.
+"""Measuring one candidate on the GPU with CuPy, in the current process: :class:`GpuSession`.
 
 Callers normally go through :func:`ptxopt.gpu.measure_on_gpu`, which runs
 this code in a child process (:mod:`ptxopt.gpu.child`); everything here that
@@ -49,15 +49,18 @@ CUDA errors are classified by :func:`classify_cuda_error` (``fault``,
 refusal is treated as having lost the context (``fatal``), and the child
 exits after reporting it.
 
-Only :func:`probe_in_process` and :class:`GpuSession` import CuPy; the
-helpers above them are plain numpy and are tested on CPU.
+Only :class:`GpuSession` here and :func:`ptxopt.gpu.probe.probe_in_process`
+import CuPy; the helpers it uses -- :mod:`ptxopt.gpu.inputs` (arguments),
+:mod:`ptxopt.gpu.readback` (durations, statistics, comparison),
+:mod:`ptxopt.gpu.errors` (classification) -- are plain numpy and are tested
+on CPU.
 """
+
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import os
 import re
 import tempfile
@@ -66,7 +69,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ptxopt.gpu.instrument import SENTINEL
+from ptxopt.gpu.errors import HarnessError, classify_cuda_error, is_cuda_error
+from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params
+from ptxopt.gpu.probe import device_info
+from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
 from ptxopt.gpu.result import GpuMeasurement
 
 DEFAULT_WARMUP = 50
@@ -78,156 +84,6 @@ _CU_FUNC_ATTRIBUTE_NUM_REGS = 4
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
-class HarnessError(Exception):
-    """A failure with a result category (:data:`ptxopt.gpu.result.STATUSES`)."""
-
-    def __init__(self, status: str, message: str, fatal: bool = False):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.fatal = fatal
-
-
-# ---------------------------------------------------------------------------
-# CPU-side helpers (no CuPy)
-# ---------------------------------------------------------------------------
-
-_SCALAR_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
-
-
-def scalar_dtype(ptx_type: str) -> np.dtype:
-    """numpy dtype whose bytes are a ``.param`` of PTX type ``ptx_type``."""
-    if ptx_type in _SCALAR_DTYPES:
-        return np.dtype(_SCALAR_DTYPES[ptx_type])
-    kind, bits = ptx_type[:1], ptx_type[1:]
-    if kind in ("u", "s", "b") and bits in ("8", "16", "32", "64"):
-        return np.dtype(f"<{'i' if kind == 's' else 'u'}{int(bits) // 8}")
-    raise HarnessError("error", f"cannot pass a scalar of PTX type .{ptx_type}")
-
-
-def typed_scalar(value, ptx_type: str, size: int) -> np.generic:
-    """``value`` as a numpy scalar with exactly the bytes the interpreter
-    would put in the parameter block (:func:`ptxopt.interp.launch.encode_scalar`)."""
-    from ptxopt.interp.launch import encode_scalar
-
-    dt = scalar_dtype(ptx_type)
-    if dt.itemsize != size:
-        raise HarnessError("error", f"parameter of type .{ptx_type} has {size} bytes")
-    return np.frombuffer(encode_scalar(value, ptx_type, size), dtype=dt)[0]
-
-
-def kernel_params(ptx_text: str, entry: str):
-    """Parameter slots (name, offset, size, PTX type, is-pointer) of ``entry``."""
-    from ptxopt.interp.program import Program
-    from ptxopt.parser import parse
-
-    return Program(parse(ptx_text, "<candidate>")).kernel_params(entry)
-
-
-def host_args(spec, slots, seed: int = 0, flavour: str = "random") -> list:
-    """Host-side arguments for ``spec`` (a corpus ``KernelSpec``): the arrays
-    of :func:`ptxopt.interp.workload.make_args` unchanged, ``None`` for null
-    pointers, and scalars as numpy scalars of the parameter's PTX type."""
-    from ptxopt.interp.workload import make_args
-
-    if len(slots) != len(spec.params):
-        raise HarnessError("error", f"{spec.entry} has {len(slots)} parameters but the manifest entry "
-                           f"describes {len(spec.params)}")
-    out = []
-    for p, slot, a in zip(spec.params, slots, make_args(spec, seed, flavour)):
-        if isinstance(a, np.ndarray):
-            if slot.size != 8:
-                raise HarnessError("error", f"buffer argument {p.arg} for the {slot.size}-byte parameter {slot.name}")
-            out.append(a)
-        elif a is None:
-            out.append(None)
-        else:
-            out.append(typed_scalar(a, slot.dtype, slot.size))
-    return out
-
-
-def clock_buffer(threads: int, rows: int | None = None) -> np.ndarray:
-    """The duration buffer, pre-filled with the sentinel: ``(threads,)`` or
-    ``(rows, threads)`` uint64."""
-    shape = (threads,) if rows is None else (rows, threads)
-    return np.full(shape, SENTINEL, dtype=np.uint64)
-
-
-def launch_durations(clk: np.ndarray) -> np.ndarray:
-    """Per launch (row), the maximum duration over threads. Raises a
-    :class:`HarnessError` if any thread left the sentinel."""
-    clk = np.atleast_2d(clk)
-    missing = int((clk == SENTINEL).sum())
-    if missing:
-        raise HarnessError("error", f"{missing} thread-launch(es) recorded no duration (an exit without the "
-                           "clock store?)")
-    return clk.max(axis=1)
-
-
-def summarize(values) -> dict:
-    """Median, IQR (p75 - p25), quartiles, min, max, mean of ``values``."""
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0:
-        return {"median": None, "iqr": None, "p25": None, "p75": None, "min": None, "max": None, "mean": None, "n": 0}
-    p25, med, p75 = np.percentile(x, [25, 50, 75])
-    return {"median": float(med), "iqr": float(p75 - p25), "p25": float(p25), "p75": float(p75),
-            "min": float(x.min()), "max": float(x.max()), "mean": float(x.mean()), "n": int(x.size)}
-
-
-def nondeterministic_buffers(names, first, second) -> list[str]:
-    """Buffers whose bytes differ between two runs of the same kernel on the
-    same inputs."""
-    out = []
-    for name, a, b in zip(names, first, second):
-        if a is None or b is None:
-            continue
-        if a.tobytes() != b.tobytes():
-            out.append(name)
-    return out
-
-
-def compare_outputs(names, reference, candidate, *, ignore=(), seed: int = 0, flavour: str = "random"):
-    """The first bit-wise difference (a :class:`ptxopt.verify.Mismatch`) or None."""
-    from ptxopt.verify import compare_buffers
-
-    ref = [None if n in ignore else a for n, a in zip(names, reference)]
-    cand = [None if n in ignore else a for n, a in zip(names, candidate)]
-    return compare_buffers(names, ref, cand, seed, flavour)
-
-
-_FAULT_WORDS = ("illegaladdress", "misalignedaddress", "illegalinstruction", "invalidaddressspace", "invalidpc",
-                "hardwarestackerror", "launchfailed", "launchfailure", "unspecifiedlaunchfailure", "assert",
-                "launchtimeout", "eccuncorrectable", "illegalstate", "contextisdestroyed", "exception")
-_LOAD_WORDS = ("invalidptx", "nobinaryforgpu", "invalidimage", "unsupportedptxversion", "invalidsource",
-               "jitcompilernotfound", "jitcompilerdisabled", "sharedobject", "notfound", "invalidkernelimage",
-               "nokernelimage", "invaliddevicefunction")
-_LAUNCH_WORDS = ("launchoutofresources", "invalidvalue", "invalidconfiguration", "toomanyresources",
-                 "cooperativelaunchtoolarge")
-
-
-def classify_cuda_error(message: str) -> tuple[str, bool]:
-    """``(status, fatal)`` for a CUDA error message from CuPy
-    (``CUDA_ERROR_ILLEGAL_ADDRESS: ...`` or ``cudaErrorIllegalAddress: ...``).
-
-    ``fault`` covers everything a kernel can do to itself at run time;
-    ``load`` a module the driver refuses; ``launch`` a refused launch
-    configuration. Only load and launch errors leave the context usable;
-    anything else is treated as fatal (the child is replaced)."""
-    key = message.replace("_", "").replace(" ", "").lower()
-    if any(w in key for w in _LOAD_WORDS):
-        return "load", False
-    if any(w in key for w in _LAUNCH_WORDS):
-        return "launch", False
-    if any(w in key for w in _FAULT_WORDS):
-        return "fault", True
-    return "error", True
-
-
-def _is_cuda_error(exc: BaseException) -> bool:
-    return type(exc).__name__ in ("CUDADriverError", "CUDARuntimeError") or (
-        type(exc).__module__ or "").startswith(("cupy_backends.cuda", "cupy.cuda"))
-
-
 def resolve_arch(requested: str | None, device_arch: str, ptx_text: str) -> str:
     """What to compile for: the device's SM; ``sm_XYa`` when the module
     targets the arch-specific variant of exactly this SM."""
@@ -237,118 +93,6 @@ def resolve_arch(requested: str | None, device_arch: str, ptx_text: str) -> str:
         return target
     return device_arch
 
-
-# ---------------------------------------------------------------------------
-# Availability
-# ---------------------------------------------------------------------------
-
-_DISABLE_ENV = "PTXOPT_GPU"
-
-
-def _disabled_reason() -> str:
-    v = os.environ.get(_DISABLE_ENV, "").strip().lower()
-    if v in ("0", "off", "no", "false", "none"):
-        return f"disabled by {_DISABLE_ENV}={os.environ[_DISABLE_ENV]}"
-    return ""
-
-
-def cupy_missing_reason() -> str:
-    """Why CuPy cannot be imported here ('' if it is installed)."""
-    if importlib.util.find_spec("cupy") is None:
-        return "CuPy is not installed (pip install 'ptxopt[gpu]' installs cupy-cuda12x)"
-    return ""
-
-
-def probe_in_process() -> dict:
-    """Import CuPy, find device 0, create its context and copy to it and
-    back: the full check. ``{"available", "reason", "device", "compute_capability",
-    "arch", "driver_version", "runtime_version", "cupy_version", ...}``.
-    Creates a CUDA context in *this* process: call it in a child."""
-    why = _disabled_reason() or cupy_missing_reason()
-    if why:
-        return {"available": False, "reason": why}
-    try:
-        import cupy
-    except Exception as e:  # broken install, missing libcuda.so ...
-        return {"available": False, "reason": f"CuPy is not importable: {type(e).__name__}: {e}"}
-    try:
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:
-        return {"available": False, "reason": f"no usable CUDA driver: {type(e).__name__}: {e}"}
-    if n < 1:
-        return {"available": False, "reason": "no CUDA device"}
-    try:
-        info = device_info(cupy)
-        # a copy there and back: no CuPy kernel (those would need NVRTC, which the harness never uses)
-        probe = np.arange(4, dtype=np.uint32)
-        if cupy.asnumpy(cupy.asarray(probe)).tolist() != probe.tolist():
-            return {"available": False, "reason": "device 0 failed a host-device-host copy"}
-    except Exception as e:
-        return {"available": False, "reason": f"CUDA device 0 is not usable: {type(e).__name__}: {e}"}
-    return {"available": True, "reason": "", **info}
-
-
-def device_info(cupy) -> dict:
-    rt = cupy.cuda.runtime
-    dev = cupy.cuda.Device(0)
-    dev.use()
-    props = rt.getDeviceProperties(0)
-    name = props.get("name", b"")
-    name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-    major, minor = int(props["major"]), int(props["minor"])
-    try:
-        bus = dev.pci_bus_id
-    except Exception:
-        bus = "0"
-    return {
-        "device": name,
-        "compute_capability": f"{major}.{minor}",
-        "arch": f"sm_{major}{minor}",
-        "driver_version": int(rt.driverGetVersion()),
-        "runtime_version": int(rt.runtimeGetVersion()),
-        "cupy_version": str(cupy.__version__),
-        "sm_count": int(props.get("multiProcessorCount", 0)),
-        "clock_rate_khz": int(props["clockRate"]) if "clockRate" in props else None,
-        "total_memory": int(props.get("totalGlobalMem", 0)),
-        "pci_bus_id": str(bus),
-    }
-
-
-def gpu_available(*, refresh: bool = False, timeout: float = 120.0) -> tuple[bool, str]:
-    """``(True, description)`` when a CUDA GPU can run measurements here, else
-    ``(False, reason)``. Cheap checks first (``PTXOPT_GPU=0``, CuPy not
-    installed); otherwise the full :func:`probe_in_process` runs in a child
-    process (so the caller never holds a CUDA context), once per process."""
-    info = gpu_info(refresh=refresh, timeout=timeout)
-    if not info.get("available"):
-        return False, info.get("reason") or "unknown reason"
-    return True, (f"{info['device']} ({info['arch']}), driver {info['driver_version']}, "
-                  f"CUDA runtime {info['runtime_version']}, CuPy {info['cupy_version']}")
-
-
-_PROBE: dict | None = None
-
-
-def gpu_info(*, refresh: bool = False, timeout: float = 120.0) -> dict:
-    """The probe dictionary behind :func:`gpu_available` (cached per process)."""
-    global _PROBE
-    why = _disabled_reason() or cupy_missing_reason()
-    if why:
-        return {"available": False, "reason": why}
-    if _PROBE is None or refresh:
-        from ptxopt.gpu.worker import GpuWorker, WorkerFailure
-
-        with GpuWorker() as w:
-            try:
-                _PROBE = w.request({"kind": "probe"}, timeout)["info"]
-            except WorkerFailure as f:
-                _PROBE = {"available": False, "reason": f"the GPU probe process failed ({f.status}): {f.message}"}
-    return dict(_PROBE)
-
-
-# ---------------------------------------------------------------------------
-# The in-process GPU session (runs in the child)
-# ---------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -390,7 +134,7 @@ class GpuSession:
         except HarnessError:
             raise
         except Exception as e:
-            if not _is_cuda_error(e):
+            if not is_cuda_error(e):
                 raise
             status, fatal = classify_cuda_error(str(e))
             raise HarnessError(status, f"{what}: {type(e).__name__}: {e}", fatal) from e
@@ -595,9 +339,6 @@ class GpuSession:
         res.samples = tuple(int(s) for s in samples)
 
 
-__all__ = [
-    "GpuSession", "HarnessError", "gpu_available", "gpu_info", "probe_in_process", "host_args", "typed_scalar",
-    "scalar_dtype", "kernel_params", "clock_buffer", "launch_durations", "summarize", "classify_cuda_error",
-    "compare_outputs", "nondeterministic_buffers", "resolve_arch", "DEFAULT_WARMUP", "DEFAULT_REPEATS",
-    "DEFAULT_FLAVOURS",
-]
+
+__all__ = ["GpuSession", "device_lock", "resolve_arch", "DEFAULT_WARMUP", "DEFAULT_REPEATS", "DEFAULT_FLAVOURS",
+           "TIMING_FLAVOUR"]

@@ -1,9 +1,15 @@
-"""The evaluator's ``gpu`` backend: :func:`measure_on_gpu` behind the
-:class:`ptxopt.evaluate.backends.Backend` protocol.
+"""The evaluator's ``gpu`` backend: :func:`ptxopt.gpu.measure_on_gpu` behind the
+:class:`~ptxopt.measure.base.Backend` protocol.
 
-The evaluator finds it as ``ptxopt.gpu.make_backend(**options)``; it
-raises ``BackendUnavailable`` (``GPU backend unavailable: <reason>``)
-where :func:`~ptxopt.gpu.harness.gpu_available` says no. ``measure``
+The harness (child process, CuPy, timing) lives in :mod:`ptxopt.gpu`; this
+module only adapts it, and imports nothing of :mod:`ptxopt.gpu` before a
+backend is made, so the registry can name it on machines without CuPy.
+
+:func:`make_backend` (also ``ptxopt.gpu.make_backend(**options)``) raises
+:class:`~ptxopt.measure.base.BackendUnavailable` (``GPU backend unavailable:
+<reason>``) where :func:`~ptxopt.gpu.probe.gpu_available` says no; the
+registry's factory (:func:`registry_factory`) checks first that the
+:mod:`ptxopt.gpu` package and CuPy are importable. ``measure``
 returns a ``Measurement`` with ``estimate=False`` and ``spread`` = the IQR
 of the cycle samples, or raises ``MeasureError(category, message)`` for a
 failed candidate:
@@ -27,9 +33,10 @@ needs the manifest's launch geometry and input description.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from pathlib import Path
 
-from ptxopt.gpu.result import GpuMeasurement
+from .base import BackendUnavailable, MeasureError, Measurement
 
 CATEGORY = {
     "mismatch": "mismatch", "fault": "fault", "crash": "fault", "timeout": "timeout", "ptxas": "ptxas",
@@ -39,22 +46,20 @@ CATEGORY = {
 
 
 def harness_digest() -> str:
-    """sha256 (16 hex digits) of this package's sources: changing the harness
-    invalidates cached measurements."""
+    """sha256 (16 hex digits) of :mod:`ptxopt.gpu`'s sources: changing the
+    harness invalidates cached measurements."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent / "gpu"
     for f in sorted(root.glob("*.py")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def to_measurement(m: GpuMeasurement):
-    """The evaluator's ``Measurement`` for a successful ``m``; raises its
+def to_measurement(m) -> Measurement:
+    """The evaluator's ``Measurement`` for a successful
+    :class:`~ptxopt.gpu.result.GpuMeasurement` ``m``; raises its
     ``MeasureError`` for a failed one."""
-    from ptxopt.evaluate.backends import MeasureError
-    from ptxopt.evaluate.result import Measurement
-
     if not m.ok:
         raise MeasureError(CATEGORY.get(m.status, "internal"), f"gpu {m.status}: {m.message}")
     notes = [f"measured on {m.device} ({m.arch}) with %clock64: median of {m.repeats} launches after "
@@ -75,14 +80,18 @@ def to_measurement(m: GpuMeasurement):
 
 
 class GpuBackend:
-    """``name = "gpu"``, ``is_estimate = False``; one harness child per instance."""
+    """``name = "gpu"``, ``is_estimate = False``, ``pipelined = False``; one
+    harness child per instance."""
 
     name = "gpu"
     is_estimate = False
+    #: hardware timings: measured alone, in the evaluating thread, with at most one worker process
+    pipelined = False
+    expected_error = None
 
     def __init__(self, *, warmup: int = 50, repeats: int = 200, timeout: float | None = None, seed: int = 0,
                  flavours=("random", "edge"), info: dict | None = None):
-        from ptxopt.gpu.harness import gpu_info
+        from ptxopt.gpu.probe import gpu_info
         from ptxopt.gpu.worker import DEFAULT_TIMEOUT, GpuWorker
 
         self.warmup, self.repeats, self.seed, self.flavours = int(warmup), int(repeats), int(seed), tuple(flavours)
@@ -92,9 +101,7 @@ class GpuBackend:
         self.version = (f"{harness_digest()}/{self.info.get('device')}/{self.info.get('driver_version')}"
                         f"/w{self.warmup}r{self.repeats}s{self.seed}")
 
-    def measure(self, ptx_text: str, arch: str, spec=None):
-        from ptxopt.evaluate.backends import MeasureError
-
+    def measure(self, ptx_text: str, arch: str, spec=None) -> Measurement:
         if spec is None:
             raise MeasureError("unsupported", "the gpu backend needs a corpus manifest entry (launch geometry "
                                               "and inputs); this kernel has none")
@@ -109,9 +116,9 @@ class GpuBackend:
 
 
 def make_backend(**options) -> GpuBackend:
-    """The evaluator's factory (see the module doc)."""
-    from ptxopt.evaluate.backends import BackendUnavailable
-    from ptxopt.gpu.harness import gpu_available
+    """A :class:`GpuBackend` (also ``ptxopt.gpu.make_backend``); raises
+    :class:`BackendUnavailable` where :func:`~ptxopt.gpu.probe.gpu_available` says no."""
+    from ptxopt.gpu.probe import gpu_available
 
     ok, reason = gpu_available()
     if not ok:
@@ -119,4 +126,29 @@ def make_backend(**options) -> GpuBackend:
     return GpuBackend(**options)
 
 
-__all__ = ["GpuBackend", "make_backend", "to_measurement", "CATEGORY", "harness_digest"]
+def registry_factory(**options) -> GpuBackend:
+    """The registry's ``gpu`` factory: :func:`make_backend` after checking
+    that the :mod:`ptxopt.gpu` package and CuPy are importable, so that every
+    failure reads ``GPU backend unavailable: <why>``."""
+    if importlib.util.find_spec("ptxopt.gpu") is None:
+        raise BackendUnavailable("GPU backend unavailable: the ptxopt.gpu package is not installed")
+    try:
+        import ptxopt.gpu  # noqa: F401
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: ptxopt.gpu cannot be imported ({e})") from e
+    if importlib.util.find_spec("cupy") is None:
+        raise BackendUnavailable("GPU backend unavailable: CuPy is not installed "
+                                 "(pip install 'ptxopt[gpu]' on a machine with a CUDA GPU)")
+    try:
+        return make_backend(**options)
+    except BackendUnavailable:
+        raise
+    except Exception as e:
+        raise BackendUnavailable(f"GPU backend unavailable: {e}") from e
+
+
+#: what the registry reads the flags from without calling the factory
+registry_factory.backend_class = GpuBackend  # type: ignore[attr-defined]
+
+
+__all__ = ["GpuBackend", "make_backend", "registry_factory", "to_measurement", "CATEGORY", "harness_digest"]

@@ -1,0 +1,182 @@
+"""Evaluating a batch of candidates in one process: :func:`run_batch`.
+
+Per candidate, the front half (:mod:`ptxopt.evaluate.frontend`): pipeline
+and cache lookups, parse, passes, print, ptxas in a helper thread and the
+equivalence check.  Then, per chunk of ``Settings.batch`` candidates: the
+backend measures every candidate still ``ok``
+(:func:`ptxopt.measure.base.measure_many`; the ``sim`` backend disassembles
+the whole chunk with one nvdisasm run), and each result is committed to the
+cache in its own transaction as soon as it is final.  :func:`run_batch`
+pipelines this over helper threads when the backend is ``pipelined`` (see
+there).  Time limits: :mod:`ptxopt.evaluate.deadline`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
+from ptxopt.measure.registry import get_backend
+
+from .cache import EvalCache
+from .candidate import DEFAULT_GEOMETRY, Candidate, Settings
+from .deadline import CandidateTimeout, deadline
+from .frontend import collect_compile, front, tools
+from .keys import fingerprint
+from .result import OK, EvalResult
+from .work import Work, one_line
+
+
+def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCache | None, *,
+              indices: Sequence[int] | None = None,
+              on_start: Callable[[list[int]], None] | None = None,
+              on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+    """Evaluate ``candidates`` in this process; see the module doc.  Never raises
+    for a candidate's failure (BackendUnavailable for an unusable backend is
+    raised before any work).
+
+    The work is pipelined over three threads: this one parses, runs the
+    passes and checks equivalence, candidate after candidate; a helper runs
+    ptxas (a subprocess) for each candidate as soon as it is printed; a second
+    helper measures each chunk of ``settings.batch`` candidates once their
+    ptxas runs are done (one nvdisasm run, then the model).  Results are
+    committed here, as their chunk completes.  A backend that is not
+    ``pipelined`` (hardware timings) measures in this thread, chunk after chunk.
+    """
+    backend = get_backend(settings.backend)
+    fingerprint(settings)
+    idx = list(indices) if indices is not None else list(range(len(candidates)))
+    works = [Work(i, c, settings) for i, c in zip(idx, candidates)]
+    overlap = is_pipelined(backend)
+
+    def done(w: Work) -> None:
+        r = w.result
+        if cache is not None and not w.from_cache and r.cacheable and r.key is not None:
+            cache.put(r, w.pkey, w.ptx_sha)
+        if on_result is not None:
+            on_result(w.index, r)
+
+    def guarded(w: Work, step, what: str) -> None:
+        try:
+            with deadline(settings.timeout):
+                step(w)
+        except CandidateTimeout:
+            w.timings["limit"] = settings.timeout or 0
+            w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s ({what})")
+        except Exception as e:  # a bug in the evaluator: a result, not a crash of the search
+            w.finish("internal", error=f"evaluator error: {type(e).__name__}: {one_line(e)}", cacheable=False)
+
+    def settle(chunk: list[Work], out: list, seconds: float) -> None:
+        measured = [w for w in chunk if w.result is None]
+        _settle(measured, out, seconds / max(1, len(measured)), settings)
+        for w in chunk:
+            done(w)
+
+    inflight: list[tuple[list[Work], Any]] = []  # chunks whose ptxas runs / measurement is under way
+
+    def drain(block: bool) -> None:
+        while inflight and (block or inflight[0][1].done()):
+            chunk, fut = inflight.pop(0)
+            if on_start is not None:
+                on_start([w.index for w in chunk])
+            out, seconds = fut.result()
+            settle(chunk, out, seconds)
+
+    size = max(1, settings.batch)
+    for start in range(0, len(works), size):
+        chunk = works[start: start + size]
+        for w in chunk:
+            if on_start is not None:
+                on_start([w.index])
+            guarded(w, lambda w: front(w, cache), "passes and equivalence check")
+            if w.result is not None and w.ptxas_future is None:
+                done(w)
+        ready = [w for w in chunk if w.ptxas_future is not None]
+        if ready:
+            if overlap:
+                inflight.append((ready, tools("measure").submit(_collect_and_measure, backend, ready, settings)))
+            else:
+                if on_start is not None:
+                    on_start([w.index for w in ready])
+                for w in ready:
+                    guarded(w, collect_compile, "ptxas")
+                settle(ready, *_collect_and_measure(backend, ready, settings))
+        drain(block=False)
+    drain(block=True)
+    return [w.result for w in works]
+
+
+def _collect_and_measure(backend, chunk: list[Work], settings: Settings) -> tuple[list, float]:
+    """Wait for the chunk's ptxas runs, then measure the candidates still ``ok``."""
+    for w in chunk:
+        if w.ptxas_future is not None:
+            try:
+                collect_compile(w)
+            except Exception as e:
+                w.finish("internal", error=f"evaluator error: {type(e).__name__}: {one_line(e)}", cacheable=False)
+    measured = [w for w in chunk if w.result is None]
+    t = time.perf_counter()
+    out = _measure(backend, measured, settings) if measured else []
+    return out, time.perf_counter() - t
+
+
+def _measure(backend, chunk: list[Work], settings: Settings) -> list:
+    """The backend's verdicts for ``chunk`` (Measurements or exceptions); never raises."""
+    jobs = [MeasureJob(w.printed, w.settings.arch, w.spec, w.entry, w.compiled, w.module,
+                       w.geometry or (DEFAULT_GEOMETRY if w.spec is None else None), settings.profile_loops)
+            for w in chunk]
+    try:
+        with deadline(settings.timeout * len(chunk) if settings.timeout else None):
+            out = list(measure_many(backend, jobs))
+    except (CandidateTimeout, Exception) as e:
+        out = [e] * len(chunk)
+    for k, (w, m) in enumerate(zip(chunk, out)):
+        if isinstance(m, Measurement) and m.sass_instructions is None and w.compiled is not None:
+            try:
+                out[k] = _with_sass_count(m, w)
+            except Exception:
+                pass
+    return out
+
+
+def _settle(chunk: list[Work], out: list, share: float, settings: Settings) -> None:
+    for w, m in zip(chunk, out):
+        w.timings["backend"] = share
+        if isinstance(m, Measurement):
+            w.finish(OK, m=m)
+        else:
+            _backend_failure(w, m)
+
+
+def _with_sass_count(m: Measurement, w: Work) -> Measurement:
+    from dataclasses import replace
+
+    from ptxopt.measure.disasm import disassemble_many
+
+    lst = disassemble_many([w.compiled.cubin])[0]
+    if isinstance(lst, Exception):
+        return m
+    return replace(m, sass_instructions=len(lst.functions.get(w.entry, ())))
+
+
+def _backend_failure(w: Work, e: BaseException) -> None:
+    from ptxopt.toolchain import ToolchainError, ToolchainTimeout
+
+    if isinstance(e, CandidateTimeout) or isinstance(e, ToolchainTimeout):
+        w.timings["limit"] = w.settings.timeout or 0
+        w.finish("timeout", error=f"measuring took too long: {one_line(e)}" if not isinstance(e, CandidateTimeout)
+                 else f"measuring took longer than {w.settings.timeout:g} s")
+    elif isinstance(e, MeasureError):
+        w.finish(e.category, error=one_line(e))
+    elif isinstance(e, BackendUnavailable):
+        w.finish("unsupported", error=one_line(e), cacheable=False)
+    elif isinstance(e, ToolchainError):
+        w.finish("unsupported", error=f"{w.settings.backend} backend: {one_line(e)}")
+    else:
+        w.finish("internal", error=f"{w.settings.backend} backend failed: {type(e).__name__}: {one_line(e)}",
+                 cacheable=False)
+
+
+
+__all__ = ["run_batch"]

@@ -1,0 +1,75 @@
+"""The evaluation cache's keys (see :mod:`ptxopt.evaluate.cache` for what they mean).
+
+A key is the sha256 of a JSON document: what the result depends on -- the
+kernel text (or the printed module), the entry, the launch, the settings,
+the tool versions, the backend's version and the digests of ptxopt's own
+code (:func:`ptxopt.digests.code_digests`).  They are computed here, in one
+place, so that the front end, the batch runner and the worker pool agree
+on them byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ptxopt.digests import code_digests
+from ptxopt.measure.registry import backend_version, get_backend
+
+from .cache import SCHEMA_VERSION
+from .candidate import DEFAULT_GEOMETRY, Settings
+
+
+def sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+_FINGERPRINTS: dict = {}
+
+
+def fingerprint(settings: Settings) -> dict:
+    """The settings, tools and code versions every key includes."""
+    fp = _FINGERPRINTS.get(settings)
+    if fp is None:
+        from ptxopt.toolchain import toolchain_versions
+
+        backend = get_backend(settings.backend)
+        fp = _FINGERPRINTS[settings] = {
+            "schema": SCHEMA_VERSION,
+            "arch": settings.arch,
+            "backend": settings.backend,
+            "backend_version": backend_version(backend),
+            "toolchain": toolchain_versions(),
+            "trials": settings.trials,
+            "profile_loops": settings.profile_loops,
+            "min_coverage": settings.min_coverage,
+            "prove": settings.prove,
+            "code": code_digests()["evaluator"],
+        }
+    return fp
+
+
+def launch_id(spec, geometry) -> str:
+    """What the keys record of a candidate's launch: its corpus entry, else its geometry."""
+    if spec is not None:
+        return f"corpus:{spec.id}:{spec.launch}:{[p for p in spec.params]}"
+    return f"geometry:{geometry or DEFAULT_GEOMETRY}"
+
+
+def _digest(doc: dict) -> str:
+    return sha256(json.dumps(doc, sort_keys=True, default=str))
+
+
+def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, settings: Settings) -> str:
+    """Key of a (kernel text, canonical pipeline) request; see :mod:`ptxopt.evaluate.cache`."""
+    return _digest({"kind": "pipeline", "original": sha256(original), "pipeline": pipeline, "entry": entry,
+                    "launch": launch, "front": code_digests()["front"], **fingerprint(settings)})
+
+
+def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:
+    """Key of a printed module: what the result depends on (see :mod:`ptxopt.evaluate.cache`)."""
+    return _digest({"kind": "module", "ptx": sha256(printed), "original": sha256(original_printed),
+                    "entry": entry, "launch": launch, **fingerprint(settings)})
+
+
+__all__ = ["sha256", "fingerprint", "launch_id", "pipeline_key", "module_key"]

@@ -1,0 +1,137 @@
+"""The ``sim`` backend: the SASS issue model of :mod:`ptxopt.sim` behind the
+:class:`~ptxopt.measure.base.Backend` protocol.
+
+The model itself lives in :mod:`ptxopt.sim`; this module adapts it to the
+evaluator: it compiles (or reuses the evaluator's ptxas result), disassembles
+a whole chunk with one nvdisasm run (:mod:`ptxopt.measure.disasm`), gets loop
+trip counts from the interpreter (:mod:`ptxopt.measure.loops`) and turns the
+model's answer into a :class:`~ptxopt.measure.base.Measurement`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ptxopt.digests import source_digest
+
+from .base import MeasureError, MeasureJob, Measurement
+
+#: The source the model's estimates depend on (its digest is the backend's version).
+SOURCES = ("sim",)
+
+
+class SimBackend:
+    """The SASS issue model (:mod:`ptxopt.sim`): an estimate, CPU only.
+
+    Loops: trip counts come from the interpreter (:mod:`ptxopt.measure.loops`)
+    for the same inputs as the equivalence check; where they cannot be had the
+    model's static fallback applies and the measurement says so (``fallback``
+    and ``notes``).  Warps: the launch (corpus spec or geometry) goes to the
+    many-warp part of the model (occupancy, waves, issue and bandwidth
+    bounds), see :func:`ptxopt.sim.simulate`.
+    """
+
+    name = "sim"
+    is_estimate = True
+    #: a CPU model: measuring overlaps the evaluator's other work and runs in every worker process
+    pipelined = True
+    #: The model's dynamic instruction budget per kernel; a walk that hits it is a
+    #: ``truncated`` failure, not a result (:data:`ptxopt.sim.model.DEFAULT_MAX_STEPS`).
+    max_steps: int | None = None
+
+    def __init__(self, loop_trips: int | None = None):
+        from ptxopt.sim import DEFAULT_LOOP_TRIPS
+
+        self.loop_trips = loop_trips or DEFAULT_LOOP_TRIPS
+        self.version = source_digest(*SOURCES) + f"/N={self.loop_trips}"
+
+    @property
+    def expected_error(self) -> float:
+        """The model's typical relative error (:data:`ptxopt.sim.model.EXPECTED_ERROR`)."""
+        from ptxopt.sim.model import EXPECTED_ERROR
+
+        return EXPECTED_ERROR
+
+    def measure(self, ptx_text: str, arch: str, spec: Any = None) -> Measurement:
+        job = MeasureJob(ptx_text, arch, spec, spec.entry if spec is not None else None)
+        out = self.measure_many([job])[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def measure_many(self, jobs: Sequence[MeasureJob]) -> list[Measurement | Exception]:
+        from ptxopt.toolchain import compile_ptx
+
+        from .disasm import disassemble_many
+
+        out: list[Measurement | Exception | None] = [None] * len(jobs)
+        compiled = []
+        for i, j in enumerate(jobs):
+            if j.compiled is None:
+                try:
+                    j.compiled = compile_ptx(j.ptx_text, j.arch)
+                except Exception as e:
+                    out[i] = e
+                    continue
+            compiled.append(i)
+        listings = disassemble_many([jobs[i].compiled.cubin for i in compiled])
+        for i, listing in zip(compiled, listings):
+            if isinstance(listing, Exception):
+                out[i] = listing
+                continue
+            try:
+                out[i] = self._simulate(jobs[i], listing)
+            except Exception as e:
+                out[i] = e
+        return out  # type: ignore[return-value]
+
+    def _simulate(self, job: MeasureJob, listing) -> Measurement:
+        from ptxopt.sim import simulate
+        from ptxopt.sim.decode import decode
+
+        compiled = job.compiled
+        entry = job.entry or next(iter(compiled.kernels), None)
+        program = decode(listing, entry)
+        trips, source, notes = self._trip_counts(job, program, entry)
+        launch = getattr(job.spec, "launch", None) if job.spec is not None else job.geometry
+        kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
+        if launch is not None and getattr(launch, "grid", None) is not None:
+            kw["launch"] = (tuple(launch.grid), tuple(launch.block), int(getattr(launch, "shared_bytes", 0) or 0))
+            if job.spec is not None:
+                from ptxopt.sim.occupancy import footprint_of_spec
+
+                kw["footprint_bytes"] = footprint_of_spec(job.spec)
+        r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
+        if r.truncated:
+            raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "
+                                            f"{r.cycles:g} cycles is a lower bound, not an estimate")
+        return Measurement(
+            cycles=r.cycles, estimate=True, registers=r.registers, spill_store_bytes=r.spill_store_bytes,
+            spill_load_bytes=r.spill_load_bytes, sass_instructions=r.sass_instructions, fallback=r.fallback,
+            notes=tuple(notes) + tuple(r.notes),
+            extra={"trip_counts": source, "warps": r.warps, "issued_instructions": r.issued_instructions,
+                   "resident_warps": r.resident_warps, "waves": r.waves, "bound": r.bound,
+                   "expected_error": r.expected_error},
+        )
+
+    def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:
+        from ptxopt.sim import sass_loops, trip_counts_from_loop_profile
+
+        loops = [lp for lp in sass_loops(program) if lp.function == program.kernel]
+        if not loops:
+            return {}, "none needed (no SASS loops)", []
+        if not job.profile_loops or job.module is None:
+            return {}, f"static:N={self.loop_trips}", ["loop trips: static fallback (no interpreter profile requested)"]
+        from .loops import loop_profile
+
+        try:
+            prof = loop_profile(job.module, entry, spec=job.spec, geometry=job.geometry)
+            trips = trip_counts_from_loop_profile(program, prof.counts)
+        except Exception as e:  # LoopProfileError, InterpError, ValueError (loop counts differ)
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return {}, f"static:N={self.loop_trips}", [f"loop trips: static fallback N={self.loop_trips} ({why})"]
+        per = ", ".join(f"{h} {c.trips_per_entry:g}" for h, c in zip(prof.headers, prof.counts))
+        return trips, "interpreter", [f"loop trips from the interpreter (mean per entry): {per}"]
+
+
+__all__ = ["SimBackend", "SOURCES"]
