@@ -4,7 +4,7 @@ Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
 one JSON document on stdout (keys documented in the README). Expected
 failures print one line, ``FILE:LINE:COL: error: ...`` or ``ptxopt: error:
 ...`` (a bad option: ``ptxopt CMD: error: ...``), on stderr and exit with the
-code of :mod:`ptxopt.exitcodes` (2 for bad input); a bug in ptxopt itself
+code of :mod:`ptxopt.cli.exitcodes` (2 for bad input); a bug in ptxopt itself
 prints one line and exits 3 (``PTXOPT_DEBUG=1`` shows the traceback).
 """
 
@@ -16,18 +16,16 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options, output_dir, output_file, stdin_once
-from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INTERNAL, INTERRUPTED
+from ptxopt.cli.common import contract_options, output_dir, output_file, stdin_once
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_USER_ERROR = BAD_INPUT
-EXIT_INTERNAL = INTERNAL
 
 
 class _Group(click.Group):
     """Turns expected errors into one-line messages and the exit codes of
-    :mod:`ptxopt.exitcodes` (bad input and bad options: 2)."""
+    :mod:`ptxopt.cli.exitcodes` (bad input and bad options: 2)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -56,10 +54,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ParseError as e:
             click.echo(str(e), err=True)
-            sys.exit(EXIT_USER_ERROR)
+            sys.exit(BAD_INPUT)
         except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
-            sys.exit(EXIT_USER_ERROR)
+            sys.exit(BAD_INPUT)
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
             sys.exit(CHECK_FAILED)
@@ -77,7 +75,7 @@ class _Group(click.Group):
                 raise
             click.echo(f"ptxopt: internal error: {type(e).__name__}: {e} "
                        "(set PTXOPT_DEBUG=1 for a traceback)", err=True)
-            sys.exit(EXIT_INTERNAL)
+            sys.exit(INTERNAL)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -438,7 +436,7 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                    "entr" + ("y" if len(inconclusive) == 1 else "ies") + " (see the 'inconclusive:' lines); "
                    "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
                    "KERNEL.contract.json) or pass --allow-unchecked", err=True)
-        sys.exit(EXIT_INCONCLUSIVE)
+        sys.exit(INCONCLUSIVE)
 
 
 @cli.command("passes")
@@ -509,15 +507,47 @@ def corpus_list(family, as_json):
     click.echo(f"{len(kernels)} kernels")
 
 
-from ptxopt.cli_eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
-from ptxopt.cli_search import search_cmd  # noqa: E402  (search over pipelines)
-from ptxopt.cli_train import train_cmd  # noqa: E402  (the learning layer; imports torch lazily)
-from ptxopt.cli_verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
+from ptxopt.cli.eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
+from ptxopt.cli.search import search_cmd  # noqa: E402  (search over pipelines)
+from ptxopt.cli.verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
-cli.add_command(train_cmd, "train")
+
+#: commands a layer above adds (ptxopt.plugins), with what to install when it is missing
+PLUGIN_COMMANDS = {"train": ("training", "Train the pass-selection policy: BC on greedy trajectories, then GRPO.")}
+
+
+def _unavailable(name: str, doing: str, summary: str, why: str) -> click.Command:
+    """A stand-in for a plugin command that is not installed: the clear error, exit 2."""
+
+    @click.command(name, help=f"{summary} (needs the learning layer: pip install 'ptxopt[rl]')",
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def cmd():
+        from ptxopt.cli.common import fail
+
+        fail(f"{doing} needs the learning layer (pip install 'ptxopt[rl]'): {why}")
+
+    return cmd
+
+
+def _add_plugin_commands() -> None:
+    from ptxopt import plugins
+
+    for name in plugins.commands():
+        try:
+            cli.add_command(plugins.command(name), name)
+        except ImportError as e:
+            doing, summary = PLUGIN_COMMANDS.get(name, (name, name))
+            cli.add_command(_unavailable(name, doing, summary, str(e)), name)
+    for name, (doing, summary) in PLUGIN_COMMANDS.items():
+        if name not in cli.commands:
+            why = "; ".join(plugins.registry().errors.values()) or "no plugin provides it"
+            cli.add_command(_unavailable(name, doing, summary, why), name)
+
+
+_add_plugin_commands()  # rl.plugin: train (the learning layer; imports torch lazily)
 
 
 def main(argv=None):
