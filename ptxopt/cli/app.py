@@ -44,6 +44,18 @@ class _Group(click.Group):
             sys.exit(INTERRUPTED)
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    # the commands of the layers above (ptxopt.plugins) are added on first need: listing the
+    # commands (--help) or a name that is not built in, so `ptxopt parse` never scans entry points
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and _add_plugin_commands(self):
+            cmd = super().get_command(ctx, cmd_name)
+        return cmd
+
+    def list_commands(self, ctx):
+        _add_plugin_commands(self)
+        return super().list_commands(ctx)
+
     def invoke(self, ctx):
         from ptxopt.corpus import CorpusError
         from ptxopt.passes.base import PassError
@@ -532,22 +544,25 @@ def _unavailable(name: str, doing: str, summary: str, why: str) -> click.Command
     return cmd
 
 
-def _add_plugin_commands() -> None:
+def _add_plugin_commands(group: click.Group) -> bool:
+    """Add the plugins' commands to ``group`` (once; stand-ins for the missing ones of
+    :data:`PLUGIN_COMMANDS`); whether this call added any."""
+    if getattr(group, "_plugins_added", False):
+        return False
+    group._plugins_added = True
     from ptxopt import plugins
 
-    for name in plugins.commands():
+    for name in plugins.commands():  # rl.plugin: train (the learning layer; imports torch lazily)
         try:
-            cli.add_command(plugins.command(name), name)
+            group.add_command(plugins.command(name), name)
         except ImportError as e:
             doing, summary = PLUGIN_COMMANDS.get(name, (name, name))
-            cli.add_command(_unavailable(name, doing, summary, str(e)), name)
+            group.add_command(_unavailable(name, doing, summary, str(e)), name)
     for name, (doing, summary) in PLUGIN_COMMANDS.items():
-        if name not in cli.commands:
+        if name not in group.commands:
             why = "; ".join(plugins.registry().errors.values()) or "no plugin provides it"
-            cli.add_command(_unavailable(name, doing, summary, why), name)
-
-
-_add_plugin_commands()  # rl.plugin: train (the learning layer; imports torch lazily)
+            group.add_command(_unavailable(name, doing, summary, why), name)
+    return True
 
 
 def main(argv=None):
