@@ -17,7 +17,7 @@ import sys
 import click
 
 from ptxopt.cli.common import contract_options, output_dir, output_file, stdin_once
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 
@@ -42,7 +42,7 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("ptxopt: interrupted", err=True)
             sys.exit(INTERRUPTED)
-        sys.exit(rv if isinstance(rv, int) else 0)
+        sys.exit(rv if isinstance(rv, int) else OK)
 
     # the commands of the layers above (ptxopt.plugins) are added on first need: listing the
     # commands (--help) or a name that is not built in, so `ptxopt parse` never scans entry points
@@ -78,7 +78,7 @@ class _Group(click.Group):
         except BrokenPipeError:  # `ptxopt ... | head`: the reader left, not an error
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(0)
+            sys.exit(OK)
         except KeyboardInterrupt:
             click.echo("ptxopt: interrupted", err=True)
             sys.exit(INTERRUPTED)
@@ -292,7 +292,7 @@ def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
             msg += f" ({rejected} kernel/arch pairs skipped: ptxas rejects the original)"
         click.echo(msg)
     if failed:
-        sys.exit(1)
+        sys.exit(CHECK_FAILED)
 
 
 def _why(r) -> str:
