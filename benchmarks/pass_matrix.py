@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ptxopt.corpus import load_manifest
-from ptxopt.matrix import run_cell
+from ptxopt.testing.matrix import run_cell
 from ptxopt.parser import parse
 from ptxopt.passes import pass_names
 

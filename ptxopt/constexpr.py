@@ -21,7 +21,7 @@ from functools import lru_cache
 from lark import Lark, Transformer, v_args
 from lark.exceptions import LarkError, VisitError
 
-from ptxopt.ir import Imm
+from ptxopt.ptxwords import GRAMMAR_PATH, literal_value
 
 _GRAMMAR = r"""
 ?start: ternary
@@ -55,7 +55,7 @@ def _wrap_signed(v: int) -> int:
 @v_args(inline=True)
 class _Eval(Transformer):
     def num(self, tok):
-        v = Imm(str(tok)).value()
+        v = literal_value(str(tok))
         return v
 
     def _ints(self, a, b):
@@ -106,8 +106,6 @@ class _Eval(Transformer):
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     # The literal syntax is the module grammar's own NUMBER terminal.
-    from ptxopt.parser import GRAMMAR_PATH
-
     number = re.search(r"^NUMBER: /(.*)/$", GRAMMAR_PATH.read_text(), re.M).group(1)
     return Lark(_GRAMMAR.replace("%NUMBER%", number), parser="lalr")
 

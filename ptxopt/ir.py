@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
 
+from ptxopt.ptxwords import STATE_SPACES, TYPE_BITS, is_float_literal, literal_value, parse_int  # noqa: F401  (ir.parse_int)
+
 # --------------------------------------------------------------------------
 # Operands
 # --------------------------------------------------------------------------
@@ -50,27 +52,11 @@ class Imm:
 
     @property
     def is_float(self) -> bool:
-        t = self.text.lstrip("-")
-        return t[:2] in ("0f", "0F", "0d", "0D") or "." in t or (
-            ("e" in t or "E" in t) and not t.startswith(("0x", "0X"))
-        )
+        return is_float_literal(self.text)
 
     def value(self) -> int | float:
         """Numeric value: int for integer literals, float for float literals."""
-        t = self.text
-        if t[:1] == "-" and t[1:3] in ("0f", "0F", "0d", "0D"):
-            return -Imm(t[1:]).value()
-        if t[:2] in ("0f", "0F"):
-            import struct
-
-            return struct.unpack("<f", int(t[2:], 16).to_bytes(4, "little"))[0]
-        if t[:2] in ("0d", "0D"):
-            import struct
-
-            return struct.unpack("<d", int(t[2:], 16).to_bytes(8, "little"))[0]
-        if self.is_float:
-            return float(t)
-        return parse_int(t)
+        return literal_value(self.text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,23 +160,6 @@ def _signed(n: int) -> str:
     return f"+{n}"
 
 
-def parse_int(text: str) -> int:
-    """Value of a PTX integer literal (decimal, hex, octal, binary, ``U`` suffix)."""
-    t = text.rstrip("uU")
-    neg = t.startswith("-")
-    if neg:
-        t = t[1:]
-    if t[:2] in ("0x", "0X"):
-        v = int(t[2:], 16)
-    elif t[:2] in ("0b", "0B"):
-        v = int(t[2:], 2)
-    elif len(t) > 1 and t[0] == "0":
-        v = int(t[1:], 8)
-    else:
-        v = int(t)
-    return -v if neg else v
-
-
 # --------------------------------------------------------------------------
 # Statements
 # --------------------------------------------------------------------------
@@ -287,8 +256,6 @@ class Decl:
     @property
     def space(self) -> str | None:
         """State space word (``.reg``, ``.param``, ``.shared``...), if any."""
-        from ptxopt.opcodes import STATE_SPACES
-
         for a in self.attrs:
             if a in STATE_SPACES:
                 return a
@@ -296,8 +263,6 @@ class Decl:
 
     @property
     def dtype(self) -> str | None:
-        from ptxopt.opcodes import TYPE_BITS
-
         for a in self.attrs:
             if a[1:] in TYPE_BITS:
                 return a

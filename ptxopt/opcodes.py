@@ -11,21 +11,7 @@ from __future__ import annotations
 
 from ptxopt.identity_memo import IdentityMemo
 from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
-
-STATE_SPACES = frozenset(
-    {".reg", ".sreg", ".const", ".global", ".local", ".param", ".shared", ".tex", ".generic"}
-)
-
-# Fundamental types -> width in bits (PTX ISA §5.2).
-TYPE_BITS: dict[str, int] = {
-    "pred": 1,
-    "b8": 8, "b16": 16, "b32": 32, "b64": 64, "b128": 128,
-    "u8": 8, "u16": 16, "u32": 32, "u64": 64,
-    "s8": 8, "s16": 16, "s32": 32, "s64": 64,
-    "f16": 16, "f16x2": 32, "bf16": 16, "bf16x2": 32, "tf32": 32,
-    "f32": 32, "f64": 64,
-    "e4m3": 8, "e5m2": 8, "e4m3x2": 16, "e5m2x2": 16,
-}
+from ptxopt.ptxwords import STATE_SPACES, TYPE_BITS  # noqa: F401  (opcodes.STATE_SPACES, opcodes.TYPE_BITS)
 
 VECTOR_WIDTH = {"v2": 2, "v4": 4, "v8": 8}
 

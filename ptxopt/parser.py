@@ -25,13 +25,13 @@ from ptxopt.ir import (
     Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
+from ptxopt.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
 
 try:  # the Cython build of Lark's LALR engine, by Lark's author: ~2x faster
     import lark_cython
 except ImportError:  # pragma: no cover - pure-Python Lark works, just slower
     lark_cython = None
 
-GRAMMAR_PATH = Path(__file__).parent / "grammar" / "ptx.lark"
 #: Which LALR engine parses: "lark-cython" when installed, else "lark".
 BACKEND = "lark-cython" if lark_cython is not None else "lark"
 _TOK = Token

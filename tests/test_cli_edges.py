@@ -1,5 +1,5 @@
 """Every command against every kind of failure: the exit code of
-:data:`ptxopt.exitcodes.TABLE` and ONE line on stderr (no traceback, no
+:data:`ptxopt.cli.exitcodes.TABLE` and ONE line on stderr (no traceback, no
 usage block), refused before any expensive work.
 
 Each row is (command line, exit code, a piece of the one line, stdin). The
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import run_cli
-from ptxopt.exitcodes import BAD_INPUT, markdown_table
+from ptxopt.cli.exitcodes import BAD_INPUT, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "corpus" / "gemm_tile" / "gemm_tile_2x2x2.ptx"

@@ -311,7 +311,7 @@ def test_gpu_backend_unavailable_is_a_clean_error(monkeypatch):
         get_backend("gpu")
     with pytest.raises(BackendUnavailable, match="GPU backend unavailable"):
         evaluate(Candidate.from_corpus(SMALL, ""), backend="gpu", cache=None)
-    from ptxopt.cli_eval import eval_cmd
+    from ptxopt.cli.eval import eval_cmd
 
     res = CliRunner().invoke(eval_cmd, [f"corpus:{SMALL}", "--backend", "gpu", "--no-cache"])
     assert res.exit_code == 2 and "GPU backend unavailable" in res.output
@@ -328,7 +328,7 @@ def test_gpu_package_missing(monkeypatch):
 
 
 def _run(args):
-    from ptxopt.cli_eval import eval_cmd
+    from ptxopt.cli.eval import eval_cmd
 
     return CliRunner().invoke(eval_cmd, args)
 

@@ -7,7 +7,7 @@ lines named), or the pass refused with a reason (or had nothing to do)."""
 import pytest
 
 from ptxopt.corpus import load_manifest
-from ptxopt.matrix import run_cell
+from ptxopt.testing.matrix import run_cell
 from ptxopt.parser import parse
 from ptxopt.passes import pass_names
 from corpus_tiers import is_fast

@@ -161,7 +161,8 @@ def test_no_other_module_spells_out_the_action_list():
     """The registry's aliases and the action tuple are the only lists of
     these names in the code; anything else must derive from them."""
     names = set(PASS_ACTIONS) | set(pass_names())
-    allowed = {ROOT / "ptxopt/passes/registry.py", ROOT / "ptxopt/search/actions.py"}
+    allowed = {ROOT / "ptxopt/passes/registry.py", ROOT / "ptxopt/passes/aliases.py",  # the alias table
+               ROOT / "ptxopt/search/actions.py"}
     offenders = {}
     for path in [*(ROOT / "ptxopt").rglob("*.py"), *(ROOT / "rl").rglob("*.py")]:
         if path in allowed:

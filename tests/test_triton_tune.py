@@ -159,7 +159,7 @@ def test_triton_stays_optional():
     import sys
 
     code = ("import sys, ptxopt, ptxopt.triton, ptxopt.triton.cache_dir, ptxopt.triton.pipelines, "
-            "ptxopt.testing.triton_corpus, ptxopt.cli_search; "
+            "ptxopt.testing.triton_corpus, ptxopt.cli.search; "
             "assert 'triton' not in sys.modules, 'triton imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parent.parent)

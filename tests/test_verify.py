@@ -10,7 +10,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from ptxopt.cli_verify import verify_cmd
+from ptxopt.cli.verify import verify_cmd
 from ptxopt.corpus import get
 from ptxopt.parser import parse
 from ptxopt.verify import Geometry, verify

@@ -39,30 +39,8 @@ from ptxopt.interp.state import ALL
 from ptxopt.interp.literals import decl_align, decl_size, imm_array
 from ptxopt.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
 
-# Step kinds: what the engine must do besides calling ``run``.
-SIMPLE, BRANCH, BRX, BARRIER, COLLECTIVE, CALL, RET, EXIT = range(8)
-
-
-class Step:
-    """One decoded instruction.
-
-    ``run(frame, sel)`` does the work for SIMPLE and COLLECTIVE steps (the
-    guard is already folded into SIMPLE ones). ``guard``/``neg`` are the guard
-    predicate's slot and polarity for the engine's own kinds; ``target`` a
-    branch target pc; ``aux`` kind-specific data (barrier operands, callee,
-    membermask reader...).
-    """
-
-    __slots__ = ("kind", "run", "ins", "guard", "neg", "target", "aux")
-
-    def __init__(self, kind: int, run=None, ins: Instruction | None = None, target=None, aux=None):
-        self.kind = kind
-        self.run = run
-        self.ins = ins
-        self.guard = None
-        self.neg = False
-        self.target = target
-        self.aux = aux
+# the step kinds and Step live in ptxopt.interp.step (the ops modules use them without this module)
+from ptxopt.interp.step import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE, Step  # noqa: E402,F401
 
 
 class DecodedFunction:

@@ -62,7 +62,7 @@ from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, R
 from ptxopt.interp.errors import (BarrierError, InterpError, StepLimit, UnsupportedInstruction, WarpSyncError,
                                   describe)
 from ptxopt.interp.memory import WINDOW, Region, round_up
-from ptxopt.interp.state import ALL, WARP, Frame
+from ptxopt.interp.state import ALL, WARP, Frame, full_warps_check  # noqa: F401  (engine.full_warps_check)
 
 MAX_CALL_DEPTH = 128
 
@@ -492,13 +492,3 @@ def _call(fr: Frame, st, idx: np.ndarray, sel) -> np.ndarray:
         cta.depth = depth
         free_frame(cf)
     return back
-
-
-def full_warps_check(cta, idx: np.ndarray) -> np.ndarray | None:
-    """Lanes of the warps touched by ``idx`` that are alive but not in ``idx``
-    (for ``.aligned`` collectives that need the whole warp)."""
-    warps = np.unique(idx // WARP)
-    lanes = (warps[:, None] * WARP + np.arange(WARP)).ravel()
-    lanes = lanes[lanes < cta.T]
-    lanes = lanes[cta.alive[lanes]]
-    return np.setdiff1d(lanes, idx, assume_unique=True)

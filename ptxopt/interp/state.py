@@ -141,3 +141,13 @@ class Frame:
         self.r = [np.zeros(T, dtype=dt) for dt in fn.slot_dtypes]
         self.sym: dict[str, int] = {}
         self.regions = []
+
+
+def full_warps_check(cta, idx: np.ndarray) -> np.ndarray | None:
+    """Lanes of the warps touched by ``idx`` that are alive but not in ``idx``
+    (for ``.aligned`` collectives that need the whole warp)."""
+    warps = np.unique(idx // WARP)
+    lanes = (warps[:, None] * WARP + np.arange(WARP)).ravel()
+    lanes = lanes[lanes < cta.T]
+    lanes = lanes[cta.alive[lanes]]
+    return np.setdiff1d(lanes, idx, assume_unique=True)

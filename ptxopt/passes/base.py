@@ -33,6 +33,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
 from ptxopt.ir import Module
+from ptxopt.passes.aliases import alias_of
 
 
 class PassError(Exception):
@@ -150,8 +151,6 @@ class Pass:
     @property
     def name(self) -> str:
         """The alias of ``kind`` with these parameters, else ``kind{params}``."""
-        from ptxopt.passes.registry import alias_of
-
         params = self.parameters()
         return alias_of(self.kind, params) or self.kind + _braced(params)
 
@@ -159,8 +158,6 @@ class Pass:
         """Canonical: the alias and non-default options (``maxnreg_128{override=True}``),
         else ``kind`` with parameters and options together (``maxnreg{n=96,override=True}``),
         keys sorted."""
-        from ptxopt.passes.registry import alias_of
-
         params, opts = self.parameters(), self.options()
         alias = alias_of(self.kind, params)
         if alias:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Callable
 
+from ptxopt.passes.aliases import _ALIASES, alias_of  # noqa: F401  (registry.alias_of)
 from ptxopt.passes.base import Pass
 
 # kind -> (module under ptxopt.passes, class name)
@@ -34,30 +35,6 @@ _PASSES: dict[str, tuple[str, str]] = {
     "reorder": ("reorder", "Reorder"),
     "prefetch": ("prefetch", "Prefetch"),
 }
-
-# alias -> (kind, parameters): the pass names from before parameters, kept
-_ALIASES: dict[str, tuple[str, dict]] = {
-    "cache_ca": ("cache_ld", {"op": "ca"}),
-    "cache_cg": ("cache_ld", {"op": "cg"}),
-    "cache_cs": ("cache_ld", {"op": "cs"}),
-    "cache_cv": ("cache_ld", {"op": "cv"}),
-    "st_cache_wb": ("cache_st", {"op": "wb"}),
-    "st_cache_wt": ("cache_st", {"op": "wt"}),
-    "st_cache_cs": ("cache_st", {"op": "cs"}),
-    "maxnreg_32": ("maxnreg", {"n": 32}),
-    "maxnreg_64": ("maxnreg", {"n": 64}),
-    "maxnreg_128": ("maxnreg", {"n": 128}),
-    "maxnreg_255": ("maxnreg", {"n": 255}),
-    "reorder_cp": ("reorder", {"policy": "cp"}),
-    "reorder_il": ("reorder", {"policy": "il"}),
-    "reorder_lf": ("reorder", {"policy": "lf"}),
-    "reorder_sl": ("reorder", {"policy": "sl"}),
-    "prefetch_L1": ("prefetch", {"level": "L1"}),
-    "prefetch_L2": ("prefetch", {"level": "L2"}),
-}
-
-_ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}
-
 
 def _factory(module: str, cls: str) -> Callable[[], type[Pass]]:
     def load() -> type[Pass]:
@@ -94,13 +71,6 @@ def resolve(name: str) -> tuple[str, dict]:
         kind, params = _ALIASES[name]
         return kind, dict(params)
     raise UnknownPass(name)
-
-
-def alias_of(kind: str, params: dict) -> str | None:
-    """The alias naming ``kind`` with exactly ``params``, or None."""
-    if not params:
-        return None
-    return _ALIAS_OF.get((kind, tuple(sorted(params.items()))))
 
 
 def get_pass_class(name: str) -> type[Pass]:

@@ -118,8 +118,9 @@ class KernelResult:
 def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
     kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
     if strategy == "policy":  # the learning layer drives the rollouts (torch is imported only there)
-        from rl.rollout import policy_search
+        from ptxopt import plugins
 
+        policy_search = plugins.strategy("policy")  # rl.plugin registers it; ImportError without rl/torch
         return policy_search(root, meter, checkpoint=config.policy, samples=config.samples,
                              temperature=config.temperature, **kw)
     return STRATEGIES[strategy](root, meter, **kw)

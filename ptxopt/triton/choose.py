@@ -52,8 +52,9 @@ class PolicyPipelines:
     MAX_STEPS = 6
 
     def __init__(self, checkpoint: str | Path):
-        from rl.checkpoint import load_policy
+        from ptxopt import plugins
 
+        load_policy = plugins.obj("load_policy")  # the learning layer's (rl.plugin); ImportError without it
         self.policy, _meta = load_policy(checkpoint)
         self.key = "policy=" + hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
         self.path = str(checkpoint)

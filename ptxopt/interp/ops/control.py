@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxopt.interp import dtypes
-from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, EXIT, RET, Step
+from ptxopt.interp.step import BARRIER, BRANCH, BRX, CALL, EXIT, RET, Step
 from ptxopt.interp.errors import BarrierError, KernelTrap, describe
 from ptxopt.interp.ops import warp
 from ptxopt.interp.state import ALL

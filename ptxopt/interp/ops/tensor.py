@@ -22,8 +22,8 @@ import numpy as np
 
 from ptxopt import opcodes
 from ptxopt.interp import fp
-from ptxopt.interp.decode import COLLECTIVE, Step
-from ptxopt.interp.engine import full_warps_check
+from ptxopt.interp.state import full_warps_check
+from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.ops.common import pack16, split16
 from ptxopt.interp.state import ALL, WARP
 from ptxopt.ir import Vec

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt.interp.decode import COLLECTIVE, Step
+from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.errors import WarpSyncError, describe
 from ptxopt.interp.ops.common import one_type
 from ptxopt.interp.state import ALL, WARP

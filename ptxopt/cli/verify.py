@@ -37,11 +37,11 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE, FiniteFloat, stdin_once
+from ptxopt.cli.common import FiniteFloat, stdin_once
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_EQUAL, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.verify.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
 
 
@@ -120,13 +120,13 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         _check_scalar_names(mod_o, kernel, _scalars(scalars))
         proof = None
         if prove:
-            from ptxopt.cli_prove import report_proved, try_prove
+            from ptxopt.cli.prove import report_proved, try_prove
 
             proof = try_prove(mod_o, mod_t, kernel, assemble=not no_ptxas, arch=arch,
                               text_o=_text(src_o.data), text_t=_text(src_t.data))
             if proof is not None and proof.proved:
                 report_proved(src_o.name, src_t.name, proof, as_json)
-                sys.exit(EXIT_EQUAL)
+                sys.exit(OK)
         spec, geometry = _geometry(src_o.name, manifest_entry, grid, block, shared_bytes, buffer_bytes,
                                    scalars)
         result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, geometry=geometry,
@@ -135,13 +135,13 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
                         transformed_text=_text(src_t.data))
     except ParseError as e:
         click.echo(str(e), err=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(BAD_INPUT)
     except (InputError, CorpusError, InterpError) as e:
         click.echo(f"ptxopt: error: {e}", err=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(BAD_INPUT)
     extra = {}
     if proof is not None:
-        from ptxopt.cli_prove import report_unproved, summary
+        from ptxopt.cli.prove import report_unproved, summary
 
         extra = {"prove": summary(proof)}
         if not as_json:
@@ -152,12 +152,12 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     else:
         _print(src_o.name, src_t.name, result)
     if result.status == "equal":
-        sys.exit(EXIT_EQUAL)
+        sys.exit(OK)
     if result.status == "mismatch":
-        sys.exit(EXIT_MISMATCH)
+        sys.exit(CHECK_FAILED)
     if result.status == "inconclusive":
-        sys.exit(EXIT_INCONCLUSIVE)
-    sys.exit(EXIT_ERROR)
+        sys.exit(INCONCLUSIVE)
+    sys.exit(BAD_INPUT)
 
 
 def _text(data: bytes) -> str | None:

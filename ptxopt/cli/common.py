@@ -3,7 +3,7 @@ checks that run before any work (output paths, option values, backend,
 architecture and PTX version), and the evaluator options.
 
 One definition each, so the commands cannot drift apart in wording,
-defaults or exit status (the codes themselves: :mod:`ptxopt.exitcodes`).
+defaults or exit status (the codes themselves: :mod:`ptxopt.cli.exitcodes`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERRUPTED, OK
-
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = OK, CHECK_FAILED, BAD_INPUT, INTERRUPTED
-# nothing differed, but equivalence was not established (verify, run --verify-each)
-EXIT_INCONCLUSIVE = INCONCLUSIVE
+from ptxopt.cli.exitcodes import BAD_INPUT
 
 
 def fail(msg: str, code: int = BAD_INPUT) -> None:
@@ -298,7 +294,7 @@ def with_contract(cand, path: str, contract: dict):
     return replace(cand, entry=entry, spec=c.spec, geometry=None if c.spec is not None else c.geometry)
 
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_INCONCLUSIVE", "fail", "check_backend",
+__all__ = ["fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "backend_option",

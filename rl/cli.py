@@ -1,7 +1,8 @@
 """``ptxopt train``: behaviour cloning, then GRPO (the learning layer, :mod:`rl`).
 
-torch is imported only inside the command (from :mod:`rl`), so the rest of
-the CLI works without the ``rl`` extra.
+Added to the ``ptxopt`` command line by :mod:`rl.plugin` (ptxopt never
+imports :mod:`rl`). torch is imported only inside the command, so the rest
+of the CLI works without the ``rl`` extra.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 import click
 
 
-from ptxopt.cli_common import (EXIT_INTERRUPTED, FiniteFloat, allow_unchecked_option, arch_option, backend_option,
+from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option,
                                cache_option, check_arch, check_backend, output_dir, output_file, prepare_cache,
                                stdin_once)
-from ptxopt.cli_common import fail as _fail
+from ptxopt.cli.common import fail as _fail
+from ptxopt.cli.exitcodes import INTERRUPTED
 
 _POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
 _NON_NEGATIVE = FiniteFloat(0)
@@ -159,7 +161,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
         kept = f"policy of epoch {e.epochs_done}: {e.path}" if e.path else f"no GRPO epoch finished; BC: {bc_path}"
         click.echo(f"ptxopt: interrupted after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
                    f"{out / 'train.json'}", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(INTERRUPTED)
     doc.update(grpo_kernels=train_kernels, grpo=rows, epochs=cfg.epochs, epochs_done=cfg.epochs, interrupted=False)
     write_summary(out, doc)
     click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")

@@ -14,7 +14,7 @@ Each result carries the equivalence ``verdict``: ``identical``,
 ``differ`` (the counterexample); see :mod:`ptxopt.evaluate.result`.
 ``--arch`` defaults to each kernel's own ``.target``.
 
-Exit status (:mod:`ptxopt.exitcodes`): 0 when every candidate is ``ok``; 1
+Exit status (:mod:`ptxopt.cli.exitcodes`): 0 when every candidate is ``ok``; 1
 when one failed (a failure category -- illegal, ptxas, mismatch, fault,
 timeout, truncated, unsupported, internal -- and its message are printed);
 2 on bad input (unreadable or unparsable FILE, an unknown kernel or
@@ -30,12 +30,12 @@ import sys
 
 import click
 
-from ptxopt.cli_common import (EXIT_FAILED, EXIT_INPUT, EXIT_OK, arch_option, backend_option, cache_option,
+from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                with_contract)
-from ptxopt.exitcodes import worst
-from ptxopt.cli_common import fail as _fail
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, OK, worst
+from ptxopt.cli.common import fail as _fail
 
 
 @click.command("eval")
@@ -108,7 +108,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
                 module = _original(text, src.name).module  # syntax errors the ptxopt way; warms the memo
             except ParseError as e:
                 click.echo(str(e), err=True)
-                sys.exit(EXIT_INPUT)
+                sys.exit(BAD_INPUT)
             entries = [f.name for f in module.entries]
             if kernel is not None and kernel not in entries:
                 _fail(f"{src.name}: no .entry named {kernel} (entries: {', '.join(entries) or 'none'})")
@@ -151,7 +151,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
     report_unsaved(cache)
-    sys.exit(worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in failed] or [EXIT_OK]))
+    sys.exit(worst([BAD_INPUT if r.bad_input else CHECK_FAILED for r in failed] or [OK]))
 
 
 def _with_progress(candidates, workers, cache, options):

@@ -20,7 +20,7 @@ kernel's best; ``--allow-unchecked`` lets ``inconclusive`` ones through. Each
 kernel's JSON carries the best pipeline's ``verdict`` (with ``verdict_note``,
 ``coverage``, ``launch``), ``unchecked`` (candidates left out) and ``arch``.
 
-Exit status (:mod:`ptxopt.exitcodes`): 0 when every kernel was searched; 1
+Exit status (:mod:`ptxopt.cli.exitcodes`): 0 when every kernel was searched; 1
 when a kernel could not be (its baseline failed); 2 on bad input -- a file
 that does not parse, ``--kernel`` that names no entry, an original ptxas
 rejects (or its ``.version``/``.target``/``--arch``), an unusable cache or
@@ -35,12 +35,13 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli_common import (EXIT_INPUT, FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
+from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
                                with_contract)
-from ptxopt.cli_common import fail as _fail
+from ptxopt.cli.common import fail as _fail
+from ptxopt.cli.exitcodes import BAD_INPUT
 
 
 def _budget(value: str | None):
@@ -100,7 +101,7 @@ def _check_parse(kernels, arch: str | None = None) -> None:
                 m = parse(cand.ptx, filename=cand.label)
             except ParseError as e:
                 click.echo(str(e), err=True)
-                sys.exit(EXIT_INPUT)
+                sys.exit(BAD_INPUT)
             entries = [f.name for f in m.entries]
             if not entries:
                 _fail(f"{cand.label}: the module has no .entry to optimise")
@@ -195,7 +196,10 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
                           temperature=temperature)
     if policy:
         try:
-            from rl.checkpoint import CheckpointError, load_policy
+            from ptxopt import plugins
+
+            load_policy = plugins.obj("load_policy")  # the learning layer registers it (rl.plugin)
+            CheckpointError = plugins.obj("CheckpointError")
         except ImportError as e:
             _fail(f"--policy needs the learning layer (pip install 'ptxopt[rl]'): {e}")
         try:
@@ -244,7 +248,7 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
             geometry = k.runnable_contract().geometry
         except ParseError as e:
             click.echo(str(e), err=True)
-            sys.exit(EXIT_INPUT)
+            sys.exit(BAD_INPUT)
         out.append((Candidate(k.ptx, name=k.label, entry=k.name, geometry=geometry), None))
         by_label[k.label] = k
     return out, by_label

@@ -1,6 +1,6 @@
 """Running a search from the CLI and reporting it: progress, table, JSON, plot.
 
-Kept apart from :mod:`ptxopt.cli_search` (options and input) and from
+Kept apart from :mod:`ptxopt.cli.search` (options and input) and from
 :mod:`ptxopt.search` (the library): this is presentation only.
 """
 
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli_common import EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
-from ptxopt.exitcodes import worst
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INTERRUPTED, OK, worst
 
 
 def _fmt(x, spec=".0f", none="-") -> str:
@@ -82,8 +81,8 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     if interrupted:
         click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
-        return EXIT_INTERRUPTED
-    return worst([EXIT_INPUT if r.bad_input else EXIT_FAILED for r in results if r.error] or [EXIT_OK])
+        return INTERRUPTED
+    return worst([BAD_INPUT if r.bad_input else CHECK_FAILED for r in results if r.error] or [OK])
 
 
 def expected_error(config) -> float | None:

@@ -4,7 +4,7 @@ Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
 one JSON document on stdout (keys documented in the README). Expected
 failures print one line, ``FILE:LINE:COL: error: ...`` or ``ptxopt: error:
 ...`` (a bad option: ``ptxopt CMD: error: ...``), on stderr and exit with the
-code of :mod:`ptxopt.exitcodes` (2 for bad input); a bug in ptxopt itself
+code of :mod:`ptxopt.cli.exitcodes` (2 for bad input); a bug in ptxopt itself
 prints one line and exits 3 (``PTXOPT_DEBUG=1`` shows the traceback).
 """
 
@@ -16,18 +16,16 @@ import sys
 
 import click
 
-from ptxopt.cli_common import EXIT_INCONCLUSIVE, contract_options, output_dir, output_file, stdin_once
-from ptxopt.exitcodes import BAD_INPUT, CHECK_FAILED, INTERNAL, INTERRUPTED
+from ptxopt.cli.common import contract_options, output_dir, output_file, stdin_once
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 
-EXIT_USER_ERROR = BAD_INPUT
-EXIT_INTERNAL = INTERNAL
 
 
 class _Group(click.Group):
     """Turns expected errors into one-line messages and the exit codes of
-    :mod:`ptxopt.exitcodes` (bad input and bad options: 2)."""
+    :mod:`ptxopt.cli.exitcodes` (bad input and bad options: 2)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -44,7 +42,19 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("ptxopt: interrupted", err=True)
             sys.exit(INTERRUPTED)
-        sys.exit(rv if isinstance(rv, int) else 0)
+        sys.exit(rv if isinstance(rv, int) else OK)
+
+    # the commands of the layers above (ptxopt.plugins) are added on first need: listing the
+    # commands (--help) or a name that is not built in, so `ptxopt parse` never scans entry points
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and _add_plugin_commands(self):
+            cmd = super().get_command(ctx, cmd_name)
+        return cmd
+
+    def list_commands(self, ctx):
+        _add_plugin_commands(self)
+        return super().list_commands(ctx)
 
     def invoke(self, ctx):
         from ptxopt.corpus import CorpusError
@@ -56,10 +66,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ParseError as e:
             click.echo(str(e), err=True)
-            sys.exit(EXIT_USER_ERROR)
+            sys.exit(BAD_INPUT)
         except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
-            sys.exit(EXIT_USER_ERROR)
+            sys.exit(BAD_INPUT)
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
             sys.exit(CHECK_FAILED)
@@ -68,7 +78,7 @@ class _Group(click.Group):
         except BrokenPipeError:  # `ptxopt ... | head`: the reader left, not an error
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(0)
+            sys.exit(OK)
         except KeyboardInterrupt:
             click.echo("ptxopt: interrupted", err=True)
             sys.exit(INTERRUPTED)
@@ -77,7 +87,7 @@ class _Group(click.Group):
                 raise
             click.echo(f"ptxopt: internal error: {type(e).__name__}: {e} "
                        "(set PTXOPT_DEBUG=1 for a traceback)", err=True)
-            sys.exit(EXIT_INTERNAL)
+            sys.exit(INTERNAL)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -282,7 +292,7 @@ def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
             msg += f" ({rejected} kernel/arch pairs skipped: ptxas rejects the original)"
         click.echo(msg)
     if failed:
-        sys.exit(1)
+        sys.exit(CHECK_FAILED)
 
 
 def _why(r) -> str:
@@ -438,7 +448,7 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                    "entr" + ("y" if len(inconclusive) == 1 else "ies") + " (see the 'inconclusive:' lines); "
                    "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
                    "KERNEL.contract.json) or pass --allow-unchecked", err=True)
-        sys.exit(EXIT_INCONCLUSIVE)
+        sys.exit(INCONCLUSIVE)
 
 
 @cli.command("passes")
@@ -509,15 +519,50 @@ def corpus_list(family, as_json):
     click.echo(f"{len(kernels)} kernels")
 
 
-from ptxopt.cli_eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
-from ptxopt.cli_search import search_cmd  # noqa: E402  (search over pipelines)
-from ptxopt.cli_train import train_cmd  # noqa: E402  (the learning layer; imports torch lazily)
-from ptxopt.cli_verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
+from ptxopt.cli.eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
+from ptxopt.cli.search import search_cmd  # noqa: E402  (search over pipelines)
+from ptxopt.cli.verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
-cli.add_command(train_cmd, "train")
+
+#: commands a layer above adds (ptxopt.plugins), with what to install when it is missing
+PLUGIN_COMMANDS = {"train": ("training", "Train the pass-selection policy: BC on greedy trajectories, then GRPO.")}
+
+
+def _unavailable(name: str, doing: str, summary: str, why: str) -> click.Command:
+    """A stand-in for a plugin command that is not installed: the clear error, exit 2."""
+
+    @click.command(name, help=f"{summary} (needs the learning layer: pip install 'ptxopt[rl]')",
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def cmd():
+        from ptxopt.cli.common import fail
+
+        fail(f"{doing} needs the learning layer (pip install 'ptxopt[rl]'): {why}")
+
+    return cmd
+
+
+def _add_plugin_commands(group: click.Group) -> bool:
+    """Add the plugins' commands to ``group`` (once; stand-ins for the missing ones of
+    :data:`PLUGIN_COMMANDS`); whether this call added any."""
+    if getattr(group, "_plugins_added", False):
+        return False
+    group._plugins_added = True
+    from ptxopt import plugins
+
+    for name in plugins.commands():  # rl.plugin: train (the learning layer; imports torch lazily)
+        try:
+            group.add_command(plugins.command(name), name)
+        except ImportError as e:
+            doing, summary = PLUGIN_COMMANDS.get(name, (name, name))
+            group.add_command(_unavailable(name, doing, summary, str(e)), name)
+    for name, (doing, summary) in PLUGIN_COMMANDS.items():
+        if name not in group.commands:
+            why = "; ".join(plugins.registry().errors.values()) or "no plugin provides it"
+            group.add_command(_unavailable(name, doing, summary, why), name)
+    return True
 
 
 def main(argv=None):

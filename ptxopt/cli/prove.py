@@ -1,6 +1,6 @@
 """``ptxopt verify --prove``: the translation validator before the interpreter.
 
-Kept apart from :mod:`ptxopt.cli_verify` so that the option's behaviour is in
+Kept apart from :mod:`ptxopt.cli.verify` so that the option's behaviour is in
 one place: :func:`try_prove` runs :func:`ptxopt.prove.prove` on the two parsed
 modules (and ptxas on both, unless ``--no-ptxas``: a candidate ptxas rejects
 is never reported as proved). ``proved`` ends the command (exit 0, the

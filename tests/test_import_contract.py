@@ -1,0 +1,239 @@
+"""The import contract (issue 17): explicit layers, checked on the source.
+
+The module graph of ``ptxopt/`` and ``rl/`` is built with :mod:`ast` from every
+import statement anywhere in a module -- at the top, inside functions, under
+``try``/``if`` -- with relative imports resolved. An edge ``a -> b`` means
+module ``a`` has a statement that imports module ``b``:
+
+* ``import a.b.c`` counts ``a.b.c`` (not its parent packages: every import of a
+  submodule initialises them, which no contract tool counts);
+* ``from pkg import name`` counts ``pkg.name`` when that is a module, and
+  ``pkg`` itself when ``name`` is not a module (the statement then reads
+  ``pkg/__init__``'s namespace). ``from . import sibling`` therefore counts
+  only the sibling, and a submodule that takes a name from its own package's
+  ``__init__`` (which usually re-exports the submodule) is a cycle.
+
+Three rules:
+
+(a) ``ptxopt`` never imports ``rl``: the learning layer registers itself
+    (:mod:`rl.plugin`) instead;
+(b) ``torch`` is imported only under ``rl/`` (optional imports included);
+(c) no import cycles: every strongly connected component of the graph is a
+    single module, except the components in :data:`ALLOWED_CYCLES`.
+
+The checker is tested on a small synthetic tree too, so it can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("ptxopt", "rl")
+
+#: Cycles left on purpose, each with its reason: frozenset of members -> why.
+#: Empty: every cycle found at the start of issue 17 was broken.
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+
+
+def module_files(root: Path, packages=PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file under ``packages``."""
+    out: dict[str, Path] = {}
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    """The absolute module a (possibly relative) ``from`` import names."""
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> tuple[set[str], set[str]]:
+    """(the known modules ``module`` imports, every absolute name it imports).
+
+    The second set holds the raw imported names (``torch``, ``torch.nn``,
+    ``numpy``...) so rules about third-party packages can be checked.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    deps: set[str] = set()
+    raw: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                raw.add(alias.name)
+                if alias.name in known:
+                    deps.add(alias.name)
+                else:  # ``import a.b.attr`` is impossible, but ``import a.b`` of a known a.b
+                    head = alias.name
+                    while head and head not in known:
+                        head = head.rpartition(".")[0]
+                    if head:
+                        deps.add(head)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, is_package, node.level, node.module)
+            raw.add(target)
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                raw.add(sub)
+                if sub in known:
+                    deps.add(sub)
+                elif target in known:
+                    deps.add(target)
+                else:
+                    head = target
+                    while head and head not in known:
+                        head = head.rpartition(".")[0]
+                    if head:
+                        deps.add(head)
+    deps.discard(module)
+    return deps, raw
+
+
+def import_graph(root: Path, packages=PACKAGES) -> tuple[nx.DiGraph, dict[str, set[str]]]:
+    """The module graph of ``packages`` under ``root`` and each module's raw imports."""
+    files = module_files(root, packages)
+    known = set(files)
+    g = nx.DiGraph()
+    g.add_nodes_from(known)
+    raw_all: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        deps, raw = imports_of(mod, path, known)
+        raw_all[mod] = raw
+        for d in deps:
+            g.add_edge(mod, d)
+    return g, raw_all
+
+
+def _in(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+def layer_violations(g: nx.DiGraph, lower: str = "ptxopt", upper: str = "rl") -> list[tuple[str, str]]:
+    """Edges from the ``lower`` layer into the ``upper`` one."""
+    return sorted((a, b) for a, b in g.edges if _in(a, lower) and _in(b, upper))
+
+
+def torch_violations(raw: dict[str, set[str]], allowed: str = "rl") -> list[tuple[str, str]]:
+    """(module, name) for each import of ``torch`` outside the ``allowed`` package."""
+    return sorted((m, n) for m, names in raw.items() for n in names
+                  if _in(n, "torch") and not _in(m, allowed))
+
+
+def cycles(g: nx.DiGraph) -> list[frozenset[str]]:
+    """The strongly connected components with more than one module."""
+    return sorted((frozenset(c) for c in nx.strongly_connected_components(g) if len(c) > 1),
+                  key=lambda c: (-len(c), sorted(c)))
+
+
+def describe(g: nx.DiGraph) -> str:
+    """Modules, edges and each cycle with its members and internal edges (for messages/reports)."""
+    lines = [f"{g.number_of_nodes()} modules, {g.number_of_edges()} edges"]
+    for c in cycles(g):
+        lines.append(f"cycle of {len(c)}: {', '.join(sorted(c))}")
+        for a, b in sorted(g.subgraph(c).edges):
+            lines.append(f"    {a} -> {b}")
+    return "\n".join(lines)
+
+
+# -- the contract on this repository -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph(ROOT)
+
+
+def test_core_never_imports_the_learning_layer(graph):
+    g, _ = graph
+    assert layer_violations(g) == []
+
+
+def test_torch_only_in_the_learning_layer(graph):
+    _, raw = graph
+    assert torch_violations(raw) == []
+
+
+def test_no_import_cycles(graph):
+    g, _ = graph
+    found = cycles(g)
+    unexpected = [c for c in found if c not in ALLOWED_CYCLES]
+    assert unexpected == [], describe(g)
+    stale = [c for c in ALLOWED_CYCLES if c not in found]
+    assert stale == [], f"allow-listed cycles that no longer exist (remove them): {stale}"
+
+
+def test_the_graph_is_the_whole_tree(graph):
+    g, _ = graph
+    assert "ptxopt" in g and "ptxopt.cli" in g and "rl" in g
+    assert g.number_of_nodes() > 100 and g.number_of_edges() > 400
+
+
+# -- the checker itself can fail -----------------------------------------------------------------
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def test_checker_flags_a_planted_cycle_inside_a_function(tmp_path):
+    root = _tree(tmp_path, {
+        "ptxopt/__init__.py": "",
+        "ptxopt/a.py": "from ptxopt.b import f\n",
+        "ptxopt/b.py": "def f():\n    from . import c\n",
+        "ptxopt/c.py": "def g():\n    import ptxopt.a\n",
+        "rl/__init__.py": "",
+    })
+    g, _ = import_graph(root)
+    assert cycles(g) == [frozenset({"ptxopt.a", "ptxopt.b", "ptxopt.c"})]
+
+
+def test_checker_flags_a_submodule_reading_its_package(tmp_path):
+    root = _tree(tmp_path, {
+        "ptxopt/__init__.py": "",
+        "ptxopt/pkg/__init__.py": "from .core import X\n",
+        "ptxopt/pkg/core.py": "X = 1\n",
+        "ptxopt/pkg/user.py": "from ptxopt.pkg import X\n",
+        "ptxopt/pkg/fine.py": "from . import core\nfrom ptxopt.pkg import core as c2\n",
+        "rl/__init__.py": "",
+    })
+    g, _ = import_graph(root)
+    assert g.has_edge("ptxopt.pkg.user", "ptxopt.pkg")
+    assert g.has_edge("ptxopt.pkg.fine", "ptxopt.pkg.core")
+    assert not g.has_edge("ptxopt.pkg.fine", "ptxopt.pkg")
+    assert cycles(g) == []          # user -> pkg -> core: no way back
+    (root / "ptxopt/pkg/__init__.py").write_text("from .core import X\nfrom .user import *\n")
+    g, _ = import_graph(root)
+    assert cycles(g) == [frozenset({"ptxopt.pkg", "ptxopt.pkg.user"})]
+
+
+def test_checker_flags_layers_and_torch(tmp_path):
+    root = _tree(tmp_path, {
+        "ptxopt/__init__.py": "",
+        "ptxopt/x.py": "def f():\n    try:\n        import torch.nn as nn\n    except ImportError:\n        pass\n",
+        "ptxopt/y.py": "def f():\n    from rl.policy import P\n",
+        "rl/__init__.py": "",
+        "rl/policy.py": "import torch\nfrom ptxopt import x\nP = 1\n",
+    })
+    g, raw = import_graph(root)
+    assert layer_violations(g) == [("ptxopt.y", "rl.policy")]
+    assert torch_violations(raw) == [("ptxopt.x", "torch.nn")]
+    assert g.has_edge("rl.policy", "ptxopt.x")
