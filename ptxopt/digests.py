@@ -23,7 +23,8 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "verify.py", "verify_bound
 
 #: What decides the printed PTX for a (kernel, pipeline).
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "ir.py", "grammar",
-                 "opcodes.py", "identity_memo.py", "constexpr.py", "comments.py", "contract.py", "inputs.py")
+                 "opcodes.py", "identity_memo.py", "constexpr.py", "comments.py", "contract.py", "inputs.py",
+                 "ptxwords.py")
 
 
 def source_digest(*packages_or_files: str) -> str:
