@@ -11,6 +11,7 @@ taken. The kernel is verified against itself, so every launch is compared.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -20,7 +21,10 @@ from ptxopt.verify import verify
 
 
 def main(argv: list[str]) -> int:
-    specs = [s for sel in (argv or ["nvcc", "triton"]) for s in select(sel)]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("selectors", nargs="*", default=["nvcc", "triton"], metavar="SELECTOR",
+                    help="corpus selectors [default: nvcc triton]")
+    specs = [s for sel in ap.parse_args(argv).selectors for s in select(sel)]
     t0 = time.perf_counter()
     print(f"{'kernel':<30}{'output bytes':>14}{'threads':>10}{'branches':>10}{'launches':>10}")
     low = []
