@@ -86,7 +86,7 @@ ROWS = [
     row("search {k} --pipelines-out {t}/missing/x.json", E, "no such directory"),
     *[row(f"{cmd} {{{f}}}", E, needle)
       for cmd in ("compile", "eval", "search")
-      for f, needle in (("sm999", "sm_999"), ("v99", "9.9"))],
+      for f, needle in (("sm999", "sm999.ptx: "), ("sm999", "sm_999"), ("v99", "v99.ptx: "), ("v99", "9.9"))],
     *[row(f"{cmd} {{k}} --arch sm_xx", E, "sm_xx") for cmd in ("compile", "eval", "search")],
     row("eval {k} --kernel nosuch", E, "no .entry named nosuch"),
     row("search {k} --kernel nosuch", E, "no .entry named nosuch"),

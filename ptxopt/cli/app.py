@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from ptxopt.cli.common import contract_options, output_dir, output_file, stdin_once
+from ptxopt.cli.common import contract_options, fail, output_dir, output_file, stdin_once
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -204,13 +204,16 @@ def _print_stats(name: str, s: dict) -> None:
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
 def compile_cmd(file, arch, as_json, sass):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
-    from ptxopt.toolchain import compile_ptx, disassemble
+    from ptxopt.toolchain import UnsupportedArch, UnsupportedPTXVersion, compile_ptx, disassemble
     from ptxopt.toolchain.arch import resolve_arch
 
     src = read_one(file)
     m = parse_bytes(src.data, src.name)  # syntax errors are reported the ptxopt way first
     arch = resolve_arch(m, arch)
-    res = compile_ptx(src.data.decode("utf-8"), arch)
+    try:
+        res = compile_ptx(src.data.decode("utf-8"), arch)
+    except (UnsupportedArch, UnsupportedPTXVersion) as e:  # name the file, as eval and search do
+        fail(f"{src.name}: {e}")
     listing = disassemble(res.cubin)
     kernels = {}
     for name, k in res.kernels.items():
