@@ -17,7 +17,7 @@ vec_ld with split_ld) fail with a message naming both.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput
@@ -118,10 +118,9 @@ def make_pass(name: str, options: dict[str, str] | None = None) -> Pass:
             raise PipelineError(f"pass '{name}' is {kind}{{{k}={fixed[k]}}}: its {k} is fixed "
                                 f"(write {kind}{{{k}={v}}} instead)")
         kwargs[k] = _coerce(name, k, v, f.type)
-    missing = [f for f in known.values()
-               if f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING]
+    missing = [n for n in cls.parameter_names() if n not in kwargs]
     if missing:
-        raise PipelineError(f"pass '{name}' needs its parameter {missing[0].name}: {signature(kind)}")
+        raise PipelineError(f"pass '{name}' needs its parameter {missing[0]}: {signature(kind)}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:

@@ -85,10 +85,6 @@ def _missing(kind: str, name: str) -> ImportError:
     return ImportError(f"no installed plugin provides the {kind} {name!r}" + (f" ({why})" if why else ""))
 
 
-def has(kind: str, name: str) -> bool:
-    return name in registry().entries[kind]
-
-
 def get(kind: str, name: str) -> Any:
     """The registered ``kind`` called ``name``, imported now; ImportError when no plugin
     registered it or importing it fails (the learning layer without torch)."""
@@ -114,4 +110,4 @@ def commands() -> list[str]:
     return sorted(registry().entries["command"])
 
 
-__all__ = ["GROUP", "Registry", "registry", "has", "get", "strategy", "command", "obj", "commands"]
+__all__ = ["GROUP", "Registry", "registry", "get", "strategy", "command", "obj", "commands"]

@@ -137,10 +137,15 @@ class Pass:
         report = self.run(out)
         return out, report
 
-    def parameters(self) -> dict[str, object]:
+    @classmethod
+    def parameter_names(cls) -> list[str]:
         """The fields without a default: what picks the variant."""
-        return {f.name: getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
-                if f.default is MISSING and f.default_factory is MISSING}
+        return [f.name for f in fields(cls)  # type: ignore[arg-type]
+                if f.default is MISSING and f.default_factory is MISSING]
+
+    def parameters(self) -> dict[str, object]:
+        """This pass's parameter values (:meth:`parameter_names`)."""
+        return {n: getattr(self, n) for n in self.parameter_names()}
 
     def options(self) -> dict[str, object]:
         """Options that differ from their defaults (for the canonical string)."""

@@ -55,7 +55,6 @@ class _CacheHint(FunctionPass):
     """Sets cache operator ``op`` on every candidate access of ``opcodes_``."""
 
     opcodes_: ClassVar[frozenset[str]] = frozenset()
-    allowed: ClassVar[tuple[str, ...]] = ()
     op_help: ClassVar[dict[str, str]] = {}  # op -> what it does, for the description
     op: str
 
@@ -70,7 +69,7 @@ class _CacheHint(FunctionPass):
             if opcodes.space_of(ins) in ("param", "shared", "local", "const"):
                 continue  # other spaces are not candidates at all
             try:
-                new = set_cache_op(ins, self.op, self.allowed)
+                new = set_cache_op(ins, self.op, self.choices["op"])
             except Refused as r:
                 report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {r}")
                 continue
@@ -87,7 +86,6 @@ class CacheLd(_CacheHint):
     kind: ClassVar[str] = "cache_ld"
     family: ClassVar[str] = LOAD_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"ld"})
-    allowed: ClassVar[tuple[str, ...]] = opcodes.LOAD_CACHE_OPS
     choices: ClassVar[dict] = {"op": opcodes.LOAD_CACHE_OPS}
     op_help: ClassVar[dict[str, str]] = {
         "ca": "global loads cache at all levels (ld.global.ca, the default)",
@@ -106,7 +104,6 @@ class CacheSt(_CacheHint):
     kind: ClassVar[str] = "cache_st"
     family: ClassVar[str] = STORE_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"st"})
-    allowed: ClassVar[tuple[str, ...]] = opcodes.STORE_CACHE_OPS
     choices: ClassVar[dict] = {"op": opcodes.STORE_CACHE_OPS}
     op_help: ClassVar[dict[str, str]] = {
         "wb": "global stores write back at all coherent levels (st.global.wb, the default)",

@@ -18,6 +18,7 @@ it is *not* the learning layer's action order (that is
 
 from __future__ import annotations
 
+from functools import partial
 from importlib import import_module
 from typing import Callable
 
@@ -36,16 +37,16 @@ _PASSES: dict[str, tuple[str, str]] = {
     "prefetch": ("prefetch", "Prefetch"),
 }
 
-def _factory(module: str, cls: str) -> Callable[[], type[Pass]]:
-    def load() -> type[Pass]:
-        return getattr(import_module(f"ptxopt.passes.{module}"), cls)
 
-    return load
+def _load(kind: str) -> type[Pass]:
+    """The class of a registered kind, importing its family's module."""
+    mod, cls = _PASSES[kind]
+    return getattr(import_module(f"ptxopt.passes.{mod}"), cls)
 
 
 def pass_registry() -> dict[str, Callable[[], type[Pass]]]:
     """``{kind: factory}``; ``factory()`` returns the pass class."""
-    return {kind: _factory(mod, cls) for kind, (mod, cls) in _PASSES.items()}
+    return {kind: partial(_load, kind) for kind in _PASSES}
 
 
 def pass_kinds() -> list[str]:
@@ -75,18 +76,15 @@ def resolve(name: str) -> tuple[str, dict]:
 
 def get_pass_class(name: str) -> type[Pass]:
     """The class of a kind or of an alias's kind."""
-    mod, cls = _PASSES[resolve(name)[0]]
-    return getattr(import_module(f"ptxopt.passes.{mod}"), cls)
+    return _load(resolve(name)[0])
 
 
 def signature(kind: str) -> str:
     """``maxnreg{n=24..255}``: a kind with its parameters' legal values."""
-    from dataclasses import MISSING, fields
-
     from ptxopt.passes.base import show_choices
 
     cls = get_pass_class(kind)
-    params = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+    params = cls.parameter_names()
     if not params:
         return kind
     return kind + "{" + ",".join(f"{p}={show_choices(cls.choices[p]) if p in cls.choices else '...'}"
@@ -99,5 +97,6 @@ class UnknownPass(KeyError):
         self.name = name
 
     def __str__(self) -> str:
+        sigs = [signature(k) for k in _PASSES]
         return (f"unknown pass '{self.name}'; valid passes: {', '.join(pass_names())}; "
-                f"with parameters: {', '.join(signature(k) for k in _PASSES if signature(k) != k)}")
+                f"with parameters: {', '.join(s for s, k in zip(sigs, _PASSES) if s != k)}")

@@ -68,9 +68,3 @@ def families() -> tuple[str, ...]:
     should not pay for (about 0.3 s)."""
     fams = {action_pass(a).family for a in PASS_ACTIONS}
     return tuple(sorted(fams, key=lambda f: (f in EXCLUSIVE_FAMILIES, f)))
-
-
-def __getattr__(name: str):
-    if name == "FAMILIES":  # the old constant, computed on first use
-        return families()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
