@@ -284,6 +284,8 @@ class EvalCache:
 
     def __init__(self, path: str | Path, *, busy_timeout: float | None = None, notes: list[str] | None = None):
         self.path = Path(path).expanduser()
+        #: this file in the process-wide tables (_CONTENDED, _SAVED): resolved once, not per lookup
+        self.shared_key = str(self.path.resolve())
         self.pid = os.getpid()
         self.busy_timeout = busy_timeout_default() if busy_timeout is None else busy_timeout
         busy_timeout = self._wait()
@@ -324,19 +326,16 @@ class EvalCache:
     def _set_busy(self, seconds: float) -> None:
         self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
-    def _key(self) -> str:
-        return str(self.path.resolve())
-
     def _wait(self) -> float:
         """How long a write waits for the lock: short once this process has waited the whole timeout."""
-        return min(self.busy_timeout, SHORT_WAIT) if self._key() in _CONTENDED else self.busy_timeout
+        return min(self.busy_timeout, SHORT_WAIT) if self.shared_key in _CONTENDED else self.busy_timeout
 
     def _held(self) -> bool:
         """Did a write of this process fail on this cache less than RETRY_S ago (then do not try now)?"""
-        return time.monotonic() - _CONTENDED.get(self._key(), -RETRY_S) < RETRY_S
+        return time.monotonic() - _CONTENDED.get(self.shared_key, -RETRY_S) < RETRY_S
 
     def _failed(self) -> None:
-        _CONTENDED[self._key()] = time.monotonic()
+        _CONTENDED[self.shared_key] = time.monotonic()
         self._set_busy(self._wait())
 
     def _init_schema(self) -> None:
@@ -384,7 +383,7 @@ class EvalCache:
     def _unwritten(self):
         """``(result, pipeline key)`` of what this process could not commit yet."""
         yield from ((r, pk) for r, pk, _ in self.pending)
-        yield from _SAVED.get(self._key(), ())
+        yield from _SAVED.get(self.shared_key, ())
 
     def get(self, key: str) -> EvalResult | None:
         hit = self._row("SELECT key, result_json FROM results WHERE key = ?", key)
@@ -435,7 +434,7 @@ class EvalCache:
             self._failed()
             return False
         self.pending, self.aliases = [], []
-        if _CONTENDED.pop(self._key(), None) is not None:
+        if _CONTENDED.pop(self.shared_key, None) is not None:
             self._set_busy(self._wait())
         return True
 
@@ -481,7 +480,7 @@ class EvalCache:
         except OSError:
             return
         self.saved_pending = path
-        _SAVED.setdefault(self._key(), []).extend((r, pk) for r, pk, _ in self.pending)
+        _SAVED.setdefault(self.shared_key, []).extend((r, pk) for r, pk, _ in self.pending)
         self.pending, self.aliases = [], []
 
     def _merge_pending_files(self) -> None:
