@@ -366,6 +366,10 @@ class Function:
                 return d
         return None
 
+    def param_names(self) -> list[str]:
+        """The names of the parameters, in order (a declaration may declare several)."""
+        return [it.name for d in self.params or () for it in d.items]
+
     def instructions(self) -> Iterator[Instruction]:
         """All instructions of the body in textual order, nested scopes included."""
         if self.body is None:

@@ -286,7 +286,7 @@ def with_contract(cand, path: str, contract: dict):
     c = contracts.for_entry(entry) if entry in entries else None
     if c is None:
         return cand
-    names = [it.name for d in entries[entry].params or () for it in d.items]
+    names = entries[entry].param_names()
     try:
         c = c.fit(names)
     except ContractError as e:

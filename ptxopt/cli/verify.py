@@ -177,7 +177,7 @@ def _check_scalar_names(module, kernel: str | None, scalars: dict) -> None:
     entries = [f for f in module.entries if kernel is None or f.name == kernel]
     if not entries:
         return  # an unknown --kernel: verify() says so
-    names = [it.name for f in entries for d in f.params or () for it in d.items]
+    names = [n for f in entries for n in f.param_names()]
     unknown = [n for n in scalars if n not in names]
     if unknown:
         who = f"{entries[0].name} has no" if len(entries) == 1 else "no entry has a"

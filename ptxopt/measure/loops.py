@@ -72,7 +72,7 @@ def instrument_loops(module: Module, entry: str) -> tuple[Module, list[str]]:
 
     m = module.copy()
     fn = m.function(entry)
-    if any(p.name == COUNTS_PARAM for d in (fn.params or ()) for p in d.items):
+    if COUNTS_PARAM in fn.param_names():
         raise LoopProfileError("the kernel already has a loop-count parameter")
     cfg = build_cfg(fn)
     if not cfg.back_edges:
