@@ -137,16 +137,14 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     if bc_only:
         write_summary(out, doc)
         return
+    hyper = dict(lr=lr, clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
+                 exploit_temperature=exploit_temperature, seed=seed)
     if quick:
         train_kernels = list(QUICK_KERNELS)
-        cfg = GRPOConfig(epochs=3, group_size=4, lr=lr, clip_eps=clip_eps, kl_beta=kl_beta,
-                         explore_temperature=explore_temperature, exploit_temperature=exploit_temperature,
-                         checkpoint_every=0, seed=seed)
+        cfg = GRPOConfig(epochs=3, group_size=4, checkpoint_every=0, **hyper)
     else:
         train_kernels = [s.id for s in specs]
-        cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, lr=lr,
-                         clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
-                         exploit_temperature=exploit_temperature, seed=seed)
+        cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, **hyper)
     click.echo(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
                f"({backend} backend; cycles are {'an ESTIMATE' if options.estimate else 'MEASURED'})")
     from rl.grpo import TrainingInterrupted, shielded
