@@ -4,7 +4,8 @@ rewrite by one (or a few) passes, and says in its header what must happen.
 Header lines (``//`` comments at the top of each ``.ptx`` file):
 
 ``// tempts: PASS [PASS...]; expect: refused|unchanged|legal-change; why: ...``
-    the pass(es) the kernel is a trap for and the correct outcome, with the
+    the pass(es) the kernel is a trap for (names or parametric variants such
+    as ``cache_ld{op=lu}``) and the correct outcome, with the
     PTX ISA rule that decides it. ``refused``: the pass reports a refused
     site (or refuses the whole module) and the forbidden rewrite does not
     happen; ``unchanged``: the printed module is identical to the input's;
@@ -64,6 +65,7 @@ from ptxopt.interp import InterpError
 from ptxopt.interp.errors import LaunchError
 from ptxopt.passes.registry import pass_names
 from ptxopt.passmanager import PassManager
+from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
 from ptxopt.verify import Geometry, verify
 
@@ -144,8 +146,8 @@ def load_spec(path: Path) -> Spec:
             spec.noverify = val or "unsupported"
         elif key == "arch":
             spec.arch = val
-    for p in spec.passes:
-        assert p in pass_names(), f"{path.name}: unknown pass {p}"
+    for p in spec.passes:  # a name or a parametric variant (cache_ld{op=lu}), one pass each
+        assert len(Pipeline.parse(p).passes) == 1, f"{path.name}: {p} is not one pass"
     return spec
 
 

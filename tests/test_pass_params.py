@@ -120,7 +120,10 @@ def test_a_budget_without_an_alias_runs_and_reports_under_its_own_name():
     assert rep2.changed_any and out2.entries[0].directive(".maxnreg").args == ("100",)
 
 
-def test_the_new_cache_operators_rewrite_and_respect_nc():
+def test_the_new_cache_operators_rewrite():
+    """(Their legality traps -- .lu on ld.global.nc, volatile and shared
+    accesses -- are tests/adversarial/nc_cache_lu.ptx, volatile_cache_hint.ptx
+    and cache_hint_shared.ptx.)"""
     m = parse(get("gemm_tile_2x2x2").ptx_text())
     out, rep = make_pass("cache_ld", {"op": "lu"}).apply(m)
     assert rep.changed_any and "ld.global.lu" in emit(out)
