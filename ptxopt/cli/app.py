@@ -392,9 +392,10 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
     equivalence could not be checked for some entry (an 'inconclusive:' line
     each) and --allow-unchecked was not given.
     """
-    from ptxopt.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
-    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses, VerifyEach
+    from ptxopt.equivalence.instrument import VerifyEach
+    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
     from ptxopt.pipeline import Pipeline
 
     pl = Pipeline.parse(pipeline)

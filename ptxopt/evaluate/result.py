@@ -46,7 +46,7 @@ Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
 ``hints-only``    the two differ only in cache operators, eviction hints,
                   prefetches or register budgets, which the interpreter gives
                   no meaning: equal by construction, not run (see
-                  :mod:`ptxopt.evaluate.observable`)
+                  :mod:`ptxopt.equivalence.observable`)
 ``proved``        the translation validator (:mod:`ptxopt.prove`) showed the
                   two equivalent for all inputs and launches (block by block,
                   under its documented model: race-free weak accesses between

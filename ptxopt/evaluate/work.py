@@ -32,7 +32,7 @@ class Work:
     key: str | None = None
     entry: str | None = None
     spec: Any = None
-    geometry: Any = None
+    check: Any = None  # the check Launch (ptxopt.equivalence.launch), once resolved
     printed: str | None = None
     module: Any = None
     compiled: Any = None
