@@ -178,6 +178,23 @@ def test_no_import_cycles(graph):
     assert stale == [], f"allow-listed cycles that no longer exist (remove them): {stale}"
 
 
+#: What the pass manager (and everything it imports) never reaches: its
+#: instruments that check, compile and measure live above it (LLVM keeps its
+#: verifier instruments outside its pass manager the same way).
+ABOVE_THE_PASS_MANAGER = ("ptxopt.equivalence", "ptxopt.interp", "ptxopt.prove", "ptxopt.toolchain",
+                          "ptxopt.evaluate", "ptxopt.measure", "ptxopt.gpu")
+
+
+def reaches(g: nx.DiGraph, source: str, packages) -> list[str]:
+    """The modules of ``packages`` that ``source`` imports, directly or not."""
+    return sorted(m for m in nx.descendants(g, source) if any(_in(m, p) for p in packages))
+
+
+def test_the_pass_manager_imports_none_of_its_instruments(graph):
+    g, _ = graph
+    assert reaches(g, "ptxopt.passmanager", ABOVE_THE_PASS_MANAGER) == []
+
+
 def test_the_graph_is_the_whole_tree(graph):
     g, _ = graph
     assert "ptxopt" in g and "ptxopt.cli" in g and "rl" in g
@@ -223,6 +240,14 @@ def test_checker_flags_a_submodule_reading_its_package(tmp_path):
     (root / "ptxopt/pkg/__init__.py").write_text("from .core import X\nfrom .user import *\n")
     g, _ = import_graph(root)
     assert cycles(g) == [frozenset({"ptxopt.pkg", "ptxopt.pkg.user"})]
+
+
+def test_checker_flags_a_module_reached_through_another(tmp_path):
+    root = _tree(tmp_path, {"ptxopt/__init__.py": "", "ptxopt/passmanager.py": "from ptxopt import passes\n",
+                            "ptxopt/passes.py": "def f():\n    import ptxopt.interp.engine\n",
+                            "ptxopt/interp/__init__.py": "", "ptxopt/interp/engine.py": ""})
+    g, _ = import_graph(root, ("ptxopt",))
+    assert reaches(g, "ptxopt.passmanager", ABOVE_THE_PASS_MANAGER) == ["ptxopt.interp.engine"]
 
 
 def test_checker_flags_layers_and_torch(tmp_path):
