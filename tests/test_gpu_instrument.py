@@ -14,12 +14,12 @@ from ptxopt.gpu.instrument import (
     CLOCK_PARAM,
     SENTINEL,
     AlreadyInstrumented,
-    InstrumentClock,
     InstrumentError,
     exit_sequence,
     exit_sites,
     instrument,
     instrument_ptx,
+    instrument_sites,
     is_instrumented,
 )
 from ptxopt.interp import make_args, run_kernel
@@ -255,7 +255,7 @@ def test_no_epilogue_after_a_final_ret():
 
 
 # ---------------------------------------------------------------------------
-# refusals, idempotence, the Pass API
+# refusals, idempotence, the change log
 # ---------------------------------------------------------------------------
 
 
@@ -287,14 +287,15 @@ def test_refusals():
         instrument(parse(func_exit))
 
 
-def test_pass_api_and_not_registered():
+def test_sites_copy_and_not_a_pass():
+    """A rewrite on a copy that says what it inserted where; not a pass, not an action."""
     m = parse(SPECS[0].ptx_text())
     before = emit(m)
-    out, report = InstrumentClock().apply(m)
-    assert emit(m) == before  # apply works on a copy
-    assert report.changed_any and report.pass_name == "instrument_clock"
-    assert any("clock start" in s.what for s in report.changed)
-    assert any("before ret" in s.what for s in report.changed)
+    out, sites = instrument_sites(m)
+    assert emit(m) == before  # works on a copy
+    assert sites[0] == (0, "clock start at entry")
+    assert any(line > 0 and "before ret" in what for line, what in sites)
     assert "instrument_clock" not in pass_names() + pass_kinds() and "instrument_clock" not in ACTIONS
     with pytest.raises(AlreadyInstrumented):
-        InstrumentClock().apply(out)
+        instrument_sites(out)
+    assert emit(out) == emit(instrument(m))
