@@ -221,7 +221,7 @@ def test_backend_adapter_maps_results():
 @no_gpu_only
 def test_make_backend_unavailable_here():
     backends = pytest.importorskip("ptxopt.measure.base")
-    import ptxopt.gpu as gpu
+    from ptxopt.measure.gpu import make_backend
 
     with pytest.raises(backends.BackendUnavailable, match="GPU backend unavailable: " + re.escape(GPU_REASON)):
-        gpu.make_backend()
+        make_backend()
