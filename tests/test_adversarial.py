@@ -67,6 +67,7 @@ from ptxopt.passes.registry import pass_names
 from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 from ptxopt.verify import Geometry, verify
 
 HERE = Path(__file__).parent / "adversarial"
@@ -214,7 +215,7 @@ def ptxas_ok(text: str, arch: str) -> str:
 
 
 def arch_of(spec: Spec, m) -> str:
-    return spec.arch or m.arch or "sm_89"
+    return spec.arch or m.arch or DEFAULT_ARCH
 
 
 @dataclass

@@ -6,7 +6,7 @@ can import them without importing the others.
 
 Architecture: ``Settings.arch`` None (the default) means each kernel's own
 ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`: an explicit arch
-wins, else ``.target``, else sm_89); every key and result carries the
+wins, else ``.target``, else ``DEFAULT_ARCH``); every key and result carries the
 resolved one (:func:`settings_for`).
 
 Pipeline: a Candidate parses and checks its pipeline once, when it is built
@@ -133,7 +133,7 @@ def _parse(text: str) -> "tuple[Pipeline | None, str, PipelineError | None]":
 
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
     """``settings`` with the architecture resolved for ``cand``: the explicit
-    one, else the module's ``.target``, else sm_89 (what keys and results use)."""
+    one, else the module's ``.target``, else ``DEFAULT_ARCH`` (what keys and results use)."""
     if settings.arch:
         return settings
     from dataclasses import replace
