@@ -30,6 +30,7 @@ from ptxopt.memos import clear_front_end as _forget  # noqa: E402
 from ptxopt.search.move_memo import MoveMemo  # noqa: E402
 from ptxopt.search.state import State  # noqa: E402
 from ptxopt.toolchain import compile_ptx  # noqa: E402
+from ptxopt.toolchain.arch import DEFAULT_ARCH  # noqa: E402
 
 TARGET = 0.25
 DEFAULT = "gemm_tile_4x4x4,gemm_tile_8x8x8,gemm_tile_12x12x12,gemm_tile_16x16x16,cuda_softmax_row,triton_layernorm_row"
@@ -53,7 +54,7 @@ def main() -> int:
             for step in (None, "cache_cg"):
                 _forget()
                 s = _state(kernel, step, MoveMemo(None))
-                ptxas = min(compile_ptx(s.printed, "sm_89", memo=False).wall_time_s for _ in range(args.reps))
+                ptxas = min(compile_ptx(s.printed, DEFAULT_ARCH, memo=False).wall_time_s for _ in range(args.reps))
                 cold = warm = child = float("inf")
                 for _ in range(args.reps):
                     _forget()

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ptxopt.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, evaluate_many  # noqa: E402
 from ptxopt.evaluate import frontend  # noqa: E402
+from ptxopt.toolchain.arch import DEFAULT_ARCH  # noqa: E402
 
 CHANGING = ("vec_ld", "reorder_cp", "maxnreg_128")  # each changes every gemm_tile kernel's text (the last, hints only)
 GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm_tile_8x8x8")
@@ -57,7 +58,7 @@ def _fresh_state() -> None:
     ptxas.clear_memo()
 
 
-def _ptxas_alone(results, arch="sm_89") -> float:
+def _ptxas_alone(results, arch=DEFAULT_ARCH) -> float:
     """Compile the printed PTX of every result again with nothing else running (ptxas's memo bypassed)."""
     from ptxopt.emit import emit
     from ptxopt.parser import parse

@@ -21,6 +21,7 @@ from ptxopt.corpus import select
 from ptxopt.emit import emit
 from ptxopt.parser import parse
 from ptxopt.toolchain import compile_ptx
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 TARGET_PARSE = 50_000
 TARGET_EMIT = 200_000
@@ -44,7 +45,7 @@ def measure(kernel_id: str, reps: int) -> dict:
     m = parse(text)
     t_emit = best_of(lambda: emit(m), reps)
     t_copy = best_of(lambda: m.copy(), reps * 5)
-    t_ptxas = min(compile_ptx(text, "sm_89").wall_time_s for _ in range(3))
+    t_ptxas = min(compile_ptx(text, DEFAULT_ARCH).wall_time_s for _ in range(3))
     return {
         "kernel": kernel_id,
         "lines": lines,

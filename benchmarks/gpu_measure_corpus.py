@@ -90,6 +90,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 SCHEMA = 1
 KIND = "ptxopt-gpu-measurements"
@@ -276,7 +277,7 @@ def compare_sim(data: dict, *, arch: str | None = None, log=sys.stderr) -> dict:
 
     gpu_arch = (data.get("gpu") or {}).get("arch")
     if arch is None:
-        arch = gpu_arch if gpu_arch in LATENCIES else "sm_89"
+        arch = gpu_arch if gpu_arch in LATENCIES else DEFAULT_ARCH
     notes = []
     if gpu_arch and arch != gpu_arch:
         notes.append(f"the sim model has no table for {gpu_arch}; estimated for {arch}")
@@ -379,7 +380,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--resume", action="store_true", help="continue an existing --out file")
     ap.add_argument("--samples", action="store_true", help="keep every timed launch's cycles")
     ap.add_argument("--compare-sim", action="store_true", help="print the sim model's rank correlation")
-    ap.add_argument("--sim-arch", help="architecture for the sim estimates (default: the GPU's, else sm_89)")
+    ap.add_argument("--sim-arch", help=f"architecture for the sim estimates (default: the GPU's, else {DEFAULT_ARCH})")
     ap.add_argument("--input", type=Path, help="compare an existing measurements file instead of measuring")
     return ap
 

@@ -27,6 +27,7 @@ from ptxopt.corpus import get
 from ptxopt.interp import Program, make_args, run_kernel
 from ptxopt.parser import parse
 from ptxopt.equivalence.interpret import verify
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 TARGETS = {"gemm_tile_16x16x16": 1.0, "cuda_reduce_sum_smem": 2.0}
 DEFAULT_KERNELS = ("gemm_tile_16x16x16", "cuda_reduce_sum_smem", "triton_matmul_f16",
@@ -68,8 +69,8 @@ def measure(kernel_id: str, reps: int) -> dict:
     try:
         from ptxopt.toolchain import compile_ptx
 
-        t_ptxas, _ = best_of(lambda: compile_ptx(text, "sm_89").wall_time_s, 1)
-        t_ptxas = min(t_ptxas, compile_ptx(text, "sm_89").wall_time_s)
+        t_ptxas, _ = best_of(lambda: compile_ptx(text, DEFAULT_ARCH).wall_time_s, 1)
+        t_ptxas = min(t_ptxas, compile_ptx(text, DEFAULT_ARCH).wall_time_s)
     except Exception as e:  # no ptxas wheel: report without the ratio
         t_ptxas = None
         print(f"  ({kernel_id}: ptxas unavailable: {e})")

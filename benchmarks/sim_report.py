@@ -196,8 +196,10 @@ def check(rep: KernelReport) -> dict[str, tuple[bool, str] | None]:
 
 
 def main() -> int:
+    from ptxopt.toolchain.arch import DEFAULT_ARCH
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="sm_89")
+    ap.add_argument("--arch", default=DEFAULT_ARCH)
     ap.add_argument("--kernels", default="gemm_tile", help="corpus selector (default: gemm_tile)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--no-batch", action="store_true", help="compile every variant alone")

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 PTX_VERSION = "8.8"
-TARGET = "sm_89"
+TARGET = "sm_89"  # the corpus's target (its committed files and trajectories), not ptxopt's DEFAULT_ARCH
 ALIGN = 16
 
 #: The m, n, k values whose full cross product is generated.

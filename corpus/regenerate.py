@@ -58,7 +58,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent
 MANIFEST = CORPUS / "manifest.json"
-ARCH = "sm_89"
+ARCH = "sm_89"  # the corpus's target (its committed files and manifest), not ptxopt's DEFAULT_ARCH
 SM = 89
 BUFFER_ALIGN = 16  # alignment every launcher must give buffers (see README)
 NVCC_FLAGS = ["-arch=sm_89", "-O3", "--ptx"]

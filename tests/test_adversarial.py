@@ -68,6 +68,7 @@ from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
 from ptxopt.equivalence.interpret import Geometry, verify
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 HERE = Path(__file__).parent / "adversarial"
 EXPECTS = ("refused", "unchanged", "legal-change")
@@ -214,7 +215,7 @@ def ptxas_ok(text: str, arch: str) -> str:
 
 
 def arch_of(spec: Spec, m) -> str:
-    return spec.arch or m.arch or "sm_89"
+    return spec.arch or m.arch or DEFAULT_ARCH
 
 
 @dataclass

@@ -134,6 +134,41 @@ def _check_failure(cache, pipeline, category, kernel=SMALL):
     return r
 
 
+def test_the_candidate_parses_its_pipeline_once(cache, monkeypatch):
+    """A Candidate holds the canonical pipeline; evaluating it (and looking it up) parses nothing."""
+    from ptxopt.pipeline import Pipeline
+
+    c = Candidate.from_corpus(SMALL, " vec_ld , maxnreg_128{override=0} ")
+    assert c.pipeline == "vec_ld,maxnreg_128" and c.parsed == Pipeline.parse("vec_ld,maxnreg_128")
+    assert c.pipeline_error is None and replace(c, name="copy").parsed == c.parsed
+    given = Pipeline.parse("cache_cg")
+    assert Candidate.from_corpus(SMALL, given).parsed is given  # a Pipeline is taken as it is
+
+    def parse_again(*a, **kw):
+        raise AssertionError("the pipeline was parsed again after the candidate was built")
+
+    monkeypatch.setattr(Pipeline, "parse", classmethod(parse_again))
+    r = evaluate(c, cache=cache)
+    assert r.ok and r.pipeline == "vec_ld,maxnreg_128"
+    assert evaluate(c, cache=cache).cache_hit  # found by its pipeline key alone
+
+
+def test_a_bad_pipeline_is_found_when_the_candidate_is_built(cache):
+    from ptxopt.pipeline import Pipeline, PipelineError
+
+    with pytest.raises(PipelineError) as parse_error:
+        Pipeline.parse("vec_ld,frobnicate")
+    c = Candidate.from_corpus(SMALL, " vec_ld,frobnicate ")
+    assert c.parsed is None and c.pipeline == "vec_ld,frobnicate"
+    assert str(c.pipeline_error) == str(parse_error.value)
+    r = evaluate(c, cache=cache)
+    assert r.status == "illegal" and r.error == str(parse_error.value) and r.pipeline == "vec_ld,frobnicate"
+    built = Pipeline.parse("maxnreg_32") + Pipeline.parse("maxnreg_64")  # `+` does not check conflicts
+    c = Candidate.from_corpus(SMALL, built)
+    assert c.parsed is None and "conflicting passes" in str(c.pipeline_error)
+    assert evaluate(c, cache=cache).status == "illegal"
+
+
 def test_conflicting_pipeline_is_illegal(cache):
     r = _check_failure(cache, "maxnreg_32,maxnreg_64", "illegal")
     assert "conflicting" in r.error
@@ -246,6 +281,9 @@ def test_hung_worker_is_killed_at_the_time_limit(cache, monkeypatch):
                        workers=1, cache=cache, timeout=1.0)
     assert time.perf_counter() - t < 20
     assert [r.status for r in rs] == ["timeout", "ok"] and "killed" in rs[0].error
+    # stored under the key a lookup asks for (the arch resolved for the candidate, not the pool's None)
+    again = evaluate_many([Candidate.from_corpus(SMALL, "prefetch_L2")], workers=1, cache=cache, timeout=1.0)
+    assert again[0].cache_hit and again[0].status == "timeout"
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ptxopt.cli.common import contract_options, fail, output_dir, output_file, p
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
 
@@ -199,7 +200,7 @@ def _print_stats(name: str, s: dict) -> None:
 @cli.command("compile")
 @click.argument("file")
 @click.option("--arch", default=None,
-              help="Target architecture for ptxas (default: the module's .target, else sm_89).")
+              help=f"Target architecture for ptxas (default: the module's .target, else {DEFAULT_ARCH}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
 def compile_cmd(file, arch, as_json, sass):
@@ -263,7 +264,7 @@ def _sass_json(i) -> dict:
 # --------------------------------------------------------------------------
 @cli.command("roundtrip")
 @click.argument("targets", nargs=-1)
-@click.option("--arch", "archs", multiple=True, default=("sm_89",), show_default=True,
+@click.option("--arch", "archs", multiple=True, default=(DEFAULT_ARCH,), show_default=True,
               help="Compare SASS for this architecture (repeatable).")
 @click.option("--no-sass", is_flag=True, help="Skip the ptxas comparison; check the IR only.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(0, 256), help="Worker processes (0: CPU count).")
@@ -361,7 +362,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the transformed PTX here instead of stdout.")
 @click.option("--arch", default=None,
-              help="Architecture for --verify-each (default: the module's .target, else sm_89).")
+              help=f"Architecture for --verify-each (default: the module's .target, else {DEFAULT_ARCH}).")
 @click.option("--verify-each", is_flag=True,
               help="Check the input compiles, then after every pass that changed the module: ptxas "
                    "accepts it and every entry is proved equivalent (see --prove) or computes the same "

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ptxopt.cli.exitcodes import BAD_INPUT
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
 def fail(msg: str, code: int = BAD_INPUT) -> None:
@@ -221,7 +222,7 @@ timeout_option = click.option(
     help="Seconds one candidate may take.")
 arch_option = click.option(
     "--arch", default=None, metavar="SM",
-    help="Target architecture for ptxas and the model [default: each kernel's own .target, else sm_89].")
+    help=f"Target architecture for ptxas and the model [default: each kernel's own .target, else {DEFAULT_ARCH}].")
 allow_unchecked_option = click.option(
     "--allow-unchecked", is_flag=True,
     help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "

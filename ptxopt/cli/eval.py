@@ -74,10 +74,10 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         sources = read_targets([file])
     except (InputError, CorpusError) as e:
         _fail(str(e))
-    canonical = []
+    parsed = []
     for p in pipelines or ("",):
         try:
-            canonical.append(str(Pipeline.parse(p)))
+            parsed.append(Pipeline.parse(p))
         except PipelineError as e:
             _fail(str(e))
     check_backend(backend)
@@ -116,7 +116,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
                 _fail(f"{src.name}: the module has no .entry to evaluate")
             entry = kernel or (spec.entry if spec is not None else entries[0])
         base = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
-        for p in canonical:
+        for p in parsed:
             candidates.append(replace(base, pipeline=p))
 
     cache = None if no_cache else (cache_path or default_cache_path())

@@ -26,7 +26,7 @@ Library use::
     results = evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in pipelines], workers=2)
 
 Options (keyword arguments of both functions): ``arch`` (default None: each
-kernel's own ``.target``, else sm_89; see :func:`ptxopt.toolchain.arch.resolve_arch`),
+kernel's own ``.target``, else ``DEFAULT_ARCH``; see :func:`ptxopt.toolchain.arch.resolve_arch`),
 ``backend`` (``sim``; ``gpu`` when :mod:`ptxopt.gpu`, CuPy and a GPU are
 there), ``cache`` (a path, an :class:`EvalCache`'s path, or None for no
 cache; default :func:`default_cache_path`), ``trials`` (interpreter

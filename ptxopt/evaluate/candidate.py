@@ -6,16 +6,27 @@ can import them without importing the others.
 
 Architecture: ``Settings.arch`` None (the default) means each kernel's own
 ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`: an explicit arch
-wins, else ``.target``, else sm_89); every key and result carries the
+wins, else ``.target``, else ``DEFAULT_ARCH``); every key and result carries the
 resolved one (:func:`settings_for`).
+
+Pipeline: a Candidate parses and checks its pipeline once, when it is built
+(:func:`canonical_pipeline`), and holds the result: ``pipeline`` is the
+canonical text (the cache keys' and the results' spelling), ``parsed`` the
+:class:`~ptxopt.pipeline.Pipeline` the pass manager runs, or None with the
+reason in ``pipeline_error`` (the evaluator reports such a candidate as
+``illegal`` with that message). Nothing downstream parses the string again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
+
+if TYPE_CHECKING:
+    from ptxopt.pipeline import Pipeline, PipelineError
 
 #: Default per-candidate time limit (seconds).
 DEFAULT_TIMEOUT = 600.0
@@ -35,6 +46,11 @@ class Candidate:
     gave (None: the manifest entry's, else one matched in the corpus, else a
     guessed launch, on which no interpreter run says ``equal``); ``name`` what
     reports call it.
+
+    ``pipeline`` is given as text or as a :class:`~ptxopt.pipeline.Pipeline`
+    and stored canonical (see the module doc): ``Candidate(ptx, " vec_ld ,
+    cache_cg").pipeline == "vec_ld,cache_cg"``; ``parsed`` and
+    ``pipeline_error`` follow from it.
     """
 
     ptx: str
@@ -43,6 +59,14 @@ class Candidate:
     entry: str | None = None
     spec: Any = None
     launch: Any = None
+    parsed: "Pipeline | None" = field(default=None, init=False, repr=False, compare=False)
+    pipeline_error: "PipelineError | None" = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        parsed, text, error = canonical_pipeline(self.pipeline)
+        object.__setattr__(self, "pipeline", text)
+        object.__setattr__(self, "parsed", parsed)
+        object.__setattr__(self, "pipeline_error", error)
 
     @classmethod
     def from_corpus(cls, kernel, pipeline: str = "") -> "Candidate":
@@ -79,9 +103,37 @@ class Settings:
     prove: bool = True
 
 
+def canonical_pipeline(pipeline) -> "tuple[Pipeline | None, str, PipelineError | None]":
+    """``(parsed, canonical text, None)`` for a pipeline that parses and has
+    no conflicting passes, else ``(None, the text stripped, the error)``.
+    ``pipeline``: text or a :class:`~ptxopt.pipeline.Pipeline` (checked for
+    conflicts like parsed text: one built with ``+`` is not)."""
+    from ptxopt.pipeline import Pipeline, PipelineError
+
+    if isinstance(pipeline, Pipeline):
+        try:
+            pipeline.check_conflicts()
+        except PipelineError as e:
+            return None, str(pipeline), e
+        return pipeline, str(pipeline), None
+    return _parse(pipeline)
+
+
+@lru_cache(maxsize=1024)
+def _parse(text: str) -> "tuple[Pipeline | None, str, PipelineError | None]":
+    # memoised: copies of a candidate (dataclasses.replace) hand their canonical text back in
+    from ptxopt.pipeline import Pipeline, PipelineError
+
+    try:
+        parsed = Pipeline.parse(text)
+    except PipelineError as e:
+        return None, text.strip(), e.with_traceback(None)
+    return parsed, str(parsed), None
+
+
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
     """``settings`` with the architecture resolved for ``cand``: the explicit
-    one, else the module's ``.target``, else sm_89 (what keys and results use)."""
+    one, else the module's ``.target``, else ``DEFAULT_ARCH`` (what keys and results use)."""
     if settings.arch:
         return settings
     from dataclasses import replace
@@ -110,5 +162,5 @@ def as_candidate(item) -> Candidate:
 
 
 
-__all__ = ["Candidate", "Settings", "settings_for", "as_candidate", "DEFAULT_TIMEOUT",
-           "DEFAULT_BATCH"]
+__all__ = ["Candidate", "Settings", "settings_for", "as_candidate", "canonical_pipeline",
+           "DEFAULT_TIMEOUT", "DEFAULT_BATCH"]

@@ -2,8 +2,9 @@
 
 Per candidate (front half, in order):
 
-1. the pipeline string is parsed and made canonical (``illegal`` if it names
-   an unknown pass or conflicting passes); the *pipeline key* is looked up;
+1. the *pipeline key* of the candidate's canonical pipeline is looked up
+   (the Candidate parsed it when it was built: ``illegal`` if it names an
+   unknown pass or conflicting passes);
 2. the original PTX is parsed (``parse``; parsed modules are memoised per
    process, so the candidates of one kernel parse it once) and the passes run
    through :class:`~ptxopt.passmanager.PassManager` (``illegal`` when a pass
@@ -54,7 +55,7 @@ from ptxopt.equivalence.launch import from_spec, guessed
 
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, settings_for
-from .keys import given_launch, launch_id, module_key, pipeline_key, sha256
+from .keys import given_launch, launch_id, module_key, request_key, sha256
 from .result import EvalResult
 from .work import Work, one_line
 
@@ -114,24 +115,16 @@ def front(w: Work, cache: EvalCache | None) -> None:
     from ptxopt.parser import ParseError
     from ptxopt.passes.base import PassError
     from ptxopt.passmanager import PassFailure, PassManager
-    from ptxopt.pipeline import Pipeline, PipelineError
 
     s, cand = w.settings, w.cand
     t = time.perf_counter()
     w.spec = cand.spec
     given = given_launch(cand)
-    try:
-        pl = Pipeline.parse(cand.pipeline)
-        w.pipeline = str(pl)
-    except PipelineError as e:
-        w.pipeline = cand.pipeline.strip()
-        w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(given), s)
-        if _hit(w, cache, cache.resolve(w.pkey) if cache else None):
-            return
-        w.finish("illegal", error=one_line(e))
-        return
-    w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(given), s)
+    w.pkey = request_key(cand, s)
     if cache is not None and _hit(w, cache, cache.resolve(w.pkey)):
+        return
+    if cand.pipeline_error is not None:  # found when the candidate was built
+        w.finish("illegal", error=one_line(cand.pipeline_error))
         return
     try:
         orig = original(cand.ptx, cand.label)
@@ -148,7 +141,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.finish("unsupported", error=f"no .entry named {w.entry}" if w.entry else "the module has no .entry")
         return
     try:
-        run = PassManager(pl).run(m)
+        run = PassManager(cand.parsed).run(m)
     except (PassFailure, PassError, Exception) as e:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("internal", error=f"a pass crashed: {one_line(e)}", cacheable=False)
@@ -209,17 +202,11 @@ def _timed(fn, *args, **kw):
 
 def lookup(cand: Candidate, settings: Settings, cache: EvalCache) -> EvalResult | None:
     """The cached result of ``cand`` by its pipeline key, without parsing anything; None on a miss."""
-    from ptxopt.pipeline import Pipeline, PipelineError
-
     settings = settings_for(cand, settings)
-    try:
-        pipeline = str(Pipeline.parse(cand.pipeline))
-    except PipelineError:
-        pipeline = cand.pipeline.strip()
-    hit = cache.resolve(pipeline_key(cand.ptx, pipeline, cand.entry, launch_id(given_launch(cand)), settings))
+    hit = cache.resolve(request_key(cand, settings))
     if hit is None or not _usable(hit, settings):
         return None
-    return hit.replace(cache_hit=True, kernel=cand.label, pipeline=pipeline)
+    return hit.replace(cache_hit=True, kernel=cand.label, pipeline=cand.pipeline)
 
 
 def _hit(w: Work, cache, hit: EvalResult | None) -> bool:

@@ -76,10 +76,16 @@ def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, s
                     "launch": launch, "front": code_digests()["front"], **fingerprint(settings)})
 
 
+def request_key(cand: Candidate, settings: Settings) -> str:
+    """:func:`pipeline_key` of ``cand`` (its canonical pipeline, its launch);
+    ``settings`` resolved for it (:func:`~ptxopt.evaluate.candidate.settings_for`)."""
+    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand)), settings)
+
+
 def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:
     """Key of a printed module: what the result depends on (see :mod:`ptxopt.evaluate.cache`)."""
     return _digest({"kind": "module", "ptx": sha256(printed), "original": sha256(original_printed),
                     "entry": entry, "launch": launch, **fingerprint(settings)})
 
 
-__all__ = ["sha256", "fingerprint", "launch_id", "given_launch", "pipeline_key", "module_key"]
+__all__ = ["sha256", "fingerprint", "launch_id", "given_launch", "pipeline_key", "request_key", "module_key"]

@@ -276,19 +276,12 @@ class _Pool:
             self._give(nw)
 
     def _fail(self, i: int, died: bool, code) -> None:
+        from .keys import request_key
         from .work import Work  # the one place results are built
 
         c = self.candidates[i]
         w = Work(i, c, self.settings)
-        try:
-            from ptxopt.pipeline import Pipeline
-
-            w.pipeline = str(Pipeline.parse(c.pipeline))
-        except Exception:
-            w.pipeline = c.pipeline
-        from .keys import given_launch, launch_id, pipeline_key
-
-        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, launch_id(given_launch(c)), self.settings)
+        w.pkey = request_key(c, w.settings)  # the settings resolved for c: the key lookup() asks for
         if died:
             sig = f"signal {-code}" if isinstance(code, int) and code < 0 else f"exit status {code}"
             r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate",

@@ -53,6 +53,7 @@ class Work:
 
     def __post_init__(self):
         self.settings = settings_for(self.cand, self.settings)
+        self.pipeline = self.cand.pipeline  # canonical since the Candidate was built
 
     def finish(self, status: str, *, error: str | None = None, m: Measurement | None = None,
                cacheable: bool = True, key: str | None = None) -> EvalResult:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ptxopt.corpus import KernelSpec, Launch, Param
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 HOOK_ENV = "PTXOPT_GPU_CHILD_HOOK"
 HOOKS = ("crash", "segv", "hang", "raise", "garbage", "crash-once")
@@ -85,7 +86,7 @@ def spec_from_json(d: dict) -> KernelSpec:
 
 
 def make_spec(entry: str, params: list[dict], *, grid=(1, 1, 1), block=(1, 1, 1), shared_bytes: int = 0,
-              kernel_id: str | None = None, arch: str = "sm_89") -> KernelSpec:
+              kernel_id: str | None = None, arch: str = DEFAULT_ARCH) -> KernelSpec:
     """A :class:`KernelSpec` for a kernel outside the corpus (``params`` in
     manifest form: ``{"name", "role", "dtype", "count"|"value", ...}``)."""
     return KernelSpec(

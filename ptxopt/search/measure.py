@@ -39,7 +39,7 @@ from .state import State
 class EvalOptions:
     """How candidates are measured (passed through to :func:`evaluate_many`)."""
 
-    arch: str | None = None  # None: each kernel's own .target (else sm_89)
+    arch: str | None = None  # None: each kernel's own .target (else DEFAULT_ARCH)
     backend: str = "sim"
     cache: object = "default"  # a path, "default", or None
     trials: int | None = None

@@ -101,7 +101,7 @@ class State:
         """What the evaluator measures for this state."""
         from dataclasses import replace
 
-        return replace(self.kernel, pipeline=str(self.pipeline))
+        return replace(self.kernel, pipeline=self.pipeline)  # already parsed: the Candidate keeps it
 
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""

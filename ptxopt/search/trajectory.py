@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ptxopt.search.actions import STOP, action_index
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 SCHEMA = 1
 
@@ -67,7 +68,7 @@ class Step:
     candidates: dict[str, float | None] = field(default_factory=dict)
     estimate: bool = True
     backend: str = "sim"
-    arch: str = "sm_89"
+    arch: str = DEFAULT_ARCH
     schema: int = SCHEMA
 
     @property

@@ -16,12 +16,13 @@ import json
 import sys
 
 from ptxopt.toolchain import ToolchainError
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ptxopt.sim", description=__doc__.splitlines()[0])
     ap.add_argument("ptx", help="PTX file ('-' for stdin)")
-    ap.add_argument("--arch", default="sm_89")
+    ap.add_argument("--arch", default=DEFAULT_ARCH)
     ap.add_argument("--kernel")
     ap.add_argument("--trips", action="append", default=[], metavar="OFFSET=VALUE",
                     help="branch outcome: byte offset of the SASS branch (hex or decimal) = value")

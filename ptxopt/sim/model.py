@@ -145,6 +145,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ptxopt.toolchain import CompileResult, KernelResources, SassListing
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 from .decode import (
     C_BRA,
@@ -296,7 +297,7 @@ class SimResult:
         return f"±{100 * self.expected_error:.0f}%"
 
 
-def estimate(ptx_text: str, arch: str = "sm_89", trip_counts: TripCounts | None = None, *,
+def estimate(ptx_text: str, arch: str = DEFAULT_ARCH, trip_counts: TripCounts | None = None, *,
              kernel: str | None = None, warps: int = 1, explain: bool = False,
              loop_trips: int = DEFAULT_LOOP_TRIPS) -> SimResult:
     """Compile ``ptx_text`` with ptxas, disassemble it, and simulate ``kernel``.
@@ -357,7 +358,7 @@ def simulate(listing: SassListing | Program,
     else:
         name = kernel or _kernel_name(resources)
         program = decode(listing, name)
-    arch = arch or program.arch or "sm_89"
+    arch = arch or program.arch or DEFAULT_ARCH
     notes: list[str] = []
     if latencies is None:
         latencies, substitute = latencies_for(arch)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ptxopt import emit, parse
 from ptxopt.passes.registry import pass_names
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
 @dataclass
@@ -44,7 +45,7 @@ def _pass_manager(pipeline: str, module):
     return PassManager(pipeline).run(module).module
 
 
-def check_passes(text: str, geometry, pipelines=None, arch: str = "sm_89", apply=_pass_manager) -> Outcome:
+def check_passes(text: str, geometry, pipelines=None, arch: str = DEFAULT_ARCH, apply=_pass_manager) -> Outcome:
     """Run every pipeline in ``pipelines`` (default: each pass alone) on the
     kernel ``text`` and check each result (see the module doc). ``apply(pipeline,
     module) -> new module`` is how a pipeline runs (the tests swap in a broken

@@ -29,6 +29,7 @@ from ptxopt.emit import emit
 from ptxopt.parser import parse
 from ptxopt.passes.base import IllegalPass
 from ptxopt.pipeline import make_pass
+from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
 @dataclass
@@ -60,7 +61,7 @@ def _ptxas_error(text: str, arch: str) -> str | None:
     return _compiled[key]
 
 
-def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
+def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_ARCH,
              compile_check: bool = True, equivalence_trials: int = 0) -> Cell:
     m = module if module is not None else parse(spec.ptx_text(), spec.id)
     p = make_pass(pass_name)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
+from .arch import DEFAULT_ARCH
 from .errors import Diagnostic, PtxasError
 from .locate import Ptxas, identify_ptxas, select_ptxas
 from .process import run_tool
@@ -150,7 +151,7 @@ def ptx_isa_version(ptx: str) -> tuple[int, int] | None:
 
 def compile_ptx(
     ptx: str,
-    arch: str = "sm_89",
+    arch: str = DEFAULT_ARCH,
     *,
     timeout: float = 120.0,
     extra_args: Iterable[str] = (),

@@ -45,7 +45,7 @@ class TunedPipelines:
             return None, f"{name}: {why}"
         if not k.pipeline:
             return None, f"{name}: tuning found nothing better than Triton's PTX"
-        return Pipeline.parse(k.pipeline), f"tuned pipeline from {self.table.path}"
+        return self.table.parsed[k.key], f"tuned pipeline from {self.table.path}"
 
 
 class PolicyPipelines:

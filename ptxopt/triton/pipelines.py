@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxopt.pipeline import Pipeline
 
 FORMAT = "ptxopt-triton-pipelines/1"
 
@@ -62,6 +66,7 @@ class PipelineTable:
     kernels: dict[tuple[str, str], TunedKernel]
     digest: str  # of the file's content: part of Triton's cache key
     path: str = ""
+    parsed: "dict[tuple[str, str], Pipeline]" = field(default_factory=dict)  # key -> its Pipeline, parsed when read
 
     def lookup(self, name: str, ptx: str) -> TunedKernel | None:
         return self.kernels.get((name, source_hash(ptx)))
@@ -106,17 +111,18 @@ def read_pipelines(path: str | Path) -> PipelineTable:
         raise PipelinesError(f"{path}: \"kernels\" must be a list")
     known = {f for f in TunedKernel.__dataclass_fields__}
     out: dict[tuple[str, str], TunedKernel] = {}
+    parsed = {}
     for i, d in enumerate(items):
         if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("name", "source_hash",
                                                                                   "pipeline")):
             raise PipelinesError(f"{path}: kernels[{i}] needs string \"name\", \"source_hash\" and \"pipeline\"")
         try:
-            Pipeline.parse(d["pipeline"])
+            pipeline = Pipeline.parse(d["pipeline"])
         except PipelineError as e:
             raise PipelinesError(f"{path}: kernels[{i}] ({d['name']}): {e}") from None
         k = TunedKernel(**{key: v for key, v in d.items() if key in known})
-        out[k.key] = k
-    return PipelineTable(out, hashlib.sha256(raw).hexdigest(), str(path))
+        out[k.key], parsed[k.key] = k, pipeline
+    return PipelineTable(out, hashlib.sha256(raw).hexdigest(), str(path), parsed)
 
 
 __all__ = ["FORMAT", "PipelineTable", "PipelinesError", "TunedKernel", "read_pipelines", "source_hash",
