@@ -27,10 +27,12 @@ A bound's value is its total over the launch; ``binding`` is the largest.
 Warps overlap perfectly up to the point where a resource saturates (the
 model's ``max``; real kernels sit somewhat above it).
 
-DRAM bytes: ``footprint_bytes`` when the caller knows the distinct bytes the
-launch touches, else every thread's L2 traffic (lanes assumed disjoint: an
-upper bound for kernels whose threads share data).  Bytes that fit in L2 are
-taken as L2-resident (a warm timing loop), so nothing is charged to DRAM.
+DRAM bytes: ``footprint_bytes``, the distinct bytes the launch touches (a
+lower bound on what DRAM must move, so the bound is a true roofline).  Without
+it no DRAM bound applies (per-thread traffic counts shared data once per
+thread: an upper bound on bytes gives no lower bound on time).  A footprint
+that fits in L2 is taken as L2-resident (repeated launches, as in a warm
+timing loop), so nothing is charged to DRAM.
 
 When the grid is unknown, the estimate assumes ``blocks`` given by the caller
 -- :func:`assumed_blocks` of the ORIGINAL kernel, so that every candidate of
@@ -286,15 +288,18 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
     per_wave = [_wave(n, facts, occ.warps_per_block, threads, device) for n in waves_here]
     bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES[:-1]}
     sm_cycles = sum(max(w.values()) for w in per_wave)
-    # roofline: DRAM bytes over the whole device's bandwidth
-    traffic = blocks * threads * int(facts.l2_bytes)
-    dram = int(footprint) if footprint is not None else traffic
-    if dram <= device.l2_bytes:
+    # roofline: the launch's distinct bytes (a lower bound on what DRAM must move) over the device's
+    # bandwidth.  Per-thread traffic is no substitute: it counts data shared between threads once per
+    # thread (an upper bound on bytes makes no lower bound on time), so without a footprint no DRAM
+    # bound applies and the L2 bound carries the traffic.
+    dram = int(footprint or 0)
+    if footprint is None:
+        notes.append("footprint unknown: no DRAM bound (give the launch's distinct bytes for the roofline)")
+    elif dram <= device.l2_bytes:
         if dram:
-            notes.append(f"{dram} B fit in L2 ({device.l2_bytes} B): taken as L2-resident, no DRAM time")
+            notes.append(f"footprint {dram} B fits in L2 ({device.l2_bytes} B): taken as L2-resident "
+                         "(repeated launches), no DRAM time")
         dram = 0
-    elif footprint is None:
-        notes.append("DRAM bytes = every thread's L2 traffic (lanes assumed disjoint: an upper bound)")
     bounds["DRAM bandwidth"] = dram / (device.sms * device.dram_bytes_per_cycle)
     cycles = max(sm_cycles, bounds["DRAM bandwidth"])
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
