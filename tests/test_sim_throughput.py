@@ -193,3 +193,25 @@ def test_launch_is_duck_typed():
     e = estimate(facts(), launch, L4, "throughput")
     assert e.blocks == 16 and not e.assumed and e.to_json()["launch"]["origin"] == "performance"
     assert math.isclose(e.waves, 16 / (58 * e.occupancy["blocks_per_sm"]))
+
+
+def test_simulate_with_a_launch_is_the_estimate_of_its_single_warp_result():
+    """One implementation: simulate(launch=) and estimate(simulate(), launch) give the same cycles."""
+    from ptxopt.sim import simulate
+    from ptxopt.toolchain import KernelResources
+
+    from tests.test_sim import ins, listing
+
+    items = [ins("LDG.E", f"R{2 + i}, [R40.64+{hex(128 * i)}]", wb=0) for i in range(4)]
+    items += [ins("FFMA", "R10, R2, R3, RZ", wait=(0,))] + [ins("FFMA", "R11, R10, R10, RZ") for _ in range(30)]
+    items += [ins("STG.E", "[R40.64], R11", rb=1), ins("EXIT")]
+    lst = listing(*items)
+    res = KernelResources(registers=72, shared_bytes=2048)
+    alone = simulate(lst, res)
+    f = KernelFacts.of(alone)
+    assert (f.registers, f.shared_bytes, f.memory_instructions) == (72, 2048, 5)
+    assert KernelFacts.of(f.to_json()) == f
+    for launch in ((58 * 9, 256, 0), (58 * 3 + 7, 128, 4096), (1, 32, 0)):
+        many = simulate(lst, res, launch=launch)
+        e = estimate(alone, launch, L4, "throughput", footprint_bytes=0)
+        assert many.cycles == e.cycles and many.bound == e.binding and many.occupancy == e.occupancy

@@ -46,7 +46,7 @@ throughput estimates are ``uncalibrated``: no GPU has measured one yet.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .device import Device
 from .occupancy import occupancy as _occupancy
@@ -72,6 +72,19 @@ class KernelFacts:
     shared_bytes: int = 0  # static shared memory per block (ptxas)
     expected_error: float = 0.0  # the single-warp estimate's calibrated error
     expected_error_basis: str = ""
+
+    @classmethod
+    def of(cls, obj) -> "KernelFacts":
+        """From a SimResult, a dict (e.g. the sim backend's ``Measurement.extra["facts"]``), or any
+        object with these attribute names."""
+        get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+        return cls(float(get("single_warp_cycles")), int(get("issued_instructions")),
+                   int(get("memory_instructions", 0) or 0), int(get("l1_bytes", 0) or 0),
+                   int(get("l2_bytes", 0) or 0), get("registers"), int(get("shared_bytes", 0) or 0),
+                   float(get("expected_error", 0.0) or 0.0), str(get("expected_error_basis", "") or ""))
+
+    def to_json(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
