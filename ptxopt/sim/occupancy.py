@@ -52,7 +52,17 @@ class SmLimits:
 
 KB = 1024
 
-#: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability".
+#: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"
+#: (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#features-and-technical-specifications:
+#: resident warps/blocks per SM, 64K 32-bit registers per SM, 255 per thread, shared memory per SM and
+#: per block; the runtime reserves 1 KB of shared memory per block on 8.x/9.0), the per-architecture
+#: tuning guides (https://docs.nvidia.com/cuda/ada-tuning-guide/index.html: sm_89 "48 concurrent warps",
+#: "24 thread blocks", shared memory up to 100 KB per SM and 99 KB per block;
+#: https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html: sm_90 up to 228 KB per SM, 227 KB per
+#: block; https://docs.nvidia.com/cuda/ampere-tuning-guide/index.html: sm_80 164 KB / 163 KB, sm_86
+#: 100 KB / 99 KB), and the CUDA Occupancy Calculator's "GPU Data" sheet for the allocation units
+#: (256 registers per warp, warps in groups of 4, shared memory in 128-byte units from 8.0 on).
+#: Maximum threads per SM = max_warps x 32 (1,536 on sm_86/sm_89, 2,048 on sm_70/80/90).
 LIMITS: dict[str, SmLimits] = {
     # 7.0 (V100): 64 warps, 32 blocks, 96 KB shared per SM and per block, no reserved
     # shared memory; calculator: shared allocation unit 256 B.
