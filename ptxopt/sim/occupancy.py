@@ -56,8 +56,8 @@ KB = 1024
 #: (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#features-and-technical-specifications:
 #: resident warps/blocks per SM, 64K 32-bit registers per SM, 255 per thread, shared memory per SM and
 #: per block; the runtime reserves 1 KB of shared memory per block on 8.x/9.0), the per-architecture
-#: tuning guides (https://docs.nvidia.com/cuda/ada-tuning-guide/index.html: sm_89 "48 concurrent warps",
-#: "24 thread blocks", shared memory up to 100 KB per SM and 99 KB per block;
+#: tuning guides (https://docs.nvidia.com/cuda/ada-tuning-guide/index.html: sm_89 48 concurrent warps,
+#: 24 thread blocks per SM, shared memory up to 100 KB per SM and 99 KB per block;
 #: https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html: sm_90 up to 228 KB per SM, 227 KB per
 #: block; https://docs.nvidia.com/cuda/ampere-tuning-guide/index.html: sm_80 164 KB / 163 KB, sm_86
 #: 100 KB / 99 KB), and the CUDA Occupancy Calculator's "GPU Data" sheet for the allocation units
