@@ -215,3 +215,10 @@ def test_simulate_with_a_launch_is_the_estimate_of_its_single_warp_result():
         many = simulate(lst, res, launch=launch)
         e = estimate(alone, launch, L4, "throughput", footprint_bytes=0)
         assert many.cycles == e.cycles and many.bound == e.binding and many.occupancy == e.occupancy
+
+
+def test_a_block_that_cannot_be_resident_is_flagged_not_hidden():
+    # 255 registers x 1024 threads: 8 warps fit by registers, the block has 32 -> 0 blocks per SM
+    e = estimate(facts(regs=255), (58, 1024), L4, "throughput")
+    assert e.occupancy["blocks_per_sm"] == 0 and e.occupancy["limited_by"] == "registers"
+    assert any(n.startswith("WARNING") for n in e.notes) and e.cycles > 0
