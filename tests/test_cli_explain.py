@@ -110,3 +110,16 @@ def test_throughput_without_a_block_is_refused(tmp_path):
     for extra in (("--objective", "throughput"), ("--perf-grid", "8")):
         r = run_cli("explain", p, *extra)
         assert r.exit_code == 2 and "--perf-block" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_loop_trips_come_from_the_interpreter_under_a_contract(tmp_path):
+    """A PTX file with contract options: the check launch's loop counts (default buffers) reach the model.
+    Before the fix, measure.loops.loop_profile indexed the (args, defaulted) pair as the argument list and
+    every contract geometry fell back to the static loop count."""
+    from ptxopt.corpus import get
+
+    p = tmp_path / "saxpy.ptx"
+    p.write_text(get("cuda_saxpy").ptx_text())
+    (k,) = _explain(p, "--grid", "2", "--block", "128", "--scalar", "saxpy_param_0=256")["kernels"]
+    assert k["loop_trips"] == "interpreter (check launch)"
+    assert k["launch"]["block"] == [128, 1, 1] and k["launch"]["assumed"]

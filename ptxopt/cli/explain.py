@@ -54,7 +54,7 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
                 perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
-    from ptxopt.contract import ContractError, parse_dim3, parse_scalars
+    from ptxopt.equivalence.contract import ContractError, parse_dim3, parse_scalars
     from ptxopt.evaluate import Candidate
     from ptxopt.inputs import read_one
     from ptxopt.pipeline import Pipeline, PipelineError
@@ -164,7 +164,7 @@ def _perf_launch(perf: dict, cand, spec):
     given = perf["grid"] is not None or perf["block"] is not None or perf["shared_bytes"] is not None \
         or bool(perf["scalars"])
     known = getattr(spec, "performance", None) if spec is not None else None
-    check = cand.spec.launch if cand.spec is not None else cand.geometry
+    check = _check_launch(cand, spec)
     if given:
         blk = perf["block"] or (known.block if known is not None else None) or \
             (tuple(check.block) if check is not None else None)
@@ -177,9 +177,19 @@ def _perf_launch(perf: dict, cand, spec):
     if known is not None:
         return launch_shape(known, origin=f"corpus:{spec.id} performance launch")
     if check is not None:
-        where = f"corpus:{spec.id} manifest" if spec is not None and cand.spec is spec else "contract"
         return launch_shape(grid=None, block=tuple(check.block), shared_bytes=int(check.shared_bytes or 0),
-                            origin=f"block of the {where} check launch; grid assumed")
+                            origin=f"block of the {check.source} check launch; grid assumed")
+    return None
+
+
+def _check_launch(cand, spec):
+    """The check launch the interpreter runs (a contract's, else the manifest's); None: none known."""
+    if cand.launch is not None:
+        return cand.launch
+    if spec is not None:
+        from ptxopt.equivalence.launch import from_spec
+
+        return from_spec(spec)
     return None
 
 
@@ -202,13 +212,13 @@ def _facts(text: str, arch: str, entry: str, cand):
     trips, how = None, "none needed (no SASS loops)"
     if any(lp.function == program.kernel for lp in sass_loops(program)):
         how = "static fallback"
-        if cand.spec is not None or cand.geometry is not None:
+        check = _check_launch(cand, cand.spec)
+        if check is not None and not check.guessed:
             from ptxopt.measure.loops import loop_profile
             from ptxopt.parser import parse_bytes
 
             try:
-                prof = loop_profile(parse_bytes(text.encode(), "explain"), entry, spec=cand.spec,
-                                    geometry=cand.geometry)
+                prof = loop_profile(parse_bytes(text.encode(), "explain"), entry, **check.interp_kwargs())
                 trips, how = trip_counts_from_loop_profile(program, prof.counts), "interpreter (check launch)"
             except Exception as e:  # the interpreter cannot run it: the static fallback, said so
                 how = f"static fallback ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
@@ -221,7 +231,7 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict
 
     sim, res, trips = _facts(text, arch, entry, cand)
     footprint = None
-    if cand.spec is not None and launch is not None and launch.grid is not None \
+    if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
         footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
     try:
