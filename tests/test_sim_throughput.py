@@ -222,3 +222,13 @@ def test_a_block_that_cannot_be_resident_is_flagged_not_hidden():
     e = estimate(facts(regs=255), (58, 1024), L4, "throughput")
     assert e.occupancy["blocks_per_sm"] == 0 and e.occupancy["limited_by"] == "registers"
     assert any(n.startswith("WARNING") for n in e.notes) and e.cycles > 0
+
+
+def test_the_equivalence_launch_is_accepted_as_is():
+    from ptxopt.equivalence.launch import Launch, Origin, Role
+
+    la = Launch((40, 1, 1), (128, 1, 1), 1024, {"n": 7}, origin=Origin.OPTIONS, role=Role.PERFORMANCE)
+    s = launch_shape(la)
+    assert (s.grid, s.block, s.shared_bytes, s.scalars, s.origin) == ((40, 1, 1), (128, 1, 1), 1024, {"n": 7},
+                                                                       "options")
+    assert estimate(facts(), la, L4).objective == "throughput"
