@@ -7,7 +7,8 @@ import pytest
 
 from ptxopt.sim import simulate
 from ptxopt.sim.model import EXPECTED_ERROR
-from ptxopt.sim.occupancy import LIMITS, THROUGHPUT, limits_for, occupancy
+from ptxopt.sim.device import device_for
+from ptxopt.sim.occupancy import LIMITS, limits_for, occupancy
 from ptxopt.toolchain import KernelResources
 
 from tests.test_sim import ins, listing
@@ -104,7 +105,7 @@ def test_issue_bound_grows_with_resident_warps_and_registers_cap_it():
 
 def test_dram_bound_only_when_the_footprint_exceeds_l2():
     lst = _kernel(2, n_loads=8)  # 8 loads of distinct sectors + one store per thread
-    tp = THROUGHPUT["sm_89"]
+    tp = device_for("sm_89")
     launch = (58 * 6 * 2000, 256, 0)
     warm = simulate(lst, _res(), launch=launch)  # no footprint: L2-resident, as in a warm timing loop
     assert warm.l2_bytes == 8 * 4 + 4 and warm.bound != "DRAM bandwidth"

@@ -527,12 +527,14 @@ def corpus_list(family, as_json):
 
 
 from ptxopt.cli.eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
+from ptxopt.cli.explain import explain_cmd  # noqa: E402  (why a kernel is slow: occupancy and bounds)
 from ptxopt.cli.search import search_cmd  # noqa: E402  (search over pipelines)
 from ptxopt.cli.verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
+cli.add_command(explain_cmd, "explain")
 
 #: commands a layer above adds (ptxopt.plugins), with what to install when it is missing
 PLUGIN_COMMANDS = {"train": ("training", "Train the pass-selection policy: BC on greedy trajectories, then GRPO.")}

@@ -257,6 +257,26 @@ def contract_options(f):
     return f
 
 
+_PERF_LAUNCH_OPTIONS = (
+    click.option("--perf-grid", default=None, metavar="X,Y,Z",
+                 help="Performance launch (what you run; not the check launch): grid size [default: assumed].")
+    ,
+    click.option("--perf-block", default=None, metavar="X,Y,Z", help="Performance launch: block size."),
+    click.option("--perf-shared-bytes", type=click.IntRange(0), default=None, metavar="N",
+                 help="Performance launch: dynamic shared memory per block in bytes."),
+    click.option("--perf-scalar", "perf_scalars", multiple=True, metavar="NAME=VALUE",
+                 help="Performance launch: value of a scalar parameter (repeatable)."),
+)
+
+
+def perf_launch_options(f):
+    """``--perf-grid --perf-block --perf-shared-bytes --perf-scalar NAME=V``: the
+    launch the user runs (the many-warp estimate's), never the check launch."""
+    for opt in reversed(_PERF_LAUNCH_OPTIONS):
+        f = opt(f)
+    return f
+
+
 def with_contract(cand, path: str, contract: dict):
     """``cand`` (a PTX file's :class:`~ptxopt.evaluate.Candidate`) launched under
     its contract: ``contract`` holds the :func:`contract_options` values; the
@@ -300,4 +320,4 @@ __all__ = ["fail", "check_backend",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "arch_option", "allow_unchecked_option",
-           "contract_options", "with_contract"]
+           "contract_options", "perf_launch_options", "with_contract"]

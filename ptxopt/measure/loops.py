@@ -164,8 +164,9 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
         args = list(make_args(spec, run_seed, flavour)) + [counts]
         grid, block, shared = spec.launch.grid, spec.launch.block, spec.launch.shared_bytes
     else:
-        args = _args_for_geometry(program, entry, geometry, run_seed, flavour)
-        args[-1] = counts
+        args, _defaulted = _args_for_geometry(program, entry, geometry, run_seed, flavour)
+        args = list(args)
+        args[-1] = counts  # the instrumentation's counter buffer is the last parameter
         grid, block, shared = geometry.grid, geometry.block, geometry.shared_bytes
     kw = {} if max_steps is None else {"max_steps": max_steps}
     res = run_kernel(program, entry, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)

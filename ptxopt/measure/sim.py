@@ -88,6 +88,7 @@ class SimBackend:
     def _simulate(self, job: MeasureJob, listing) -> Measurement:
         from ptxopt.sim import simulate
         from ptxopt.sim.decode import decode
+        from ptxopt.sim.throughput import KernelFacts
 
         compiled = job.compiled
         entry = job.entry or next(iter(compiled.kernels), None)
@@ -111,7 +112,10 @@ class SimBackend:
             notes=tuple(notes) + tuple(r.notes),
             extra={"trip_counts": source, "warps": r.warps, "issued_instructions": r.issued_instructions,
                    "resident_warps": r.resident_warps, "waves": r.waves, "bound": r.bound,
-                   "expected_error": r.expected_error},
+                   "expected_error": r.expected_error,
+                   # what ptxopt.sim.throughput.estimate needs to re-score this candidate under
+                   # another launch or objective: KernelFacts.of(extra["facts"])
+                   "facts": KernelFacts.of(r).to_json()},
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:

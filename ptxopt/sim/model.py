@@ -86,22 +86,22 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
    static + dynamic shared memory (plus the runtime's 1 KB per block) and the
    block size, with the CUDA Occupancy Calculator's rules and the CUDA C++
    Programming Guide's per-architecture limits (sm_70/80/86/89/90).
-2. **Share of the grid**: the grid's blocks are spread evenly over the SMs of
-   one product per architecture (sm_89: L4, 58 SMs; sm_80: A100; sm_90: H100
-   SXM); an SM runs ``ceil(blocks / SMs)`` of them in ``waves`` rounds of at
-   most the resident number.
-3. **One wave** takes ``max(single-warp latency path, issue bound, bandwidth
-   bound)``: the warps hide each other's latency perfectly up to the point
-   where a shared resource saturates.  Issue: resident warps spread over the 4
-   schedulers, each issuing one warp instruction per cycle; memory
-   instructions of all resident warps share one LSU pipe that accepts one
-   warp instruction per SM cycle (NVIDIA, developer forum thread 273699).
-   Bandwidth: every
-   resident thread moves what the walked thread moved -- through L1/shared
-   (every LD/ST) at 128 B/cycle/SM, and between L1 and L2 (L1 misses of the
-   sector model, L1-bypassing loads, global stores: L1 is write-through) at
-   the product's L2 bandwidth per SM.
-4. ``cycles = max(waves x one wave, DRAM time)``; the DRAM time applies only
+2. **Share of the grid, waves, bounds**: the whole-launch estimate of
+   :mod:`ptxopt.sim.throughput` (one implementation, shared with ``ptxopt
+   explain``): the grid's blocks spread evenly over the SMs of the device
+   (:mod:`ptxopt.sim.device`; sm_89: L4, 58 SMs); the busiest SM runs
+   ``ceil(blocks / SMs)`` of them in full waves of the resident number and a
+   tail wave of the rest.  One wave takes ``max(single-warp latency path,
+   issue bound, LSU, L1/L2 bandwidth bound)``: the warps hide each other's
+   latency perfectly up to the point where a shared resource saturates.
+   Issue: resident warps spread over the 4 schedulers, each issuing one warp
+   instruction per cycle; memory instructions of all resident warps share one
+   LSU pipe that accepts one warp instruction per SM cycle (NVIDIA, developer
+   forum thread 273699).  Bandwidth: every resident thread moves what the
+   walked thread moved -- through L1/shared (every LD/ST) at 128 B/cycle/SM,
+   and between L1 and L2 (L1 misses of the sector model, L1-bypassing loads,
+   global stores: L1 is write-through) at the device's L2 bandwidth per SM.
+3. ``cycles = max(sum of the waves, DRAM time)``; the DRAM time applies only
    when the caller gives the launch's footprint (distinct bytes; the sim
    backend sums a corpus kernel's buffers) and it exceeds the L2 capacity:
    the footprint streams from DRAM once, over all SMs.  With one wave this is the duration of a
@@ -115,12 +115,12 @@ and to be fully populated (32 active lanes, except blocks under 32 threads),
 its lanes' accesses coalesced and disjoint (no reuse between lanes or warps:
 traffic is an upper bound; broadcast loads are over-counted); no cache
 capacity or conflict misses in L1 (shared by all resident warps), no MSHR or
-LSU queue limits, no partial-wave or tail effects, no launch overhead, no
+LSU queue limits, no launch overhead, no
 barrier waits between warps of a block, perfect overlap of latency and
 throughput (real kernels sit somewhat above ``max``).  None of the many-warp
 figures is calibrated against hardware (the published calibration is
 single-thread); the L2 bandwidths are partly educated estimates (see
-:data:`ptxopt.sim.occupancy.THROUGHPUT`).  The corpus launches are sized for
+:data:`ptxopt.sim.device.DEVICES`).  The corpus launches are sized for
 the interpreter (2-8 blocks), so under ``ptxopt eval``/``search`` one block
 per SM is resident and occupancy never binds: a register budget then moves a
 multi-warp estimate only through the warp's own schedule and the issue/LSU
@@ -249,6 +249,8 @@ class SimResult:
     bound: str = "latency"  # what sets ``cycles``: latency, issue, L1/L2/DRAM bandwidth
     l1_bytes: int = 0  # bytes one thread moved through L1/shared
     l2_bytes: int = 0  # bytes one thread moved to/from L2 (L1 misses, bypassing loads, global stores)
+    memory_instructions: int = 0  # LD/ST/atomics the warp issued (the LSU pipe's work)
+    shared_bytes: int = 0  # static shared memory per block (ptxas)
     expected_error: float = 0.0  # the model's expected relative error (0.25 = +-25%), see EXPECTED_ERROR
     expected_error_basis: str = ""
     waits: Mapping[str, float] = field(default_factory=dict)  # cycles of delay beyond the stalls, by cause
@@ -287,6 +289,7 @@ class SimResult:
             "resident_warps": self.resident_warps, "waves": self.waves, "occupancy": self.occupancy,
             "bandwidth_bound_cycles": self.bandwidth_bound_cycles, "bound": self.bound,
             "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes,
+            "memory_instructions": self.memory_instructions, "shared_bytes": self.shared_bytes,
             "expected_error": self.expected_error, "expected_error_basis": self.expected_error_basis,
             "cycles_error": self.error_text,
         }
@@ -377,27 +380,27 @@ def simulate(listing: SassListing | Program,
     bound = "latency"
     resident = 1
     waves = 1
-    bw_name = ""
-    dram_time = 0.0
     if launch is not None and (res is None or not res.registers):
         notes.append("launch given but the kernel's registers are unknown (no ptxas resources): "
                      "many-warp model skipped, single-warp estimate")
-    elif launch is not None:
-        warps, resident, occ_json, bandwidth_bound, bw_name, waves, dram_time, note = _many_warps(
-            launch, arch, res, walk, footprint_bytes)
+        launch = None
+    if launch is not None:
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes)
         notes.append(note)
-    warps = max(1, int(warps))
-    issue_bound = warps * issued / latencies.issue_per_cycle
-    per_wave = max(single, issue_bound, bandwidth_bound)
-    cycles = waves * per_wave
-    if per_wave > single:
-        bound = "issue" if issue_bound >= bandwidth_bound else bw_name
-    if launch is not None and occ_json is not None and dram_time > cycles:
-        cycles, bound = dram_time, "DRAM bandwidth"
-    if warps > 1 and launch is None:
-        notes.append(f"issue-slot bound with {warps} warps per scheduler: {issue_bound:g} cycles "
-                     f"({'binding' if issue_bound > single else 'not binding'}); memory bandwidth, "
-                     "cache contention and other occupancy effects are not modelled (pass launch=)")
+        warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
+        bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
+        issue_bound = e.bounds["issue"]
+        cycles, bound = e.cycles, e.binding
+    else:
+        warps = max(1, int(warps))
+        issue_bound = warps * issued / latencies.issue_per_cycle
+        cycles = max(single, issue_bound)
+        if issue_bound > single:
+            bound = "issue"
+        if warps > 1:
+            notes.append(f"issue-slot bound with {warps} warps per scheduler: {issue_bound:g} cycles "
+                         f"({'binding' if issue_bound > single else 'not binding'}); memory bandwidth, "
+                         "cache contention and other occupancy effects are not modelled (pass launch=)")
     fallback = None
     if walk.fallback_back or walk.fallback_forward:
         fallback = f"static:N={loop_trips}"
@@ -426,6 +429,8 @@ def simulate(listing: SassListing | Program,
         bound=bound,
         l1_bytes=walk.l1_bytes,
         l2_bytes=walk.l2_bytes,
+        memory_instructions=walk.memory_instructions,
+        shared_bytes=(res.shared_bytes or 0) if res else 0,
         expected_error=EXPECTED_ERROR,
         expected_error_basis=EXPECTED_ERROR_BASIS if resident <= 1 else EXPECTED_ERROR_BASIS + MULTI_WARP_CAVEAT,
         waits={_SOURCE_NAMES.get(k, str(k)): v for k, v in sorted(walk.waits.items()) if v},
@@ -488,51 +493,32 @@ def _dims(x) -> tuple[int, ...]:
     return tuple(int(v) for v in x)
 
 
-def _many_warps(launch, arch: str, res, walk, footprint: int | None) -> tuple:
-    """Occupancy, waves and the throughput bounds for ``launch`` (see the module doc)."""
-    from .occupancy import limits_for, occupancy, throughput_for
+def _many_warps(launch, arch: str, res, walk, footprint: int | None):
+    """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
+    estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
+    for this module's result.  ``footprint`` None: the data is L2-resident."""
+    from .device import device_for
+    from .throughput import KernelFacts, estimate
 
-    if isinstance(launch, tuple):
-        grid, block = launch[0], launch[1]
-        dyn = launch[2] if len(launch) > 2 else 0
-    else:
-        grid, block, dyn = launch.grid, launch.block, getattr(launch, "shared_bytes", 0) or 0
-    threads = math.prod(_dims(block))
-    blocks = math.prod(_dims(grid))
     if res is None or not res.registers:
         raise ValueError("launch= needs the kernel's ptxas resources (registers, shared memory)")
-    occ = occupancy(arch, threads, res.registers, (res.shared_bytes or 0) + int(dyn))
-    lim = limits_for(arch)
-    tp = throughput_for(arch)
-    per_sm = -(-blocks // tp.sms)  # blocks of the grid one SM runs (even spread)
-    fits = max(1, occ.blocks_per_sm)
-    here = min(fits, per_sm)  # resident together in one wave
-    waves = -(-per_sm // fits)
-    resident = here * occ.warps_per_block
-    per_sched = -(-resident // lim.schedulers)
-    resident_threads = here * threads
-    l1_time = resident_threads * walk.l1_bytes / tp.l1_bytes_per_cycle
-    l2_traffic = resident_threads * walk.l2_bytes
-    l2_time = l2_traffic / tp.l2_bytes_per_cycle
-    # DRAM: the launch's distinct bytes, once, spread over the SMs -- only when they exceed L2
-    # (a warm timing loop keeps a smaller working set L2-resident).
-    streams = footprint is not None and footprint > tp.l2_bytes
-    dram_time = footprint / tp.sms / tp.dram_bytes_per_cycle if streams else 0.0
-    # The MIO queue hands the LSU pipe one warp instruction per cycle per SM (NVIDIA developer
-    # forum, "How does the LSU execute load/store instructions in the Ampere architecture",
-    # thread 273699, answer by NVIDIA: "Each cycle the MIO unit can issue 1 instruction to the LSU
-    # pipe. This limits the issue rate from 4 IPC per SM to 1 IPC per SM").
-    lsu_time = resident * walk.memory_instructions / tp.lsu_instructions_per_cycle
-    bw, name = max((l1_time, "L1 bandwidth"), (l2_time, "L2 bandwidth"), (lsu_time, "LSU issue"))
-    note = (f"many warps ({tp.product}, {tp.sms} SMs): {occ.blocks_per_sm} blocks/SM fit "
-            f"(limited by {occ.limited_by}; {100 * occ.occupancy(lim):.0f}% occupancy), {here} resident "
-            f"({resident} warps, {per_sched} per scheduler), {waves} wave(s); per wave: LSU {lsu_time:.0f}, L1 {l1_time:.0f}, "
-            f"L2 {l2_time:.0f} cycles; DRAM for the launch {dram_time:.0f} cycles ("
+    dev = device_for(arch)
+    facts = KernelFacts(walk.end_time, walk.steps, walk.memory_instructions, walk.l1_bytes, walk.l2_bytes,
+                        res.registers, res.shared_bytes or 0)
+    e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0)
+    occ, w = e.occupancy, e.wave_bounds
+    waves = e.full_waves + (1 if e.tail_blocks else 0)
+    streams = e.dram_bytes > 0
+    note = (f"many warps ({dev.product}, {dev.sms} SMs): {occ['blocks_per_sm']} blocks/SM fit "
+            f"(limited by {occ['limited_by']}; {100 * occ['occupancy']:.0f}% occupancy), "
+            f"{e.resident_warps} warps resident ({e.warps_per_scheduler} per scheduler), {waves} wave(s)"
+            + (f" ({e.full_waves} full + a tail of {e.tail_blocks} blocks)" if e.tail_blocks and e.full_waves else "")
+            + f"; per wave: LSU {w['LSU issue']:.0f}, L1 {w['L1 bandwidth']:.0f}, L2 {w['L2 bandwidth']:.0f} cycles; "
+            f"DRAM for the launch {e.bounds['DRAM bandwidth']:.0f} cycles ("
             + ("no footprint given: data assumed L2-resident)" if footprint is None else
-               f"footprint {footprint} B {'>' if streams else '<='} L2 {tp.l2_bytes} B)"))
-    if occ.blocks_per_sm == 0:
-        note += f"; WARNING: the block cannot be resident at all ({occ.limited_by}); one block assumed"
-    return per_sched, resident, occ.to_json(), bw, name, waves, dram_time, note
+               f"footprint {footprint} B {'>' if streams else '<='} L2 {dev.l2_bytes} B)"))
+    note += "".join(f"; {n}" for n in e.notes if n.startswith("WARNING"))
+    return e, waves, note
 
 
 _L2_SIDE = frozenset({"STG", "ST", "RED", "ATOMG", "ATOM"})  # global stores/atomics: L1 is write-through

@@ -52,7 +52,17 @@ class SmLimits:
 
 KB = 1024
 
-#: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability".
+#: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"
+#: (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#features-and-technical-specifications:
+#: resident warps/blocks per SM, 64K 32-bit registers per SM, 255 per thread, shared memory per SM and
+#: per block; the runtime reserves 1 KB of shared memory per block on 8.x/9.0), the per-architecture
+#: tuning guides (https://docs.nvidia.com/cuda/ada-tuning-guide/index.html: sm_89 48 concurrent warps,
+#: 24 thread blocks per SM, shared memory up to 100 KB per SM and 99 KB per block;
+#: https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html: sm_90 up to 228 KB per SM, 227 KB per
+#: block; https://docs.nvidia.com/cuda/ampere-tuning-guide/index.html: sm_80 164 KB / 163 KB, sm_86
+#: 100 KB / 99 KB), and the CUDA Occupancy Calculator's "GPU Data" sheet for the allocation units
+#: (256 registers per warp, warps in groups of 4, shared memory in 128-byte units from 8.0 on).
+#: Maximum threads per SM = max_warps x 32 (1,536 on sm_86/sm_89, 2,048 on sm_70/80/90).
 LIMITS: dict[str, SmLimits] = {
     # 7.0 (V100): 64 warps, 32 blocks, 96 KB shared per SM and per block, no reserved
     # shared memory; calculator: shared allocation unit 256 B.
@@ -143,64 +153,7 @@ def occupancy(arch: str, threads_per_block: int, registers: int, shared_bytes: i
 __all__ = ["SmLimits", "LIMITS", "limits_for", "Occupancy", "occupancy"]
 
 
-# ---------------------------------------------------------------------------
-# per-SM throughput of one product per architecture (for the many-warp bounds)
-
-
-@dataclass(frozen=True)
-class SmThroughput:
-    """Per-SM bandwidths (bytes per SM cycle) of one product; see the comments for sources."""
-
-    product: str
-    sms: int  # SMs on the product
-    clock_mhz: float  # SM boost clock the per-cycle figures are taken at
-    dram_bytes_per_cycle: float  # DRAM bandwidth / (SMs x clock)
-    l2_bytes: int  # L2 capacity (a working set above it streams from DRAM)
-    l2_bytes_per_cycle: float  # L2 -> SM bandwidth per SM
-    l1_bytes_per_cycle: float = 128.0  # L1/shared bandwidth per SM (LSU path)
-    lsu_instructions_per_cycle: float = 1.0  # memory warp instructions the MIO hands the LSU pipe per SM cycle
-
-
-def _per_sm(gb_per_s: float, sms: int, mhz: float) -> float:
-    return gb_per_s * 1e9 / (sms * mhz * 1e6)
-
-
-#: The product each architecture's bounds assume.  The L1 figure (128 B per
-#: cycle per SM) is NVIDIA's for Volta through Hopper (Volta/A100/H100
-#: whitepapers: "128 bytes/clock" L1/shared per SM); the L2 figures are
-#: educated estimates where no per-product number was verified (marked).
-THROUGHPUT: dict[str, SmThroughput] = {
-    # NVIDIA L4 datasheet: 7,424 CUDA cores (58 SMs), 300 GB/s GDDR6, 2,040 MHz max boost;
-    # AD104: 48 MB L2.  L2 bandwidth: educated estimate (no L4 measurement found):
-    # 32 B/cycle/SM, one sector per SM cycle.
-    "sm_89": SmThroughput("L4", sms=58, clock_mhz=2040, dram_bytes_per_cycle=_per_sm(300, 58, 2040),
-                          l2_bytes=48 << 20, l2_bytes_per_cycle=32.0),
-    # A100 SXM4 80 GB datasheet: 108 SMs, 2,039 GB/s HBM2e, 1,410 MHz boost, 40 MB L2;
-    # A100 whitepaper: L2 read bandwidth 5,120 B/clk for the chip -> 47.4 B/clk/SM.
-    "sm_80": SmThroughput("A100-SXM4-80GB", sms=108, clock_mhz=1410,
-                          dram_bytes_per_cycle=_per_sm(2039, 108, 1410), l2_bytes=40 << 20,
-                          l2_bytes_per_cycle=5120 / 108),
-    # H100 SXM5 datasheet: 132 SMs, 3,350 GB/s HBM3, 1,980 MHz boost, 50 MB L2.
-    # L2 bandwidth: educated estimate, the A100's per-SM figure.
-    "sm_90": SmThroughput("H100-SXM5", sms=132, clock_mhz=1980, dram_bytes_per_cycle=_per_sm(3350, 132, 1980),
-                          l2_bytes=50 << 20, l2_bytes_per_cycle=5120 / 108),
-}
-
-
-def throughput_for(arch: str) -> SmThroughput:
-    base = arch.rstrip("af") if arch.startswith("sm_") else arch
-    if base in THROUGHPUT:
-        return THROUGHPUT[base]
-    if base in ("sm_70", "sm_86"):  # educated substitute: the product name in the notes says so
-        from dataclasses import replace
-
-        sub = THROUGHPUT["sm_80"]
-        return replace(sub, product=f"{sub.product} figures substituted for {base}")
-    raise ValueError(f"no per-SM throughput table for {arch} (known: {', '.join(THROUGHPUT)})")
-
-
-__all__ += ["SmThroughput", "THROUGHPUT", "throughput_for"]
-
+# The per-product figures (SM count, clocks, bandwidths, L2) live in ptxopt/sim/device.py.
 
 _DTYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "f16": 2, "bf16": 2, "u16": 2, "s16": 2, "b16": 2, "f32": 4, "u32": 4,
                 "s32": 4, "b32": 4, "f64": 8, "u64": 8, "s64": 8, "b64": 8}

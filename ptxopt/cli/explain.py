@@ -1,0 +1,335 @@
+"""``ptxopt explain FILE``: why a kernel is slow, before and after a pipeline.
+
+Per entry: the launch the estimate used (and whether its grid was assumed),
+registers and spills (ptxas -v), occupancy and what limits it, every bound of
+the whole-launch model and the one that binds, the estimate (cycles, seconds,
+``kind: "estimate"``, expected error) and the device.  With ``--passes`` the
+same under ``before`` and ``after``, the after estimate on the same number of
+blocks as the before one (a register budget changes the time, not the work).
+
+Launch: ``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` (the
+launch the user runs), else a contract's or the corpus manifest's block with
+the grid assumed (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at
+the original kernel's occupancy).  The contract options (``eval``'s) give the
+check launch the interpreter counts loop trips under.  Objective: ``--objective``,
+else ``throughput`` when a block size is known (``latency`` for the gemm_tile
+family and when none is), see :func:`ptxopt.sim.throughput.default_objective`.
+
+Every number is an ESTIMATE of the CPU model; throughput estimates are
+uncalibrated (no GPU has measured them).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, fail, output_file,
+                               perf_launch_options, with_contract)
+from ptxopt.cli.exitcodes import BAD_INPUT
+
+#: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
+ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "binding", "bounds", "estimate",
+              "dram_bytes", "device")
+
+
+@click.command("explain")
+@click.argument("file")
+@click.option("--kernel", default=None, metavar="NAME", help="The .entry to explain (default: every entry).")
+@click.option("-p", "--passes", "pipeline", default=None, metavar="PIPELINE",
+              help="Also explain the kernel after this pipeline (before/after), e.g. maxnreg_128.")
+@click.option("--objective", type=click.Choice(["latency", "throughput"]), default=None,
+              help="latency: one warp's time; throughput: the whole launch "
+                   "[default: throughput when a block size is known, else latency].")
+@click.option("--device", "device_name", default=None, metavar="NAME",
+              help="Device table to use (L4, H100-SXM, A100-SXM4-80GB) [default: the architecture's: sm_89 -> L4].")
+@arch_option
+@perf_launch_options
+@contract_options
+@click.option("--json", "as_json", is_flag=True, help="Print {\"kernels\": [...]} as JSON on stdout.")
+@click.option("--plot", "plot_path", default=None, metavar="FILE.png", callback=output_file(),
+              help="Also draw the bounds as bars (matplotlib) into FILE.png.")
+def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
+                perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path):
+    """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
+    from ptxopt.equivalence.contract import ContractError, parse_dim3, parse_scalars
+    from ptxopt.evaluate import Candidate
+    from ptxopt.inputs import read_one
+    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.sim.device import device_for, device_named
+
+    src = read_one(file)
+    try:
+        text = src.data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{src.name}: not UTF-8 text ({e.reason})")
+    pl = None
+    if pipeline:
+        try:
+            pl = Pipeline.parse(pipeline)
+        except PipelineError as e:
+            fail(str(e))
+    try:
+        perf = dict(grid=parse_dim3(perf_grid, "--perf-grid"), block=parse_dim3(perf_block, "--perf-block"),
+                    shared_bytes=perf_shared_bytes, scalars=parse_scalars(perf_scalars))
+    except ContractError as e:
+        fail(str(e).replace("--scalar", "--perf-scalar"))
+    try:
+        dev = device_named(device_name) if device_name else None
+    except ValueError as e:
+        fail(str(e))
+    from ptxopt.toolchain.arch import resolve_arch
+
+    arch = arch or (dev.arch if dev is not None else resolve_arch(text, None))
+    try:
+        dev = device_for(arch, device_name)
+    except ValueError as e:
+        fail(f"{src.name}: {e}")
+    check_toolchain(text, src.name, arch)
+
+    spec = None
+    if src.name.startswith("corpus:"):
+        from ptxopt.corpus import get
+
+        spec = get(src.name[len("corpus:"):])
+    module = _parse(text, src.name)
+    entries = [f.name for f in module.entries]
+    if kernel is not None and kernel not in entries:
+        fail(f"{src.name}: no .entry named {kernel} (entries: {', '.join(entries) or 'none'})")
+    if not entries:
+        fail(f"{src.name}: the module has no .entry to explain")
+    chosen = [kernel] if kernel else ([spec.entry] if spec is not None else entries)
+    contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
+
+    after_text = None
+    if pl is not None:
+        after_text = _apply(pl, text, src.name)
+    docs = []
+    for entry in chosen:
+        cand = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
+        launch = _perf_launch(perf, cand, spec)
+        obj = objective or _default_objective(launch, spec)
+        if obj == "throughput" and (launch is None or launch.block is None):
+            fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
+                 "(or a launch contract)")
+        before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None)
+        doc = {"name": entry}
+        if after_text is None:
+            doc.update(before)
+        else:
+            blocks = before["launch"]["blocks"] if before["launch"] and before["launch"]["assumed"] else None
+            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks)
+            b, a = before["estimate"]["cycles"], after["estimate"]["cycles"]
+            doc.update({"objective": obj, "pipeline": str(pl), "before": before, "after": after,
+                        "change": {"cycles": a - b, "relative": (a - b) / b if b else None,
+                                   "kind": "estimate"}})
+        docs.append(doc)
+
+    if as_json:
+        click.echo(json.dumps({"kernels": docs}, indent=2))
+    else:
+        for d in docs:
+            _print(d)
+    if plot_path:
+        _plot(docs, plot_path)
+
+
+def _parse(text: str, label: str):
+    from ptxopt.evaluate.frontend import original
+    from ptxopt.parser import ParseError
+
+    try:
+        return original(text, label).module
+    except ParseError as e:
+        click.echo(str(e), err=True)
+        sys.exit(BAD_INPUT)
+
+
+def _apply(pl, text: str, label: str) -> str:
+    from ptxopt.emit import emit
+    from ptxopt.parser import parse_bytes
+    from ptxopt.passmanager import PassManager
+
+    return emit(PassManager(pl).run(parse_bytes(text.encode(), label)).module)
+
+
+def _perf_launch(perf: dict, cand, spec):
+    """The performance launch: --perf-* first; else a known block (the
+    corpus's ``performance`` entry when it has one, the contract's or the
+    manifest's block) with the grid assumed; None when no block is known."""
+    from ptxopt.sim.throughput import launch_shape
+
+    given = perf["grid"] is not None or perf["block"] is not None or perf["shared_bytes"] is not None \
+        or bool(perf["scalars"])
+    known = getattr(spec, "performance", None) if spec is not None else None
+    check = _check_launch(cand, spec)
+    if given:
+        blk = perf["block"] or (known.block if known is not None else None) or \
+            (tuple(check.block) if check is not None else None)
+        if blk is None:
+            fail("--perf-grid/--perf-shared-bytes/--perf-scalar need the block size: give --perf-block X,Y,Z")
+        origin = "options" + ("" if perf["block"] else " (block from the " +
+                              ("corpus performance launch" if known is not None else "check launch") + ")")
+        return launch_shape(grid=perf["grid"], block=blk, shared_bytes=perf["shared_bytes"] or 0,
+                            scalars=perf["scalars"], origin=origin)
+    if known is not None:
+        return launch_shape(known, origin=f"corpus:{spec.id} performance launch")
+    if check is not None:
+        return launch_shape(grid=None, block=tuple(check.block), shared_bytes=int(check.shared_bytes or 0),
+                            origin=f"block of the {check.source} check launch; grid assumed")
+    return None
+
+
+def _check_launch(cand, spec):
+    """The check launch the interpreter runs (a contract's, else the manifest's); None: none known."""
+    if cand.launch is not None:
+        return cand.launch
+    if spec is not None:
+        from ptxopt.equivalence.launch import from_spec
+
+        return from_spec(spec)
+    return None
+
+
+def _default_objective(launch, spec) -> str:
+    from ptxopt.sim.throughput import default_objective
+
+    if spec is not None and spec.family == "gemm_tile":
+        return "latency"  # single-thread tiles: the earlier hardware work's single-warp objective
+    return default_objective(launch)
+
+
+def _facts(text: str, arch: str, entry: str, cand):
+    """ptxas resources and the single-warp walk of ``entry`` (loop trips from the
+    interpreter under the check launch where it can run, else the static fallback)."""
+    from ptxopt.sim import decode, sass_loops, simulate, trip_counts_from_loop_profile
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    compiled = compile_ptx(text, arch)
+    program = decode(disassemble(compiled.cubin), entry)
+    trips, how = None, "none needed (no SASS loops)"
+    if any(lp.function == program.kernel for lp in sass_loops(program)):
+        how = "static fallback"
+        check = _check_launch(cand, cand.spec)
+        if check is not None and not check.guessed:
+            from ptxopt.measure.loops import loop_profile
+            from ptxopt.parser import parse_bytes
+
+            try:
+                prof = loop_profile(parse_bytes(text.encode(), "explain"), entry, **check.interp_kwargs())
+                trips, how = trip_counts_from_loop_profile(program, prof.counts), "interpreter (check launch)"
+            except Exception as e:  # the interpreter cannot run it: the static fallback, said so
+                how = f"static fallback ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    return simulate(program, compiled, trips or None), compiled.kernels[entry], how
+
+
+def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict:
+    from ptxopt.sim.occupancy import footprint_of_spec
+    from ptxopt.sim.throughput import estimate
+
+    sim, res, trips = _facts(text, arch, entry, cand)
+    footprint = None
+    if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
+            and tuple(launch.grid) == tuple(cand.spec.launch.grid):
+        footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
+    try:
+        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
+    except ValueError as exc:
+        fail(f"{entry}: {exc}")
+    j = e.to_json()
+    return {
+        "launch": j["launch"], "objective": objective, "registers": res.registers,
+        "spills": {"store_bytes": res.spill_store_bytes, "load_bytes": res.spill_load_bytes},
+        "occupancy": j["occupancy"], "binding": j["binding"], "bounds": j["bounds"], "estimate": j["estimate"],
+        "dram_bytes": j["dram_bytes"], "device": j["device"], "waves": j["waves"],
+        "single_warp_cycles": sim.single_warp_cycles, "loop_trips": trips,
+        "notes": list(e.notes) + [n for n in sim.notes if not n.startswith("no trip counts")],
+    }
+
+
+# -- text output -----------------------------------------------------------------
+
+def _bar(value: float, top: float, width: int = 40) -> str:
+    n = 0 if top <= 0 else round(width * value / top)
+    return "#" * n
+
+
+def _section(d: dict, indent: str = "  ") -> list[str]:
+    lines = []
+    la = d["launch"]
+    if la is None:
+        lines.append(f"{indent}launch      none known (one warp)")
+    else:
+        grid = "x".join(map(str, la["grid"])) if la["grid"] else f"{la['blocks']} blocks ASSUMED" \
+            if la["blocks"] else "unknown"
+        lines.append(f"{indent}launch      grid {grid}, block {'x'.join(map(str, la['block']))}, "
+                     f"{la['shared_bytes']} B dynamic shared  ({la['origin']})")
+    lines.append(f"{indent}registers   {d['registers']}, spills {d['spills']['store_bytes']} B stored / "
+                 f"{d['spills']['load_bytes']} B loaded")
+    o = d["occupancy"]
+    if o is not None:
+        lines.append(f"{indent}occupancy   {o['occupancy']:.0%}: {o['blocks_per_sm']} blocks, {o['warps_per_sm']} "
+                     f"warps per SM (limited by {o['limited_by']})")
+    e = d["estimate"]
+    err = e["expected_error"]
+    err = err if isinstance(err, str) else f"±{100 * err:.0f}%"
+    lines.append(f"{indent}estimate    {e['cycles']:,.0f} cycles = {1e6 * e['seconds']:,.2f} us ({err}; "
+                 f"{d['objective']}; ESTIMATE)")
+    if d["waves"] is not None:
+        lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}")
+    dev = d["device"]
+    lines.append(f"{indent}device      {dev['name']}: {dev['sm_count']} SMs, {dev['clock_mhz']:g} MHz, "
+                 f"{dev['dram_gbps']:g} GB/s, L2 {dev['l2_bytes'] >> 20} MB")
+    lines.append(f"{indent}bounds (cycles; * binding):")
+    top = max(d["bounds"].values()) if d["bounds"] else 0
+    for k, v in d["bounds"].items():
+        mark = "*" if k == d["binding"] else " "
+        lines.append(f"{indent}  {mark} {k:<15} {v:>14,.0f}  {_bar(v, top)}")
+    for n in d["notes"]:
+        lines.append(f"{indent}note: {n}")
+    return lines
+
+
+def _print(d: dict) -> None:
+    click.echo(f"{d['name']}  (ESTIMATES of the sim model, not measurements)")
+    if "before" not in d:
+        click.echo("\n".join(_section(d)))
+        return
+    click.echo(f"  pipeline {d['pipeline']}, objective {d['objective']}")
+    click.echo("  before:")
+    click.echo("\n".join(_section(d["before"], "    ")))
+    click.echo("  after:")
+    click.echo("\n".join(_section(d["after"], "    ")))
+    c = d["change"]
+    rel = "" if c["relative"] is None else f" ({100 * c['relative']:+.1f}%)"
+    click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)")
+
+
+def _plot(docs: list, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = []
+    for d in docs:
+        if "before" in d:
+            panels += [(f"{d['name']} before", d["before"]), (f"{d['name']} after {d['pipeline']}", d["after"])]
+        else:
+            panels.append((d["name"], d))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.2 * len(panels)), squeeze=False)
+    for ax, (title, d) in zip(axes[:, 0], panels):
+        names = list(d["bounds"])
+        vals = [d["bounds"][k] for k in names]
+        ax.barh(names, vals, color=["tab:red" if k == d["binding"] else "tab:gray" for k in names])
+        ax.set_title(f"{title} ({d['objective']}, ESTIMATE)", fontsize=9)
+        ax.set_xlabel("cycles")
+        ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+__all__ = ["explain_cmd", "ENTRY_KEYS"]

@@ -1,0 +1,213 @@
+"""One table per target device: the product facts the many-warp estimate needs.
+
+A *device* is a product (L4, H100 SXM, A100 SXM4), not an architecture: two
+parts of one compute capability differ in SM count, clocks and memory.  Each
+row names its architecture, and the per-SM occupancy caps and the latency
+table are read through it (:attr:`Device.limits` ->
+:data:`ptxopt.sim.occupancy.LIMITS`, :attr:`Device.latencies` ->
+:data:`ptxopt.sim.latency.LATENCIES`), so the latency objective (one warp)
+and the throughput objective (the whole launch) of one device read the same
+tables and the same clock.
+
+Every figure cites its source in :attr:`Device.sources` (field -> source);
+a figure no vendor document gives is listed in :attr:`Device.estimated` and
+says so.  Clocks: ``clock_mhz`` is the maximum boost clock (the clock the
+per-cycle figures and the cycle -> second conversion assume; a part running
+below it takes more seconds for the same cycles), ``base_clock_mhz`` the base.
+
+The default device of an architecture is :data:`DEFAULT_BY_ARCH` (sm_89: the
+L4 of the earlier hardware work, BRIEF section 3); ``--device NAME`` picks
+another (:func:`device_for`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from .latency import ArchLatencies, latencies_for
+from .occupancy import SmLimits, limits_for
+
+# -- sources (cited per field below) -------------------------------------------
+L4_DATASHEET = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet (NVIDIA L4 datasheet)"
+L4_PRODUCT = "https://www.nvidia.com/en-us/data-center/l4/ (NVIDIA L4 product page)"
+L4_THIRD_PARTY = ("https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40 (third-party spec sheet: "
+                  "base 795 MHz, boost 2040 MHz, 48 MB L2, 128 KB L1 per SM; not an NVIDIA document)")
+ADA_TUNING = "https://docs.nvidia.com/cuda/ada-tuning-guide/index.html (NVIDIA Ada tuning guide)"
+HOPPER_TUNING = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html (NVIDIA Hopper tuning guide)"
+AMPERE_TUNING = "https://docs.nvidia.com/cuda/ampere-tuning-guide/index.html (NVIDIA Ampere tuning guide)"
+H100_DATASHEET = ("https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet "
+                  "(NVIDIA H100 datasheet: H100 SXM 3.35 TB/s HBM3)")
+HOPPER_WHITEPAPER = ("https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper (NVIDIA H100 "
+                     "Tensor Core GPU Architecture whitepaper: H100 SXM5 132 SMs, 50 MB L2, 256 KB L1/shared per SM)")
+H100_CLOCKS = ("https://glennklockwood.com/garden/processors/h100 (H100 SXM5: 1.98 GHz boost for non-tensor "
+               "work, quoting the Hopper whitepaper); base 1590 MHz: third-party (TechPowerUp), not verified")
+A100_DATASHEET = ("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                  "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (NVIDIA A100 datasheet: 80 GB SXM 2,039 GB/s)")
+A100_WHITEPAPER = ("https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-"
+                   "whitepaper.pdf (NVIDIA A100 whitepaper: 108 SMs, 1410 MHz boost, 40 MB L2, 5120 B/clk L2 read)")
+PROGRAMMING_GUIDE = ("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
+                     "#features-and-technical-specifications (CUDA C++ Programming Guide, technical "
+                     "specifications per compute capability; 1 KB shared memory reserved per block on 8.x/9.0)")
+L1_WHITEPAPERS = ("Volta/A100/H100 whitepapers: L1/shared delivers 128 bytes/clock per SM "
+                  "(https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf)")
+LSU_FORUM = ("https://forums.developer.nvidia.com/t/273699 (NVIDIA developer forum, answer by NVIDIA: the MIO "
+             "issues one instruction per cycle to the LSU pipe per SM)")
+ISSUE = "each of the 4 SM sub-partitions' warp schedulers issues one warp instruction per cycle (tuning guides)"
+LATENCY_TABLE = "ptxopt/sim/latency.py (gpu-benches pointer-chase latencies, cited there)"
+
+
+@dataclass(frozen=True)
+class Device:
+    """One product's facts; per-cycle figures are per SM at ``clock_mhz``."""
+
+    name: str
+    arch: str  # compute capability whose occupancy caps and latency table apply
+    sms: int  # streaming multiprocessors enabled on the product
+    clock_mhz: float  # maximum boost clock
+    base_clock_mhz: float
+    dram_gbps: float  # DRAM bandwidth, GB/s (10^9 bytes)
+    l2_bytes: int  # L2 capacity: a working set above it streams from DRAM
+    l1_shared_bytes_per_sm: int  # combined L1 data cache / shared memory per SM
+    l2_bytes_per_cycle: float  # L2 -> SM bandwidth per SM
+    l1_bytes_per_cycle: float = 128.0  # L1/shared bandwidth per SM (the LSU data path)
+    lsu_instructions_per_cycle: float = 1.0  # memory warp instructions the LSU pipe accepts per SM cycle
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    estimated: tuple[str, ...] = ()  # fields no vendor document gives: educated estimates
+
+    # -- derived ---------------------------------------------------------------
+    @property
+    def product(self) -> str:  # the name the many-warp notes print
+        return self.name
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        """DRAM bandwidth per SM per SM cycle (bytes)."""
+        return self.dram_gbps * 1e9 / (self.sms * self.clock_mhz * 1e6)
+
+    @property
+    def limits(self) -> SmLimits:
+        """Per-SM occupancy caps of the device's architecture (CUDA Programming Guide)."""
+        return limits_for(self.arch)
+
+    @property
+    def latencies(self) -> ArchLatencies:
+        """The latency table the single-warp walk uses for this device's architecture."""
+        return latencies_for(self.arch)[0]
+
+    @property
+    def issue_per_cycle(self) -> float:
+        """Warp instructions per cycle per scheduler, from the same latency table the walk reads."""
+        return self.latencies.issue_per_cycle
+
+    def seconds(self, cycles: float) -> float:
+        return cycles / (self.clock_mhz * 1e6)
+
+    def to_json(self) -> dict:
+        """The keys ``ptxopt explain`` prints (names fixed by issue 25)."""
+        return {"name": self.name, "sm_count": self.sms, "clock_mhz": self.clock_mhz,
+                "dram_gbps": self.dram_gbps, "l2_bytes": self.l2_bytes}
+
+
+KB = 1024
+MB = 1024 * 1024
+
+DEVICES: dict[str, Device] = {
+    "L4": Device(
+        "L4", "sm_89", sms=58, clock_mhz=2040, base_clock_mhz=795, dram_gbps=300, l2_bytes=48 * MB,
+        l1_shared_bytes_per_sm=128 * KB, l2_bytes_per_cycle=32.0,
+        sources={
+            "sms": f"{L4_DATASHEET}: 7,424 CUDA cores = 58 SMs x 128 FP32 cores ({ADA_TUNING})",
+            "clock_mhz": f"{L4_PRODUCT}: FP32 30.3 TFLOPS = 7,424 x 2 x 2,040 MHz; {L4_THIRD_PARTY}",
+            "base_clock_mhz": L4_THIRD_PARTY,
+            "dram_gbps": f"{L4_DATASHEET}: 24 GB GDDR6, 300 GB/s",
+            "l2_bytes": L4_THIRD_PARTY,
+            "l1_shared_bytes_per_sm": f"{ADA_TUNING}: 128 KB combined L1/shared per SM",
+            "l2_bytes_per_cycle": "educated estimate: 32 B (one sector) per SM per cycle; no L4 measurement found",
+            "l1_bytes_per_cycle": L1_WHITEPAPERS,
+            "lsu_instructions_per_cycle": LSU_FORUM,
+            "limits": f"{ADA_TUNING}; {PROGRAMMING_GUIDE}",
+            "issue": ISSUE,
+            "latencies": LATENCY_TABLE,
+        },
+        estimated=("l2_bytes_per_cycle",),
+    ),
+    "H100-SXM": Device(
+        "H100-SXM", "sm_90", sms=132, clock_mhz=1980, base_clock_mhz=1590, dram_gbps=3350, l2_bytes=50 * MB,
+        l1_shared_bytes_per_sm=256 * KB, l2_bytes_per_cycle=5120 / 108,
+        sources={
+            "sms": HOPPER_WHITEPAPER,
+            "clock_mhz": H100_CLOCKS,
+            "base_clock_mhz": H100_CLOCKS,
+            "dram_gbps": H100_DATASHEET,
+            "l2_bytes": HOPPER_WHITEPAPER,
+            "l1_shared_bytes_per_sm": f"{HOPPER_WHITEPAPER}; {HOPPER_TUNING}",
+            "l2_bytes_per_cycle": "educated estimate: the A100's per-SM L2 read bandwidth (5,120 B/clk / 108 SMs)",
+            "l1_bytes_per_cycle": L1_WHITEPAPERS,
+            "lsu_instructions_per_cycle": LSU_FORUM,
+            "limits": f"{HOPPER_TUNING}; {PROGRAMMING_GUIDE}",
+            "issue": ISSUE,
+            "latencies": LATENCY_TABLE + " (H100 PCIe figures)",
+        },
+        estimated=("l2_bytes_per_cycle", "base_clock_mhz"),
+    ),
+    "A100-SXM4-80GB": Device(
+        "A100-SXM4-80GB", "sm_80", sms=108, clock_mhz=1410, base_clock_mhz=1275, dram_gbps=2039,
+        l2_bytes=40 * MB, l1_shared_bytes_per_sm=192 * KB, l2_bytes_per_cycle=5120 / 108,
+        sources={
+            "sms": A100_WHITEPAPER,
+            "clock_mhz": A100_WHITEPAPER,
+            "base_clock_mhz": "third-party (TechPowerUp), not verified against an NVIDIA document",
+            "dram_gbps": A100_DATASHEET,
+            "l2_bytes": A100_WHITEPAPER,
+            "l1_shared_bytes_per_sm": f"{A100_WHITEPAPER}; {AMPERE_TUNING}",
+            "l2_bytes_per_cycle": A100_WHITEPAPER,
+            "l1_bytes_per_cycle": L1_WHITEPAPERS,
+            "lsu_instructions_per_cycle": LSU_FORUM,
+            "limits": f"{AMPERE_TUNING}; {PROGRAMMING_GUIDE}",
+            "issue": ISSUE,
+            "latencies": LATENCY_TABLE,
+        },
+        estimated=("base_clock_mhz",),
+    ),
+}
+
+#: The device an architecture's estimates assume unless ``--device`` names another.
+DEFAULT_BY_ARCH: dict[str, str] = {"sm_89": "L4", "sm_90": "H100-SXM", "sm_80": "A100-SXM4-80GB"}
+
+
+def _base(arch: str) -> str:
+    return arch.rstrip("af") if arch.startswith("sm_") else arch
+
+
+def device_named(name: str) -> Device:
+    """The device ``name`` (case-insensitive); ValueError naming the known ones."""
+    for key, dev in DEVICES.items():
+        if key.lower() == name.lower():
+            return dev
+    raise ValueError(f"unknown device {name!r} (known: {', '.join(DEVICES)})")
+
+
+def device_for(arch: str, name: str | None = None) -> Device:
+    """The device for ``arch``: ``name`` when given (its architecture must be
+    ``arch``'s), else the architecture's default.  sm_70 and sm_86 have no
+    product of their own: the A100's product figures are substituted (the
+    name says so) with the architecture's own occupancy caps."""
+    base = _base(arch)
+    if name is not None:
+        dev = device_named(name)
+        if dev.arch != base:
+            raise ValueError(f"device {dev.name} is {dev.arch}; the kernel is compiled for {arch} "
+                             f"(pass --arch {dev.arch} or another --device)")
+        return dev
+    if base in DEFAULT_BY_ARCH:
+        return DEVICES[DEFAULT_BY_ARCH[base]]
+    if base in ("sm_70", "sm_86"):
+        sub = DEVICES["A100-SXM4-80GB"]
+        return replace(sub, name=f"{sub.name} figures substituted for {base}", arch=base,
+                       estimated=sub.estimated + ("sms", "clock_mhz", "dram_gbps", "l2_bytes"))
+    raise ValueError(f"no device table for {arch} (devices: "
+                     + ", ".join(f"{d.name} ({d.arch})" for d in DEVICES.values()) + "); add one to ptxopt/sim/device.py")
+
+
+__all__ = ["Device", "DEVICES", "DEFAULT_BY_ARCH", "device_for", "device_named"]

@@ -1,0 +1,330 @@
+"""The time of a whole launch (objective ``throughput``) or of one warp
+(objective ``latency``), from what the single-warp walk measured.
+
+Why two objectives: the earlier hardware work timed one warp (``%clock64``
+around one thread's work) -- the right figure for single-thread gemm tiles
+and the one :mod:`ptxopt.sim.model` is calibrated on.  Kernels launched over
+the whole GPU are paid for by the time of the launch: blocks spread over the
+SMs in waves, and a register budget that helps one warp may cut resident
+warps and lose more than it gains (BRIEF section 6).
+
+The throughput model (per SM; the busiest SM sets the launch's time)::
+
+    occupancy       blocks/SM from registers, shared memory, block size and the
+                    architecture's caps (ptxopt.sim.occupancy: the CUDA rules)
+    blocks per SM   ceil(grid blocks / SMs); full waves of blocks/SM, then a tail
+                    wave of the remainder
+    one wave of n resident blocks takes the largest of
+      latency       one warp's walked path (too few warps to hide it)
+      issue         ceil(n x warps/block / 4 schedulers) x issued instructions
+      LSU issue     n x warps/block x memory instructions / 1 per SM cycle
+      L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
+      L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
+    launch          sum over the waves, and at least
+      DRAM bandwidth  DRAM bytes / (SMs x DRAM bytes per SM cycle)  (roofline)
+
+A bound's value is its total over the launch; ``binding`` is the largest.
+Warps overlap perfectly up to the point where a resource saturates (the
+model's ``max``; real kernels sit somewhat above it).
+
+DRAM bytes: ``footprint_bytes``, the distinct bytes the launch touches (a
+lower bound on what DRAM must move, so the bound is a true roofline).  Without
+it no DRAM bound applies (per-thread traffic counts shared data once per
+thread: an upper bound on bytes gives no lower bound on time).  A footprint
+that fits in L2 is taken as L2-resident (repeated launches, as in a warm
+timing loop), so nothing is charged to DRAM.
+
+When the grid is unknown, the estimate assumes ``blocks`` given by the caller
+-- :func:`assumed_blocks` of the ORIGINAL kernel, so that every candidate of
+one search does the same work -- and says ``assumed``.
+
+Error bars: latency estimates carry the model's calibrated single-warp error
+(``ptxopt.sim.model.EXPECTED_ERROR``, from three published L4 baselines);
+throughput estimates are ``uncalibrated``: no GPU has measured one yet.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from .device import Device
+from .occupancy import occupancy as _occupancy
+
+OBJECTIVES = ("latency", "throughput")
+#: Full waves a launch without a known grid is assumed to run (of the original kernel's occupancy).
+ASSUMED_WAVES = 4
+#: Order of the bounds; ties go to the first.
+BOUND_NAMES = ("latency", "issue", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the single-warp walk and ptxas say about one kernel (a
+    :class:`~ptxopt.sim.model.SimResult` has the same attributes)."""
+
+    single_warp_cycles: float
+    issued_instructions: int
+    memory_instructions: int = 0  # LD/ST/atomics the warp issued (the LSU pipe's work)
+    l1_bytes: int = 0  # bytes one thread moved through L1/shared
+    l2_bytes: int = 0  # bytes one thread moved to/from L2
+    registers: int | None = None
+    shared_bytes: int = 0  # static shared memory per block (ptxas)
+    expected_error: float = 0.0  # the single-warp estimate's calibrated error
+    expected_error_basis: str = ""
+
+    @classmethod
+    def of(cls, obj) -> "KernelFacts":
+        """From a SimResult, a dict (e.g. the sim backend's ``Measurement.extra["facts"]``), or any
+        object with these attribute names."""
+        get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+        return cls(float(get("single_warp_cycles")), int(get("issued_instructions")),
+                   int(get("memory_instructions", 0) or 0), int(get("l1_bytes", 0) or 0),
+                   int(get("l2_bytes", 0) or 0), get("registers"), int(get("shared_bytes", 0) or 0),
+                   float(get("expected_error", 0.0) or 0.0), str(get("expected_error_basis", "") or ""))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """The launch an estimate used: grid None = unknown (blocks assumed)."""
+
+    grid: tuple[int, ...] | None
+    block: tuple[int, ...] | None
+    shared_bytes: int = 0  # dynamic shared memory per block
+    scalars: dict = field(default_factory=dict)
+    origin: str = ""  # where it came from: "contract", "--perf-grid", "manifest", ...
+
+    @property
+    def threads(self) -> int | None:
+        return None if self.block is None else math.prod(self.block)
+
+    @property
+    def blocks(self) -> int | None:
+        return None if self.grid is None else math.prod(self.grid)
+
+    def to_json(self) -> dict:
+        return {"grid": None if self.grid is None else list(self.grid),
+                "block": None if self.block is None else list(self.block),
+                "shared_bytes": self.shared_bytes, "scalars": dict(self.scalars), "origin": self.origin}
+
+
+def _dims(x) -> tuple[int, ...] | None:
+    if x is None:
+        return None
+    if isinstance(x, int):
+        return (int(x),)
+    return tuple(int(v) for v in x)
+
+
+def launch_shape(launch=None, *, grid=None, block=None, shared_bytes=None, scalars=None,
+                 origin: str | None = None) -> LaunchShape:
+    """A :class:`LaunchShape` from plain values, a ``(grid, block[, shared])``
+    tuple, or any object with ``grid``/``block``/``shared_bytes`` (and
+    optionally ``scalars``/``origin``) attributes -- the corpus ``Launch``, the
+    equivalence ``Launch``.  Keyword values override the object's."""
+    if isinstance(launch, LaunchShape) and grid is block is shared_bytes is scalars is origin is None:
+        return launch
+    g = b = None
+    sh, sc, org = 0, {}, ""
+    if isinstance(launch, tuple):
+        g, b = launch[0], launch[1]
+        sh = launch[2] if len(launch) > 2 else 0
+    elif launch is not None:
+        g, b = getattr(launch, "grid", None), getattr(launch, "block", None)
+        sh = getattr(launch, "shared_bytes", 0) or 0
+        sc = dict(getattr(launch, "scalars", None) or {})
+        org = str(getattr(launch, "origin", "") or "")
+    g = grid if grid is not None else g
+    b = block if block is not None else b
+    sh = shared_bytes if shared_bytes is not None else sh
+    sc = dict(scalars) if scalars is not None else sc
+    org = origin if origin is not None else org
+    return LaunchShape(_dims(g), _dims(b), int(sh or 0), sc, org)
+
+
+def default_objective(launch) -> str:
+    """``throughput`` when the launch's block size is known, ``latency`` otherwise."""
+    if launch is None:
+        return "latency"
+    return "throughput" if launch_shape(launch).block is not None else "latency"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An ESTIMATE (``kind`` is always "estimate") of one kernel under one launch and objective."""
+
+    objective: str
+    cycles: float  # SM cycles: one warp (latency) or the whole launch on the busiest SM (throughput)
+    seconds: float  # cycles at the device's boost clock
+    device: Device
+    launch: LaunchShape | None
+    assumed: bool  # the grid was assumed (blocks for ASSUMED_WAVES full waves)
+    expected_error: float | None  # relative (0.25 = +-25%); None = uncalibrated
+    error_basis: str
+    occupancy: dict | None  # warps_per_sm, blocks_per_sm, occupancy, limited_by (None: block unknown)
+    bounds: dict  # bound name -> cycles over the launch
+    binding: str
+    dram_bytes: int  # bytes charged to DRAM (0: the data is L2-resident)
+    waves: float | None  # grid blocks / (SMs x blocks per SM); None for latency
+    blocks: int | None  # grid blocks the estimate used
+    resident_warps: int = 1  # warps per SM in a full wave
+    warps_per_scheduler: int = 1
+    full_waves: int = 0
+    tail_blocks: int = 0  # blocks per SM in the last, partial wave (0: none)
+    wave_bounds: dict = field(default_factory=dict)  # bounds of the first (fullest) wave, cycles
+    notes: tuple[str, ...] = ()
+    kind: str = "estimate"
+
+    @property
+    def error_text(self) -> str:
+        return "uncalibrated" if self.expected_error is None else f"±{100 * self.expected_error:.0f}%"
+
+    def to_json(self) -> dict:
+        """The ``estimate``/``occupancy``/``bounds`` keys of ``ptxopt explain --json``."""
+        return {
+            "objective": self.objective,
+            "launch": None if self.launch is None else {**self.launch.to_json(), "assumed": self.assumed,
+                                                        "blocks": self.blocks},
+            "occupancy": self.occupancy,
+            "binding": self.binding,
+            "bounds": dict(self.bounds),
+            "estimate": {"cycles": self.cycles, "seconds": self.seconds, "kind": self.kind,
+                         "expected_error": "uncalibrated" if self.expected_error is None else self.expected_error},
+            "dram_bytes": self.dram_bytes,
+            "waves": self.waves,
+            "device": self.device.to_json(),
+        }
+
+
+def occupancy_of(facts, launch: LaunchShape, device: Device):
+    """The :class:`~ptxopt.sim.occupancy.Occupancy` of ``facts`` under ``launch`` on ``device``."""
+    if not facts.registers:
+        raise ValueError("the occupancy needs the kernel's registers per thread (ptxas resources)")
+    return _occupancy(device.arch, launch.threads, facts.registers,
+                      int(facts.shared_bytes or 0) + launch.shared_bytes)
+
+
+def assumed_blocks(facts, launch, device: Device, waves: int = ASSUMED_WAVES) -> int:
+    """Grid blocks for ``waves`` full waves at ``facts``' occupancy: call it on
+    the ORIGINAL kernel and pass the result as ``blocks=`` for every candidate,
+    so a register budget changes the time of the same work, not the work."""
+    occ = occupancy_of(facts, launch_shape(launch), device)
+    return waves * device.sms * max(1, occ.blocks_per_sm)
+
+
+def _occ_json(occ, device: Device) -> dict:
+    return {"warps_per_sm": occ.warps_per_sm, "blocks_per_sm": occ.blocks_per_sm,
+            "occupancy": occ.occupancy(device.limits), "limited_by": occ.limited_by}
+
+
+def estimate(facts, launch=None, device: Device | None = None, objective: str | None = None, *,
+             blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None) -> Estimate:
+    """Estimate ``facts`` (a SimResult or :class:`KernelFacts`) under ``launch``.
+
+    * ``launch``: anything :func:`launch_shape` accepts; its grid may be None.
+    * ``device``: default: :func:`~ptxopt.sim.device.device_for` of ``arch``
+      (or of ``facts.arch``, else sm_89).
+    * ``objective``: ``latency`` or ``throughput`` (default:
+      :func:`default_objective`).  Throughput needs the block size.
+    * ``blocks``: grid blocks to assume when the grid is unknown (pass
+      :func:`assumed_blocks` of the original kernel); None: this kernel's own
+      occupancy x :data:`ASSUMED_WAVES` (fine for a lone kernel, not for
+      comparing candidates).
+    * ``footprint_bytes``: distinct bytes the launch touches (0: none from DRAM).
+    """
+    if device is None:
+        from .device import device_for
+
+        device = device_for(arch or getattr(facts, "arch", "") or "sm_89")
+    shape = None if launch is None else launch_shape(launch)
+    objective = objective or default_objective(shape)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r} (one of: {', '.join(OBJECTIVES)})")
+    occ = None
+    if shape is not None and shape.block is not None and facts.registers:
+        occ = occupancy_of(facts, shape, device)
+    if objective == "latency":
+        return _latency(facts, shape, device, occ)
+    if shape is None or shape.block is None:
+        raise ValueError("the throughput objective needs the block size of the launch")
+    if occ is None:
+        raise ValueError("the throughput objective needs the kernel's registers per thread (ptxas resources)")
+    return _throughput(facts, shape, device, occ, blocks, footprint_bytes)
+
+
+def _latency(facts, shape, device: Device, occ) -> Estimate:
+    cycles = float(facts.single_warp_cycles)
+    return Estimate(
+        "latency", cycles, device.seconds(cycles), device, shape, False,
+        facts.expected_error or None, facts.expected_error_basis or "single-warp estimate",
+        None if occ is None else _occ_json(occ, device), {"latency": cycles}, "latency", 0, None,
+        None if shape is None else shape.blocks,
+        notes=("latency: one warp's time (%clock64 around one thread's work); occupancy shown for information",))
+
+
+def _wave(n: int, facts, warps_per_block: int, threads: int, device: Device) -> dict:
+    """Cycles of one wave of ``n`` resident blocks on one SM, by bound."""
+    lim = device.limits
+    warps = n * warps_per_block
+    per_sched = -(-warps // lim.schedulers)
+    return {
+        "latency": float(facts.single_warp_cycles),
+        "issue": per_sched * facts.issued_instructions / device.issue_per_cycle,
+        "LSU issue": warps * facts.memory_instructions / device.lsu_instructions_per_cycle,
+        "L1 bandwidth": n * threads * facts.l1_bytes / device.l1_bytes_per_cycle,
+        "L2 bandwidth": n * threads * facts.l2_bytes / device.l2_bytes_per_cycle,
+    }
+
+
+def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint) -> Estimate:
+    notes: list[str] = []
+    assumed = shape.grid is None
+    if not assumed:
+        blocks = shape.blocks
+    elif blocks is None:
+        blocks = ASSUMED_WAVES * device.sms * max(1, occ.blocks_per_sm)
+        notes.append(f"grid unknown: {blocks} blocks assumed ({ASSUMED_WAVES} full waves at this kernel's "
+                     "occupancy; compare candidates with the original's block count instead)")
+    else:
+        notes.append(f"grid unknown: {blocks} blocks assumed (given by the caller)")
+    blocks = max(1, int(blocks))
+    threads = shape.threads
+    fits = max(1, occ.blocks_per_sm)
+    if occ.blocks_per_sm == 0:
+        notes.append(f"WARNING: the block cannot be resident at all ({occ.limited_by}); one block per SM assumed")
+    per_sm = -(-blocks // device.sms)  # the busiest SM's share (even spread)
+    full, tail = divmod(per_sm, fits)
+    waves_here = [fits] * full + ([tail] if tail else [])
+    per_wave = [_wave(n, facts, occ.warps_per_block, threads, device) for n in waves_here]
+    bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES[:-1]}
+    sm_cycles = sum(max(w.values()) for w in per_wave)
+    # roofline: the launch's distinct bytes (a lower bound on what DRAM must move) over the device's
+    # bandwidth.  Per-thread traffic is no substitute: it counts data shared between threads once per
+    # thread (an upper bound on bytes makes no lower bound on time), so without a footprint no DRAM
+    # bound applies and the L2 bound carries the traffic.
+    dram = int(footprint or 0)
+    if footprint is None:
+        notes.append("footprint unknown: no DRAM bound (give the launch's distinct bytes for the roofline)")
+    elif dram <= device.l2_bytes:
+        if dram:
+            notes.append(f"footprint {dram} B fits in L2 ({device.l2_bytes} B): taken as L2-resident "
+                         "(repeated launches), no DRAM time")
+        dram = 0
+    bounds["DRAM bandwidth"] = dram / (device.sms * device.dram_bytes_per_cycle)
+    cycles = max(sm_cycles, bounds["DRAM bandwidth"])
+    binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
+    resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
+    return Estimate(
+        "throughput", float(cycles), device.seconds(cycles), device, shape, assumed,
+        None, "uncalibrated: the many-warp model (occupancy, issue, LSU, L1/L2/DRAM bounds) has not been "
+              "measured on a GPU",
+        _occ_json(occ, device), bounds, binding, dram, blocks / (device.sms * fits), blocks,
+        resident_warps=resident, warps_per_scheduler=-(-resident // device.limits.schedulers),
+        full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes))
+
+
+__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate",
+           "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate"]
