@@ -119,10 +119,13 @@ def test_a_miscompiling_pass_is_caught_and_the_input_kept():
 
 
 def test_inconclusive_keeps_the_input_and_a_contract_fixes_it():
-    src = text(NODIV)  # matches two corpus entries: no manifest contract, a guessed launch
-    res = ptxopt.optimize(src, "reorder_cp", prove=False)  # the interpreter's contracts (the prover needs none)
+    src = text(NODIV)  # matches two corpus entries: no manifest contract
+    one = Geometry()  # a caller's one-thread launch: too small to cover the outputs
+    res = ptxopt.optimize(src, "reorder_cp", contract=one, prove=False)  # the interpreter (the prover needs none)
     assert res.verdict == "inconclusive" and res.ptx is src
-    assert "guessed" in res.contract and "stored only" in res.reason
+    assert "block 1x1x1" in res.contract and "stored only" in res.reason
+    inferred = ptxopt.optimize(src, "reorder_cp", prove=False)  # none given: a launch inferred from the PTX
+    assert "inferred" in inferred.contract and inferred.verdict in ("equal", "inconclusive")
     geo = Launch(block=(128, 1, 1), origin="contract", source="test")
     res2 = ptxopt.optimize(src, "reorder_cp", contract=geo, prove=False)
     assert res2.verdict == "equal" and res2.changed and res2.ptx != src

@@ -38,7 +38,7 @@ def test_unchecked_equivalence_exits_4_unless_allowed():
     r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", DYN)
     assert r.exit_code == 4
     assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not established" in r.stderr
-    assert "(guessed: no contract given" in r.stderr and "--allow-unchecked" in r.stderr
+    assert "(inferred from the PTX of dyn_smem" in r.stderr and "--allow-unchecked" in r.stderr
     assert run("run", "--verify-each", "--passes", "vec_ld", DYN).exit_code == 0  # proved: no launch needed
     r = run("run", "--verify-each", "--no-prove", "--allow-unchecked", "--passes", "vec_ld", DYN)
     assert r.exit_code == 0 and "inconclusive:" in r.stderr and "ld.global.v4.f32" in r.stdout

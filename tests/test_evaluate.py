@@ -298,12 +298,14 @@ def test_loop_trip_counts_come_from_the_interpreter(cache):
     assert static.trip_counts.startswith("static") and static.cycles != r.cycles
 
 
-def test_kernel_outside_the_corpus_gets_a_guessed_launch_that_never_says_equal(cache):
+def test_kernel_outside_the_corpus_gets_an_inferred_launch_and_a_guess_never_says_equal(cache):
     from ptxopt.corpus import get
-    from ptxopt.equivalence.launch import Launch
+    from ptxopt.equivalence.launch import Launch, guessed
 
     text = get(SMALL).ptx_text().replace(SMALL, "my_kernel")  # no manifest entry matches
-    r = evaluate(text, "vec_ld", cache=cache, prove=False)  # the interpreter on a guessed one-thread launch
+    r = evaluate(text, "vec_ld", cache=cache, prove=False)  # the interpreter on a launch inferred from the PTX
+    assert r.ok and r.equivalence == "equal" and r.checked and "inferred from the PTX of my_kernel" in r.launch
+    r = evaluate(Candidate(text, "vec_ld", launch=guessed()), cache=cache, prove=False)
     assert r.ok and r.equivalence == "inconclusive" and not r.checked
     assert "guessed launch" in r.equivalence_note and "block 1x1x1" in r.launch
     given = Launch(origin="options", source="options")  # the same one thread, but given by the user

@@ -7,7 +7,7 @@ import pytest
 
 from ptxopt import parse
 from ptxopt.equivalence.contract import Contracts
-from ptxopt.equivalence.launch import Launch
+from ptxopt.equivalence.launch import Launch, guessed
 from ptxopt.corpus import get
 from ptxopt.equivalence.instrument import VerifyEach
 from ptxopt.passmanager import InputRejected, PassManager
@@ -25,8 +25,8 @@ def test_arch_comes_from_the_module_target():
     res = PassManager("vec_ld", instruments=[ve]).run(parse(SM90A))
     assert res.changed and ve.resolved_arch == "sm_90a"
     [check] = ve.checks
-    assert check.status == "proved" and check.launch.guessed  # proved: the guessed launch was not needed
-    assert "guessed" in check.line()
+    assert check.status == "proved" and check.launch.origin == "inferred"  # proved: no launch was needed
+    assert "inferred from the PTX" in check.line()
 
 
 def test_a_rejected_input_is_an_input_problem_not_the_first_pass():
@@ -42,13 +42,13 @@ def test_rejected_input_is_reported_even_when_no_pass_changes_anything():
         PassManager("", instruments=[VerifyEach("sm_89")]).run(parse(SM90A))
 
 
-def test_guessed_launch_that_faults_is_inconclusive_not_silent():
+def test_an_inferred_launch_that_faults_is_inconclusive_not_silent():
     ve = VerifyEach(prove=False)
     PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
     [c] = ve.inconclusive
-    assert c.entry == "dyn_smem" and c.launch.guessed
+    assert c.entry == "dyn_smem" and c.launch.origin == "inferred"
     assert "equivalence not established" in c.line() and "out of bounds" in c.line()
-    assert "launch: grid 1x1x1, block 1x1x1, 0 B dynamic shared (guessed" in c.line()
+    assert "launch: grid 2x1x1, block 32x1x1, 0 B dynamic shared (inferred from the PTX of dyn_smem" in c.line()
     assert ve.skipped == [c.line()]
 
 
@@ -70,16 +70,20 @@ def test_a_contract_makes_the_check_conclusive(contract):
 
 def test_the_prover_decides_first_and_a_guessed_launch_never_says_equal():
     """decide() goes cheap to expensive: vec_ld on DYN is proved for every
-    launch (no run needed, so the guessed launch does not matter); without
-    the prover, a guessed launch on which both kernels run gives at most
-    'inconclusive (guessed launch)'."""
+    launch (no run needed); without the prover, a launch inferred from the
+    PTX that covers every output byte says 'equal', and a guessed launch on
+    which both kernels run gives at most 'inconclusive (guessed launch)'."""
     ve = VerifyEach()
     PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
     [c] = ve.checks
     assert c.status == "proved" and c.trials == 0 and not ve.inconclusive
+    renamed = parse(get("gemm_tile_2x2x2").ptx_text().replace("gemm_tile_2x2x2", "renamed_tile"))
     ve = VerifyEach(prove=False)
-    PassManager("reorder_cp", instruments=[ve]).run(parse(get("gemm_tile_2x2x2").ptx_text().replace(
-        "gemm_tile_2x2x2", "renamed_tile")))
+    PassManager("reorder_cp", instruments=[ve]).run(renamed)
+    [c] = ve.checks
+    assert c.launch.origin == "inferred" and c.status == "equal" and "inferred from the PTX" in c.line()
+    ve = VerifyEach(prove=False, contract=guessed())
+    PassManager("reorder_cp", instruments=[ve]).run(renamed)
     [c] = ve.checks
     assert c.launch.guessed and c.status == "inconclusive" and "guessed launch" in c.line()
 

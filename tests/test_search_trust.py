@@ -71,7 +71,7 @@ def test_uninterpretable_original_is_inconclusive_not_trusted(cache):
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked
     assert "cannot be interpreted" in r.equivalence_note and "untrusted_tile_flag" in r.equivalence_note
     d = r.to_json()
-    assert d["verdict"] == "inconclusive" and d["launch"].startswith("grid 1x1x1, block 1x1x1")
+    assert d["verdict"] == "inconclusive" and d["launch"].startswith("grid 2x1x1, block 32x1x1")
     base = evaluate(UNTRUSTED, "", cache=cache)
     assert base.ok and base.equivalence == "identical" and base.checked
 
@@ -135,7 +135,7 @@ def test_greedy_takes_it_when_allowed(untrusted, cache):
                                                                              prove=False)))
     assert r.error is None and "vec_" in r.pipeline
     assert r.verdict == "inconclusive" and r.best_cycles < strict.best_cycles
-    assert "allowed" in r.note and r.launch.startswith("grid 1x1x1, block 1x1x1") and "guessed" in r.launch
+    assert "allowed" in r.note and r.launch.startswith("grid 2x1x1, block 32x1x1") and "inferred" in r.launch
 
 
 def test_search_cli_json_and_allow_unchecked(tmp_path, cache):
@@ -407,7 +407,7 @@ def test_low_coverage_is_inconclusive(cache):
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked, r
     assert r.coverage is not None and r.coverage < 0.5 and "stored only" in r.equivalence_note
     loose = evaluate(SPARSE, "reorder_lf", cache=cache, min_coverage=None, prove=False)
-    assert loose.ok and loose.equivalence == "inconclusive" and "guessed launch" in loose.equivalence_note
+    assert loose.ok and loose.equivalence == "inconclusive" and "inferred launch" in loose.equivalence_note
     given = Candidate(SPARSE, "reorder_lf", launch=Launch(origin="options", source="options"))
     loose = evaluate(given, cache=cache, min_coverage=None, prove=False)
     assert loose.ok and loose.equivalence == "equal" and loose.key != r.key

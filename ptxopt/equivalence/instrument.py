@@ -83,7 +83,7 @@ class VerifyEach(Instrument):
     :class:`~ptxopt.equivalence.contract.Contracts`, an interpreter
     ``Geometry`` or a corpus ``KernelSpec``. Without one, an entry that
     matches a corpus kernel uses its manifest entry, and any other entry a
-    guessed launch, on which the interpreter never says ``equal``.
+    launch inferred from its PTX (``equal`` on it needs full coverage).
 
     Every check is kept in ``checks`` (:class:`EntryCheck`). A ``differ``
     fails the pass (:class:`~ptxopt.passmanager.VerificationError`, with a
@@ -205,12 +205,14 @@ class VerifyEach(Instrument):
 
 def check_launch(module: Module, entry: str, contracts=None) -> Launch:
     """The check launch of ``entry``: the one ``contracts`` gives (fitted to
-    the entry's parameters), else its corpus manifest entry's, else a
-    guessed one. A contract that does not fit is bad input
+    the entry's parameters), else its corpus manifest entry's, else one
+    inferred from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`). A
+    contract that does not fit is bad input
     (:class:`~ptxopt.passmanager.InputRejected`)."""
     from ptxopt.equivalence.contract import ContractError
+    from ptxopt.equivalence.infer import infer_launch
     from ptxopt.equivalence.interpret import spec_for
-    from ptxopt.equivalence.launch import from_spec, guessed
+    from ptxopt.equivalence.launch import from_spec
     from ptxopt.interp import Program
 
     given = contracts.for_entry(entry) if contracts else None
@@ -220,7 +222,9 @@ def check_launch(module: Module, entry: str, contracts=None) -> Launch:
         except ContractError as e:
             raise InputRejected(str(e)) from None
     spec = spec_for(Program(module), entry)
-    return from_spec(spec) if spec is not None else guessed(entry)
+    if spec is not None:
+        return from_spec(spec)
+    return infer_launch(next(f for f in module.entries if f.name == entry))
 
 
 __all__ = ["VerifyEach", "EntryCheck", "check_launch"]

@@ -27,9 +27,10 @@ Launch for the equivalence check (and the sim's loop profile): the
 candidate's own (``launch``, from a contract or options), else its corpus
 manifest entry's (``spec``), else the manifest entry whose kernel name and
 parameter names match (:func:`ptxopt.equivalence.interpret.spec_for`), else a
-*guessed* launch (:func:`ptxopt.equivalence.launch.guessed`: one thread,
-every pointer a 64 KiB buffer of random float32, 32-bit integers = 1,
-floats = 1.0), on which the interpreter never says ``equal``. When the
+launch *inferred* from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`:
+its ``.reqntid`` or a warp-sized block within ``.maxntid``, two blocks, 64
+KiB buffers), on which the interpreter says ``equal`` only with full output
+and changed-instruction coverage. When the
 *original* cannot be run that way (it faults, uses an instruction the
 interpreter lacks, needs a scalar it cannot guess) the result records
 ``equivalence="inconclusive"`` with the reason and goes on: its cycles are
@@ -51,7 +52,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ptxopt.equivalence.decision import Reference
-from ptxopt.equivalence.launch import from_spec, guessed
+from ptxopt.equivalence.infer import infer_launch
+from ptxopt.equivalence.launch import from_spec
 
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, settings_for
@@ -163,7 +165,8 @@ def front(w: Work, cache: EvalCache | None) -> None:
     w.ptx_sha = sha256(printed)
     if given is None:
         w.spec = _spec_for(orig, w.entry)
-    w.check = given or (from_spec(w.spec) if w.spec is not None else guessed(w.entry))
+    w.check = given or (from_spec(w.spec) if w.spec is not None else
+                        infer_launch(next(f for f in orig.module.entries if f.name == w.entry)))
     w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
