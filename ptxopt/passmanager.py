@@ -424,7 +424,7 @@ class VerifyEach(Instrument):
     A ptxas failure to meet a register budget ("Insufficient registers",
     "cannot be compiled with specified register target constraints") after a
     register-budget pass, or a ptxas warning that it ignores the
-    ``.maxnreg``, reverts that pass (:class:`RevertPass`): a clean refusal,
+    ``.maxnreg`` or ``.minnctapersm`` (ptxas 12.9-13: "... will be ignored"), reverts that pass (:class:`RevertPass`): a clean refusal,
     not a pass failure.
 
     Needs the module before each pass (the equivalence check compares with
@@ -534,7 +534,8 @@ class VerifyEach(Instrument):
         if budget_pass:
             for d in res.warnings:
                 msg = d.message
-                if msg not in self._input_warnings and "maxnreg" in msg.lower() and "ignored" in msg.lower():
+                if msg not in self._input_warnings and "ignored" in msg.lower() and any(
+                        w in msg.lower() for w in ("maxnreg", "minnctapersm", "maxntid")):
                     raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
         if self.equivalence:
             for fn in after.entries:
