@@ -424,8 +424,8 @@ class VerifyEach(Instrument):
     A ptxas failure to meet a register budget ("Insufficient registers",
     "cannot be compiled with specified register target constraints") after a
     register-budget pass, or a ptxas warning that it ignores the
-    ``.maxnreg`` or ``.minnctapersm`` (ptxas 12.9-13: "... will be ignored"), reverts that pass (:class:`RevertPass`): a clean refusal,
-    not a pass failure.
+    ``.maxnreg`` or the ``.minnctapersm`` ("... will be ignored"), reverts
+    that pass (:class:`RevertPass`): a clean refusal, not a pass failure.
 
     Needs the module before each pass (the equivalence check compares with
     it, a revert goes back to it).

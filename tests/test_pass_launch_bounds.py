@@ -56,8 +56,8 @@ def test_sets_maxntid_of_the_block_and_minnctapersm():
     out, rep = apply("launch_bounds{minblocks=3,block=256}", kernel())
     assert dirs(out) == {".maxntid": ("256",), ".minnctapersm": ("3",)}
     assert [s.what for s in rep.changed] == [
-        "set .maxntid 256 and set .minnctapersm 3 (ptxas caps registers at 80 per thread for 3 blocks "
-        "of 256 threads on sm_89)"]
+        ("set .maxntid 256 and set .minnctapersm 3 (ptxas caps registers at 80 per thread for 3 blocks "
+         "of 256 threads on sm_89)")]
     compile_ptx(emit(out), "sm_89")
 
 
@@ -89,7 +89,7 @@ def test_block_directives_that_disagree_are_refused(directive, block, reason):
 
 def test_a_maxntid_with_the_blocks_threads_is_kept():
     """.maxntid bounds the product of the extents (PTX ISA 11.4.2), so 256 fits 16x16."""
-    out, rep = apply("launch_bounds{minblocks=2,block=16x16}", kernel(".maxntid 256, 1, 1"))
+    out, _ = apply("launch_bounds{minblocks=2,block=16x16}", kernel(".maxntid 256, 1, 1"))
     assert dirs(out) == {".maxntid": ("256", "1", "1"), ".minnctapersm": ("2",)}
 
 
@@ -98,7 +98,7 @@ def test_a_maxntid_with_the_blocks_threads_is_kept():
     ((".maxntid 256",), "the block size is unknown (.maxntid 256 only bounds it)"),
 ])
 def test_an_unknown_block_is_refused(directives, why):
-    out, rep = apply("launch_bounds_2", kernel(*directives))
+    _, rep = apply("launch_bounds_2", kernel(*directives))
     assert not rep.changed and why in rep.refused[0].what
 
 
@@ -110,7 +110,7 @@ def test_an_unknown_block_is_refused(directives, why):
     ("sm_100", "launch_bounds{minblocks=2,block=256}", "no occupancy limits for sm_100"),
 ])
 def test_blocks_that_can_never_be_resident_are_refused(target, pipeline, why):
-    out, rep = apply(pipeline, kernel(target=target))
+    _, rep = apply(pipeline, kernel(target=target))
     assert not rep.changed and why in rep.refused[0].what
 
 
@@ -217,7 +217,7 @@ def test_ptxas_honours_it(n):
     """Registers drop so that N blocks of 256 threads fit, where before they did not."""
     before = compile_ptx(pressure_kernel(), "sm_89").kernels["k"].registers
     assert occupancy("sm_89", 256, before).blocks_per_sm < n
-    out, rep = apply(f"launch_bounds{{minblocks={n},block=256}}", pressure_kernel())
+    out, _ = apply(f"launch_bounds{{minblocks={n},block=256}}", pressure_kernel())
     res = compile_ptx(emit(out), "sm_89")
     regs = res.kernels["k"].registers
     assert regs <= register_cap(limits_for("sm_89"), 256, n) and occupancy("sm_89", 256, regs).blocks_per_sm >= n
@@ -245,3 +245,11 @@ def test_verify_each_reverts_a_minnctapersm_that_ptxas_ignores(monkeypatch):
     res = PassManager("launch_bounds{minblocks=30,block=32}", instruments=[ve]).run(parse(kernel()))
     rec = res.records[0]
     assert not res.changed and "minnctapersm will be ignored" in rec.reverted
+
+
+@pytest.mark.parametrize("maxnreg,expect", [(100, 64), (40, 40)])
+def test_ptxas_takes_the_smaller_cap_silently_with_maxnreg_beside_it(maxnreg, expect):
+    """Why a source .maxnreg is refused: with both, ptxas quietly uses the
+    smaller cap (no warning), so one of the two budgets would mean nothing."""
+    res = compile_ptx(pressure_kernel(f".maxntid 256\n.minnctapersm 4\n.maxnreg {maxnreg}\n"), "sm_89")
+    assert res.kernels["k"].registers == expect and not res.warnings

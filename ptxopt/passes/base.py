@@ -128,7 +128,7 @@ class Pass:
         """Rewrite ``module`` in place and report the changes."""
         raise NotImplementedError
 
-    def with_launch(self, launch, entry: str | None = None) -> "Pass":
+    def with_launch(self, launch, entry: str | None = None) -> Pass:
         """This pass for a performance launch of kernel ``entry`` (the one
         way a pass learns of the launch: a caller that holds one maps every
         pass of a pipeline through this). Most passes do not depend on the

@@ -155,7 +155,7 @@ class LaunchBounds(Pass):
         return (f"make room for {self.minblocks} resident blocks per SM (.maxntid of the known block, "
                 f".minnctapersm {self.minblocks}): ptxas caps registers to fit; needs .reqntid or {{block=..}}")
 
-    def with_launch(self, launch, entry: str | None = None) -> "LaunchBounds":
+    def with_launch(self, launch, entry: str | None = None) -> LaunchBounds:
         """This pass for a performance launch (anything with a ``block``
         extent tuple); see the module doc."""
         block = _show(launch.block)
@@ -228,7 +228,7 @@ class LaunchBounds(Pass):
             return None
         if cur is not None and cur.args != (str(n),) and not self.override:
             return (f"the source sets .minnctapersm {', '.join(cur.args)} "
-                    f"(use {str(replace(self, override=True))} to replace it)")
+                    f"(use {replace(self, override=True)!s} to replace it)")
         new = tuple(d for d in fn.directives if d.name != ".minnctapersm")
         what = []
         if add_max:
