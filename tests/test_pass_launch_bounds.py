@@ -124,9 +124,25 @@ def test_static_shared_memory_that_cannot_fit_is_refused():
     decls = "\t.shared .align 16 .b8 tile[40960];\n"
     text = kernel(decls=decls)
     _, rep = apply("launch_bounds{minblocks=3,block=128}", text)
-    assert "3 blocks of 40960 bytes of static shared memory do not fit" in rep.refused[0].what
+    assert "3 blocks with 40960 static bytes of shared memory each do not fit" in rep.refused[0].what
     _, rep = apply("launch_bounds{minblocks=2,block=128}", text)
     assert rep.changed
+    _, rep = apply("launch_bounds{minblocks=2,block=128,shared_bytes=16384}", text)
+    assert "2 blocks with 40960 static + 16384 dynamic bytes" in rep.refused[0].what
+
+
+def test_dynamic_shared_memory_of_the_launch_counts():
+    """triton_histogram declares its shared memory .extern: at the manifest's
+    launch 11 blocks fit, not 12 (the measurement that found the gap)."""
+    spec = get("triton_histogram")
+    m = parse(spec.ptx_text())
+    launch = SimpleNamespace(block=spec.launch.block, shared_bytes=spec.launch.shared_bytes)
+    p = Pipeline.parse("launch_bounds{minblocks=12}").passes[0]
+    assert p.apply(m)[1].changed  # blind to the launch's shared memory
+    rep = p.with_launch(launch).apply(m)[1]
+    assert not rep.changed and "do not fit an SM" in rep.refused[0].what
+    assert p.with_launch(launch).with_launch(launch) == p.with_launch(launch)
+    assert Pipeline.parse("launch_bounds{minblocks=11}").passes[0].with_launch(launch).apply(m)[1].changed
 
 
 def test_an_instruction_wider_than_the_cap_is_refused():
@@ -171,7 +187,7 @@ def test_with_launch_binds_the_performance_block():
     launch = SimpleNamespace(block=(256, 1, 1))
     p = Pipeline.parse("launch_bounds_2").passes[0]
     bound = p.with_launch(launch, entry="k")
-    assert str(bound) == "launch_bounds_2{block=256,entry=k}"
+    assert str(bound) == "launch_bounds_2{block=256,entry=k}"  # no shared memory: the default
     assert bound.with_launch(launch) == bound
     with pytest.raises(PassError, match="names block 128, the performance launch uses 256"):
         Pipeline.parse("launch_bounds_2{block=128}").passes[0].with_launch(launch)
@@ -186,7 +202,7 @@ def test_canonical_strings_round_trip():
         p = Pipeline.parse(s)
         assert str(p) == canon and Pipeline.parse(str(p)) == p
     for bad in ("launch_bounds{minblocks=0}", "launch_bounds{minblocks=33}", "launch_bounds_2{block=0}",
-                "launch_bounds_2{block=2x2x2x2}", "launch_bounds_2{block=a}"):
+                "launch_bounds_2{block=2x2x2x2}", "launch_bounds_2{block=a}", "launch_bounds_2{shared_bytes=-1}"):
         with pytest.raises(PipelineError):
             Pipeline.parse(bad)
 

@@ -26,6 +26,10 @@ and may *use* registers up to that cap even where it needed fewer before.
   ``block=`` that disagrees with the launch is an error, not a silent pick.
 * ``entry=K``: only kernel K is touched (a launch belongs to one kernel);
   by default every entry is.
+* ``shared_bytes=D``: the launch's dynamic shared memory per block (Triton
+  kernels declare all of theirs as ``.extern .shared``), counted with the
+  static ``.shared`` when checking that N blocks fit; :meth:`with_launch`
+  sets it from the launch.
 
 An entry is refused, with its reason, when:
 
@@ -36,9 +40,9 @@ An entry is refused, with its reason, when:
   narrowing it would make launches the source allows fail);
 * N blocks cannot be resident even at the smallest register allocation:
   more than the per-SM block or warp cap of the target (ptxas then ignores
-  ``.minnctapersm`` with a warning), the static ``.shared`` memory of N
-  blocks exceeds the SM's, or a matrix instruction names more registers than
-  the cap (ptxas cannot compile it);
+  ``.minnctapersm`` with a warning), the shared memory of N blocks (static
+  plus ``shared_bytes``) exceeds the SM's, or a matrix instruction names
+  more registers than the cap (ptxas cannot compile it);
 * it uses ``setmaxnreg``, or the source sets ``.maxnreg`` (a register
   budget is chosen already: ptxas would take the smaller of the two caps,
   silently), or a different ``.minnctapersm`` (replaced only with
@@ -46,8 +50,13 @@ An entry is refused, with its reason, when:
 
 The target's limits come from :mod:`ptxopt.sim.occupancy` for the module's
 ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`); a target without a
-row there is refused. Dynamic shared memory is the launch's, which the pass
-does not see: the shared-memory check covers static ``.shared`` only.
+row there is refused.
+
+N is a floor, not a target: where the kernel already fits more than N
+blocks, ptxas spends the slack on registers (measured with ptxas 12.9 on
+the Triton corpus at 128-thread blocks: ``triton_matmul_f32_ieee`` 40 -> 68
+registers for N <= 6, 12 -> 7 resident blocks), so a small N can *lower*
+occupancy; whether it pays is the objective's call, not this pass's.
 The directives' ISA facts are in :data:`ptxopt.opcodes.ENTRY_TUNING_DIRECTIVES`.
 """
 
@@ -134,7 +143,8 @@ def _size(d: Decl, item) -> int:
 class LaunchBounds(Pass):
     """``minblocks``: the blocks per SM to make room for. ``block``: the
     performance launch's block (``256``, ``16x16``), needed unless the entry
-    has ``.reqntid``. ``entry``: only this kernel. ``override``: replace a
+    has ``.reqntid``. ``entry``: only this kernel. ``shared_bytes``: the
+    launch's dynamic shared memory per block. ``override``: replace a
     ``.minnctapersm`` the source set."""
 
     kind: ClassVar[str] = "launch_bounds"
@@ -143,12 +153,15 @@ class LaunchBounds(Pass):
     minblocks: int
     block: str = ""
     entry: str = ""
+    shared_bytes: int = 0
     override: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.block:
             object.__setattr__(self, "block", _show(parse_block(self.block)))
+        if self.shared_bytes < 0:
+            raise ValueError(f"shared_bytes={self.shared_bytes} is negative")
 
     @property
     def description(self) -> str:
@@ -157,11 +170,13 @@ class LaunchBounds(Pass):
 
     def with_launch(self, launch, entry: str | None = None) -> LaunchBounds:
         """This pass for a performance launch (anything with a ``block``
-        extent tuple); see the module doc."""
-        block = _show(launch.block)
+        extent tuple and ``shared_bytes``); see the module doc."""
+        block, shared = _show(launch.block), int(getattr(launch, "shared_bytes", 0) or 0)
         if self.block and self.block != block:
             raise PassError(f"'{self}' names block {self.block}, the performance launch uses {block}")
-        return replace(self, block=block, entry=entry or self.entry)
+        if self.shared_bytes and self.shared_bytes != shared:
+            raise PassError(f"'{self}' names {self.shared_bytes} shared bytes, the performance launch {shared}")
+        return replace(self, block=block, shared_bytes=shared, entry=entry or self.entry)
 
     def run(self, module: Module) -> ChangeReport:
         from ptxopt.toolchain.arch import resolve_arch
@@ -255,9 +270,11 @@ class LaunchBounds(Pass):
         cap = register_cap(lim, threads, n)
         if cap is None:
             return f"{n} blocks of {threads} threads do not fit the register file {where} at any register count"
-        smem = static_shared_bytes(module, fn)
+        static = static_shared_bytes(module, fn)
+        smem = static + self.shared_bytes
         if smem and occupancy(lim.arch, threads, cap, smem).limits["shared memory"] < n:
-            return f"{n} blocks of {smem} bytes of static shared memory do not fit an SM {where}"
+            what = f"{static} static + {self.shared_bytes} dynamic" if self.shared_bytes else f"{static} static"
+            return f"{n} blocks with {what} bytes of shared memory each do not fit an SM {where}"
         need = instruction_registers(fn)
         if need is not None and need[0] > cap:
             at = f" at line {need[1]}" if need[1] else ""
