@@ -48,7 +48,7 @@ file's launch is still one the entries' ``.reqntid``/``.maxntid`` allow (a
 launch they forbid fails on hardware, which the interpreter does not model).
 
 Two tiers: ``test_adversarial`` runs each kernel's tempted passes (fast);
-``test_adversarial_all_passes`` (slow) runs all 20 passes on every kernel and
+``test_adversarial_all_passes`` (slow) runs every named pass on every kernel and
 asserts the general property: unchanged, or compiles and verifies equal, and
 the carry pairing holds.
 

@@ -193,6 +193,8 @@ def test_with_launch_binds_the_performance_block():
         Pipeline.parse("launch_bounds_2{block=128}").passes[0].with_launch(launch)
     other = Pipeline.parse("maxnreg_64").passes[0]
     assert other.with_launch(launch) is other
+    pipe = Pipeline.parse("cache_cg,launch_bounds{minblocks=4}").with_launch(launch, "k")
+    assert str(pipe) == "cache_cg,launch_bounds{block=256,entry=k,minblocks=4}"
 
 
 def test_canonical_strings_round_trip():
