@@ -271,3 +271,10 @@ def test_ptxas_takes_the_smaller_cap_silently_with_maxnreg_beside_it(maxnreg, ex
     smaller cap (no warning), so one of the two budgets would mean nothing."""
     res = compile_ptx(pressure_kernel(f".maxntid 256\n.minnctapersm 4\n.maxnreg {maxnreg}\n"), "sm_89")
     assert res.kernels["k"].registers == expect and not res.warnings
+
+
+def test_a_module_older_than_the_directive_is_refused():
+    m = parse(kernel(".reqntid 128"))
+    m.version = "1.4"  # .minnctapersm came with PTX ISA 2.0 (opcodes.ENTRY_TUNING_DIRECTIVES)
+    _, rep = Pipeline.parse("launch_bounds_2").passes[0].apply(m)
+    assert ".minnctapersm needs PTX ISA 2.0; the module is .version 1.4" in rep.refused[0].what
