@@ -278,3 +278,31 @@ def test_a_module_older_than_the_directive_is_refused():
     m.version = "1.4"  # .minnctapersm came with PTX ISA 2.0 (opcodes.ENTRY_TUNING_DIRECTIVES)
     _, rep = Pipeline.parse("launch_bounds_2").passes[0].apply(m)
     assert ".minnctapersm needs PTX ISA 2.0; the module is .version 1.4" in rep.refused[0].what
+
+
+def test_static_shared_memory_counts_what_the_entry_and_its_callees_use():
+    from ptxopt.passes.launch_bounds import static_shared_bytes
+
+    text = """.version 8.0
+.target sm_89
+.address_size 64
+.shared .align 4 .b8 used_by_helper[4096];
+.shared .align 4 .b8 unused[65536];
+.shared .align 4 .f32 tile[256];
+.func helper()
+{
+\t.reg .b32 %r<2>;
+\tmov.u32 %r1, used_by_helper;
+\tret;
+}
+.visible .entry k()
+{
+\t.reg .b32 %r<2>;
+\t.shared .align 4 .b8 local[100];
+\tmov.u32 %r1, tile;
+\tcall helper, ();
+\tret;
+}
+"""
+    m = parse(text)
+    assert static_shared_bytes(m, m.entries[0]) == 4096 + 16 * 16 * 4 + 100

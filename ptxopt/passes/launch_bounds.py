@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
-from ptxopt.ir import Block, Decl, Function, Module, PerfDirective
+from ptxopt.ir import Block, Decl, Function, Imm, Module, PerfDirective
 from ptxopt.opcodes import ENTRY_TUNING_DIRECTIVES, TYPE_BITS
 from ptxopt.passes.base import ChangeReport, Pass, PassError
 from ptxopt.passes.families import REGISTER_BUDGET
@@ -108,22 +108,38 @@ def register_cap(lim: SmLimits, threads: int, blocks: int) -> int | None:
 
 
 def static_shared_bytes(module: Module, fn: Function) -> int:
-    """Bytes of static ``.shared`` memory ``fn`` declares or names (module-level
-    variables count when an instruction of ``fn`` mentions them; unsized
-    ``.extern`` arrays are dynamic shared memory, the launch's, and count 0)."""
-    used = " ".join(str(i) for i in fn.instructions())
+    """Bytes of static ``.shared`` memory ``fn`` declares or names, with the
+    functions it calls (module-level variables count when an instruction of
+    those mentions them; unsized ``.extern`` arrays are dynamic shared
+    memory, the launch's, and count 0)."""
+    bodies = {f.name: f for f in module.functions if f.body is not None}
+    reached, todo, text = {fn.name}, [fn], []
+    while todo:
+        f = todo.pop()
+        text.append(" ".join(str(i) for i in f.instructions()))
+        calls = " ".join(str(i) for i in f.instructions() if i.opcode == "call")
+        for name, g in bodies.items():
+            if name not in reached and _names(name, calls):
+                reached.add(name)
+                todo.append(g)
+    used = " ".join(text)
     total = 0
-    decls = [d for d in module.items if type(d) is Decl and d.space == ".shared"]
-    for d in decls:
-        total += sum(_size(d, it) for it in d.items if re.search(rf"(?<![\w$%]){re.escape(it.name)}(?![\w$])", used))
-    stack = [fn.body] if fn.body is not None else []
-    while stack:
-        for item in stack.pop().items:
-            if type(item) is Block:
-                stack.append(item)
-            elif type(item) is Decl and item.space == ".shared":
-                total += sum(_size(item, it) for it in item.items)
+    for d in module.items:
+        if type(d) is Decl and d.space == ".shared":
+            total += sum(_size(d, it) for it in d.items if _names(it.name, used))
+    for name in reached:
+        stack = [bodies[name].body]
+        while stack:
+            for item in stack.pop().items:
+                if type(item) is Block:
+                    stack.append(item)
+                elif type(item) is Decl and item.space == ".shared":
+                    total += sum(_size(item, it) for it in item.items)
     return total
+
+
+def _names(name: str, text: str) -> bool:
+    return re.search(rf"(?<![\w$%]){re.escape(name)}(?![\w$])", text) is not None
 
 
 def _size(d: Decl, item) -> int:
@@ -135,7 +151,7 @@ def _size(d: Decl, item) -> int:
     for dim in item.dims:
         if dim == "":
             return 0
-        n *= int(dim, 0)
+        n *= int(Imm(dim).value())
     return n
 
 
