@@ -306,3 +306,11 @@ def test_static_shared_memory_counts_what_the_entry_and_its_callees_use():
 """
     m = parse(text)
     assert static_shared_bytes(m, m.entries[0]) == 4096 + 16 * 16 * 4 + 100
+
+
+def test_a_minnctapersm_without_a_block_bound_takes_effect():
+    """ptxas ignores .minnctapersm alone (test_isa_facts); the block makes it count."""
+    out, rep = apply("launch_bounds{minblocks=2,block=256}", kernel(".minnctapersm 2"))
+    assert dirs(out) == {".maxntid": ("256",), ".minnctapersm": ("2",)}
+    assert rep.changed[0].what.startswith("set .maxntid 256 and kept .minnctapersm 2 (ptxas ignored it")
+    assert not compile_ptx(emit(out), "sm_89").warnings

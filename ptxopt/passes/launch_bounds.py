@@ -266,7 +266,12 @@ class LaunchBounds(Pass):
             new += (PerfDirective(".maxntid", tuple(map(str, parse_block(_show(block))))),)
             what.append(f"set .maxntid {', '.join(new[-1].args)}")
         new += (PerfDirective(".minnctapersm", (str(n),)),)
-        what.append(f"set .minnctapersm {n}" if cur is None else f"replaced .minnctapersm {cur.args[0]} with {n}")
+        if cur is None:
+            what.append(f"set .minnctapersm {n}")
+        elif cur.args != (str(n),):
+            what.append(f"replaced .minnctapersm {', '.join(cur.args)} with {n}")
+        else:
+            what.append(f"kept .minnctapersm {n} (ptxas ignored it without a block bound)")
         cap = register_cap(lim, threads, n)
         return new, " and ".join(what) + (f" (ptxas caps registers at {cap} per thread for {n} "
                                           f"block{'s' if n > 1 else ''} of {threads} threads on {lim.arch})")
