@@ -181,6 +181,8 @@ def test_entry_option_and_funcs():
     assert [s.function for s in rep.changed] == ["k"]
     by = {f.name: {d.name for d in f.directives} for f in out.functions}
     assert by == {"a": set(), "k": {".maxntid", ".minnctapersm"}, "helper": set()}
+    _, rep = apply("launch_bounds{minblocks=2,block=64,entry=nope}", text)
+    assert not rep.changed and rep.refused[0].what == "no kernel named nope (kernels: a, k)"
 
 
 def test_with_launch_binds_the_performance_block():

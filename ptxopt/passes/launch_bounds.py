@@ -213,6 +213,9 @@ class LaunchBounds(Pass):
             elif why is not None:
                 report.change(fn.name, fn.line, why[1])
                 fn.directives = why[0]
+        if self.entry and all(fn.name != self.entry for fn in module.entries):
+            names = ", ".join(fn.name for fn in module.entries) or "none"
+            report.refuse(self.entry, 0, f"no kernel named {self.entry} (kernels: {names})")
         return report
 
     def _too_old(self, version) -> str | None:
