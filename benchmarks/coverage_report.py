@@ -17,7 +17,7 @@ import time
 
 from ptxopt import parse
 from ptxopt.corpus import select
-from ptxopt.verify import verify
+from ptxopt.equivalence.interpret import verify
 
 
 def main(argv: list[str]) -> int:

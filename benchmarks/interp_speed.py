@@ -26,7 +26,7 @@ import time
 from ptxopt.corpus import get
 from ptxopt.interp import Program, make_args, run_kernel
 from ptxopt.parser import parse
-from ptxopt.verify import verify
+from ptxopt.equivalence.interpret import verify
 
 TARGETS = {"gemm_tile_16x16x16": 1.0, "cuda_reduce_sum_smem": 2.0}
 DEFAULT_KERNELS = ("gemm_tile_16x16x16", "cuda_reduce_sum_smem", "triton_matmul_f16",

@@ -32,7 +32,7 @@ from pathlib import Path
 from ptxopt import parse
 from ptxopt.corpus import select
 from ptxopt.testing.mutants import OPERATORS, mutants
-from ptxopt.verify import verify
+from ptxopt.equivalence.interpret import verify
 
 VERDICTS = ("differ", "inconclusive", "equivalent", "equal")  # equivalent: equal on a reviewed equivalent mutant
 REVIEWED = Path(__file__).resolve().parent / "mutation_reviewed.json"

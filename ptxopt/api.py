@@ -50,8 +50,7 @@ from ptxopt.parser import parse
 from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord
 from ptxopt.pipeline import Pipeline
 
-#: Verdicts under which the transformed PTX is returned.
-ACCEPTED = ("identical", "hints-only", "proved", "equal", "unchecked")
+from ptxopt.equivalence.verdict import ACCEPTED, Verdict
 
 
 class BeforeAfter(NamedTuple):
@@ -69,9 +68,9 @@ class OptimizeResult:
     pipeline: str
     arch: str
     records: list[PassRecord] = field(default_factory=list)
-    verdict: str = "identical"  # of the transformed module, see the module doc
+    verdict: Verdict = Verdict.IDENTICAL  # of the transformed module, see the module doc
     verdict_note: str = ""
-    coverage: object | None = None  # ptxopt.verify.Coverage of the check, when the interpreter ran
+    coverage: object | None = None  # ptxopt.equivalence.interpret.Coverage of the check, when the interpreter ran
     contract: str = ""  # the launch contract the check used
     registers: BeforeAfter = BeforeAfter(None, None)  # max over entries, input / returned text
     spills: BeforeAfter = BeforeAfter(None, None)  # spill store + load bytes, input / returned text
@@ -129,7 +128,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     accepts it and its equivalence is established (module doc).
 
     ``contract``: how to launch the entries for the check -- a
-    :class:`~ptxopt.contract.Contract`, :class:`~ptxopt.contract.Contracts`,
+    :class:`~ptxopt.equivalence.launch.Launch`, :class:`~ptxopt.equivalence.contract.Contracts`,
     ``Geometry``, corpus ``KernelSpec``, or a list of alternatives tried in
     order while the verdict is ``inconclusive`` (the first under which the
     original runs fully decides; a ``differ`` under any is final). None: the
@@ -174,7 +173,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     try:
         run = timed("passes", PassManager(pipe).run, module)
     except PassFailure as e:
-        out.verdict = "inconclusive"
+        out.verdict = Verdict.INCONCLUSIVE
         return keep_input(f"a pass failed: {e}")
     out.records = run.records
     printed_in = emit(module)
@@ -186,7 +185,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     try:
         after = timed("ptxas", run_ptxas, text, arch)
     except (PtxasError, ToolchainError) as e:
-        out.verdict, out.verdict_note = "differ", f"ptxas rejects the result: {e}"
+        out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
     if verify:
         chk = timed("verify", check_equivalence, module, run.module, contract, prove)
@@ -202,102 +201,53 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     return out
 
 
-def _cheap_verdict(original: Module, transformed: Module) -> tuple[str, str]:
-    from ptxopt.evaluate.observable import observable_form
+def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:
+    from ptxopt.equivalence.decision import HINTS_NOTE
+    from ptxopt.equivalence.observable import observable_form
 
     if observable_form(original) == observable_form(transformed):
-        return "hints-only", _HINTS_NOTE
-    return "unchecked", "verify=False: equivalence was not checked"
+        return Verdict.HINTS_ONLY, HINTS_NOTE
+    return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
 
 
-_HINTS_NOTE = ("differs only in cache operators, eviction hints, prefetches or register budgets, "
-               "which the interpreter cannot observe: equal by construction")
-_RANK = {"differ": 0, "inconclusive": 1, "equal": 2, "proved": 3}
+def _alternatives(contract, module: Module):
+    """``entry -> [Launch, ...]``: the check launches to try for each entry
+    (see :func:`optimize`'s ``contract``)."""
+    from ptxopt.equivalence.contract import Contracts
+    from ptxopt.equivalence.instrument import check_launch
+    from ptxopt.equivalence.launch import as_launch
 
+    given = list(contract) if isinstance(contract, (list, tuple)) else [contract]
 
-def _alternatives(contract) -> list:
-    if contract is None:
-        return [None]
-    if isinstance(contract, (list, tuple)):
-        return list(contract) or [None]
-    return [contract]
+    def launches(entry: str) -> list:
+        out = []
+        for alt in given or [None]:
+            try:
+                cs = alt if isinstance(alt, Contracts) else Contracts([as_launch(alt)] if alt is not None else [])
+                out.append(check_launch(module, entry, cs))
+            except InputRejected as e:  # a contract that does not fit this entry decides nothing
+                out.append(e)
+        return out
+
+    return launches
 
 
 def check_equivalence(original: Module, transformed: Module, contract=None,
-                      prove: bool = True) -> tuple[str, str, object, str]:
-    """``(verdict, note, coverage, contract)`` for ``transformed`` against
-    ``original``: the one verification step of :func:`optimize`.
+                      prove: bool = True) -> tuple[Verdict, str, object, str]:
+    """``(verdict, note, coverage, launch)`` for ``transformed`` against
+    ``original``: the one verification step of :func:`optimize`, decided by
+    :func:`ptxopt.equivalence.decide_module` (each entry: hints-only, proved
+    when ``prove``, else the interpreter under its check launch with the
+    command line's minimum coverage; the module's verdict is the weakest
+    entry's). ``contract`` may list alternatives (see :func:`optimize`)."""
+    from ptxopt.equivalence.decision import decide_module
+    from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE
 
-    ``hints-only`` when the two differ only in what the interpreter cannot
-    observe; otherwise each entry is ``proved`` by :func:`ptxopt.prove.prove`
-    (when ``prove``) or else run by :func:`ptxopt.verify.verify` under its
-    contract with the command line's minimum coverage (the prover's reason
-    appended to the note), and the module's verdict is the weakest entry's.
-    ``contract`` may list alternatives (see :func:`optimize`)."""
-    if _cheap_verdict(original, transformed)[0] == "hints-only":
-        return "hints-only", _HINTS_NOTE, None, ""
-    entries = [fn.name for fn in original.entries]
-    worst: tuple | None = None
-    for entry in entries:
-        res = None
-        why = ""
-        if prove:
-            from ptxopt.prove import prove as prove_pair
-
-            pr = prove_pair(original, transformed, entry=entry)
-            if pr.verdict == "proved":
-                res = ("proved", f"{entry}: {pr.reason}", None, "all launches")
-            else:
-                why = f"; prover {pr.verdict}: {pr.reason}"
-        if res is None:
-            for alt in _alternatives(contract):
-                res = _check_entry(original, transformed, entry, alt)
-                if res[0] != "inconclusive":
-                    break
-            if why:
-                res = (res[0], res[1] + why, *res[2:])
-        if worst is None or _RANK[res[0]] < _RANK[worst[0]]:
-            worst = res
-    if worst is None:
-        return "inconclusive", "the module has no kernel entry to run", None, ""
-    verdict, note, cov, c = worst
-    if len(entries) > 1:
-        note = f"{len(entries)} entries; weakest: {note}"
-    return verdict, note, cov, c
-
-
-def _check_entry(original: Module, transformed: Module, entry: str, contract) -> tuple:
-    from ptxopt.interp.errors import InterpError
-    from ptxopt.passmanager import VerifyEach
-    from ptxopt.verify import DEFAULT_MIN_COVERAGE, verify
-
-    try:
-        c = VerifyEach(contract=contract).contract_for(original, entry)
-    except InputRejected as e:
-        return "inconclusive", f"{entry}: {e}", None, ""
-    where = c.describe()
-    try:
-        if c.spec is not None:
-            res = verify(original, transformed, entry, spec=c.spec, min_coverage=DEFAULT_MIN_COVERAGE)
-        else:
-            res = verify(original, transformed, entry, geometry=c.geometry, min_coverage=DEFAULT_MIN_COVERAGE)
-    except InterpError as e:
-        return "inconclusive", f"{entry}: the original cannot run under {where}: {_line(e)}", None, where
-    cov = res.coverage
-    if res.status == "equal":
-        pct = f"; {cov.output_bytes:.0%} of the written bytes stored" if cov is not None else ""
-        return "equal", f"{entry}: {res.trials} launches{pct}", cov, where
-    if res.status == "mismatch":
-        mm = res.mismatch
-        return ("differ", f"{entry}: {mm.buffer}[{mm.index}] is {mm.transformed}, was {mm.original} "
-                f"({mm.flavour} inputs, {mm.schedule} schedule, {mm.layout} layout)", cov, where)
-    why = res.error or "; ".join(map(str, res.notes)) or res.status
-    return res.verdict, f"{entry}: {_line(why)}", cov, where
-
-
-def _line(e) -> str:
-    s = str(e).strip().splitlines()
-    return s[0] if s else type(e).__name__
+    d = decide_module(original, transformed, _alternatives(contract, original), prove=prove,
+                      min_coverage=DEFAULT_MIN_COVERAGE)
+    cov = d.result.coverage if d.result is not None else None
+    where = d.launch.describe() if d.launch is not None else "all launches" if d.verdict is Verdict.PROVED else ""
+    return d.verdict, d.note, cov, where
 
 
 def optimize_text(ptx: str, pipeline: str | Pipeline, **kw) -> str:

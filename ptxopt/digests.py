@@ -18,12 +18,12 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent
 
 #: What decides a result once the printed PTX is fixed (the backend adds its own version).
-EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "verify.py", "verify_boundary.py", "verify_changes.py",
+EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
                      "corpus.py", "toolchain", "prove", "digests.py")
 
 #: What decides the printed PTX for a (kernel, pipeline).
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "ir.py", "grammar",
-                 "opcodes.py", "identity_memo.py", "constexpr.py", "comments.py", "contract.py", "inputs.py",
+                 "opcodes.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
                  "ptxwords.py")
 
 

@@ -26,7 +26,9 @@ points of every run:
 The features of ``ptxopt run`` are instruments: ``--opt-bisect-limit N``
 (:class:`BisectLimit`, a ``should_run`` veto: only the first N passes run, to
 find the pass that breaks a kernel by bisection), ``--verify-each``
-(:class:`VerifyEach`), ``--print-changed`` (:class:`PrintChanged`),
+(:class:`ptxopt.equivalence.instrument.VerifyEach`, which lives with the
+equivalence checks: the pass manager itself imports none of them),
+``--print-changed`` (:class:`PrintChanged`),
 ``--print-after-all`` (:class:`PrintAfterAll`), ``--time-passes``
 (:class:`TimePasses`) and ``--stats`` (:class:`Stats`).
 
@@ -91,6 +93,11 @@ class PassFailure(Exception):
 class InputRejected(InputError):
     """The pipeline's *input* is unusable (ptxas rejects the original, a
     contract does not fit the kernel): an input problem, not a pass's fault."""
+
+
+class VerificationError(Exception):
+    """An instrument found the output of a pass invalid: the run fails with a
+    :class:`PassFailure` and a reproducer."""
 
 
 class RevertPass(Exception):
@@ -355,224 +362,6 @@ def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input
 # Instruments
 # --------------------------------------------------------------------------
 
-class VerificationError(Exception):
-    """An instrument found the output of a pass invalid."""
-
-
-_REGISTER_TARGET_ERRORS = ("insufficient registers", "register target")
-
-
-@dataclass
-class EntryCheck:
-    """One equivalence check of one entry after one pass.
-
-    ``status``: ``equal``, ``mismatch``, ``error`` (the transformed kernel
-    fails where the original does not) or ``inconclusive`` (the original
-    itself cannot run under ``contract``: nothing to compare against)."""
-
-    pass_name: str
-    entry: str
-    status: str
-    contract: object  # ptxopt.contract.Contract
-    detail: str = ""
-    trials: int = 0
-
-    def line(self) -> str:
-        head = f"after '{self.pass_name}': {self.entry}: "
-        if self.status == "equal":
-            body = f"equivalent ({self.trials} launches)" + (f"; {self.detail}" if self.detail else "")
-        elif self.status == "inconclusive":
-            body = f"equivalence not checked: {self.detail}"
-        else:
-            body = self.detail
-        return head + body + f"; contract: {self.contract.describe()}"
-
-    def to_json(self) -> dict:
-        return {"pass": self.pass_name, "entry": self.entry, "status": self.status,
-                "detail": self.detail or None, "trials": self.trials, "contract": self.contract.to_json()}
-
-
-class VerifyEach(Instrument):
-    """Before the first pass: ptxas accepts the *input* (else
-    :class:`InputRejected`: an input problem, never a pass's fault). After
-    every pass that changed the module: the printed PTX re-parses, ptxas
-    accepts it, and (``equivalence``) every entry computes exactly what it
-    computed before the pass, checked by the interpreter
-    (:func:`ptxopt.verify.verify`: bit-for-bit buffers over several input
-    flavours and thread schedules).
-
-    ``arch``: the ptxas architecture; None (the default) means the module's
-    own ``.target`` (:func:`ptxopt.toolchain.arch.resolve_arch`).
-
-    ``source``: the input's own text, when there is one: the input check
-    assembles it rather than its printing, so that ptxas's complaints name the
-    user's lines (the printed module drops comments and blank lines).
-
-    ``contract``: how entries are launched (:mod:`ptxopt.contract`): a
-    :class:`~ptxopt.contract.Contract`, :class:`~ptxopt.contract.Contracts`,
-    :class:`ptxopt.verify.Geometry` or corpus ``KernelSpec``. Without one, an
-    entry that matches a corpus kernel uses its manifest entry, and any other
-    entry a guessed one-thread launch (said so in every line about it).
-
-    Every check is kept in ``checks`` (:class:`EntryCheck`, each naming its
-    contract). When the *original* cannot run under the contract (it faults,
-    needs dynamic shared memory it was not given, uses an instruction the
-    interpreter lacks), equivalence was not checked: the check is
-    ``inconclusive`` and listed in ``inconclusive`` -- said, not hidden;
-    ``ptxopt run --verify-each`` exits 4 on it unless ``--allow-unchecked``.
-
-    A ptxas failure to meet a register budget ("Insufficient registers",
-    "cannot be compiled with specified register target constraints") after a
-    register-budget pass, or a ptxas warning that it ignores the
-    ``.maxnreg`` or the ``.minnctapersm`` ("... will be ignored"), reverts
-    that pass (:class:`RevertPass`): a clean refusal, not a pass failure.
-
-    Needs the module before each pass (the equivalence check compares with
-    it, a revert goes back to it).
-    """
-
-    needs_before = True
-
-    def __init__(self, arch: str | None = None, equivalence: bool = True, trials: int | None = None,
-                 contract=None, source: str | None = None):
-        from ptxopt.contract import Contracts, as_contract
-
-        self.arch = arch
-        self.source = source
-        self.resolved_arch: str | None = None
-        self.equivalence = equivalence
-        self.trials = trials
-        if contract is None or isinstance(contract, Contracts):
-            self.contracts = contract or Contracts()
-        else:
-            self.contracts = Contracts([as_contract(contract)])
-        self.checks: list[EntryCheck] = []
-        self._entry_contracts: dict[str, object] = {}
-        self._input_warnings: frozenset[str] = frozenset()
-
-    # -- results --------------------------------------------------------------
-    @property
-    def inconclusive(self) -> list[EntryCheck]:
-        return [c for c in self.checks if c.status == "inconclusive"]
-
-    @property
-    def skipped(self) -> list[str]:
-        """One line per inconclusive check (kept for callers of the old API)."""
-        return [c.line() for c in self.inconclusive]
-
-    def contract_for(self, module: Module, entry: str):
-        """The contract used for ``entry``: given, else the corpus's, else a guess."""
-        c = self._entry_contracts.get(entry)
-        if c is not None:
-            return c
-        from ptxopt.contract import ContractError, corpus_contract, guess_contract
-
-        c = self.contracts.for_entry(entry)
-        if c is not None:
-            from ptxopt.interp import Program
-
-            try:
-                c = c.fit([p.name for p in Program(module).kernel_params(entry)])
-            except ContractError as e:
-                raise InputRejected(str(e)) from None
-        else:
-            from ptxopt.interp import Program
-            from ptxopt.verify import spec_for
-
-            spec = spec_for(Program(module), entry)
-            c = corpus_contract(spec) if spec is not None else guess_contract().with_entry(entry)
-        self._entry_contracts[entry] = c
-        return c
-
-    def to_json(self) -> dict:
-        return {
-            "arch": self.resolved_arch,
-            "equivalence": self.equivalence,
-            "contracts": {e: c.to_json() for e, c in self._entry_contracts.items()},
-            "checks": [c.to_json() for c in self.checks],
-            "inconclusive": len(self.inconclusive),
-        }
-
-    # -- the hooks ------------------------------------------------------------
-    def start(self, module):
-        from ptxopt.toolchain import PtxasError, compile_ptx
-        from ptxopt.toolchain.arch import resolve_arch
-
-        self.resolved_arch = resolve_arch(module, self.arch)
-        try:
-            res = compile_ptx(self.source if self.source is not None else emit(module), self.resolved_arch)
-        except PtxasError as e:
-            raise InputRejected(
-                f"ptxas rejects the input itself for {self.resolved_arch}, before any pass: {e}"
-                + ("" if self.arch else " (the architecture comes from the module's .target; "
-                   "give --arch to use another)")) from None
-        self._input_warnings = frozenset(d.message for d in res.warnings)
-        if self.equivalence:
-            for fn in module.entries:
-                self.contract_for(module, fn.name)
-
-    def after_pass(self, p, before, after, record):
-        if not record.changed:
-            return
-        from ptxopt.passes.families import REGISTER_BUDGET
-        from ptxopt.toolchain import PtxasError, compile_ptx
-        from ptxopt.toolchain.arch import resolve_arch
-
-        arch = self.resolved_arch or resolve_arch(before, self.arch)
-        budget_pass = p.family == REGISTER_BUDGET
-        text = emit(after)
-        try:
-            parse(text)
-        except Exception as e:
-            raise VerificationError(f"after '{p.name}': printed PTX does not re-parse: {e}") from None
-        try:
-            res = compile_ptx(text, arch)
-        except PtxasError as e:
-            if budget_pass and any(k in str(e).lower() for k in _REGISTER_TARGET_ERRORS):
-                raise RevertPass(f"ptxas cannot meet the register budget for {arch}: {e}") from None
-            raise VerificationError(f"after '{p.name}': ptxas rejects the result: {e}") from None
-        if budget_pass:
-            for d in res.warnings:
-                msg = d.message
-                if msg not in self._input_warnings and "ignored" in msg.lower() and any(
-                        w in msg.lower() for w in ("maxnreg", "minnctapersm", "maxntid")):
-                    raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
-        if self.equivalence:
-            for fn in after.entries:
-                self._check_equivalent(p, before, after, fn.name)
-
-    def _check_equivalent(self, p, before, after, entry: str) -> None:
-        from ptxopt.interp.errors import InterpError
-        from ptxopt.verify import DEFAULT_TRIALS, verify
-
-        c = self.contract_for(before, entry)
-        trials = self.trials or DEFAULT_TRIALS
-        try:
-            if c.spec is not None:
-                res = verify(before, after, entry, trials=trials, spec=c.spec)
-            else:
-                res = verify(before, after, entry, trials=trials, geometry=c.geometry)
-        except InterpError as e:  # the *original* cannot run under this contract
-            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, str(e)))
-            return
-        notes = "; ".join(str(n) for n in res.notes)
-        if res.status == "inconclusive" or (res.status == "equal" and res.trials == 0):
-            why = res.error or notes or "no launch of the original could run"
-            self.checks.append(EntryCheck(p.name, entry, "inconclusive", c, why, res.trials))
-            return
-        if res.status == "mismatch":
-            mm = res.mismatch
-            detail = (f"computes something else: buffer {mm.buffer}[{mm.index}] "
-                      f"is {mm.transformed}, was {mm.original} (seed {mm.seed}, {mm.flavour} inputs, "
-                      f"{mm.schedule} schedule)")
-            self.checks.append(EntryCheck(p.name, entry, "mismatch", c, detail, res.trials))
-            raise VerificationError(f"after '{p.name}': {entry} {detail}; contract: {c.describe()}")
-        if res.status == "error":
-            self.checks.append(EntryCheck(p.name, entry, "error", c, res.error or "", res.trials))
-            raise VerificationError(f"after '{p.name}': {entry}: {res.error}; contract: {c.describe()}")
-        self.checks.append(EntryCheck(p.name, entry, "equal", c, notes, res.trials))
-
-
 class PrintChanged(Instrument):
     """A unified diff after every pass that changed the module."""
 
@@ -634,6 +423,6 @@ class Stats(Instrument):
                 self.out.write(f"  refused {s}\n")
 
 
-__all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass",
-           "Instrument", "PassInstrumentation", "BisectLimit", "MODULE_SITE", "VerifyEach", "EntryCheck",
+__all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass", "VerificationError",
+           "Instrument", "PassInstrumentation", "BisectLimit", "MODULE_SITE",
            "PrintChanged", "PrintAfterAll", "TimePasses", "Stats", "optimize"]

@@ -72,7 +72,7 @@ from ptxopt.passes.registry import pass_names
 from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
-from ptxopt.verify import Geometry, verify
+from ptxopt.equivalence.interpret import Geometry, verify
 
 HERE = Path(__file__).parent / "adversarial"
 EXPECTS = ("refused", "unchanged", "legal-change")
@@ -261,7 +261,7 @@ def verify_status(name: str, pass_name: str) -> tuple[str, str]:
         return "skip", f"original does not run in the interpreter: {e}"
     detail = r.error or (str(r.mismatch) if r.mismatch else "")
     if r.status == "inconclusive":
-        from ptxopt.evaluate.observable import observable_form
+        from ptxopt.equivalence.observable import observable_form
 
         if observable_form(m) == observable_form(parse(out.text)):
             # the evaluator's rule: a change only in performance annotations is

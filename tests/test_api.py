@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import ptxopt
-from ptxopt.contract import Contract
+from ptxopt.equivalence.launch import Launch
 from ptxopt.corpus import load_manifest
 from ptxopt.parser import ParseError
 from ptxopt.passes.base import ChangeReport, Pass
@@ -24,7 +24,7 @@ from ptxopt.passmanager import InputRejected
 from ptxopt.pipeline import Pipeline, PipelineError
 from ptxopt.testing.mutants import mutants
 from ptxopt.toolchain import compile_ptx
-from ptxopt.verify import Geometry
+from ptxopt.equivalence.interpret import Geometry
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
@@ -123,7 +123,7 @@ def test_inconclusive_keeps_the_input_and_a_contract_fixes_it():
     res = ptxopt.optimize(src, "reorder_cp", prove=False)  # the interpreter's contracts (the prover needs none)
     assert res.verdict == "inconclusive" and res.ptx is src
     assert "guessed" in res.contract and "stored only" in res.reason
-    geo = Contract("test", geometry=Geometry(block=(128, 1, 1)))
+    geo = Launch(block=(128, 1, 1), origin="contract", source="test")
     res2 = ptxopt.optimize(src, "reorder_cp", contract=geo, prove=False)
     assert res2.verdict == "equal" and res2.changed and res2.ptx != src
     # alternatives: the first cannot cover the outputs, the second decides

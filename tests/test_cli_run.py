@@ -17,7 +17,7 @@ def test_verify_each_on_an_sm90a_kernel_uses_its_target():
     r = run("run", "--verify-each", "--passes", "vec_ld", SM90A)
     assert r.exit_code == 0, r.stderr
     assert "ld.global.v4.f32" in r.stdout
-    assert "verified: after 'vec_ld': k: equivalent" in r.stderr and "contract: grid 1x1x1" in r.stderr
+    assert "verified: after 'vec_ld': k: proved" in r.stderr and "launch: grid" in r.stderr
 
 
 def test_an_input_ptxas_rejects_is_exit_2_with_ptxas_message_not_a_pass_failure():
@@ -35,23 +35,25 @@ def test_compile_defaults_to_the_module_target():
 
 
 def test_unchecked_equivalence_exits_4_unless_allowed():
-    r = run("run", "--verify-each", "--passes", "vec_ld", DYN)
+    r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", DYN)
     assert r.exit_code == 4
-    assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not checked" in r.stderr
+    assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not established" in r.stderr
     assert "(guessed: no contract given" in r.stderr and "--allow-unchecked" in r.stderr
-    r = run("run", "--verify-each", "--allow-unchecked", "--passes", "vec_ld", DYN)
+    assert run("run", "--verify-each", "--passes", "vec_ld", DYN).exit_code == 0  # proved: no launch needed
+    r = run("run", "--verify-each", "--no-prove", "--allow-unchecked", "--passes", "vec_ld", DYN)
     assert r.exit_code == 0 and "inconclusive:" in r.stderr and "ld.global.v4.f32" in r.stdout
 
 
 def test_contract_options_make_it_conclusive_and_json_states_the_contract():
-    r = run("run", "--verify-each", "--json", "--passes", "vec_ld", *DYN_CONTRACT, DYN)
+    r = run("run", "--verify-each", "--no-prove", "--json", "--passes", "vec_ld", *DYN_CONTRACT, DYN)
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     v = doc["verify"]
     assert v["arch"] == "sm_89" and v["inconclusive"] == 0
-    assert v["contracts"]["dyn_smem"] == {"source": "options", "guessed": False, "grid": [1, 1, 1],
-                                          "block": [32, 1, 1], "shared_bytes": 128,
-                                          "scalars": {"dyn_smem_param_2": 32}, "buffers": "default"}
+    assert v["launches"]["dyn_smem"] == {"source": "options", "origin": "options", "role": "check",
+                                         "guessed": False, "grid": [1, 1, 1], "block": [32, 1, 1],
+                                         "shared_bytes": 128, "scalars": {"dyn_smem_param_2": 32},
+                                         "buffers": "default"}
     assert [c["status"] for c in v["checks"]] == ["equal"]
     assert "block 32x1x1, 128 B dynamic shared, dyn_smem_param_2=32 (from options)" in r.stderr
 
@@ -68,7 +70,7 @@ def test_contract_file_next_to_the_ptx_is_loaded_automatically(tmp_path):
     # --contract names another file; options override single fields of it
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**contract, "launch": {**contract["launch"], "shared_bytes": 0}}))
-    r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), str(ptx))
+    r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", "--contract", str(other), str(ptx))
     assert r.exit_code == 4 and "(from other.json)" in r.stderr and "inconclusive" in r.stderr
     r = run("run", "--verify-each", "--passes", "vec_ld", "--contract", str(other), "--shared-bytes", "128",
             str(ptx))

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ptxopt.contract import (
+from ptxopt.equivalence.contract import (
     ContractError,
     contract_path_for,
     load_contract_file,
@@ -42,7 +42,7 @@ def test_manifest_entry_shaped_file_with_scalars_only_gives_a_geometry(tmp_path)
     [c] = load_contract_file(f)
     assert c.entry == "k" and c.params == ("k_param_2",)
     c = c.fit(["k_param_0", "k_param_1", "k_param_2"])  # the file does not describe the buffers
-    assert c.spec is None
+    assert not c.exact and c.origin == "contract" and "geometry" in c.interp_kwargs()
     with pytest.raises(ContractError, match="no parameter k_param_2"):
         c.fit(["a", "b"])
     assert (c.grid, c.block, c.shared_bytes, c.scalars) == ((2, 1, 1), (64, 1, 1), 256, {"k_param_2": 128})
@@ -57,7 +57,8 @@ def test_complete_params_give_exact_buffers(tmp_path):
         {"name": "n", "role": "scalar", "dtype": "u32", "value": "32"}]}))
     [c] = load_contract_file(f)
     c = c.fit(["a", "n"])
-    assert c.spec is not None and c.spec.params[0].dtype == "f16" and c.spec.params[1].value == 32
+    spec = c.interp_kwargs()["spec"]
+    assert c.exact and spec.params[0].dtype == "f16" and spec.params[1].value == 32
     assert c.to_json()["buffers"] == "exact"
 
 
@@ -99,12 +100,12 @@ def test_resolution_file_is_found_automatically_and_options_override_fields(tmp_
 
 
 def test_a_scalar_the_entry_lacks_is_an_error_of_the_contract_itself():
-    """Checked in Contract.fit, so every command refuses it (run --verify-each
+    """Checked in Launch.fit, so every command refuses it (run --verify-each
     used to accept --scalar nosuch=1 and report 'verified')."""
-    from ptxopt.contract import Contract, ContractError
-    from ptxopt.verify import Geometry
+    from ptxopt.equivalence.contract import ContractError
+    from ptxopt.equivalence.launch import Launch
 
-    c = Contract("options", geometry=Geometry(scalars={"nosuch": 1}))
+    c = Launch(scalars={"nosuch": 1}, origin="options", source="options")
     with pytest.raises(ContractError, match="no parameter nosuch"):
         c.fit(["p", "n"])
-    assert Contract("options", geometry=Geometry(scalars={"n": 3})).fit(["p", "n"]).scalars == {"n": 3}
+    assert Launch(scalars={"n": 3}, origin="options").fit(["p", "n"]).scalars == {"n": 3}

@@ -260,12 +260,18 @@ def test_loop_trip_counts_come_from_the_interpreter(cache):
     assert static.trip_counts.startswith("static") and static.cycles != r.cycles
 
 
-def test_kernel_outside_the_corpus_uses_one_thread(cache):
+def test_kernel_outside_the_corpus_gets_a_guessed_launch_that_never_says_equal(cache):
     from ptxopt.corpus import get
+    from ptxopt.equivalence.launch import Launch
 
     text = get(SMALL).ptx_text().replace(SMALL, "my_kernel")  # no manifest entry matches
-    r = evaluate(text, "vec_ld", cache=cache, prove=False)  # the interpreter's launch
+    r = evaluate(text, "vec_ld", cache=cache, prove=False)  # the interpreter on a guessed one-thread launch
+    assert r.ok and r.equivalence == "inconclusive" and not r.checked
+    assert "guessed launch" in r.equivalence_note and "block 1x1x1" in r.launch
+    given = Launch(origin="options", source="options")  # the same one thread, but given by the user
+    r = evaluate(Candidate(text, "vec_ld", launch=given), cache=cache, prove=False)
     assert r.ok and r.equivalence == "equal" and "block (1, 1, 1)" in r.equivalence_note
+    assert evaluate(text, "vec_ld", cache=cache).equivalence == "proved"  # the prover needs no launch
 
 
 ODD = """.version 8.0
@@ -377,7 +383,7 @@ def test_cache_survives_reopen(cache):
 
 
 # ---------------------------------------------------------------------------
-# the memoised equivalence check agrees with ptxopt.verify
+# the memoised equivalence check agrees with ptxopt.equivalence.interpret
 
 
 def _mutated(kernel, mutate):
@@ -405,14 +411,15 @@ def _mutated(kernel, mutate):
 ])
 def test_memoised_verify_agrees_with_verify(kernel, mutate):
     from ptxopt.corpus import get
-    from ptxopt.evaluate.equivalence import clear, verify_with_reference
+    from ptxopt.equivalence.decision import _RUNS, clear
     from ptxopt.interp import Program
-    from ptxopt.verify import verify
+    from ptxopt.equivalence.interpret import verify
 
     spec = get(kernel)
     orig, new = _mutated(kernel, mutate)
     expect = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec)
     clear()
-    for _ in range(2):  # computing the reference, then reusing it
-        got = verify_with_reference(Program(orig), Program(new), spec.entry, "ref", trials=4, spec=spec)
+    for _ in range(2):  # computing the reference, then reusing it (decide()'s memo of the originals' runs)
+        got = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec, reference=_RUNS,
+                     reference_key="ref")
         assert got.to_json() == expect.to_json()

@@ -1,4 +1,4 @@
-"""Hint-only candidates (ptxopt.evaluate.observable): which annotations the
+"""Hint-only candidates (ptxopt.equivalence.observable): which annotations the
 observable form drops, that the interpreter really ignores them, and that
 the evaluator still runs any candidate whose code changed."""
 
@@ -11,15 +11,15 @@ import pytest
 from ptxopt.corpus import get
 from ptxopt.emit import emit
 from ptxopt.evaluate import Candidate, evaluate
-from ptxopt.evaluate import equivalence as equivalence_mod
-from ptxopt.evaluate.observable import observable_form
+from ptxopt.equivalence import decision as equivalence_mod
+from ptxopt.equivalence.observable import observable_form
 from ptxopt.interp import Program
 from ptxopt.ir import instruction_slots
 from ptxopt.parser import parse
 from ptxopt.passes.registry import get_pass_class
 from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline
-from ptxopt.verify import verify
+from ptxopt.equivalence.interpret import verify
 
 HINT_PASSES = ("cache_ca", "cache_cg", "cache_cs", "cache_cv", "st_cache_wb", "st_cache_wt", "st_cache_cs",
                "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255", "prefetch_L1", "prefetch_L2")

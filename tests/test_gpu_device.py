@@ -4,7 +4,7 @@ Skipped, with the reason, wherever :func:`ptxopt.gpu.gpu_available` says
 no. They load, launch and time real kernels through the child-process
 harness: baselines, a single-pass variant, multi-thread kernels, a wrong
 candidate (mismatch), a faulting one (fault, then service continues in a
-fresh child), a hanging one (timeout), and ``measure_corpus`` end to end.
+fresh child), a hanging one (timeout), and ``benchmarks/gpu_measure_corpus.py`` end to end.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,7 @@ from ptxopt.passmanager import PassManager
 from ptxopt.toolchain import compile_ptx
 
 GPU, REASON = gpu_available()
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_measure_corpus.py"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not GPU, reason=f"needs a CUDA GPU: {REASON}")]
 
 SPEC = get("gemm_tile_2x2x2")
@@ -146,7 +148,7 @@ def test_hanging_kernel_times_out(worker):
 
 def test_backend_for_the_evaluator():
     pytest.importorskip("ptxopt.measure.base")
-    from ptxopt.gpu import make_backend
+    from ptxopt.measure.gpu import make_backend
 
     b = make_backend(warmup=5, repeats=20)
     try:
@@ -158,7 +160,7 @@ def test_backend_for_the_evaluator():
 
 def test_measure_corpus_end_to_end(tmp_path):
     out = tmp_path / "m.json"
-    r = subprocess.run([sys.executable, "-m", "ptxopt.gpu.measure_corpus", "--kernels", "gemm_tile_2x2x2",
+    r = subprocess.run([sys.executable, str(SCRIPT), "--kernels", "gemm_tile_2x2x2",
                         "--passes", "vec_ld,split_ld,maxnreg_32", "--warmup", "5", "--repeats", "20",
                         "--out", str(out), "--compare-sim"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr

@@ -28,7 +28,7 @@ no_gpu_only = pytest.mark.skipif(GPU, reason="a GPU is present: the no-GPU path 
 
 
 # ---------------------------------------------------------------------------
-# inputs: the same as ptxopt.verify builds
+# inputs: the same as ptxopt.equivalence.interpret builds
 # ---------------------------------------------------------------------------
 
 
@@ -37,7 +37,7 @@ no_gpu_only = pytest.mark.skipif(GPU, reason="a GPU is present: the no-GPU path 
 def test_host_args_match_verify(spec, flavour):
     slots = kernel_params(spec.ptx_text(), spec.entry)
     got = host_args(spec, slots, seed=3, flavour=flavour)
-    want = make_args(spec, 3, flavour)  # what ptxopt.verify passes to the interpreter
+    want = make_args(spec, 3, flavour)  # what ptxopt.equivalence.interpret passes to the interpreter
     assert len(got) == len(want) == len(slots)
     for p, slot, g, w in zip(spec.params, slots, got, want):
         if isinstance(w, np.ndarray):
@@ -221,7 +221,7 @@ def test_backend_adapter_maps_results():
 @no_gpu_only
 def test_make_backend_unavailable_here():
     backends = pytest.importorskip("ptxopt.measure.base")
-    import ptxopt.gpu as gpu
+    from ptxopt.measure.gpu import make_backend
 
     with pytest.raises(backends.BackendUnavailable, match="GPU backend unavailable: " + re.escape(GPU_REASON)):
-        gpu.make_backend()
+        make_backend()

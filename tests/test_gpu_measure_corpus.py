@@ -1,4 +1,4 @@
-"""``python -m ptxopt.gpu.measure_corpus``: the no-GPU exit, the numpy
+"""``benchmarks/gpu_measure_corpus.py``: the no-GPU exit, the numpy
 Spearman, the bookkeeping of the corpus loop (with the real harness child,
 which answers ``unavailable`` here), and ``--compare-sim`` on a
 measurements file (no GPU needed)."""
@@ -9,12 +9,17 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ptxopt.corpus import get
 from ptxopt.gpu import GpuWorker, gpu_available
-from ptxopt.gpu.measure_corpus import (
+from ptxopt.parser import parse
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_measure_corpus.py"
+sys.path.insert(0, str(SCRIPT.parent))
+from gpu_measure_corpus import (  # noqa: E402
     KIND,
     compare_sim,
     format_comparison,
@@ -24,7 +29,6 @@ from ptxopt.gpu.measure_corpus import (
     spearman,
     variant_text,
 )
-from ptxopt.parser import parse
 
 GPU, GPU_REASON = gpu_available()
 
@@ -34,8 +38,8 @@ def _run(*args, env=None):
 
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ptxopt.gpu.measure_corpus", *args], capture_output=True,
-                          text=True, timeout=300, env=e)
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300,
+                          env=e)
 
 
 @pytest.mark.skipif(GPU, reason="a GPU is present: measure_corpus would measure")

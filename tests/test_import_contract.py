@@ -19,7 +19,12 @@ Three rules:
     (:mod:`rl.plugin`) instead;
 (b) ``torch`` is imported only under ``rl/`` (optional imports included);
 (c) no import cycles: every strongly connected component of the graph is a
-    single module, except the components in :data:`ALLOWED_CYCLES`.
+    single module, except the components in :data:`ALLOWED_CYCLES`;
+(d) floors (:data:`FLOORS`): a package reaches, through no chain of imports,
+    a module of the layers above it -- ``ptxopt.gpu`` (the GPU harness)
+    stays below the pass layer. For this rule a string literal that names a
+    module (a lazy re-export table, ``import_module``, ``python -m``) counts
+    as an import too: it is one, deferred to run time.
 
 The checker is tested on a small synthetic tree too, so it can fail.
 """
@@ -142,6 +147,49 @@ def cycles(g: nx.DiGraph) -> list[frozenset[str]]:
                   key=lambda c: (-len(c), sorted(c)))
 
 
+def string_imports(root: Path, package: str, packages=PACKAGES) -> list[tuple[str, str]]:
+    """(module, named module) for each string literal in a module of ``package``
+    that is exactly the name of another known module: an import deferred to run
+    time (``_LAZY = {"f": "ptxopt.x"}``, ``import_module(...)``, ``-m ptxopt.x``)."""
+    files = module_files(root, packages)
+    out = set()
+    for mod, path in files.items():
+        if not _in(mod, package):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value != mod \
+                    and node.value in files:
+                out.add((mod, node.value))
+    return sorted(out)
+
+
+def floor_violations(g: nx.DiGraph, package: str, roots) -> list[list[str]]:
+    """The import chains by which ``package`` reaches the layers above it (the
+    modules of the packages ``roots``): for each such module reached first --
+    no other one on the way -- the shortest chain from a module of ``package``.
+    A module that imports a root is above it too; its chain goes on to the root."""
+    own = sorted(m for m in g if _in(m, package))
+    top = {m for m in g if any(_in(m, r) for r in roots) and not _in(m, package)}
+    parent: dict[str, str | None] = {m: None for m in own}
+    frontier, hits = list(own), []
+    while frontier:  # breadth first from every module of the package at once; stop at the roots
+        nxt = []
+        for m in frontier:
+            for d in sorted(g.successors(m)):
+                if d in parent:
+                    continue
+                parent[d] = m
+                (hits if d in top else nxt).append(d)
+        frontier = nxt
+    chains = []
+    for t in hits:
+        chain = [t]
+        while parent[chain[-1]] is not None:
+            chain.append(parent[chain[-1]])
+        chains.append(chain[::-1])
+    return sorted(chains)
+
+
 def describe(g: nx.DiGraph) -> str:
     """Modules, edges and each cycle with its members and internal edges (for messages/reports)."""
     lines = [f"{g.number_of_nodes()} modules, {g.number_of_edges()} edges"]
@@ -176,6 +224,38 @@ def test_no_import_cycles(graph):
     assert unexpected == [], describe(g)
     stale = [c for c in ALLOWED_CYCLES if c not in found]
     assert stale == [], f"allow-listed cycles that no longer exist (remove them): {stale}"
+
+
+#: Floors: package -> the roots of the layers above it (each root's modules and
+#: whatever imports them are out of its reach). ``ptxopt.gpu`` builds, loads,
+#: times and compares one kernel; the pass manager, passes and pipelines, the
+#: evaluator and the measurement backends that adapt the harness, and the
+#: search all build on it, never the reverse (issue 24: the calibration script
+#: lives in ``benchmarks/``, the clock instrumentation is a plain IR rewrite).
+#: Their importers (api, cli, triton, the ``ptxopt`` package, rl) are above too:
+#: a chain through one of them goes on to a root.
+#: The pass manager (and everything it imports) reaches none of the instruments
+#: that check, compile and measure: they live above it, as LLVM keeps its
+#: verifier instruments outside its pass manager (issue 24: VerifyEach is
+#: ``ptxopt.equivalence.instrument``).
+FLOORS: dict[str, tuple[str, ...]] = {
+    "ptxopt.gpu": ("ptxopt.passmanager", "ptxopt.pipeline", "ptxopt.passes", "ptxopt.evaluate",
+                   "ptxopt.measure", "ptxopt.search"),
+    "ptxopt.passmanager": ("ptxopt.equivalence", "ptxopt.interp", "ptxopt.prove", "ptxopt.toolchain",
+                           "ptxopt.evaluate", "ptxopt.measure", "ptxopt.gpu"),
+}
+
+
+def test_floors(graph):
+    g, _ = graph
+    g = g.copy()
+    bad = {}
+    for package, roots in FLOORS.items():
+        g.add_edges_from(string_imports(ROOT, package))
+        chains = floor_violations(g, package, roots)
+        if chains:
+            bad[package] = [" -> ".join(c) for c in chains]
+    assert bad == {}, bad
 
 
 def test_the_graph_is_the_whole_tree(graph):
@@ -225,6 +305,15 @@ def test_checker_flags_a_submodule_reading_its_package(tmp_path):
     assert cycles(g) == [frozenset({"ptxopt.pkg", "ptxopt.pkg.user"})]
 
 
+def test_checker_flags_the_pass_manager_reaching_an_instrument(tmp_path):
+    root = _tree(tmp_path, {"ptxopt/__init__.py": "", "ptxopt/passmanager.py": "from ptxopt import passes\n",
+                            "ptxopt/passes.py": "def f():\n    import ptxopt.interp.engine\n",
+                            "ptxopt/interp/__init__.py": "", "ptxopt/interp/engine.py": ""})
+    g, _ = import_graph(root, ("ptxopt",))
+    chains = floor_violations(g, "ptxopt.passmanager", FLOORS["ptxopt.passmanager"])
+    assert chains == [["ptxopt.passmanager", "ptxopt.passes", "ptxopt.interp.engine"]]
+
+
 def test_checker_flags_layers_and_torch(tmp_path):
     root = _tree(tmp_path, {
         "ptxopt/__init__.py": "",
@@ -237,3 +326,33 @@ def test_checker_flags_layers_and_torch(tmp_path):
     assert layer_violations(g) == [("ptxopt.y", "rl.policy")]
     assert torch_violations(raw) == [("ptxopt.x", "torch.nn")]
     assert g.has_edge("rl.policy", "ptxopt.x")
+
+
+
+def test_checker_flags_a_floor_reached_through_others_or_a_string(tmp_path):
+    files = {
+        "ptxopt/__init__.py": "",
+        "ptxopt/ir.py": "",
+        "ptxopt/verify.py": "from ptxopt import ir\n",
+        "ptxopt/passes/__init__.py": "",
+        "ptxopt/passes/base.py": "from ptxopt.ir import *\n",
+        "ptxopt/passmanager.py": "from ptxopt.passes.base import *\nfrom ptxopt import verify\n",
+        "ptxopt/api.py": "from ptxopt import passmanager\n",
+        "ptxopt/gpu/__init__.py": '_LAZY = {"run": "ptxopt.gpu.run"}\n',
+        "ptxopt/gpu/run.py": "def f():\n    from ptxopt.verify import x\n",
+        "rl/__init__.py": "",
+    }
+    root = _tree(tmp_path, files)
+
+    def chains():
+        g, _ = import_graph(root)
+        g.add_edges_from(string_imports(root, "ptxopt.gpu"))
+        return [" -> ".join(c) for c in floor_violations(g, "ptxopt.gpu", ("ptxopt.passmanager", "ptxopt.passes"))]
+
+    assert string_imports(root, "ptxopt.gpu") == [("ptxopt.gpu", "ptxopt.gpu.run")]
+    assert chains() == []                       # verify and ir are below the pass manager
+    (root / "ptxopt/verify.py").write_text("from ptxopt import ir\ndef g():\n    import ptxopt.api\n")
+    assert chains() == ["ptxopt.gpu.run -> ptxopt.verify -> ptxopt.api -> ptxopt.passmanager"]
+    (root / "ptxopt/verify.py").write_text(files["ptxopt/verify.py"])
+    (root / "ptxopt/gpu/__init__.py").write_text('_LAZY = {"run": "ptxopt.gpu.run", "P": "ptxopt.passes.base"}\n')
+    assert chains() == ["ptxopt.gpu -> ptxopt.passes.base"]

@@ -7,7 +7,7 @@ import pytest
 from ptxopt import emit, parse
 from ptxopt.corpus import get
 from ptxopt.testing.mutants import OPERATORS, mutants
-from ptxopt.verify import verify
+from ptxopt.equivalence.interpret import verify
 
 
 @pytest.fixture(scope="module")

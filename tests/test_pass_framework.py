@@ -10,7 +10,8 @@ from ptxopt import emit, parse
 from ptxopt.corpus import get
 from ptxopt.passes import pass_kinds, pass_names, pass_registry
 from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
-from ptxopt.passmanager import PassFailure, PassManager, PrintChanged, Stats, VerifyEach, optimize
+from ptxopt.equivalence.instrument import VerifyEach
+from ptxopt.passmanager import PassFailure, PassManager, PrintChanged, Stats, optimize
 from ptxopt.pipeline import Pipeline, PipelineError, make_pass
 
 EXPECTED_ORDER = [

@@ -11,7 +11,8 @@ from ptxopt import emit, parse
 from ptxopt.corpus import get
 from ptxopt.passes import PassError
 from ptxopt.passes.launch_bounds import LaunchBounds, register_cap
-from ptxopt.passmanager import PassManager, VerifyEach
+from ptxopt.equivalence.instrument import VerifyEach
+from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline, PipelineError
 from ptxopt.sim.occupancy import limits_for, occupancy
 from ptxopt.toolchain import compile_ptx

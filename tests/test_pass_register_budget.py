@@ -7,7 +7,8 @@ import pytest
 
 from ptxopt import emit, parse
 from ptxopt.passes.register_budget import instruction_registers
-from ptxopt.passmanager import PassManager, VerifyEach
+from ptxopt.equivalence.instrument import VerifyEach
+from ptxopt.passmanager import PassManager
 from ptxopt.pipeline import Pipeline, make_pass
 from ptxopt.toolchain import compile_ptx
 

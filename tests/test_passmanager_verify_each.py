@@ -6,10 +6,12 @@ from pathlib import Path
 import pytest
 
 from ptxopt import parse
-from ptxopt.contract import Contract, Contracts
+from ptxopt.equivalence.contract import Contracts
+from ptxopt.equivalence.launch import Launch
 from ptxopt.corpus import get
-from ptxopt.passmanager import InputRejected, PassManager, VerifyEach
-from ptxopt.verify import Geometry
+from ptxopt.equivalence.instrument import VerifyEach
+from ptxopt.passmanager import InputRejected, PassManager
+from ptxopt.equivalence.interpret import Geometry
 
 DATA = Path(__file__).parent / "data" / "contract"
 SM90A = (DATA / "sm90a_setmaxnreg.ptx").read_text()
@@ -23,7 +25,7 @@ def test_arch_comes_from_the_module_target():
     res = PassManager("vec_ld", instruments=[ve]).run(parse(SM90A))
     assert res.changed and ve.resolved_arch == "sm_90a"
     [check] = ve.checks
-    assert check.status == "equal" and check.contract.guessed
+    assert check.status == "proved" and check.launch.guessed  # proved: the guessed launch was not needed
     assert "guessed" in check.line()
 
 
@@ -41,39 +43,55 @@ def test_rejected_input_is_reported_even_when_no_pass_changes_anything():
 
 
 def test_guessed_launch_that_faults_is_inconclusive_not_silent():
-    ve = VerifyEach()
+    ve = VerifyEach(prove=False)
     PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
     [c] = ve.inconclusive
-    assert c.entry == "dyn_smem" and c.contract.guessed
-    assert "equivalence not checked" in c.line() and "out of bounds" in c.line()
-    assert "contract: grid 1x1x1, block 1x1x1, 0 B dynamic shared (guessed" in c.line()
+    assert c.entry == "dyn_smem" and c.launch.guessed
+    assert "equivalence not established" in c.line() and "out of bounds" in c.line()
+    assert "launch: grid 1x1x1, block 1x1x1, 0 B dynamic shared (guessed" in c.line()
     assert ve.skipped == [c.line()]
 
 
 @pytest.mark.parametrize("contract", [
     Geometry(grid=(1, 1, 1), block=(32, 1, 1), shared_bytes=128, scalars={"dyn_smem_param_2": 32}),
-    Contracts([Contract("test", geometry=Geometry(grid=(1, 1, 1), block=(32, 1, 1), shared_bytes=128,
-                                                  scalars={"dyn_smem_param_2": 32}), entry="dyn_smem")]),
+    Contracts([Launch((1, 1, 1), (32, 1, 1), 128, {"dyn_smem_param_2": 32}, origin="contract", source="test",
+                      entry="dyn_smem")]),
 ])
 def test_a_contract_makes_the_check_conclusive(contract):
-    ve = VerifyEach(contract=contract)
+    ve = VerifyEach(contract=contract, prove=False)
     PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
     [c] = ve.checks
     assert c.status == "equal" and c.trials >= 1
     assert "block 32x1x1, 128 B dynamic shared, dyn_smem_param_2=32" in c.line()
     j = ve.to_json()
-    assert j["contracts"]["dyn_smem"]["block"] == [32, 1, 1] and j["inconclusive"] == 0
-    assert j["checks"][0]["contract"]["shared_bytes"] == 128
+    assert j["launches"]["dyn_smem"]["block"] == [32, 1, 1] and j["inconclusive"] == 0
+    assert j["checks"][0]["launch"]["shared_bytes"] == 128
+
+
+def test_the_prover_decides_first_and_a_guessed_launch_never_says_equal():
+    """decide() goes cheap to expensive: vec_ld on DYN is proved for every
+    launch (no run needed, so the guessed launch does not matter); without
+    the prover, a guessed launch on which both kernels run gives at most
+    'inconclusive (guessed launch)'."""
+    ve = VerifyEach()
+    PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
+    [c] = ve.checks
+    assert c.status == "proved" and c.trials == 0 and not ve.inconclusive
+    ve = VerifyEach(prove=False)
+    PassManager("reorder_cp", instruments=[ve]).run(parse(get("gemm_tile_2x2x2").ptx_text().replace(
+        "gemm_tile_2x2x2", "renamed_tile")))
+    [c] = ve.checks
+    assert c.launch.guessed and c.status == "inconclusive" and "guessed launch" in c.line()
 
 
 def test_corpus_kernels_name_their_manifest_entry():
     ve = VerifyEach()
     PassManager("cache_cg", instruments=[ve]).run(parse(get("gemm_tile_2x2x2").ptx_text()))
-    assert ve.checks and all(c.contract.source == "corpus:gemm_tile_2x2x2" for c in ve.checks)
+    assert ve.checks and all(c.launch.source == "corpus:gemm_tile_2x2x2" for c in ve.checks)
     assert ve.resolved_arch == "sm_89"
 
 
 def test_a_contract_naming_parameters_the_kernel_lacks_is_an_input_error():
-    bad = Contract("k.contract.json", geometry=Geometry(scalars={"nope": 1}), params=("nope",))
+    bad = Launch(scalars={"nope": 1}, origin="contract", source="k.contract.json", params=("nope",))
     with pytest.raises(InputRejected, match="no parameter nope"):
         PassManager("vec_ld", instruments=[VerifyEach(contract=bad)]).run(parse(DYN))

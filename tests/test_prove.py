@@ -305,7 +305,7 @@ DIFFERENT_IN_INTERPRETER = ("add_u32_vs_u64", "shift_by_32", "addc_moved_off_its
 @pytest.mark.slow
 @pytest.mark.parametrize("name", DIFFERENT_IN_INTERPRETER)
 def test_tempting_pairs_really_differ(name):
-    from ptxopt.verify import Geometry, verify
+    from ptxopt.equivalence.interpret import Geometry, verify
 
     a, b = TEMPTING[name]
     res = verify(a, b, "k", trials=3, geometry=Geometry(grid=(1, 1, 1), block=(32, 1, 1)))

@@ -10,7 +10,7 @@
 * differential: random race-free kernels (:mod:`ptxopt.testing.random_kernels`)
   with random rewrites -- one of the 20 passes, a mutant, two adjacent
   instructions swapped, an instruction deleted -- where ``proved`` must
-  imply that the interpreter (:func:`ptxopt.verify.verify`) finds the pair
+  imply that the interpreter (:func:`ptxopt.equivalence.interpret.verify`) finds the pair
   equal.
 """
 
@@ -206,7 +206,7 @@ def _rewrite(module, entry: str, kind: str, pick: int):
 
 
 def _differential(steps, kind: str, pick: int) -> str:
-    from ptxopt.verify import verify
+    from ptxopt.equivalence.interpret import verify
 
     text = kernel_from_steps(steps)
     m = parse(text)

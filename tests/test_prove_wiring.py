@@ -1,5 +1,5 @@
 """``proved`` wired into the tools: ``ptxopt verify --prove``, the evaluator
-(:func:`ptxopt.evaluate.equivalence.decide` tries the prover first),
+(:func:`ptxopt.equivalence.decision.decide` tries the prover first),
 :func:`ptxopt.optimize`, and the search/RL notion of a checked result."""
 
 from __future__ import annotations
@@ -78,14 +78,12 @@ def test_verify_prove_cli(tmp_path):
 
 
 def _decide(orig_text: str, cand_text: str, prove: bool):
-    from ptxopt.evaluate.equivalence import decide
-    from ptxopt.interp import Program
+    from ptxopt.equivalence.decision import Reference, decide
+    from ptxopt.equivalence.launch import from_spec
 
     mo, mc = parse(orig_text), parse(cand_text)
-    spec = get(KERNEL)
-    return decide(changed=True, same_observable=lambda: False, original_program=lambda: Program(mo), module=mc,
-                  entry=KERNEL, reference_key=f"test-prove/{hash(orig_text)}", launch="manifest", trials=2,
-                  spec=spec, original_module=(lambda: mo) if prove else None)
+    return decide(Reference(mo, key=f"test-prove/{hash(orig_text)}"), mc, KERNEL, from_spec(get(KERNEL)),
+                  prove=prove, trials=2)
 
 
 def test_decide_tries_the_prover_first():

@@ -29,6 +29,7 @@ import ptxopt.search.measure as measure_mod
 from ptxopt.cli import cli as main
 from ptxopt.corpus import get
 from ptxopt.evaluate import Candidate, EvalCache, EvalResult, SimBackend, evaluate
+from ptxopt.equivalence.launch import Launch
 from ptxopt.evaluate.cache import SCHEMA_VERSION
 from ptxopt.evaluate.candidate import Settings, settings_for
 from ptxopt.search import EvalOptions, Meter, SearchConfig, State, search_kernel
@@ -70,7 +71,7 @@ def test_uninterpretable_original_is_inconclusive_not_trusted(cache):
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked
     assert "cannot be interpreted" in r.equivalence_note and "untrusted_tile_flag" in r.equivalence_note
     d = r.to_json()
-    assert d["verdict"] == "inconclusive" and d["launch"] == "grid (1, 1, 1), block (1, 1, 1)"
+    assert d["verdict"] == "inconclusive" and d["launch"].startswith("grid 1x1x1, block 1x1x1")
     base = evaluate(UNTRUSTED, "", cache=cache)
     assert base.ok and base.equivalence == "identical" and base.checked
 
@@ -78,7 +79,7 @@ def test_uninterpretable_original_is_inconclusive_not_trusted(cache):
 def test_equal_carries_trials_launch_and_coverage(cache):
     r = evaluate(Candidate.from_corpus(SMALL, "vec_ld"), cache=cache, prove=False)
     assert r.ok and r.equivalence == "equal" and r.checked
-    assert "launches" in r.equivalence_note and r.launch.startswith(f"manifest entry {SMALL}")
+    assert "launches" in r.equivalence_note and r.launch.endswith(f"(from corpus:{SMALL})")
     d = r.to_json()
     assert d["verdict"] == "equal" and "coverage" in d
 
@@ -134,7 +135,7 @@ def test_greedy_takes_it_when_allowed(untrusted, cache):
                                                                              prove=False)))
     assert r.error is None and "vec_" in r.pipeline
     assert r.verdict == "inconclusive" and r.best_cycles < strict.best_cycles
-    assert "allowed" in r.note and r.launch == "grid (1, 1, 1), block (1, 1, 1)"
+    assert "allowed" in r.note and r.launch.startswith("grid 1x1x1, block 1x1x1") and "guessed" in r.launch
 
 
 def test_search_cli_json_and_allow_unchecked(tmp_path, cache):
@@ -336,11 +337,11 @@ def test_sim_result_says_truncated():
 
 
 # ---------------------------------------------------------------------------
-# launch contracts for eval and search (ptxopt.contract)
+# launch contracts for eval and search (ptxopt.equivalence.contract)
 
 
 def test_contract_options_make_the_check_possible(tmp_path, cache):
-    pytest.importorskip("ptxopt.contract")
+    pytest.importorskip("ptxopt.equivalence.contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     contract = ["--grid", "1", "--block", "1", "--scalar", "untrusted_tile_flag=3"]
@@ -355,7 +356,7 @@ def test_contract_options_make_the_check_possible(tmp_path, cache):
 
 
 def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
-    pytest.importorskip("ptxopt.contract")
+    pytest.importorskip("ptxopt.equivalence.contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     (tmp_path / "untrusted.contract.json").write_text(json.dumps(
@@ -368,7 +369,7 @@ def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
 
 
 def test_bad_contract_options_are_bad_input(tmp_path, cache):
-    pytest.importorskip("ptxopt.contract")
+    pytest.importorskip("ptxopt.equivalence.contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     r = CliRunner().invoke(main, ["eval", str(f), "--cache", str(cache), "--grid", "1"])
@@ -406,4 +407,7 @@ def test_low_coverage_is_inconclusive(cache):
     assert r.ok and r.changed and r.equivalence == "inconclusive" and not r.checked, r
     assert r.coverage is not None and r.coverage < 0.5 and "stored only" in r.equivalence_note
     loose = evaluate(SPARSE, "reorder_lf", cache=cache, min_coverage=None, prove=False)
+    assert loose.ok and loose.equivalence == "inconclusive" and "guessed launch" in loose.equivalence_note
+    given = Candidate(SPARSE, "reorder_lf", launch=Launch(origin="options", source="options"))
+    loose = evaluate(given, cache=cache, min_coverage=None, prove=False)
     assert loose.ok and loose.equivalence == "equal" and loose.key != r.key

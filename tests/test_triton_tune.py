@@ -56,7 +56,7 @@ def test_scan_reads_kernels_and_skips_rewritten_ones(tmp_path):
     assert k.source_hash == source_hash((CORPUS / "vector_add.ptx").read_text())
     assert k.label == "vector_add@AAAA"
     [c0, *_] = k.contracts()
-    assert c0.geometry.block == (128, 1, 1) and c0.entry == "vector_add"
+    assert c0.block == (128, 1, 1) and c0.entry == "vector_add" and c0.origin == "triton"
     assert len(skipped) == 1 and "relu_scale" in skipped[0] and "not Triton's own" in skipped[0]
 
 
@@ -183,10 +183,10 @@ def test_signature_and_contracts_from_triton_metadata():
               ("k_param_4", "u64"), ("k_param_5", "u64")]
     cs = triton_contracts("k", params, {"num_warps": 8, "shared": 4096}, args[:3])
     assert len(cs) == len(ALTERNATIVES)
-    g = cs[0].geometry
+    g = cs[0]
     assert g.block == (256, 1, 1) and g.grid == (1, 1, 1) and g.shared_bytes == 4096
     assert g.scalars == {"k_param_1": 16}  # the i64 scalar is not taken for a pointer
-    assert [c.geometry.int_scalar for c in cs] == list(ALTERNATIVES)
+    assert [c.int_scalar for c in cs] == list(ALTERNATIVES)
     assert "num_warps=8" in cs[0].source and "x_ptr: *fp16, n: i64, s: fp32" in cs[0].source
 
 

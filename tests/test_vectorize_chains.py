@@ -16,10 +16,10 @@ import pytest
 
 import ptxopt
 from ptxopt import emit, parse
-from ptxopt.contract import Contract
+from ptxopt.equivalence.launch import Launch
 from ptxopt.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
-from ptxopt.verify import Geometry
+from ptxopt.equivalence.interpret import Geometry
 
 
 def kernel(body: str, align: int | None = 16) -> str:
@@ -94,8 +94,8 @@ def vector_lines(text: str) -> list[str]:
 def equal(ptx: str, pipeline: str):
     """Optimize with ptxas and the interpreter (and, separately, the prover);
     the rewrite must be used."""
-    contract = Contract("16 threads, 1 KiB buffers",
-                        geometry=Geometry(grid=(1, 1, 1), block=(16, 1, 1), buffer_bytes=1024), entry="k")
+    contract = Launch((1, 1, 1), (16, 1, 1), origin="contract", source="16 threads, 1 KiB buffers",
+                      buffer_bytes=1024, entry="k")
     res = ptxopt.optimize(ptx, pipeline, contract=contract, prove=False)
     assert res.changed, res.reason
     assert res.verdict == "equal", (res.verdict, res.verdict_note)
@@ -365,7 +365,7 @@ def random_chain_kernel(rng) -> str:
 def _check_random(seed: int) -> int:
     import random
 
-    from ptxopt.verify import verify
+    from ptxopt.equivalence.interpret import verify
 
     rng = random.Random(seed)
     ptx = random_chain_kernel(rng)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ptxopt.cli.verify import verify_cmd
 from ptxopt.corpus import get
 from ptxopt.parser import parse
-from ptxopt.verify import Geometry, verify
+from ptxopt.equivalence.interpret import Geometry, verify
 
 
 def text(kid):

@@ -15,9 +15,9 @@ from ptxopt.corpus import KernelSpec, Launch, Param
 from ptxopt.interp import Program, WarpSyncError, run_kernel
 from ptxopt.interp.probe import module
 from ptxopt.ir import iter_instructions
-from ptxopt.verify import Geometry, verify
-from ptxopt.verify_boundary import boundary_scalars, compared_immediates
-from ptxopt.verify_changes import changes
+from ptxopt.equivalence.interpret import Geometry, verify
+from ptxopt.equivalence.boundary import boundary_scalars, compared_immediates
+from ptxopt.equivalence.changes import changes
 
 # --------------------------------------------------------------------------
 # a barrier inside one warp: st.shared own slot, bar, read the neighbour's

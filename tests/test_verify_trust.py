@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ptxopt.cli.verify import verify_cmd
 from ptxopt.interp import run_kernel
 from ptxopt.parser import parse
-from ptxopt.verify import Geometry, verify
+from ptxopt.equivalence.interpret import Geometry, verify
 
 HEAD = ".version 7.8\n.target sm_80\n.address_size 64\n\n"
 
@@ -518,7 +518,7 @@ def test_an_interpreter_crash_is_an_error_not_a_traceback(monkeypatch):
 
 
 def test_verdict_vocabulary_is_the_evaluator_s():
-    from ptxopt.verify import VerifyResult
+    from ptxopt.equivalence.interpret import VerifyResult
 
     assert VerifyResult("k", "mismatch", 1).verdict == "differ"
     assert VerifyResult("k", "error", 1).verdict == "differ"

@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from ptxopt.cli.common import contract_options, fail, output_dir, output_file, stdin_once
+from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -364,9 +364,10 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Architecture for --verify-each (default: the module's .target, else sm_89).")
 @click.option("--verify-each", is_flag=True,
               help="Check the input compiles, then after every pass that changed the module: ptxas "
-                   "accepts it and the interpreter finds every entry computes the same outputs under "
-                   "the launch contract (--contract/--grid/--block/--shared-bytes/--scalar; exit 4 if "
-                   "that could not be checked, see --allow-unchecked).")
+                   "accepts it and every entry is proved equivalent (see --prove) or computes the same "
+                   "outputs in the interpreter under the launch contract (--contract/--grid/--block/"
+                   "--shared-bytes/--scalar; without one, a launch inferred from the PTX; exit 4 if "
+                   "that could not be established, see --allow-unchecked).")
 @contract_options
 @click.option("--allow-unchecked", is_flag=True,
               help="With --verify-each, exit 0 (not 4) even when equivalence could not be checked for an entry "
@@ -381,20 +382,22 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
+@prove_option
 def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, block, shared_bytes, scalars,
             allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
-            reproducer_dir, as_json):
+            reproducer_dir, as_json, prove=True):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
-    With --verify-each, exit 0: the interpreter found every changed entry
-    equal; 1: a pass broke the kernel (a reproducer is written); 2: bad
+    With --verify-each, exit 0: every changed entry was decided equivalent
+    (identical, hints-only, proved, or equal in the interpreter); 1: a pass broke the kernel (a reproducer is written); 2: bad
     input, including PTX that ptxas rejects before any pass ran; 4:
     equivalence could not be checked for some entry (an 'inconclusive:' line
     each) and --allow-unchecked was not given.
     """
-    from ptxopt.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
-    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses, VerifyEach
+    from ptxopt.equivalence.instrument import VerifyEach
+    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
     from ptxopt.pipeline import Pipeline
 
     pl = Pipeline.parse(pipeline)
@@ -407,7 +410,7 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                                           shared_bytes=shared_bytes, scalars=scalars)
         except ContractError as e:
             raise InputError(str(e)) from None
-        verifier = VerifyEach(arch, contract=contracts, source=src.data.decode("utf-8"))
+        verifier = VerifyEach(arch, contract=contracts, source=src.data.decode("utf-8"), prove=prove)
         instruments.append(verifier)
     if print_changed:
         instruments.append(PrintChanged())

@@ -233,7 +233,7 @@ prove_option = click.option(
          "verdict 'proved': the interpreter is not run); --no-prove: the interpreter decides every one.")
 trials_option = click.option(
     "--trials", default=None, type=click.IntRange(1, 1000),
-    help="Interpreter launches compared for equivalence [default: ptxopt.verify's].")
+    help="Interpreter launches compared for equivalence [default: ptxopt.equivalence.interpret's].")
 
 _CONTRACT_OPTIONS = (
     click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
@@ -250,7 +250,7 @@ _CONTRACT_OPTIONS = (
 
 
 def contract_options(f):
-    """``--contract FILE --grid --block --shared-bytes --scalar NAME=V`` (see :mod:`ptxopt.contract`)."""
+    """``--contract FILE --grid --block --shared-bytes --scalar NAME=V`` (see :mod:`ptxopt.equivalence.contract`)."""
     for opt in reversed(_CONTRACT_OPTIONS):
         f = opt(f)
     return f
@@ -264,7 +264,7 @@ def with_contract(cand, path: str, contract: dict):
     contract or one given for a corpus kernel."""
     from dataclasses import replace
 
-    from ptxopt.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.contract import ContractError, resolve_contracts
 
     given = any(v for v in contract.values())
     if cand.spec is not None:
@@ -291,7 +291,7 @@ def with_contract(cand, path: str, contract: dict):
         c = c.fit(names)
     except ContractError as e:
         fail(f"{cand.label}: {e}")
-    return replace(cand, entry=entry, spec=c.spec, geometry=None if c.spec is not None else c.geometry)
+    return replace(cand, entry=entry, launch=c)
 
 
 __all__ = ["fail", "check_backend",

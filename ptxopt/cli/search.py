@@ -245,11 +245,11 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
     out, by_label = [], {}
     for k in found:
         try:
-            geometry = k.runnable_contract().geometry
+            launch = k.runnable_contract()
         except ParseError as e:
             click.echo(str(e), err=True)
             sys.exit(BAD_INPUT)
-        out.append((Candidate(k.ptx, name=k.label, entry=k.name, geometry=geometry), None))
+        out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch), None))
         by_label[k.label] = k
     return out, by_label
 

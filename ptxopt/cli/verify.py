@@ -2,7 +2,7 @@
 
 Assembles both with ptxas (``--arch``, default: the original's ``.target``;
 ``--no-ptxas`` skips it), then runs both through the interpreter on identical
-inputs (see :mod:`ptxopt.verify`) and compares every parameter buffer and
+inputs (see :mod:`ptxopt.equivalence.interpret`) and compares every parameter buffer and
 every ``.global`` variable bit for bit. Exit 0 when all match and the
 launches covered enough of the output (``--min-coverage``), 1 on a mismatch
 (the first differing element and both values are printed), 2 on an error:
@@ -17,7 +17,7 @@ bytes, or the original failed under the default scalars.
 Every result states the launch contract it used: grid, block, shared bytes
 and, per launch, every scalar parameter's value (text and ``--json``), and
 which launches were extra ones (descending inputs, boundary scalars, the
-thread-serial schedule: see :mod:`ptxopt.verify`); and the coverage,
+thread-serial schedule: see :mod:`ptxopt.equivalence.interpret`); and the coverage,
 including how many of the changed instructions ran.
 
 Geometry: from the manifest when ORIGINAL is ``corpus:ID``, when
@@ -27,7 +27,7 @@ names match exactly one manifest entry; otherwise ``--grid``/``--block`` (and
 ``--buffer-bytes`` random float32 values, and scalars take
 ``--scalar NAME=VALUE`` or default to 1.0 (floats) or, for integers, a value
 that varies by launch: the buffers' element count, the launch's thread count,
-a small odd number (:data:`ptxopt.verify.SCALAR_PLAN`).
+a small odd number (:data:`ptxopt.equivalence.interpret.SCALAR_PLAN`).
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
 
-DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.verify.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
+DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.equivalence.interpret.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
 
 
 def _dim3(text: str | None, what: str):
-    from ptxopt.contract import ContractError, parse_dim3
+    from ptxopt.equivalence.contract import ContractError, parse_dim3
 
     try:
         return parse_dim3(text, what)
@@ -55,7 +55,7 @@ def _dim3(text: str | None, what: str):
 
 
 def _scalars(items) -> dict:
-    from ptxopt.contract import ContractError, parse_scalars
+    from ptxopt.equivalence.contract import ContractError, parse_scalars
 
     try:
         return parse_scalars(items)
@@ -109,7 +109,7 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     """
     from ptxopt.corpus import CorpusError
     from ptxopt.interp import InterpError
-    from ptxopt.verify import verify
+    from ptxopt.equivalence.interpret import verify
 
     stdin_once(original, transformed)
     try:
@@ -188,7 +188,7 @@ def _check_scalar_names(module, kernel: str | None, scalars: dict) -> None:
 
 def _geometry(orig_name, manifest_entry, grid, block, shared_bytes, buffer_bytes, scalars):
     from ptxopt.corpus import get
-    from ptxopt.verify import Geometry
+    from ptxopt.equivalence.interpret import Geometry
 
     if manifest_entry:
         return get(manifest_entry), None

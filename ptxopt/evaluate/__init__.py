@@ -32,7 +32,7 @@ there), ``cache`` (a path, an :class:`EvalCache`'s path, or None for no
 cache; default :func:`default_cache_path`), ``trials`` (interpreter
 launches compared), ``timeout`` (seconds per candidate), ``batch``
 (candidates per nvdisasm run), ``profile_loops`` (sim: loop trip counts from
-the interpreter), ``min_coverage`` (default :data:`ptxopt.verify.DEFAULT_MIN_COVERAGE`:
+the interpreter), ``min_coverage`` (default :data:`ptxopt.equivalence.interpret.DEFAULT_MIN_COVERAGE`:
 an ``equal`` below it is ``inconclusive``; None: never), ``prove`` (default True: try the
 translation validator :mod:`ptxopt.prove` first; a ``proved`` candidate is not interpreted; False:
 the interpreter decides every changed candidate); ``evaluate_many`` also takes ``workers`` and
@@ -57,7 +57,7 @@ from ptxopt.measure.registry import backend_names, get_backend, register_backend
 from ptxopt.measure.sim import SimBackend
 
 from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
-from .candidate import DEFAULT_BATCH, DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
+from .candidate import DEFAULT_BATCH, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
 from .keys import module_key, pipeline_key
 from .result import EQUIVALENCE, FAILURES, OK, STATUSES, TRUSTED, VERDICTS, EvalResult
 
@@ -67,7 +67,7 @@ DEFAULT_CACHE = "default"
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
               profile_loops=True, min_coverage=Settings.min_coverage, prove=True) -> Settings:
-    from ptxopt.verify import DEFAULT_TRIALS
+    from ptxopt.equivalence.interpret import DEFAULT_TRIALS
 
     return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
                     batch=batch, profile_loops=profile_loops, min_coverage=min_coverage, prove=prove)
@@ -113,7 +113,7 @@ __all__ = [
     "evaluate", "evaluate_many", "Candidate", "Settings", "EvalResult", "Measurement", "Backend", "SimBackend",
     "BackendUnavailable", "MeasureError", "MeasureJob", "register_backend", "get_backend", "backend_names",
     "EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "DEFAULT_CACHE",
-    "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
+    "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
     "VERDICTS", "TRUSTED",
     "module_key", "pipeline_key", "as_candidate",
 ]

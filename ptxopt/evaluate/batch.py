@@ -20,7 +20,7 @@ from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Me
 from ptxopt.measure.registry import get_backend
 
 from .cache import EvalCache
-from .candidate import DEFAULT_GEOMETRY, Candidate, Settings
+from .candidate import Candidate, Settings
 from .deadline import CandidateTimeout, deadline
 from .frontend import collect_compile, front, tools
 from .keys import fingerprint
@@ -121,11 +121,17 @@ def _collect_and_measure(backend, chunk: list[Work], settings: Settings) -> tupl
     return out, time.perf_counter() - t
 
 
+def _job(w: Work, settings: Settings) -> MeasureJob:
+    """What the backend is given: the corpus entry when there is one, else the check launch."""
+    given = w.check.interp_kwargs()
+    spec = w.spec if w.spec is not None else given.get("spec")
+    return MeasureJob(w.printed, w.settings.arch, spec, w.entry, w.compiled, w.module, given.get("geometry"),
+                      settings.profile_loops)
+
+
 def _measure(backend, chunk: list[Work], settings: Settings) -> list:
     """The backend's verdicts for ``chunk`` (Measurements or exceptions); never raises."""
-    jobs = [MeasureJob(w.printed, w.settings.arch, w.spec, w.entry, w.compiled, w.module,
-                       w.geometry or (DEFAULT_GEOMETRY if w.spec is None else None), settings.profile_loops)
-            for w in chunk]
+    jobs = [_job(w, settings) for w in chunk]
     try:
         with deadline(settings.timeout * len(chunk) if settings.timeout else None):
             out = list(measure_many(backend, jobs))

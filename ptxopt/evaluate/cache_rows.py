@@ -16,6 +16,8 @@ import json
 import math
 from dataclasses import MISSING, fields
 
+from ptxopt.equivalence.verdict import Verdict
+
 from .result import STATUSES, VERDICTS, EvalResult
 
 #: annotation part -> Python types JSON gives for it
@@ -43,7 +45,7 @@ def decode_result(text, key: str | None = None) -> EvalResult:
             continue  # derived fields (verdict, spill_bytes, cycles_kind) and ones this ptxopt does not know
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise ValueError(f"{name} is {type(value).__name__}")
-    if doc["status"] not in STATUSES or doc.get("equivalence", "inconclusive") not in VERDICTS:
+    if doc["status"] not in STATUSES or doc.get("equivalence", Verdict.INCONCLUSIVE.value) not in VERDICTS:
         raise ValueError("unknown status or verdict")
     if doc["status"] == "ok" and not (isinstance(doc.get("cycles"), (int, float)) and math.isfinite(doc["cycles"])):
         raise ValueError("an ok result without finite cycles")

@@ -15,10 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ptxopt.verify import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS, Geometry
-
-#: Launch used for kernels outside the corpus when the caller gives none.
-DEFAULT_GEOMETRY = Geometry()
+from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
 
 #: Default per-candidate time limit (seconds).
 DEFAULT_TIMEOUT = 600.0
@@ -33,8 +30,11 @@ class Candidate:
 
     ``ptx`` is the *unoptimised* module text (equivalence is checked against
     it); ``entry`` picks the ``.entry`` (default: the manifest's, else the
-    first); ``spec`` is its corpus manifest entry if it has one; ``geometry``
-    the launch for kernels outside the corpus; ``name`` what reports call it.
+    first); ``spec`` is its corpus manifest entry if it has one; ``launch``
+    the check :class:`~ptxopt.equivalence.launch.Launch` a contract or options
+    gave (None: the manifest entry's, else one matched in the corpus, else a
+    guessed launch, on which no interpreter run says ``equal``); ``name`` what
+    reports call it.
     """
 
     ptx: str
@@ -42,7 +42,7 @@ class Candidate:
     name: str | None = None
     entry: str | None = None
     spec: Any = None
-    geometry: Geometry | None = None
+    launch: Any = None
 
     @classmethod
     def from_corpus(cls, kernel, pipeline: str = "") -> "Candidate":
@@ -110,5 +110,5 @@ def as_candidate(item) -> Candidate:
 
 
 
-__all__ = ["Candidate", "Settings", "settings_for", "as_candidate", "DEFAULT_GEOMETRY", "DEFAULT_TIMEOUT",
+__all__ = ["Candidate", "Settings", "settings_for", "as_candidate", "DEFAULT_TIMEOUT",
            "DEFAULT_BATCH"]

@@ -12,28 +12,29 @@ Per candidate (front half, in order):
    changed nothing prints the original's text and hits the cache;
 4. ptxas compiles the printed PTX (in a helper thread) while the interpreter
    checks equivalence with the original in this one (what
-   :func:`ptxopt.verify.verify` does, with the original's outputs remembered
-   across candidates: :mod:`ptxopt.evaluate.equivalence`; skipped as
+   :func:`ptxopt.equivalence.interpret.verify` does, with the original's outputs remembered
+   across candidates: :mod:`ptxopt.equivalence.decision`; skipped as
    ``identical`` when the text is the original's own printing, and as
    ``hints-only`` when it differs only in annotations the interpreter cannot
-   observe: :mod:`ptxopt.evaluate.observable`).
+   observe: :mod:`ptxopt.equivalence.observable`).
 
 It ends where the backend begins: :mod:`ptxopt.evaluate.batch` collects the
 ptxas runs, measures and commits.  :func:`lookup` answers a request from the
 cache by its pipeline key alone, without parsing anything.
 
 Launch for the equivalence check (and the sim's loop profile): the
-candidate's corpus manifest entry (``spec``), else its ``geometry``, else the
-manifest entry whose kernel name and parameter names match
-(:func:`ptxopt.verify.spec_for`), else the documented default
-:data:`~ptxopt.evaluate.candidate.DEFAULT_GEOMETRY` -- one thread, every pointer a
-64 KiB buffer of random float32, 32-bit integers = 1 (the thread count),
-floats = 1.0.  When the *original* cannot be run that way (it faults, uses
-an instruction the interpreter lacks, needs a scalar it cannot guess) the
-result records ``equivalence="inconclusive"`` with the reason and goes on:
-its cycles are measured, but a search never takes it as its best (see
-:attr:`EvalResult.checked`).  The verdicts are listed in
-:mod:`ptxopt.evaluate.result`.
+candidate's own (``launch``, from a contract or options), else its corpus
+manifest entry's (``spec``), else the manifest entry whose kernel name and
+parameter names match (:func:`ptxopt.equivalence.interpret.spec_for`), else a
+*guessed* launch (:func:`ptxopt.equivalence.launch.guessed`: one thread,
+every pointer a 64 KiB buffer of random float32, 32-bit integers = 1,
+floats = 1.0), on which the interpreter never says ``equal``. When the
+*original* cannot be run that way (it faults, uses an instruction the
+interpreter lacks, needs a scalar it cannot guess) the result records
+``equivalence="inconclusive"`` with the reason and goes on: its cycles are
+measured, but a search never takes it as its best (see
+:attr:`EvalResult.checked`). The verdicts are
+:class:`ptxopt.equivalence.Verdict`.
 
 When ptxas rejects a candidate, the original is compiled too: if ptxas
 rejects the original as well, the result is marked ``bad_input`` and says
@@ -47,11 +48,13 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+
+from ptxopt.equivalence.decision import Reference
+from ptxopt.equivalence.launch import from_spec, guessed
 
 from .cache import EvalCache
-from .candidate import DEFAULT_GEOMETRY, DEFAULT_TIMEOUT, Candidate, Settings, settings_for
-from .keys import launch_id, module_key, pipeline_key, sha256
+from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, settings_for
+from .keys import given_launch, launch_id, module_key, pipeline_key, sha256
 from .result import EvalResult
 from .work import Work, one_line
 
@@ -61,20 +64,12 @@ _POOL: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
 @dataclass
-class Original:
-    module: Any
-    printed: str
-    programs: dict = field(default_factory=dict)  # interpreter Program, built once
-    _observable: str | None = None
+class Original(Reference):
+    """One original kernel as every candidate of it is checked against it
+    (:class:`~ptxopt.equivalence.decision.Reference`: printing, observable
+    form, interpreter program and runs computed once)."""
+
     rejected: dict = field(default_factory=dict)  # arch -> ptxas's error for the original text (None: accepted)
-
-    def observable(self) -> str:
-        """The original's :func:`~ptxopt.evaluate.observable.observable_form`, computed once."""
-        if self._observable is None:
-            from .observable import observable_form
-
-            self._observable = observable_form(self.module)
-        return self._observable
 
 
 def original(text: str, name: str) -> Original:
@@ -87,7 +82,7 @@ def original(text: str, name: str) -> Original:
         _MEMO.move_to_end(h)
         return o
     m = parse(text, name)
-    o = Original(m, emit(m))
+    o = Original(m, h, emit(m))
     _MEMO[h] = o
     while len(_MEMO) > _MEMO_SIZE:
         _MEMO.popitem(last=False)
@@ -124,18 +119,18 @@ def front(w: Work, cache: EvalCache | None) -> None:
     s, cand = w.settings, w.cand
     t = time.perf_counter()
     w.spec = cand.spec
-    w.geometry = cand.geometry
+    given = given_launch(cand)
     try:
         pl = Pipeline.parse(cand.pipeline)
         w.pipeline = str(pl)
     except PipelineError as e:
         w.pipeline = cand.pipeline.strip()
-        w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(w.spec, w.geometry), s)
+        w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(given), s)
         if _hit(w, cache, cache.resolve(w.pkey) if cache else None):
             return
         w.finish("illegal", error=one_line(e))
         return
-    w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(w.spec, w.geometry), s)
+    w.pkey = pipeline_key(cand.ptx, w.pipeline, cand.entry, launch_id(given), s)
     if cache is not None and _hit(w, cache, cache.resolve(w.pkey)):
         return
     try:
@@ -173,9 +168,10 @@ def front(w: Work, cache: EvalCache | None) -> None:
     w.printed, w.module = printed, run.module
     w.changed = printed != orig.printed
     w.ptx_sha = sha256(printed)
-    if w.spec is None and w.geometry is None:
+    if given is None:
         w.spec = _spec_for(orig, w.entry)
-    w.key = module_key(printed, orig.printed, w.entry, launch_id(w.spec, w.geometry), s)
+    w.check = given or (from_spec(w.spec) if w.spec is not None else guessed(w.entry))
+    w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
         hit = cache.get(w.key)
@@ -220,7 +216,7 @@ def lookup(cand: Candidate, settings: Settings, cache: EvalCache) -> EvalResult 
         pipeline = str(Pipeline.parse(cand.pipeline))
     except PipelineError:
         pipeline = cand.pipeline.strip()
-    hit = cache.resolve(pipeline_key(cand.ptx, pipeline, cand.entry, launch_id(cand.spec, cand.geometry), settings))
+    hit = cache.resolve(pipeline_key(cand.ptx, pipeline, cand.entry, launch_id(given_launch(cand)), settings))
     if hit is None or not _usable(hit, settings):
         return None
     return hit.replace(cache_hit=True, kernel=cand.label, pipeline=pipeline)
@@ -236,21 +232,12 @@ def _hit(w: Work, cache, hit: EvalResult | None) -> bool:
 
 def _spec_for(orig: Original, entry: str):
     from ptxopt.interp.errors import InterpError
-    from ptxopt.verify import spec_for
+    from ptxopt.equivalence.interpret import spec_for
 
     try:
-        return spec_for(_program(orig), entry)
+        return spec_for(orig.program, entry)
     except InterpError:
         return None
-
-
-def _program(orig: Original):
-    from ptxopt.interp import Program
-
-    p = orig.programs.get("p")
-    if p is None:
-        p = orig.programs["p"] = Program(orig.module)
-    return p
 
 
 def _toolchain_failure(w: Work, e: BaseException) -> None:
@@ -301,42 +288,25 @@ def _original_rejected(w: Work) -> str | None:
     return orig.rejected[arch]
 
 
-def _launch_text(spec, geometry) -> str:
-    if spec is not None:
-        launch = spec.launch
-        what = "manifest entry" if spec.path else "contract"  # a contract file's spec has no path
-        return f"{what} {spec.id}: grid {tuple(launch.grid)}, block {tuple(launch.block)}"
-    return f"grid {tuple(geometry.grid)}, block {tuple(geometry.block)}"
-
-
 def _verify(w: Work, orig: Original) -> None:
     """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`,
-    decided by :func:`ptxopt.evaluate.equivalence.decide`); a counterexample
-    or a failure of the transformed kernel also finishes it."""
-    from .equivalence import decide
-    from .observable import observable_form
+    decided by :func:`ptxopt.equivalence.decision`); a counterexample or a
+    failure of the transformed kernel also finishes it."""
+    from ptxopt.equivalence import Verdict, decide
 
-    spec, geometry = w.spec, w.geometry
-    if w.changed and spec is None and geometry is None:
-        geometry = DEFAULT_GEOMETRY
-    launch = _launch_text(spec, geometry) if w.changed else None
-    d = decide(changed=w.changed, same_observable=lambda: orig.observable() == observable_form(w.module),
-               original_program=lambda: _program(orig), module=w.module, entry=w.entry,
-               reference_key=f"{sha256(orig.printed)}/{w.entry}/{launch_id(spec, geometry)}",
-               launch=launch, trials=w.settings.trials, spec=spec, geometry=geometry,
-               min_coverage=w.settings.min_coverage,
-               original_module=(lambda: orig.module) if w.settings.prove else None)
-    w.equivalence, w.equivalence_note = d.verdict, d.note
-    if d.verdict in ("identical", "hints-only"):
+    s = w.settings
+    d = decide(orig, w.module, w.entry, w.check, prove=s.prove, trials=s.trials, min_coverage=s.min_coverage,
+               changed=w.changed)
+    w.equivalence, w.equivalence_note = d.verdict.value, d.note or None
+    if d.verdict in (Verdict.IDENTICAL, Verdict.HINTS_ONLY):
         return
-    w.geometry, w.launch = geometry, launch
+    w.launch = w.check.describe()
     if d.coverage is not None:
         w.coverage = d.coverage
     if d.finish is not None:
         if d.finish == "timeout":
-            w.timings["limit"] = w.settings.timeout or 0
+            w.timings["limit"] = s.timeout or 0
         w.finish(d.finish, error=d.error)
-
 
 
 __all__ = ["original", "tools", "front", "collect_compile", "lookup"]

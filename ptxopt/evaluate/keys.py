@@ -17,7 +17,7 @@ from ptxopt.digests import code_digests
 from ptxopt.measure.registry import backend_version, get_backend
 
 from .cache import SCHEMA_VERSION
-from .candidate import DEFAULT_GEOMETRY, Settings
+from .candidate import Candidate, Settings
 
 
 def sha256(text: str | bytes) -> str:
@@ -49,11 +49,21 @@ def fingerprint(settings: Settings) -> dict:
     return fp
 
 
-def launch_id(spec, geometry) -> str:
-    """What the keys record of a candidate's launch: its corpus entry, else its geometry."""
-    if spec is not None:
-        return f"corpus:{spec.id}:{spec.launch}:{[p for p in spec.params]}"
-    return f"geometry:{geometry or DEFAULT_GEOMETRY}"
+def given_launch(cand: Candidate):
+    """The check launch the candidate itself names: its contract's, else its
+    manifest entry's; None when it names none (resolved after parsing)."""
+    if cand.launch is not None:
+        return cand.launch
+    if cand.spec is not None:
+        from ptxopt.equivalence.launch import from_spec
+
+        return from_spec(cand.spec)
+    return None
+
+
+def launch_id(launch) -> str:
+    """What the keys record of a check launch (every field that changes a verdict); None: none given."""
+    return "none" if launch is None else launch.key()
 
 
 def _digest(doc: dict) -> str:
@@ -72,4 +82,4 @@ def module_key(printed: str, original_printed: str, entry: str, launch: str, set
                     "entry": entry, "launch": launch, **fingerprint(settings)})
 
 
-__all__ = ["sha256", "fingerprint", "launch_id", "pipeline_key", "module_key"]
+__all__ = ["sha256", "fingerprint", "launch_id", "given_launch", "pipeline_key", "module_key"]

@@ -286,9 +286,9 @@ class _Pool:
             w.pipeline = str(Pipeline.parse(c.pipeline))
         except Exception:
             w.pipeline = c.pipeline
-        from .keys import launch_id, pipeline_key
+        from .keys import given_launch, launch_id, pipeline_key
 
-        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, launch_id(c.spec, c.geometry), self.settings)
+        w.pkey = pipeline_key(c.ptx, w.pipeline, c.entry, launch_id(given_launch(c)), self.settings)
         if died:
             sig = f"signal {-code}" if isinstance(code, int) and code < 0 else f"exit status {code}"
             r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate",

@@ -37,36 +37,13 @@ used is marked ``bad_input`` and its error says the original was rejected: no
 pass is to blame. It is not cached either: its message quotes the lines of the
 user's file, which the result key (the printed module) does not tell apart.
 
-Equivalence verdict (``equivalence``, also written ``verdict`` in JSON), one of
-:data:`VERDICTS`:
-
-================  ===========================================================
-``identical``     the printed PTX is the original's own printing: nothing to
-                  compare (the baseline, the empty pipeline, always is)
-``hints-only``    the two differ only in cache operators, eviction hints,
-                  prefetches or register budgets, which the interpreter gives
-                  no meaning: equal by construction, not run (see
-                  :mod:`ptxopt.evaluate.observable`)
-``proved``        the translation validator (:mod:`ptxopt.prove`) showed the
-                  two equivalent for all inputs and launches (block by block,
-                  under its documented model: race-free weak accesses between
-                  ordering points); the interpreter was not run
-``equal``         bit-identical buffers in every trial; ``equivalence_note``
-                  gives the trials and the launch, ``coverage`` the fraction
-                  of the original's instructions the trials executed when the
-                  verifier reports it
-``inconclusive``  equivalence was not established; ``equivalence_note`` says
-                  why (the *original* cannot be run under the launch used, an
-                  instruction the interpreter lacks, the step budget, low
-                  coverage, or the evaluation stopped before the check)
-``differ``        a counterexample: the note names the buffer, the index and
-                  both values (status ``mismatch``), or the fault the
-                  transformed kernel hits where the original does not
-                  (status ``fault``)
-================  ===========================================================
-
-Only :data:`TRUSTED` verdicts (``identical``, ``hints-only``, ``proved``, ``equal``) make
-a candidate usable as a search result: :attr:`EvalResult.checked`.
+Equivalence verdict (``equivalence``, also written ``verdict`` in JSON): a
+:class:`ptxopt.equivalence.Verdict` value other than ``unchecked`` (the list,
+the trust order and each verdict's meaning are defined there, once; the
+note says how it was reached: the launch and trials, the prover's reason, the
+counterexample). Only trusted verdicts (``identical``, ``hints-only``,
+``proved``, ``equal``) make a candidate usable as a search result:
+:attr:`EvalResult.checked`.
 """
 
 from __future__ import annotations
@@ -74,16 +51,19 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from ptxopt.equivalence.verdict import VALUES as _VALUES
+from ptxopt.equivalence.verdict import Verdict
+
 OK = "ok"
 FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "truncated", "unsupported", "internal")
 STATUSES = (OK,) + FAILURES
 
-#: The equivalence verdicts, from the strongest to a counterexample.
-VERDICTS = ("identical", "hints-only", "proved", "equal", "inconclusive", "differ")
+#: The equivalence verdicts a result can carry, from the strongest to a counterexample.
+VERDICTS = _VALUES
 EQUIVALENCE = VERDICTS
 
 #: Verdicts that establish equivalence: only these candidates may be a search's best.
-TRUSTED = ("identical", "hints-only", "proved", "equal")
+TRUSTED = tuple(v for v in VERDICTS if Verdict(v).trusted)
 
 #: The note of a result whose evaluation stopped before the equivalence check.
 NOT_REACHED = "not checked: the evaluation stopped before the equivalence check"
@@ -113,7 +93,7 @@ class EvalResult:
     spill_store_bytes: int | None = None
     spill_load_bytes: int | None = None
     sass_instructions: int | None = None
-    equivalence: str = "inconclusive"  # a verdict (VERDICTS)
+    equivalence: str = Verdict.INCONCLUSIVE.value  # a verdict (VERDICTS)
     equivalence_note: str | None = None  # trials and launch, why inconclusive, or the counterexample
     coverage: float | None = None  # fraction of the original's instructions the equivalence trials ran
     launch: str | None = None  # the launch the equivalence check used ("grid (1, 1, 1), block (1, 1, 1)", ...)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.measure.base import Measurement
 from ptxopt.measure.registry import is_estimate
 
@@ -32,12 +33,12 @@ class Work:
     key: str | None = None
     entry: str | None = None
     spec: Any = None
-    geometry: Any = None
+    check: Any = None  # the check Launch (ptxopt.equivalence.launch), once resolved
     printed: str | None = None
     module: Any = None
     compiled: Any = None
     changed: bool | None = None
-    equivalence: str = "inconclusive"
+    equivalence: str = Verdict.INCONCLUSIVE.value
     equivalence_note: str | None = None
     coverage: float | None = None
     launch: str | None = None
@@ -74,7 +75,7 @@ class Work:
             spill_load_bytes=_first(m and m.spill_load_bytes, kres and kres.spill_load_bytes),
             sass_instructions=m.sass_instructions if m is not None else None,
             equivalence=self.equivalence,
-            equivalence_note=self.equivalence_note if (self.equivalence_note or self.equivalence != "inconclusive")
+            equivalence_note=self.equivalence_note if (self.equivalence_note or self.equivalence != Verdict.INCONCLUSIVE)
             else NOT_REACHED,
             coverage=self.coverage, launch=self.launch, bad_input=self.bad_input, changed=self.changed,
             entry=self.entry, error=error, fallback=m.fallback if m is not None else None,

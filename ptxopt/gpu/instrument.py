@@ -1,10 +1,14 @@
 """``%clock64`` instrumentation: make a kernel report how many SM cycles each
 of its threads spent between entry and exit.
 
-This is a *measurement* transform, not one of the optimisation passes: it is
-never registered in :mod:`ptxopt.passes.registry`, it changes the kernel's
-signature, and the GPU harness applies it to every candidate (baseline
-included) right before compiling it for the device.
+This is a *measurement* transform, not one of the optimisation passes: it
+changes the kernel's signature, and the GPU harness (:mod:`ptxopt.gpu.session`)
+applies it to every candidate (baseline included) right before compiling it
+for the device. So it is a plain rewrite of the IR, built on
+:mod:`ptxopt.ir`, :mod:`ptxopt.parser` and :mod:`ptxopt.emit` only: no
+:class:`~ptxopt.passes.base.Pass`, no pass manager, never an RL action. That
+keeps :mod:`ptxopt.gpu` below the pass layer (``tests/test_import_contract.py``
+pins the floor).
 
 What :func:`instrument` does to the chosen ``.entry``:
 
@@ -44,7 +48,7 @@ parameter ``__ptxopt_clk_buf``. A kernel that already uses either name is
 refused as "already instrumented" (:class:`AlreadyInstrumented`), which makes
 instrumenting twice an error instead of a silent double count.
 
-Refused (:class:`InstrumentError`, an :class:`~ptxopt.passes.base.IllegalPass`):
+Refused (:class:`InstrumentError`, raised before anything is changed):
 modules whose ``.address_size`` is not 64, a missing or ambiguous entry, and
 modules with a ``.func`` that executes ``exit`` (a thread ending there would
 never record its duration; the harness would see the sentinel instead).
@@ -65,10 +69,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import ClassVar
 
 from ptxopt.ir import Block, Decl, Function, Instruction, Label, Module
-from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
 
 CLOCK_PARAM = "__ptxopt_clk_buf"
 REG64 = "%ptxopt_clk"
@@ -122,8 +124,9 @@ _TEMPLATE = f"""
 """
 
 
-class InstrumentError(IllegalPass):
-    """The module cannot be instrumented (see the module doc for why)."""
+class InstrumentError(Exception):
+    """The module cannot be instrumented (see the module doc for why); raised
+    before anything is changed."""
 
 
 class AlreadyInstrumented(InstrumentError):
@@ -228,17 +231,22 @@ def _check(module: Module, entry: str | None) -> Function:
     return fn
 
 
-def _rewrite(block: Block, fname: str, report: ChangeReport) -> Block:
+#: What the rewrite did at one place: (source line of the exit, or 0 for the
+#: entry and the appended epilogue; what was inserted).
+Site = tuple[int, str]
+
+
+def _rewrite(block: Block, sites: list[Site]) -> Block:
     out: list = []
     for s in block.items:
         t = type(s)
         if t is Block:
-            out.append(_rewrite(s, fname, report))
+            out.append(_rewrite(s, sites))
             continue
         if t is Instruction and s.opcode in EXIT_OPCODES:
             out.extend(exit_sequence(s.guard, s.guard_neg))
             g = "" if s.guard is None else ("@!" if s.guard_neg else "@") + s.guard + " "
-            report.change(fname, s.line, f"clock end + store before {g}{s.full_opcode}")
+            sites.append((s.line, f"clock end + store before {g}{s.full_opcode}"))
         out.append(s)
     return Block(out, block.line)
 
@@ -255,50 +263,37 @@ def _falls_off_end(body: Block) -> bool:
     return True  # a label (branch target) or a nested scope that may fall through
 
 
-def instrument_function(fn: Function, report: ChangeReport) -> None:
-    """Rewrite ``fn`` (an entry, already checked) in place."""
+def instrument_function(fn: Function) -> list[Site]:
+    """Rewrite ``fn`` (an entry, already checked) in place; returns what was
+    inserted where."""
     tpl = _template()
-    body = _rewrite(fn.body, fn.name, report)
+    sites: list[Site] = []
+    body = _rewrite(fn.body, sites)
     items = body.items
     first = next((i for i, s in enumerate(items) if type(s) in (Instruction, Label, Block)), len(items))
     tail_epilogue = _falls_off_end(fn.body)
     items[first:first] = list(start_sequence())
-    report.change(fn.name, 0, "clock start at entry")
+    sites.insert(0, (0, "clock start at entry"))
     items[0:0] = list(tpl.decls)
     if tail_epilogue:
         items.extend(exit_sequence())
         items.append(tpl.ret)
-        report.change(fn.name, 0, "clock end + store + ret appended (control can reach the end of the body)")
+        sites.append((0, "clock end + store + ret appended (control can reach the end of the body)"))
     fn.body = body
     fn.params = tuple(fn.params or ()) + (tpl.param,)
+    return sites
 
 
-@dataclass(frozen=True)
-class InstrumentClock(Pass):
-    """The clock instrumentation as a :class:`Pass` (for pass-manager style
-    use); **not** in the registry and never an RL action."""
-
-    name: ClassVar[str] = "instrument_clock"
-    family: ClassVar[str] = "instrumentation"
-    description: ClassVar[str] = ("read %clock64 at entry and before every exit; store end-start per thread "
-                                  f"to an extra .u64 buffer parameter {CLOCK_PARAM}")
-
-    entry: str | None = None
-
-    def check_legal(self, module: Module) -> None:
-        _check(module, self.entry)
-
-    def run(self, module: Module) -> ChangeReport:
-        fn = _check(module, self.entry)
-        report = ChangeReport(self.name)
-        instrument_function(fn, report)
-        return report
+def instrument_sites(module: Module, entry: str | None = None) -> tuple[Module, list[Site]]:
+    """A copy of ``module`` with ``entry`` instrumented, and what was inserted
+    where; ``module`` is untouched (also when it is refused)."""
+    out = module.copy()
+    return out, instrument_function(_check(out, entry))
 
 
 def instrument(module: Module, entry: str | None = None) -> Module:
     """A copy of ``module`` with ``entry`` instrumented (``module`` untouched)."""
-    out, _ = InstrumentClock(entry).apply(module)
-    return out
+    return instrument_sites(module, entry)[0]
 
 
 def instrument_ptx(ptx_text: str, entry: str | None = None) -> str:
@@ -316,6 +311,6 @@ def exit_sites(module: Module, entry: str | None = None) -> int:
 
 
 __all__ = [
-    "CLOCK_PARAM", "SENTINEL", "InstrumentClock", "InstrumentError", "AlreadyInstrumented",
-    "instrument", "instrument_ptx", "is_instrumented", "exit_sequence", "start_sequence", "exit_sites",
+    "CLOCK_PARAM", "SENTINEL", "InstrumentError", "AlreadyInstrumented",
+    "instrument", "instrument_sites", "instrument_ptx", "is_instrumented", "exit_sequence", "start_sequence", "exit_sites",
 ]

@@ -49,8 +49,8 @@ def nondeterministic_buffers(names, first, second) -> list[str]:
 
 
 def compare_outputs(names, reference, candidate, *, ignore=(), seed: int = 0, flavour: str = "random"):
-    """The first bit-wise difference (a :class:`ptxopt.verify.Mismatch`) or None."""
-    from ptxopt.verify import compare_buffers
+    """The first bit-wise difference (a :class:`ptxopt.equivalence.interpret.Mismatch`) or None."""
+    from ptxopt.equivalence.interpret import compare_buffers
 
     ref = [None if n in ignore else a for n, a in zip(names, reference)]
     cand = [None if n in ignore else a for n, a in zip(names, candidate)]

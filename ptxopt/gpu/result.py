@@ -2,8 +2,9 @@
 
 One flat record, JSON-serialisable both ways (it crosses the process
 boundary between the harness child and its caller, and it is what
-``measure_corpus`` writes). A failed candidate is a measurement too, with a
-``status`` other than ``ok`` and a ``message``; nothing here raises.
+``benchmarks/gpu_measure_corpus.py`` writes). A failed candidate is a
+measurement too, with a ``status`` other than ``ok`` and a ``message``;
+nothing here raises.
 
 Statuses:
 

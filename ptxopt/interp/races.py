@@ -13,7 +13,7 @@ a conflict is seen whatever the order.
 Atomics (``atom``/``red``) do not race with each other and are not logged.
 Warp-level synchronisation (``bar.warp.sync``, shuffles) does not end an
 interval: warp-synchronous shared-memory code is reported as racing, which
-is why :mod:`ptxopt.verify` only compares the races of a transformed kernel
+is why :mod:`ptxopt.equivalence.interpret` only compares the races of a transformed kernel
 with those of its original (a race the original has too is not news).
 """
 

@@ -5,7 +5,8 @@ The harness (child process, CuPy, timing) lives in :mod:`ptxopt.gpu`; this
 module only adapts it, and imports nothing of :mod:`ptxopt.gpu` before a
 backend is made, so the registry can name it on machines without CuPy.
 
-:func:`make_backend` (also ``ptxopt.gpu.make_backend(**options)``) raises
+:func:`make_backend` (``**options``; the harness package does not re-export
+it: :mod:`ptxopt.gpu` sits below this layer) raises
 :class:`~ptxopt.measure.base.BackendUnavailable` (``GPU backend unavailable:
 <reason>``) where :func:`~ptxopt.gpu.probe.gpu_available` says no; the
 registry's factory (:func:`registry_factory`) checks first that the
@@ -116,7 +117,7 @@ class GpuBackend:
 
 
 def make_backend(**options) -> GpuBackend:
-    """A :class:`GpuBackend` (also ``ptxopt.gpu.make_backend``); raises
+    """A :class:`GpuBackend`; raises
     :class:`BackendUnavailable` where :func:`~ptxopt.gpu.probe.gpu_available` says no."""
     from ptxopt.gpu.probe import gpu_available
 

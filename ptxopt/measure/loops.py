@@ -17,7 +17,7 @@ the entry gets
   ``entries = header count - back-edge count``.
 
 The copy runs once in the interpreter with the inputs of
-:func:`ptxopt.verify.verify`'s first trial (seed 0, random inputs, lockstep);
+:func:`ptxopt.equivalence.interpret.verify`'s first trial (seed 0, random inputs, lockstep);
 every thread counts, so ``iterations / entries`` is the mean trip count per
 thread per entry.  The model follows one warp and takes that mean as the
 warp's trip count (a warp runs as long as its slowest thread: for loops whose
@@ -145,13 +145,13 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     """Run the instrumented kernel once and read its loop counts.
 
     ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or ``geometry``
-    (a :class:`ptxopt.verify.Geometry`) says how to launch, as for
-    :func:`ptxopt.verify.verify`.  Raises :class:`LoopProfileError` or the
+    (a :class:`ptxopt.equivalence.interpret.Geometry`) says how to launch, as for
+    :func:`ptxopt.equivalence.interpret.verify`.  Raises :class:`LoopProfileError` or the
     interpreter's error.
     """
     from ptxopt.interp import Program, run_kernel
     from ptxopt.interp.workload import make_args
-    from ptxopt.verify import TRIAL_PLAN, _args_for_geometry
+    from ptxopt.equivalence.interpret import TRIAL_PLAN, _args_for_geometry
 
     inst, headers = instrument_loops(module, entry)
     if not headers:

@@ -15,8 +15,7 @@ Why this shape (after xDSL and LLVM's new pass manager):
   pass and records the refusal in its change report (``illegal: ...``), the
   evaluator calls the candidate ``illegal`` and the search masks the action.
   No registered optimisation pass refuses a whole module (the base method
-  accepts every module); the clock instrumentation
-  (:class:`ptxopt.gpu.instrument.InstrumentClock`) does. Per-site refusals
+  accepts every module). Per-site refusals
   (one unaligned load group, one entry whose ``.maxntid`` bounds the
   registers below a budget) are recorded in the report with their reason,
   and the pass goes on elsewhere. :meth:`run` never raises

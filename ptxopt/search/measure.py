@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.evaluate import EvalResult, evaluate_many
 
 from .state import State
@@ -102,7 +103,7 @@ class Meter:
                 self.cache_hits += bool(r.cache_hit)
                 if s.depth == 0:
                     if r.ok and not r.checked:  # the empty pipeline: identical by definition
-                        r = r.replace(equivalence="identical", equivalence_note=None)
+                        r = r.replace(equivalence=Verdict.IDENTICAL.value, equivalence_note=None)
                 if not r.ok:
                     self.failures[r.status] += 1
                 elif not r.checked:

@@ -3,7 +3,7 @@
 For each named pass (:func:`~ptxopt.passes.registry.pass_names`): the result either prints the same module (the
 pass found nothing to do, or refused every site), or ptxas accepts it *and*
 the interpreter finds it computes bit for bit what the original computes
-(:func:`ptxopt.verify.verify`, every trial, under the given launch). Anything
+(:func:`ptxopt.equivalence.interpret.verify`, every trial, under the given launch). Anything
 else -- a crash, a rejected rewrite, a mismatch, an error -- is a
 :class:`Finding`. A result verify calls ``inconclusive`` because a changed
 instruction never ran under the launch (generated kernels guard code with
@@ -50,7 +50,7 @@ def check_passes(text: str, geometry, pipelines=None, arch: str = "sm_89", apply
     module) -> new module`` is how a pipeline runs (the tests swap in a broken
     one to show the check can fail)."""
     from ptxopt.toolchain import PtxasError, compile_ptx
-    from ptxopt.verify import verify
+    from ptxopt.equivalence.interpret import verify
 
     module = parse(text)
     entry = module.entries[0].name

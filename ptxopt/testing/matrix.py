@@ -89,8 +89,8 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
             cell.outcome, cell.detail = "broken", f"ptxas rejects the output: {err}"
             return cell
     if equivalence_trials:
-        from ptxopt.evaluate.observable import observable_form
-        from ptxopt.verify import verify
+        from ptxopt.equivalence.observable import observable_form
+        from ptxopt.equivalence.interpret import verify
 
         if observable_form(out) == observable_form(m):
             # only cache operators, hints, prefetches or budgets changed: equal

@@ -256,6 +256,6 @@ def random_steps(rng: random.Random, n: int) -> list[tuple[int, ...]]:
 def launch():
     """The launch every fuzz kernel is checked under: one block of
     :data:`THREADS` threads."""
-    from ptxopt.verify import Geometry
+    from ptxopt.equivalence.interpret import Geometry
 
     return Geometry(grid=(1, 1, 1), block=(THREADS, 1, 1))

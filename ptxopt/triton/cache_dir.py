@@ -62,13 +62,13 @@ class CachedKernel:
         launch per kernel, where :func:`ptxopt.optimize` tries them all."""
         from ptxopt.interp import InterpError
         from ptxopt.parser import parse
-        from ptxopt.verify import verify
+        from ptxopt.equivalence.interpret import verify
 
         alts = self.contracts()
         module = parse(self.ptx, str(self.path))
         for alt in alts:
             try:
-                r = verify(module, module, alt.entry, seeds=(0,), trials=2, geometry=alt.geometry,
+                r = verify(module, module, alt.entry, seeds=(0,), trials=2, launch=alt,
                            layouts=False, min_coverage=0.0)
             except (InterpError, ValueError, RuntimeError):
                 continue

@@ -22,15 +22,14 @@ would otherwise take any 64-bit parameter for a pointer.
 Kernels that read indices from a buffer (embedding, histogram, gather) get
 random floats as indices and fault in the original: their verdict is
 ``inconclusive`` and Triton's PTX is kept. A contract passed to
-:func:`ptxopt.triton.enable` (``contracts={kernel name: Contract}``)
+:func:`ptxopt.triton.enable` (``contracts={kernel name: Launch}``)
 replaces this one.
 """
 
 from __future__ import annotations
 
-from ptxopt.contract import Contract
 from ptxopt.triton.signature import Arg
-from ptxopt.verify import Geometry
+from ptxopt.equivalence.launch import Launch, Origin
 
 BUFFER_BYTES = 65536
 #: Fixed integer-scalar values tried after the verifier's varying plan.
@@ -43,7 +42,7 @@ def _describe(name: str, num_warps: int, shared: int, args: list[Arg] | None) ->
 
 
 def triton_contracts(entry: str, ptx_params: list[tuple[str, str]], metadata: dict,
-                     args: list[Arg] | None) -> list[Contract]:
+                     args: list[Arg] | None) -> list[Launch]:
     """The contract alternatives for one Triton kernel.
 
     ``ptx_params``: ``(name, dtype)`` of the entry's ``.param`` list;
@@ -63,9 +62,8 @@ def triton_contracts(entry: str, ptx_params: list[tuple[str, str]], metadata: di
     for fixed in ALTERNATIVES:
         scalars = {p: (fixed or 16) for p in sorted(i64)}
         tag = "integer scalars varied per launch" if fixed is None else f"integer scalars = {fixed}"
-        geo = Geometry(grid=(1, 1, 1), block=block, shared_bytes=shared, buffer_bytes=BUFFER_BYTES,
-                       scalars=scalars, int_scalar=fixed)
-        out.append(Contract(f"{source}; {tag}", geometry=geo, entry=entry))
+        out.append(Launch((1, 1, 1), block, shared, scalars, origin=Origin.TRITON, source=f"{source}; {tag}",
+                          entry=entry, buffer_bytes=BUFFER_BYTES, int_scalar=fixed))
     return out
 
 

@@ -285,7 +285,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     checkpoint of ``ptxopt train``) or ``pipelines`` (a results file of
     ``ptxopt search`` over a Triton cache directory). ``verify=False`` skips
     the interpreter (ptxas still checks). ``contracts``: ``{kernel name:
-    Contract}`` overriding the launch contract derived from Triton's metadata.
+    Launch}`` overriding the launch contract derived from Triton's metadata.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines

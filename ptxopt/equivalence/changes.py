@@ -1,6 +1,6 @@
 """Changed-instruction coverage: did the launches run what the candidate changed?
 
-An ``equal`` from :func:`ptxopt.verify.verify` means "no launch told them
+An ``equal`` from :func:`ptxopt.equivalence.interpret.verify` means "no launch told them
 apart". That says nothing about an instruction no launch ran: a store the
 contract never reaches can be dropped, a constant on a path never taken can
 be anything. This module finds, per function, the instructions a transformed

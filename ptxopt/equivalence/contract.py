@@ -1,7 +1,7 @@
 """Launch contracts: how a kernel outside the corpus is launched to check it.
 
 Equivalence is checked by running the original and the transformed kernel in
-the interpreter (:mod:`ptxopt.verify`), and that needs what the kernel's real
+the interpreter (:mod:`ptxopt.equivalence.interpret`), and that needs what the kernel's real
 launcher knows: grid and block, the dynamic shared memory, the value of each
 scalar argument and (optionally) the size and type of each buffer. That is
 the *contract*. It comes from, in order of precedence:
@@ -33,11 +33,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ptxopt.equivalence.launch import ContractError, Launch, Origin
+
 CONTRACT_SUFFIX = ".contract.json"
-
-
-class ContractError(ValueError):
-    """A malformed contract (file or option)."""
 
 
 # --------------------------------------------------------------------------
@@ -83,116 +81,6 @@ def parse_scalars(items) -> dict[str, int | float]:
 
 
 # --------------------------------------------------------------------------
-# The contract
-# --------------------------------------------------------------------------
-
-def _dims(t) -> str:
-    return "x".join(str(int(v)) for v in t)
-
-
-@dataclass(frozen=True)
-class Contract:
-    """How to launch one entry (``entry`` None: any entry).
-
-    ``spec`` (a :class:`ptxopt.corpus.KernelSpec`, exact buffers) is used
-    when set, else ``geometry`` (a :class:`ptxopt.verify.Geometry`, default
-    buffers); a file gives both when it describes every parameter it lists,
-    and :meth:`fit` picks one for the entry's real parameters. ``source``
-    says where it came from (a file, ``options``, ``corpus:ID``, ``guess``).
-    """
-
-    source: str
-    geometry: object | None = None
-    spec: object | None = None
-    entry: str | None = None
-    params: tuple[str, ...] = ()  # the parameter names a file describes
-
-    def fit(self, param_names) -> "Contract":
-        """This contract for an entry with these parameters: exact buffers
-        (``spec``) only when the file describes every parameter, in order;
-        else default buffers (``geometry``). A parameter the entry does not
-        have (described by the file, or a scalar given by an option) is an
-        error."""
-        names = list(param_names)
-        described = list(self.params) + [n for n in self.scalars if n not in self.params]
-        unknown = [n for n in described if n not in names]
-        if unknown:
-            raise ContractError(f"contract from {self.source}: {self.entry or 'the entry'} has no "
-                                f"parameter {', '.join(unknown)} (its parameters: {', '.join(names)})")
-        if self.spec is not None and list(self.params) == names:
-            return self
-        if self.geometry is None:
-            raise ContractError(f"contract from {self.source} describes parameters {list(self.params)}, "
-                                f"but {self.entry or 'the entry'} has {names}")
-        return Contract(self.source, self.geometry, None, self.entry, self.params)
-
-    @property
-    def guessed(self) -> bool:
-        return self.source == "guess"
-
-    @property
-    def grid(self) -> tuple:
-        return tuple(self.spec.launch.grid if self.spec is not None else self.geometry.grid)
-
-    @property
-    def block(self) -> tuple:
-        return tuple(self.spec.launch.block if self.spec is not None else self.geometry.block)
-
-    @property
-    def shared_bytes(self) -> int:
-        return int(self.spec.launch.shared_bytes if self.spec is not None else self.geometry.shared_bytes)
-
-    @property
-    def scalars(self) -> dict:
-        if self.spec is not None:
-            return {p.name: p.value for p in self.spec.params if p.role == "scalar"}
-        return dict(self.geometry.scalars)
-
-    def describe(self) -> str:
-        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``."""
-        text = f"grid {_dims(self.grid)}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
-        sc = self.scalars
-        if sc:
-            text += ", " + ", ".join(f"{k}={v}" for k, v in sc.items())
-        if self.guessed:
-            return text + " (guessed: no contract given and no corpus kernel matches)"
-        return text + f" (from {self.source})"
-
-    def to_json(self) -> dict:
-        return {"source": self.source, "guessed": self.guessed, "grid": list(self.grid),
-                "block": list(self.block), "shared_bytes": self.shared_bytes, "scalars": self.scalars,
-                "buffers": "exact" if self.spec is not None else "default"}
-
-    def with_entry(self, entry: str) -> "Contract":
-        return Contract(self.source, self.geometry, self.spec, entry, self.params)
-
-
-def as_contract(obj, source: str = "caller") -> "Contract | None":
-    """A :class:`Contract` from a Contract, a Geometry or a KernelSpec."""
-    from ptxopt.corpus import KernelSpec
-    from ptxopt.verify import Geometry
-
-    if obj is None or isinstance(obj, Contract):
-        return obj
-    if isinstance(obj, Geometry):
-        return Contract(source, geometry=obj)
-    if isinstance(obj, KernelSpec):
-        c = corpus_contract(obj)
-        return c if source == "caller" else replace(c, source=source)
-    raise TypeError(f"expected a Contract, Geometry or KernelSpec, got {type(obj).__name__}")
-
-
-def guess_contract() -> Contract:
-    from ptxopt.verify import Geometry
-
-    return Contract("guess", geometry=Geometry())
-
-
-def corpus_contract(spec) -> Contract:
-    return Contract(f"corpus:{spec.id}", spec=spec, entry=spec.entry, params=tuple(p.name for p in spec.params))
-
-
-# --------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------
 
@@ -219,10 +107,10 @@ def _dim3_json(value, what: str) -> tuple[int, int, int]:
     return tuple(list(value) + [1] * (3 - len(value)))  # type: ignore[return-value]
 
 
-def contract_from_json(d: dict, source: str) -> Contract:
-    """One manifest-entry-shaped object -> a :class:`Contract`."""
-    from ptxopt.corpus import KernelSpec, Launch, Param
-    from ptxopt.verify import Geometry
+def contract_from_json(d: dict, source: str) -> Launch:
+    """One manifest-entry-shaped object -> a :class:`~ptxopt.equivalence.launch.Launch` (origin ``contract``)."""
+    from ptxopt.corpus import KernelSpec, Param
+    from ptxopt.corpus import Launch as ManifestLaunch
 
     if not isinstance(d, dict):
         raise ContractError(f"{source}: a contract must be a JSON object, got {type(d).__name__}")
@@ -254,10 +142,7 @@ def contract_from_json(d: dict, source: str) -> Contract:
             scalars[name] = parse_scalar_value(name, p["value"])
         if role is None or "dtype" not in p or (role != "scalar" and not isinstance(p.get("count"), int)):
             complete = False
-    extra = {}
-    if "buffer_bytes" in d:
-        extra["buffer_bytes"] = _int(d["buffer_bytes"], f"{source}: buffer_bytes")
-    geometry = Geometry(grid=grid, block=block, shared_bytes=shared, scalars=scalars, **extra)
+    buffer_bytes = _int(d["buffer_bytes"], f"{source}: buffer_bytes") if "buffer_bytes" in d else 65536
     spec = None
     if complete:
         try:
@@ -269,12 +154,12 @@ def contract_from_json(d: dict, source: str) -> Contract:
                           compiler=str(d.get("compiler", "")), path="", entry=entry or "",
                           source=source, generator="", arch=str(d.get("arch", "")),
                           ptx_version=str(d.get("ptx_version", "")),
-                          launch=Launch(grid, block, shared), params=params)
-    return Contract(source, geometry=geometry, spec=spec, entry=entry,
-                    params=tuple(p["name"] for p in raw_params))
+                          launch=ManifestLaunch(grid, block, shared), params=params)
+    return Launch(grid, block, shared, scalars, origin=Origin.CONTRACT, source=source, entry=entry,
+                  params=tuple(p["name"] for p in raw_params), buffer_bytes=buffer_bytes, buffers=spec)
 
 
-def load_contract_file(path: str | Path) -> list[Contract]:
+def load_contract_file(path: str | Path) -> list[Launch]:
     """Every contract in a contract file (one object, a list, or ``{"kernels": [...]}``)."""
     path = Path(path)
     try:
@@ -301,11 +186,11 @@ def load_contract_file(path: str | Path) -> list[Contract]:
 
 @dataclass
 class Contracts:
-    """The contracts given for a module: per entry, or one for every entry."""
+    """The launches given for a module: per entry, or one for every entry."""
 
-    items: list[Contract] = field(default_factory=list)
+    items: list[Launch] = field(default_factory=list)
 
-    def for_entry(self, entry: str) -> Contract | None:
+    def for_entry(self, entry: str) -> Launch | None:
         for c in self.items:
             if c.entry == entry:
                 return c
@@ -322,14 +207,11 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
                       grid: str | tuple | None = None, block: str | tuple | None = None,
                       shared_bytes: int | None = None, scalars=(), buffer_bytes: int | None = None,
                       auto: bool = True) -> Contracts:
-    """The contracts for one input: ``--contract`` FILE, else ``KERNEL.contract.json``
+    """The launches for one input: ``--contract`` FILE, else ``KERNEL.contract.json``
     next to ``ptx_path`` (when ``auto``), with ``grid``/``block``/
     ``shared_bytes``/``scalars`` options overriding their fields. Options
-    without a file need both ``grid`` and ``block``."""
-
-    from ptxopt.verify import Geometry
-
-    items: list[Contract] = []
+    without a file need both ``grid`` and ``block`` (origin ``options``)."""
+    items: list[Launch] = []
     if contract_file:
         items = load_contract_file(contract_file)
     elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
@@ -345,29 +227,18 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
     if not items:
         if g is None or b is None:
             raise ContractError("give both --grid and --block (or a contract file)")
-        extra = {} if buffer_bytes is None else {"buffer_bytes": buffer_bytes}
-        return Contracts([Contract("options", geometry=Geometry(grid=g, block=b, shared_bytes=shared_bytes or 0,
-                                                               scalars=dict(sc), **extra))])
+        return Contracts([Launch(g, b, shared_bytes or 0, dict(sc), origin=Origin.OPTIONS, source="options",
+                                 buffer_bytes=65536 if buffer_bytes is None else buffer_bytes)])
     out = []
     for c in items:
-        spec = c.spec
-        if spec is not None:
-            launch = replace(spec.launch, grid=g or spec.launch.grid, block=b or spec.launch.block,
-                             shared_bytes=spec.launch.shared_bytes if shared_bytes is None else shared_bytes)
-            params = tuple(replace(p, value=sc[p.name]) if p.name in sc and p.role == "scalar" else p
-                           for p in spec.params)
-            spec = replace(spec, launch=launch, params=params)
-        geo = c.geometry
-        kw = {"grid": g or geo.grid, "block": b or geo.block,
-              "shared_bytes": geo.shared_bytes if shared_bytes is None else shared_bytes,
-              "scalars": {**geo.scalars, **sc}}
+        kw = {"grid": g or c.grid, "block": b or c.block, "scalars": {**c.scalars, **sc},
+              "shared_bytes": c.shared_bytes if shared_bytes is None else shared_bytes,
+              "source": f"{c.source} + options"}
         if buffer_bytes is not None:
             kw["buffer_bytes"] = buffer_bytes
-        out.append(Contract(f"{c.source} + options", geometry=replace(geo, **kw), spec=spec, entry=c.entry,
-                            params=c.params))
+        out.append(replace(c, **kw))
     return Contracts(out)
 
 
-__all__ = ["Contract", "Contracts", "ContractError", "CONTRACT_SUFFIX", "as_contract",
-           "contract_from_json", "contract_path_for", "corpus_contract", "guess_contract",
+__all__ = ["Contracts", "ContractError", "CONTRACT_SUFFIX", "contract_from_json", "contract_path_for",
            "load_contract_file", "parse_dim3", "parse_scalars", "resolve_contracts"]

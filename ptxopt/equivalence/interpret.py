@@ -54,12 +54,12 @@ byte). If the original races too (warp-synchronous code), races are not
 compared (a note says so).
 
 **Extra launches.** Only when the transformed module changed something
-(:func:`ptxopt.verify_changes.changes`), after the regular trials and
+(:func:`ptxopt.equivalence.changes.changes`), after the regular trials and
 before the layouts, each marked ``extra`` in its launch: ``descending``
 inputs (every input strictly decreasing: the extreme of each row or block
 is its first element, so a reduction that skips or shifts an element
 shows); for a manifest launch, *boundary scalars*
-(:mod:`ptxopt.verify_boundary`: integer scalars one below the contract, and
+(:mod:`ptxopt.equivalence.boundary`: integer scalars one below the contract, and
 at a boundary the kernel compares them against); and the thread-serial
 launch above. A failure of the original in an extra launch skips it.
 
@@ -118,7 +118,7 @@ up to the last byte any launch stored: holes count, the unreachable tail of a
 generous guess does not); and the conditional-branch directions taken, of
 twice the conditional branches in the functions that ran.
 
-**Changed-instruction coverage** (:mod:`ptxopt.verify_changes`): the
+**Changed-instruction coverage** (:mod:`ptxopt.equivalence.changes`): the
 instructions the transformed module changed, per function (a sequence diff;
 moved instructions count, a deleted one at its site in the original), and
 whether each *ran* (its guard held in some thread) in some compared launch:
@@ -161,8 +161,8 @@ from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
-from ptxopt.verify_changes import changes, merge_executed
-from ptxopt.verify_changes import check as check_changes
+from ptxopt.equivalence.changes import changes, merge_executed
+from ptxopt.equivalence.changes import check as check_changes
 
 DEFAULT_SEEDS = (0,)
 DEFAULT_TRIALS = 4
@@ -242,7 +242,7 @@ class Coverage:
     branches: float = 1.0  # branch directions taken / 2 x conditional branches (1.0: none)
     branch_directions: int = 0
     conditional_branches: int = 0
-    #: changed-instruction coverage (:mod:`ptxopt.verify_changes`): instructions
+    #: changed-instruction coverage (:mod:`ptxopt.equivalence.changes`): instructions
     #: the transformed module changed (both sides: new/edited/moved ones in it,
     #: deleted/edited/moved-away ones in the original), how many of them ran
     #: in some compared launch, and those that never ran (named)
@@ -442,7 +442,7 @@ def synchronises(program: Program) -> bool:
 def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
     """The extra launches (see the module doc) as plan entries, trial numbers
     from ``first`` on (after the memory layouts')."""
-    from ptxopt.verify_boundary import boundary_scalars
+    from ptxopt.equivalence.boundary import boundary_scalars
 
     sync = synchronises(po) or synchronises(pt)
     out = [(seed, first, "descending", "lockstep", "separate", {"kind": "descending inputs"})]
@@ -591,7 +591,7 @@ def _merge_coverage(acc: dict, cov: dict) -> None:
 def _coverage(acc: dict, span_of=frozenset(), sites=(), executed_o=None, executed_t=None) -> Coverage:
     """``span_of``: buffers whose true size is unknown (a :class:`Geometry`
     guess): their size counts up to the last byte any launch stored.
-    ``sites``: the changed instructions (:func:`ptxopt.verify_changes.changes`),
+    ``sites``: the changed instructions (:func:`ptxopt.equivalence.changes.changes`),
     checked against what ran in the compared launches."""
     outs = {n: w for n, w in acc["written"].items() if w.any()}
     size = sum(int(np.flatnonzero(w)[-1]) + 1 if n in span_of else w.size for n, w in outs.items())
@@ -614,11 +614,12 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
            transformed_text: str | None = None, extra_launches: bool = True,
-           race_check: bool = True) -> VerifyResult:
+           race_check: bool = True, launch=None) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
-    ``geometry`` says how to launch.
+    ``geometry`` says how to launch, or ``launch`` (a
+    :class:`~ptxopt.equivalence.launch.Launch`, which gives one of them).
 
     ``assemble`` first runs ptxas on both for ``arch`` (default: the
     original's ``.target``), on ``original_text``/``transformed_text`` when
@@ -639,6 +640,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     ``race_check`` turns on shared-memory race detection in the first
     regular launch when the transformed module changed a kernel that
     synchronises."""
+    if launch is not None:
+        given = launch.interp_kwargs()
+        spec, geometry = given.get("spec"), given.get("geometry")
     po, pt = _as_program(original), _as_program(transformed)
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name

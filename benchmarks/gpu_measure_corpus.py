@@ -1,13 +1,15 @@
 """Measure the corpus on this machine's GPU: every kernel's baseline and every
 single-pass variant; optionally compare the ``sim`` model's ranking with it.
 
-Usage::
+A calibration script like ``benchmarks/sim_calibration.py`` (it runs the
+pass manager, the sim model and the GPU harness together, so it lives above
+all three, not inside :mod:`ptxopt.gpu`). Usage, from the repository root::
 
-    python -m ptxopt.gpu.measure_corpus [--out corpus/measurements/<gpu>.json]
+    python benchmarks/gpu_measure_corpus.py [--out corpus/measurements/<gpu>.json]
         [--kernels gemm_tile] [--passes all|vec_ld,maxnreg_32,...]
         [--warmup 50] [--repeats 200] [--seed 0] [--timeout 300] [--resume]
         [--samples] [--compare-sim] [--sim-arch sm_90]
-    python -m ptxopt.gpu.measure_corpus --input FILE.json --compare-sim   # no GPU needed
+    python benchmarks/gpu_measure_corpus.py --input FILE.json --compare-sim   # no GPU needed
 
 Exit status: 0 done; 2 no GPU (``no GPU: <reason>`` on stderr) or bad
 arguments; 1 an input file that cannot be read.
@@ -86,6 +88,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SCHEMA = 1
 KIND = "ptxopt-gpu-measurements"
@@ -361,7 +365,7 @@ def format_comparison(c: dict) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m ptxopt.gpu.measure_corpus",
+        prog="python benchmarks/gpu_measure_corpus.py",
         description="Measure corpus kernels and their single-pass variants on this machine's GPU "
                     "(%clock64 instrumentation, CuPy, one child process); optionally compare the sim model.")
     ap.add_argument("--out", type=Path, help="output JSON (default: corpus/measurements/<gpu-name>.json)")

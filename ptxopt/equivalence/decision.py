@@ -1,0 +1,305 @@
+"""The one answer to "is the rewritten kernel the same as the original?".
+
+:func:`decide` goes from cheap to expensive and stops at the first answer:
+
+1. ``identical``: the printed module did not change;
+2. ``hints-only``: it differs only in what no result can depend on (cache
+   operators, eviction hints, prefetches, register budgets:
+   :func:`ptxopt.equivalence.observable.observable_form`): equal by
+   construction, nothing run;
+3. ``proved``: the translation validator (:mod:`ptxopt.prove`) shows the
+   entry equivalent for all inputs and launches (``prove=True``);
+4. the interpreter (:func:`ptxopt.equivalence.interpret.verify`) runs both on
+   the check ``launch``: ``equal``, ``differ`` (a differing value, or the
+   candidate faults where the original does not) or ``inconclusive`` (the
+   original cannot run on the launch, a step budget, an instruction the
+   interpreter lacks, too little coverage); an ``equal`` is then limited by
+   what the launch's origin supports
+   (:func:`ptxopt.equivalence.launch.ceiling`: never on a guessed launch).
+
+:func:`decide_module` is the same question for every entry of a module (the
+module's verdict is its weakest entry's), trying alternative launches while
+the answer is ``inconclusive``. ``optimize()``, the ``VerifyEach``
+instrument, the evaluator and the CLI all call these; :func:`format_mismatch`
+is the one way a counterexample is written.
+
+A caller that checks many candidates of one original (the evaluator) passes
+a :class:`Reference`: the original's printing, observable form, interpreter
+program and interpreter runs are then computed once, not per candidate.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ptxopt.equivalence.interpret import DEFAULT_SEEDS, DEFAULT_TRIALS, VerifyResult, verify
+from ptxopt.equivalence.launch import Launch, ceiling
+from ptxopt.equivalence.launch import guessed as guessed_launch
+from ptxopt.equivalence.verdict import Verdict, weakest
+
+REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per process
+
+HINTS_NOTE = ("differs from the original only in cache operators, eviction hints, prefetches or register budgets, "
+              "which no result can depend on: equal by construction, not run")
+
+
+class _LRU(OrderedDict):
+    """A mapping that keeps the REFERENCE_SIZE most recently used entries."""
+
+    def get(self, key, default=None):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        while len(self) > REFERENCE_SIZE:
+            self.popitem(last=False)
+
+
+_RUNS = _LRU()  # the originals' interpreter runs, per (Reference.key, launch, seed, trial, ...)
+
+
+def clear() -> None:
+    _RUNS.clear()
+
+
+@dataclass
+class Reference:
+    """The original side of many checks, computed once: its module, its
+    printing, its observable form and its interpreter program. ``key``
+    identifies the module (with the launch) for the memo of its interpreter
+    runs; None: its runs are not memoised."""
+
+    module: Any
+    key: str | None = None
+    _printed: str | None = field(default=None, repr=False)
+    _observable: str | None = field(default=None, repr=False)
+    _program: Any = field(default=None, repr=False)
+
+    @property
+    def printed(self) -> str:
+        if self._printed is None:
+            from ptxopt.emit import emit
+
+            self._printed = emit(self.module)
+        return self._printed
+
+    @property
+    def observable(self) -> str:
+        if self._observable is None:
+            from ptxopt.equivalence.observable import observable_form
+
+            self._observable = observable_form(self.module)
+        return self._observable
+
+    @property
+    def program(self):
+        if self._program is None:
+            from ptxopt.interp import Program
+
+            self._program = Program(self.module)
+        return self._program
+
+
+def as_reference(original) -> Reference:
+    return original if isinstance(original, Reference) else Reference(original)
+
+
+# --------------------------------------------------------------------------
+# The decision
+# --------------------------------------------------------------------------
+
+#: How an interpreter failure of the *candidate* is classified: a fault is a
+#: counterexample (the original ran); a step budget or something the
+#: interpreter cannot run is no verdict at all.
+_FAILURE_KINDS = {"fault": "fault", "barrier": "fault", "warp-sync": "fault", "trap": "fault", "error": "fault",
+                  "race": "fault", "ptxas": "fault", "step-limit": "timeout", "unsupported": "unsupported",
+                  "launch": "unsupported"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict for one entry (or a module), why, and what it ends.
+
+    ``finish``: for the evaluator, the status that ends the candidate
+    (``mismatch``, ``fault``, ``timeout``, ``unsupported``) with ``error``;
+    None when it goes on to be measured. ``coverage``: the fraction of the
+    written buffers' bytes the interpreter's launches stored, when it ran
+    (``coverage_note`` says more); ``launch``: the launch it ran (None when
+    none was needed); ``result``: the interpreter's full result, when it ran."""
+
+    verdict: Verdict
+    note: str = ""
+    finish: str | None = None
+    error: str | None = None
+    coverage: float | None = None
+    coverage_note: str = ""
+    launch: Launch | None = None
+    result: VerifyResult | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def trusted(self) -> bool:
+        return self.verdict.trusted
+
+
+def one_line(e) -> str:
+    s = str(e).strip().splitlines()
+    return s[0] if s else type(e).__name__
+
+
+def format_mismatch(mm) -> str:
+    """The one way a counterexample is written: which value, what it was and
+    is, how much differs, and under which inputs."""
+    return (f"{mm.buffer}[{mm.index}] is {mm.transformed}, was {mm.original} ({mm.differing} of {mm.size} "
+            f"elements differ; seed {mm.seed}, {mm.flavour} inputs, {mm.schedule} schedule, {mm.layout} layout)")
+
+
+def coverage_of(cov) -> tuple[float | None, str]:
+    """The interpreter's :class:`~ptxopt.equivalence.interpret.Coverage` as
+    (fraction of the written buffers' bytes the launches stored, a note suffix)."""
+    if cov is None:
+        return None, ""
+    parts = [f"{cov.output_bytes:.0%} of the written buffers' bytes stored",
+             f"{cov.threads:.0%} of threads stored"]
+    if cov.conditional_branches:
+        parts.append(f"{cov.branches:.0%} of branch directions taken")
+    return float(cov.output_bytes), "; coverage: " + ", ".join(parts)
+
+
+def decide(original, candidate, entry: str, launch: Launch | None = None, *, prove: bool = True,
+           trials: int = DEFAULT_TRIALS, min_coverage: float | None = None, changed: bool | None = None,
+           max_steps: int | None = None) -> Decision:
+    """Is ``candidate``'s ``entry`` equivalent to ``original``'s (module doc)?
+
+    ``original``: a module or a :class:`Reference`. ``launch``: the check
+    launch (None: a guessed one). ``changed``: whether the candidate's printing
+    differs from the original's, when the caller knows it already.
+    ``min_coverage``: an interpreter ``equal`` whose launches stored less of
+    the written bytes than this, or whose regular launches the original could
+    not all run, is ``inconclusive`` (None: never)."""
+    ref = as_reference(original)
+    if changed is None:
+        from ptxopt.emit import emit
+
+        changed = emit(candidate) != ref.printed
+    if not changed:
+        return Decision(Verdict.IDENTICAL)
+    hints = _hints_only(ref, candidate)
+    if hints is not None:
+        return hints
+    if prove:
+        proved, why = _prove(ref, candidate, entry)
+        if proved is not None:
+            return proved
+    d = _interpret(ref, candidate, entry, launch or guessed_launch(entry), trials, min_coverage, max_steps)
+    return replace(d, note=d.note + why) if prove else d
+
+
+def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]:
+    """The prover's ``proved`` decision, else None and its reason (a note suffix)."""
+    from ptxopt.prove import prove as prove_pair
+
+    pr = prove_pair(ref.module, candidate, entry=entry)
+    if pr.verdict == Verdict.PROVED:
+        return Decision(Verdict.PROVED, f"translation validation: {pr.reason} ({pr.seconds:.3f} s); "
+                                        "interpreter not run"), ""
+    return None, f"; prover {pr.verdict}: {pr.reason}"
+
+
+def _hints_only(ref: Reference, candidate) -> Decision | None:
+    from ptxopt.equivalence.observable import observable_form
+
+    if observable_form(candidate) != ref.observable:
+        return None
+    return Decision(Verdict.HINTS_ONLY, HINTS_NOTE)
+
+
+def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: int,
+               min_coverage: float | None, max_steps: int | None) -> Decision:
+    """The interpreter's verdict on ``launch``, limited by what its origin supports."""
+    from ptxopt.interp import Program
+    from ptxopt.interp.errors import InterpError
+
+    where = launch.describe()
+    try:
+        res = verify(ref.program, Program(candidate), entry, DEFAULT_SEEDS, trials, launch=launch,
+                     max_steps=max_steps, reference=_RUNS if ref.key else None,
+                     reference_key=f"{ref.key}/{entry}/{launch.key()}" if ref.key else None,
+                     min_coverage=min_coverage)
+    except InterpError as e:
+        return Decision(Verdict.INCONCLUSIVE, f"the original cannot be interpreted with the launch {where}: "
+                                              f"{one_line(e)}", launch=launch)
+    coverage, cov = coverage_of(res.coverage)
+    common = {"coverage": coverage, "coverage_note": cov, "launch": launch, "result": res}
+    if res.status == "equal" and res.trials == 0:
+        return Decision(Verdict.INCONCLUSIVE, f"no launch of the original could run with the launch {where}",
+                        **common)
+    if res.status == "equal":
+        c = res.coverage
+        full = c is not None and c.output_bytes >= 1.0 and not c.changed_not_run
+        verdict, why = ceiling(Verdict.EQUAL, launch, fully_covered=full)
+        note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
+        return Decision(verdict, f"{why}; {note}" if why else note, **common)
+    if res.status == "mismatch":
+        note = format_mismatch(res.mismatch)
+        return Decision(Verdict.DIFFER, note, finish="mismatch", error=f"{entry} computes something else: {note}",
+                        **common)
+    if res.status != "error":  # "inconclusive" (or any status this decider does not know): nothing shown
+        why = res.error or "; ".join(map(str, res.notes)) or f"the interpreter returned {res.status!r}"
+        return Decision(Verdict.INCONCLUSIVE, f"equivalence not established with the launch {where}: {why}",
+                        **common)
+    category = _FAILURE_KINDS.get(res.error_kind or "error", "fault")
+    why = res.error or "the transformed kernel failed in the interpreter"
+    # the transformed kernel fails where the original runs: a counterexample; a step budget, an
+    # instruction or launch the interpreter cannot run: no verdict
+    verdict = Verdict.DIFFER if category == "fault" else Verdict.INCONCLUSIVE
+    return Decision(verdict, why, finish=category, error=why, **common)
+
+
+def decide_module(original, candidate, launches=None, *, prove: bool = True, trials: int = DEFAULT_TRIALS,
+                  min_coverage: float | None = None) -> Decision:
+    """:func:`decide` for every entry of ``original``; the weakest entry's
+    decision (its note names the entry, and how many there were).
+
+    ``launches(entry) -> list[Launch | None | Exception]``: the alternatives
+    for an entry, tried in order while the verdict is ``inconclusive`` (the
+    first that decides wins; a ``differ`` under any is final); None: a
+    guessed launch; an exception: a given launch that does not fit the entry
+    (``inconclusive`` with its message)."""
+    from ptxopt.emit import emit
+
+    ref = as_reference(original)
+    if emit(candidate) == ref.printed:
+        return Decision(Verdict.IDENTICAL)
+    hints = _hints_only(ref, candidate)
+    if hints is not None:
+        return hints
+    entries = [fn.name for fn in ref.module.entries]
+    if not entries:
+        return Decision(Verdict.INCONCLUSIVE, "the module has no kernel entry to run")
+    worst: Decision | None = None
+    for entry in entries:
+        d, why = _prove(ref, candidate, entry) if prove else (None, "")
+        if d is None:
+            for alt in (launches(entry) if launches else None) or [None]:
+                if isinstance(alt, Exception):  # the given launch does not fit this entry: no verdict from it
+                    d = Decision(Verdict.INCONCLUSIVE, one_line(alt))
+                else:
+                    d = _interpret(ref, candidate, entry, alt or guessed_launch(entry), trials, min_coverage, None)
+                if d.verdict is not Verdict.INCONCLUSIVE:
+                    break
+            d = replace(d, note=d.note + why)
+        d = replace(d, note=f"{entry}: {d.note}")
+        if worst is None or d.verdict.rank < worst.verdict.rank:
+            worst = d
+    if len(entries) > 1:
+        worst = replace(worst, note=f"{len(entries)} entries; weakest: {worst.note}")
+    return worst
+
+
+__all__ = ["decide", "decide_module", "Decision", "Reference", "format_mismatch", "coverage_of", "clear",
+           "HINTS_NOTE", "REFERENCE_SIZE", "weakest"]

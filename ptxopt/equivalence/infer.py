@@ -1,0 +1,58 @@
+"""An *inferred* check launch, for a kernel nobody gave a launch for.
+
+Without a contract, a manifest entry or Triton's metadata, the old fallback
+was a *guessed* launch: one block of one thread. Its runs say nothing about
+the launches the kernel really gets (one thread never exercises a barrier, a
+warp collective or a second block's indexing), so a guessed launch never
+supports ``equal`` (:data:`ptxopt.equivalence.launch.CEILING`).
+
+An inferred launch is what the PTX itself allows, chosen to exercise more:
+
+* the block is the kernel's ``.reqntid`` when it has one (exactly what every
+  launch must use), else :data:`THREADS` threads in x, fewer when
+  ``.maxntid`` allows fewer (a launch above ``.maxntid`` fails);
+* :data:`BLOCKS` blocks in x, so that block indexing and inter-block
+  independence are exercised;
+* default buffers of :data:`BUFFER_BYTES` per pointer parameter (random
+  float32, enough for a few elements per thread of the inferred launch) and
+  the interpreter's varying integer-scalar plan (element count, thread count,
+  a small odd value).
+
+It is still not the user's launch, so it supports ``equal`` only when the
+interpreter's launches stored every byte of every written buffer and ran
+every changed instruction (:func:`ptxopt.equivalence.launch.ceiling`); the
+note says "inferred".
+"""
+
+from __future__ import annotations
+
+from ptxopt.equivalence.launch import Launch, Origin
+
+THREADS = 32  # one full warp per block: warp collectives and shuffles see all lanes
+BLOCKS = 2
+BUFFER_BYTES = 65536
+
+
+def _directive(fn, name: str) -> tuple[int, int, int] | None:
+    for d in fn.directives:
+        if d.name.lstrip(".") == name:
+            vals = [int(v) for v in d.args] + [1, 1]
+            return (vals[0], vals[1], vals[2])
+    return None
+
+
+def infer_launch(fn) -> Launch:
+    """The inferred check launch of the entry ``fn`` (an IR ``Function``)."""
+    req = _directive(fn, "reqntid")
+    if req is not None:
+        block, why = req, f".reqntid {req[0]},{req[1]},{req[2]}"
+    else:
+        cap = _directive(fn, "maxntid")
+        limit = cap[0] * cap[1] * cap[2] if cap is not None else THREADS
+        block = (max(1, min(THREADS, limit)), 1, 1)
+        why = f".maxntid {cap[0]},{cap[1]},{cap[2]}" if cap is not None else "no launch bounds"
+    return Launch((BLOCKS, 1, 1), block, 0, {}, origin=Origin.INFERRED, source=f"the PTX of {fn.name}: {why}, "
+                  f"{BLOCKS} blocks, {BUFFER_BYTES // 1024} KiB buffers", entry=fn.name, buffer_bytes=BUFFER_BYTES)
+
+
+__all__ = ["infer_launch", "THREADS", "BLOCKS", "BUFFER_BYTES"]
