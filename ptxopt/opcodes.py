@@ -142,6 +142,31 @@ ATOMIC_OPERATIONS = frozenset({"and", "or", "xor", "cas", "exch", "add", "inc", 
 # Performance directives of an entry: they bound resources, not results.
 PERF_ONLY_DIRECTIVES = frozenset({"maxnreg", "minnctapersm", "maxnctapersm"})
 
+# The entry performance-tuning directives (PTX ISA "Performance-Tuning
+# Directives", 11.4.1-11.4.5): name -> (the PTX ISA version that introduced
+# it, the most arguments it takes). All are "supported on all target
+# architectures" and may appear only between an ``.entry`` and its body.
+# ``.maxntid nx{, ny{, nz}}`` bounds the *product* of the extents (the ISA:
+# "does not guarantee that the limit in any particular dimension is not
+# exceeded"); a launch with more threads fails. ``.reqntid`` fixes every
+# extent: a launch whose extents differ fails. ``.maxnctapersm`` is
+# deprecated since 2.0 (renamed ``.minnctapersm``; ptxas: "not supported as of
+# PTX version 2.1"). The versions are checked against ptxas in tests/test_isa_facts.py.
+ENTRY_TUNING_DIRECTIVES: dict[str, tuple[tuple[int, int], int]] = {
+    "maxnreg": ((1, 3), 1),
+    "maxntid": ((1, 3), 3),
+    "reqntid": ((2, 1), 3),
+    "minnctapersm": ((2, 0), 1),
+    "maxnctapersm": ((1, 3), 1),
+}
+# "The .reqntid directive cannot be used in conjunction with the .maxntid
+# directive" (ptxas: "Conflicting directives: .maxntid and .reqntid cannot
+# both be specified", an error).
+EXCLUSIVE_TUNING_DIRECTIVES = frozenset({"maxntid", "reqntid"})
+# "Optimizations based on .minnctapersm need either .maxntid or .reqntid";
+# without one ptxas warns and ignores it (PTX ISA 2.1 and later).
+MINNCTAPERSM_NEEDS = ("maxntid", "reqntid")
+
 
 def is_eviction_priority(m: str) -> bool:
     """``.L1::evict_*``, ``.L1::no_allocate``, ``.L2::evict_*``: a syntax form

@@ -85,6 +85,12 @@ class Pipeline:
                 return why
         return None
 
+    def with_launch(self, launch, entry: str | None = None) -> "Pipeline":
+        """This pipeline for a performance launch of ``entry``: each pass
+        through :meth:`Pass.with_launch` (``launch_bounds`` takes the block
+        and shared memory from it; the others are unchanged)."""
+        return Pipeline(tuple(p.with_launch(launch, entry) for p in self.passes))
+
     def __add__(self, other: "Pipeline | Pass") -> "Pipeline":
         extra = other.passes if isinstance(other, Pipeline) else (other,)
         return Pipeline(self.passes + tuple(extra))

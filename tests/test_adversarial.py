@@ -32,6 +32,9 @@ Header lines (``//`` comments at the top of each ``.ptx`` file):
     instruction whose printed line contains ``S`` writes (does not write, but
     reads) those registers; ``// uses: S => ...``: reads them (whether or
     not it also writes them); checked on the original module.
+``// result-directives: ENTRY => .reqntid 128; .minnctapersm 2``
+    the function's header directives after each tempted pass, exactly and in
+    order (nothing after ``=>``: none).
 ``// noverify: why``
     the interpreter cannot run this kernel (the check is ptxas + order only).
 ``// arch: sm_90a``
@@ -40,10 +43,12 @@ Header lines (``//`` comments at the top of each ``.ptx`` file):
 Every case also checks, for every pass result: the carry-flag pairing (each
 instruction that reads the carry flag -- ``addc``/``subc``/``madc`` -- still
 reads it from the same ``.cc`` writer as in the original); ptxas accepts a
-changed module; the interpreter finds it ``equal`` to the original.
+changed module; the interpreter finds it ``equal`` to the original; and the
+file's launch is still one the entries' ``.reqntid``/``.maxntid`` allow (a
+launch they forbid fails on hardware, which the interpreter does not model).
 
 Two tiers: ``test_adversarial`` runs each kernel's tempted passes (fast);
-``test_adversarial_all_passes`` (slow) runs all 20 passes on every kernel and
+``test_adversarial_all_passes`` (slow) runs every named pass on every kernel and
 asserts the general property: unchanged, or compiles and verifies equal, and
 the carry pairing holds.
 
@@ -102,6 +107,7 @@ class Spec:
     nodefs: list = field(default_factory=list)
     uses: list = field(default_factory=list)
     arch: str | None = None
+    result_directives: list = field(default_factory=list)
 
 
 def _dims(s: str) -> tuple:
@@ -147,6 +153,9 @@ def load_spec(path: Path) -> Spec:
             spec.noverify = val or "unsupported"
         elif key == "arch":
             spec.arch = val
+        elif key == "result-directives":
+            fn, _, ds = val.partition("=>")
+            spec.result_directives.append((fn.strip(), [d.strip() for d in ds.split(";") if d.strip()]))
     for p in spec.passes:  # a name or a parametric variant (cache_ld{op=lu}), one pass each
         assert len(Pipeline.parse(p).passes) == 1, f"{path.name}: {p} is not one pass"
     return spec
@@ -300,11 +309,33 @@ def check_orders(spec: Spec, text: str, lenient: bool = False) -> list[str]:
     return errs
 
 
+def directives_of(text: str) -> dict[str, list[str]]:
+    """Each function's header directives, printed (``.maxntid 16, 16``)."""
+    return {f.name: [f"{d.name} {', '.join(d.args)}".strip() for d in f.directives] for f in parse(text).functions}
+
+
+def launch_refusals(text: str, block: tuple) -> list[str]:
+    """Entries whose ``.reqntid``/``.maxntid`` forbid a launch with ``block``
+    (PTX ISA 11.4.2-3: such a launch fails)."""
+    out = []
+    for f in parse(text).entries:
+        for d in f.directives:
+            ext = tuple(int(a, 0) for a in d.args) + (1,) * (3 - len(d.args))
+            if d.name == ".reqntid" and ext != tuple(block):
+                out.append(f"{f.name}: .reqntid {', '.join(d.args)} forbids block {block}")
+            if d.name == ".maxntid" and ext[0] * ext[1] * ext[2] < block[0] * block[1] * block[2]:
+                out.append(f"{f.name}: .maxntid {', '.join(d.args)} forbids block {block}")
+    return out
+
+
 def legality_errors(spec: Spec, pass_name: str) -> list[str]:
     """Everything wrong with the pass's output apart from the expectation."""
     m, before = original(spec.name)
     out = run_pass(spec.name, pass_name)
     errs = []
+    if out.changed:
+        errs += [f"the file's launch became illegal: {e}" for e in launch_refusals(out.text, spec.block)
+                 if e not in launch_refusals(before, spec.block)]
     if carry_pairs(out.text) != carry_pairs(before) and sorted(carry_pairs(out.text)) != sorted(carry_pairs(before)):
         bad = [p for p in carry_pairs(out.text) if p not in carry_pairs(before)]
         errs.append(f"carry flag re-paired: {bad[:2]}")
@@ -384,6 +415,9 @@ def test_adversarial(name, pass_name):
     out = run_pass(name, pass_name)
     errs = legality_errors(spec, pass_name) + check_orders(spec, out.text)
     errs += check_orders(Spec(name, "", [], "", "", order=spec.result_order, nxt=spec.result_next), out.text)
+    got = directives_of(out.text)
+    errs += [f"directives of {fn}: {got.get(fn)} (expected {want})" for fn, want in spec.result_directives
+             if got.get(fn) != want]
     if spec.expect == "refused":
         if not out.refused:
             errs.append(f"expected a refusal; report changed={out.reported_changed}, refused none")

@@ -150,3 +150,43 @@ def test_roles(text, expected):
     from ptxopt.opcodes import role
 
     assert role(one(text)) == expected
+
+
+# ---------------------------------------------------------------------------
+# The entry performance-tuning directives (ptxopt.opcodes.ENTRY_TUNING_DIRECTIVES)
+
+from ptxopt.opcodes import ENTRY_TUNING_DIRECTIVES, EXCLUSIVE_TUNING_DIRECTIVES  # noqa: E402
+from ptxopt.toolchain import PtxasError, compile_ptx  # noqa: E402
+
+
+def _entry_with(directives: str, version: str = "8.0") -> str:
+    return f".version {version}\n.target sm_89\n.address_size 64\n.visible .entry k() {directives}\n{{\n\tret;\n}}\n"
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_TUNING_DIRECTIVES))
+def test_tuning_directive_versions_are_what_ptxas_requires(name):
+    """ptxas names the exact version a directive needs when the module's is
+    older (1.2 is older than all of them)."""
+    (major, minor), _ = ENTRY_TUNING_DIRECTIVES[name]
+    older = "1.2"
+    with pytest.raises(PtxasError, match=rf"'\.{name}( directive)?' requires PTX ISA \.version {major}\.{minor} "):
+        compile_ptx(_entry_with(f".{name} 2", older).replace(".address_size 64\n", ""), "sm_89")
+
+
+def test_maxntid_and_reqntid_exclude_each_other():
+    assert EXCLUSIVE_TUNING_DIRECTIVES == {"maxntid", "reqntid"}
+    with pytest.raises(PtxasError, match=r"\.maxntid and \.reqntid cannot both be specified"):
+        compile_ptx(_entry_with(".maxntid 64 .reqntid 64"), "sm_89")
+
+
+@pytest.mark.parametrize("directives,warning", [
+    (".minnctapersm 2", ".minnctapersm is ignored when neither .maxntid nor .reqntid is specified"),
+    (".maxntid 1024 .minnctapersm 2", "Value of threads per SM for entry k is out of range. .minnctapersm will be ignored"),
+    (".maxntid 32 .minnctapersm 25", "Value of minnctapersm for entry k is out of range. minnctapersm will be ignored"),
+])
+def test_ptxas_ignores_a_minnctapersm_it_cannot_use(directives, warning):
+    """Without a block bound, over the SM's threads (48 warps on sm_89), over
+    its blocks (24): ptxas warns and ignores the directive (what launch_bounds
+    refuses statically)."""
+    res = compile_ptx(_entry_with(directives), "sm_89")
+    assert any(warning in d.message for d in res.warnings), res.warnings

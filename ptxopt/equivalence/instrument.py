@@ -94,8 +94,9 @@ class VerifyEach(Instrument):
     A ptxas failure to meet a register budget ("Insufficient registers",
     "cannot be compiled with specified register target constraints") after a
     register-budget pass, or a ptxas warning that it ignores the
-    ``.maxnreg``, reverts that pass (:class:`~ptxopt.passmanager.RevertPass`):
-    a clean refusal, not a pass failure.
+    ``.maxnreg`` or the ``.minnctapersm`` ("... will be ignored"), reverts
+    that pass (:class:`~ptxopt.passmanager.RevertPass`): a clean refusal, not
+    a pass failure.
     """
 
     needs_before = True
@@ -186,7 +187,8 @@ class VerifyEach(Instrument):
         if budget_pass:
             for d in res.warnings:
                 msg = d.message
-                if msg not in self._input_warnings and "maxnreg" in msg.lower() and "ignored" in msg.lower():
+                if msg not in self._input_warnings and "ignored" in msg.lower() and any(
+                        w in msg.lower() for w in ("maxnreg", "minnctapersm", "maxntid")):
                     raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
         if self.equivalence:
             for fn in after.entries:

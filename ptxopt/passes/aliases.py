@@ -1,5 +1,9 @@
 """The aliases that name one variant of a parametric pass kind (``maxnreg_128``
-is ``maxnreg{n=128}``): the names from before passes took parameters, kept.
+is ``maxnreg{n=128}``): the names from before passes took parameters, kept;
+and one variant of a parametric kind added later (``launch_bounds_2``), so
+that every kind has a name :func:`ptxopt.passes.registry.pass_names` lists
+(``ptxopt passes``, the golden directories, the pass matrix and the
+differential tests run each listed name; a bare parametric kind cannot run).
 
 Apart from :mod:`ptxopt.passes.registry` so that :class:`ptxopt.passes.base.Pass`
 can print its alias without importing the registry (which imports it).
@@ -20,6 +24,7 @@ _ALIASES: dict[str, tuple[str, dict]] = {
     "maxnreg_64": ("maxnreg", {"n": 64}),
     "maxnreg_128": ("maxnreg", {"n": 128}),
     "maxnreg_255": ("maxnreg", {"n": 255}),
+    "launch_bounds_2": ("launch_bounds", {"minblocks": 2}),
     "reorder_cp": ("reorder", {"policy": "cp"}),
     "reorder_il": ("reorder", {"policy": "il"}),
     "reorder_lf": ("reorder", {"policy": "lf"}),

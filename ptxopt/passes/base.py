@@ -127,6 +127,14 @@ class Pass:
         """Rewrite ``module`` in place and report the changes."""
         raise NotImplementedError
 
+    def with_launch(self, launch, entry: str | None = None) -> Pass:
+        """This pass for a performance launch of kernel ``entry`` (the one
+        way a pass learns of the launch: a caller that holds one maps every
+        pass of a pipeline through this). Most passes do not depend on the
+        launch and return themselves; ``launch_bounds`` returns itself with
+        the launch's block as its ``block`` option."""
+        return self
+
     def apply(self, module: Module) -> tuple[Module, ChangeReport]:
         """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
         module and the report; ``module`` is untouched (also when the pass

@@ -35,6 +35,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "maxnreg": ("register_budget", "MaxNReg"),
     "reorder": ("reorder", "Reorder"),
     "prefetch": ("prefetch", "Prefetch"),
+    "launch_bounds": ("launch_bounds", "LaunchBounds"),  # last: the names before it keep their places
 }
 
 
