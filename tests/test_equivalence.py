@@ -169,3 +169,16 @@ def test_run_verify_each_infers_a_launch_when_none_is_given(tmp_path):
     r = run("run", "--verify-each", "--no-prove", "--passes", "reorder_cp", "--grid", "1", "--block", "1",
             str(src))
     assert r.exit_code == OK and "(from options)" in r.stderr
+
+
+def test_a_check_launch_the_hardware_would_refuse_decides_nothing():
+    """The interpreter ignores .reqntid/.maxntid; a verdict on a launch that
+    breaks them is about a launch that never happens."""
+    bounded = SCALE.replace("{\n\t.reg .pred", ".reqntid 64, 1, 1\n{\n\t.reg .pred", 1)
+    m, wrong = parse(bounded), parse(bounded.replace("mul.lo.s32 %r7, %r6, 128;", "shl.b32 %r7, %r6, 6;"))
+    d = decide(m, wrong, "scale", Launch((2, 1, 1), (32, 1, 1), origin="options"), prove=False)
+    assert d.verdict is Verdict.INCONCLUSIVE and ".reqntid (64, 1, 1)" in d.note
+    assert decide(m, wrong, "scale", infer_launch(m.entries[0]), prove=False).verdict is Verdict.DIFFER
+    capped = parse(SCALE.replace("{\n\t.reg .pred", ".maxntid 16, 1, 1\n{\n\t.reg .pred", 1))
+    d = decide(capped, parse(SCALE), "scale", Launch(block=(32, 1, 1), origin="options"), prove=False)
+    assert d.verdict is Verdict.INCONCLUSIVE and ".maxntid" in d.note

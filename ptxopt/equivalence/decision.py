@@ -34,6 +34,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ptxopt.equivalence.infer import bounds_problem
 from ptxopt.equivalence.interpret import DEFAULT_SEEDS, DEFAULT_TRIALS, VerifyResult, verify
 from ptxopt.equivalence.launch import Launch, ceiling
 from ptxopt.equivalence.launch import guessed as guessed_launch
@@ -225,6 +226,11 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
     from ptxopt.interp.errors import InterpError
 
     where = launch.describe()
+    fn = next((f for f in ref.module.entries if f.name == entry), None)
+    bad = bounds_problem(fn, launch) if fn is not None else None
+    if bad is not None:
+        return Decision(Verdict.INCONCLUSIVE, f"the check launch {where} cannot run this kernel on a GPU: {bad}",
+                        launch=launch)
     try:
         res = verify(ref.program, Program(candidate), entry, DEFAULT_SEEDS, trials, launch=launch,
                      max_steps=max_steps, reference=_RUNS if ref.key else None,

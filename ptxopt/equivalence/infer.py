@@ -55,4 +55,19 @@ def infer_launch(fn) -> Launch:
                   f"{BLOCKS} blocks, {BUFFER_BYTES // 1024} KiB buffers", entry=fn.name, buffer_bytes=BUFFER_BYTES)
 
 
-__all__ = ["infer_launch", "THREADS", "BLOCKS", "BUFFER_BYTES"]
+def bounds_problem(fn, launch) -> str | None:
+    """Why ``launch`` could not run the entry ``fn`` on hardware (its block
+    breaks the entry's ``.reqntid`` or ``.maxntid``), else None. The
+    interpreter would run it anyway, so an answer from it would be about a
+    launch that never happens."""
+    block = tuple(launch.block)
+    req = _directive(fn, "reqntid")
+    if req is not None and block != req:
+        return f"block {block} is not the entry's .reqntid {req}"
+    cap = _directive(fn, "maxntid")
+    if cap is not None and block[0] * block[1] * block[2] > cap[0] * cap[1] * cap[2]:
+        return f"block {block} has more threads than the entry's .maxntid {cap}"
+    return None
+
+
+__all__ = ["infer_launch", "bounds_problem", "THREADS", "BLOCKS", "BUFFER_BYTES"]
