@@ -120,10 +120,10 @@ def test_a_miscompiling_pass_is_caught_and_the_input_kept():
 
 def test_inconclusive_keeps_the_input_and_a_contract_fixes_it():
     src = text(NODIV)  # matches two corpus entries: no manifest contract
-    one = Geometry()  # a caller's one-thread launch: too small to cover the outputs
+    one = Geometry()  # a caller's one-thread launch: the kernel's .reqntid 128 forbids it on a GPU
     res = ptxopt.optimize(src, "reorder_cp", contract=one, prove=False)  # the interpreter (the prover needs none)
     assert res.verdict == "inconclusive" and res.ptx is src
-    assert "block 1x1x1" in res.contract and "stored only" in res.reason
+    assert "block 1x1x1" in res.contract and "is not the entry's .reqntid (128, 1, 1)" in res.reason
     inferred = ptxopt.optimize(src, "reorder_cp", prove=False)  # none given: a launch inferred from the PTX
     assert "inferred" in inferred.contract and inferred.verdict in ("equal", "inconclusive")
     geo = Launch(block=(128, 1, 1), origin="contract", source="test")
