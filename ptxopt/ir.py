@@ -180,6 +180,11 @@ class Instruction:
     guard: str | None = None
     guard_neg: bool = False
     line: int = field(default=0, compare=False, repr=False)
+    # The operand facts (:func:`ptxopt.operand_facts.facts`), computed on first
+    # use. Not an ``__init__`` field, so ``dataclasses.replace`` and the
+    # constructor always start empty: an edited instruction is a new object and
+    # can never carry the facts of the one it replaced.
+    _facts: object = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def full_opcode(self) -> str:
