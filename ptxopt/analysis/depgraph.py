@@ -270,7 +270,7 @@ def _access(ins, i, is_store, p, preds, topo, tables, version, roots, noalias, o
                             p.append(b.node)
                 elif gkey == key:
                     if key is not None and sp == space and size is not None:
-                        grp.overlapping(off, size, p)  # same base, same space: the offsets decide
+                        grp.overlapping(o, size, p)  # same base, same space: the offsets decide
                     else:
                         p.append(grp.joined(preds, topo))  # may_alias holds for every pair
                 elif key_is_sym and gkey is not None and gkey[0] == "sym" \
