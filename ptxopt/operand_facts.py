@@ -36,7 +36,7 @@ types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ptxopt import opcodes
 from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
@@ -88,8 +88,7 @@ def ranges_disjoint(oa: int, za: int | None, ob: int, zb: int | None) -> bool:
     return a + za <= b or b + zb <= a
 
 
-@dataclass(frozen=True, slots=True)
-class Address:
+class Address(NamedTuple):
     """The first address operand of an instruction.
 
     ``kind``: ``reg`` (register base), ``sym`` (variable or parameter),
@@ -123,8 +122,7 @@ class Address:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     """Everything the analyses, passes, interpreter and prover need to know
     about one instruction's operands (see the module doc)."""
 
@@ -323,44 +321,80 @@ def _walk(ins: Instruction) -> Facts:
         uses.append(ins.guard)
     dests: list = []
     ndest = 0
+    addr = None
+    labels: tuple[str, ...] = ()
     if op == "call":
         seen_callee = False
         for o in ops:
-            if type(o) is ParenList and not seen_callee:
+            t = type(o)
+            if t is ParenList and not seen_callee:
                 _regs(o, defs)
                 if not ndest:
                     ndest = 1
                     for item in o.items:
                         _dests(item, dests)
             else:
-                seen_callee = seen_callee or type(o) is not ParenList
+                seen_callee = seen_callee or t is not ParenList
                 _regs(o, uses)
+                if t is Sym:
+                    labels += (o.name,)
+                elif t is Addr and addr is None:
+                    addr = o
     else:
         n = opcodes.dest_count(ins)
-        ndest = n if ops and type(ops[0]) is not Addr else 0
         for i, o in enumerate(ops):
-            if i < n and type(o) is not Addr:
+            t = type(o)
+            if t is Reg:  # the common case, inlined
+                if i < n:
+                    defs.append(o.name)
+                    dests.append(o.name)
+                    ndest = 1
+                else:
+                    uses.append(o.name)
+            elif t is Imm:
+                continue
+            elif t is Sym:
+                labels += (o.name,)
+                if i < n:
+                    dests.append(None)
+                    ndest = 1
+            elif t is Addr:
+                _regs(o, uses)
+                if addr is None:
+                    addr = o
+            elif i < n:
                 _regs(o, defs)
                 _dests(o, dests)
+                ndest = 1
             else:
                 _regs(o, uses)
-        if op in opcodes.ACCUMULATES_IN_PLACE and n:
+        if n and op in opcodes.ACCUMULATES_IN_PLACE:
             uses.extend(defs)
     if op in opcodes.CARRY_IN:
         uses.append(opcodes.CARRY_FLAG)
     if opcodes.writes_carry(ins):
         defs.append(opcodes.CARRY_FLAG)
-    special = opcodes.is_special_reg
-    sregs = tuple(dict.fromkeys(r for r in uses if special(r)))
-    if sregs:
-        uses = [r for r in uses if not special(r)]
-    if any(special(r) for r in defs):
-        defs = [r for r in defs if not special(r)]
-    impure = any(r in opcodes.IMPURE_SREGS for r in sregs)
-    addr = next((o for o in ops if type(o) is Addr), None)
-    labels = tuple(o.name for o in ops if type(o) is Sym)
+    special = _SPECIAL
+    sregs: tuple[str, ...] = ()
+    impure = False
+    for r in uses:
+        sp = special.get(r)
+        if sp is None:
+            sp = special[r] = opcodes.is_special_reg(r)
+        if sp:
+            sregs = tuple(dict.fromkeys(x for x in uses if opcodes.is_special_reg(x)))
+            uses = [x for x in uses if not opcodes.is_special_reg(x)]
+            impure = any(x in opcodes.IMPURE_SREGS for x in sregs)
+            break
+    for r in defs:
+        if opcodes.is_special_reg(r):
+            defs = [x for x in defs if not opcodes.is_special_reg(x)]
+            break
     return Facts(tuple(defs), tuple(uses), sregs, impure, _role(ins, impure),
                  _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest)
+
+
+_SPECIAL: dict[str, bool] = {}
 
 
 def _role(ins: Instruction, impure_sreg: bool) -> str:

@@ -88,6 +88,10 @@ def test_facts_are_cached_on_the_instruction_and_edits_start_fresh():
     # the cache is invisible to equality and hashing (the round-trip contract)
     twin = instrs("ld.global.u32 %r1, [%rd4+8];")[0]
     assert twin == ins and hash(twin) == hash(ins) and twin._facts is None
+    import pickle
+
+    back = pickle.loads(pickle.dumps(ins))  # pickles carry the instruction, not the facts
+    assert back == ins and back.line == ins.line and back._facts is None and facts(back) == f
 
 
 def test_the_slot_is_not_an_init_field():
