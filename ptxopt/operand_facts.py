@@ -421,6 +421,28 @@ def _role(ins: Instruction, impure_sreg: bool) -> str:
     return "order"
 
 
-__all__ = ["ALIAS_BITS", "ALIAS_WINDOW", "alias_offset", "Address", "Facts", "address", "defs_uses", "facts", "immediate", "is_immediate", "is_sink", "reg_name",
-           "label_name", "operand_regs", "symbol", "ranges_disjoint", "reads_special_reg", "regs_in", "role",
-           "scalar_reg", "unbrace", "vector_items", "wrap"]
+__all__ = [
+    "ALIAS_BITS",
+    "ALIAS_WINDOW",
+    "Address",
+    "Facts",
+    "address",
+    "alias_offset",
+    "defs_uses",
+    "facts",
+    "immediate",
+    "is_immediate",
+    "is_sink",
+    "label_name",
+    "operand_regs",
+    "ranges_disjoint",
+    "reads_special_reg",
+    "reg_name",
+    "regs_in",
+    "role",
+    "scalar_reg",
+    "symbol",
+    "unbrace",
+    "vector_items",
+    "wrap",
+]

@@ -52,8 +52,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.analysis.cfg import CFG
 from ptxopt import opcodes, operand_facts
+from ptxopt.analysis.cfg import CFG
 from ptxopt.ir import Decl, iter_decls
 from ptxopt.operand_facts import Address, ranges_disjoint
 

@@ -42,9 +42,9 @@ from typing import Sequence
 from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, address_of, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
-from ptxopt.operand_facts import ALIAS_WINDOW, alias_offset
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
+from ptxopt.operand_facts import ALIAS_WINDOW, alias_offset
 
 
 class DepGraph:

@@ -30,7 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec  # val/address evaluate operands
+
+# operand node types: only val/address, which evaluate operands (everything else reads operand_facts)
+from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 from ptxopt.prove.memory import MemoryState
 from ptxopt.prove.values import Graph
 
