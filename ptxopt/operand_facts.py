@@ -9,7 +9,7 @@ negated predicates, parenthesised call lists and address expressions
 (``[base+off, extra...]``), once per instruction, and everything that
 depends on operands is derived from it:
 
-* ``defs``/``uses``: registers written and read (special registers excluded:
+* ``defs``/``uses``: registers written and read, each once (special registers excluded:
   they are read-only hardware state; the carry flag included, see
   :data:`ptxopt.opcodes.CARRY_FLAG`);
 * ``sregs``: every special register read, at any depth; ``impure_sreg``: one of
@@ -390,7 +390,9 @@ def _walk(ins: Instruction) -> Facts:
         if opcodes.is_special_reg(r):
             defs = [x for x in defs if not opcodes.is_special_reg(x)]
             break
-    return Facts(tuple(defs), tuple(uses), sregs, impure, _role(ins, impure),
+    # each register once, in first-seen order (``add %r1, %r2, %r2`` reads %r2 once)
+    return Facts(tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
+                 tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure, _role(ins, impure),
                  _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest)
 
 

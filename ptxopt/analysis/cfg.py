@@ -147,9 +147,8 @@ def _split_digits(name: str) -> tuple[str, str]:
 def instr_defs_uses(ins: Instruction, rename=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Registers written and read by ``ins`` (:func:`ptxopt.operand_facts.defs_uses`),
     each name once, optionally renamed (scoped ``.reg`` shadowing)."""
-    defs, uses = operand_facts.defs_uses(ins)
-    d = tuple(dict.fromkeys(defs))
-    u = tuple(dict.fromkeys(uses))
+    f = operand_facts.facts(ins)
+    d, u = f.defs, f.uses  # already each name once
     if rename is not None:
         d = tuple(rename(r) for r in d)
         u = tuple(rename(r) for r in u)
