@@ -306,12 +306,16 @@ RELOCATABLE_SREGS = frozenset({"%warpid", "%smid"})
 # appears in the operands (``{%clock, %clock_hi}`` included).
 IMPURE_SREGS = VOLATILE_SREGS | RELOCATABLE_SREGS
 
-# The width in bits addresses of a state space are computed in (PTX ISA
-# "Addresses as Operands": .shared and .local windows are addressed with
-# 32-bit registers, wrapping at 2**32; every other space by 64-bit generic-
-# width addresses under ``.address_size 64``). The walker normalises address
-# offsets modulo this width; alias rules decide disjointness modulo
-# ``operand_facts.ALIAS_BITS`` (32), which is sound for either.
+# The width in bits the walker normalises address offsets to, per state
+# space. .shared and .local addresses are commonly held in 32-bit registers
+# (PTX ISA: ld/st/cvta take .u32 state-space addresses; cvta's ".size =
+# {.u32, .u64}"), and a 32-bit address wraps at 2**32, so [%r1+-4] and
+# [%r1+4294967292] are one location (the interpreter computes them so too);
+# the other spaces use 64-bit addresses under ``.address_size 64``. Adjacency
+# claims (vectorizer contiguity, .global only) hold modulo 2**64, hence modulo
+# 2**32 too; the alias rules decide disjointness modulo 2**32
+# (``operand_facts.ALIAS_BITS``), sound for either width, so a 64-bit base in
+# .shared cannot mislead them.
 ADDRESS_BITS = {"shared": 32, "local": 32, "global": 64, "generic": 64, "param": 64, "const": 64}
 
 # Instructions after which the carry flag holds no defined value (PTX ISA
