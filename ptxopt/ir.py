@@ -180,6 +180,21 @@ class Instruction:
     guard: str | None = None
     guard_neg: bool = False
     line: int = field(default=0, compare=False, repr=False)
+    # The operand facts (:func:`ptxopt.operand_facts.facts`), computed on first
+    # use. Not an ``__init__`` field, so ``dataclasses.replace`` and the
+    # constructor always start empty: an edited instruction is a new object and
+    # can never carry the facts of the one it replaced.
+    _facts: object = field(default=None, init=False, compare=False, repr=False)
+
+    # Pickles (worker processes, caches) carry the instruction, not its facts:
+    # the receiver recomputes them on first use.
+    def __getstate__(self):
+        return (self.opcode, self.modifiers, self.operands, self.guard, self.guard_neg, self.line)
+
+    def __setstate__(self, state) -> None:
+        for name, value in zip(_INSTRUCTION_STATE, state):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_facts", None)
 
     @property
     def full_opcode(self) -> str:
@@ -192,6 +207,9 @@ class Instruction:
 
     def with_modifiers(self, modifiers: tuple[str, ...]) -> "Instruction":
         return replace(self, modifiers=tuple(modifiers))
+
+
+_INSTRUCTION_STATE = ("opcode", "modifiers", "operands", "guard", "guard_neg", "line")
 
 
 @dataclass(frozen=True, slots=True)

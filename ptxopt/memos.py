@@ -5,7 +5,9 @@ answers about immutable instructions and printed texts (instruction text,
 roles, registers, CFGs, dependency graphs, action-mask facts), so that the
 ~20 candidates of a search state share the work. A benchmark that measures
 a *cold* first look clears them all here instead of reaching into each
-module's private tables.
+module's private tables. The operand facts (roles, registers, addresses:
+:mod:`ptxopt.operand_facts`) are not a memo: they live on each instruction,
+so a cold measurement parses the module afresh as well.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ conservative answer (treated as an ordering point with one destination).
 
 from __future__ import annotations
 
-from ptxopt.identity_memo import IdentityMemo
-from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.ir import Instruction
 from ptxopt.ptxwords import STATE_SPACES, TYPE_BITS  # noqa: F401  (opcodes.STATE_SPACES, opcodes.TYPE_BITS)
 
 VECTOR_WIDTH = {"v2": 2, "v4": 4, "v8": 8}
@@ -25,7 +24,7 @@ REG_CLASS = {
 }
 
 # Memory-accessing opcodes and their role. (``wmma.load``/``wmma.store`` are
-# memory accesses too; :func:`role` looks at their modifier.)
+# memory accesses too; :func:`ptxopt.operand_facts.role` looks at their modifier.)
 LOADS = frozenset({"ld", "ldu", "tex", "tld4", "suld", "ldmatrix"})
 STORES = frozenset({"st", "sust", "stmatrix"})
 ATOMICS = frozenset({"atom", "red", "atomic"})
@@ -207,40 +206,6 @@ def space_of(ins: Instruction) -> str | None:
     return mem_space(ins) if is_memory(ins) else None
 
 
-def reads_volatile_sreg(ins: Instruction) -> bool:
-    """Reads a clock or performance counter: its value depends on *when* it
-    runs, so it must not move (cycle-count instrumentation relies on it)."""
-    return any(type(o) is Reg and o.name in VOLATILE_SREGS for o in ins.operands)
-
-
-def role(ins: Instruction) -> str:
-    """Exactly one of ``pure``, ``collective``, ``load``, ``store``, ``order``.
-
-    ``order`` covers barriers, fences, atomics, async copies and ``st.async``,
-    calls, branches, ``ret``/``exit``, volatile/relaxed/acquire/release
-    accesses, any instruction reading a clock or performance counter, and
-    every opcode this module does not know.
-    """
-    return _ROLE.get(ins, _role)
-
-
-def _role(ins: Instruction) -> str:
-    op = ins.opcode
-    if op in PURE_OPCODES:
-        return "order" if reads_volatile_sreg(ins) else "pure"
-    if op in COLLECTIVE_OPCODES:
-        return "collective"
-    if op == "wmma":
-        mods = ins.modifiers
-        return "pure" if "mma" in mods else "load" if "load" in mods else "store" if "store" in mods else "order"
-    is_ld = op in LOADS or op in PREFETCHES
-    if is_ld or op in STORES:
-        if any(m in ORDERED_MEM_MODS or m == "async" for m in ins.modifiers):
-            return "order"  # st.async / red.async complete through an mbarrier
-        return "load" if is_ld else "store"
-    return "order"
-
-
 def access_bytes(ins: Instruction) -> int | None:
     """Bytes accessed by ``ld``/``ldu``/``st`` (vector width x element size);
     None when unknown (``ldmatrix``, prefetch, untyped)."""
@@ -321,104 +286,6 @@ def touches_carry(ins: Instruction) -> bool:
                                       and CARRY_OUT_MODIFIER in ins.modifiers)
 
 
-def regs_in(operand) -> list[str]:
-    """Every register name read by or written to through ``operand``."""
-    t = type(operand)
-    if t is Reg:
-        return [operand.name]
-    if t is Neg:
-        return [operand.reg.name]
-    if t is Pair:
-        return regs_in(operand.first) + [operand.second.name]
-    if t is Vec:
-        out: list[str] = []
-        for i in operand.items:
-            out.extend(regs_in(i))
-        return out
-    if t is Addr:
-        out = regs_in(operand.base)
-        for e in operand.extra:
-            out.extend(regs_in(e))
-        return out
-    if t is ParenList:
-        out = []
-        for i in operand.items:
-            out.extend(regs_in(i))
-        return out
-    return []
-
-
-def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
-    """Registers written and read by ``ins``; special registers are never
-    included (they are read-only hardware state, not dependencies).
-
-    The guard predicate is a use; vector components and ``%p|%q`` pairs are
-    all written; a store's address and data are uses; an atomic writes its
-    first operand; addresses are always uses. For ``call``, the parenthesised
-    return list before the callee is written and everything after is read.
-    Hot (every analysis and pass calls it per instruction), hence the inlined
-    fast path for plain registers.
-    """
-    d, u = _DEFS_USES.get(ins, _frozen_defs_uses)
-    return list(d), list(u)  # callers own their lists
-
-
-#: per-instruction answers of :func:`role` and :func:`defs_uses` (a search
-#: state's candidate modules share their instructions)
-_ROLE: IdentityMemo[Instruction, str] = IdentityMemo()
-_DEFS_USES: IdentityMemo[Instruction, tuple] = IdentityMemo()
-
-
-def _frozen_defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    d, u = _defs_uses(ins)
-    return tuple(d), tuple(u)
-
-
-def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
-    ops = ins.operands
-    defs: list[str] = []
-    uses: list[str] = []
-    special = _SPECIAL_CACHE
-    if ins.guard:
-        uses.append(ins.guard)
-    if ins.opcode == "call":
-        seen_callee = False
-        for o in ops:
-            if type(o) is ParenList and not seen_callee:
-                defs.extend(regs_in(o))
-            else:
-                seen_callee = seen_callee or type(o) is not ParenList
-                uses.extend(regs_in(o))
-    else:
-        n = dest_count(ins)
-        for i, o in enumerate(ops):
-            t = type(o)
-            if t is Reg:
-                (defs if i < n else uses).append(o.name)
-            elif t is Imm or t is Sym:
-                continue
-            elif i < n and t is not Addr:
-                defs.extend(regs_in(o))
-            else:
-                uses.extend(regs_in(o))
-        if ins.opcode in ACCUMULATES_IN_PLACE and n:
-            uses.extend(defs)
-    op = ins.opcode
-    if op in CARRY_IN:
-        uses.append(CARRY_FLAG)
-    if op in _CARRY_WRITERS and CARRY_OUT_MODIFIER in ins.modifiers:
-        defs.append(CARRY_FLAG)
-    for lst in (defs, uses):
-        for r in lst:
-            sp = special.get(r)
-            if sp is None:
-                sp = is_special_reg(r)
-            if sp:
-                lst[:] = [x for x in lst if not is_special_reg(x)]
-                break
-    return defs, uses
-
-
 _CARRY_WRITERS = frozenset({"add", "sub", "mad", "addc", "subc", "madc"})
 
 
@@ -458,6 +325,23 @@ VOLATILE_SREGS = frozenset(
 # due to rescheduling of threads following preemption"). Two reads need not
 # agree, so a value proof must not treat them as launch constants.
 RELOCATABLE_SREGS = frozenset({"%warpid", "%smid"})
+
+# Special registers two reads of which may differ: a read is an ordering
+# point for every scheduler and a fresh value for the prover, wherever it
+# appears in the operands (``{%clock, %clock_hi}`` included).
+IMPURE_SREGS = VOLATILE_SREGS | RELOCATABLE_SREGS
+
+# The width in bits the walker normalises address offsets to, per state
+# space. .shared and .local addresses are commonly held in 32-bit registers
+# (PTX ISA: ld/st/cvta take .u32 state-space addresses; cvta's ".size =
+# {.u32, .u64}"), and a 32-bit address wraps at 2**32, so [%r1+-4] and
+# [%r1+4294967292] are one location (the interpreter computes them so too);
+# the other spaces use 64-bit addresses under ``.address_size 64``. Adjacency
+# claims (vectorizer contiguity, .global only) hold modulo 2**64, hence modulo
+# 2**32 too; the alias rules decide disjointness modulo 2**32
+# (``operand_facts.ALIAS_BITS``), sound for either width, so a 64-bit base in
+# .shared cannot mislead them.
+ADDRESS_BITS = {"shared": 32, "local": 32, "global": 64, "generic": 64, "param": 64, "const": 64}
 
 # Instructions after which the carry flag holds no defined value (PTX ISA
 # "Extended-Precision Integer Arithmetic Instructions": the condition code

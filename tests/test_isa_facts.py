@@ -11,7 +11,8 @@ from ptxopt import emit, parse
 from ptxopt.analysis import block_dag, build_cfg, register_pressure
 from ptxopt.analysis.alias import Access, may_alias, overlapping_symbols
 from ptxopt.analysis.alignment import variable_alignments
-from ptxopt.opcodes import CARRY_FLAG, defs_uses
+from ptxopt.opcodes import CARRY_FLAG
+from ptxopt.operand_facts import defs_uses
 from ptxopt.passmanager import PassManager
 
 DATA = Path(__file__).parent / "data"
@@ -147,7 +148,7 @@ def test_shadowing_declaration_gives_the_smaller_alignment():
     ("elect.sync %r1|%p1, 0xffffffff;", "collective"),
 ])
 def test_roles(text, expected):
-    from ptxopt.opcodes import role
+    from ptxopt.operand_facts import role
 
     assert role(one(text)) == expected
 

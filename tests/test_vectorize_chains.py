@@ -403,7 +403,7 @@ def test_constant_step_recognises_only_links():
         return constant_step(body[-2])  # the line, just before ret
 
     d, b, c = step("add.s64 %rd5, %rd2, 12;")
-    assert (d.name, b.name, c) == ("%rd5", "%rd2", 12)
+    assert (d, b, c) == ("%rd5", "%rd2", 12)
     assert step("add.u64 %rd5, 8, %rd2;")[2] == 8
     assert step("sub.s64 %rd5, %rd2, 4;")[2] == -4
     for no in ("add.s64 %rd5, %rd2, %rd3;", "add.s32 %r5, %r2, 4;", "@%p1 add.s64 %rd5, %rd2, 4;",

@@ -21,7 +21,8 @@ from ptxopt.analysis.alias import (
     ALIASING_SPACES, Access, may_alias, noalias_params, overlapping_symbols, pointer_roots,
 )
 from ptxopt.analysis.cfg import CFG, BasicBlock, build_cfg, get_at, instr_defs_uses, set_at
-from ptxopt.opcodes import mem_space, role
+from ptxopt.opcodes import mem_space
+from ptxopt.operand_facts import role
 from ptxopt.analysis.dag import (
     KIND_PRIORITY, CriticalPath, block_dag, block_dags, build_dag, critical_path, depths, heights,
     topological_orders_respect, unit_latency,

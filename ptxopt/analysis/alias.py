@@ -15,7 +15,12 @@ module says they *may alias*. The rules, in order:
    ``[a, a+size)`` and ``[b, b+size)`` do not overlap, size = vector width x
    element size. The same holds for the same symbol or absolute address.
    Safe because equal base values plus different constant offsets are
-   different addresses, whatever the base value is.
+   different addresses, whatever the base value is -- *modulo the address
+   width*: ``[%r1+-4]`` and ``[%r1+4294967292]`` on 32-bit shared memory are
+   the same bytes. Offsets come normalised from the operand walker
+   (:mod:`ptxopt.operand_facts`) and ranges are compared on the circle of
+   ``2**32`` addresses (:func:`~ptxopt.operand_facts.ranges_disjoint`), which
+   is sound for 64-bit addresses too.
 3. **Distinct variables.** ``[x+a]`` and ``[y+b]`` for two different
    symbols are disjoint (distinct PTX variables or parameters; an offset
    leaving its variable is undefined behaviour in PTX) -- except two
@@ -47,8 +52,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.cfg import CFG
-from ptxopt.ir import Addr, Decl, Imm, Reg, Sym, iter_decls
+from ptxopt.ir import Decl, iter_decls
+from ptxopt.operand_facts import Address, ranges_disjoint
 
 ALIASING_SPACES: dict[str, frozenset[str]] = {
     "global": frozenset({"global", "generic"}),
@@ -79,28 +86,23 @@ class Access:
     root: str | None = None
 
 
-def address_of(ins) -> Addr | None:
-    for o in ins.operands:
-        if type(o) is Addr:
-            return o
-    return None
+def address_of(ins) -> Address | None:
+    """The instruction's address fact (:func:`ptxopt.operand_facts.address`)."""
+    return operand_facts.address(ins)
 
 
-def base_key(addr: Addr | None, version: dict[str, int]) -> tuple[tuple | None, int]:
-    """``(base key, offset)`` of an address (see :class:`Access`)."""
-    if addr is None or addr.extra:
+def base_key(addr: Address | None, version: dict[str, int]) -> tuple[tuple | None, int]:
+    """``(base key, offset)`` of an address fact (see :class:`Access`); the
+    offset is the fact's, normalised modulo the space's address width."""
+    if addr is None:
         return None, 0
-    b = addr.base
-    t = type(b)
-    if t is Reg:
-        return ("reg", b.name, version.get(b.name, 0)), addr.offset
-    if t is Sym:
-        return ("sym", b.name), addr.offset + b.offset
-    if t is Imm:
-        try:
-            return ("imm",), int(b.value()) + addr.offset
-        except (ValueError, TypeError):
-            return None, 0
+    kind = addr.kind
+    if kind == "reg":
+        return ("reg", addr.name, version.get(addr.name, 0)), addr.offset
+    if kind == "sym":
+        return ("sym", addr.name), addr.offset
+    if kind == "imm":
+        return ("imm",), addr.offset
     return None, 0
 
 
@@ -108,31 +110,27 @@ CHAIN_OPCODES = frozenset({"add", "sub"})
 _CHAIN_TYPES = frozenset({("s64",), ("u64",)})
 
 
-def constant_step(ins) -> tuple[Reg, Reg, int] | None:
-    """``(R, B, C)`` when ``ins`` is a link ``R = B + C`` of an address chain:
-    an unguarded ``add.s64``/``add.u64 R, B, C`` (or ``R, C, B``) or
-    ``sub.s64``/``sub.u64 R, B, C`` (C negated) with an integer immediate
-    C and B a general register; None for anything else (32-bit arithmetic,
-    ``.cc``, a guard, a register or float operand, a special register)."""
-    from ptxopt.opcodes import is_special_reg
-
+def constant_step(ins) -> tuple[str, str, int] | None:
+    """``(R, B, C)`` (register names and a byte count) when ``ins`` is a link
+    ``R = B + C`` of an address chain: an unguarded ``add.s64``/``add.u64 R,
+    B, C`` (or ``R, C, B``) or ``sub.s64``/``sub.u64 R, B, C`` (C negated)
+    with an integer immediate C and B a general register; None for anything
+    else (32-bit arithmetic, ``.cc``, a guard, a register or float operand, a
+    special register)."""
     if ins.opcode not in CHAIN_OPCODES or ins.guard is not None or ins.modifiers not in _CHAIN_TYPES \
             or len(ins.operands) != 3:
         return None
     d, a, b = ins.operands
-    if type(d) is not Reg:
+    rd = operand_facts.reg_name(d)
+    if rd is None:
         return None
-    if ins.opcode == "add" and type(a) is Imm and type(b) is Reg:
-        a, b = b, a
-    if type(a) is not Reg or type(b) is not Imm or is_special_reg(a.name):
+    ra, ca = operand_facts.reg_name(a), operand_facts.immediate(a)
+    rb, cb = operand_facts.reg_name(b), operand_facts.immediate(b)
+    if ins.opcode == "add" and ca is not None and rb is not None:
+        ra, cb = rb, ca
+    if ra is None or type(cb) is not int or opcodes.is_special_reg(ra):
         return None
-    try:
-        c = b.value()
-    except (ValueError, TypeError):
-        return None
-    if type(c) is not int:
-        return None
-    return d, a, (-c if ins.opcode == "sub" else c)
+    return rd, ra, (-cb if ins.opcode == "sub" else cb)
 
 
 def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset(),
@@ -144,8 +142,8 @@ def may_alias(a: Access, b: Access, noalias: frozenset[str] = frozenset(),
     ka, kb = a.base, b.base
     if ka is not None and kb is not None:
         if ka == kb:
-            if a.space == b.space and a.size is not None and b.size is not None:
-                return a.offset < b.offset + b.size and b.offset < a.offset + a.size
+            if a.space == b.space:
+                return not ranges_disjoint(a.offset, a.size, b.offset, b.size)
             return True
         if ka[0] == "sym" and kb[0] == "sym":
             return ka[1] in overlap and kb[1] in overlap
@@ -211,17 +209,18 @@ def pointer_roots(cfg: CFG) -> dict[str, str]:
             return None
         ins = cfg.instructions[def_of[r]]
         out = None
+        srcs = [operand_facts.reg_name(o) for o in ins.operands[1:]]
         if ins.opcode == "ld" and "param" in ins.modifiers:
             a = address_of(ins)
-            if a is not None and type(a.base) is Sym and a.base.name in params:
-                out = a.base.name
-        elif ins.opcode in _PTR_MOVES and len(ins.operands) == 2 and type(ins.operands[1]) is Reg:
-            out = root(ins.operands[1].name, depth + 1)
-        elif ins.opcode in _PTR_ARITH and len(ins.operands) == 3:
-            rs = [root(o.name, depth + 1) for o in ins.operands[1:] if type(o) is Reg]
+            if a is not None and a.kind == "sym" and a.name in params:
+                out = a.name
+        elif ins.opcode in _PTR_MOVES and len(srcs) == 1 and srcs[0] is not None:
+            out = root(srcs[0], depth + 1)
+        elif ins.opcode in _PTR_ARITH and len(srcs) == 2:
+            rs = [root(r, depth + 1) for r in srcs if r is not None]
             rs = [x for x in rs if x is not None]
-            if len(rs) == 1 and not (ins.opcode == "sub" and type(ins.operands[2]) is Reg
-                                     and root(ins.operands[2].name, depth + 1)):
+            if len(rs) == 1 and not (ins.opcode == "sub" and srcs[1] is not None
+                                     and root(srcs[1], depth + 1)):
                 out = rs[0]
         memo[r] = out
         return out

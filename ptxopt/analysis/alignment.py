@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ptxopt import opcodes
-from ptxopt.ir import Addr, Decl, Function, Imm, Instruction, Module, Reg, Sym, iter_decls
+from ptxopt.ir import Decl, Function, Instruction, Module, iter_decls
+from ptxopt.operand_facts import address, immediate, reg_name, symbol
 
 # ---------------------------------------------------------------------------
 # Alignment: congruences modulo powers of two
@@ -115,11 +116,13 @@ class Alignment:
             f = self.facts[name]
         return f
 
-    def of_base(self, base) -> Fact:
-        if type(base) is Reg:
-            return self.of_reg(base.name)
-        if type(base) is Sym:
-            return self.vars.get(base.name, UNKNOWN)
+    def of_base(self, kind: str, name: str | None) -> Fact:
+        """The fact of an address base (:attr:`ptxopt.operand_facts.Address.kind`
+        and name)."""
+        if kind == "reg":
+            return self.of_reg(name)
+        if kind == "sym":
+            return self.vars.get(name, UNKNOWN)
         return UNKNOWN
 
     def param_fact(self, name: str) -> Fact:
@@ -142,9 +145,10 @@ class Alignment:
                 if ins.opcode not in _TRACED:
                     continue
                 for o in ins.operands[1:]:
-                    if type(o) is Reg and o.name not in seen and o.name not in self.facts:
-                        seen.add(o.name)
-                        stack.append(o.name)
+                    n = reg_name(o)
+                    if n is not None and n not in seen and n not in self.facts:
+                        seen.add(n)
+                        stack.append(n)
         cur: dict[str, Fact | None] = {r: None for r in order}
         get = lambda r: self.facts[r] if r in self.facts else cur.get(r, UNKNOWN)  # noqa: E731
         for _ in range(4 * len(order) + 70):  # each fact only goes down, 65 steps at most
@@ -175,14 +179,13 @@ class Alignment:
     def eval(self, ins: Instruction, r: str, get) -> Fact | None:
         """The fact for the value ``ins`` writes to ``r``."""
         ops = ins.operands
-        if not ops or type(ops[0]) is not Reg or ops[0].name != r:
+        if not ops or reg_name(ops[0]) != r or ins.opcode == "call":
             return UNKNOWN  # vector/pair destinations, calls...
         op, mods = ins.opcode, ins.modifiers
         if op == "ld":
-            a = ops[1] if len(ops) > 1 else None
-            if opcodes.mem_space(ins) == "param" and type(a) is Addr and type(a.base) is Sym \
-                    and not a.offset and not a.base.offset:
-                return self.param_fact(a.base.name)
+            a = address(ins)
+            if a is not None and a.space == "param" and a.kind == "sym" and not a.offset:
+                return self.param_fact(a.name)
             return UNKNOWN
         if op not in _TRACED or "sat" in mods:
             return UNKNOWN  # saturation clamps: no congruence survives it
@@ -201,14 +204,16 @@ class Alignment:
                 bits *= 2
 
         def val(o) -> Fact | None:
-            t = type(o)
-            if t is Reg:
-                return get(o.name)  # special registers: UNKNOWN from the solver
-            if t is Imm and not o.is_float:
-                return (1 << bits, int(o.value()) % (1 << bits))
-            if t is Sym:
-                a = self.vars.get(o.name)
-                return (a[0], o.offset % a[0]) if a else UNKNOWN
+            n = reg_name(o)
+            if n is not None:
+                return get(n)  # special registers: UNKNOWN from the solver
+            c = immediate(o)
+            if type(c) is int:
+                return (1 << bits, c % (1 << bits))
+            sym = symbol(o)
+            if sym is not None:
+                a = self.vars.get(sym[0])
+                return (a[0], sym[1] % a[0]) if a else UNKNOWN
             return UNKNOWN
 
         src = [val(o) for o in ops[1:]]
@@ -220,8 +225,8 @@ class Alignment:
             out = _mul(src[0], src[1])
         elif op == "mad" and len(src) == 3:
             out = _add(_mul(src[0], src[1]), src[2])
-        elif op == "shl" and len(src) == 2 and type(ops[2]) is Imm and not ops[2].is_float:
-            k = int(ops[2].value())
+        elif op == "shl" and len(src) == 2 and type(immediate(ops[2])) is int:
+            k = immediate(ops[2])
             out = _mul(src[0], (1 << bits, (1 << k) % (1 << bits) if k < bits else 0))
         elif op == "and" and len(src) == 2:
             out = _and(src[0], src[1])
@@ -263,8 +268,8 @@ class Alignment:
             worst = min(ds, key=lambda i: (self.eval(i, r, get) or UNKNOWN)[0])
             many = f" (one of {len(ds)} definitions)" if len(ds) > 1 else ""
             if worst.opcode == "ld" and opcodes.mem_space(worst) == "param":
-                a = worst.operands[1]
-                pname = a.base.name if type(a) is Addr and type(a.base) is Sym else str(a)
+                a = address(worst)
+                pname = a.name if a is not None and a.kind == "sym" else str(worst.operands[1])
                 p = self.params.get(pname)
                 if p is None or p.dtype not in self.ptr_types:
                     steps.append(f"{r} is loaded from {pname}, not a pointer parameter{many}")
@@ -281,8 +286,8 @@ class Alignment:
                          + ", ".join(str(o) for o in worst.operands[1:]) + many)
             # follow the first operand whose weakness costs alignment here
             have = (self.eval(worst, r, get) or UNKNOWN)[0]
-            nxt = next((o.name for o in worst.operands[1:] if type(o) is Reg
-                        and self._better_without(worst, r, o.name, have)), None)
+            nxt = next((n for n in map(reg_name, worst.operands[1:]) if n is not None
+                        and self._better_without(worst, r, n, have)), None)
             if nxt is None or opcodes.is_special_reg(nxt):
                 if nxt is not None:
                     steps.append(f"{nxt} is a special register")

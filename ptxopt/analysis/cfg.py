@@ -36,8 +36,8 @@ from functools import cached_property
 
 import networkx as nx
 
-from ptxopt import opcodes
-from ptxopt.ir import Block, Decl, Function, Instruction, Label, Sym
+from ptxopt import opcodes, operand_facts
+from ptxopt.ir import Block, Decl, Function, Instruction, Label
 
 Path = tuple[int, ...]
 
@@ -145,11 +145,10 @@ def _split_digits(name: str) -> tuple[str, str]:
 
 
 def instr_defs_uses(ins: Instruction, rename=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Registers written and read by ``ins`` (:func:`ptxopt.opcodes.defs_uses`),
+    """Registers written and read by ``ins`` (:func:`ptxopt.operand_facts.defs_uses`),
     each name once, optionally renamed (scoped ``.reg`` shadowing)."""
-    defs, uses = opcodes.defs_uses(ins)
-    d = tuple(dict.fromkeys(defs))
-    u = tuple(dict.fromkeys(uses))
+    f = operand_facts.facts(ins)
+    d, u = f.defs, f.uses  # already each name once
     if rename is not None:
         d = tuple(rename(r) for r in d)
         u = tuple(rename(r) for r in u)
@@ -316,15 +315,13 @@ class CFG:
     def branch_targets(self, ins: Instruction) -> list[str] | None:
         """Label names a branch may go to; None when unresolvable (``brx``
         whose table is unknown)."""
+        labels = operand_facts.facts(ins).labels
         if ins.opcode == "bra":
-            for o in ins.operands:
-                if type(o) is Sym:
-                    return [o.name]
-            return None
+            return [labels[0]] if labels else None
         if ins.opcode == "brx":
-            for o in ins.operands:
-                if type(o) is Sym and o.name in self._branchtargets:
-                    return list(self._branchtargets[o.name])
+            for name in labels:
+                if name in self._branchtargets:
+                    return list(self._branchtargets[name])
             return None
         return []
 

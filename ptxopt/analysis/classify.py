@@ -8,7 +8,8 @@ categories that the learning layer's features use.
 from __future__ import annotations
 
 from ptxopt import opcodes
-from ptxopt.ir import Instruction, Reg
+from ptxopt.ir import Instruction
+from ptxopt.operand_facts import facts
 
 
 def is_fma(ins: Instruction) -> bool:
@@ -29,7 +30,5 @@ def is_float_op(ins: Instruction) -> bool:
 
 
 def reads_special_reg(ins: Instruction) -> bool:
-    for o in ins.operands:
-        if type(o) is Reg and opcodes.is_special_reg(o.name):
-            return True
-    return False
+    """Reads a special register anywhere in its operands (``{%clock, %clock_hi}`` too)."""
+    return bool(facts(ins).sregs)

@@ -64,7 +64,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 import networkx as nx
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import (
     ALIASING_SPACES, Access, address_of, base_key, may_alias, noalias_params, overlapping_symbols,
     pointer_roots,
@@ -174,7 +174,7 @@ def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
             add_reg(u, i, 1 << rank, rank, r)  # rank: the kind's index in KIND_PRIORITY
 
         # -- memory and ordering -------------------------------------------------
-        role = opcodes.role(ins)
+        role = operand_facts.role(ins)
         if role == "order":
             for j in range(last_order + 1, i):
                 k = j * n + i
@@ -197,10 +197,12 @@ def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
                 last_collective = i
             elif role == "load" or role == "store":
                 is_store = role == "store"
-                space = opcodes.mem_space(ins)
-                key, off = base_key(address_of(ins), version)
+                fa = address_of(ins)
+                space = fa.space if fa is not None else opcodes.mem_space(ins)
+                key, off = base_key(fa, version)
                 root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
-                acc = Access(i, is_store, space, key, off, opcodes.access_bytes(ins), root)
+                acc = Access(i, is_store, space, key, off,
+                             fa.size if fa is not None else opcodes.access_bytes(ins), root)
                 key_is_sym = key is not None and key[0] == "sym"
                 for table in ((loads, stores) if is_store else (stores,)):
                     for sp in ALIASING_SPACES[space]:

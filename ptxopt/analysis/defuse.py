@@ -229,3 +229,40 @@ def liveness(cfg: CFG) -> Liveness:
         return frozenset(names[i] for i in _bits(x))
 
     return Liveness(cfg, [to_set(x) for x in lin], [to_set(x) for x in lout])
+
+
+# ---------------------------------------------------------------------------
+# Definite definition ("defined on every path")
+# ---------------------------------------------------------------------------
+
+
+def defined_on_every_path(cfg: CFG) -> list[frozenset[str]]:
+    """Per block, the registers an *unguarded* definition has written on every
+    path from the entry to the block's start (a forward must-problem:
+    intersection over predecessors). Unreachable blocks get every register
+    (nothing runs there). An inserted hint may read only such registers: a
+    guarded load may read a register its guard keeps undefined, a hint placed
+    elsewhere has no such excuse."""
+    n = len(cfg.blocks)
+    gen: list[set[str]] = []
+    for b in cfg.blocks:
+        g: set[str] = set()
+        for iid in b.iids:
+            if cfg.instructions[iid].guard is None:
+                g.update(cfg.du[iid][0])
+        gen.append(g)
+    universe = frozenset(r for d, _ in cfg.du for r in d)
+    out: list[frozenset[str]] = [universe] * n
+    inn: list[frozenset[str]] = [universe] * n
+    order = cfg.reverse_postorder()
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            preds = cfg.blocks[b].preds
+            i = frozenset() if b == cfg.entry or not preds else frozenset.intersection(*(out[p] for p in preds))
+            o = i | gen[b]
+            if i != inn[b] or o != out[b]:
+                inn[b], out[b] = i, o
+                changed = True
+    return inn

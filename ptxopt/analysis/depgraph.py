@@ -39,11 +39,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Sequence
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, address_of, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
+from ptxopt.operand_facts import ALIAS_WINDOW, alias_offset
 
 
 class DepGraph:
@@ -196,7 +197,7 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
         du = [instr_defs_uses(ins) for ins in instructions]
     preds: list[list[int]] = [[] for _ in range(n)]
     topo: list[int] = []
-    role_of = opcodes.role
+    role_of = operand_facts.role
     regs = RegisterWalk()  # the DAG's own register walk
     version: dict[str, int] = {}
     # memory / ordering state, restarted at each ordering point:
@@ -241,11 +242,20 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
 
 def _access(ins, i, is_store, p, preds, topo, tables, version, roots, noalias, overlap) -> None:
     """The memory dependencies of access ``i`` (``p``: its predecessor list)."""
-    space = opcodes.mem_space(ins)
-    key, off = base_key(address_of(ins), version)
+    fa = address_of(ins)
+    space = fa.space if fa is not None else opcodes.mem_space(ins)
+    key, off = base_key(fa, version)
     root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
-    size = opcodes.access_bytes(ins)
-    acc = Access(i, is_store, space, key, off, size, root)
+    size = fa.size if fa is not None else opcodes.access_bytes(ins)
+    # same-base offsets are compared as integers only inside the window where
+    # that is exact modulo every address width; outside it the access
+    # overlaps the whole group (as :func:`~ptxopt.analysis.alias.may_alias` says)
+    o = alias_offset(off)
+    if o is None:
+        o, size = 0, None
+    elif size is not None and size > ALIAS_WINDOW:
+        size = None
+    acc = Access(i, is_store, space, key, o, size, root)
     per_access = root is not None and bool(noalias)  # the .noalias rule needs each pair
     key_is_sym = key is not None and key[0] == "sym"
     for table in ((tables[0], tables[1]) if is_store else (tables[1],)):
@@ -260,7 +270,7 @@ def _access(ins, i, is_store, p, preds, topo, tables, version, roots, noalias, o
                             p.append(b.node)
                 elif gkey == key:
                     if key is not None and sp == space and size is not None:
-                        grp.overlapping(off, size, p)  # same base, same space: the offsets decide
+                        grp.overlapping(o, size, p)  # same base, same space: the offsets decide
                     else:
                         p.append(grp.joined(preds, topo))  # may_alias holds for every pair
                 elif key_is_sym and gkey is not None and gkey[0] == "sym" \

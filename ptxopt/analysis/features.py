@@ -48,7 +48,7 @@ from collections import Counter
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis import classify
 from ptxopt.analysis.function import FunctionAnalysis
 from ptxopt.ir import Function, Module
@@ -84,7 +84,7 @@ def instruction_categories(ins) -> list[str]:
     """The ``n_*`` counters one instruction increments (see module doc)."""
     out: list[str] = []
     op = ins.opcode
-    role = opcodes.role(ins)
+    role = operand_facts.role(ins)
     if ins.guard is not None:
         out.append("guarded")
     if classify.reads_special_reg(ins):

@@ -10,7 +10,7 @@ Change them here only; nothing else hard-codes a latency.
 
 from __future__ import annotations
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.ir import Instruction
 
 LATENCY: dict[str, int] = {
@@ -37,7 +37,7 @@ LATENCY: dict[str, int] = {
 def latency_class(ins: Instruction) -> str:
     """The :data:`LATENCY` key for an instruction."""
     op = ins.opcode
-    role = opcodes.role(ins)
+    role = operand_facts.role(ins)
     if role == "load":
         space = opcodes.mem_space(ins)
         if space == "shared":

@@ -28,7 +28,8 @@ Float scalars, pointers and scalars of non-integer type keep their values.
 
 from __future__ import annotations
 
-from ptxopt.ir import Addr, Imm, Reg, Sym, iter_instructions
+from ptxopt.ir import iter_instructions
+from ptxopt.operand_facts import address, immediate, reg_name
 
 INT_DTYPES = frozenset({"u8", "s8", "u16", "s16", "b16", "u32", "s32", "b32", "u64", "s64", "b64"})
 
@@ -43,22 +44,22 @@ def compared_immediates(program, kernel: str) -> dict[str, set[int]]:
     cmps: list[tuple[str, int]] = []
     for ins in iter_instructions(fn.body):
         ops = ins.operands
-        if ins.opcode == "ld" and "param" in ins.modifiers and len(ops) == 2 and type(ops[0]) is Reg \
-                and type(ops[1]) is Addr and type(ops[1].base) is Sym and not ops[1].offset:
-            if ops[0].name in reg_of:
-                redefined.add(ops[0].name)
-            reg_of[ops[0].name] = ops[1].base.name
+        dest = reg_name(ops[0]) if ops else None
+        a = address(ins)
+        if ins.opcode == "ld" and "param" in ins.modifiers and len(ops) == 2 and dest is not None \
+                and a is not None and a.operand is ops[1] and a.kind == "sym" and not a.offset:
+            if dest in reg_of:
+                redefined.add(dest)
+            reg_of[dest] = a.name
             continue
-        if ops and type(ops[0]) is Reg and ins.opcode != "setp" and ops[0].name in reg_of:
-            redefined.add(ops[0].name)
+        if dest is not None and ins.opcode != "setp" and dest in reg_of:
+            redefined.add(dest)
         if ins.opcode == "setp" and len(ops) >= 3:
             a, b = ops[1], ops[2]
             for r, c in ((a, b), (b, a)):
-                if type(r) is Reg and type(c) is Imm and not c.is_float:
-                    try:
-                        cmps.append((r.name, int(c.value())))
-                    except (TypeError, ValueError):
-                        pass
+                name, value = reg_name(r), immediate(c)
+                if name is not None and type(value) is int:
+                    cmps.append((name, value))
     out: dict[str, set[int]] = {}
     for reg, c in cmps:
         if reg in reg_of and reg not in redefined:

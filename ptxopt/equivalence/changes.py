@@ -83,7 +83,7 @@ def _sequence(program, fname: str):
 
 
 def _site(side, fname, code, pc) -> Site:
-    from ptxopt.opcodes import role
+    from ptxopt.operand_facts import role
 
     if pc >= len(code) - 1:
         return Site(side, fname, pc, 0, None, False)

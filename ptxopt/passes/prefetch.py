@@ -24,7 +24,10 @@ invalidate what it fetched, and timed regions keep their contents. A
 guarded load gets a prefetch with the same guard, so an address the program
 would not touch is not prefetched either.
 
-**What is refused.** Generic loads (no ``.global``: the space is not
+**What is refused.** A line whose address base or guard is not defined on
+every path to the load (:func:`~ptxopt.analysis.defuse.defined_on_every_path`:
+a guarded load may legally name a register its guard keeps undefined, but
+a hint must only read defined registers), generic loads (no ``.global``: the space is not
 proven), ``.volatile``/``.relaxed``/``.acquire`` loads (ordered accesses:
 they must observe memory at their own point), and loads inside a nested
 scope that holds a ``call`` (a call sequence: nothing is inserted among
@@ -43,10 +46,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis import build_cfg
 from ptxopt.analysis.alias import address_of
-from ptxopt.ir import Addr, Block, Comment, Function, Instruction, Label, Loc, Module, Reg, Sym
+from ptxopt.analysis.defuse import defined_on_every_path
+from ptxopt.ir import Block, Comment, Function, Instruction, Label, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import PREFETCH
 
@@ -54,25 +58,31 @@ LINE = 128
 _NOT_GLOBAL = ("param", "shared", "local", "const")
 
 
-def _offset(a: Addr) -> int:
-    return a.offset + (a.base.offset if type(a.base) is Sym else 0)
+def _offset(ins: Instruction) -> int:
+    """The address offset (normalised modulo the address width by the walker,
+    so ``[%rd1+-4]`` and ``[%rd1+18446744073709551612]`` fall in one line)."""
+    return address_of(ins).offset
+
+
+def _renamed(ins: Instruction, uses, name: str) -> str:
+    """``name`` as the CFG's scope-aware uses of ``ins`` spell it."""
+    own = tuple(dict.fromkeys(operand_facts.facts(ins).uses))
+    return uses[own.index(name)] if name in own and len(own) == len(uses) else name
 
 
 def _key(ins: Instruction, uses, last_def: dict) -> tuple | None:
     """(base, base version, guard, guard version, line) of a load or prefetch
     address; None when the base is neither a register nor a symbol."""
     a = address_of(ins)
-    if a is None or a.extra:
+    if a is None or a.kind not in ("reg", "sym"):
         return None
-    if type(a.base) is Reg:
-        reg = uses[-1]  # the address register, scope-renamed
-        base, off = (reg, last_def.get(reg)), a.offset
-    elif type(a.base) is Sym:
-        base, off = (a.base.name, None), _offset(a)
+    if a.kind == "reg":
+        reg = _renamed(ins, uses, a.name)  # the address register, scope-renamed
+        base = (reg, last_def.get(reg))
     else:
-        return None
+        base = (a.name, None)
     guard = (uses[0], ins.guard_neg, last_def.get(uses[0])) if ins.guard else None
-    return (base, guard, off // LINE)
+    return (base, guard, a.offset // LINE)
 
 
 def _stops(s, names: set[str]) -> bool:
@@ -81,8 +91,8 @@ def _stops(s, names: set[str]) -> bool:
     if t is Comment or t is Loc:
         return False
     if t is Instruction:
-        return (opcodes.role(s) == "order" or s.opcode in opcodes.TERMINATORS
-                or any(r in names for r in opcodes.defs_uses(s)[0]))
+        return (operand_facts.role(s) == "order" or s.opcode in opcodes.TERMINATORS
+                or any(r in names for r in operand_facts.defs_uses(s)[0]))
     if t is Block:
         return any(type(x) is Label or (type(x) is Instruction and _stops(x, names)) for x in _walk(s))
     return True  # labels, declarations, raw text
@@ -132,6 +142,7 @@ class Prefetch(FunctionPass):
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
         cfg = build_cfg(fn)
+        defined = defined_on_every_path(cfg)
         inserts: dict[int, tuple[list, list]] = {}  # id(items) -> (items, [(pos, seq, stmt)])
         for block in cfg.blocks:
             last_def: dict[str, int] = {}
@@ -158,8 +169,13 @@ class Prefetch(FunctionPass):
                 for r in defs:
                     last_def[r] = iid
             for key, iids in groups.items():
-                if key not in present:
-                    self.insert(fn, cfg, iids, inserts, report)
+                if key in present:
+                    continue
+                why = self.undefined(cfg, defined, block, iids[0])
+                if why:
+                    report.refuse(fn.name, cfg.instructions[iids[0]].line, why)
+                    continue
+                self.insert(fn, cfg, iids, inserts, report)
         for items, todo in inserts.values():
             for pos, _, stmt in sorted(todo, key=lambda x: (-x[0], -x[1])):
                 items.insert(pos, stmt)
@@ -170,25 +186,49 @@ class Prefetch(FunctionPass):
             return ""  # not a candidate: skipped without a report
         if space != "global":
             return "not a .global load (generic address)"
-        if opcodes.role(ins) != "load":
+        if operand_facts.role(ins) != "load":
             return "an ordered (.volatile/.relaxed/.acquire) load is not prefetched"
         if len(path) > 1 and any(type(s) is Instruction and s.opcode == "call"
                                  for s in _container(fn, path)):
             return "inside a { } call sequence: nothing is inserted among its parameter passing"
         return None
 
+    @staticmethod
+    def undefined(cfg, defined: list[frozenset[str]], block, iid: int) -> str | None:
+        """Why a prefetch for the load ``iid`` may not be inserted: a register
+        it would read (address base, guard) is not defined on every path to
+        the load. The hint is placed no earlier than the last definition
+        before the load in its block, so this is also true where it goes."""
+        ins = cfg.instructions[iid]
+        have = set(defined[block.index])
+        for j in range(block.start, iid):
+            if cfg.instructions[j].guard is None:
+                have.update(cfg.du[j][0])
+        a = address_of(ins)
+        reads = cfg.du[iid][1]
+        need = [_renamed(ins, reads, a.name)] if a.kind == "reg" else []
+        if ins.guard:
+            need.append(reads[0])
+        missing = [r for r in need if r not in have and r != opcodes.CARRY_FLAG]
+        if missing:
+            return (f"prefetch not inserted: {', '.join(r.split('@')[0] for r in missing)} is not "
+                    "defined on every path to the load (a hint may only read defined registers)")
+        return None
+
     def insert(self, fn: Function, cfg, iids: list[int], inserts: dict, report: ChangeReport) -> None:
         loads = [cfg.instructions[i] for i in iids]
         first = loads[0]
-        addr: Addr = min((address_of(i) for i in loads), key=_offset)
-        names = {r.name for r in (addr.base,) if type(r) is Reg} | ({first.guard} if first.guard else set())
+        lowest = min(loads, key=_offset)
+        fa = address_of(lowest)
+        addr = fa.operand
+        names = ({fa.name} if fa.kind == "reg" else set()) | ({first.guard} if first.guard else set())
         path = cfg.sites[iids[0]]
         items = _container(fn, path)
         pos = _place(items, path[-1], names)
         stmt = Instruction("prefetch", ("global", self.level), (addr,), first.guard, first.guard_neg)
         todo = inserts.setdefault(id(items), (items, []))[1]
         todo.append((pos, len(todo), stmt))
-        offs = sorted(_offset(address_of(i)) for i in loads)
+        offs = sorted(_offset(i) for i in loads)
         guard = f"@{'!' if first.guard_neg else ''}{first.guard} " if first.guard else ""
         report.change(fn.name, first.line, f"{guard}prefetch.global.{self.level} {addr}: "
                       f"{len(loads)} load{'s' if len(loads) > 1 else ''}, offsets {offs[0]}..{offs[-1]}")

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.depgraph import DepGraph, block_depgraph
@@ -123,14 +123,14 @@ def _interleave(g: DepGraph, runs):
 
 
 def _loads_first(g: DepGraph, runs):
-    load = [opcodes.role(i) == "load" for i in g.instructions]
+    load = [operand_facts.role(i) == "load" for i in g.instructions]
     feeds = reaches(g, load, forward=True)
     keys = [(0 if load[v] else 1 if feeds[v] else 2, v) for v in range(g.n)]
     return list_schedule(g, runs, keys)
 
 
 def _stores_last(g: DepGraph, runs):
-    store = [opcodes.role(i) == "store" for i in g.instructions]
+    store = [operand_facts.role(i) == "store" for i in g.instructions]
     follows = reaches(g, store, forward=False)
     keys = [(0 if store[v] else 1 if follows[v] else 2, -v) for v in range(g.n)]
     return list_schedule(g, runs, keys, bottom_up=True)

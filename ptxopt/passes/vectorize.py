@@ -62,11 +62,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from ptxopt import opcodes
-from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, constant_step, may_alias, noalias_params,
-                                   overlapping_symbols, pointer_roots)
+from ptxopt import opcodes, operand_facts
+from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, address_of, constant_step, may_alias,
+                                   noalias_params, overlapping_symbols, pointer_roots)
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
-from ptxopt.ir import Addr, Block, Decl, Function, Imm, Instruction, Label, Module, Reg, Sym, Vec
+from ptxopt.ir import Addr, Block, Decl, Function, Instruction, Label, Module, Vec, iter_decls
+from ptxopt.operand_facts import Address
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import VECTORIZE
 
@@ -79,11 +80,12 @@ from ptxopt.passes.families import VECTORIZE
 class _Member:
     iid: int
     ins: Instruction
-    addr: Addr
+    addr: Addr  # the address operand as written (rewritten for the merged access)
     offset: int
-    value: object  # destination (load) or source (store) operand
+    value: str | None  # destination (load) or source (store) register; None: an immediate source
+    operand: object  # the value operand itself
     access: Access
-    base: object = None  # the canonical base (Reg or Sym): addr.base, or the start of an add chain
+    base: tuple = ()  # the canonical base (kind, name): the address's, or the start of an add chain
 
 
 @dataclass(eq=False)
@@ -109,10 +111,10 @@ class _Scan:
         self.regions: list[_Region] = []
         self.untrusted: set[str] = set()
         self.roots = pointer_roots_of(fn)
-        # (register, version) -> (canonical base key, Reg of the base, byte offset): a 64-bit
+        # (register, version) -> (canonical base key, base register, byte offset): a 64-bit
         # ``add R, B, C`` earlier in the *current* region (see :meth:`_link`)
-        self.chain: dict[tuple[str, int], tuple[tuple, Reg, int]] = {}
-        self._base_reg: dict[int, Reg] = {}  # iid -> canonical base register, when not its own
+        self.chain: dict[tuple[str, int], tuple[tuple, str, int]] = {}
+        self._base_reg: dict[int, str] = {}  # iid -> canonical base register, when not its own
         self._region = _Region()
         self._open: dict[tuple, int] = {}  # key -> index into region.runs
         self._walk(fn.body)
@@ -131,7 +133,7 @@ class _Scan:
         items = block.items
         instrs, slots, da, ua = self.instrs, self.slots, self.defs_at, self.uses_at
         track_uses = not self.store  # only moved loads ask who reads a register
-        role_of, prefetches = opcodes.role, opcodes.PREFETCHES
+        role_of, prefetches = operand_facts.role, opcodes.PREFETCHES
         for i, s in enumerate(items):
             t = type(s)
             if t is Label:
@@ -155,7 +157,8 @@ class _Scan:
                 self._close(f"{s.full_opcode} at line {s.line}")
             elif (role == "load" or role == "store") and s.opcode not in prefetches:
                 self._memory(iid, s, role == "store")
-            defs, uses = _defs_uses(s)
+            f = facts_of(s)
+            defs, uses = f.defs, f.uses
             link = self._link(s) if s.opcode in CHAIN_OPCODES else None
             if track_uses:
                 for r in uses:
@@ -173,13 +176,13 @@ class _Scan:
             if link is not None:
                 self.chain[(defs[0], len(da[defs[0]]))] = link
 
-    def _canonical(self, reg: Reg) -> tuple[tuple, Reg, int]:
+    def _canonical(self, reg: str) -> tuple[tuple, str, int]:
         """``(key, base register, offset)`` of the value ``reg`` holds now."""
-        v = self.version(reg.name)
-        hit = self.chain.get((reg.name, v))
-        return hit if hit is not None else (("reg", reg.name, v), reg, 0)
+        v = self.version(reg)
+        hit = self.chain.get((reg, v))
+        return hit if hit is not None else (("reg", reg, v), reg, 0)
 
-    def _link(self, ins: Instruction) -> tuple[tuple, Reg, int] | None:
+    def _link(self, ins: Instruction) -> tuple[tuple, str, int] | None:
         """``R``'s value for a link ``R = B + C`` (:func:`ptxopt.analysis.alias.constant_step`):
         the canonical base of B as it is *before* this instruction, its
         register, and the summed offset; None when it is not a link."""
@@ -203,7 +206,7 @@ class _Scan:
         return [ins[k] for k in self.defs_at.get(reg, ())]
 
     def _memory(self, iid: int, ins: Instruction, is_store: bool) -> None:
-        addr = next((o for o in ins.operands if type(o) is Addr), None)
+        addr = address_of(ins)
         acc = self._access(iid, ins, is_store, addr)
         if is_store or self.store:  # loads only matter when stores move
             self._region.mem.append((iid, acc, ins))
@@ -213,13 +216,15 @@ class _Scan:
         shape = candidate(ins)
         if shape is None:
             return
-        value = _scalar(ins.operands[1] if self.store else ins.operands[0])
-        if not self.store and type(value) is Reg and value.name in opcodes.regs_in(addr):
+        operand = ins.operands[1] if self.store else ins.operands[0]
+        value = operand_facts.scalar_reg(operand)
+        if not self.store and value in addr.regs:
             return  # a load that overwrites its own base ends the base version
-        extra = tuple(self.version(o.name) for o in shape if type(o) is Reg)
+        extra = tuple(self.version(r) for o in shape for r in operand_facts.operand_regs(o))
         key = (acc.base, ins.modifiers, ins.guard, ins.guard_neg,
                self.version(ins.guard) if ins.guard else 0, shape, extra)
-        m = _Member(iid, ins, addr, acc.offset, value, acc, self._base_reg.get(iid, addr.base))
+        base = ("reg", self._base_reg[iid]) if iid in self._base_reg else (addr.kind, addr.name)
+        m = _Member(iid, ins, addr.operand, acc.offset, value, operand, acc, base)
         region = self._region
         k = self._open.get(key)
         if k is None or acc.offset in region.runs[k]:
@@ -228,18 +233,19 @@ class _Scan:
             region.keys.append(key)
         region.runs[k][acc.offset] = m
 
-    def _access(self, iid: int, ins: Instruction, is_store: bool, addr: Addr | None) -> Access:
+    def _access(self, iid: int, ins: Instruction, is_store: bool, addr: Address | None) -> Access:
+        """The access as the alias rules see it; offsets are the walker's
+        (normalised modulo the address width) plus an add chain's."""
         base, off = None, 0
-        if addr is not None and not addr.extra:
-            b = addr.base
-            if type(b) is Reg:
-                base, reg, off = self._canonical(b)
+        if addr is not None:
+            if addr.kind == "reg":
+                base, reg, off = self._canonical(addr.name)
                 off += addr.offset
-                if reg is not b:
+                if reg != addr.name:
                     self._base_reg[iid] = reg
-            elif type(b) is Sym:
-                base, off = ("sym", b.name), addr.offset + b.offset
-        root = self.roots.get(addr.base.name) if addr is not None and type(addr.base) is Reg else None
+            elif addr.kind == "sym":
+                base, off = ("sym", addr.name), addr.offset
+        root = self.roots.get(addr.name) if addr is not None and addr.kind == "reg" else None
         return Access(iid, is_store, opcodes.mem_space(ins), base, off,
                       opcodes.access_bytes(ins), root)
 
@@ -253,32 +259,22 @@ class _Scan:
         return positions[k] if k < len(positions) and positions[k] < hi else None
 
 
-_SPECIAL: dict[str, bool] = {}
+def facts_of(ins: Instruction):
+    return operand_facts.facts(ins)
 
 
-def _defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
-    """:func:`ptxopt.opcodes.defs_uses`, with a fast path for the common
-    register/immediate-only instruction (the scan's hot spot)."""
-    op = ins.opcode
-    if op == "call" or op in opcodes.DEST_IF_MODIFIER or opcodes.touches_carry(ins):
-        return opcodes.defs_uses(ins)  # forms with implicit state or conditional destinations
-    first = op not in opcodes.NO_DEST
-    defs: list[str] = []
-    uses: list[str] = [ins.guard] if ins.guard else []
-    special = _SPECIAL
-    for o in ins.operands:
-        t = type(o)
-        if t is Reg:
-            name = o.name
-            sp = special.get(name)
-            if sp is None:
-                sp = special[name] = opcodes.is_special_reg(name)
-            if not sp:
-                (defs if first else uses).append(name)
-        elif t is not Imm:
-            return opcodes.defs_uses(ins)
-        first = False
-    return defs, uses
+def declared_bits(fn: Function) -> dict[str, int | None]:
+    """Register name -> declared width in bits (``.reg .b32 %r<9>``); None
+    for a name declared with two widths in different scopes."""
+    out: dict[str, int | None] = {}
+    for d in iter_decls(fn.body):
+        if d.space != ".reg" or d.dtype is None:
+            continue
+        bits = opcodes.TYPE_BITS.get(d.dtype[1:])
+        for it in d.items:
+            for n in it.names():
+                out[n] = bits if out.get(n, bits) == bits else None
+    return out
 
 
 def pointer_roots_of(fn: Function) -> dict[str, str]:
@@ -296,7 +292,7 @@ def candidate(ins: Instruction) -> tuple | None:
     group). None for anything else."""
     if ins.opcode not in ("ld", "st") or opcodes.space_of(ins) != "global":
         return None
-    if opcodes.role(ins) not in ("load", "store") or opcodes.vector_width(ins) != 1:
+    if operand_facts.role(ins) not in ("load", "store") or opcodes.vector_width(ins) != 1:
         return None
     t = opcodes.value_type(ins)
     if t is None or opcodes.TYPE_BITS[t] not in (8, 16, 32, 64):
@@ -305,19 +301,13 @@ def candidate(ins: Instruction) -> tuple | None:
     if len(ops) < 2:
         return None
     addr, value = (ops[0], ops[1]) if ins.opcode == "st" else (ops[1], ops[0])
-    if type(addr) is not Addr or addr.extra or type(addr.base) not in (Reg, Sym):
+    a = address_of(ins)
+    if a is None or a.operand is not addr or a.kind not in ("reg", "sym"):
         return None
-    value = _scalar(value)
-    if type(value) is not Reg and not (ins.opcode == "st" and type(value) is Imm):
+    # ``{ %r1 }`` (Triton writes every scalar access with braces) is ``%r1``
+    if operand_facts.scalar_reg(value) is None and not (ins.opcode == "st" and operand_facts.is_immediate(value)):
         return None
     return tuple(ops[2:])
-
-
-def _scalar(value):
-    """``{ %r1 }`` (Triton writes every scalar access with braces) is ``%r1``."""
-    if type(value) is Vec and len(value.items) == 1:
-        return value.items[0]
-    return value
 
 
 # ---------------------------------------------------------------------------
@@ -343,6 +333,7 @@ class _Vectorizer:
                                 frozenset(self.scan.untrusted))
         self.noalias = noalias_params(fn)
         self.overlap = overlapping_symbols(fn, module)
+        self.reg_bits = declared_bits(fn)
         self.edits: dict[int, tuple[list, dict[int, object]]] = {}
         self.leftover: list[tuple[int, int, _Member]] = []  # (region, run, member)
         self.changes: list[tuple[int, str]] = []
@@ -362,7 +353,7 @@ class _Vectorizer:
         self.refusals.append((line, why))
 
     def _base_fact(self, m: _Member) -> Fact:
-        return self.align.of_base(m.base)
+        return self.align.of_base(*m.base)
 
     def _plan(self, ri: int, region: _Region, k: int, run: dict[int, _Member]) -> None:
         """Greedy over ascending offsets: the widest legal aligned group first."""
@@ -413,15 +404,22 @@ class _Vectorizer:
         at = (r + g0.offset) % m
         known = min(m, lowbit(at)) if at else m
         if known < need:
-            why = self.align.explain(g0.base.name) if type(g0.base) is Reg \
-                else f"{g0.base.name} is declared .align {fact[0]}"
+            why = self.align.explain(g0.base[1]) if g0.base[0] == "reg" \
+                else f"{g0.base[1]} is declared .align {fact[0]}"
             have = "nothing is known" if known == 1 else f"only {known} bytes are proven"
             raise _Unaligned(f"alignment of {_addr_text(g0, g0.offset)} not proven: .v{w}.{vt} needs "
                              f"{need} bytes, {have}: {why}")
         scan = self.scan
         anchor = self._anchor(group)
+        # PTX vector operands hold registers of one width: ptxas rejects
+        # ``{%r1, %rs2}`` although a scalar ld.u16 may write either
+        regs = [x.value for x in group if x.value is not None]
+        widths = {self.reg_bits.get(r) for r in regs}
+        if len(widths) > 1:
+            shown = ", ".join(f"{r} ({self.reg_bits.get(r) or '?'}-bit)" for r in regs)
+            raise Refused(f"vector elements must have one register width: {shown}")
         if not self.store:
-            dests = [x.value.name for x in group]
+            dests = [x.value for x in group]
             dup = next((d for d in dests if dests.count(d) > 1), None)
             check(dup is None, f"destination {dup} is loaded twice")
         iids = region.mem_iids
@@ -430,14 +428,14 @@ class _Vectorizer:
                 continue
             lo, hi = (x.iid, anchor.iid) if self.store else (anchor.iid, x.iid)
             if self.store:
-                if type(x.value) is Reg:
-                    d = scan.first_between(scan.defs_at.get(x.value.name), lo, hi)
+                if x.value is not None:
+                    d = scan.first_between(scan.defs_at.get(x.value), lo, hi)
                     if d is not None:
                         raise Refused(f"source {x.value} of the store to {_addr_text(x, x.offset)} "
                                       f"is written at line {scan.instrs[d].line} before the last "
                                       "store of the group")
             else:
-                reg = x.value.name
+                reg = x.value
                 for what, at in (("written", scan.defs_at), ("read", scan.uses_at)):
                     d = scan.first_between(at.get(reg), lo, hi)
                     if d is not None:
@@ -462,7 +460,7 @@ class _Vectorizer:
         t = opcodes.value_type(g0.ins)
         at = len(mods) - 1 - mods[::-1].index(t)
         mods.insert(at, f"v{w}")
-        vec = Vec(tuple(x.value for x in group))
+        vec = Vec(tuple(operand_facts.unbrace(x.operand) for x in group))
         rest = g0.ins.operands[2:]
         # The anchor's own address register holds its value where the merged
         # access goes; through an add chain the members' registers may not
@@ -539,27 +537,30 @@ def split_load(ins: Instruction) -> list[Instruction] | None:
     if ins.opcode != "ld" or opcodes.space_of(ins) != "global" or opcodes.vector_width(ins) == 1:
         return None
     w = opcodes.vector_width(ins)
-    check(opcodes.role(ins) == "load", f"{ins.full_opcode}: only weak loads are split")
+    check(operand_facts.role(ins) == "load", f"{ins.full_opcode}: only weak loads are split")
     check(w in (2, 4), f"{ins.full_opcode}: only .v2 and .v4 loads are split")
     ops = ins.operands
-    vec, addr = ops[0], ops[1] if len(ops) > 1 else None
+    items = operand_facts.vector_items(ops[0])
+    fa = address_of(ins)
     t = opcodes.value_type(ins)
-    check(type(vec) is Vec and type(addr) is Addr and t is not None and len(vec.items) == w,
-          f"{ins.full_opcode}: unexpected operands")
-    regs = [i.name for i in vec.items if type(i) is Reg]
-    check(len(regs) + sum(1 for i in vec.items if type(i) is Sym and i.name == "_") == w,
+    check(items is not None and len(ops) > 1 and fa is not None and fa.operand is ops[1] and t is not None
+          and len(items) == w, f"{ins.full_opcode}: unexpected operands")
+    addr = fa.operand
+    names = [operand_facts.reg_name(i) for i in items]
+    regs = [r for r in names if r is not None]
+    check(len(regs) + sum(1 for i in items if operand_facts.is_sink(i)) == w,
           f"{ins.full_opcode}: destinations must be registers or _")
     dup = next((r for r in regs if regs.count(r) > 1), None)
     check(dup is None, f"{ins.full_opcode}: destination {dup} appears twice")
-    read = set(opcodes.regs_in(addr)) | {ins.guard} | {r for o in ops[2:] for r in opcodes.regs_in(o)}
+    read = set(fa.regs) | {ins.guard} | {r for o in ops[2:] for r in operand_facts.regs_in(o)}
     check(regs, f"{ins.full_opcode}: every destination is a sink")
     clash = next((r for r in regs if r in read), None)
     check(clash is None, f"{ins.full_opcode}: destination {clash} is also read by the load")
     size = opcodes.TYPE_BITS[t] // 8
     mods = tuple(m for m in ins.modifiers if m not in ("v2", "v4"))
     out = []
-    for j, item in enumerate(vec.items):
-        if type(item) is not Reg:
+    for j, item in enumerate(items):
+        if names[j] is None:
             continue
         a = addr if j == 0 else replace(addr, offset=addr.offset + j * size, plus_zero=False)
         out.append(replace(ins, modifiers=mods, operands=(item, a, *ops[2:])))

@@ -34,7 +34,7 @@ from ptxopt import opcodes
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
-from ptxopt.ir import Block, Decl, Function, Module, Reg, Sym, iter_decls
+from ptxopt.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.prove.memory import AliasOracle
 from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.prove.values import Graph
@@ -94,11 +94,10 @@ class _Side:
                                   for it in d.items for n in it.names())
             self._align = Alignment(self.fn, self.module, lambda r: defs.get(r, []),
                                     assume_align, untrusted)
-        if type(base) is not Reg and type(base) is not Sym:
+        kind, name = base  # the walker's address base (:class:`ptxopt.operand_facts.Address`)
+        if kind not in ("reg", "sym"):
             return False
-        m, r = self._align.of_base(base)
-        if type(base) is Sym:
-            offset += base.offset
+        m, r = self._align.of_base(kind, name)
         return m >= need and (r + offset) % need == 0
 
 

@@ -5,7 +5,7 @@ A block starts from the induction hypothesis: every register holds its
 memory. Each instruction then updates a register map and the block's
 :class:`~ptxopt.prove.memory.MemoryState`:
 
-* **pure** instructions (:func:`ptxopt.opcodes.role`) become ``op`` nodes
+* **pure** instructions (:func:`ptxopt.operand_facts.role`) become ``op`` nodes
   whose key is the full opcode, so rounding, saturation, ``.ftz``, ``.wide``
   and the types are part of the operator; a register-to-register ``mov`` of
   one width is the identity;
@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes
+from ptxopt import opcodes, operand_facts
+
+# operand node types: only val/address, which evaluate operands (everything else reads operand_facts)
 from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 from ptxopt.prove.memory import MemoryState
 from ptxopt.prove.values import Graph
@@ -167,17 +169,15 @@ class BlockExecutor:
 
     def _step(self, ins: Instruction) -> None:
         op = ins.opcode
+        f = operand_facts.facts(ins)
+        a = f.address
         if op in opcodes.PREFETCHES and ins.modifiers and ins.modifiers[0] in ("global", "local") \
-                and len(ins.operands) == 1 and type(ins.operands[0]) is Addr \
-                and not ins.operands[0].extra:
-            self.accesses.append(Access("prefetch", opcodes.mem_space(ins),
-                                        self.address(ins.operands[0]), 1, self.guard(ins),
+                and len(ins.operands) == 1 and a is not None and a.kind != "other":
+            self.accesses.append(Access("prefetch", a.space, self.address(a.operand), 1, self.guard(ins),
                                         self.mem.epoch))
             return
-        role = opcodes.role(ins)
-        if role == "pure" and any(type(o) is Reg and o.name in opcodes.RELOCATABLE_SREGS
-                                  for o in ins.operands):
-            role = "order"  # %warpid/%smid: two reads may differ, so a read is an event
+        # the walker makes a read of %clock/%warpid... (at any depth) an ordering point
+        role = f.role
         if role == "pure":
             self._pure(ins)
         elif role == "collective":
@@ -187,32 +187,20 @@ class BlockExecutor:
         else:
             self._event(ins)
 
-    def _dests(self, o) -> list[str | None]:
-        """Registers a destination operand writes, in order (None: a ``_`` sink)."""
-        t = type(o)
-        if t is Reg:
-            return [o.name]
-        if t is Vec:
-            out: list[str | None] = []
-            for i in o.items:
-                out.extend(self._dests(i) if type(i) in (Reg, Vec, Pair) else [None])
-            return out
-        if t is Pair:
-            return self._dests(o.first) + [o.second.name]
-        return [None]
-
     def _pure(self, ins: Instruction) -> None:
         ops = ins.operands
-        n = opcodes.dest_count(ins)
+        f = operand_facts.facts(ins)
+        n = f.ndest
         guard = self.guard(ins)
-        dests = self._dests(ops[0]) if n else []
-        if ins.opcode == "mov" and len(ops) == 2 and type(ops[0]) is Reg and type(ops[1]) is Reg \
-                and not opcodes.is_special_reg(ops[1].name):
-            t = opcodes.value_type(ins)
-            w = opcodes.TYPE_BITS.get(t) if t else None
-            if w is not None and self.reg_bits(ops[0].name) == w == self.reg_bits(ops[1].name):
-                self.write(ops[0].name, self.reg(ops[1].name), guard)
-                return
+        dests = f.dests
+        if ins.opcode == "mov" and len(ops) == 2:
+            d, src = operand_facts.reg_name(ops[0]), operand_facts.reg_name(ops[1])
+            if d is not None and src is not None and not opcodes.is_special_reg(src):
+                t = opcodes.value_type(ins)
+                w = opcodes.TYPE_BITS.get(t) if t else None
+                if w is not None and self.reg_bits(d) == w == self.reg_bits(src):
+                    self.write(d, self.reg(src), guard)
+                    return
         srcs = tuple(self.val(o) for o in ops[n:])
         if ins.opcode in opcodes.CARRY_IN:
             srcs += (self.reg(opcodes.CARRY_FLAG),)
@@ -231,13 +219,12 @@ class BlockExecutor:
             self.write(opcodes.CARRY_FLAG, self.g.node("proj", value, "cc"), guard)
 
     def _collective(self, ins: Instruction) -> None:
-        ops = ins.operands
-        n = opcodes.dest_count(ins)
+        f = operand_facts.facts(ins)
         guard = self.guard(ins)
-        srcs = tuple(self.val(o) for o in ops[n:])
+        srcs = tuple(self.val(o) for o in ins.operands[f.ndest:])
         c = self.g.node("coll", ins.full_opcode, srcs, guard, self.mem.epoch, self.coll)
         self.coll = c
-        for i, d in enumerate(self._dests(ops[0]) if n else []):
+        for i, d in enumerate(f.dests):
             if d is not None:
                 self.write(d, self.g.node("proj", c, i), guard)
 
@@ -250,24 +237,25 @@ class BlockExecutor:
             return False
         store = role == "store"
         a, v = (ops[0], ops[1]) if store else (ops[1], ops[0])
-        if type(a) is not Addr or a.extra:
+        fa = operand_facts.address(ins)
+        if fa is None or fa.operand is not a or fa.kind == "other":
             return False
         width = opcodes.vector_width(ins)
-        items = v.items if type(v) is Vec else (v,)
-        if len(items) != width or (width > 1 and type(v) is not Vec):
+        vec = operand_facts.vector_items(v)
+        items = vec if vec is not None else (v,)
+        if len(items) != width or (width > 1 and vec is None):
             return False  # (a braced single register, Triton's ``{ %r1 }``, is that register)
         size = max(1, opcodes.TYPE_BITS[t] // 8)
-        space = opcodes.mem_space(ins)
+        space = fa.space
         for item in items:
-            ti = type(item)
-            if not (ti is Reg or (store and isinstance(item, Imm))
-                    or (not store and ti is Sym and item.name == "_")):
+            if not (operand_facts.reg_name(item) is not None or (store and operand_facts.is_immediate(item))
+                    or (not store and operand_facts.is_sink(item))):
                 return False
         key = semantic_key(ins, lanes=True)
         guard = self.guard(ins)
         base = self.address(a)
         bn = self.g.nodes[base]
-        vector = (base, size * width, a.base, a.offset) if width > 1 else None
+        vector = (base, size * width, (fa.kind, fa.name), fa.offset) if width > 1 else None
         kind = "st" if store else "ld"
         if store:
             values = [self.val(i) for i in items]
@@ -276,23 +264,16 @@ class BlockExecutor:
             self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector))
             if store:
                 self.mem.store(key, space, addr, size, values[lane], guard)
-            elif type(item) is Reg:
+            elif operand_facts.reg_name(item) is not None:
                 self.write(item.name, self.mem.load(key, space, addr, size), guard)
         return True
 
     def _event(self, ins: Instruction) -> None:
-        ops = ins.operands
+        f = operand_facts.facts(ins)
         guard = self.guard(ins)
-        if ins.opcode == "call":
-            i = 1 if ops and type(ops[0]) is ParenList else 0
-            dests = self._dests_list(ops[0]) if i else []
-            srcs = ops[i:]
-        else:
-            n = opcodes.dest_count(ins)
-            dests = self._dests(ops[0]) if n and type(ops[0]) is not Addr else []
-            srcs = ops[len(dests) and 1:]
-        vals = tuple(self.val(o) for o in srcs)
-        reads = tuple(self.reg(r) for r in opcodes.defs_uses(ins)[1] if r != ins.guard)
+        dests = f.dests
+        vals = tuple(self.val(o) for o in ins.operands[f.ndest:])
+        reads = tuple(self.reg(r) for r in f.uses if r != ins.guard)
         e = self.mem.event(semantic_key(ins), (vals, reads), guard)
         for k, d in enumerate(dests):
             if d is not None:
@@ -301,9 +282,7 @@ class BlockExecutor:
             # the carry flag is not preserved across a call: an addc after it reads something else
             self.write(opcodes.CARRY_FLAG, self.g.node("proj", e, "cc"), guard)
 
-    def _dests_list(self, o) -> list[str | None]:
-        return [r for i in o.items for r in self._dests(i)]
-
     def _terminator(self, ins: Instruction) -> tuple:
-        ops = tuple(("label", o.name) if type(o) is Sym else self.val(o) for o in ins.operands)
+        ops = tuple(("label", n) if (n := operand_facts.label_name(o)) is not None else self.val(o)
+                    for o in ins.operands)
         return (ins.full_opcode, ops, self.guard(ins))

@@ -1,0 +1,450 @@
+"""The operand walker: every per-instruction fact, from one walk, kept on the instruction.
+
+Why one walker: each analysis used to look at operands on its own, and each
+stopped at a different depth. A clock read written as a vector,
+``mov.b64 %rd5, {%clock, %clock_hi}``, was an ordering point for nobody and a
+pure value for the prover, because the role test looked only at top-level
+registers. Here one recursive walk descends into vectors, ``%p|%q`` pairs,
+negated predicates, parenthesised call lists and address expressions
+(``[base+off, extra...]``), once per instruction, and everything that
+depends on operands is derived from it:
+
+* ``defs``/``uses``: registers written and read, each once (special registers excluded:
+  they are read-only hardware state; the carry flag included, see
+  :data:`ptxopt.opcodes.CARRY_FLAG`);
+* ``sregs``: every special register read, at any depth; ``impure_sreg``: one of
+  them is a clock/counter or a relocatable register
+  (:data:`ptxopt.opcodes.IMPURE_SREGS`), so two reads may differ;
+* ``role``: ``pure``/``collective``/``load``/``store``/``order``; an impure
+  special register anywhere makes the instruction an ordering point;
+* ``address``: the first address operand as :class:`Address` -- space, base
+  kind and name, offset normalised modulo the space's address width, access
+  size;
+* ``labels``: the symbols named at the top level (branch targets, callees).
+
+Caching and invalidation. :class:`~ptxopt.ir.Instruction` and every operand
+are frozen, and the facts are a pure function of them, so they are computed
+lazily on first use and stored in the instruction's ``_facts`` slot
+(excluded from equality, hashing and ``repr``). A pass never edits an
+instruction: it builds a new one (``dataclasses.replace`` or the
+constructor), whose slot starts empty because ``_facts`` is not an
+``__init__`` field -- so an edited or created instruction can never carry
+stale facts. ``tests/test_operand_facts.py`` checks this, and that no module
+outside this one (and a short, justified allow-list) inspects operand node
+types.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ptxopt import opcodes
+from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+
+# ---------------------------------------------------------------------------
+# Addresses modulo their width
+# ---------------------------------------------------------------------------
+
+#: The narrowest width an address of any space can be computed in (a 32-bit
+#: register base, ``.address_size 32``). Two byte ranges off one base that are
+#: disjoint modulo 2**32 are disjoint modulo 2**64 too (equal modulo 2**64
+#: implies equal modulo 2**32), so alias rules decide disjointness here and
+#: stay sound whatever the base register's width.
+ALIAS_BITS = 32
+
+
+def wrap(value: int, bits: int) -> int:
+    """``value`` modulo ``2**bits`` as a signed integer in ``[-2**(bits-1), 2**(bits-1))``:
+    ``[%r1+4294967292]`` and ``[%r1+-4]`` are the same bytes at 32 bits."""
+    m = 1 << bits
+    value %= m
+    return value - m if value >= m >> 1 else value
+
+
+#: Offsets (after :func:`wrap` to :data:`ALIAS_BITS`) strictly inside
+#: ``(-ALIAS_WINDOW, ALIAS_WINDOW)``, with sizes up to ``ALIAS_WINDOW``, span
+#: less than 2**32 bytes: two such ranges are disjoint on the circle of
+#: addresses exactly when they are disjoint as integer ranges.
+ALIAS_WINDOW = 1 << 30
+
+
+def alias_offset(offset: int) -> int | None:
+    """``offset`` modulo ``2**ALIAS_BITS`` (signed) when it lies in the window
+    where integer comparison is exact; None otherwise (then the access may
+    overlap anything off the same base)."""
+    w = wrap(offset, ALIAS_BITS)
+    return w if -ALIAS_WINDOW < w < ALIAS_WINDOW else None
+
+
+def ranges_disjoint(oa: int, za: int | None, ob: int, zb: int | None) -> bool:
+    """Are ``[oa, oa+za)`` and ``[ob, ob+zb)`` off one base disjoint for every
+    address width (modulo 2**32, hence modulo 2**64)? False when unsure: a
+    size unknown or an offset outside the exact window (:func:`alias_offset`)."""
+    if za is None or zb is None or za > ALIAS_WINDOW or zb > ALIAS_WINDOW:
+        return False
+    a, b = alias_offset(oa), alias_offset(ob)
+    if a is None or b is None:
+        return False
+    return a + za <= b or b + zb <= a
+
+
+class Address(NamedTuple):
+    """The first address operand of an instruction.
+
+    ``kind``: ``reg`` (register base), ``sym`` (variable or parameter),
+    ``imm`` (absolute address) or ``other`` (texture/surface coordinates
+    ``[tex, {...}]``, an array element ``tbl[1]``, an unparsable immediate:
+    nothing is known about it). ``offset``: the byte offset (the symbol's
+    own ``+k`` included; for ``imm`` the absolute address) normalised by
+    :func:`wrap` to ``width`` bits (:data:`ptxopt.opcodes.ADDRESS_BITS`).
+    ``size``: bytes accessed or None. ``regs``: registers it reads.
+    ``operand``: the operand itself, for rewriting and printing.
+    """
+
+    space: str
+    kind: str
+    name: str | None
+    offset: int
+    width: int
+    size: int | None
+    regs: tuple[str, ...]
+    operand: Addr
+
+    @property
+    def key(self) -> tuple | None:
+        """The base as the alias rules key it (registers without a version)."""
+        if self.kind == "reg":
+            return ("reg", self.name)
+        if self.kind == "sym":
+            return ("sym", self.name)
+        if self.kind == "imm":
+            return ("imm",)
+        return None
+
+
+class Facts(NamedTuple):
+    """Everything the analyses, passes, interpreter and prover need to know
+    about one instruction's operands (see the module doc)."""
+
+    defs: tuple[str, ...]
+    uses: tuple[str, ...]
+    sregs: tuple[str, ...]
+    impure_sreg: bool
+    role: str
+    address: Address | None
+    labels: tuple[str, ...]
+    #: registers each destination operand writes, in order (None: a ``_`` sink
+    #: or a non-register item); empty when the instruction writes nothing
+    dests: tuple[str | None, ...]
+    #: how many leading operands are destinations (0 or 1: a vector, pair or
+    #: call return list counts as one)
+    ndest: int
+
+
+def facts(ins: Instruction) -> Facts:
+    """The facts of ``ins``, computed on first use and kept on it."""
+    f = ins._facts
+    if f is None:
+        f = _walk(ins)
+        object.__setattr__(ins, "_facts", f)
+    return f
+
+
+# ---------------------------------------------------------------------------
+# Convenience readers (the answers most callers want)
+# ---------------------------------------------------------------------------
+
+
+def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
+    """Registers written and read (lists the caller owns). The guard
+    predicate is a use; vector components and ``%p|%q`` pairs are all
+    written; a store's address and data are uses; addresses are always uses.
+    For ``call`` the parenthesised return list before the callee is written
+    and everything after it is read."""
+    f = facts(ins)
+    return list(f.defs), list(f.uses)
+
+
+def role(ins: Instruction) -> str:
+    """Exactly one of ``pure``, ``collective``, ``load``, ``store``, ``order``
+    (see :func:`_role`)."""
+    return facts(ins).role
+
+
+def address(ins: Instruction) -> Address | None:
+    return facts(ins).address
+
+
+def reads_special_reg(ins: Instruction) -> bool:
+    return bool(facts(ins).sregs)
+
+
+def regs_in(operand) -> list[str]:
+    """Every register name read by or written to through ``operand``, at any depth."""
+    out: list[str] = []
+    _regs(operand, out)
+    return out
+
+
+def operand_regs(operand) -> list[str]:
+    """The register names of one operand, special registers left out."""
+    return [r for r in regs_in(operand) if not opcodes.is_special_reg(r)]
+
+
+def reg_name(operand) -> str | None:
+    """The name of a bare register operand (``%r1``, ``%tid.x``); None for
+    anything else."""
+    return operand.name if type(operand) is Reg else None
+
+
+def is_immediate(operand) -> bool:
+    """An immediate or constant expression, as written (parsable or not)."""
+    return isinstance(operand, Imm)
+
+
+def scalar_reg(operand) -> str | None:
+    """The register a plain register operand names (``{%r1}`` counts: Triton
+    braces every scalar); None for anything else."""
+    if type(operand) is Vec and len(operand.items) == 1:
+        operand = operand.items[0]
+    return operand.name if type(operand) is Reg else None
+
+
+def unbrace(operand):
+    """``{ %r1 }`` is ``%r1`` (Triton braces every scalar access); anything
+    else is itself."""
+    if type(operand) is Vec and len(operand.items) == 1:
+        return operand.items[0]
+    return operand
+
+
+def immediate(operand) -> int | float | None:
+    """The value of an immediate operand; None for anything else or an
+    unparsable constant."""
+    if not isinstance(operand, Imm):
+        return None
+    try:
+        return operand.value()
+    except (TypeError, ValueError):
+        return None
+
+
+def symbol(operand) -> tuple[str, int] | None:
+    """``(name, byte offset)`` of a symbol operand (``arr+8``), None for
+    anything else or an array element ``tbl[1]``."""
+    if type(operand) is Sym and operand.index is None:
+        return operand.name, operand.offset
+    return None
+
+
+def label_name(operand) -> str | None:
+    """The name of a plain symbol operand (a label, callee or variable)."""
+    return operand.name if type(operand) is Sym else None
+
+
+def vector_items(operand) -> tuple | None:
+    """The items of a vector operand, None for anything else."""
+    return operand.items if type(operand) is Vec else None
+
+
+def is_sink(operand) -> bool:
+    """``_``: a vector item or destination that discards its value."""
+    return type(operand) is Sym and operand.name == "_"
+
+
+# ---------------------------------------------------------------------------
+# The walk
+# ---------------------------------------------------------------------------
+
+
+def _regs(o, out: list[str]) -> None:
+    t = type(o)
+    if t is Reg:
+        out.append(o.name)
+    elif t is Neg:
+        out.append(o.reg.name)
+    elif t is Pair:
+        _regs(o.first, out)
+        out.append(o.second.name)
+    elif t is Vec or t is ParenList:
+        for i in o.items:
+            _regs(i, out)
+    elif t is Addr:
+        _regs(o.base, out)
+        for e in o.extra:
+            _regs(e, out)
+
+
+def _dests(o, out: list) -> None:
+    t = type(o)
+    if t is Reg:
+        out.append(o.name)
+    elif t is Vec:
+        for i in o.items:
+            if type(i) in (Reg, Vec, Pair):
+                _dests(i, out)
+            else:
+                out.append(None)
+    elif t is Pair:
+        _dests(o.first, out)
+        out.append(o.second.name)
+    else:
+        out.append(None)
+
+
+def _address(ins: Instruction, a: Addr) -> Address:
+    space = opcodes.mem_space(ins)
+    width = opcodes.ADDRESS_BITS.get(space, 64)
+    regs = tuple(regs_in(a))
+    size = opcodes.access_bytes(ins)
+    b = a.base
+    t = type(b)
+    kind, name, off = "other", None, 0
+    if not a.extra:
+        if t is Reg:
+            kind, name, off = "reg", b.name, a.offset
+        elif t is Sym and b.index is None:
+            kind, name, off = "sym", b.name, a.offset + b.offset
+        elif isinstance(b, Imm):
+            v = immediate(b)
+            if type(v) is int:
+                kind, off = "imm", v + a.offset
+    return Address(space, kind, name, wrap(off, width), width, size, regs, a)
+
+
+def _walk(ins: Instruction) -> Facts:
+    ops = ins.operands
+    op = ins.opcode
+    defs: list[str] = []
+    uses: list[str] = []
+    if ins.guard:
+        uses.append(ins.guard)
+    dests: list = []
+    ndest = 0
+    addr = None
+    labels: tuple[str, ...] = ()
+    if op == "call":
+        seen_callee = False
+        for o in ops:
+            t = type(o)
+            if t is ParenList and not seen_callee:
+                _regs(o, defs)
+                if not ndest:
+                    ndest = 1
+                    for item in o.items:
+                        _dests(item, dests)
+            else:
+                seen_callee = seen_callee or t is not ParenList
+                _regs(o, uses)
+                if t is Sym:
+                    labels += (o.name,)
+                elif t is Addr and addr is None:
+                    addr = o
+    else:
+        n = opcodes.dest_count(ins)
+        for i, o in enumerate(ops):
+            t = type(o)
+            if t is Reg:  # the common case, inlined
+                if i < n:
+                    defs.append(o.name)
+                    dests.append(o.name)
+                    ndest = 1
+                else:
+                    uses.append(o.name)
+            elif t is Imm:
+                continue
+            elif t is Sym:
+                labels += (o.name,)
+                if i < n:
+                    dests.append(None)
+                    ndest = 1
+            elif t is Addr:
+                _regs(o, uses)
+                if addr is None:
+                    addr = o
+            elif i < n:
+                _regs(o, defs)
+                _dests(o, dests)
+                ndest = 1
+            else:
+                _regs(o, uses)
+        if n and op in opcodes.ACCUMULATES_IN_PLACE:
+            uses.extend(defs)
+    if op in opcodes.CARRY_IN:
+        uses.append(opcodes.CARRY_FLAG)
+    if opcodes.writes_carry(ins):
+        defs.append(opcodes.CARRY_FLAG)
+    special = _SPECIAL
+    sregs: tuple[str, ...] = ()
+    impure = False
+    for r in uses:
+        sp = special.get(r)
+        if sp is None:
+            sp = special[r] = opcodes.is_special_reg(r)
+        if sp:
+            sregs = tuple(dict.fromkeys(x for x in uses if opcodes.is_special_reg(x)))
+            uses = [x for x in uses if not opcodes.is_special_reg(x)]
+            impure = any(x in opcodes.IMPURE_SREGS for x in sregs)
+            break
+    for r in defs:
+        if opcodes.is_special_reg(r):
+            defs = [x for x in defs if not opcodes.is_special_reg(x)]
+            break
+    # each register once, in first-seen order (``add %r1, %r2, %r2`` reads %r2 once)
+    return Facts(tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
+                 tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure, _role(ins, impure),
+                 _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest)
+
+
+_SPECIAL: dict[str, bool] = {}
+
+
+def _role(ins: Instruction, impure_sreg: bool) -> str:
+    """``order`` covers barriers, fences, atomics, async copies and
+    ``st.async``, calls, branches, ``ret``/``exit``, volatile/relaxed/
+    acquire/release accesses, any instruction reading a clock, counter or
+    relocatable special register at any depth of its operands, and every
+    opcode :mod:`ptxopt.opcodes` does not know."""
+    op = ins.opcode
+    if impure_sreg:
+        return "order"
+    if op in opcodes.PURE_OPCODES:
+        return "pure"
+    if op in opcodes.COLLECTIVE_OPCODES:
+        return "collective"
+    if op == "wmma":
+        mods = ins.modifiers
+        return "pure" if "mma" in mods else "load" if "load" in mods else "store" if "store" in mods else "order"
+    is_ld = op in opcodes.LOADS or op in opcodes.PREFETCHES
+    if is_ld or op in opcodes.STORES:
+        if any(m in opcodes.ORDERED_MEM_MODS or m == "async" for m in ins.modifiers):
+            return "order"  # st.async / red.async complete through an mbarrier
+        return "load" if is_ld else "store"
+    return "order"
+
+
+__all__ = [
+    "ALIAS_BITS",
+    "ALIAS_WINDOW",
+    "Address",
+    "Facts",
+    "address",
+    "alias_offset",
+    "defs_uses",
+    "facts",
+    "immediate",
+    "is_immediate",
+    "is_sink",
+    "label_name",
+    "operand_regs",
+    "ranges_disjoint",
+    "reads_special_reg",
+    "reg_name",
+    "regs_in",
+    "role",
+    "scalar_reg",
+    "symbol",
+    "unbrace",
+    "vector_items",
+    "wrap",
+]
