@@ -23,7 +23,7 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
 
 #: What decides the printed PTX for a (kernel, pipeline).
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "ir.py", "grammar",
-                 "opcodes.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
+                 "opcodes.py", "operand_facts.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
                  "ptxwords.py")
 
 

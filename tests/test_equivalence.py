@@ -159,7 +159,7 @@ def test_verify_each_fails_the_wrong_pass_and_never_trusts_a_guess():
 
 
 def test_run_verify_each_infers_a_launch_when_none_is_given(tmp_path):
-    from ptxopt.cli.exitcodes import INCONCLUSIVE, OK
+    from ptxopt.cli.exitcodes import OK
 
     src = tmp_path / "scale.ptx"
     src.write_text(SCALE)
