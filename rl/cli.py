@@ -15,7 +15,7 @@ import click
 
 
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option,
-                               cache_option, check_arch, check_backend, output_dir, output_file, prepare_cache,
+                               cache_option, check_arch, check_backend, objective_option, output_dir, output_file, prepare_cache,
                                stdin_once)
 from ptxopt.cli.common import fail as _fail
 from ptxopt.cli.exitcodes import INTERRUPTED
@@ -62,12 +62,13 @@ _NON_NEGATIVE = FiniteFloat(0)
 @arch_option
 @allow_unchecked_option
 @cache_option
+@objective_option
 @click.option("--json", "json_out", default=None, metavar="OUT", callback=output_file(),
               help="--eval: write the comparison as JSON.")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
-              samples, seed, backend, arch, allow_unchecked, cache_path, json_out):
+              samples, seed, backend, arch, allow_unchecked, cache_path, objective, json_out):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
@@ -92,7 +93,8 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     check_backend(backend)
     check_arch(arch)
     cache = cache_path or str(default_cache_path())
-    options = EvalOptions(arch=arch, backend=backend, cache=cache, allow_unchecked=allow_unchecked)
+    options = EvalOptions(arch=arch, backend=backend, cache=cache, allow_unchecked=allow_unchecked,
+                          objective=objective)
     if do_eval and not checkpoint:
         _fail("--eval needs --checkpoint PATH")
     try:

@@ -228,6 +228,13 @@ allow_unchecked_option = click.option(
     help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "
          "the original cannot be interpreted under the launch, ...) be kept and reported as best. Off: such "
          "candidates are counted and never chosen.")
+objective_option = click.option(
+    "--objective", type=click.Choice(["latency", "throughput"]), default=None,
+    help="What the cycles are: 'latency' (one warp, the measure of the published sm_89 figures) or "
+         "'throughput' (the whole performance launch: occupancy, waves, bandwidth bounds). "
+         "[default: throughput when a performance launch is known (--perf-*, a contract's \"performance\", "
+         "the manifest), latency otherwise and for the gemm_tile family]")
+
 prove_option = click.option(
     "--prove/--no-prove", "prove", default=True, show_default=True,
     help="Try to prove each changed candidate equivalent for all inputs first (translation validation, "
@@ -319,5 +326,5 @@ __all__ = ["fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "backend_option",
-           "cache_option", "timeout_option", "trials_option", "prove_option", "arch_option", "allow_unchecked_option",
+           "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option", "allow_unchecked_option",
            "contract_options", "perf_launch_options", "with_contract"]

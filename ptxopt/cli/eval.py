@@ -32,7 +32,7 @@ import click
 
 from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
+                               objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                with_contract)
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, OK, worst
 from ptxopt.cli.common import fail as _fail
@@ -55,8 +55,9 @@ from ptxopt.cli.common import fail as _fail
 @contract_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
 @prove_option
+@objective_option
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json, prove=True):
+             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -122,7 +123,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     cache = None if no_cache else (cache_path or default_cache_path())
     if cache is not None:
         prepare_cache(cache, fresh_cache)
-    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove)
+    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective)
     try:
         if len(candidates) == 1 or as_json:
             results = evaluate_many(candidates, workers=workers, cache=cache, **options)

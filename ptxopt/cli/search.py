@@ -37,7 +37,7 @@ import click
 
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
-                               output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
+                               objective_option, output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
                                with_contract)
 from ptxopt.cli.common import fail as _fail
@@ -150,9 +150,10 @@ def _check_parse(kernels, arch: str | None = None) -> None:
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
 @prove_option
+@objective_option
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out, prove=True):
+               record, json_out, plot, quiet, pipelines_out, prove=True, objective=None):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -190,7 +191,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     cache = cache_path or str(default_cache_path())
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
-                          allow_unchecked=allow_unchecked, prove=prove)
+                          allow_unchecked=allow_unchecked, prove=prove, objective=objective)
     config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                           beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
                           temperature=temperature)

@@ -110,11 +110,14 @@ class Launch:
     params: tuple[str, ...] = ()
     buffer_bytes: int = 65536
     int_scalar: int | None = None  # the value every unnamed integer scalar gets (default buffers only)
+    #: performance launches: distinct global bytes the launch touches (the DRAM roofline); None: unknown
+    footprint_bytes: int | None = None
     #: exact buffers: every parameter described (a corpus KernelSpec or a complete contract file); None: default
     buffers: Any = field(default=None, hash=False, compare=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
+        if self.grid is not None:  # None: unknown (a performance launch whose grid the caller did not give)
+            object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
         object.__setattr__(self, "block", tuple(int(v) for v in self.block))
         object.__setattr__(self, "origin", Origin(self.origin))
         object.__setattr__(self, "role", Role(self.role))
@@ -134,12 +137,13 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
     @property
-    def blocks(self) -> int:
-        return self.grid[0] * self.grid[1] * self.grid[2]
+    def blocks(self) -> int | None:
+        return None if self.grid is None else self.grid[0] * self.grid[1] * self.grid[2]
 
     def describe(self) -> str:
         """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``."""
-        text = f"grid {_dims(self.grid)}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
+        grid = "unknown" if self.grid is None else _dims(self.grid)
+        text = f"grid {grid}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
         if self.scalars:
             text += ", " + ", ".join(f"{k}={v}" for k, v in self.scalars.items())
         if self.guessed:
@@ -150,7 +154,8 @@ class Launch:
 
     def to_json(self) -> dict:
         return {"source": self.source, "origin": self.origin.value, "role": self.role.value,
-                "guessed": self.guessed, "grid": list(self.grid), "block": list(self.block),
+                "guessed": self.guessed, "grid": None if self.grid is None else list(self.grid),
+                "block": list(self.block),
                 "shared_bytes": self.shared_bytes, "scalars": dict(self.scalars),
                 "buffers": "exact" if self.exact else "default"}
 
@@ -162,7 +167,7 @@ class Launch:
         else:
             base = f"default:{self.buffer_bytes}:{self.int_scalar}"
         return (f"{self.role.value}:{self.origin.value}:{self.grid}:{self.block}:{self.shared_bytes}:"
-                f"{sorted(self.scalars.items())}:{base}")
+                f"{sorted(self.scalars.items())}:{base}" + (f":fp{self.footprint_bytes}" if self.footprint_bytes else ""))
 
     # -- derived launches -------------------------------------------------------
     def with_entry(self, entry: str) -> "Launch":

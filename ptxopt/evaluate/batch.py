@@ -22,7 +22,7 @@ from ptxopt.measure.registry import get_backend
 from .cache import EvalCache
 from .candidate import Candidate, Settings
 from .deadline import CandidateTimeout, deadline
-from .frontend import collect_compile, front, tools
+from .frontend import assumed_blocks, collect_compile, front, tools
 from .keys import fingerprint
 from .result import OK, EvalResult
 from .work import Work, one_line
@@ -126,7 +126,8 @@ def _job(w: Work, settings: Settings) -> MeasureJob:
     given = w.check.interp_kwargs()
     spec = w.spec if w.spec is not None else given.get("spec")
     return MeasureJob(w.printed, w.settings.arch, spec, w.entry, w.compiled, w.module, given.get("geometry"),
-                      settings.profile_loops)
+                      settings.profile_loops, objective=w.settings.objective or "latency",
+                      performance=w.performance, blocks=assumed_blocks(w), check_block=w.check.block)
 
 
 def _measure(backend, chunk: list[Work], settings: Settings) -> list:

@@ -59,6 +59,9 @@ class Candidate:
     entry: str | None = None
     spec: Any = None
     launch: Any = None
+    #: the performance Launch (role performance: what the user runs, for the throughput objective); None: the
+    #: manifest entry's ``performance`` when it has one, else unknown
+    performance: Any = None
     parsed: "Pipeline | None" = field(default=None, init=False, repr=False, compare=False)
     pipeline_error: "PipelineError | None" = field(default=None, init=False, repr=False, compare=False)
 
@@ -101,6 +104,9 @@ class Settings:
     #: try the translation validator (:mod:`ptxopt.prove`) before the interpreter: a ``proved``
     #: candidate skips the interpreter launches; otherwise the interpreter decides as before
     prove: bool = True
+    #: ``latency`` (one warp, the published sm_89 measure) or ``throughput`` (the whole performance launch);
+    #: None: each candidate's default (:func:`objective_for`)
+    objective: str | None = None
 
 
 def canonical_pipeline(pipeline) -> "tuple[Pipeline | None, str, PipelineError | None]":
@@ -131,16 +137,40 @@ def _parse(text: str) -> "tuple[Pipeline | None, str, PipelineError | None]":
     return parsed, str(parsed), None
 
 
+OBJECTIVES = ("latency", "throughput")
+
+
+def performance_of(cand: Candidate):
+    """The candidate's performance launch: its own, else its manifest entry's; None: unknown."""
+    if cand.performance is not None:
+        return cand.performance
+    return getattr(cand.spec, "performance", None)
+
+
+def objective_for(cand: Candidate, objective: str | None = None) -> str:
+    """The one rule for the default objective: ``objective`` when given;
+    else ``latency`` for the single-thread gemm_tile family (the single-warp
+    figures its hardware work measured) and for kernels without a
+    performance launch; ``throughput`` when one is known."""
+    if objective:
+        return objective
+    if cand.spec is not None and cand.spec.family == "gemm_tile":
+        return "latency"
+    return "throughput" if performance_of(cand) is not None else "latency"
+
+
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
-    """``settings`` with the architecture resolved for ``cand``: the explicit
-    one, else the module's ``.target``, else ``DEFAULT_ARCH`` (what keys and results use)."""
-    if settings.arch:
+    """``settings`` resolved for ``cand``: the architecture (the explicit
+    one, else the module's ``.target``, else ``DEFAULT_ARCH``) and the
+    objective (:func:`objective_for`), as keys and results use them."""
+    if settings.arch and settings.objective:
         return settings
     from dataclasses import replace
 
     from ptxopt.toolchain.arch import resolve_arch
 
-    return replace(settings, arch=resolve_arch(cand.ptx))
+    return replace(settings, arch=settings.arch or resolve_arch(cand.ptx),
+                   objective=objective_for(cand, settings.objective))
 
 
 def as_candidate(item) -> Candidate:
@@ -162,5 +192,5 @@ def as_candidate(item) -> Candidate:
 
 
 
-__all__ = ["Candidate", "Settings", "settings_for", "as_candidate", "canonical_pipeline",
+__all__ = ["Candidate", "Settings", "settings_for", "objective_for", "performance_of", "OBJECTIVES", "as_candidate", "canonical_pipeline",
            "DEFAULT_TIMEOUT", "DEFAULT_BATCH"]

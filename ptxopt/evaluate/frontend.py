@@ -56,7 +56,7 @@ from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
 
 from .cache import EvalCache
-from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, settings_for
+from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_of, settings_for
 from .keys import given_launch, launch_id, module_key, request_key, sha256
 from .result import EvalResult
 from .work import Work, one_line
@@ -73,6 +73,7 @@ class Original(Reference):
     form, interpreter program and runs computed once)."""
 
     rejected: dict = field(default_factory=dict)  # arch -> ptxas's error for the original text (None: accepted)
+    compiled: dict = field(default_factory=dict)  # arch -> ptxas's CompileResult of the original text
 
 
 def original(text: str, name: str) -> Original:
@@ -167,7 +168,8 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.spec = _spec_for(orig, w.entry)
     w.check = given or (from_spec(w.spec) if w.spec is not None else
                         infer_launch(next(f for f in orig.module.entries if f.name == w.entry)))
-    w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check), s)
+    w.performance = performance_of(cand)
+    w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check, w.performance), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
         hit = cache.get(w.key)
@@ -269,13 +271,37 @@ def _original_rejected(w: Work) -> str | None:
         return None
     if arch not in orig.rejected:
         try:
-            compile_ptx(w.cand.ptx, arch, timeout=w.settings.timeout or DEFAULT_TIMEOUT)
+            orig.compiled[arch] = compile_ptx(w.cand.ptx, arch, timeout=w.settings.timeout or DEFAULT_TIMEOUT)
             orig.rejected[arch] = None
         except PtxasError as e:
             orig.rejected[arch] = one_line(e)
         except Exception:  # a timeout or a missing tool says nothing about the original
             return None
     return orig.rejected[arch]
+
+
+def assumed_blocks(w: Work) -> int | None:
+    """Grid blocks for a throughput estimate whose performance launch has no
+    grid: enough for :data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves
+    at the ORIGINAL kernel's occupancy, the same for every candidate of it
+    (a register budget changes how fast the work runs, not the work). None:
+    no assumption needed, or the original cannot be compiled."""
+    perf = w.performance
+    if w.settings.objective != "throughput" or (perf is not None and perf.grid is not None):
+        return None
+    block = perf.block if perf is not None else w.check.block
+    if _original_rejected(w) is not None or w.settings.arch not in w.orig.compiled:
+        return None
+    from ptxopt.sim.device import device_for
+    from ptxopt.sim.throughput import KernelFacts
+    from ptxopt.sim.throughput import assumed_blocks as waves_of
+
+    k = w.orig.compiled[w.settings.arch].kernels.get(w.entry)
+    if k is None or not k.registers:
+        return None
+    facts = KernelFacts(0.0, 0, registers=k.registers, shared_bytes=k.shared_bytes or 0)
+    return waves_of(facts, (None, block, perf.shared_bytes if perf is not None else w.check.shared_bytes),
+                    device_for(w.settings.arch))
 
 
 def _verify(w: Work, orig: Original) -> None:
@@ -299,4 +325,4 @@ def _verify(w: Work, orig: Original) -> None:
         w.finish(d.finish, error=d.error)
 
 
-__all__ = ["original", "tools", "front", "collect_compile", "lookup"]
+__all__ = ["original", "tools", "front", "collect_compile", "lookup", "assumed_blocks"]

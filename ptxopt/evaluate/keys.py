@@ -17,7 +17,7 @@ from ptxopt.digests import code_digests
 from ptxopt.measure.registry import backend_version, get_backend
 
 from .cache import SCHEMA_VERSION
-from .candidate import Candidate, Settings
+from .candidate import Candidate, Settings, performance_of
 
 
 def sha256(text: str | bytes) -> str:
@@ -44,6 +44,7 @@ def fingerprint(settings: Settings) -> dict:
             "profile_loops": settings.profile_loops,
             "min_coverage": settings.min_coverage,
             "prove": settings.prove,
+            "objective": settings.objective,
             "code": code_digests()["evaluator"],
         }
     return fp
@@ -61,9 +62,12 @@ def given_launch(cand: Candidate):
     return None
 
 
-def launch_id(launch) -> str:
-    """What the keys record of a check launch (every field that changes a verdict); None: none given."""
-    return "none" if launch is None else launch.key()
+def launch_id(launch, performance=None) -> str:
+    """What the keys record of the launches: the check launch (every field
+    that changes a verdict; None: none given) and the performance launch
+    (every field that changes an estimate)."""
+    out = "none" if launch is None else launch.key()
+    return out if performance is None else f"{out}|{performance.key()}"
 
 
 def _digest(doc: dict) -> str:
@@ -79,7 +83,7 @@ def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, s
 def request_key(cand: Candidate, settings: Settings) -> str:
     """:func:`pipeline_key` of ``cand`` (its canonical pipeline, its launch);
     ``settings`` resolved for it (:func:`~ptxopt.evaluate.candidate.settings_for`)."""
-    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand)), settings)
+    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand), performance_of(cand)), settings)
 
 
 def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:

@@ -113,6 +113,10 @@ class EvalResult:
     # sim: the model's expected relative error of ``cycles`` (0.25 = ±25%; ptxopt.sim.model.EXPECTED_ERROR,
     # from its calibration against published hardware); None for measurements and failures
     expected_error: float | None = None
+    #: what ``cycles`` estimates or measures: ``latency`` (one warp) or ``throughput`` (the whole launch)
+    objective: str | None = None
+    #: the performance launch a throughput figure is for, in words (None: latency)
+    performance: str | None = None
 
     @property
     def error_text(self) -> str:

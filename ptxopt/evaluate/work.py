@@ -34,6 +34,7 @@ class Work:
     entry: str | None = None
     spec: Any = None
     check: Any = None  # the check Launch (ptxopt.equivalence.launch), once resolved
+    performance: Any = None  # the performance Launch, when known (the throughput objective's launch)
     printed: str | None = None
     module: Any = None
     compiled: Any = None
@@ -85,6 +86,7 @@ class Work:
             key=key or self.key or self.pkey, ptxas_version=c.ptxas_version if c is not None else None,
             spread=m.spread if m is not None else None, cacheable=cacheable,
             expected_error=(m.extra or {}).get("expected_error") if (m is not None and status == OK) else None,
+            objective=s.objective, performance=(m.extra or {}).get("performance") if m is not None else None,
         )
         self.result = r
         return r

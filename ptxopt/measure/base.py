@@ -100,6 +100,11 @@ class MeasureJob:
     geometry: Any = None  # ptxopt.equivalence.interpret.Geometry used when spec is None
     profile_loops: bool = True  # sim: measure loop trip counts with the interpreter
     extra: dict = field(default_factory=dict)
+    #: ``latency`` (one warp) or ``throughput`` (the whole ``performance`` launch)
+    objective: str = "latency"
+    performance: Any = None  # the performance Launch (grid may be None: then ``blocks`` are assumed)
+    blocks: int | None = None  # grid blocks to assume when the performance grid is unknown
+    check_block: Any = None  # the check launch's block: throughput without a performance launch assumes it
 
 
 def is_pipelined(backend) -> bool:

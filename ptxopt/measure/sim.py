@@ -94,14 +94,8 @@ class SimBackend:
         entry = job.entry or next(iter(compiled.kernels), None)
         program = decode(listing, entry)
         trips, source, notes = self._trip_counts(job, program, entry)
-        launch = getattr(job.spec, "launch", None) if job.spec is not None else job.geometry
         kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
-        if launch is not None and getattr(launch, "grid", None) is not None:
-            kw["launch"] = (tuple(launch.grid), tuple(launch.block), int(getattr(launch, "shared_bytes", 0) or 0))
-            if job.spec is not None:
-                from ptxopt.sim.occupancy import footprint_of_spec
-
-                kw["footprint_bytes"] = footprint_of_spec(job.spec)
+        kw.update(_objective_kw(job))
         r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
         if r.truncated:
             raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "
@@ -109,13 +103,15 @@ class SimBackend:
         return Measurement(
             cycles=r.cycles, estimate=True, registers=r.registers, spill_store_bytes=r.spill_store_bytes,
             spill_load_bytes=r.spill_load_bytes, sass_instructions=r.sass_instructions, fallback=r.fallback,
-            notes=tuple(notes) + tuple(r.notes),
+            notes=tuple(notes) + tuple(r.notes) + (_UNCALIBRATED,) * ("launch" in kw),
             extra={"trip_counts": source, "warps": r.warps, "issued_instructions": r.issued_instructions,
                    "resident_warps": r.resident_warps, "waves": r.waves, "bound": r.bound,
-                   "expected_error": r.expected_error,
+                   # a throughput estimate has no calibrated error bar: no GPU has measured one
+                   "expected_error": None if "launch" in kw else r.expected_error,
                    # what ptxopt.sim.throughput.estimate needs to re-score this candidate under
                    # another launch or objective: KernelFacts.of(extra["facts"])
-                   "facts": KernelFacts.of(r).to_json()},
+                   "facts": KernelFacts.of(r).to_json(),
+                   "objective": job.objective, "performance": _describe(job, kw)},
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:
@@ -136,6 +132,48 @@ class SimBackend:
             return {}, f"static:N={self.loop_trips}", [f"loop trips: static fallback N={self.loop_trips} ({why})"]
         per = ", ".join(f"{h} {c.trips_per_entry:g}" for h, c in zip(prof.headers, prof.counts))
         return trips, "interpreter", [f"loop trips from the interpreter (mean per entry): {per}"]
+
+
+_UNCALIBRATED = ("throughput ESTIMATE for the whole launch: uncalibrated (the model's +-25% is for single-warp "
+                 "latency; no GPU has measured a throughput figure yet)")
+
+
+def _describe(job: MeasureJob, kw: dict) -> str | None:
+    """The launch an estimate is for, in words (None for ``latency``: one warp)."""
+    if "launch" not in kw:
+        return None
+    grid, block, shared = kw["launch"]
+    dims = "x".join(map(str, block))
+    src = job.performance.describe() if job.performance is not None else \
+        f"block {dims} from the check launch, {shared} B dynamic shared (no performance launch given)"
+    if grid is None:
+        n = kw.get("blocks")
+        src += f"; grid assumed: {n} blocks" if n else "; grid assumed"
+    return src
+
+
+def _objective_kw(job: MeasureJob) -> dict:
+    """What :func:`ptxopt.sim.simulate` is given for the job's objective:
+    nothing for ``latency`` (one warp: the figure the model is calibrated
+    on); the performance launch for ``throughput`` -- its grid, or
+    ``job.blocks`` assumed from the original's occupancy when it has none;
+    without a performance launch, the check launch's block with an assumed
+    grid. The check launch's grid is never used as the user's: it is sized
+    for the interpreter, not for the GPU."""
+    if job.objective != "throughput":
+        return {}
+    perf = job.performance
+    block = perf.block if perf is not None else job.check_block
+    if block is None:
+        raise MeasureError("unsupported", "the throughput objective needs the block size of the performance "
+                                          "launch (--perf-block, a contract's \"performance\", the manifest)")
+    grid = perf.grid if perf is not None else None
+    kw = {"launch": (grid, tuple(block), int(perf.shared_bytes if perf is not None else 0))}
+    if grid is None:
+        kw["blocks"] = job.blocks
+    if perf is not None and perf.footprint_bytes is not None:
+        kw["footprint_bytes"] = perf.footprint_bytes
+    return kw
 
 
 __all__ = ["SimBackend", "SOURCES"]

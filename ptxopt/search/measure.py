@@ -46,6 +46,7 @@ class EvalOptions:
     timeout: float = 600.0
     allow_unchecked: bool = False  # may a candidate whose equivalence was not established win?
     prove: bool = True  # the evaluator tries the translation validator before the interpreter
+    objective: str | None = None  # latency / throughput; None: each kernel's default (evaluate.objective_for)
 
     @property
     def estimate(self) -> bool:
@@ -56,7 +57,7 @@ class EvalOptions:
 
     def kwargs(self) -> dict:  # what the evaluator takes (allow_unchecked is the search's)
         return dict(arch=self.arch, backend=self.backend, cache=self.cache, trials=self.trials,
-                    timeout=self.timeout, prove=self.prove)
+                    timeout=self.timeout, prove=self.prove, objective=self.objective)
 
 
 class BudgetExhausted(Exception):

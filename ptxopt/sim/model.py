@@ -322,7 +322,7 @@ def simulate(listing: SassListing | Program,
              trip_counts: TripCounts | None = None, *, kernel: str | None = None, warps: int = 1,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-             launch=None, footprint_bytes: int | None = None) -> SimResult:
+             launch=None, footprint_bytes: int | None = None, blocks: int | None = None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -348,6 +348,8 @@ def simulate(listing: SassListing | Program,
       many-warp part of the model: occupancy from the ptxas registers and
       shared memory (:mod:`ptxopt.sim.occupancy`), then issue-slot and
       L1/L2/DRAM bandwidth bounds over the co-resident warps (module doc).
+    * ``blocks``: with a ``launch`` whose grid is None, the grid blocks to
+      assume (:func:`ptxopt.sim.throughput.assumed_blocks` of the original).
     * ``footprint_bytes``: distinct global bytes the whole launch touches
       (with ``launch``).  Above the L2 capacity they stream from DRAM once
       (the DRAM bound); None: the data is assumed L2-resident, as in the
@@ -385,7 +387,7 @@ def simulate(listing: SassListing | Program,
                      "many-warp model skipped, single-warp estimate")
         launch = None
     if launch is not None:
-        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes)
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks)
         notes.append(note)
         warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
         bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
@@ -493,7 +495,7 @@ def _dims(x) -> tuple[int, ...]:
     return tuple(int(v) for v in x)
 
 
-def _many_warps(launch, arch: str, res, walk, footprint: int | None):
+def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None):
     """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
     estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
     for this module's result.  ``footprint`` None: the data is L2-resident."""
@@ -505,7 +507,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None):
     dev = device_for(arch)
     facts = KernelFacts(walk.end_time, walk.steps, walk.memory_instructions, walk.l1_bytes, walk.l2_bytes,
                         res.registers, res.shared_bytes or 0)
-    e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0)
+    e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0,
+                 blocks=blocks)
     occ, w = e.occupancy, e.wave_bounds
     waves = e.full_waves + (1 if e.tail_blocks else 0)
     streams = e.dram_bytes > 0
