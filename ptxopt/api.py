@@ -79,6 +79,13 @@ class OptimizeResult:
     ptxas: str = ""  # the ptxas that checked both (path, release)
     cubin: bytes | None = field(default=None, repr=False)  # ptxas's output for ``ptx``
     seconds: dict = field(default_factory=dict)
+    #: the estimates of the input and the rewritten text under ``objective`` (None: not estimated)
+    estimate: object | None = None  # ptxopt.evaluate.pair.PairEstimate
+    warnings: list = field(default_factory=list)  # e.g. an explicit pipeline applied although estimated slower
+
+    @property
+    def objective(self) -> str | None:
+        return getattr(self.estimate, "objective", None)
 
     @property
     def kept_original(self) -> bool:
@@ -103,6 +110,8 @@ class OptimizeResult:
             "registers": {"before": self.registers.before, "after": self.registers.after},
             "spill_bytes": {"before": self.spills.before, "after": self.spills.after},
             "ptxas": self.ptxas,
+            "estimate": self.estimate.to_json() if self.estimate is not None else None,
+            "warnings": list(self.warnings),
             "passes": [{"pass": r.name, "changed": r.changed, "skipped": r.skipped or None,
                         "reverted": r.reverted or None, **({"report": r.report.to_json()} if r.report else {})}
                        for r in self.records],
@@ -123,7 +132,8 @@ def _resources(res) -> tuple[int | None, int | None]:
 
 def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
-             filename: str = "<input>", prove: bool = True) -> OptimizeResult:
+             filename: str = "<input>", prove: bool = True, objective: str | None = None,
+             performance=None, if_slower: str = "keep", estimate: bool = True) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -133,6 +143,16 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     order while the verdict is ``inconclusive`` (the first under which the
     original runs fully decides; a ``differ`` under any is final). None: the
     corpus manifest entry when one matches, else a guessed one-thread launch.
+
+    Speed (``estimate``, on by default): the input and the accepted result
+    are estimated under ``objective`` (``latency`` or ``throughput``; None:
+    throughput when a ``performance`` launch -- a
+    :class:`~ptxopt.equivalence.launch.Launch` of role ``performance`` -- is
+    given, else latency) with :func:`ptxopt.evaluate.pair.estimate_pair`. A
+    result estimated slower is not used (``if_slower="keep"``: the input is
+    returned and ``reason`` says by how much), or used with a warning
+    (``if_slower="apply"``: the caller asked for exactly this pipeline).
+    ``estimate`` is the comparison; every figure is the sim model's ESTIMATE.
 
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
@@ -194,11 +214,44 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
     if out.verdict not in ACCEPTED:
         return keep_input(f"equivalence {out.verdict}: {out.verdict_note}")
+    if if_slower not in ("keep", "apply"):
+        raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
+    if estimate:
+        est = out.estimate = timed("estimate", _estimate, ptx, text, module, arch, contract, objective, performance)
+        if est.slower and if_slower == "keep":
+            return keep_input(f"estimated slower: {est.describe()}")
+        if est.slower:
+            out.warnings.append(f"applied as asked, but estimated {100 * est.change:.1f}% slower: {est.describe()}")
     regs1, spill1 = _resources(after)
     out.ptx, out.changed, out.cubin = text, True, after.cubin
     out.registers, out.spills = BeforeAfter(regs0, regs1), BeforeAfter(spill0, spill1)
     seconds["total"] = time.perf_counter() - t0
     return out
+
+
+def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objective, performance):
+    """:func:`ptxopt.evaluate.pair.estimate_pair` over every entry (cycles summed)."""
+    from ptxopt.evaluate.pair import PairEstimate, estimate_pair
+
+    parts = []
+    for fn in module.entries:
+        check = None
+        if contract is not None and not isinstance(contract, (list, tuple)):
+            from ptxopt.equivalence.launch import as_launch
+
+            check = contract.for_entry(fn.name) if hasattr(contract, "for_entry") else as_launch(contract)
+        parts.append(estimate_pair(ptx, text, entry=fn.name, launch=check, performance=performance,
+                                   objective=objective, arch=arch, cache=None))
+    if not parts:
+        return PairEstimate(objective or "latency", None, None, None, note="no entry to estimate")
+    if any(p.change is None for p in parts):
+        bad = next(p for p in parts if p.change is None)
+        return bad
+    if len(parts) == 1:
+        return parts[0]
+    return PairEstimate(parts[0].objective, "; ".join(filter(None, {p.launch for p in parts})) or None,
+                        sum(p.before for p in parts), sum(p.after for p in parts), parts[0].estimate,
+                        note=f"{len(parts)} entries, cycles summed")
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:

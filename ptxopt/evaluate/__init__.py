@@ -66,11 +66,16 @@ DEFAULT_CACHE = "default"
 
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
-              profile_loops=True, min_coverage=Settings.min_coverage, prove=True) -> Settings:
+              profile_loops=True, min_coverage=Settings.min_coverage, prove=True, objective=None) -> Settings:
     from ptxopt.equivalence.interpret import DEFAULT_TRIALS
 
+    from .candidate import OBJECTIVES
+
+    if objective is not None and objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r} (one of: {', '.join(OBJECTIVES)})")
     return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
-                    batch=batch, profile_loops=profile_loops, min_coverage=min_coverage, prove=prove)
+                    batch=batch, profile_loops=profile_loops, min_coverage=min_coverage, prove=prove,
+                    objective=objective)
 
 
 def _cache_path(cache) -> Path | None:

@@ -29,7 +29,7 @@ replaces this one.
 from __future__ import annotations
 
 from ptxopt.triton.signature import Arg
-from ptxopt.equivalence.launch import Launch, Origin
+from ptxopt.equivalence.launch import Launch, Origin, Role
 
 BUFFER_BYTES = 65536
 #: Fixed integer-scalar values tried after the verifier's varying plan.
@@ -67,4 +67,15 @@ def triton_contracts(entry: str, ptx_params: list[tuple[str, str]], metadata: di
     return out
 
 
-__all__ = ["triton_contracts", "ALTERNATIVES", "BUFFER_BYTES"]
+def triton_performance(module, metadata: dict) -> Launch:
+    """The performance launch Triton's metadata gives: ``32 * num_warps``
+    threads and ``shared`` bytes of dynamic shared memory; the grid is not
+    known at compile time (None: the estimate assumes full waves)."""
+    warps = int(metadata.get("num_warps") or 4) * int(metadata.get("warp_size") or 32)
+    entry = module.entries[0].name if module.entries else None
+    return Launch(None, (warps, 1, 1), int(metadata.get("shared") or 0), origin=Origin.TRITON,
+                  role=Role.PERFORMANCE, source=f"Triton's metadata: num_warps={warps // 32}, "
+                  f"shared={int(metadata.get('shared') or 0)}", entry=entry)
+
+
+__all__ = ["triton_contracts", "triton_performance", "ALTERNATIVES", "BUFFER_BYTES"]

@@ -70,6 +70,10 @@ class KernelReport:
     ptxopt_seconds: float = 0.0
     triton_seconds: float = 0.0  # Triton's own stage functions (ptxopt's time excluded)
     ptx: str = field(default="", repr=False)  # the PTX handed to the cubin stage
+    objective: str = ""  # what the estimates are (latency or throughput)
+    launch: str = ""  # the performance launch they are for (Triton's block and shared memory; grid assumed)
+    estimate: BeforeAfter = BeforeAfter(None, None)  # cycles, Triton's PTX / the result (ESTIMATES)
+    warnings: list = field(default_factory=list)
 
     @property
     def overhead(self) -> float | None:
@@ -83,6 +87,9 @@ class KernelReport:
         what = "rewritten" if self.changed else ("kept Triton's PTX: " + self.reason if self.reason
                                                  else "nothing to change")
         out = f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        if self.estimate.before is not None:
+            out += (f"; {self.objective} estimate {self.estimate.before:g}->{self.estimate.after:g} cycles "
+                    f"(ESTIMATE)")
         idle = self.idle_passes()
         return out + ("; " + "; ".join(idle) if idle else "")
 
@@ -146,11 +153,15 @@ def _summarise(records, module=None) -> list[dict]:
 class StagesHook:
     """The callable installed as ``knobs.runtime.add_stages_inspection_hook``."""
 
-    def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None):
+    def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
+                 objective: str | None = None, if_slower: str = "keep"):
         self.chooser = chooser
+        self.objective = objective
+        self.if_slower = if_slower
         self.verify = verify
         self.contracts = dict(contracts or {})
-        self.key = f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}"
+        self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
+                    f"-if_slower={if_slower}")
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
@@ -226,7 +237,7 @@ class StagesHook:
         from ptxopt.api import optimize
         from ptxopt.parser import parse
         from ptxopt.toolchain.arch import resolve_arch
-        from ptxopt.triton.contract import triton_contracts
+        from ptxopt.triton.contract import triton_contracts, triton_performance
         from ptxopt.triton.ptxas import triton_compile
 
         pipe, why = self.chooser.choose(name, ptx)
@@ -242,7 +253,15 @@ class StagesHook:
             params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=triton_compile(backend, options),
-                       filename=f"{name}.ptx")
+                       filename=f"{name}.ptx", objective=self.objective,
+                       performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower)
+        est = res.estimate
+        if est is not None:
+            rep.objective, rep.launch = est.objective, est.launch or "one warp"
+            rep.estimate = BeforeAfter(est.before, est.after)
+        rep.warnings = list(res.warnings)
+        for w in res.warnings:
+            warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
         rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
         rep.contract = res.contract
         if res.verdict == "proved" and contract:  # no launch was needed; say what the metadata would have given
@@ -277,7 +296,7 @@ _active: StagesHook | None = None
 
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
-           contracts: dict | None = None) -> StagesHook:
+           contracts: dict | None = None, objective: str | None = None) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -286,6 +305,11 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     ``ptxopt search`` over a Triton cache directory). ``verify=False`` skips
     the interpreter (ptxas still checks). ``contracts``: ``{kernel name:
     Launch}`` overriding the launch contract derived from Triton's metadata.
+    ``objective``: what "faster" means (None: ``throughput`` on Triton's block
+    and shared memory with an assumed grid; ``latency``: one warp). A
+    ``policy``'s or ``pipelines``' choice estimated slower than Triton's own
+    PTX is not used; an explicit ``pipeline`` is applied as asked, with a
+    warning saying how much slower it is estimated.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -307,7 +331,8 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     if current is not None and not isinstance(current, StagesHook):
         raise RuntimeError("another add_stages_inspection_hook is installed in triton.knobs.runtime; "
                            "ptxopt will not replace it")
-    hook = StagesHook(chooser, verify=verify, contracts=contracts)
+    hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
+                      if_slower="apply" if pipeline is not None else "keep")
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook

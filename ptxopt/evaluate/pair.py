@@ -1,0 +1,130 @@
+"""Is the rewritten kernel estimated faster? -- one original and one candidate text under one objective.
+
+Search compares candidates by their evaluations; a caller that holds one
+rewritten text (``ptxopt.optimize``, the Triton hook, a policy's final
+pipeline) needs the same comparison once, so that it never applies a choice
+the model rates slower (issue 25). Both texts are evaluated as their own
+baselines (the empty pipeline: nothing to check, ptxas and the backend
+only), under the same objective and the same launch.
+
+Under ``throughput`` with no grid known, the grid is assumed once, from the
+ORIGINAL kernel's occupancy (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full
+waves), and that same grid is given to both: a register budget must change
+how fast the work runs, not how much work there is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .candidate import Candidate, objective_for, performance_of
+
+
+@dataclass(frozen=True)
+class PairEstimate:
+    """The estimates (or measurements) of one original and one candidate.
+
+    ``before``/``after``: cycles summed over the entries compared, None when
+    either could not be estimated (``note`` says why); ``launch``: the
+    performance launch in words (None under ``latency``: one warp)."""
+
+    objective: str
+    launch: str | None
+    before: float | None
+    after: float | None
+    estimate: bool = True
+    note: str = ""
+
+    @property
+    def change(self) -> float | None:
+        """``after / before - 1`` (positive: slower)."""
+        if not self.before or self.after is None:
+            return None
+        return self.after / self.before - 1.0
+
+    @property
+    def slower(self) -> bool:
+        c = self.change
+        return c is not None and c > 0
+
+    def describe(self) -> str:
+        kind = "ESTIMATE" if self.estimate else "MEASUREMENT"
+        if self.change is None:
+            return f"{self.objective}: no comparison ({self.note})"
+        where = f" on {self.launch}" if self.launch else " (one warp)"
+        return (f"{self.objective}{where}: {self.before:g} -> {self.after:g} cycles "
+                f"({100 * self.change:+.1f}%, {kind})")
+
+    def to_json(self) -> dict:
+        return {"objective": self.objective, "launch": self.launch, "before": self.before, "after": self.after,
+                "change": self.change, "kind": "estimate" if self.estimate else "measurement",
+                "note": self.note or None}
+
+
+def _fixed_grid(base: Candidate, perf, arch: str | None):
+    """``perf`` (or the check launch's block) with the grid the original's
+    occupancy gives for the assumed waves; ``perf`` itself when it has a grid
+    or nothing can be assumed."""
+    from ptxopt.equivalence.launch import Launch, Origin, Role
+    from ptxopt.parser import parse
+    from ptxopt.sim.device import device_for
+    from ptxopt.sim.throughput import ASSUMED_WAVES, KernelFacts, assumed_blocks
+    from ptxopt.toolchain import compile_ptx
+    from ptxopt.toolchain.arch import resolve_arch
+
+    if perf is not None and perf.grid is not None:
+        return perf
+    arch = arch or resolve_arch(base.ptx)
+    module = parse(base.ptx, base.label)
+    entry = base.entry or next(f.name for f in module.entries)
+    block, shared = (perf.block, perf.shared_bytes) if perf is not None else ((base.launch or _check(base, module,
+                                                                                                    entry)).block, 0)
+    k = compile_ptx(base.ptx, arch).kernels.get(entry)
+    if k is None or not k.registers:
+        return perf
+    facts = KernelFacts(0.0, 0, registers=k.registers, shared_bytes=k.shared_bytes or 0)
+    n = assumed_blocks(facts, (None, block, shared), device_for(arch))
+    why = f"grid assumed: {n} blocks ({ASSUMED_WAVES} full waves at the original's occupancy)"
+    if perf is None:
+        return Launch((n, 1, 1), block, 0, origin=Origin.INFERRED, role=Role.PERFORMANCE,
+                      source=f"the check launch's block; {why}", entry=entry)
+    return replace(perf, grid=(n, 1, 1), source=f"{perf.source}; {why}")
+
+
+def _check(base: Candidate, module, entry: str):
+    from ptxopt.equivalence.instrument import check_launch
+
+    return check_launch(module, entry)
+
+
+def estimate_pair(original: str, candidate: str, *, entry: str | None = None, launch=None, performance=None,
+                  objective: str | None = None, spec=None, arch: str | None = None, backend: str = "sim",
+                  cache=None) -> PairEstimate:
+    """Evaluate ``original`` and ``candidate`` (PTX texts) as they are, under
+    ``objective`` (None: :func:`~ptxopt.evaluate.candidate.objective_for`) and
+    the performance ``launch`` (a :class:`~ptxopt.equivalence.launch.Launch`,
+    role performance; None: the manifest ``spec``'s, else unknown). ``launch``
+    is the check launch (the sim's loop trip counts)."""
+    from . import evaluate_many
+
+    base = Candidate(original, "", entry=entry, spec=spec, launch=launch, performance=performance)
+    obj = objective_for(base, objective)
+    perf = performance_of(base)
+    try:
+        if obj == "throughput":
+            perf = _fixed_grid(base, perf, arch)
+    except Exception as e:  # ptxas rejects the original, no entry: nothing to compare
+        return PairEstimate(obj, None, None, None, note=f"the original cannot be estimated: {e}")
+    base = replace(base, performance=perf)
+    before, after = evaluate_many([base, replace(base, ptx=candidate)], cache=cache, arch=arch, backend=backend,
+                                  objective=obj, prove=False)
+    where = after.performance or before.performance
+    if not (before.ok and after.ok):
+        bad = before if not before.ok else after
+        which = "original" if bad is before else "candidate"
+        return PairEstimate(obj, where, None, None, bad.estimate, f"the {which} could not be estimated: "
+                                                                 f"{bad.status}: {bad.error}")
+    return PairEstimate(obj, where, before.cycles, after.cycles, after.estimate)
+
+
+__all__ = ["PairEstimate", "estimate_pair"]
