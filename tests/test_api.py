@@ -76,9 +76,29 @@ def test_nothing_changed_returns_the_input_byte_for_byte():
 
 
 def test_hints_only_needs_no_interpreter():
-    res = ptxopt.optimize(text(GEMM), "cache_cg")
+    res = ptxopt.optimize(text(GEMM), "cache_cg", if_slower="apply")
     assert res.changed and res.verdict == "hints-only" and res.coverage is None
     assert "ld.global.cg" in res.ptx
+
+
+def test_a_result_estimated_slower_is_not_used_unless_asked_for():
+    """cache_cg on the 4x4x4 tile: equal by construction, but the single-warp
+    latency estimate rises (552 -> 793 cycles, ESTIMATE): the input is kept and
+    the reason says by how much; if_slower="apply" uses it with a warning."""
+    src = text(GEMM)
+    res = ptxopt.optimize(src, "cache_cg")
+    assert res.verdict == "hints-only" and not res.changed and res.ptx is src
+    est = res.estimate
+    assert est.objective == "latency" and est.slower and est.after > est.before
+    assert res.reason.startswith("estimated slower: latency (one warp)") and "ESTIMATE" in res.reason
+    applied = ptxopt.optimize(src, "cache_cg", if_slower="apply")
+    assert applied.changed and "ld.global.cg" in applied.ptx
+    assert applied.warnings and f"{100 * est.change:.1f}% slower" in applied.warnings[0]
+    faster = ptxopt.optimize(src, "vec_st")  # 552 -> 480 (ESTIMATE): used
+    assert faster.changed and not faster.estimate.slower and not faster.warnings
+    assert ptxopt.optimize(src, "cache_cg", estimate=False).changed  # no estimate: correctness only
+    with pytest.raises(ValueError, match="if_slower"):
+        ptxopt.optimize(src, "vec_st", if_slower="sometimes")
 
 
 def test_ptxas_rejection_keeps_the_input():
