@@ -151,15 +151,33 @@ def test_expected_error_covers_the_published_baselines():
     assert statistics.mean(errs) <= EXPECTED_ERROR
 
 
-def test_sim_backend_passes_the_corpus_launch_and_footprint():
+def test_sim_backend_estimates_the_objective_on_the_performance_launch_never_the_check_launch():
+    """Issue 25: the manifest's launch is the interpreter's check launch (2
+    blocks of 128 threads for cuda_saxpy); it used to be estimated as if it
+    were the user's. Latency: one warp, the calibrated error bar. Throughput:
+    the performance launch (or, without one, the check launch's block with an
+    assumed grid), labelled uncalibrated, with the footprint when given."""
     from ptxopt.corpus import get
+    from ptxopt.equivalence.launch import Launch
+    from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.sim import SimBackend
-    from ptxopt.sim.occupancy import footprint_of_spec
 
-    spec = get("cuda_saxpy")  # 2 blocks of 128 threads, 4 buffers/scalars
-    m = SimBackend().measure(spec.ptx_text(), "sm_89", spec)
-    assert m.estimate and m.extra["expected_error"] == EXPECTED_ERROR
-    assert m.extra["resident_warps"] == 4 and m.extra["waves"] == 1
-    assert any(n.startswith("many warps") for n in m.notes)
-    fp = footprint_of_spec(spec)
-    assert fp and f"footprint {fp} B" in " ".join(m.notes)
+    spec = get("cuda_saxpy")
+    text = spec.ptx_text()
+    b = SimBackend()
+    lat = b.measure(text, "sm_89", spec)  # objective latency (the default job)
+    assert lat.extra["expected_error"] == EXPECTED_ERROR and lat.extra["performance"] is None
+    assert not any(n.startswith("many warps") for n in lat.notes)
+    perf = Launch((4096, 1, 1), (128, 1, 1), origin="options", role="performance", source="options",
+                  footprint_bytes=3 * 4 * (1 << 20))
+    jobs = [MeasureJob(text, "sm_89", spec, spec.entry, objective="throughput", performance=perf),
+            MeasureJob(text, "sm_89", spec, spec.entry, objective="throughput", check_block=(128, 1, 1),
+                       blocks=7424)]
+    given, assumed = b.measure_many(jobs)
+    assert given.extra["expected_error"] is None and any("uncalibrated" in n for n in given.notes)
+    assert "grid 4096x1x1" in given.extra["performance"] and given.extra["waves"] >= 1
+    assert any(n.startswith("many warps") for n in given.notes)
+    assert f"footprint {perf.footprint_bytes} B" in " ".join(given.notes)
+    assert "grid assumed: 7424 blocks" in assumed.extra["performance"]
+    assert "from the check launch" in assumed.extra["performance"]
+    assert given.cycles != assumed.cycles and lat.cycles < given.cycles
