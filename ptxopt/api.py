@@ -180,7 +180,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     except (PtxasError, ToolchainError) as e:
         raise InputRejected(f"ptxas rejects the input itself for {arch}, before any pass: {e}") from None
     regs0, spill0 = _resources(before)
-    out = OptimizeResult(ptx, False, str(pipe), arch, verdict="identical",
+    out = OptimizeResult(ptx, False, str(pipe), arch, verdict=Verdict.IDENTICAL,
                          registers=BeforeAfter(regs0, regs0), spills=BeforeAfter(spill0, spill0),
                          ptxas=f"{before.ptxas_path} ({before.ptxas_version})", cubin=before.cubin,
                          seconds=seconds)

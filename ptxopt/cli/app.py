@@ -18,6 +18,7 @@ import click
 
 from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
 from ptxopt.toolchain.arch import DEFAULT_ARCH
@@ -427,7 +428,7 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
     inconclusive = []
     if verifier is not None:
         for c in verifier.checks:
-            if c.status == "inconclusive":
+            if c.verdict is Verdict.INCONCLUSIVE:
                 inconclusive.append(c)
                 click.echo(f"ptxopt: inconclusive: {c.line()}", err=True)
             else:

@@ -19,6 +19,8 @@ import json
 
 import click
 
+from ptxopt.equivalence.verdict import Verdict
+
 
 def try_prove(mod_o, mod_t, kernel: str | None, *, assemble: bool, arch: str | None,
               text_o: str | None, text_t: str | None):
@@ -27,7 +29,7 @@ def try_prove(mod_o, mod_t, kernel: str | None, *, assemble: bool, arch: str | N
     from ptxopt.prove import prove
 
     res = prove(mod_o, mod_t, entry=kernel)
-    if res.verdict == "proved" and assemble:
+    if res.verdict == Verdict.PROVED and assemble:
         from ptxopt.emit import emit
         from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
         from ptxopt.toolchain.arch import resolve_arch
@@ -47,7 +49,8 @@ def summary(res) -> dict:
 
 def report_proved(orig: str, trans: str, res, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps({"original": orig, "transformed": trans, "status": "proved", "verdict": "proved",
+        click.echo(json.dumps({"original": orig, "transformed": trans, "status": Verdict.PROVED,
+                               "verdict": Verdict.PROVED,
                                "kernel": res.entry, "prove": summary(res)}, indent=2))
     else:
         click.echo(f"{trans}: PROVED equivalent to {orig} for all inputs and launches "

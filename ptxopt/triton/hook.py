@@ -42,6 +42,8 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ptxopt.equivalence.verdict import Verdict
+
 from ptxopt.api import BeforeAfter
 
 
@@ -264,7 +266,7 @@ class StagesHook:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
         rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
         rep.contract = res.contract
-        if res.verdict == "proved" and contract:  # no launch was needed; say what the metadata would have given
+        if res.verdict is Verdict.PROVED and contract:  # no launch was needed; say what the metadata would have given
             first = contract[0] if isinstance(contract, (list, tuple)) else contract
             rep.contract = f"{res.contract} (proved); from Triton's metadata: {first.source.split('; ')[0]}"
         rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
