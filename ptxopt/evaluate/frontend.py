@@ -123,6 +123,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     t = time.perf_counter()
     w.spec = cand.spec
     given = given_launch(cand)
+    w.performance = performance_of(cand)
     w.pkey = request_key(cand, s)
     if cache is not None and _hit(w, cache, cache.resolve(w.pkey)):
         return
@@ -143,8 +144,14 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("unsupported", error=f"no .entry named {w.entry}" if w.entry else "the module has no .entry")
         return
+    try:  # a pass that depends on the launch (launch_bounds) takes the performance launch's block
+        pipeline = cand.parsed if w.performance is None else cand.parsed.with_launch(w.performance, w.entry)
+    except PassError as e:
+        w.timings["pass"] = time.perf_counter() - t
+        w.finish("illegal", error=one_line(e))
+        return
     try:
-        run = PassManager(cand.parsed).run(m)
+        run = PassManager(pipeline).run(m)
     except (PassFailure, PassError, Exception) as e:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("internal", error=f"a pass crashed: {one_line(e)}", cacheable=False)
@@ -168,7 +175,6 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.spec = _spec_for(orig, w.entry)
     w.check = given or (from_spec(w.spec) if w.spec is not None else
                         infer_launch(next(f for f in orig.module.entries if f.name == w.entry)))
-    w.performance = performance_of(cand)
     w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check, w.performance), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
