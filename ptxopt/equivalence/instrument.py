@@ -195,10 +195,11 @@ class VerifyEach(Instrument):
                 self._check(p, before, after, fn.name)
 
     def _check(self, p, before, after, entry: str) -> None:
-        from ptxopt.equivalence.interpret import DEFAULT_TRIALS
+        from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
 
         launch = self.launch_for(before, entry)
-        d = decide(before, after, entry, launch, prove=self.prove, trials=self.trials or DEFAULT_TRIALS)
+        d = decide(before, after, entry, launch, prove=self.prove, trials=self.trials or DEFAULT_TRIALS,
+                   min_coverage=DEFAULT_MIN_COVERAGE)
         check = EntryCheck(p.name, entry, d, launch)
         self.checks.append(check)
         if d.verdict is Verdict.DIFFER:
