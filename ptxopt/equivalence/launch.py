@@ -99,7 +99,7 @@ class Launch:
     ``corpus:ID``); ``params`` lists the parameter names a contract file
     describes (checked against the entry by :meth:`fit`)."""
 
-    grid: tuple[int, int, int] = (1, 1, 1)
+    grid: tuple[int, int, int] | None = (1, 1, 1)  # None: unknown (performance launches only)
     block: tuple[int, int, int] = (1, 1, 1)
     shared_bytes: int = 0
     scalars: dict = field(default_factory=dict, hash=False)
@@ -114,7 +114,14 @@ class Launch:
     buffers: Any = field(default=None, hash=False, compare=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
+        if self.grid is None:
+            # an unknown grid (Triton metadata, --perf-block alone): only a
+            # performance launch may lack one -- the estimate then assumes
+            # full waves and says so; the interpreter needs every block
+            if Role(self.role) is not Role.PERFORMANCE:
+                raise ValueError("only a performance launch may leave its grid unknown (grid=None)")
+        else:
+            object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
         object.__setattr__(self, "block", tuple(int(v) for v in self.block))
         object.__setattr__(self, "origin", Origin(self.origin))
         object.__setattr__(self, "role", Role(self.role))
@@ -134,12 +141,19 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
     @property
-    def blocks(self) -> int:
+    def blocks(self) -> int | None:
+        """Blocks in the grid; None when the grid is unknown."""
+        if self.grid is None:
+            return None
         return self.grid[0] * self.grid[1] * self.grid[2]
 
     def describe(self) -> str:
-        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``."""
-        text = f"grid {_dims(self.grid)}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
+        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``;
+        a performance launch says so, and ``grid unknown`` when it has none."""
+        text = "grid unknown" if self.grid is None else f"grid {_dims(self.grid)}"
+        if self.role is Role.PERFORMANCE:
+            text = "performance launch: " + text
+        text += f", block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
         if self.scalars:
             text += ", " + ", ".join(f"{k}={v}" for k, v in self.scalars.items())
         if self.guessed:
@@ -150,7 +164,8 @@ class Launch:
 
     def to_json(self) -> dict:
         return {"source": self.source, "origin": self.origin.value, "role": self.role.value,
-                "guessed": self.guessed, "grid": list(self.grid), "block": list(self.block),
+                "guessed": self.guessed, "grid": None if self.grid is None else list(self.grid),
+                "block": list(self.block),
                 "shared_bytes": self.shared_bytes, "scalars": dict(self.scalars),
                 "buffers": "exact" if self.exact else "default"}
 
@@ -188,6 +203,8 @@ class Launch:
         """``{"spec": KernelSpec}`` (exact buffers, this launch's grid, block,
         shared bytes and scalars) or ``{"geometry": Geometry}`` (default
         buffers) for :func:`ptxopt.equivalence.interpret.verify`."""
+        if self.grid is None:
+            raise ContractError(f"the launch from {self.source} has no grid; the interpreter needs one")
         if self.buffers is not None:
             spec = self.buffers
             launch = replace(spec.launch, grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
