@@ -82,6 +82,35 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Performance:
+    """The manifest's ``performance`` entry: the launch a user really runs.
+
+    Kept as plain data here: the corpus sits below ``ptxopt.equivalence``
+    (the pass manager reads corpus inputs and must reach none of it, see
+    tests/test_import_contract.py), so the equivalence ``Launch`` with role
+    ``performance`` is made from it there
+    (:func:`ptxopt.equivalence.launch.performance_of`). Scalars are keyed by
+    ``.param`` name, like the check launch's; ``problem`` says for people
+    which problem the launch covers ("2^24 f32 elements").
+    """
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+    scalar_values: tuple[tuple[str, int | float], ...] = ()
+    problem: str = ""
+
+    @property
+    def scalars(self) -> dict[str, int | float]:
+        return dict(self.scalar_values)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Performance":
+        return cls(grid=tuple(d["grid"]), block=tuple(d["block"]), shared_bytes=int(d.get("shared_bytes", 0)),
+                   scalar_values=tuple(d.get("scalars", {}).items()), problem=str(d.get("problem", "")))
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """One corpus kernel: where its PTX is and how to launch it."""
 
@@ -102,6 +131,12 @@ class KernelSpec:
     #: scalar arguments (by ``arg`` name) the kernel was compiled assuming
     #: divisible by 16 (Triton's ``divisible_by_16``): a legal launch keeps them so
     divisible_by_16: tuple[str, ...] = ()
+    #: the launch a user really runs (for the throughput estimate; never run
+    #: by the interpreter), None when the manifest gives none (gemm_tile: its
+    #: objective is one warp's latency). ``launch`` is the small *check*
+    #: launch; the two are never interchanged. As an equivalence ``Launch``
+    #: (role performance): :func:`ptxopt.equivalence.launch.performance_of`.
+    performance: Performance | None = None
 
     @property
     def ptx_path(self) -> Path:
@@ -121,6 +156,7 @@ class KernelSpec:
     @classmethod
     def from_json(cls, d: dict, root: Path) -> "KernelSpec":
         launch = d["launch"]
+        perf = d.get("performance")
         return cls(
             id=d["id"], family=d["family"], compiler=d["compiler"], path=d["path"], entry=d["entry"],
             source=d.get("source", ""), generator=d.get("generator", ""), arch=d["arch"],
@@ -131,6 +167,7 @@ class KernelSpec:
             tags=tuple(d.get("tags", [])),
             root=root,
             divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
+            performance=None if perf is None else Performance.from_json(perf),
         )
 
 

@@ -227,6 +227,19 @@ def from_spec(spec, role: Role = Role.CHECK) -> Launch:
                   params=tuple(p.name for p in spec.params), buffers=spec)
 
 
+def performance_of(spec) -> "Launch | None":
+    """The performance launch of a corpus manifest entry (``spec.performance``,
+    the launch a user runs: role ``performance``, origin ``manifest``), None
+    when the entry gives none (gemm_tile kernels)."""
+    perf = getattr(spec, "performance", None)
+    if perf is None:
+        return None
+    return Launch(tuple(perf.grid), tuple(perf.block), int(perf.shared_bytes), perf.scalars,
+                  origin=Origin.MANIFEST if spec.path else Origin.CONTRACT, role=Role.PERFORMANCE,
+                  source=f"corpus:{spec.id} performance" if spec.path else f"{spec.source or spec.id} performance",
+                  entry=spec.entry)
+
+
 def from_geometry(geometry, origin: Origin = Origin.CONTRACT, source: str = "caller",
                   role: Role = Role.CHECK) -> Launch:
     """A launch from an interpreter :class:`~ptxopt.equivalence.interpret.Geometry` (default buffers)."""
@@ -254,4 +267,5 @@ def as_launch(obj, source: str = "caller") -> "Launch | None":
     raise TypeError(f"expected a Launch, Geometry or KernelSpec, got {type(obj).__name__}")
 
 
-__all__ = ["ContractError", "Launch", "Origin", "Role", "CEILING", "ceiling", "from_spec", "from_geometry", "guessed", "as_launch"]
+__all__ = ["ContractError", "Launch", "Origin", "Role", "CEILING", "ceiling", "from_spec", "from_geometry", "guessed",
+           "as_launch", "performance_of"]
