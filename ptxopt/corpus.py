@@ -157,6 +157,12 @@ class KernelSpec:
     def from_json(cls, d: dict, root: Path) -> "KernelSpec":
         launch = d["launch"]
         perf = d.get("performance")
+        if perf is not None:
+            scalar_names = {p["name"] for p in d["params"] if p.get("role") == "scalar"}
+            stray = sorted(set(perf.get("scalars", {})) - scalar_names)
+            if stray:
+                raise CorpusError(f"{d['id']}: performance scalars {stray} are not scalar parameters of "
+                                  f"{d['entry']} ({', '.join(sorted(scalar_names)) or 'none'})")
         return cls(
             id=d["id"], family=d["family"], compiler=d["compiler"], path=d["path"], entry=d["entry"],
             source=d.get("source", ""), generator=d.get("generator", ""), arch=d["arch"],
