@@ -202,7 +202,12 @@ def performance_from_json(d: dict, source: str) -> Launch | None:
     raw = perf.get("scalars", {})
     if not isinstance(raw, dict):
         raise ContractError(f"{source}: performance.scalars must be an object {{\".param name\": value}}")
-    scalars = {str(k): parse_scalar_value(f"{source}: performance.scalars.{k}", v) for k, v in raw.items()}
+    scalars = {}
+    for k, v in raw.items():
+        try:
+            scalars[str(k)] = parse_scalar_value(k, v)
+        except ContractError:
+            raise ContractError(f"{source}: performance.scalars.{k}: {v!r} is not a number") from None
     entry = d.get("entry")
     if entry is not None and not isinstance(entry, str):
         raise ContractError(f"{source}: entry must be a string")
