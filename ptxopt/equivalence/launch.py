@@ -97,7 +97,10 @@ class Launch:
 
     ``source`` names where it came from for people (a file, ``options``,
     ``corpus:ID``); ``params`` lists the parameter names a contract file
-    describes (checked against the entry by :meth:`fit`)."""
+    describes (checked against the entry by :meth:`fit`). ``grid`` None
+    means the grid is unknown (Triton metadata, ``--perf-block`` alone): only
+    a performance launch may say so, and the throughput estimate then
+    assumes full waves and labels it; the interpreter never runs one."""
 
     grid: tuple[int, int, int] | None = (1, 1, 1)  # None: unknown (performance launches only)
     block: tuple[int, int, int] = (1, 1, 1)
