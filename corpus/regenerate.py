@@ -34,19 +34,21 @@ Per-kernel metadata lives beside each source:
       @corpus param n   scalar u32 2048
       @corpus shape n=2048
       @corpus tags shared-memory,syncthreads
-      @corpus performance grid=32768,1,1 block=256,1,1 shared=0 n=16777216
+      @corpus performance grid=32768,1,1 block=256,1,1 shared=0 in=16777216 partial=32768 n=16777216
       @corpus problem 2^24 f32 elements (64 MiB)
 
   one ``param`` line per kernel argument, in order (count for buffers,
   value for scalars); ``shared`` is the *dynamic* shared memory in bytes.
-  ``performance`` is the launch a user really runs (every scalar argument
-  by name, at that problem size) and ``problem`` says which problem it is.
+  ``performance`` is the launch a user really runs: every argument by name,
+  a scalar's value or a buffer's element count at that problem size; and
+  ``problem`` says which problem it is.
 * ``triton/NAME.py``: a module-level ``CORPUS`` list of dicts (see any file
   there); block = 32 * num_warps and shared bytes come from the compiled
   metadata, and the two trailing scratch pointers Triton 3.9 appends to
   every kernel are recorded as ``scratch`` params. Its ``performance`` dict
-  (``grid``, ``scalars`` by argument name, ``problem``) takes the same block
-  and shared bytes as the check launch: both are fixed at compile time.
+  (``grid``, ``scalars`` and buffer ``counts`` by argument name, ``problem``)
+  takes the same block and shared bytes as the check launch: both are fixed
+  at compile time.
 
 The ``performance`` manifest entry is a launch for the throughput estimate,
 never run by the interpreter: it is kept apart from ``launch`` (the small
@@ -154,10 +156,12 @@ def make_param(ptx_name, arg, role, dtype, amount, extra=None) -> dict:
 MAX_BLOCK_THREADS = 1024  # threads a CUDA block may have (every arch); ptxopt.interp.launch.MAX_THREADS
 
 
-def performance_entry(kid: str, grid, block, shared: int, scalars: dict, problem: str, params: list[dict],
+def performance_entry(kid: str, grid, block, shared: int, values: dict, problem: str, params: list[dict],
                       div16=()) -> dict:
-    """The manifest's ``performance`` launch: ``scalars`` (by argument name)
-    must give every scalar argument, keyed by ``.param`` name in the output."""
+    """The manifest's ``performance`` launch. ``values`` (by argument name)
+    must give every scalar argument its value and every buffer argument its
+    element count at that problem size; the output keys both by ``.param``
+    name. Scratch buffers (Triton's) get ``bytes_per_cta`` x blocks."""
     if not problem:
         raise SystemExit(f"{kid}: a performance launch needs a 'problem' description")
     grid, block = [int(v) for v in grid], [int(v) for v in block]
@@ -165,14 +169,22 @@ def performance_entry(kid: str, grid, block, shared: int, scalars: dict, problem
         raise SystemExit(f"{kid}: performance grid and block need 3 positive sizes each")
     if block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
         raise SystemExit(f"{kid}: performance block {block} has more than {MAX_BLOCK_THREADS} threads")
-    by_arg = {p["arg"]: p for p in params if p["role"] == "scalar"}
-    if set(scalars) != set(by_arg):
-        raise SystemExit(f"{kid}: performance scalars {sorted(scalars)} != scalar arguments {sorted(by_arg)}")
+    given = {p["arg"]: p for p in params if p["role"] != "scratch"}
+    if set(values) != set(given):
+        raise SystemExit(f"{kid}: performance values {sorted(values)} != arguments {sorted(given)} "
+                         "(every scalar's value and every buffer's element count)")
     for arg in div16:
-        if arg in scalars and scalars[arg] % 16:
-            raise SystemExit(f"{kid}: performance {arg}={scalars[arg]} breaks its compiled 16-divisibility")
+        if given[arg]["role"] == "scalar" and values[arg] % 16:
+            raise SystemExit(f"{kid}: performance {arg}={values[arg]} breaks its compiled 16-divisibility")
+    for arg, p in given.items():
+        if p["role"] != "scalar" and (not isinstance(values[arg], int) or values[arg] < 1):
+            raise SystemExit(f"{kid}: performance count {arg}={values[arg]!r} is not a positive integer")
+    blocks = grid[0] * grid[1] * grid[2]
+    counts = {p["name"]: (values[p["arg"]] if p["role"] != "scratch" else p["bytes_per_cta"] * blocks)
+              for p in params if p["role"] != "scalar"}
     return {"grid": grid, "block": block, "shared_bytes": int(shared),
-            "scalars": {by_arg[a]["name"]: scalars[a] for a in by_arg}, "problem": problem}
+            "scalars": {p["name"]: values[a] for a, p in given.items() if p["role"] == "scalar"},
+            "counts": counts, "problem": problem}
 
 
 def attach_ptx_names(kid: str, declared: list[dict], ptx_names: list[str]) -> list[dict]:
@@ -257,7 +269,7 @@ def parse_cu_metadata(path: Path) -> dict:
                 "grid": [int(x) for x in kv.pop("grid").split(",")],
                 "block": [int(x) for x in kv.pop("block").split(",")],
                 "shared": int(kv.pop("shared", 0)),
-                "scalars": {k: _number(v) for k, v in kv.items()},
+                "values": {k: _number(v) for k, v in kv.items()},
             }
         elif key == "problem":
             meta["problem"] = rest.strip()
@@ -308,7 +320,7 @@ def build_cuda(writer: Writer) -> list[dict]:
                 "ptx_version": ptx_version(ptx),
                 "launch": meta["launch"],
                 "performance": performance_entry(kid, perf["grid"], perf["block"], perf["shared"],
-                                                 perf["scalars"], meta.get("problem", ""), params),
+                                                 perf["values"], meta.get("problem", ""), params),
                 "params": params,
                 "shape": meta["shape"],
                 "tags": meta["tags"],
@@ -423,7 +435,8 @@ def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Wri
         "ptx_version": ptx_version(ptx),
         "launch": {"grid": grid, "block": [32 * num_warps, 1, 1], "shared_bytes": md.shared},
         "performance": performance_entry(kid, perf["grid"], [32 * num_warps, 1, 1], md.shared,
-                                         perf["scalars"], perf.get("problem", ""), params, div16),
+                                         {**perf["scalars"], **perf["counts"]}, perf.get("problem", ""),
+                                         params, div16),
         "params": params,
         "shape": dict(spec.get("shape", {})),
         "tags": list(spec.get("tags", [])),

@@ -162,6 +162,7 @@ def test_a_contract_performance_entry_is_a_performance_launch_kept_apart_from_th
     ({"block": [128], "scalars": ["n=1"]}, "performance.scalars must be an object"),
     ({"block": [128], "scalars": {"n": "lots"}}, "not a number"),
     ({"block": [128], "shared": 16}, "unknown key 'shared'"),
+    ({"block": [128], "counts": {"k_param_0": -1}}, "performance.counts must be an object"),
 ])
 def test_malformed_performance_entries_say_what_is_wrong(tmp_path, perf, message):
     from ptxopt.equivalence.contract import load_performance_file

@@ -246,24 +246,52 @@ def test_cuda_performance_launches_come_from_the_sources():
         meta = regen.parse_cu_metadata(ROOT / k.source)
         perf = meta["performance"]
         entry = data[k.id]
-        assert regen.performance_entry(k.id, perf["grid"], perf["block"], perf["shared"], perf["scalars"],
+        assert regen.performance_entry(k.id, perf["grid"], perf["block"], perf["shared"], perf["values"],
                                        meta["problem"], entry["params"]) == entry["performance"], k.id
 
 
 def test_the_generator_refuses_a_performance_launch_no_gpu_runs():
     regen = load_script("regenerate")
-    params = [{"name": "k_param_0", "arg": "n", "role": "scalar"}, {"name": "k_param_1", "arg": "x", "role": "input"}]
-    ok = regen.performance_entry("k", [8, 1, 1], [256, 1, 1], 0, {"n": 2048}, "2048 elements", params, ["n"])
+    params = [{"name": "k_param_0", "arg": "n", "role": "scalar"}, {"name": "k_param_1", "arg": "x", "role": "input"},
+              {"name": "k_param_2", "arg": "global_scratch", "role": "scratch", "bytes_per_cta": 4}]
+    ok = regen.performance_entry("k", [8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048}, "2048 elements",
+                                 params, ["n"])
     assert ok["scalars"] == {"k_param_0": 2048} and ok["block"] == [256, 1, 1]
+    assert ok["counts"] == {"k_param_1": 2048, "k_param_2": 32}  # scratch: bytes per CTA x blocks
     for args, message in [
-        (([8, 1, 1], [2048, 1, 1], 0, {"n": 2048}, "p"), "1024"),
-        (([8, 1, 1], [256, 1, 1], 0, {}, "p"), "scalar arguments"),
-        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "m": 1}, "p"), "scalar arguments"),
-        (([8, 1, 1], [256, 1, 1], 0, {"n": 2047}, "p"), "16-divisibility"),
-        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048}, ""), "problem"),
+        (([8, 1, 1], [2048, 1, 1], 0, {"n": 2048, "x": 2048}, "p"), "1024"),
+        (([8, 1, 1], [256, 1, 1], 0, {"x": 2048}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048, "m": 1}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2047, "x": 2048}, "p"), "16-divisibility"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 0}, "p"), "not a positive integer"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048}, ""), "problem"),
     ]:
         with pytest.raises(SystemExit, match=message):
             regen.performance_entry("k", *args, params, ["n"])
+
+
+def test_performance_spec_is_the_kernel_at_its_performance_size():
+    """Buffers sized for the performance problem (what a GPU run allocates), the
+    check launch's kernel otherwise; a manifest entry stays a valid contract."""
+    from ptxopt.equivalence.contract import contract_from_json, performance_from_json
+    from ptxopt.sim.occupancy import footprint_of_spec
+
+    data = {k["id"]: k for k in json.loads((ROOT / "manifest.json").read_text())["kernels"]}
+    for k in RUN:
+        big = k.performance_spec()
+        assert big.launch.grid == k.performance.grid and big.launch.block == k.performance.block
+        assert {p.name for p in big.params if p.role != "scalar"} == dict(k.performance.counts).keys()
+        assert {p.name: p.value for p in big.params if p.role == "scalar"} == k.performance.scalars
+        assert all(p.count >= 1 for p in big.params if p.role in ("input", "output", "inout"))
+        assert footprint_of_spec(big) > footprint_of_spec(k) or k.id == "cuda_attention_small"  # one head, fixed
+        perf = performance_from_json(data[k.id], k.id)
+        assert (perf.grid, perf.block, perf.scalars) == (k.performance.grid, k.performance.block,
+                                                         k.performance.scalars)
+        assert contract_from_json(data[k.id], k.id).grid == k.launch.grid  # the check launch stays apart
+    assert BY_ID["gemm_tile_2x2x2"].performance_spec() is None
+    # 2^24 f32 in and out: 128 MiB
+    assert footprint_of_spec(BY_ID["cuda_vector_add"].performance_spec()) == 3 * 4 << 24
 
 
 def test_loader_refuses_a_performance_scalar_that_is_no_scalar_parameter(tmp_path):
@@ -271,7 +299,12 @@ def test_loader_refuses_a_performance_scalar_that_is_no_scalar_parameter(tmp_pat
     kern = next(k for k in data["kernels"] if k["id"] == "cuda_saxpy")
     kern["performance"]["scalars"]["saxpy_param_2"] = 4  # x, a buffer
     (tmp_path / "manifest.json").write_text(json.dumps({"schema": 1, "kernels": [kern]}))
-    with pytest.raises(CorpusError, match="saxpy_param_2"):
+    with pytest.raises(CorpusError, match="scalars \\['saxpy_param_2'\\] are not scalar parameters"):
+        load_manifest(tmp_path)
+    del kern["performance"]["scalars"]["saxpy_param_2"]
+    kern["performance"]["counts"]["saxpy_param_0"] = 4  # n, a scalar
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": 1, "kernels": [kern]}))
+    with pytest.raises(CorpusError, match="counts \\['saxpy_param_0'\\] are not buffer parameters"):
         load_manifest(tmp_path)
 
 

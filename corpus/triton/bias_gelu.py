@@ -30,6 +30,7 @@ CORPUS = [
         performance=dict(
             grid=(32768, 1, 1),
             scalars={"n": 16777216, "cols": 4096},
+            counts={"x_ptr": 16777216, "bias_ptr": 4096, "out_ptr": 16777216},
             problem="4096 rows x 4096 cols f32 (2^24 elements) plus a 4096 bias, 512 per program",
         ),
         kernel=bias_gelu,

@@ -26,6 +26,7 @@ CORPUS = [
         performance=dict(
             grid=(65536, 1, 1),
             scalars={"n": 16777216},
+            counts={"x_ptr": 16777216, "out_ptr": 16777216, "block_sums_ptr": 65536},
             problem="block-wise scan of 2^24 f32 elements, 256 per program",
         ),
         kernel=cumsum,

@@ -29,6 +29,7 @@ CORPUS = [
         performance=dict(
             grid=(65536, 1, 1),
             scalars={"n": 16777216, "p": 0.25, "seed": 1234},
+            counts={"x_ptr": 16777216, "out_ptr": 16777216},
             problem="2^24 f32 elements, 256 per program",
         ),
         kernel=dropout,

@@ -25,6 +25,7 @@ CORPUS = [
         performance=dict(
             grid=(65536, 1, 1),
             scalars={"alpha": 0.5, "n": 16777216},
+            counts={"x_ptr": 16777216, "res_ptr": 16777216, "out_ptr": 16777216},
             problem="2^24 f32 elements, 256 per program",
         ),
         kernel=relu_scale,

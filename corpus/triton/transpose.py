@@ -27,6 +27,7 @@ CORPUS = [
         performance=dict(
             grid=(128, 128, 1),
             scalars={"rows": 4096, "cols": 4096},
+            counts={"in_ptr": 16777216, "out_ptr": 16777216},
             problem="4096 x 4096 f32 transpose, 32x32 tiles",
         ),
         kernel=transpose,

@@ -29,7 +29,9 @@ or as ``{"kernels": [...]}``, each naming its ``entry``.
 A contract may also give the *performance* launch, what the user really runs
 (role ``performance``; never run by the interpreter, it is the throughput
 estimate's): ``"performance": {"grid": [x, y, z], "block": [x, y, z],
-"shared_bytes": n, "scalars": {".param name": value}, "problem": "..."}``.
+"shared_bytes": n, "scalars": {".param name": value}, "counts": {...},
+"problem": "..."}`` (``counts`` and ``problem``, as in the corpus manifest,
+are checked and not used here).
 Only ``block`` is required; no ``grid`` means the grid is unknown (the
 estimate then assumes full waves and says so). An entry may give only a
 performance launch (no ``launch``); it then gives no check launch. Options
@@ -177,7 +179,10 @@ def _check_threads(block: tuple[int, int, int], what: str) -> None:
         raise ContractError(f"{what} {list(block)} has {threads} threads; a block has at most {MAX_THREADS}")
 
 
-_PERFORMANCE_KEYS = ("grid", "block", "shared_bytes", "scalars", "problem")
+#: ``counts`` (buffer element counts at that size, by .param name) and
+#: ``problem`` are read by the corpus (``KernelSpec.performance_spec``); a
+#: contract's are checked so that a manifest entry is a valid contract.
+_PERFORMANCE_KEYS = ("grid", "block", "shared_bytes", "scalars", "counts", "problem")
 
 
 def performance_from_json(d: dict, source: str) -> Launch | None:
@@ -208,6 +213,10 @@ def performance_from_json(d: dict, source: str) -> Launch | None:
             scalars[str(k)] = parse_scalar_value(k, v)
         except ContractError:
             raise ContractError(f"{source}: performance.scalars.{k}: {v!r} is not a number") from None
+    counts = perf.get("counts", {})
+    if not isinstance(counts, dict) or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                           for v in counts.values()):
+        raise ContractError(f"{source}: performance.counts must be an object {{\".param name\": elements}}")
     entry = d.get("entry")
     if entry is not None and not isinstance(entry, str):
         raise ContractError(f"{source}: entry must be a string")
