@@ -226,6 +226,11 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict
     if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
         footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
+    elif cand.spec is not None and cand.launch is None and launch is not None:
+        big = cand.spec.performance_spec()  # the manifest's buffers at its performance size
+        if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
+                and dict(launch.scalars) == cand.spec.performance.scalars:
+            footprint = footprint_of_spec(big)
     try:
         e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
     except ValueError as exc:
