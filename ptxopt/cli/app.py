@@ -502,7 +502,8 @@ def corpus_grp():
 @click.option("--family", default=None, help="Only this family, compiler or id (e.g. gemm_tile, triton).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
 def corpus_list(family, as_json):
-    """List corpus kernels with their family, compiler and launch geometry."""
+    """List corpus kernels with their family, compiler, check launch (the
+    interpreter's) and performance launch (what users run; none for gemm_tile)."""
     from ptxopt.corpus import select
 
     kernels = select(family or "all")
@@ -512,17 +513,24 @@ def corpus_list(family, as_json):
             "entry": k.entry, "arch": k.arch, "ptx_version": k.ptx_version,
             "grid": list(k.launch.grid), "block": list(k.launch.block),
             "shared_bytes": k.launch.shared_bytes, "params": len(k.params),
+            "performance": None if k.performance is None else {
+                "grid": list(k.performance.grid), "block": list(k.performance.block),
+                "shared_bytes": k.performance.shared_bytes, "scalars": k.performance.scalars,
+                "problem": k.performance.problem},
         } for k in kernels])
         return
     from rich.console import Console
     from rich.table import Table
 
     t = Table(box=None)
-    for col in ("id", "family", "compiler", "ptx", "grid", "block", "params"):
+    for col in ("id", "family", "compiler", "ptx", "check grid", "check block", "perf grid", "perf block",
+                "params"):
         t.add_column(col)
     for k in kernels:
+        perf = k.performance
         t.add_row(k.id, k.family, k.compiler, k.ptx_version, "x".join(map(str, k.launch.grid)),
-                  "x".join(map(str, k.launch.block)), str(len(k.params)))
+                  "x".join(map(str, k.launch.block)), "x".join(map(str, perf.grid)) if perf else "-",
+                  "x".join(map(str, perf.block)) if perf else "-", str(len(k.params)))
     Console().print(t)
     click.echo(f"{len(kernels)} kernels")
 
