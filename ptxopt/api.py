@@ -204,8 +204,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[str, str]:
     from ptxopt.evaluate.observable import observable_form
+    from ptxopt.prove.hints import hints_only_legal
 
-    if observable_form(original) == observable_form(transformed):
+    if observable_form(original) == observable_form(transformed) \
+            and hints_only_legal(original, transformed) is None:
         return "hints-only", _HINTS_NOTE
     return "unchecked", "verify=False: equivalence was not checked"
 

@@ -313,6 +313,8 @@ def _verify(w: Work, orig: Original) -> None:
     """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`,
     decided by :func:`ptxopt.evaluate.equivalence.decide`); a counterexample
     or a failure of the transformed kernel also finishes it."""
+    from ptxopt.prove.hints import hints_only_legal
+
     from .equivalence import decide
     from .observable import observable_form
 
@@ -320,7 +322,8 @@ def _verify(w: Work, orig: Original) -> None:
     if w.changed and spec is None and geometry is None:
         geometry = DEFAULT_GEOMETRY
     launch = _launch_text(spec, geometry) if w.changed else None
-    d = decide(changed=w.changed, same_observable=lambda: orig.observable() == observable_form(w.module),
+    d = decide(changed=w.changed, same_observable=lambda: (orig.observable() == observable_form(w.module)
+                                                and hints_only_legal(orig.module, w.module) is None),
                original_program=lambda: _program(orig), module=w.module, entry=w.entry,
                reference_key=f"{sha256(orig.printed)}/{w.entry}/{launch_id(spec, geometry)}",
                launch=launch, trials=w.settings.trials, spec=spec, geometry=geometry,

@@ -1,0 +1,81 @@
+"""The hints-only shortcut (:func:`ptxopt.prove.hints.hints_only_legal`):
+a candidate that differs only in hints is equal by construction, *if* the
+inserted or changed hint instructions are themselves well formed -- every
+register they read is defined on every path before them, and vector
+operands have elements of one register width (issue 26)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptxopt import parse
+from ptxopt.api import _cheap_verdict
+from ptxopt.evaluate.observable import observable_form
+from ptxopt.prove.hints import hints_only_legal
+from test_prove import kernel
+
+ADDR = "\tadd.s64 %rd5, %rd4, 8;\n"
+USE = "\tld.global.u32 %r1, [%rd5];\n\tst.global.u32 [%rd3], %r1;"
+PF = "\tprefetch.global.L2 [%rd5];\n"
+ORIGINAL = kernel(ADDR + USE)
+DIAMOND = ("\tld.global.u32 %r2, [%rd4];\n\tsetp.eq.u32 %p1, %r2, 0;\n\t@%p1 bra $L1;\n" + ADDR
+           + "\tbra.uni $L2;\n$L1:\n\tadd.s64 %rd5, %rd4, 16;\n$L2:\n")
+
+ILLEGAL = {
+    "prefetch_before_def": (ORIGINAL, kernel(PF + ADDR + USE)),
+    "prefetch_of_a_param_never_written": (ORIGINAL, kernel(ADDR + "\tprefetch.global.L1 [%rd7];\n" + USE)),
+    # defined on one arm of the diamond only
+    "prefetch_in_one_arm_before_the_other_defines": (
+        kernel(DIAMOND + USE),
+        kernel(DIAMOND.replace("$L1:\n", "$L1:\n" + PF) + USE)),
+    # a guarded definition may not execute
+    "prefetch_after_a_guarded_def": (
+        kernel("\tsetp.ne.u64 %p1, %rd4, 0;\n\t@%p1 add.s64 %rd5, %rd4, 8;\n" + USE),
+        kernel("\tsetp.ne.u64 %p1, %rd4, 0;\n\t@%p1 add.s64 %rd5, %rd4, 8;\n" + PF + USE)),
+    # a cache-operator change on a vector whose elements are 32- and 16-bit registers (what vec_ld
+    # made of two ld.global.u16 into %r1 and %rs2; ptxas rejects it)
+    "mixed_width_vector": (
+        kernel("\tld.global.v2.u16 {%r1, %rs2}, [%rd4];\n\tst.global.u16 [%rd3], %rs2;"),
+        kernel("\tld.global.cg.v2.u16 {%r1, %rs2}, [%rd4];\n\tst.global.u16 [%rd3], %rs2;")),
+}
+LEGAL = {
+    "prefetch_after_def": (ORIGINAL, kernel(ADDR + PF + USE)),
+    "prefetch_after_the_join": (kernel(DIAMOND + USE), kernel(DIAMOND + PF + USE)),
+    "cache_operator": (ORIGINAL, kernel(ADDR + USE.replace("ld.global", "ld.global.cg"))),
+    "vector_cache_operator": (
+        kernel("\tld.global.v2.u16 {%rs1, %rs2}, [%rd4];\n\tst.global.u16 [%rd3], %rs2;"),
+        kernel("\tld.global.cs.v2.u16 {%rs1, %rs2}, [%rd4];\n\tst.global.u16 [%rd3], %rs2;")),
+    "maxnreg": (ORIGINAL, ORIGINAL.replace("\n{\n", "\n.maxnreg 64\n{\n", 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ILLEGAL))
+def test_illegal_hints_are_not_hints_only(name):
+    a, b = (parse(t) for t in ILLEGAL[name])
+    assert observable_form(a) == observable_form(b), "the pair must look hints-only"
+    why = hints_only_legal(a, b)
+    assert why, name
+    assert ("defined on every path" in why) or ("mixes registers" in why), why
+    assert _cheap_verdict(a, b)[0] != "hints-only"
+
+
+@pytest.mark.parametrize("name", sorted(LEGAL))
+def test_legal_hints_stay_hints_only(name):
+    a, b = (parse(t) for t in LEGAL[name])
+    assert observable_form(a) == observable_form(b)
+    assert hints_only_legal(a, b) is None
+    assert _cheap_verdict(a, b)[0] == "hints-only"
+
+
+def test_reason_names_the_instruction_and_register():
+    a, b = (parse(t) for t in ILLEGAL["prefetch_before_def"])
+    why = hints_only_legal(a, b)
+    assert "prefetch.global.L2 [%rd5]" in why and "%rd5" in why
+
+
+def test_evaluator_does_not_take_the_shortcut_for_a_prefetch_before_its_address():
+    from ptxopt.api import check_equivalence
+
+    a, b = (parse(t) for t in ILLEGAL["prefetch_before_def"])
+    verdict, note, _, _ = check_equivalence(a, b, prove=True)
+    assert verdict != "hints-only"
