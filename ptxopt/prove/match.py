@@ -5,19 +5,30 @@ flow graphs in lockstep. For block ``B`` let ``L(B)`` be the registers live
 at its entry in either kernel. The hypothesis at ``B``'s entry: both kernels
 hold the same value in every register of ``L(B)`` and the same memory (the
 ``livein``/``entry`` nodes are shared). Each block is then executed
-symbolically in both kernels (:mod:`.symexec`) and must end with
+symbolically in both kernels (:mod:`.symexec`) and must end with every
+observable of :data:`ptxopt.prove.observables.OBSERVABLES` matched (the
+table is the one list; in short):
 
 * the same terminator (opcode, targets, condition node): both take the same
   edge;
-* the same value in every register of ``L(S)`` for every successor ``S``;
+* the same value in every register of ``L(S)`` for every successor ``S``,
+  and, where a ``.func`` may return (a ``ret``, guarded or not, or the end of
+  the body), in every ``.reg`` return register (``.param`` return values are
+  stores to ``.param`` memory);
 * the same memory node (same ordering points in the same order with the same
   operands, the same stores modulo commuting disjoint ones: :mod:`.memory`)
   and the same chain of warp collectives;
 * no new way to fault: every load, store and prefetch lane of the candidate
   touches bytes the original block touches in the same space under the same
-  guard, and a vector access the original does not have is proven aligned
-  (:class:`~ptxopt.analysis.alignment.Alignment`: ``.ptr .align`` and
-  variable ``.align`` through the address arithmetic, nothing assumed).
+  guard, and every access the original does not make exactly is aligned for
+  its own width, scalar or vector (:func:`fault_check`: from a covering
+  original access, or :class:`~ptxopt.analysis.alignment.Alignment`:
+  ``.ptr .align`` and variable ``.align`` through the address arithmetic,
+  nothing assumed).
+
+A ``.func``'s ``.reg`` parameters hold its arguments at entry: the same
+values in both (the interfaces are equal), so reading them is not reading
+an uninitialised register.
 
 Then the hypothesis holds at the successor both take, so by induction both
 kernels perform the same observable memory effects and ordering points in
