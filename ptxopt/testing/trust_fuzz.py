@@ -33,7 +33,8 @@ its shape and numbers from a seeded ``random.Random``:
 
 Oracles: a pair is a *false proof* when the prover says ``proved`` and the
 interpreter, on a real launch, says anything but ``equal``; a pass result is
-a finding when ptxas rejects it, the interpreter finds a difference, an
+a finding when ptxas rejects it, the interpreter finds a difference (and a
+false proof too when the prover proves that result), an
 access left the timed region, or an inserted hint reads a register not
 defined on every path (:func:`ptxopt.prove.hints.hints_only_legal`); an
 unchecked launch is a finding when it is trusted (``identical``,
@@ -173,7 +174,14 @@ _WRAP = 1 << 32
 
 def _wrap_offset(rng: random.Random) -> tuple[str, str]:
     d = 4 * rng.randrange(-4, 5)
-    family = rng.choice(("around 0", "around 2^32", "around 2^31"))
+    family = rng.choice(("around 0", "around 2^32", "around 2^31", "around 2^63"))
+    if family == "around 2^63":
+        # 64-bit global: %rd9 = %rd4 + 4 - 2**63; [%rd9 + 2**63 - 4] is %rd4 (an 8-byte store) and
+        # [%rd9 - 2**63] is %rd4 + 4 modulo 2**64 (a 4-byte load of its upper half)
+        body = ("\tadd.s64 %rd9, %rd4, -9223372036854775804;\n\tld.global.u64 %rd10, [%rd4+8];\n"
+                "\tst.global.u64 [%rd9+9223372036854775804], %rd10;\n"
+                "\tld.global.u32 %r2, [%rd9+-9223372036854775808];\n\tst.global.u32 [%rd3], %r2;")
+        return _entry(body), "st.global.u64 [%rd9+(2^63-4)] then ld.global.u32 [%rd9-2^63] (around 2^63)"
     if family == "around 0":
         o1, o2, base = d, d + _WRAP, 64
     elif family == "around 2^32":
@@ -295,7 +303,9 @@ def make_case(cls: str, seed: int) -> Case:
 def _geometry(case: Case):
     from ptxopt.verify import Geometry
 
-    return Geometry(grid=(2, 1, 1), block=(case.block, 1, 1))
+    # one CTA: the kernels index their windows by %tid.x only, so two CTAs would race on them
+    # (the no_contract class reads %ctaid.x and needs two)
+    return Geometry(grid=(2 if case.unchecked else 1, 1, 1), block=(case.block, 1, 1))
 
 
 def _differs(case: Case, a, b) -> str | None:
@@ -381,6 +391,10 @@ def _check_passes(case: Case) -> list[Finding]:
         diff = _differs(case, case.original, new)
         if diff:
             out.append(Finding(case.cls, case.seed, f"{p} changed the result", f"{case.what}: {diff}"))
+            from ptxopt.prove import prove
+
+            if prove(case.original, text).verdict == "proved":
+                out.append(Finding(case.cls, case.seed, f"false proof of {p}'s result", f"{case.what}: {diff}"))
     return out
 
 
