@@ -204,10 +204,12 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[str, str]:
     from ptxopt.evaluate.observable import observable_form
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
 
-    if observable_form(original) == observable_form(transformed) \
-            and hints_only_legal(original, transformed) is None:
+    if observable_form(original) == observable_form(transformed):
+        why = hints_only_legal(original, transformed)
+        if why:  # only hints differ, and one is ill-formed: no run can show what it does
+            return "inconclusive", f"{HINTS_ILL_FORMED}: {why}"
         return "hints-only", _HINTS_NOTE
     return "unchecked", "verify=False: equivalence was not checked"
 
@@ -236,8 +238,9 @@ def check_equivalence(original: Module, transformed: Module, contract=None,
     contract with the command line's minimum coverage (the prover's reason
     appended to the note), and the module's verdict is the weakest entry's.
     ``contract`` may list alternatives (see :func:`optimize`)."""
-    if _cheap_verdict(original, transformed)[0] == "hints-only":
-        return "hints-only", _HINTS_NOTE, None, ""
+    cheap = _cheap_verdict(original, transformed)
+    if cheap[0] in ("hints-only", "inconclusive"):
+        return (*cheap, None, "")
     entries = [fn.name for fn in original.entries]
     worst: tuple | None = None
     for entry in entries:

@@ -56,7 +56,7 @@ def test_illegal_hints_are_not_hints_only(name):
     why = hints_only_legal(a, b)
     assert why, name
     assert ("defined on every path" in why) or ("mixes registers" in why), why
-    assert _cheap_verdict(a, b)[0] != "hints-only"
+    assert _cheap_verdict(a, b)[0] == "inconclusive"
 
 
 @pytest.mark.parametrize("name", sorted(LEGAL))
@@ -78,4 +78,32 @@ def test_evaluator_does_not_take_the_shortcut_for_a_prefetch_before_its_address(
 
     a, b = (parse(t) for t in ILLEGAL["prefetch_before_def"])
     verdict, note, _, _ = check_equivalence(a, b, prove=True)
-    assert verdict != "hints-only"
+    assert verdict == "inconclusive" and "before it is defined" in note
+
+
+def test_the_evaluator_calls_an_ill_formed_hint_inconclusive_not_hints_only(tmp_path, monkeypatch):
+    """prefetch_L1 made to put its prefetch at the top of the body, above the
+    definition of its address (issue 26): equal by the interpreter, which
+    ignores prefetches, so the shortcut must not take it and nothing may call
+    it trusted."""
+    from ptxopt.evaluate import Candidate, evaluate
+    from ptxopt.ir import Instruction
+    from ptxopt.passes.registry import get_pass_class
+
+    cls = get_pass_class("prefetch_L1")
+    real = cls.run
+
+    def run(self, module):
+        report = real(self, module)
+        for fn in module.functions:
+            items = fn.body.items
+            k = next(i for i, s in enumerate(items) if type(s) is Instruction and s.opcode == "prefetch")
+            first = next(i for i, s in enumerate(items) if type(s) is Instruction)
+            items.insert(first, items.pop(k))
+        return report
+
+    monkeypatch.setattr(cls, "run", run)
+    r = evaluate(Candidate.from_corpus("gemm_tile_2x2x2", "prefetch_L1"), cache=tmp_path / "c.sqlite")
+    assert r.changed and r.equivalence == "inconclusive", r
+    assert "before it is defined" in r.equivalence_note
+    assert not r.checked

@@ -313,7 +313,7 @@ def _verify(w: Work, orig: Original) -> None:
     """Set the candidate's verdict (see :mod:`ptxopt.evaluate.result`,
     decided by :func:`ptxopt.evaluate.equivalence.decide`); a counterexample
     or a failure of the transformed kernel also finishes it."""
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
 
     from .equivalence import decide
     from .observable import observable_form
@@ -322,8 +322,13 @@ def _verify(w: Work, orig: Original) -> None:
     if w.changed and spec is None and geometry is None:
         geometry = DEFAULT_GEOMETRY
     launch = _launch_text(spec, geometry) if w.changed else None
-    d = decide(changed=w.changed, same_observable=lambda: (orig.observable() == observable_form(w.module)
-                                                and hints_only_legal(orig.module, w.module) is None),
+    hints = w.changed and orig.observable() == observable_form(w.module)
+    why = hints_only_legal(orig.module, w.module) if hints else None
+    if why:  # only hints differ, and one is ill-formed: no run can show what it does
+        w.equivalence, w.equivalence_note = "inconclusive", f"{HINTS_ILL_FORMED}: {why}"
+        w.geometry, w.launch = geometry, launch
+        return
+    d = decide(changed=w.changed, same_observable=lambda: hints,
                original_program=lambda: _program(orig), module=w.module, entry=w.entry,
                reference_key=f"{sha256(orig.printed)}/{w.entry}/{launch_id(spec, geometry)}",
                launch=launch, trials=w.settings.trials, spec=spec, geometry=geometry,

@@ -19,9 +19,11 @@ is itself well formed. Two ways it was not (issue 26):
 or changed hint instruction reads is defined on every path before it (a
 forward must-be-defined dataflow over the CFG; a guarded definition does not
 count, it may not execute), and every vector operand of a memory access has
-register elements of one declared width. When it fails, the caller does not
-take the shortcut: the candidate goes to the prover and the interpreter like
-any other change.
+register elements of one declared width. When it fails, the candidate is
+``inconclusive`` with the reason (the evaluator, the API) or ``broken`` (the
+pass matrix): falling back to the interpreter would not help, it ignores
+hints and could only say ``equal`` (and the prover splits a vector into
+lanes, it does not see register widths).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from ptxopt.emit import format_instruction
 from ptxopt.ir import Block, Function, Instruction, Module, Reg, Vec
 
 _VECTOR_ACCESSES = frozenset({"ld", "ldu", "st"})
+
+#: how callers start the note of a candidate refused the shortcut (then ``inconclusive``:
+#: the interpreter ignores hints, so running it could only say ``equal``)
+HINTS_ILL_FORMED = "differs from the original only in hints, but a hint is ill-formed"
 
 
 def hints_only_legal(original: Module, candidate: Module) -> str | None:
@@ -152,4 +158,4 @@ def _meet(start: frozenset[str] | None, preds: list, is_entry: bool) -> frozense
     return acc
 
 
-__all__ = ["hints_only_legal"]
+__all__ = ["hints_only_legal", "HINTS_ILL_FORMED"]

@@ -90,10 +90,14 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = "sm_89",
             return cell
     if equivalence_trials:
         from ptxopt.evaluate.observable import observable_form
-        from ptxopt.prove.hints import hints_only_legal
+        from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
         from ptxopt.verify import verify
 
-        if observable_form(out) == observable_form(m) and hints_only_legal(m, out) is None:
+        why = hints_only_legal(m, out) if observable_form(out) == observable_form(m) else None
+        if why:
+            cell.outcome, cell.detail = "broken", f"{HINTS_ILL_FORMED}: {why}"
+            return cell
+        if observable_form(out) == observable_form(m):
             # only cache operators, hints, prefetches or budgets changed: equal
             # by construction, as in the evaluator (tests/test_evaluate_observable.py
             # checks the interpreter agrees)
