@@ -34,7 +34,9 @@ The rows, in the order they are checked:
 ``return values``     a ``.func``'s ``.reg`` return registers at every
                       block that may ``ret`` (guarded or not) or falls off
                       the end of the body
-``live-out registers`` every register live into a successor
+``live-out registers`` every register live into a successor, and a
+                      ``.func``'s ``.reg`` return registers on every edge
+                      (the ``ret`` that reads them may be blocks away)
 ``faults``            every candidate access is covered by an original
                       access and aligned for its own width
                       (:func:`ptxopt.prove.match.fault_check`)
@@ -155,8 +157,11 @@ def _returns(p: BlockPair) -> str | None:
 
 def _live_out(p: BlockPair) -> str | None:
     g, b = p.g, p.blk.index
+    # a .func's return registers are read by the ret it may reach, which liveness does not see
+    # (``ret`` names no operand): they are live out of every block
+    rets = frozenset(return_registers(p.so.fn))
     for s in p.blk.succs:
-        for r in sorted(p.so.live_in(s) | p.sc.live_in(s)):
+        for r in sorted(p.so.live_in(s) | p.sc.live_in(s) | rets):
             live = g.node("livein", b, r)
             vo, vc = p.ro.regs.get(r, live), p.rc.regs.get(r, live)
             if vo != vc:

@@ -10,8 +10,9 @@ its shape and numbers from a seeded ``random.Random``:
 
 ``func_exit``       a ``.func`` returning ``tbl[i]`` vs ``tbl[j]`` (``.reg``
                     or ``.param`` return, ``.reg`` or ``.param`` argument,
-                    one ``ret``, a guarded early ``ret``, two ``ret``, falling
-                    off the end; the result stored or used as an index)
+                    one ``ret``, a guarded early ``ret``, two ``ret``, a ``ret``
+                    in the block after the write, falling off the end; the
+                    result stored or used as an index)
 ``nested_sreg``     ``mov.b64 %rd, {%clock, %clock_hi}`` read twice around
                     memory accesses: the second read replaced by the first
                     (pair), and the reorder passes (accesses must stay inside
@@ -105,7 +106,7 @@ def _func_exit(rng: random.Random) -> tuple[str, str, str]:
     i, j = rng.sample(range(width), 2)
     ret = rng.choice(("reg", "param"))
     arg = rng.choice(("reg", "param"))
-    shape = rng.choice(("ret", "guarded_early", "two_rets", "fall_off"))
+    shape = rng.choice(("ret", "guarded_early", "two_rets", "fall_off", "ret_next_block"))
     use = rng.choice(("value", "index"))
     elems = ", ".join(f"%a{n}" for n in range(width))
     head = f"\tld.global.v{width}.u32 {{{elems}}}, [%t1];\n"
@@ -117,6 +118,8 @@ def _func_exit(rng: random.Random) -> tuple[str, str, str]:
         other = (n + 1) % width
         if shape == "ret":
             return head + give(n) + "\tret;"
+        if shape == "ret_next_block":
+            return head + give(n) + "\tbra.uni $X;\n$X:\n\tret;"
         if shape == "fall_off":
             return head + give(n).rstrip("\n")
         if shape == "guarded_early":
