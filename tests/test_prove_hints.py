@@ -7,12 +7,12 @@ operands have elements of one register width (issue 26)."""
 from __future__ import annotations
 
 import pytest
+from test_prove import kernel
 
 from ptxopt import parse
 from ptxopt.api import _cheap_verdict
 from ptxopt.evaluate.observable import observable_form
 from ptxopt.prove.hints import hints_only_legal
-from test_prove import kernel
 
 ADDR = "\tadd.s64 %rd5, %rd4, 8;\n"
 USE = "\tld.global.u32 %r1, [%rd5];\n\tst.global.u32 [%rd3], %r1;"

@@ -12,10 +12,10 @@ alignment (a new access inside an original one, misaligned for its width).
 from __future__ import annotations
 
 import pytest
+from test_prove import HEAD, kernel, pair
 
 from ptxopt.prove import prove
 from ptxopt.prove.observables import OBSERVABLES, STORE_SPACES, store_space
-from test_prove import HEAD, kernel, pair
 
 LOAD2 = "\tld.global.u32 %r1, [%rd4];\n\tld.global.u32 %r2, [%rd4+4];\n"
 BRANCH = LOAD2 + "\tsetp.lt.u32 %p1, %r1, %r2;\n"

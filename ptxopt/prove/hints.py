@@ -158,4 +158,4 @@ def _meet(start: frozenset[str] | None, preds: list, is_entry: bool) -> frozense
     return acc
 
 
-__all__ = ["hints_only_legal", "HINTS_ILL_FORMED"]
+__all__ = ["HINTS_ILL_FORMED", "hints_only_legal"]

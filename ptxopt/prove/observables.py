@@ -66,7 +66,7 @@ class BlockPair:
     ro: object
     rc: object
     assume_align: int
-    fault_check: Callable[["BlockPair"], str | None]
+    fault_check: Callable[[BlockPair], str | None]
 
 
 @dataclass(frozen=True)
@@ -197,5 +197,13 @@ def first_mismatch(p: BlockPair) -> str | None:
     return None
 
 
-__all__ = ["OBSERVABLES", "Observable", "BlockPair", "STORE_SPACES", "first_mismatch", "may_return",
-           "return_registers", "store_space"]
+__all__ = [
+    "OBSERVABLES",
+    "STORE_SPACES",
+    "BlockPair",
+    "Observable",
+    "first_mismatch",
+    "may_return",
+    "return_registers",
+    "store_space",
+]

@@ -328,7 +328,7 @@ def _check_pair(case: Case) -> list[Finding]:
         from ptxopt import parse
         from ptxopt.api import check_equivalence
 
-        verdict, note, _, _ = check_equivalence(parse(case.original), parse(case.candidate))
+        verdict, _, _, _ = check_equivalence(parse(case.original), parse(case.candidate))
         if verdict not in TRUSTED:
             return []
         why = _differs(case, case.original, case.candidate)
@@ -412,4 +412,4 @@ def campaign(classes=CLASSES, seeds=range(10)) -> dict[str, list[Result]]:
     return {c: [check_case(make_case(c, s)) for s in seeds] for c in classes}
 
 
-__all__ = ["CLASSES", "Case", "Finding", "Result", "make_case", "check_case", "campaign"]
+__all__ = ["CLASSES", "Case", "Finding", "Result", "campaign", "check_case", "make_case"]
