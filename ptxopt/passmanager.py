@@ -536,6 +536,13 @@ class VerifyEach(Instrument):
                 msg = d.message
                 if msg not in self._input_warnings and "maxnreg" in msg.lower() and "ignored" in msg.lower():
                     raise RevertPass(f"ptxas ignores the register budget for {arch}: {msg}")
+        from ptxopt.evaluate.observable import observable_form
+        from ptxopt.prove.hints import hints_only_legal
+
+        if observable_form(before) == observable_form(after):  # only hints changed: the interpreter ignores them
+            why = hints_only_legal(before, after)
+            if why:
+                raise VerificationError(f"after '{p.name}': an inserted or changed hint is ill-formed: {why}")
         if self.equivalence:
             for fn in after.entries:
                 self._check_equivalent(p, before, after, fn.name)

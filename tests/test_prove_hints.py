@@ -107,3 +107,31 @@ def test_the_evaluator_calls_an_ill_formed_hint_inconclusive_not_hints_only(tmp_
     assert r.changed and r.equivalence == "inconclusive", r
     assert "before it is defined" in r.equivalence_note
     assert not r.checked
+
+
+def test_verify_each_fails_a_pass_that_inserts_an_ill_formed_hint(monkeypatch, tmp_path):
+    """run --verify-each: the interpreter ignores prefetches (equal), so the
+    hint rule is what catches a prefetch above its address's definition."""
+    from ptxopt.ir import Instruction
+    from ptxopt.passes.registry import get_pass_class
+    from ptxopt.passmanager import PassFailure, PassManager, VerifyEach
+    from ptxopt.verify import Geometry
+
+    a = ORIGINAL
+    cls = get_pass_class("prefetch_L2")
+    real = cls.run
+
+    def run(self, module):
+        report = real(self, module)
+        items = module.entries[0].body.items
+        k = next(i for i, s in enumerate(items) if type(s) is Instruction and s.opcode == "prefetch")
+        first = next(i for i, s in enumerate(items) if type(s) is Instruction)
+        items.insert(first, items.pop(k))
+        return report
+
+    ve = VerifyEach(contract=Geometry(grid=(1, 1, 1), block=(1, 1, 1)))
+    PassManager("prefetch_L2", instruments=[ve]).run(parse(a))  # the real pass: fine
+    monkeypatch.setattr(cls, "run", run)
+    with pytest.raises(PassFailure, match="before it is defined"):
+        PassManager("prefetch_L2", instruments=[VerifyEach(contract=Geometry(grid=(1, 1, 1), block=(1, 1, 1)))],
+                    reproducer_dir=tmp_path).run(parse(a))
