@@ -13,17 +13,6 @@ from ptxopt.toolchain import compile_ptx
 
 SEEDS = range(3)
 
-# Classes whose fix is in another branch of issue 26 (the operand walker:
-# nested special registers, modular addresses, vec_ld widths; the launch: no
-# trust from a guess). Strict: each flips to a failure once fixed -- then drop it.
-NOT_YET_FIXED = {
-    "nested_sreg": "{%clock, %clock_hi} is read as a pure value (issue 26, class 2: the operand walker)",
-    "wrap_offset": "alias rules compare offsets as integers, not modulo 2**32 (issue 26, class 3)",
-    "mixed_width": "vec_ld merges u16 loads into registers of two widths (issue 26, open from round 2)",
-    "no_contract": "a guessed launch can say equal (issue 26, class 5)",
-}
-
-
 @pytest.mark.parametrize("cls", CLASSES)
 def test_cases_are_valid_ptx_and_deterministic(cls):
     for s in SEEDS:
@@ -35,18 +24,13 @@ def test_cases_are_valid_ptx_and_deterministic(cls):
         assert (c.candidate is None) != (not c.pipelines)
 
 
-@pytest.mark.parametrize("cls", [c for c in CLASSES if c not in NOT_YET_FIXED])
-def test_fixed_classes_have_no_findings(cls):
+@pytest.mark.parametrize("cls", CLASSES)
+def test_every_class_has_no_findings(cls):
+    """Every class of issue 26 is fixed: the campaign against 91cb30d found
+    each of them (see the closing note: seeds and counts), and none now."""
     for s in range(6):
         r = check_case(make_case(cls, s))
         assert not r.findings, "\n".join(map(str, r.findings))
-
-
-@pytest.mark.parametrize("cls", sorted(NOT_YET_FIXED))
-def test_open_classes_are_found(cls, request):
-    request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET_FIXED[cls]))
-    for s in SEEDS:
-        assert not check_case(make_case(cls, s)).findings
 
 
 def test_the_false_proof_oracle_can_fail(monkeypatch):
@@ -80,7 +64,7 @@ def test_the_hint_oracle_can_fail():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cls", [c for c in CLASSES if c not in NOT_YET_FIXED])
+@pytest.mark.parametrize("cls", CLASSES)
 def test_fixed_classes_campaign(cls):
     bad = [str(f) for s in range(6, 40) for f in check_case(make_case(cls, s)).findings]
     assert not bad, "\n".join(bad)

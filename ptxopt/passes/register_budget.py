@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
-from ptxopt.ir import Function, Module, ParenList, PerfDirective, Sym
+from ptxopt.ir import Function, Module, PerfDirective
+from ptxopt.operand_facts import facts
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import REGISTER_BUDGET
 
@@ -98,9 +99,8 @@ def setmaxnreg_user(fn: Function, module: Module | None = None) -> str | None:
                 return f.name
             if ins.opcode != "call":
                 continue
-            ops = [o for o in ins.operands if type(o) is not ParenList]
-            callee = ops[0] if ops else None
-            names = [callee.name] if type(callee) is Sym else list(funcs)  # indirect: any function
+            # the callee by name; an indirect call (no label naming a function) may reach any function
+            names = [n for n in facts(ins).labels if n in funcs] or list(funcs)
             for n in names:
                 if n in funcs and n not in seen:
                     seen.add(n)

@@ -31,7 +31,8 @@ from __future__ import annotations
 from ptxopt import opcodes
 from ptxopt.analysis.cfg import CFG
 from ptxopt.emit import format_instruction
-from ptxopt.ir import Block, Function, Instruction, Module, Reg, Vec
+from ptxopt.ir import Block, Function, Instruction, Module
+from ptxopt.operand_facts import reg_name, vector_items
 
 _VECTOR_ACCESSES = frozenset({"ld", "ldu", "st"})
 
@@ -52,7 +53,7 @@ def hints_only_legal(original: Module, candidate: Module) -> str | None:
         if changed is None:
             return f"{fn.name}: the instructions do not correspond one to one"
         vectors = [ins for ins in _instructions(fn.body) if ins.opcode in _VECTOR_ACCESSES
-                   and any(type(o) is Vec for o in ins.operands)]
+                   and any(vector_items(o) is not None for o in ins.operands)]
         if not changed and not vectors:
             continue
         cfg = CFG(fn)
@@ -90,13 +91,16 @@ def _changed_hints(original: Function | None, candidate: Function) -> set[int] |
 def _mixed_vector(cfg: CFG, vectors: list[Instruction]) -> str | None:
     for ins in vectors:
         for o in ins.operands:
-            if type(o) is not Vec:
+            items = vector_items(o)
+            if items is None:
                 continue
-            widths = {opcodes.TYPE_BITS.get(t) for i in o.items if type(i) is Reg
-                      and not opcodes.is_special_reg(i.name) and (t := cfg.reg_types.get(i.name))}
+            names = [reg_name(i) for i in items]
+            widths = {opcodes.TYPE_BITS.get(t) for n in names if n is not None
+                      and not opcodes.is_special_reg(n) and (t := cfg.reg_types.get(n))}
             widths.discard(None)
             if len(widths) > 1:
-                return (f"the vector {{{', '.join(i.name if type(i) is Reg else str(i) for i in o.items)}}} of `{ins.full_opcode}` mixes registers of "
+                shown = ", ".join(n if n is not None else str(i) for n, i in zip(names, items))
+                return (f"the vector {{{shown}}} of `{ins.full_opcode}` mixes registers of "
                         f"{' and '.join(str(w) for w in sorted(widths))} bits")
     return None
 

@@ -51,7 +51,7 @@ class Access:
     ``vector``: for a lane of a ``.v2``/``.v4`` access, ``(address node of
     the whole vector, total bytes, base operand, offset as written)``; None
     for scalars. ``base``/``offset``: the instruction's address operand as
-    written (base register or symbol, offset), for the alignment analysis."""
+    written (the walker's base ``(kind, name)`` and offset), for the alignment analysis."""
 
     kind: str  # "ld", "st" or "prefetch"
     space: str
@@ -264,7 +264,8 @@ class BlockExecutor:
             values = [self.val(i) for i in items]
         for lane, item in enumerate(items):
             addr = self.g.addr(bn[1], bn[2] + lane * size) if lane else base
-            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector, a.base, a.offset))
+            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector, (fa.kind, fa.name),
+                                        fa.offset))
             if store:
                 self.mem.store(key, space, addr, size, values[lane], guard)
             elif operand_facts.reg_name(item) is not None:
