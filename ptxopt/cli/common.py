@@ -306,6 +306,25 @@ def performance_launch(path: str, perf: dict, *, contract_file: str | None = Non
     return launch
 
 
+def with_performance(cand, path: str, perf: dict, contract_file: str | None = None):
+    """``cand`` with its performance launch: the ``--perf-*`` values in
+    ``perf`` over the contract file's ``"performance"`` (a PTX file's own
+    ``KERNEL.contract.json`` included), over a corpus kernel's manifest entry.
+    Unchanged when nothing gives one beyond the manifest (the evaluator reads
+    that itself)."""
+    from dataclasses import replace
+
+    from ptxopt.equivalence.launch import performance_of
+
+    given = any(perf.get(k) for k in ("perf_grid", "perf_block", "perf_shared_bytes", "perf_scalars"))
+    if cand.spec is not None and not given:
+        return cand
+    base = performance_of(cand.spec) if cand.spec is not None else None
+    launch = performance_launch(path if cand.spec is None else f"corpus:{cand.spec.id}", perf,
+                                contract_file=contract_file, entry=cand.entry, base=base)
+    return cand if launch is None else replace(cand, performance=launch)
+
+
 def with_contract(cand, path: str, contract: dict):
     """``cand`` (a PTX file's :class:`~ptxopt.evaluate.Candidate`) launched under
     its contract: ``contract`` holds the :func:`contract_options` values; the
@@ -349,4 +368,4 @@ __all__ = ["fail", "check_backend",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
-           "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract"]
+           "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]
