@@ -49,11 +49,20 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ptxopt.passes.families import PREFETCH, REORDER
+
 CLASSES = ("func_exit", "nested_sreg", "wrap_offset", "misaligned", "mixed_width", "hint_before_def",
            "no_contract")
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
-REORDERS = ("reorder_cp", "reorder_il", "reorder_lf", "reorder_sl")
+def _family(family: str) -> tuple[str, ...]:
+    """The named passes of one family, from the registry (no second list of pass names)."""
+    from ptxopt.passes.registry import get_pass_class, pass_names
+
+    return tuple(n for n in pass_names() if get_pass_class(n).family == family)
+
+
+REORDERS = _family(REORDER)
 TRUSTED = ("identical", "hints-only", "proved", "equal")
 
 
@@ -294,7 +303,7 @@ def make_case(cls: str, seed: int) -> Case:
         return Case(cls, seed, what, a, pipelines=("vec_ld",))
     if cls == "hint_before_def":
         a, what = _hint_before_def(rng)
-        return Case(cls, seed, what, a, pipelines=("prefetch_L1", "prefetch_L2"))
+        return Case(cls, seed, what, a, pipelines=_family(PREFETCH))
     if cls == "no_contract":
         a, b, what = _no_contract(rng)
         return Case(cls, seed, what, a, b, block=64, unchecked=True)
