@@ -21,7 +21,7 @@ What :func:`optimize` does, in order:
 5. establishes equivalence (:func:`check_equivalence`): ``identical`` (the
    printed module did not change), ``hints-only`` (it differs only in
    annotations the interpreter cannot observe: equal by construction),
-   ``proved`` (the translation validator :mod:`ptxopt.prove` showed every
+   ``proved`` (the translation validator :mod:`ptxopt.equivalence.prove` showed every
    entry equivalent for all inputs; ``prove=False`` skips it), otherwise
    the interpreter under the launch contract (``equal``, ``inconclusive``,
    ``differ``); ``verify=False`` skips both and says ``unchecked``.

@@ -93,7 +93,7 @@ def _scalars(items) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--prove", "prove", is_flag=True,
               help="First try to prove the two equivalent for all inputs (translation validation, "
-                   "ptxopt.prove): 'proved' exits 0 without running the interpreter; otherwise the "
+                   "ptxopt.equivalence.prove): 'proved' exits 0 without running the interpreter; otherwise the "
                    "prover's reason is shown and the interpreter decides as usual.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
                buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False):

@@ -101,7 +101,7 @@ class Settings:
     #: below this output coverage (or with regular launches the original could not run) "equal"
     #: becomes "inconclusive"; None: never (what ``ptxopt verify --min-coverage`` also defaults to)
     min_coverage: float | None = DEFAULT_MIN_COVERAGE
-    #: try the translation validator (:mod:`ptxopt.prove`) before the interpreter: a ``proved``
+    #: try the translation validator (:mod:`ptxopt.equivalence.prove`) before the interpreter: a ``proved``
     #: candidate skips the interpreter launches; otherwise the interpreter decides as before
     prove: bool = True
     #: ``latency`` (one warp, the published sm_89 measure) or ``throughput`` (the whole performance launch);

@@ -37,7 +37,7 @@ interpreter, on a real launch, says anything but ``equal``; a pass result is
 a finding when ptxas rejects it, the interpreter finds a difference (and a
 false proof too when the prover proves that result), an
 access left the timed region, or an inserted hint reads a register not
-defined on every path (:func:`ptxopt.prove.hints.hints_only_legal`); an
+defined on every path (:func:`ptxopt.equivalence.prove.hints.hints_only_legal`); an
 unchecked launch is a finding when it is trusted (``identical``,
 ``hints-only``, ``proved``, ``equal``) while a real launch tells the two
 apart. ``tests/test_fuzz_trust.py`` runs a few seeds per class;
@@ -343,7 +343,7 @@ def _check_pair(case: Case) -> list[Finding]:
         why = _differs(case, case.original, case.candidate)
         return [Finding(case.cls, case.seed, f"trusted without a contract ({verdict})",
                         f"{case.what}; a real launch: {why}")] if why else []
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     r = prove(case.original, case.candidate)
     if r.verdict != "proved":
@@ -370,7 +370,7 @@ def _memory_outside(text: str, marker: str) -> int:
 def _check_passes(case: Case) -> list[Finding]:
     from ptxopt import emit, parse
     from ptxopt.passmanager import PassManager
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.equivalence.prove.hints import hints_only_legal
     from ptxopt.toolchain import PtxasError, compile_ptx
 
     from ptxopt.equivalence.observable import observable_form
@@ -407,7 +407,7 @@ def _check_passes(case: Case) -> list[Finding]:
         diff = _differs(case, case.original, new)
         if diff:
             out.append(Finding(case.cls, case.seed, f"{p} changed the result", f"{case.what}: {diff}"))
-            from ptxopt.prove import prove
+            from ptxopt.equivalence.prove import prove
 
             if prove(case.original, text).verdict == "proved":
                 out.append(Finding(case.cls, case.seed, f"false proof of {p}'s result", f"{case.what}: {diff}"))

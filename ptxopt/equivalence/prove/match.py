@@ -6,7 +6,7 @@ at its entry in either kernel. The hypothesis at ``B``'s entry: both kernels
 hold the same value in every register of ``L(B)`` and the same memory (the
 ``livein``/``entry`` nodes are shared). Each block is then executed
 symbolically in both kernels (:mod:`.symexec`) and must end with every
-observable of :data:`ptxopt.prove.observables.OBSERVABLES` matched (the
+observable of :data:`ptxopt.equivalence.prove.observables.OBSERVABLES` matched (the
 table is the one list; in short):
 
 * the same terminator (opcode, targets, condition node): both take the same
@@ -46,10 +46,10 @@ from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
-from ptxopt.prove.memory import AliasOracle
-from ptxopt.prove.observables import BlockPair, first_mismatch
-from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.memory import AliasOracle
+from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
+from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
+from ptxopt.equivalence.prove.values import Graph
 
 
 @dataclass
@@ -163,7 +163,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
 
 def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
                    assume_align: int) -> str | None:
-    """The first observable (:data:`~ptxopt.prove.observables.OBSERVABLES`) that differs."""
+    """The first observable (:data:`~ptxopt.equivalence.prove.observables.OBSERVABLES`) that differs."""
     return first_mismatch(BlockPair(g, so, sc, blk, ro, rc, assume_align, fault_check))
 
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 from ptxopt.ir import Decl, Function, Module
 from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
-from ptxopt.prove.match import FunctionDetail, prove_function, same_declarations
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
+from ptxopt.equivalence.prove.values import Graph
 
 VERDICTS = ("proved", "inconclusive", "differ")
 
@@ -47,7 +47,7 @@ VERDICTS = ("proved", "inconclusive", "differ")
 @dataclass
 class ProveResult:
     """What :func:`prove` found. ``functions`` has one
-    :class:`~ptxopt.prove.match.FunctionDetail` per function compared (with
+    :class:`~ptxopt.equivalence.prove.match.FunctionDetail` per function compared (with
     per-block detail); ``seconds`` is the wall time taken."""
 
     verdict: str
