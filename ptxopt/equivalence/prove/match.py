@@ -45,6 +45,7 @@ from ptxopt import opcodes
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.equivalence.prove.memory import AliasOracle
 from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
@@ -63,7 +64,7 @@ class BlockDetail:
 @dataclass
 class FunctionDetail:
     name: str
-    verdict: str  # "proved" or "inconclusive"
+    verdict: str  # Verdict.PROVED or Verdict.INCONCLUSIVE
     reason: str
     blocks: list[BlockDetail]
 
@@ -123,7 +124,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
     so, sc = _Side(fo, mo, graph, oracle), _Side(fc, mc, graph, oracle)
 
     def fail(reason: str, blocks=()) -> FunctionDetail:
-        return FunctionDetail(name, "inconclusive", reason, list(blocks))
+        return FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks))
 
     if so.shadowed() or sc.shadowed():
         return fail("a nested { } scope redeclares a register name (not modelled)")
@@ -158,7 +159,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
         if why is not None:
             return fail(f"block {x.index} ({x.label or 'entry'}): {why}", details)
     n = len(bo)
-    return FunctionDetail(name, "proved", f"{n} block{'s' if n != 1 else ''} matched", details)
+    return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched", details)
 
 
 def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
