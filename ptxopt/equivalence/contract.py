@@ -296,6 +296,18 @@ class Contracts:
         return bool(self.items)
 
 
+def _contract_file(ptx_path, contract_file, auto: bool):
+    """``--contract`` FILE, else ``KERNEL.contract.json`` next to a PTX file
+    (when ``auto`` and it exists); None for neither."""
+    if contract_file:
+        return contract_file
+    if auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
+        cand = contract_path_for(ptx_path)
+        if cand.is_file():
+            return cand
+    return None
+
+
 def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None = None,
                       grid: str | tuple | None = None, block: str | tuple | None = None,
                       shared_bytes: int | None = None, scalars=(), buffer_bytes: int | None = None,
@@ -304,13 +316,8 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
     next to ``ptx_path`` (when ``auto``), with ``grid``/``block``/
     ``shared_bytes``/``scalars`` options overriding their fields. Options
     without a file need both ``grid`` and ``block`` (origin ``options``)."""
-    items: list[Launch] = []
-    if contract_file:
-        items = load_contract_file(contract_file)
-    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
-        cand = contract_path_for(ptx_path)
-        if cand.is_file():
-            items = load_contract_file(cand)
+    path = _contract_file(ptx_path, contract_file, auto)
+    items: list[Launch] = load_contract_file(path) if path is not None else []
     g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--grid")
     b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--block")
     sc = scalars if isinstance(scalars, dict) else parse_scalars(scalars)
@@ -345,13 +352,8 @@ def resolve_performance(ptx_path: str | None = None, *, contract_file: str | Non
     ...) override its fields. Options alone (origin ``options``) need
     ``block``; without ``grid`` the grid is unknown. ``entry`` picks one
     entry's launch from a file with several. None when nothing gives one."""
-    found: list[Launch] = []
-    if contract_file:
-        found = load_performance_file(contract_file)
-    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
-        cand = contract_path_for(ptx_path)
-        if cand.is_file():
-            found = load_performance_file(cand)
+    path = _contract_file(ptx_path, contract_file, auto)
+    found: list[Launch] = load_performance_file(path) if path is not None else []
     known = _for_entry(found, entry) if found else base
     g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--perf-grid")
     b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--perf-block")
