@@ -17,7 +17,7 @@ import sys
 import click
 
 from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -71,7 +71,7 @@ class _Group(click.Group):
             sys.exit(BAD_INPUT)
         except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
-            sys.exit(BAD_INPUT)
+            sys.exit(TOOLCHAIN if getattr(e, "transient", False) else BAD_INPUT)  # a crashed tool: not bad input
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
             sys.exit(CHECK_FAILED)

@@ -217,9 +217,19 @@ def report_unsaved(path) -> None:
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
         click.echo(f"ptxopt: note: the evaluation cache {path} was locked by another process; results it could not "
                    f"take are kept beside it in {files[0].name}{more} and merged in by the next run", err=True)
+def _bound_children(ctx, param, value):
+    """``--timeout`` also caps every child process (ptxas, nvdisasm, the locator's probes) for the command."""
+    if value is not None:
+        from ptxopt.toolchain.process import set_time_limit
+
+        set_time_limit(value)
+        ctx.call_on_close(lambda: set_time_limit(None))
+    return value
+
+
 timeout_option = click.option(
-    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1),
-    help="Seconds one candidate may take.")
+    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1), callback=_bound_children,
+    help="Seconds one candidate may take (and any one ptxas or nvdisasm run).")
 arch_option = click.option(
     "--arch", default=None, metavar="SM",
     help=f"Target architecture for ptxas and the model [default: each kernel's own .target, else {DEFAULT_ARCH}].")

@@ -91,6 +91,7 @@ class KernelResult:
     note: str | None = None
     error: str | None = None
     bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
+    toolchain: bool = False  # ptxas/nvdisasm failed on their own (crash, out of memory, hang): nothing cached
     steps: list[Step] = field(default_factory=list, repr=False)
 
     @property
@@ -162,8 +163,14 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
         res.coverage, res.launch = best.coverage, best.launch
     res.note = "; ".join(filter(None, [out.note, guard, meter.unchecked_note()])) or None
+    transient = res.failures.get("toolchain", 0)
+    if transient and out.baseline.ok:  # the search may have missed a better pipeline: say so, exit 5
+        res.toolchain = True
+        res.note = "; ".join(filter(None, [res.note, f"{transient} candidate(s) hit a toolchain failure (a crash, "
+                                                       "out of memory, a hang); not cached: run again"]))
     if not out.baseline.ok:
         res.bad_input = bool(out.baseline.bad_input)
+        res.toolchain = out.baseline.status == "toolchain"
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
     res.wall_s = time.perf_counter() - t0
