@@ -272,7 +272,9 @@ def pending_files(path: str | Path) -> list[Path]:
 
 
 class EvalCache:
-    """One connection to the cache file; open one per process (not shared across fork).
+    """One connection to the cache file, per process: a cache opened before a
+    fork never uses, commits through or closes the parent's connection in the
+    child (:mod:`ptxopt.forksafe`); the child's first use opens its own.
 
     Reads never fail: a row that cannot be decoded is a miss (and is rewritten
     by the next :meth:`put`). Writes never lose a result: one that cannot be
@@ -293,7 +295,39 @@ class EvalCache:
         self.aliases: list[tuple[str, str]] = []
         self.saved_pending: Path | None = None
         self.notes = notes if notes is not None else []
-        self.db = None
+        self._db = None
+        self._reopen = False  # a forked child: open a connection of its own when next needed
+        self._open(busy_timeout)
+        from ptxopt.forksafe import track
+
+        track(self)
+
+    @property
+    def db(self):
+        if self._db is None and self._reopen:  # in a forked child, first use: a connection of its own
+            self._reopen = False
+            self._open(self._wait())
+        return self._db
+
+    @db.setter
+    def db(self, value) -> None:
+        self._db = value
+
+    def abandon_inherited(self) -> None:
+        """In a forked child (:mod:`ptxopt.forksafe`): never touch the parent's
+        connection again. What the parent had not committed yet is the
+        parent's to commit; this process's own use opens a fresh connection."""
+        if self._db is None:
+            return
+        from ptxopt.forksafe import abandon
+
+        abandon(self._db)
+        self._db = None
+        self._reopen = True
+        self.pid = os.getpid()
+        self.pending, self.aliases = [], []
+
+    def _open(self, busy_timeout: float) -> None:
         why = _sqlite_header_problem(self.path)
         if why is not None:
             raise _unusable(self.path, why)
@@ -516,7 +550,8 @@ class EvalCache:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
-        if self.db is None:
+        self._reopen = False  # a forked child that never used the cache: nothing to open, nothing to close
+        if self._db is None:
             return
         if (self.pending or self.aliases) and os.getpid() == self.pid:
             self._set_busy(self._wait())
