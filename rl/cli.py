@@ -18,7 +18,6 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                cache_option, check_arch, check_backend, objective_option, output_dir, output_file, prepare_cache,
                                stdin_once)
 from ptxopt.cli.common import fail as _fail
-from ptxopt.cli.exitcodes import INTERRUPTED
 
 _POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
 _NON_NEGATIVE = FiniteFloat(0)
@@ -159,9 +158,11 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                        interrupted=True)
             write_summary(out, doc)
         kept = f"policy of epoch {e.epochs_done}: {e.path}" if e.path else f"no GRPO epoch finished; BC: {bc_path}"
-        click.echo(f"ptxopt: interrupted after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
+        from ptxopt.cli import termination
+
+        click.echo(f"ptxopt: {termination.word()} after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
                    f"{out / 'train.json'}", err=True)
-        sys.exit(INTERRUPTED)
+        sys.exit(termination.interrupted_code())
     doc.update(grpo_kernels=train_kernels, grpo=rows, epochs=cfg.epochs, epochs_done=cfg.epochs, interrupted=False)
     write_summary(out, doc)
     click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")

@@ -74,15 +74,17 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @contextmanager
 def shielded():
-    """A second Ctrl-C while what finished is being written is ignored (main thread only)."""
+    """A second Ctrl-C or SIGTERM while what finished is being written is ignored (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # SIGTERM takes the Ctrl-C path (ptxopt.cli.termination)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
 
 
 def group_advantages(returns: Sequence[Sequence[float]]) -> list[np.ndarray]:

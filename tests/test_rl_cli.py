@@ -294,8 +294,11 @@ def test_interrupted_grpo_keeps_the_finished_epochs(bc_ckpt, cache, tmp_path, tr
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories):
-    """The same with a real SIGINT to a ``ptxopt train`` process group."""
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories, signame,
+                                                               code):
+    """The same with a real SIGINT to a ``ptxopt train`` process group; SIGTERM
+    (``timeout``, ``docker stop``: the parent alone) takes the same path, exit 143."""
     import os
     import signal
     import subprocess
@@ -311,13 +314,13 @@ def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, t
     try:
         for line in proc.stdout:
             if line.startswith("epoch 1/"):
-                os.killpg(proc.pid, signal.SIGINT)
+                (os.killpg if signame == "SIGINT" else os.kill)(proc.pid, getattr(signal, signame))
                 break
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "Traceback" not in err
     doc = json.loads((out / "train.json").read_text())
     assert doc["interrupted"] is True and doc["epochs_done"] >= 1 and len(doc["grpo"]) == doc["epochs_done"]

@@ -97,3 +97,33 @@ def test_ctrl_c_exits_130_without_a_worker_traceback(tmp_path, delay):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1].startswith("ptxopt: interrupted after"), err
     assert _gone_within(workers, 5)
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["parent", "group"])
+def test_sigterm_takes_the_ctrl_c_path_and_exits_143(tmp_path, to_group):
+    """``timeout``/``docker stop`` signal the parent alone, a batch scheduler the
+    whole group: either way what finished is written (``--json``) and the exit
+    code is the table's ``terminated``."""
+    out = tmp_path / "out.json"
+    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile", "-j", "2", "-q",
+                             "--cache", str(tmp_path / "eval.sqlite"), "--json", str(out)], cwd=ROOT,
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(workers := _workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        time.sleep(1.0)
+        (os.killpg if to_group else os.kill)(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    from ptxopt.cli.exitcodes import TERMINATED
+
+    assert proc.returncode == TERMINATED == 143, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("ptxopt: terminated (SIGTERM) after"), err
+    import json
+
+    assert json.loads(out.read_text())["interrupted"] is True
+    assert _gone_within(workers, 5)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli.exitcodes import INTERRUPTED, OK, TOOLCHAIN, result_code, worst
+from ptxopt.cli.exitcodes import OK, TOOLCHAIN, result_code, worst
 
 
 def _fmt(x, spec=".0f", none="-") -> str:
@@ -82,9 +82,11 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
             click.echo(f"ptxopt: {r.kernel}: {r.failures.get('toolchain', 0)} candidate(s) hit a toolchain failure "
                        "(a crash, out of memory, a hang); not cached: run again", err=True)
     if interrupted:
-        click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
+        from ptxopt.cli import termination
+
+        click.echo(f"ptxopt: {termination.word()} after {len(results)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
-        return INTERRUPTED
+        return termination.interrupted_code()
     return worst([result_code(r.bad_input, "toolchain" if r.toolchain else None) for r in results if r.error]
                  + [TOOLCHAIN for r in results if r.toolchain] or [OK])
 
