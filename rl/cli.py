@@ -114,7 +114,9 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                          progress=lambda i, n, k: click.echo(f"[{i}/{n}] {k}", err=True))
         print_comparison(result)
         if json_out:
-            Path(json_out).write_text(json.dumps(result, indent=2) + "\n")
+            from ptxopt.outputs import write_atomic
+
+            write_atomic(json_out, json.dumps(result, indent=2) + "\n")
         return
 
     trajs = list(trajectories) or [DEFAULT_TRAJECTORIES]
@@ -126,6 +128,10 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                  "families": fams}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from ptxopt.outputs import StreamLock
+
+    # two live runs into one --out would mix their grpo_log.csv: the second is refused, before any work
+    click.get_current_context().call_on_close(StreamLock(out / "grpo_log.csv").release)
     if checkpoint and not bc_only:
         bc_path = Path(checkpoint)
     else:

@@ -335,3 +335,15 @@ def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories
     line = one_line_error(run("train", "--quick", "--trajectories", trajectories, "--out", tmp_path / "o",
                               "--cache", bad), "cannot be used")
     assert "--fresh-cache" not in line and not (tmp_path / "o" / "bc.pt").exists()
+
+
+def test_two_trainings_cannot_share_an_out_folder(tmp_path, trajectories):
+    """A live run holds --out's grpo_log.csv: a second one is refused before any work (no mixed log)."""
+    from ptxopt.outputs import StreamLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with StreamLock(out / "grpo_log.csv"):
+        r = run("train", "--bc-only", "--trajectories", trajectories, "--out", out)
+    assert r.exit_code == 2, r.output
+    assert "being written by another running ptxopt" in r.stderr and not (out / "bc.pt").exists()

@@ -443,8 +443,9 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                 click.echo(f"ptxopt: note: pass '{r.name}' reverted: {r.reverted}", err=True)
     text = emit(result.module)
     if output:
-        with open(output, "w") as f:
-            f.write(text)
+        from ptxopt.outputs import write_atomic
+
+        write_atomic(output, text)
     if as_json:
         doc = {"file": src.name, **result.to_json()}
         if verifier is not None:

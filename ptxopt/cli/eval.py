@@ -153,8 +153,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         for r in failed:
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
-    report_unsaved(cache)
-    sys.exit(worst([result_code(r.bad_input, r.status) for r in failed] or [OK]))
+    lost = report_unsaved(cache)
+    sys.exit(worst([result_code(r.bad_input, r.status) for r in failed] + [lost]))
 
 
 def _with_progress(candidates, workers, cache, options):
