@@ -36,9 +36,10 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
         "observation_names": observation_names(),
         "meta": dict(meta or {}),
     }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)  # never a half-written checkpoint
+    from ptxopt.outputs import atomic_path
+
+    with atomic_path(path) as tmp:  # never a half-written checkpoint; a full disk keeps the previous one
+        torch.save(doc, tmp)
     return path
 
 

@@ -17,7 +17,7 @@ import sys
 import click
 
 from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -32,6 +32,9 @@ class _Group(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        from ptxopt.cli import termination
+
+        termination.install()  # SIGTERM takes the Ctrl-C path (what finished is written), exit 143
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as e:  # one line instead of click's usage block
@@ -42,8 +45,8 @@ class _Group(click.Group):
             e.show()
             sys.exit(e.exit_code)
         except click.exceptions.Abort:
-            click.echo("ptxopt: interrupted", err=True)
-            sys.exit(INTERRUPTED)
+            click.echo(f"ptxopt: {termination.word()}", err=True)
+            sys.exit(termination.interrupted_code())
         sys.exit(rv if isinstance(rv, int) else OK)
 
     # the commands of the layers above (ptxopt.plugins) are added on first need: listing the
@@ -71,7 +74,7 @@ class _Group(click.Group):
             sys.exit(BAD_INPUT)
         except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
-            sys.exit(BAD_INPUT)
+            sys.exit(TOOLCHAIN if getattr(e, "transient", False) else BAD_INPUT)  # a crashed tool: not bad input
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
             sys.exit(CHECK_FAILED)
@@ -82,8 +85,10 @@ class _Group(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(OK)
         except KeyboardInterrupt:
-            click.echo("ptxopt: interrupted", err=True)
-            sys.exit(INTERRUPTED)
+            from ptxopt.cli import termination
+
+            click.echo(f"ptxopt: {termination.word()}", err=True)
+            sys.exit(termination.interrupted_code())
         except Exception as e:  # a bug: keep it to one line unless debugging
             if os.environ.get("PTXOPT_DEBUG"):
                 raise
@@ -446,8 +451,9 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
         _compile_check(text, result.module, arch, src)
     if output:
-        with open(output, "w") as f:
-            f.write(text)
+        from ptxopt.outputs import write_atomic
+
+        write_atomic(output, text)
     if as_json:
         doc = {"file": src.name, **result.to_json()}
         if verifier is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli.exitcodes import BAD_INPUT
+from ptxopt.cli.exitcodes import BAD_INPUT, OK
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
@@ -207,19 +207,42 @@ def prepare_cache(path, fresh: bool | None) -> None:
         click.echo(f"ptxopt: note: {n}", err=True)
 
 
-def report_unsaved(path) -> None:
+def report_unsaved(path) -> int:
     """After the work: say where results are that could not be written to the
-    cache at ``path`` (another process held its lock), so none looks lost."""
-    from ptxopt.evaluate.cache import pending_files
+    cache at ``path`` (its lock was held, or the disk is full), so none looks
+    lost -- the "kept beside it" note only when such a file holds them; and
+    when some could not be kept anywhere, say so: ``cache not writable``, exit 2.
+    Returns the exit code this adds (0 or 2)."""
+    from ptxopt.evaluate.cache import pending_files, unsaved, write_error
 
-    files = pending_files(path) if path is not None else []
+    if path is None:
+        return OK
+    files = pending_files(path)
+    why = write_error(path)
     if files:
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        click.echo(f"ptxopt: note: the evaluation cache {path} was locked by another process; results it could not "
+        because = f"could not be written ({why})" if why else "was locked by another process"
+        click.echo(f"ptxopt: note: the evaluation cache {path} {because}; results it could not "
                    f"take are kept beside it in {files[0].name}{more} and merged in by the next run", err=True)
+    lost = unsaved(path)
+    if lost:
+        click.echo(f"ptxopt: error: cache not writable: {path}: {lost[0]} result(s) could not be saved "
+                   f"({why or 'the write failed'}; nor beside it: {lost[1]})", err=True)
+        return BAD_INPUT
+    return OK
+def _bound_children(ctx, param, value):
+    """``--timeout`` also caps every child process (ptxas, nvdisasm, the locator's probes) for the command."""
+    if value is not None:
+        from ptxopt.toolchain.process import set_time_limit
+
+        set_time_limit(value)
+        ctx.call_on_close(lambda: set_time_limit(None))
+    return value
+
+
 timeout_option = click.option(
-    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1),
-    help="Seconds one candidate may take.")
+    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1), callback=_bound_children,
+    help="Seconds one candidate may take (and any one ptxas or nvdisasm run).")
 arch_option = click.option(
     "--arch", default=None, metavar="SM",
     help=f"Target architecture for ptxas and the model [default: each kernel's own .target, else {DEFAULT_ARCH}].")

@@ -41,7 +41,7 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
-from ptxopt.cli.exitcodes import BAD_INPUT
+from ptxopt.cli.exitcodes import BAD_INPUT, worst
 
 
 def _budget(value: str | None):
@@ -221,8 +221,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
                               quiet=quiet, target=target, on_results=on_results)
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
-    report_unsaved(cache)
-    sys.exit(code)
+    sys.exit(worst([code, report_unsaved(cache)]))
 
 
 def _triton_cache(target: str, kernel: str | None, contract: dict):

@@ -168,12 +168,13 @@ def _with_sass_count(m: Measurement, w: Work) -> Measurement:
 
 
 def _backend_failure(w: Work, e: BaseException) -> None:
-    from ptxopt.toolchain import ToolchainError, ToolchainTimeout
+    from ptxopt.toolchain import ToolchainError, is_transient
 
-    if isinstance(e, CandidateTimeout) or isinstance(e, ToolchainTimeout):
+    if is_transient(e):  # nvdisasm crashed, ran out of memory or hung: never cached, never 'unsupported'
+        w.finish("toolchain", error=f"measuring: {one_line(e)}", cacheable=False)
+    elif isinstance(e, CandidateTimeout):
         w.timings["limit"] = w.settings.timeout or 0
-        w.finish("timeout", error=f"measuring took too long: {one_line(e)}" if not isinstance(e, CandidateTimeout)
-                 else f"measuring took longer than {w.settings.timeout:g} s")
+        w.finish("timeout", error=f"measuring took longer than {w.settings.timeout:g} s")
     elif isinstance(e, MeasureError):
         w.finish(e.category, error=one_line(e))
     elif isinstance(e, BackendUnavailable):

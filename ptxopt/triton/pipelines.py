@@ -85,8 +85,9 @@ def write_pipelines(path: str | Path, kernels: list[TunedKernel], **meta) -> Pat
         seen[k.key] = k
     doc = {"format": FORMAT, "ptxopt": __version__, **meta,
            "kernels": [asdict(seen[key]) for key in sorted(seen)]}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    return path
+    from ptxopt.outputs import write_atomic
+
+    return write_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
 
 
 def read_pipelines(path: str | Path) -> PipelineTable:
