@@ -36,7 +36,7 @@ from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                perf_launch_options, with_contract, with_performance)
-from ptxopt.cli.exitcodes import BAD_INPUT, OK, result_code, worst
+from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
 from ptxopt.cli.common import fail as _fail
 
 
