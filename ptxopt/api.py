@@ -268,7 +268,7 @@ def _alternatives(contract, module: Module):
     """``entry -> [Launch, ...]``: the check launches to try for each entry
     (see :func:`optimize`'s ``contract``)."""
     from ptxopt.equivalence.contract import Contracts
-    from ptxopt.equivalence.instrument import check_launch
+    from ptxopt.equivalence.contract import check_launch
     from ptxopt.equivalence.launch import as_launch
 
     given = list(contract) if isinstance(contract, (list, tuple)) else [contract]

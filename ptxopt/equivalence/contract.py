@@ -409,6 +409,30 @@ def check_performance(launch: Launch, fn) -> Launch:
     return launch if launch.entry == fn.name else launch.with_entry(fn.name)
 
 
-__all__ = ["Contracts", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",
+def check_launch(module: Module, entry: str, contracts=None) -> Launch:
+    """The check launch of ``entry``: the one ``contracts`` gives (fitted to
+    the entry's parameters), else its corpus manifest entry's, else one
+    inferred from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`). A
+    contract that does not fit is bad input
+    (:class:`~ptxopt.passmanager.InputRejected`)."""
+    from ptxopt.equivalence.infer import infer_launch
+    from ptxopt.passmanager import InputRejected
+    from ptxopt.equivalence.interpret import spec_for
+    from ptxopt.equivalence.launch import from_spec
+    from ptxopt.interp import Program
+
+    given = contracts.for_entry(entry) if contracts else None
+    if given is not None:
+        try:
+            return given.fit([p.name for p in Program(module).kernel_params(entry)])
+        except ContractError as e:
+            raise InputRejected(str(e)) from None
+    spec = spec_for(Program(module), entry)
+    if spec is not None:
+        return from_spec(spec)
+    return infer_launch(next(f for f in module.entries if f.name == entry))
+
+
+__all__ = ["Contracts", "check_launch", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",
            "contract_path_for", "load_contract_file", "load_performance_file", "parse_dim3", "parse_scalars",
            "performance_from_json", "resolve_contracts", "resolve_performance"]
