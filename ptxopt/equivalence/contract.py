@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ptxopt.equivalence.launch import ContractError, Launch, Origin, Role
+from ptxopt.ir import Module
 
 CONTRACT_SUFFIX = ".contract.json"
 
