@@ -431,7 +431,7 @@ def check_launch(module: Module, entry: str, contracts=None) -> Launch:
     spec = spec_for(Program(module), entry)
     if spec is not None:
         return from_spec(spec)
-    return infer_launch(next(f for f in module.entries if f.name == entry))
+    return infer_launch(next(f for f in module.entries if f.name == entry), module)
 
 
 __all__ = ["Contracts", "check_launch", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",

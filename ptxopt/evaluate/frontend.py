@@ -174,7 +174,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     if given is None:
         w.spec = _spec_for(orig, w.entry)
     w.check = given or (from_spec(w.spec) if w.spec is not None else
-                        infer_launch(next(f for f in orig.module.entries if f.name == w.entry)))
+                        infer_launch(next(f for f in orig.module.entries if f.name == w.entry), orig.module))
     w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check, w.performance), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
