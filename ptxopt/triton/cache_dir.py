@@ -24,6 +24,7 @@ hook, or with it on and nothing chosen.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def scan(path: str | Path) -> tuple[list[CachedKernel], list[str]]:
         if js.name.startswith("__grp__"):
             continue
         ptx_path = js.with_suffix(".ptx")
+        links = [q for q in (js.parent, js, ptx_path) if q.is_symlink()]
+        if links:  # Triton writes plain files: a link may lead anywhere (another kernel, a file not PTX)
+            skipped.append(f"{links[0]}: a symbolic link (to {os.readlink(links[0])}), not a cache entry Triton "
+                           "wrote; skipped")
+            continue
         md = _metadata(js)
         if md is None or not ptx_path.is_file():
             continue
