@@ -161,6 +161,13 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
+    from ptxopt.parser import expected_text
+
+    if not isinstance(ptx, str):
+        raise TypeError(expected_text("optimize()", ptx))
+    if not isinstance(pipeline, (str, Pipeline)):
+        raise TypeError(f"optimize() takes the pipeline as a str such as 'vec_ld,maxnreg_128' or a Pipeline, "
+                        f"not {type(pipeline).__name__}")
     t0 = time.perf_counter()
     pipe = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
     module = parse(ptx, filename)

@@ -479,10 +479,17 @@ def _get_parser() -> tuple[Lark, _Builder]:
     return _parser, _builder
 
 
+def expected_text(what: str, value) -> str:
+    """The TypeError message of an API that takes PTX text and got ``value``."""
+    hint = ("; decode it first (data.decode('utf-8')), or use ptxopt.parse_bytes() or ptxopt.parse_file()"
+            if isinstance(value, (bytes, bytearray)) else "")
+    return f"{what} takes the PTX text as str, not {type(value).__name__}{hint}"
+
+
 def parse(text: str, filename: str = "<input>") -> Module:
     """Parse PTX source into a :class:`Module`; raise :class:`ParseError`."""
     if not isinstance(text, str):
-        raise TypeError("parse() takes str; decode bytes with parse_bytes()")
+        raise TypeError(expected_text("parse()", text))
     parser, b = _get_parser()
     with _lock:
         b.reset()
@@ -555,6 +562,10 @@ def _rewrite_syms(block: Block, names: set[str]) -> None:
 
 def parse_bytes(data: bytes, filename: str = "<input>") -> Module:
     """Decode and parse; binary or non-UTF-8 input is a ParseError, not a crash."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"parse_bytes() takes bytes, not {type(data).__name__}"
+                        + ("; use ptxopt.parse() for text" if isinstance(data, str) else ""))
+    data = bytes(data)
     if b"\x00" in data[:65536]:
         raise ParseError("not a text file (it contains NUL bytes)", 1, 1, filename)
     try:

@@ -33,6 +33,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ptxopt import jsontext
 from ptxopt.equivalence.launch import ContractError, Launch, Origin
 
 CONTRACT_SUFFIX = ".contract.json"
@@ -163,7 +164,9 @@ def load_contract_file(path: str | Path) -> list[Launch]:
     """Every contract in a contract file (one object, a list, or ``{"kernels": [...]}``)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = jsontext.loads(path.read_bytes())  # a BOM accepted; nesting past the limit: invalid JSON
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{path}: not UTF-8 text ({e.reason})") from None
     except OSError as e:
         raise ContractError(f"cannot read contract {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
