@@ -143,3 +143,15 @@ def test_two_live_runs_cannot_share_a_record_file(tmp_path):
     with pytest.raises(OutputNotWritable, match="being written by another"), StreamLock(rec):
         StreamLock(rec)
     assert not Path(f"{rec}.lock").exists()
+
+
+def test_a_file_size_limit_is_not_a_damaged_cache(tmp_path):
+    """EFBIG on a new cache: 'cache not writable', nothing moved aside (it used to be 'damaged')."""
+    code = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+            "from ptxopt.evaluate.cache import check_cache, CacheError\n"
+            "try:\n    check_cache(sys.argv[1], fresh=True)\nexcept CacheError as e:\n"
+            "    print(e, e.unwritable)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c.sqlite")], capture_output=True, text=True,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert r.stdout.startswith(f"cache not writable: {tmp_path / 'c.sqlite'}") and "True" in r.stdout, r.stdout
+    assert not any("unusable" in p.name for p in tmp_path.iterdir())
