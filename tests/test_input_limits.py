@@ -94,3 +94,16 @@ def test_a_pipeline_has_a_length_cap():
 def test_the_library_says_what_type_it_takes(call, words):
     with pytest.raises(TypeError, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_ptx_nested_too_deeply_is_reported_where_the_limit_is_passed():
+    """Blocks reduce innermost first: the error used to name a line 100 levels above the innermost one."""
+    from ptxopt.parser import MAX_NESTING, ParseError
+
+    n = 20_000
+    head = ".version 8.8\n.target sm_89\n.address_size 64\n\n.visible .entry k()\n{\n"  # the body: line 6
+    text = head + "// { not a block\n" + "{\n" * n + "}\n" * n + "ret;\n}\n"
+    with pytest.raises(ParseError) as err:
+        ptxopt.parse(text)
+    assert "nested deeper than" in err.value.message
+    assert (err.value.line, err.value.column) == (7 + MAX_NESTING, 1)  # the brace that opens level MAX_NESTING + 1
