@@ -107,3 +107,13 @@ def test_ptx_nested_too_deeply_is_reported_where_the_limit_is_passed():
         ptxopt.parse(text)
     assert "nested deeper than" in err.value.message
     assert (err.value.line, err.value.column) == (7 + MAX_NESTING, 1)  # the brace that opens level MAX_NESTING + 1
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: __import__("ptxopt.evaluate", fromlist=["evaluate"]).evaluate(None), "Candidate() takes the PTX text"),
+    (lambda: Candidate(".version 8.8", pipeline=3), "Candidate() takes the pipeline as a str"),
+    (lambda: ptxopt.emit(None), "emit() takes a Module"),
+])
+def test_the_evaluator_and_printer_say_what_type_they_take(call, words):
+    with pytest.raises(TypeError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        call()
