@@ -21,7 +21,7 @@ What :func:`optimize` does, in order:
 5. establishes equivalence (:func:`check_equivalence`): ``identical`` (the
    printed module did not change), ``hints-only`` (it differs only in
    annotations the interpreter cannot observe: equal by construction),
-   ``proved`` (the translation validator :mod:`ptxopt.prove` showed every
+   ``proved`` (the translation validator :mod:`ptxopt.equivalence.prove` showed every
    entry equivalent for all inputs; ``prove=False`` skips it), otherwise
    the interpreter under the launch contract (``equal``, ``inconclusive``,
    ``differ``); ``verify=False`` skips both and says ``unchecked``.
@@ -268,11 +268,12 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:
-    from ptxopt.equivalence.decision import HINTS_NOTE
-    from ptxopt.equivalence.observable import observable_form
+    """verify=False: only the hints-only shortcut (with its well-formedness rule), nothing run."""
+    from ptxopt.equivalence.decision import hints_only
 
-    if observable_form(original) == observable_form(transformed):
-        return Verdict.HINTS_ONLY, HINTS_NOTE
+    d = hints_only(original, transformed)
+    if d is not None:
+        return d.verdict, d.note
     return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
 
 
@@ -280,7 +281,7 @@ def _alternatives(contract, module: Module):
     """``entry -> [Launch, ...]``: the check launches to try for each entry
     (see :func:`optimize`'s ``contract``)."""
     from ptxopt.equivalence.contract import Contracts
-    from ptxopt.equivalence.instrument import check_launch
+    from ptxopt.equivalence.contract import check_launch
     from ptxopt.equivalence.launch import as_launch
 
     given = list(contract) if isinstance(contract, (list, tuple)) else [contract]

@@ -317,6 +317,47 @@ def perf_launch_options(f):
     return f
 
 
+def performance_launch(path: str, perf: dict, *, contract_file: str | None = None, entry: str | None = None,
+                       base=None, fn=None):
+    """The performance launch (role ``performance``) for ``path`` from the
+    :func:`perf_launch_options` values in ``perf`` (``perf_grid``, ``perf_block``,
+    ``perf_shared_bytes``, ``perf_scalars``) over the contract file's
+    ``"performance"`` entry, else ``base`` (a corpus kernel's manifest entry):
+    :func:`ptxopt.equivalence.contract.resolve_performance`. With ``fn`` (the
+    entry's IR function) it must fit the entry (:func:`~ptxopt.equivalence.contract.check_performance`).
+    None when nothing gives one; a bad one fails (exit 2, one line)."""
+    from ptxopt.equivalence.contract import ContractError, check_performance, resolve_performance
+
+    try:
+        launch = resolve_performance(path, contract_file=contract_file, grid=perf.get("perf_grid"),
+                                     block=perf.get("perf_block"), shared_bytes=perf.get("perf_shared_bytes"),
+                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base)
+        if launch is not None and fn is not None:
+            launch = check_performance(launch, fn)
+    except ContractError as e:
+        fail(f"{path}: {e}" if not str(e).startswith(str(path)) else str(e))
+    return launch
+
+
+def with_performance(cand, path: str, perf: dict, contract_file: str | None = None):
+    """``cand`` with its performance launch: the ``--perf-*`` values in
+    ``perf`` over the contract file's ``"performance"`` (a PTX file's own
+    ``KERNEL.contract.json`` included), over a corpus kernel's manifest entry.
+    Unchanged when nothing gives one beyond the manifest (the evaluator reads
+    that itself)."""
+    from dataclasses import replace
+
+    from ptxopt.equivalence.launch import performance_of
+
+    given = any(perf.get(k) for k in ("perf_grid", "perf_block", "perf_shared_bytes", "perf_scalars"))
+    if cand.spec is not None and not given:
+        return cand
+    base = performance_of(cand.spec) if cand.spec is not None else None
+    launch = performance_launch(path if cand.spec is None else f"corpus:{cand.spec.id}", perf,
+                                contract_file=contract_file, entry=cand.entry, base=base)
+    return cand if launch is None else replace(cand, performance=launch)
+
+
 def with_contract(cand, path: str, contract: dict):
     """``cand`` (a PTX file's :class:`~ptxopt.evaluate.Candidate`) launched under
     its contract: ``contract`` holds the :func:`contract_options` values; the
@@ -360,5 +401,5 @@ __all__ = ["fail", "check_backend",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "toolchain_problem",
            "backend_option",
-           "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option", "allow_unchecked_option",
-           "contract_options", "perf_launch_options", "with_contract"]
+           "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
+           "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]

@@ -39,7 +39,7 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                objective_option, output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
-                               with_contract)
+                               perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
 from ptxopt.cli.exitcodes import BAD_INPUT, worst
 
@@ -171,9 +171,10 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
                    "ptxopt-triton-pipelines.json].")
 @prove_option
 @objective_option
+@perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out, prove=True, objective=None):
+               record, json_out, plot, quiet, pipelines_out, prove=True, objective=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -209,6 +210,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     kernels = _check_parse(kernels, arch, rejected)
     if tcache is None:
         kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
+        kernels = [(with_performance(c, c.label, perf, contract_file), fam) for c, fam in kernels]
     check_backend(backend)
     cache = cache_path or str(default_cache_path())
     prepare_cache(cache, fresh_cache)

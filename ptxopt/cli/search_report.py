@@ -162,9 +162,16 @@ def print_summary(s: dict, config) -> None:
     kind = "ESTIMATE (sim model)" if config.options.estimate else "MEASUREMENT"
     click.echo(f"{s['searched']}/{s['kernels']} kernels searched ({s['errors']} errors); cycles are an {kind}")
     err = expected_error(config)
-    if err:
-        click.echo(f"expected error of each estimate: ±{100 * err:.0f}% (ptxopt.sim.model.EXPECTED_ERROR: MAPE on "
-                   "published sm_89 baselines, all under-estimates; relative changes are what search uses)")
+    objectives = s.get("objectives") or {}
+    if objectives:
+        click.echo("objectives: " + ", ".join(
+            f"{n} kernel{'s' if n != 1 else ''} {o} ({'one warp' if o == 'latency' else 'the whole performance launch'})"
+            for o, n in sorted(objectives.items())))
+    if err and objectives.get("latency", not objectives):
+        click.echo(f"expected error of each latency estimate: ±{100 * err:.0f}% (ptxopt.sim.model.EXPECTED_ERROR: "
+                   "MAPE on published sm_89 baselines, all under-estimates; relative changes are what search uses)")
+    if objectives.get("throughput"):
+        click.echo("throughput estimates are uncalibrated: no GPU has measured one")
     if imp["mean"] is not None:
         click.echo(f"improvement: mean {imp['mean']:+.2f}%  median {imp['median']:+.2f}%  best {imp['best']:+.2f}%  "
                    f"worst {imp['worst']:+.2f}%  geomean speedup {s['geomean_speedup']:.4f}x  "

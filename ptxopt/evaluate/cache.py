@@ -62,7 +62,7 @@ from .result import EvalResult
 #: 2: equivalence verdicts identical/hints-only/equal/inconclusive/differ (1 had
 #: not-checked/mismatch/error/skipped), keys use the resolved arch, and
 #: ``truncated``, ``coverage``, ``launch``, ``bad_input`` are new.
-#: 3: the verdict ``proved`` (translation validation, :mod:`ptxopt.prove`): a
+#: 3: the verdict ``proved`` (translation validation, :mod:`ptxopt.equivalence.prove`): a
 #: candidate schema 2 stored as ``equal`` may now be ``proved`` with another note.
 SCHEMA_VERSION = 3
 

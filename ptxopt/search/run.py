@@ -84,6 +84,8 @@ class KernelResult:
     verdict_note: str | None = None  # its trials and launch, or why it is inconclusive
     coverage: float | None = None
     launch: str | None = None  # the launch the equivalence check used
+    objective: str | None = None  # what the cycles are: latency (one warp) or throughput (the whole launch)
+    performance: str | None = None  # the performance launch a throughput figure is for
     arch: str | None = None  # the architecture compiled for (resolved)
     budget: int | None = None
     wall_s: float = 0.0
@@ -161,6 +163,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     res.steps = out.steps
     best = out.best_result
     res.unchecked, res.arch = meter.unchecked_total, best.arch
+    res.objective, res.performance = out.baseline.objective, out.baseline.performance
     if best.ok:
         res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
         res.coverage, res.launch = best.coverage, best.launch
@@ -284,6 +287,7 @@ def summarize(results: Sequence[KernelResult]) -> dict:
     for r in results:
         failures.update(r.failures)
     verdicts = Counter(r.verdict for r in results if r.error is None and r.verdict)
+    objectives = Counter(r.objective for r in results if r.objective)
     geo = [math.log(r.speedup) for r in ok if r.speedup]
     return {
         "kernels": len(results),
@@ -305,5 +309,6 @@ def summarize(results: Sequence[KernelResult]) -> dict:
         "failures": dict(failures),
         "unchecked": sum(r.unchecked for r in results),
         "verdicts": dict(verdicts),
+        "objectives": dict(objectives),
         "wall_s": sum(r.wall_s for r in results),
     }

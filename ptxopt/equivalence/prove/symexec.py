@@ -3,7 +3,7 @@
 A block starts from the induction hypothesis: every register holds its
 ``livein`` node (the same node in both kernels), memory is the block's entry
 memory. Each instruction then updates a register map and the block's
-:class:`~ptxopt.prove.memory.MemoryState`:
+:class:`~ptxopt.equivalence.prove.memory.MemoryState`:
 
 * **pure** instructions (:func:`ptxopt.operand_facts.role`) become ``op`` nodes
   whose key is the full opcode, so rounding, saturation, ``.ftz``, ``.wide``
@@ -33,8 +33,8 @@ from ptxopt import opcodes, operand_facts
 
 # operand node types: only val/address, which evaluate operands (everything else reads operand_facts)
 from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
-from ptxopt.prove.memory import MemoryState
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.memory import MemoryState
+from ptxopt.equivalence.prove.values import Graph
 
 _LANE_SPLIT = frozenset({"ld", "ldu", "st"})
 _VECTOR_MODS = frozenset(opcodes.VECTOR_WIDTH)
@@ -50,7 +50,8 @@ class Access:
 
     ``vector``: for a lane of a ``.v2``/``.v4`` access, ``(address node of
     the whole vector, total bytes, base operand, offset as written)``; None
-    for scalars."""
+    for scalars. ``base``/``offset``: the instruction's address operand as
+    written (the walker's base ``(kind, name)`` and offset), for the alignment analysis."""
 
     kind: str  # "ld", "st" or "prefetch"
     space: str
@@ -59,6 +60,8 @@ class Access:
     guard: int | None
     epoch: int  # the last ordering point before it: an access never crosses one
     vector: tuple | None = None
+    base: object = None
+    offset: int = 0
 
 
 @dataclass(slots=True)
@@ -261,7 +264,8 @@ class BlockExecutor:
             values = [self.val(i) for i in items]
         for lane, item in enumerate(items):
             addr = self.g.addr(bn[1], bn[2] + lane * size) if lane else base
-            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector))
+            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector, (fa.kind, fa.name),
+                                        fa.offset))
             if store:
                 self.mem.store(key, space, addr, size, values[lane], guard)
             elif operand_facts.reg_name(item) is not None:
