@@ -118,7 +118,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     if interrupted:
         from ptxopt.cli import termination
 
-        click.echo(f"ptxopt: {termination.word()} after {len(results)}/{len(kernels)} kernels; "
+        click.echo(f"ptxopt: {termination.word()} after {len(results) - len(rejected)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
         return termination.interrupted_code()
     return worst([result_code(r.bad_input, "toolchain" if r.toolchain else None) for r in results if r.error]
