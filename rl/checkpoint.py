@@ -36,10 +36,13 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
         "observation_names": observation_names(),
         "meta": dict(meta or {}),
     }
-    from ptxopt.outputs import atomic_path
+    import io
 
-    with atomic_path(path) as tmp:  # never a half-written checkpoint; a full disk keeps the previous one
-        torch.save(doc, tmp)
+    from ptxopt.outputs import write_atomic
+
+    buf = io.BytesIO()  # serialised first: torch reports a full disk as a RuntimeError, not an OSError
+    torch.save(doc, buf)
+    write_atomic(path, buf.getvalue())  # never a half-written checkpoint; a full disk keeps the previous one
     return path
 
 

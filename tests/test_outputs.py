@@ -143,3 +143,33 @@ def test_two_live_runs_cannot_share_a_record_file(tmp_path):
     with pytest.raises(OutputNotWritable, match="being written by another"), StreamLock(rec):
         StreamLock(rec)
     assert not Path(f"{rec}.lock").exists()
+
+
+def test_a_file_size_limit_is_not_a_damaged_cache(tmp_path):
+    """EFBIG on a new cache: 'cache not writable', nothing moved aside (it used to be 'damaged')."""
+    code = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+            "from ptxopt.evaluate.cache import check_cache, CacheError\n"
+            "try:\n    check_cache(sys.argv[1], fresh=True)\nexcept CacheError as e:\n"
+            "    print(e, e.unwritable)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c.sqlite")], capture_output=True, text=True,
+                       cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert r.stdout.startswith(f"cache not writable: {tmp_path / 'c.sqlite'}") and "True" in r.stdout, r.stdout
+    assert not any("unusable" in p.name for p in tmp_path.iterdir())
+
+
+def test_a_checkpoint_on_a_full_disk_keeps_the_previous_one(small_disk):
+    """train --out on a full disk: exit 2 naming the path (OutputNotWritable), no half checkpoint, no .tmp left."""
+    pytest.importorskip("torch")
+    from ptxopt.search import observation_names
+    from rl.checkpoint import load_policy, save_policy
+    from rl.policy import Policy, PolicyConfig
+
+    policy = Policy(PolicyConfig(obs_dim=len(observation_names()), hidden=4, layers=1))
+    path = small_disk / "bc.pt"
+    save_policy(path, policy, meta={"first": True})
+    big = Policy(PolicyConfig(obs_dim=len(observation_names()), hidden=256, layers=2))
+    small_disk.fill()
+    with pytest.raises(OutputNotWritable, match=f"output not writable: {path}: No space left on device"):
+        save_policy(path, big, meta={"second": True})
+    assert load_policy(path)[1]["first"] is True
+    assert sorted(p.name for p in small_disk.iterdir()) == ["bc.pt", "fill"]

@@ -168,3 +168,19 @@ def test_eval_of_an_original_the_tool_crashed_on_exits_5(fake_ptxas, tmp_path, m
     assert ("SIGSEGV" if mode == "segv" else "did not finish within 2 s") in p.stderr
     assert time.perf_counter() - t < 25  # --timeout 2 bounds the ptxas run, not its 600 s default
     assert _rows(tmp_path / "c.sqlite") == 0
+
+
+def test_search_whose_ptxas_crashes_exits_5_and_caches_nothing(fake_ptxas, tmp_path):
+    p = _cli(["search", f"corpus:{SMALL}", "--max-steps", "1", "-q", "--cache", str(tmp_path / "c.sqlite")],
+             {"PTXOPT_PTXAS": str(fake_ptxas), "FAKE_MODE": "segv"})
+    assert p.returncode == TOOLCHAIN, p.stderr
+    assert "SIGSEGV" in p.stderr and "bad input" not in p.stderr and "Traceback" not in p.stderr
+    assert _rows(tmp_path / "c.sqlite") == 0
+
+
+def test_optimize_raises_a_crash_as_it_is_not_as_bad_input(fake_ptxas, monkeypatch):
+    import ptxopt
+
+    monkeypatch.setenv("FAKE_MODE", "segv")
+    with pytest.raises(ToolCrashed):
+        ptxopt.optimize(_unique().ptx, "vec_ld")

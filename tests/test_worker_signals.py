@@ -142,7 +142,7 @@ exec "{real}" "$@"
 
 @pytest.mark.parametrize("once", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["dies-twice", "dies-once"])
 def test_a_dead_worker_fails_only_the_kernel_it_held(tmp_path, once):
-    """One of three kernels kills its worker: the pool is rebuilt, the others are
+    """One of two kernels kills its worker: the pool is rebuilt, the other is
     searched; the culprit, retried once alone, fails only if it kills again."""
     import json
 
@@ -154,7 +154,7 @@ def test_a_dead_worker_fails_only_the_kernel_it_held(tmp_path, once):
     fake.chmod(0o755)
     src = tmp_path / "kernels"
     src.mkdir()
-    for name in ("gemm_tile_2x2x2", "gemm_tile_2x2x4", "gemm_tile_2x4x2"):
+    for name in ("gemm_tile_2x2x2", "gemm_tile_2x2x4"):
         text = Candidate.from_corpus(name, "").ptx
         (src / f"{name}.ptx").write_text(text + ("\n// KILLME\n" if name == "gemm_tile_2x2x4" else ""))
     env = {**os.environ, "PTXOPT_PTXAS": str(fake), "PYTHONPATH": str(ROOT)}
@@ -167,7 +167,7 @@ def test_a_dead_worker_fails_only_the_kernel_it_held(tmp_path, once):
     assert out.exists(), p.stderr
     doc = json.loads(out.read_text())
     errors = {k["kernel"].rsplit("/", 1)[-1]: k["error"] for k in doc["kernels"]}
-    assert len(errors) == 3, p.stderr
+    assert len(errors) == 2, p.stderr
     assert "BrokenProcessPool" not in p.stderr
     if once:
         assert p.returncode == 0 and not any(errors.values()), p.stderr

@@ -162,13 +162,23 @@ def check_toolchain(text: str, label: str, arch: str | None) -> None:
     """Fail now (exit 2) when no installed ptxas accepts ``text``'s
     ``.version`` for its architecture (``arch``, else its ``.target``): the
     same answer ``compile`` gives, before ``eval``/``search`` spend any work."""
+    problem = toolchain_problem(text, label, arch)
+    if problem is not None:
+        fail(*problem)
+
+
+def toolchain_problem(text: str, label: str, arch: str | None) -> tuple[str, int] | None:
+    """``(message, exit code)`` when no installed ptxas takes ``text`` (2), or
+    the tool failed on its own while being asked (5: not bad input); else None."""
+    from ptxopt.cli.exitcodes import TOOLCHAIN
     from ptxopt.toolchain import ToolchainError, ptx_isa_version, select_ptxas
     from ptxopt.toolchain.arch import resolve_arch
 
     try:
         select_ptxas(ptx_isa_version(text), resolve_arch(text, arch))
     except ToolchainError as e:
-        fail(f"{label}: {e}")
+        return f"{label}: {e}", (TOOLCHAIN if e.transient else BAD_INPUT)
+    return None
 
 
 def check_backend(name: str) -> None:
@@ -389,6 +399,7 @@ def with_contract(cand, path: str, contract: dict):
 __all__ = ["fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
+           "toolchain_problem",
            "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
            "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]

@@ -21,10 +21,12 @@ def _fmt(x, spec=".0f", none="-") -> str:
 
 
 def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
-                   plot: str | None, quiet: bool, target: str, on_results=None) -> int:
+                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=()) -> int:
     """Search ``kernels``, print/write the report; the exit status.
     ``on_results(results, interrupted)`` sees the per-kernel results (in
-    ``kernels`` order) before anything is printed."""
+    ``kernels`` order) before anything is printed. ``rejected``: ``(name,
+    message, exit code)`` of inputs of a folder run that were not searched
+    (they are reported with the others and set the exit code)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -34,7 +36,11 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     from ptxopt.search import search_many, summarize
 
     err = Console(stderr=True)
-    results = []
+    from ptxopt.cli.exitcodes import TOOLCHAIN as _TOOLCHAIN
+    from ptxopt.search import KernelResult
+
+    results = [KernelResult(name, None, config.strategy, error=msg, bad_input=code != _TOOLCHAIN,
+                            toolchain=code == _TOOLCHAIN) for name, msg, code in rejected]
     interrupted = False
     unwritten: list[str] = []  # outputs that could not be written: exit 2 once the rest is reported
     stack = ExitStack()
@@ -100,7 +106,10 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
             unwritten.append(str(e))
     for why in unwritten:
         click.echo(f"ptxopt: error: {why}", err=True)
+    said = {name for name, _, _ in rejected}  # reported before the search, in a single file's words
     for r in results:
+        if r.error and r.kernel in said and not r.steps:
+            continue
         if r.error:
             click.echo(f"ptxopt: {r.kernel}: {r.error}", err=True)
         elif r.toolchain:
@@ -109,7 +118,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
     if interrupted:
         from ptxopt.cli import termination
 
-        click.echo(f"ptxopt: {termination.word()} after {len(results)}/{len(kernels)} kernels; "
+        click.echo(f"ptxopt: {termination.word()} after {len(results) - len(rejected)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
         return termination.interrupted_code()
     return worst([result_code(r.bad_input, "toolchain" if r.toolchain else None) for r in results if r.error]

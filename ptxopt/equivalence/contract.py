@@ -45,6 +45,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ptxopt import jsontext
 from ptxopt.equivalence.launch import ContractError, Launch, Origin, Role
 from ptxopt.ir import Module
 
@@ -234,7 +235,9 @@ def _has_check_launch(d) -> bool:
 
 def _read_items(path: Path) -> list:
     try:
-        data = json.loads(path.read_text())
+        data = jsontext.loads(path.read_bytes())  # a BOM accepted; nesting past the limit: invalid JSON
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{path}: not UTF-8 text ({e.reason})") from None
     except OSError as e:
         raise ContractError(f"cannot read contract {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:

@@ -65,6 +65,11 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
             w.timings["limit"] = settings.timeout or 0
             w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s ({what})")
         except Exception as e:  # a bug in the evaluator: a result, not a crash of the search
+            from ptxopt.toolchain import is_transient
+
+            if is_transient(e):  # ptxas crashed or hung inside a check: the tool's failure, never cached
+                w.finish("toolchain", error=f"{what}: {one_line(e)}", cacheable=False)
+                return
             w.finish("internal", error=f"evaluator error: {type(e).__name__}: {one_line(e)}", cacheable=False)
 
     def settle(chunk: list[Work], out: list, seconds: float) -> None:
