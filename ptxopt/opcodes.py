@@ -347,3 +347,21 @@ ADDRESS_BITS = {"shared": 32, "local": 32, "global": 64, "generic": 64, "param":
 # "Extended-Precision Integer Arithmetic Instructions": the condition code
 # register "is not preserved across calls").
 CARRY_CLOBBERS = frozenset({"call"})
+
+# Special registers that read the same in every thread of a block (PTX ISA
+# "Special Registers": the block and grid shape, the block's own and its
+# cluster's coordinates, the grid id, the shared-memory sizes, the
+# environment registers). Everything else -- %tid, %laneid, %warpid, the
+# lane masks, clocks and counters, %smid -- may differ between threads, so a
+# value derived from it is not block-uniform (ptxopt.analysis.uniform).
+BLOCK_UNIFORM_SREGS = frozenset(
+    {"%ntid", "%ctaid", "%nctaid", "%gridid", "%nsmid", "%nwarpid", "%clusterid", "%nclusterid",
+     "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster",
+     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size"}
+    | {f"%envreg{i}" for i in range(32)}
+)
+
+
+def is_block_uniform_sreg(name: str) -> bool:
+    """``%ctaid.x`` yes, ``%tid.x`` no (see :data:`BLOCK_UNIFORM_SREGS`)."""
+    return name.split(".", 1)[0] in BLOCK_UNIFORM_SREGS
