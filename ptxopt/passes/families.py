@@ -20,9 +20,10 @@ STORE_CACHE = "store-cache-hint"
 REGISTER_BUDGET = "register-budget"
 REORDER = "reorder"
 PREFETCH = "prefetch"
+READ_ONLY_PATH = "read-only-path"
 
 #: Families of which a pipeline holds at most one pass.
-EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH})
+EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH, READ_ONLY_PATH})
 
 #: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {
