@@ -13,6 +13,12 @@ from ptxopt.passes import pass_names
 from corpus_tiers import is_fast
 
 KERNELS = load_manifest()
+
+#: Passes that may rightly change no corpus kernel, and why (each is exercised elsewhere).
+APPLIES_NOWHERE_HERE = {
+    "nc_ld": "every corpus kernel stores through a pointer parameter, and PTX cannot say two parameters do not "
+             "alias, so no loaded buffer is provably read-only (tests/golden/nc_ld, tests/adversarial/nc_ld_*)",
+}
 _parsed = {}
 
 
@@ -32,7 +38,8 @@ def _check(pass_name, kernels):
         if c.outcome == "unverified":  # a change the manifest launch never runs: named, not passed off as equal
             assert "never ran" in c.detail, f"{c.kernel}: unverified without the lines: {c.detail}"
     # Each pass must do something somewhere: a pass that never applies is untested.
-    assert any(c.outcome == "changed" for c in cells), f"{pass_name} changed no corpus kernel"
+    if pass_name not in APPLIES_NOWHERE_HERE:
+        assert any(c.outcome == "changed" for c in cells), f"{pass_name} changed no corpus kernel"
 
 
 @pytest.mark.slow
