@@ -37,6 +37,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "prefetch": ("prefetch", "Prefetch"),
     "launch_bounds": ("launch_bounds", "LaunchBounds"),  # the names before it keep their places
     "nc_ld": ("readonly_path", "NcLd"),
+    "unroll": ("unroll", "Unroll"),
 }
 
 
