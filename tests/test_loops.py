@@ -243,3 +243,31 @@ def test_stats_reports_loops(tmp_path):
                                                "params": ["saxpy_param_0"], "why": ""}
     r = CliRunner().invoke(cli, ["stats", str(corpus.get("cuda_saxpy").ptx_path)])
     assert r.exit_code == 0 and "loop $L__BB0_2" in r.output and "not uniform" in r.output
+
+
+def test_complement_predicate_is_not_the_test():
+    """``setp.lt %p1|%p2``: %p2 is the complement; a branch on it is not the
+    comparison (a wrong polarity would give a wrong constant trip count)."""
+    body = """
+	mov.u32 %r1, 0;
+L_top:
+	add.s32 %r1, %r1, 1;
+	setp.ge.u32 %p1|%p2, %r1, 8;
+	@%p2 bra L_top;
+	ret;
+"""
+    _, li = info(kernel(body))
+    assert li.loops[0].trip.kind == "unknown"
+
+
+def test_saturating_add_is_no_induction_variable():
+    body = """
+	mov.u32 %r1, 0;
+L_top:
+	add.sat.s32 %r1, %r1, 1;
+	setp.lt.s32 %p1, %r1, 8;
+	@%p1 bra L_top;
+	ret;
+"""
+    _, li = info(kernel(body))
+    assert li.loops[0].ivs == () and li.loops[0].trip.kind == "unknown"

@@ -305,7 +305,8 @@ class _Facts:
             else:
                 d_ok = bool(ins.operands) and operand_facts.reg_name(ins.operands[0]) == r
             if ins.opcode not in ("add", "sub") or ins.guard is not None or len(ins.operands) != 3 \
-                    or ins.modifiers[-1:] and ins.modifiers[-1] not in _INT_TYPES or "cc" in ins.modifiers \
+                    or ins.modifiers[-1:] and ins.modifiers[-1] not in _INT_TYPES \
+                    or "cc" in ins.modifiers or "sat" in ins.modifiers \
                     or not d_ok:
                 continue
             d, a, b = ins.operands
@@ -386,8 +387,9 @@ class _Facts:
         if len(sites) != 1:
             return None
         s = cfg.instructions[sites[0]]
-        if s.opcode != "setp" or s.guard is not None or len(s.operands) != 3 or len(s.modifiers) != 2:
-            return None
+        if s.opcode != "setp" or s.guard is not None or len(s.operands) != 3 or len(s.modifiers) != 2 \
+                or operand_facts.reg_name(s.operands[0]) != pred:
+            return None  # a ``%p|%q`` destination: %q is the complement
         cmp, ty = s.modifiers
         if cmp not in _CMP or ty not in _INT_TYPES:
             return None
