@@ -183,6 +183,21 @@ def _print_stats(name: str, s: dict) -> None:
         t.add_column(justify="right")
         t.add_row("instructions", str(e["instructions"]))
         t.add_row("basic blocks", f"{e['blocks']}" + (" (has a loop)" if e["has_loop"] else ""))
+        lp = e["loops"]
+        t.add_row("loops", str(lp["count"]) + (f" (+{lp['irreducible']} irreducible cycles)"
+                                                if lp["irreducible"] else ""))
+        for x in lp["loops"]:
+            trip = x["trip_count"]
+            trip_s = (str(trip["value"]) if trip["kind"] == "constant" else
+                      "from " + (", ".join(trip["params"]) or "launch values") if trip["kind"] == "parametric"
+                      else "unknown")
+            ivs = ", ".join(f"{iv['reg']}+={iv['step']}" for iv in x["induction_variables"]) or "none"
+            extra = "".join(s for s, on in ((", barrier", x["barriers"]), (", warp collective", x["collectives"]))
+                            if on)
+            t.add_row(f"  loop {x['header']} (depth {x['depth']})",
+                      f"trip {trip_s}, {'uniform' if x['uniform_trip_count'] else 'not uniform'}, "
+                      f"IVs {ivs}, carried regs {len(x['carried_registers'])}, "
+                      f"carried mem {x['carried_memory']}{extra}")
         d = e["dag"]
         t.add_row("DAG nodes / edges (largest block)", f"{d['nodes_max']} / {d['edges_max']}")
         t.add_row("DAG nodes / edges (all blocks)", f"{d['nodes_total']} / {d['edges_total']}")
