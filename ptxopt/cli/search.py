@@ -36,7 +36,7 @@ from pathlib import Path
 import click
 
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
+                               check_arch, check_backend, contract_options, fresh_cache_option,
                                objective_option, output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
                                perf_launch_options, with_contract, with_performance)
