@@ -236,7 +236,12 @@ def test_kernels_through_the_hook(tcache, pipeline):
             if p["pass"] in ("vec_ld", "vec_st") and not p["changed"]:
                 assert p["refused"] or p.get("note"), (name, p)  # why nothing was merged
                 assert f"{p['pass']}: " in rep.line()  # ... and the one-line report says it
-    assert len(ptxopt_warnings(w)) == len(kept)
+    # one warning per kernel that kept Triton's PTX, and one per explicit pipeline applied although
+    # estimated slower (enable(pipeline=...) applies what was asked, and says by how much)
+    slower = [n for n in KERNELS if reports[n].warnings]
+    assert all("applied as asked, but estimated" in x for n in slower for x in reports[n].warnings)
+    assert all(reports[n].estimate.after > reports[n].estimate.before for n in slower)
+    assert len(ptxopt_warnings(w)) == len(kept) + sum(len(reports[n].warnings) for n in slower)
     if pipeline != "vec_ld,vec_st":
         assert sum(r.changed for r in reports.values()) >= 6
 

@@ -32,7 +32,7 @@ from ptxopt import opcodes
 from ptxopt.analysis.cfg import CFG
 from ptxopt.emit import format_instruction
 from ptxopt.ir import Function, Instruction, Module, iter_instructions
-from ptxopt.operand_facts import reg_name, vector_items
+from ptxopt.operand_facts import facts, reg_name, vector_items
 
 _VECTOR_ACCESSES = frozenset({"ld", "ldu", "st"})
 
@@ -63,19 +63,27 @@ def hints_only_legal(original: Module, candidate: Module) -> str | None:
     return None
 
 
-def _changed_hints(original: Function | None, candidate: Function) -> set[int] | None:
-    """Ids (``id()``) of the candidate's instructions a hint pass inserted or
-    changed: every prefetch, and every instruction that differs from the
-    original's at the same position once prefetches are set aside."""
+def _changed_hints(original: Function | None, candidate: Function) -> dict[int, frozenset[str] | None] | None:
+    """The candidate's instructions a hint pass inserted or changed, by
+    ``id()``, each with the registers whose definedness it must show: every
+    register of a prefetch (None), and for an instruction that differs from
+    the original's at the same position (prefetches set aside) the registers
+    it reads that the original instruction did not -- a new cache operator
+    reads nothing new, so an original that reads a register defined on only
+    some paths is not the hint pass's doing."""
     cand = list(iter_instructions(candidate.body))
-    out = {id(i) for i in cand if i.opcode in opcodes.PREFETCHES}
+    out: dict[int, frozenset[str] | None] = {id(i): None for i in cand if i.opcode in opcodes.PREFETCHES}
     if original is None:
-        return out | {id(i) for i in cand}
+        return out | {id(i): None for i in cand}
     rest_c = [i for i in cand if i.opcode not in opcodes.PREFETCHES]
     rest_o = [i for i in iter_instructions(original.body) if i.opcode not in opcodes.PREFETCHES]
     if len(rest_c) != len(rest_o):
         return None
-    out |= {id(c) for c, o in zip(rest_c, rest_o) if c != o}
+    for c, o in zip(rest_c, rest_o):
+        if c != o:
+            new = frozenset(facts(c).uses) - frozenset(facts(o).uses)
+            if new:
+                out[id(c)] = new
     return out
 
 
@@ -96,8 +104,9 @@ def _mixed_vector(cfg: CFG, vectors: list[Instruction]) -> str | None:
     return None
 
 
-def _undefined_reads(cfg: CFG, fn: Function, changed: set[int]) -> str | None:
-    """The first changed instruction that reads a register not defined on every path to it."""
+def _undefined_reads(cfg: CFG, fn: Function, changed: dict[int, frozenset[str] | None]) -> str | None:
+    """The first changed instruction that reads (of the registers ``changed``
+    names for it) a register not defined on every path to it."""
     if not changed:
         return None
     params = frozenset(n for d in (fn.params or ()) if d.space == ".reg" for it in d.items for n in it.names())
@@ -131,7 +140,8 @@ def _undefined_reads(cfg: CFG, fn: Function, changed: set[int]) -> str | None:
             ins = cfg.instructions[iid]
             defs, uses = cfg.du[iid]
             if id(ins) in changed:
-                missing = [r for r in uses if r not in defined]
+                check = changed[id(ins)]
+                missing = [r for r in uses if r not in defined and (check is None or r in check)]
                 if missing:
                     return (f"`{' '.join(format_instruction(ins).split())}` reads {', '.join(missing)} before {'it is' if len(missing) == 1 else 'they are'}"
                             f" defined on every path to it (an inserted or changed hint must read defined registers)")
