@@ -51,6 +51,7 @@ def _explain(kernel: str, pipeline: str) -> dict | None:
 
 def run(selector: str, cache: str | None) -> list[dict]:
     from ptxopt.corpus import select
+    from ptxopt.equivalence.launch import performance_of
     from ptxopt.evaluate import Candidate
     from ptxopt.search import EvalOptions, SearchConfig, search_kernel
 
@@ -58,7 +59,9 @@ def run(selector: str, cache: str | None) -> list[dict]:
     for spec in select(selector):
         if spec.family == "gemm_tile":
             continue
-        row = {"kernel": spec.id, "performance": spec.performance.describe() if spec.performance else None}
+        perf = performance_of(spec)
+        row = {"kernel": spec.id, "performance": perf.describe() if perf is not None else None,
+               "problem": spec.performance.problem if spec.performance is not None else None}
         for obj in ("latency", "throughput"):
             cfg = SearchConfig("greedy", options=EvalOptions(cache=cache, objective=obj))
             r = search_kernel(Candidate.from_corpus(spec), cfg, spec.family)

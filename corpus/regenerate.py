@@ -34,13 +34,25 @@ Per-kernel metadata lives beside each source:
       @corpus param n   scalar u32 2048
       @corpus shape n=2048
       @corpus tags shared-memory,syncthreads
+      @corpus performance grid=32768,1,1 block=256,1,1 shared=0 in=16777216 partial=32768 n=16777216
+      @corpus problem 2^24 f32 elements (64 MiB)
 
   one ``param`` line per kernel argument, in order (count for buffers,
   value for scalars); ``shared`` is the *dynamic* shared memory in bytes.
+  ``performance`` is the launch a user really runs: every argument by name,
+  a scalar's value or a buffer's element count at that problem size; and
+  ``problem`` says which problem it is.
 * ``triton/NAME.py``: a module-level ``CORPUS`` list of dicts (see any file
   there); block = 32 * num_warps and shared bytes come from the compiled
   metadata, and the two trailing scratch pointers Triton 3.9 appends to
-  every kernel are recorded as ``scratch`` params.
+  every kernel are recorded as ``scratch`` params. Its ``performance`` dict
+  (``grid``, ``scalars`` and buffer ``counts`` by argument name, ``problem``)
+  takes the same block and shared bytes as the check launch: both are fixed
+  at compile time.
+
+The ``performance`` manifest entry is a launch for the throughput estimate,
+never run by the interpreter: it is kept apart from ``launch`` (the small
+check launch). Every nvcc and Triton kernel must have one.
 """
 
 from __future__ import annotations
@@ -141,6 +153,40 @@ def make_param(ptx_name, arg, role, dtype, amount, extra=None) -> dict:
     return p
 
 
+MAX_BLOCK_THREADS = 1024  # threads a CUDA block may have (every arch); ptxopt.interp.launch.MAX_THREADS
+
+
+def performance_entry(kid: str, grid, block, shared: int, values: dict, problem: str, params: list[dict],
+                      div16=()) -> dict:
+    """The manifest's ``performance`` launch. ``values`` (by argument name)
+    must give every scalar argument its value and every buffer argument its
+    element count at that problem size; the output keys both by ``.param``
+    name. Scratch buffers (Triton's) get ``bytes_per_cta`` x blocks."""
+    if not problem:
+        raise SystemExit(f"{kid}: a performance launch needs a 'problem' description")
+    grid, block = [int(v) for v in grid], [int(v) for v in block]
+    if len(grid) != 3 or len(block) != 3 or min(grid + block) < 1:
+        raise SystemExit(f"{kid}: performance grid and block need 3 positive sizes each")
+    if block[0] * block[1] * block[2] > MAX_BLOCK_THREADS:
+        raise SystemExit(f"{kid}: performance block {block} has more than {MAX_BLOCK_THREADS} threads")
+    given = {p["arg"]: p for p in params if p["role"] != "scratch"}
+    if set(values) != set(given):
+        raise SystemExit(f"{kid}: performance values {sorted(values)} != arguments {sorted(given)} "
+                         "(every scalar's value and every buffer's element count)")
+    for arg in div16:
+        if given[arg]["role"] == "scalar" and values[arg] % 16:
+            raise SystemExit(f"{kid}: performance {arg}={values[arg]} breaks its compiled 16-divisibility")
+    for arg, p in given.items():
+        if p["role"] != "scalar" and (not isinstance(values[arg], int) or values[arg] < 1):
+            raise SystemExit(f"{kid}: performance count {arg}={values[arg]!r} is not a positive integer")
+    blocks = grid[0] * grid[1] * grid[2]
+    counts = {p["name"]: (values[p["arg"]] if p["role"] != "scratch" else p["bytes_per_cta"] * blocks)
+              for p in params if p["role"] != "scalar"}
+    return {"grid": grid, "block": block, "shared_bytes": int(shared),
+            "scalars": {p["name"]: values[a] for a, p in given.items() if p["role"] == "scalar"},
+            "counts": counts, "problem": problem}
+
+
 def attach_ptx_names(kid: str, declared: list[dict], ptx_names: list[str]) -> list[dict]:
     if len(declared) != len(ptx_names):
         raise SystemExit(f"{kid}: metadata has {len(declared)} params, PTX has {len(ptx_names)}")
@@ -217,6 +263,16 @@ def parse_cu_metadata(path: Path) -> dict:
             meta["shape"] = {k: _number(v) for k, v in (w.split("=", 1) for w in words)}
         elif key == "tags":
             meta["tags"] = [t for t in rest.replace(" ", "").split(",") if t]
+        elif key == "performance":
+            kv = dict(w.split("=", 1) for w in words)
+            meta["performance"] = {
+                "grid": [int(x) for x in kv.pop("grid").split(",")],
+                "block": [int(x) for x in kv.pop("block").split(",")],
+                "shared": int(kv.pop("shared", 0)),
+                "values": {k: _number(v) for k, v in kv.items()},
+            }
+        elif key == "problem":
+            meta["problem"] = rest.strip()
         else:
             raise SystemExit(f"{path.name}: unknown @corpus key {key!r}")
     for required in ("family", "launch"):
@@ -248,6 +304,10 @@ def build_cuda(writer: Writer) -> list[dict]:
             keep.add(path)
             meta = parse_cu_metadata(cu)
             kid = f"cuda_{name}"
+            params = attach_ptx_names(kid, meta["params"], ptx_entry_params(ptx, name))
+            if "performance" not in meta:
+                raise SystemExit(f"{cu.name}: missing '@corpus performance' (the launch a user runs)")
+            perf = meta["performance"]
             kernels.append({
                 "id": kid,
                 "family": meta["family"],
@@ -259,7 +319,9 @@ def build_cuda(writer: Writer) -> list[dict]:
                 "arch": ARCH,
                 "ptx_version": ptx_version(ptx),
                 "launch": meta["launch"],
-                "params": attach_ptx_names(kid, meta["params"], ptx_entry_params(ptx, name)),
+                "performance": performance_entry(kid, perf["grid"], perf["block"], perf["shared"],
+                                                 perf["values"], meta.get("problem", ""), params),
+                "params": params,
                 "shape": meta["shape"],
                 "tags": meta["tags"],
             })
@@ -355,6 +417,10 @@ def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Wri
                          "count": size * n_programs, "align": max(align, 1),
                          "bytes": size * n_programs, "bytes_per_cta": size, "nullable": size == 0})
     kid = f"triton_{name}"
+    params = attach_ptx_names(kid, declared, ptx_entry_params(ptx, entry))
+    perf = spec.get("performance")
+    if perf is None:
+        raise SystemExit(f"{py.name}:{name}: missing 'performance' (the launch a user runs)")
     options = f"num_warps={num_warps} num_stages={num_stages}"
     consts = " ".join(f"{k}={v}" for k, v in constexprs.items())
     return {
@@ -368,7 +434,10 @@ def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Wri
         "arch": ARCH,
         "ptx_version": ptx_version(ptx),
         "launch": {"grid": grid, "block": [32 * num_warps, 1, 1], "shared_bytes": md.shared},
-        "params": attach_ptx_names(kid, declared, ptx_entry_params(ptx, entry)),
+        "performance": performance_entry(kid, perf["grid"], [32 * num_warps, 1, 1], md.shared,
+                                         {**perf["scalars"], **perf["counts"]}, perf.get("problem", ""),
+                                         params, div16),
+        "params": params,
         "shape": dict(spec.get("shape", {})),
         "tags": list(spec.get("tags", [])),
         "triton": {"num_warps": num_warps, "num_stages": num_stages, "constexprs": constexprs,

@@ -255,11 +255,12 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:
-    from ptxopt.equivalence.decision import HINTS_NOTE
-    from ptxopt.equivalence.observable import observable_form
+    """verify=False: only the hints-only shortcut (with its well-formedness rule), nothing run."""
+    from ptxopt.equivalence.decision import hints_only
 
-    if observable_form(original) == observable_form(transformed):
-        return Verdict.HINTS_ONLY, HINTS_NOTE
+    d = hints_only(original, transformed)
+    if d is not None:
+        return d.verdict, d.note
     return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,39 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Performance:
+    """The manifest's ``performance`` entry: the launch a user really runs.
+
+    Kept as plain data here: the corpus sits below ``ptxopt.equivalence``
+    (the pass manager reads corpus inputs and must reach none of it, see
+    tests/test_import_contract.py), so the equivalence ``Launch`` with role
+    ``performance`` is made from it there
+    (:func:`ptxopt.equivalence.launch.performance_of`). Scalars are keyed by
+    ``.param`` name, like the check launch's, and so are ``counts``, each
+    buffer's element count at that problem size (what a GPU run of it
+    allocates); ``problem`` says for people which problem the launch covers
+    ("2^24 f32 elements").
+    """
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+    scalar_values: tuple[tuple[str, int | float], ...] = ()
+    problem: str = ""
+    counts: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def scalars(self) -> dict[str, int | float]:
+        return dict(self.scalar_values)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Performance":
+        return cls(grid=tuple(d["grid"]), block=tuple(d["block"]), shared_bytes=int(d.get("shared_bytes", 0)),
+                   scalar_values=tuple(d.get("scalars", {}).items()), problem=str(d.get("problem", "")),
+                   counts=tuple((k, int(v)) for k, v in d.get("counts", {}).items()))
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """One corpus kernel: where its PTX is and how to launch it."""
 
@@ -102,6 +135,12 @@ class KernelSpec:
     #: scalar arguments (by ``arg`` name) the kernel was compiled assuming
     #: divisible by 16 (Triton's ``divisible_by_16``): a legal launch keeps them so
     divisible_by_16: tuple[str, ...] = ()
+    #: the launch a user really runs (for the throughput estimate; never run
+    #: by the interpreter), None when the manifest gives none (gemm_tile: its
+    #: objective is one warp's latency). ``launch`` is the small *check*
+    #: launch; the two are never interchanged. As an equivalence ``Launch``
+    #: (role performance): :func:`ptxopt.equivalence.launch.performance_of`.
+    performance: Performance | None = None
 
     @property
     def ptx_path(self) -> Path:
@@ -118,9 +157,31 @@ class KernelSpec:
     def shape_dict(self) -> dict[str, Any]:
         return dict(self.shape)
 
+    def performance_spec(self) -> "KernelSpec | None":
+        """This kernel at its performance size: the performance launch as
+        ``launch``, every scalar's value and buffer's count at that size (for
+        a GPU run of what users run, or the bytes it moves); None without a
+        performance entry. Never for the interpreter: it is far too big."""
+        perf = self.performance
+        if perf is None:
+            return None
+        scalars, counts = perf.scalars, dict(perf.counts)
+        params = tuple(replace(p, value=scalars.get(p.name, p.value)) if p.role == "scalar"
+                       else replace(p, count=counts.get(p.name, p.count)) for p in self.params)
+        return replace(self, launch=Launch(tuple(perf.grid), tuple(perf.block), perf.shared_bytes), params=params)
+
     @classmethod
     def from_json(cls, d: dict, root: Path) -> "KernelSpec":
         launch = d["launch"]
+        perf = d.get("performance")
+        if perf is not None:
+            for what, names in (("scalars", {p["name"] for p in d["params"] if p.get("role") == "scalar"}),
+                                ("counts", {p["name"] for p in d["params"] if p.get("role") != "scalar"})):
+                stray = sorted(set(perf.get(what, {})) - names)
+                if stray:
+                    kind = "scalar" if what == "scalars" else "buffer"
+                    raise CorpusError(f"{d['id']}: performance {what} {stray} are not {kind} parameters of "
+                                      f"{d['entry']} ({', '.join(sorted(names)) or 'none'})")
         return cls(
             id=d["id"], family=d["family"], compiler=d["compiler"], path=d["path"], entry=d["entry"],
             source=d.get("source", ""), generator=d.get("generator", ""), arch=d["arch"],
@@ -131,6 +192,7 @@ class KernelSpec:
             tags=tuple(d.get("tags", [])),
             root=root,
             divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
+            performance=None if perf is None else Performance.from_json(perf),
         )
 
 

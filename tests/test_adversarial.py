@@ -43,7 +43,8 @@ Header lines (``//`` comments at the top of each ``.ptx`` file):
 Every case also checks, for every pass result: the carry-flag pairing (each
 instruction that reads the carry flag -- ``addc``/``subc``/``madc`` -- still
 reads it from the same ``.cc`` writer as in the original); ptxas accepts a
-changed module; the interpreter finds it ``equal`` to the original; and the
+changed module; the interpreter finds it ``equal`` to the original; a change
+in hints only leaves them well formed (:func:`ptxopt.prove.hints.hints_only_legal`); and the
 file's launch is still one the entries' ``.reqntid``/``.maxntid`` allow (a
 launch they forbid fails on hardware, which the interpreter does not model).
 
@@ -346,7 +347,23 @@ def legality_errors(spec: Spec, pass_name: str) -> list[str]:
         status, detail = verify_status(spec.name, pass_name)
         if status not in ("equal", "hints-only", "skip"):
             errs.append(f"verify: {status}: {detail[:300]}")
+        why = hints_ill_formed(m, out.text)
+        if why:
+            errs.append(why)
     return errs
+
+
+def hints_ill_formed(m, text: str) -> str | None:
+    """A change in hints only must leave them well formed (the interpreter ignores them, so
+    'equal' says nothing): every register an inserted hint reads is defined before it."""
+    from ptxopt.equivalence.observable import observable_form
+    from ptxopt.prove.hints import hints_only_legal
+
+    out = parse(text)
+    if observable_form(m) != observable_form(out):
+        return None
+    why = hints_only_legal(m, out)
+    return f"ill-formed hint: {why}" if why else None
 
 
 CASES = [pytest.param(s.name, p, id=f"{s.name}-{p}",

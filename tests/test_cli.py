@@ -83,8 +83,13 @@ def test_corpus_list_filters():
     r = run("corpus", "list", "--family", "triton", "--json")
     d = json.loads(r.output)
     assert d and all(k["compiler"] == "triton" for k in d)
+    # the performance launch beside the check launch, never in its place
+    va = next(k for k in d if k["id"] == "triton_vector_add")
+    assert (va["grid"], va["performance"]["grid"], va["performance"]["block"]) == (
+        [4, 1, 1], [65536, 1, 1], [128, 1, 1])
     r = run("corpus", "list", "--family", "gemm_tile", "--json")
-    assert len(json.loads(r.output)) == 68
+    d = json.loads(r.output)
+    assert len(d) == 68 and all(k["performance"] is None for k in d)
 
 
 def test_every_command_has_help():

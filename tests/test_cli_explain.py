@@ -35,22 +35,44 @@ def _check_keys(d: dict) -> None:
 
 
 def test_json_keys_and_a_given_performance_launch():
-    doc = _explain("corpus:cuda_vector_add", "--perf-grid", "4096", "--perf-block", "256", "--perf-scalar", "n=1048576")
+    doc = _explain("corpus:cuda_vector_add", "--perf-grid", "4096", "--perf-block", "256", "--perf-scalar",
+                   "vector_add_param_3=1048576")
     (k,) = doc["kernels"]
     assert set(doc) == {"kernels"} and k["name"] == "vector_add"
     _check_keys(k)
     assert k["objective"] == "throughput" and k["estimate"]["expected_error"] == "uncalibrated"
     la = k["launch"]
     assert (la["grid"], la["block"], la["assumed"], la["blocks"]) == ([4096, 1, 1], [256, 1, 1], False, 4096)
-    assert la["scalars"] == {"n": 1048576} and la["origin"] == "options"
+    # the options override single fields of the corpus manifest's performance launch
+    assert la["scalars"] == {"vector_add_param_3": 1048576}
+    assert la["origin"] == "corpus:cuda_vector_add performance + options"
     assert k["device"] == {"name": "L4", "sm_count": 58, "clock_mhz": 2040, "dram_gbps": 300, "l2_bytes": 48 << 20}
     assert k["estimate"]["seconds"] == pytest.approx(k["estimate"]["cycles"] / 2040e6)
 
 
-def test_corpus_block_with_the_grid_assumed_and_latency_objective():
+def test_corpus_performance_launch_a_given_block_with_the_grid_assumed_and_latency_objective(tmp_path):
+    from ptxopt.corpus import get
+
+    # a corpus kernel: its manifest performance launch (what a user runs), not the check launch
     (k,) = _explain("corpus:cuda_saxpy")["kernels"]
+    la = k["launch"]
+    assert (la["grid"], la["block"], la["assumed"]) == ([4096, 1, 1], [256, 1, 1], False)
+    assert la["origin"] == "corpus:cuda_saxpy performance" and k["objective"] == "throughput"
+    assert la["scalars"] == {"saxpy_param_0": 1 << 24, "saxpy_param_1": 2.5}
+    # its buffers at that size (2 x 64 MiB, over L2) bound it by DRAM: no faster than bytes / bandwidth
+    assert k["dram_bytes"] == 2 * 4 << 24 and k["binding"] == "DRAM bandwidth"
+    assert k["estimate"]["seconds"] >= k["dram_bytes"] / (k["device"]["dram_gbps"] * 1e9)
+    # a block alone: the grid is assumed (full waves at the original's occupancy)
+    p = tmp_path / "saxpy.ptx"
+    p.write_text(get("cuda_saxpy").ptx_text())
+    (k,) = _explain(p, "--perf-block", "128")["kernels"]
     assert k["launch"]["assumed"] and k["launch"]["grid"] is None and k["launch"]["block"] == [128, 1, 1]
-    assert k["launch"]["blocks"] == 4 * 58 * k["occupancy"]["blocks_per_sm"]
+    assert k["launch"]["blocks"] == 4 * 58 * k["occupancy"]["blocks_per_sm"] and k["launch"]["origin"] == "options"
+    # a contract file's "performance" entry next to the PTX is found like the check contract
+    (tmp_path / "saxpy.contract.json").write_text(json.dumps({"performance": {"grid": [100], "block": [64]}}))
+    (k,) = _explain(p)["kernels"]
+    assert (k["launch"]["grid"], k["launch"]["block"], k["launch"]["origin"]) == (
+        [100, 1, 1], [64, 1, 1], "saxpy.contract.json")
     (lat,) = _explain("corpus:cuda_saxpy", "--objective", "latency")["kernels"]
     _check_keys(lat)
     assert lat["binding"] == "latency" and lat["estimate"]["expected_error"] == 0.25
@@ -59,11 +81,19 @@ def test_corpus_block_with_the_grid_assumed_and_latency_objective():
     assert g["objective"] == "latency"
 
 
-def test_a_register_budget_that_cuts_occupancy_is_slower_for_the_launch_though_one_warp_is_faster():
+def test_a_register_budget_that_cuts_occupancy_is_slower_for_the_launch_though_one_warp_is_faster(tmp_path):
     """Issue 25's point on a real corpus kernel (ESTIMATES): maxnreg_255 lets ptxas give Triton's attention
     48 -> 53 registers; one warp gets (slightly) faster, but 10 -> 9 blocks fit per SM, and the same
-    work (the original's assumed block count) takes longer."""
-    (k,) = _explain("corpus:triton_attention", "-p", "maxnreg_255")["kernels"]
+    work (the original's assumed block count) takes longer. (Its manifest performance launch, one head of
+    seq 4096, is 256 blocks: under one wave, where the lost block per SM costs nothing; so the grid is
+    left to be assumed here: a PTX file given only its block.)"""
+    from ptxopt.corpus import get
+
+    p = tmp_path / "attention.ptx"
+    p.write_text(get("triton_attention").ptx_text())
+    # the check launch as in the manifest (seq_len 64), for the interpreter's loop trips
+    (k,) = _explain(p, "--grid", "4", "--block", "128", "--shared-bytes", "1024", "--scalar", "attention_param_4=64",
+                    "--perf-block", "128", "-p", "maxnreg_255")["kernels"]
     assert k["pipeline"] == "maxnreg_255" and k["objective"] == "throughput"
     b, a = k["before"], k["after"]
     for side in (b, a):
@@ -91,6 +121,9 @@ def test_text_output_and_plot(tmp_path):
     (("corpus:cuda_saxpy", "--kernel", "nope"), "no .entry named nope"),
     (("corpus:cuda_saxpy", "--perf-grid", "0"), "--perf-grid"),
     (("corpus:cuda_saxpy", "--perf-scalar", "n"), "--perf-scalar"),
+    (("corpus:cuda_saxpy", "--perf-scalar", "n=4"), "saxpy has no parameter n"),
+    (("corpus:triton_vector_add", "--perf-block", "256"), "is not the entry's .reqntid (128, 1, 1)"),
+    (("corpus:cuda_saxpy", "--perf-block", "64,32"), "at most 1024"),
     (("corpus:cuda_saxpy", "-p", "not_a_pass"), "not_a_pass"),
 ])
 def test_bad_input_is_one_line_exit_2(args, message):

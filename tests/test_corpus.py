@@ -188,6 +188,126 @@ def test_manifest_gemm_entries_and_layout_are_reproducible():
     assert regen.manifest_text(data["kernels"]) == (ROOT / "manifest.json").read_text()
 
 
+# -- performance launches -----------------------------------------------------------
+
+RUN = [k for k in KERNELS if k.compiler in ("nvcc", "triton")]
+
+
+def _entry_fn(kernel):
+    from ptxopt.parser import parse
+
+    return next(f for f in parse(kernel.ptx_text()).entries if f.name == kernel.entry)
+
+
+def test_every_nvcc_and_triton_kernel_has_a_performance_launch_and_gemm_tile_none():
+    assert len(RUN) == 42 and all(k.performance is not None and k.performance.problem for k in RUN)
+    assert all(k.performance is None for k in GEMM)  # their objective stays one warp's latency
+    assert set(RUN) == set(select("cuda,triton", KERNELS))
+
+
+@pytest.mark.parametrize("kernel", RUN, ids=ids(RUN))
+def test_performance_launch_is_one_a_gpu_runs(kernel):
+    """The performance launch fits its entry (parsed from the PTX): at most
+    1024 threads, the block .reqntid demands, every scalar parameter given by
+    .param name, Triton's compiled block/shared bytes and 16-divisibility;
+    and it is a performance launch, not the check launch."""
+    from ptxopt.equivalence.contract import check_performance
+    from ptxopt.equivalence.launch import Origin, Role, performance_of
+
+    perf = performance_of(kernel)
+    assert (perf.role, perf.origin, perf.entry) == (Role.PERFORMANCE, Origin.MANIFEST, kernel.entry)
+    assert perf.source == f"corpus:{kernel.id} performance"
+    assert perf.threads_per_block <= 1024 and perf.blocks >= 1
+    fn = _entry_fn(kernel)
+    assert check_performance(perf, fn) == perf  # .reqntid/.maxntid and parameter names
+    req = re.search(r"\.reqntid\s+([\d, ]+)", kernel.ptx_text())
+    if req:
+        assert perf.block == tuple((list(map(int, req.group(1).split(","))) + [1, 1])[:3])
+    scalars = {p.name: p for p in kernel.params if p.role == "scalar"}
+    assert set(perf.scalars) == set(scalars)
+    for name, value in perf.scalars.items():
+        assert isinstance(value, float) == scalars[name].dtype.startswith("f"), name
+    if kernel.compiler == "triton":
+        assert perf.block == kernel.launch.block and perf.shared_bytes == kernel.launch.shared_bytes
+        by_arg = {p.arg: p.name for p in kernel.params}
+        assert all(perf.scalars[by_arg[a]] % 16 == 0 for a in kernel.divisible_by_16 if by_arg[a] in scalars)
+    # what users run is (much) bigger than the interpreter's check launch
+    threads = perf.blocks * perf.threads_per_block
+    assert threads >= kernel.launch.threads
+    assert threads >= 1 << 16 or kernel.id in {"cuda_attention_small", "triton_attention"}, threads
+
+
+def test_cuda_performance_launches_come_from_the_sources():
+    """Regenerating keeps them: each .cu file's ``@corpus performance``/``problem``
+    lines give exactly its manifest entry (no nvcc needed for this part)."""
+    regen = load_script("regenerate")
+    data = {k["id"]: k for k in json.loads((ROOT / "manifest.json").read_text())["kernels"]}
+    for k in select("nvcc", KERNELS):
+        meta = regen.parse_cu_metadata(ROOT / k.source)
+        perf = meta["performance"]
+        entry = data[k.id]
+        assert regen.performance_entry(k.id, perf["grid"], perf["block"], perf["shared"], perf["values"],
+                                       meta["problem"], entry["params"]) == entry["performance"], k.id
+
+
+def test_the_generator_refuses_a_performance_launch_no_gpu_runs():
+    regen = load_script("regenerate")
+    params = [{"name": "k_param_0", "arg": "n", "role": "scalar"}, {"name": "k_param_1", "arg": "x", "role": "input"},
+              {"name": "k_param_2", "arg": "global_scratch", "role": "scratch", "bytes_per_cta": 4}]
+    ok = regen.performance_entry("k", [8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048}, "2048 elements",
+                                 params, ["n"])
+    assert ok["scalars"] == {"k_param_0": 2048} and ok["block"] == [256, 1, 1]
+    assert ok["counts"] == {"k_param_1": 2048, "k_param_2": 32}  # scratch: bytes per CTA x blocks
+    for args, message in [
+        (([8, 1, 1], [2048, 1, 1], 0, {"n": 2048, "x": 2048}, "p"), "1024"),
+        (([8, 1, 1], [256, 1, 1], 0, {"x": 2048}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048, "m": 1}, "p"), "arguments"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2047, "x": 2048}, "p"), "16-divisibility"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 0}, "p"), "not a positive integer"),
+        (([8, 1, 1], [256, 1, 1], 0, {"n": 2048, "x": 2048}, ""), "problem"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            regen.performance_entry("k", *args, params, ["n"])
+
+
+def test_performance_spec_is_the_kernel_at_its_performance_size():
+    """Buffers sized for the performance problem (what a GPU run allocates), the
+    check launch's kernel otherwise; a manifest entry stays a valid contract."""
+    from ptxopt.equivalence.contract import contract_from_json, performance_from_json
+    from ptxopt.sim.occupancy import footprint_of_spec
+
+    data = {k["id"]: k for k in json.loads((ROOT / "manifest.json").read_text())["kernels"]}
+    for k in RUN:
+        big = k.performance_spec()
+        assert big.launch.grid == k.performance.grid and big.launch.block == k.performance.block
+        assert {p.name for p in big.params if p.role != "scalar"} == dict(k.performance.counts).keys()
+        assert {p.name: p.value for p in big.params if p.role == "scalar"} == k.performance.scalars
+        assert all(p.count >= 1 for p in big.params if p.role in ("input", "output", "inout"))
+        assert footprint_of_spec(big) > footprint_of_spec(k) or k.id == "cuda_attention_small"  # one head, fixed
+        perf = performance_from_json(data[k.id], k.id)
+        assert (perf.grid, perf.block, perf.scalars) == (k.performance.grid, k.performance.block,
+                                                         k.performance.scalars)
+        assert contract_from_json(data[k.id], k.id).grid == k.launch.grid  # the check launch stays apart
+    assert BY_ID["gemm_tile_2x2x2"].performance_spec() is None
+    # 2^24 f32 in and out: 128 MiB
+    assert footprint_of_spec(BY_ID["cuda_vector_add"].performance_spec()) == 3 * 4 << 24
+
+
+def test_loader_refuses_a_performance_scalar_that_is_no_scalar_parameter(tmp_path):
+    data = json.loads((ROOT / "manifest.json").read_text())
+    kern = next(k for k in data["kernels"] if k["id"] == "cuda_saxpy")
+    kern["performance"]["scalars"]["saxpy_param_2"] = 4  # x, a buffer
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": 1, "kernels": [kern]}))
+    with pytest.raises(CorpusError, match="scalars \\['saxpy_param_2'\\] are not scalar parameters"):
+        load_manifest(tmp_path)
+    del kern["performance"]["scalars"]["saxpy_param_2"]
+    kern["performance"]["counts"]["saxpy_param_0"] = 4  # n, a scalar
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": 1, "kernels": [kern]}))
+    with pytest.raises(CorpusError, match="counts \\['saxpy_param_0'\\] are not buffer parameters"):
+        load_manifest(tmp_path)
+
+
 # -- loader / selectors --------------------------------------------------------
 
 

@@ -333,13 +333,13 @@ def test_checker_flags_a_floor_reached_through_others_or_a_string(tmp_path):
     files = {
         "ptxopt/__init__.py": "",
         "ptxopt/ir.py": "",
-        "ptxopt/verify.py": "from ptxopt import ir\n",
+        "ptxopt/equivalence/interpret.py": "from ptxopt import ir\n",
         "ptxopt/passes/__init__.py": "",
         "ptxopt/passes/base.py": "from ptxopt.ir import *\n",
         "ptxopt/passmanager.py": "from ptxopt.passes.base import *\nfrom ptxopt import verify\n",
         "ptxopt/api.py": "from ptxopt import passmanager\n",
         "ptxopt/gpu/__init__.py": '_LAZY = {"run": "ptxopt.gpu.run"}\n',
-        "ptxopt/gpu/run.py": "def f():\n    from ptxopt.verify import x\n",
+        "ptxopt/gpu/run.py": "def f():\n    from ptxopt.equivalence.interpret import x\n",
         "rl/__init__.py": "",
     }
     root = _tree(tmp_path, files)
@@ -351,8 +351,8 @@ def test_checker_flags_a_floor_reached_through_others_or_a_string(tmp_path):
 
     assert string_imports(root, "ptxopt.gpu") == [("ptxopt.gpu", "ptxopt.gpu.run")]
     assert chains() == []                       # verify and ir are below the pass manager
-    (root / "ptxopt/verify.py").write_text("from ptxopt import ir\ndef g():\n    import ptxopt.api\n")
-    assert chains() == ["ptxopt.gpu.run -> ptxopt.verify -> ptxopt.api -> ptxopt.passmanager"]
-    (root / "ptxopt/verify.py").write_text(files["ptxopt/verify.py"])
+    (root / "ptxopt/equivalence/interpret.py").write_text("from ptxopt import ir\ndef g():\n    import ptxopt.api\n")
+    assert chains() == ["ptxopt.gpu.run -> ptxopt.equivalence.interpret -> ptxopt.api -> ptxopt.passmanager"]
+    (root / "ptxopt/equivalence/interpret.py").write_text(files["ptxopt/equivalence/interpret.py"])
     (root / "ptxopt/gpu/__init__.py").write_text('_LAZY = {"run": "ptxopt.gpu.run", "P": "ptxopt.passes.base"}\n')
     assert chains() == ["ptxopt.gpu -> ptxopt.passes.base"]

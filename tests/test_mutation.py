@@ -61,3 +61,17 @@ def test_reviewed_mutants_exist_and_say_why():
         spec = get(e["kernel"])
         ms = mutants(parse(spec.ptx_text()), spec.entry, per_operator=2)
         assert any(mu.line == e["line"] and mu.what == e["what"] for mu in ms), e
+
+
+def test_misaligned_load_mutants_are_not_proved():
+    """A dead half-width load inside an original access, misaligned for its
+    own width: covered bytes, but it faults; the prover once proved these."""
+    from ptxopt.prove import prove
+
+    spec = get("cuda_saxpy")
+    m = parse(spec.ptx_text())
+    ms = mutants(m, spec.entry, per_operator=3, operators=("misalign",))
+    assert ms and all("misaligned" in mu.what for mu in ms)
+    for mu in ms:
+        r = prove(emit(m), emit(mu.module), entry=spec.entry)
+        assert r.verdict != "proved" and "aligned" in r.reason, (mu.what, r.reason)

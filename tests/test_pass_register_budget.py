@@ -134,3 +134,56 @@ def test_insufficient_registers_fatal_reverts_too_and_later_passes_still_run():
     assert "Insufficient registers" in budget.reverted and not budget.changed
     assert cache.changed  # the pipeline went on from the module before the budget
     assert res.module.entries[0].directive(".maxnreg") is None and "ld.global.cg" in emit(res.module)
+
+
+SETMAXNREG = """\
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.func grow()
+{{
+\tsetmaxnreg.inc.sync.aligned.u32 232;
+\tret;
+}}
+
+.func middle()
+{{
+\tcall grow, ();
+\tret;
+}}
+
+.visible .entry k(.param .u64 out)
+.maxntid 128, 1, 1
+{{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<4>;
+{body}\tld.param.u64 %rd1, [out];
+\tcvta.to.global.u64 %rd2, %rd1;
+\tmov.u32 %r1, %tid.x;
+\tst.global.u32 [%rd2], %r1;
+\tret;
+}}
+"""
+
+
+@pytest.mark.parametrize("body, via", [
+    ("\tsetmaxnreg.dec.sync.aligned.u32 40;\n", None),
+    ("\tcall grow, ();\n", "grow"),
+    ("\tcall middle, ();\n", "grow"),  # two calls deep
+    ("\t{\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n\t}\n", None),  # in a nested scope
+])
+@pytest.mark.parametrize("pipeline", ["maxnreg_64", "maxnreg_255", "maxnreg{n=100,override=1}"])
+def test_a_kernel_using_setmaxnreg_is_refused_with_a_reason(body, via, pipeline):
+    text = SETMAXNREG.format(body=body)
+    out, rep = apply(pipeline, text)
+    assert out.entries[0].directive(".maxnreg") is None and not rep.changed
+    (r,) = rep.refused
+    assert "setmaxnreg" in r.what and ((via is None) == ("through" not in r.what)), r.what
+    if via:
+        assert via in r.what
+
+
+def test_a_function_using_setmaxnreg_that_is_never_called_does_not_refuse():
+    out, rep = apply("maxnreg_64", SETMAXNREG.format(body=""))
+    assert out.entries[0].directive(".maxnreg").args == ("64",) and not rep.refused

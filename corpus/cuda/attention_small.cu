@@ -18,6 +18,8 @@
  * @corpus param scale scalar f32 0.25
  * @corpus shape seq=64 head_dim=16
  * @corpus tags shared-memory,syncthreads,multi-warp,online-softmax
+ * @corpus performance grid=1,1,1 block=64,1,1 shared=0 scale=0.25 Q=1024 K=1024 V=1024 out=1024
+ * @corpus problem one head: seq 64 x head_dim 16, the sizes compiled in (L, D); the kernel has no batch or head index, so one block is the whole problem
  */
 #define L 64
 #define D 16

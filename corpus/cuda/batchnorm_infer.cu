@@ -19,6 +19,8 @@
  * @corpus param hw           scalar s32 64
  * @corpus param eps          scalar f32 9.999999747378752e-06
  * @corpus shape n=2 c=8 hw=64
+ * @corpus performance grid=65536,1,1 block=256,1,1 shared=0 total=16777216 channels=64 hw=4096 eps=9.999999747378752e-06 x=16777216 y=16777216 running_mean=64 running_var=64 gamma=64 beta=64
+ * @corpus problem N=64, C=64, H=W=64: 2^24 f32 elements, one per thread
  */
 extern "C" __global__ void batchnorm_infer(const float* __restrict__ x,
                                            float* __restrict__ y,

@@ -15,6 +15,8 @@
  * @corpus param classes scalar s32 100
  * @corpus shape rows=32 classes=100
  * @corpus tags warp-shuffle,multi-warp
+ * @corpus performance grid=1024,1,1 block=128,1,1 shared=0 rows=4096 classes=32000 logits=131072000 labels=4096 loss=4096
+ * @corpus problem 4096 tokens x 32000-class vocabulary (f32 logits, 500 MiB), one warp per row, 4 rows per block
  */
 extern "C" __global__ void cross_entropy(const float* __restrict__ logits,
                                          const int* __restrict__ labels,

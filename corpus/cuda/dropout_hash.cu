@@ -19,6 +19,8 @@
  * @corpus param scale     scalar f32 1.3333333730697632
  * @corpus shape n=1024
  * @corpus tags rng
+ * @corpus performance grid=65536,1,1 block=256,1,1 shared=0 n=16777216 seed=1234 threshold=1073741824 scale=1.3333333730697632 x=16777216 out=16777216 mask=16777216
+ * @corpus problem 2^24 f32 elements (p=0.25), one per thread
  */
 __device__ __forceinline__ unsigned int hash_u32(unsigned int x)
 {

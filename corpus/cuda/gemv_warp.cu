@@ -13,6 +13,8 @@
  * @corpus param rows scalar s32 32
  * @corpus shape rows=32 cols=128
  * @corpus tags warp-shuffle,multi-warp,vectorized
+ * @corpus performance grid=16384,1,1 block=256,1,1 shared=0 rows=131072 A=16777216 x=128 y=131072
+ * @corpus problem y = A x with A 131072 x 128 f32 (COLS=128 compiled in; 2^24 elements), one warp per row, 8 rows per block
  */
 #define COLS 128
 

@@ -14,6 +14,8 @@
  * @corpus param n    scalar s32 4096
  * @corpus shape n=4096 bins=256
  * @corpus tags atomics,shared-memory,syncthreads,grid-stride
+ * @corpus performance grid=4096,1,1 block=256,1,1 shared=0 n=16777216 data=16777216 bins=256
+ * @corpus problem 2^24 u8 values into 256 bins, grid-stride: 4096 blocks of 256 threads, 16 values per thread
  */
 #define BINS 256
 

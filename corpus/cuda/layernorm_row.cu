@@ -19,6 +19,8 @@
  * @corpus param eps   scalar f32 9.999999747378752e-06
  * @corpus shape rows=8 cols=512
  * @corpus tags warp-shuffle,shared-memory,multi-warp
+ * @corpus performance grid=4096,1,1 block=256,1,1 shared=0 cols=4096 eps=9.999999747378752e-06 x=16777216 gamma=4096 beta=4096 y=16777216 mean=4096 rstd=4096
+ * @corpus problem 4096 rows x 4096 cols f32 (2^24 elements), one row per block of BLOCK=256 threads (compiled in)
  */
 #define BLOCK 256
 #define WARPS (BLOCK / 32)

@@ -15,6 +15,8 @@
  * @corpus param N scalar s32 32
  * @corpus param K scalar s32 32
  * @corpus shape m=32 n=32 k=32
+ * @corpus performance grid=128,128,1 block=16,16,1 shared=0 M=2048 N=2048 K=2048 A=4194304 B=4194304 C=4194304
+ * @corpus problem C = A B, 2048 x 2048 x 2048 f32, one output per thread, 16x16 outputs per block
  */
 extern "C" __global__ void matmul_naive(const float* __restrict__ A,
                                         const float* __restrict__ B,

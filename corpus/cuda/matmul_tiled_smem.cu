@@ -16,6 +16,8 @@
  * @corpus param K scalar s32 32
  * @corpus shape m=32 n=32 k=32
  * @corpus tags shared-memory,syncthreads
+ * @corpus performance grid=128,128,1 block=16,16,1 shared=0 M=2048 N=2048 K=2048 A=4194304 B=4194304 C=4194304
+ * @corpus problem C = A B, 2048 x 2048 x 2048 f32, 16x16 tiles (TILE=16 compiled in: the block must be 16x16)
  */
 #define TILE 16
 

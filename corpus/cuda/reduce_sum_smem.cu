@@ -14,6 +14,8 @@
  * @corpus param n       scalar u32 2048
  * @corpus shape n=2048
  * @corpus tags shared-memory,syncthreads
+ * @corpus performance grid=32768,1,1 block=256,1,1 shared=0 n=16777216 in=16777216 partial=32768
+ * @corpus problem sum of 2^24 f32 elements to 32768 partials, 512 per block of BLOCK=256 threads (compiled in)
  */
 #define BLOCK 256
 

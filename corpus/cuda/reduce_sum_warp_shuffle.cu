@@ -14,6 +14,8 @@
  * @corpus param n   scalar s32 4096
  * @corpus shape n=4096
  * @corpus tags warp-shuffle,atomics,multi-warp,grid-stride
+ * @corpus performance grid=4096,1,1 block=256,1,1 shared=0 n=16777216 in=16777216 out=1
+ * @corpus problem sum of 2^24 f32 elements, grid-stride: 4096 blocks of BLOCK=256 threads (compiled in), 16 per thread, one atomic per block
  */
 #define BLOCK 256
 #define WARPS (BLOCK / 32)

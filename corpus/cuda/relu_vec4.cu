@@ -14,6 +14,8 @@
  * @corpus param n4  scalar s32 256
  * @corpus shape n=1024
  * @corpus tags vectorized
+ * @corpus performance grid=16384,1,1 block=256,1,1 shared=0 n4=4194304 x=16777216 out=16777216
+ * @corpus problem 2^24 f32 elements as 2^22 float4, one float4 per thread
  */
 extern "C" __global__ void relu_vec4(const float4* __restrict__ x,
                                      float4* __restrict__ out, int n4)

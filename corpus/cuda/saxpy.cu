@@ -13,6 +13,8 @@
  * @corpus param y     inout  f32 1000
  * @corpus shape n=1000
  * @corpus tags grid-stride
+ * @corpus performance grid=4096,1,1 block=256,1,1 shared=0 n=16777216 alpha=2.5 x=16777216 y=16777216
+ * @corpus problem 2^24 f32 elements, grid-stride: 4096 blocks of 256 threads, 16 elements per thread
  */
 extern "C" __global__ void saxpy(int n, float alpha,
                                  const float* __restrict__ x,

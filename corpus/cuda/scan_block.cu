@@ -15,6 +15,8 @@
  * @corpus param n          scalar s32 1024
  * @corpus shape n=1024
  * @corpus tags shared-memory,syncthreads
+ * @corpus performance grid=65536,1,1 block=256,1,1 shared=0 n=16777216 in=16777216 out=16777216 block_sums=65536
+ * @corpus problem block-wise inclusive scan of 2^24 f32 elements, 256 per block (BLOCK=256 compiled in)
  */
 #define BLOCK 256
 

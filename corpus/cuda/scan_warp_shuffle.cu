@@ -14,6 +14,8 @@
  * @corpus param n   scalar s32 512
  * @corpus shape n=512
  * @corpus tags warp-shuffle,multi-warp
+ * @corpus performance grid=65536,1,1 block=256,1,1 shared=0 n=16777216 in=16777216 out=16777216
+ * @corpus problem block-wise exclusive scan of 2^24 s32 elements, 256 per block (BLOCK=256 compiled in)
  */
 #define BLOCK 256
 #define WARPS (BLOCK / 32)

@@ -14,6 +14,8 @@
  * @corpus param cols scalar s32 256
  * @corpus shape rows=8 cols=256
  * @corpus tags shared-memory,dynamic-shared,syncthreads
+ * @corpus performance grid=4096,1,1 block=256,1,1 shared=1024 cols=4096 x=16777216 y=16777216
+ * @corpus problem 4096 rows x 4096 cols f32 (2^24 elements), one row per block of 256 threads, 256 floats of dynamic shared
  */
 extern "C" __global__ void softmax_row(const float* __restrict__ x,
                                        float* __restrict__ y, int cols)

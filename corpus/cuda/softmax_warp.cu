@@ -13,6 +13,8 @@
  * @corpus param rows scalar s32 16
  * @corpus shape rows=16 cols=128
  * @corpus tags warp-shuffle,multi-warp
+ * @corpus performance grid=32768,1,1 block=128,1,1 shared=0 rows=131072 x=16777216 y=16777216
+ * @corpus problem 131072 rows x 128 cols f32 (COLS=128 compiled in; 2^24 elements), one warp per row, 4 rows per block
  */
 #define COLS 128
 #define PER_LANE (COLS / 32)

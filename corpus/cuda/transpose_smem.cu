@@ -14,6 +14,8 @@
  * @corpus param height scalar s32 64
  * @corpus shape rows=64 cols=64
  * @corpus tags shared-memory,syncthreads
+ * @corpus performance grid=128,128,1 block=32,8,1 shared=0 width=4096 height=4096 in=16777216 out=16777216
+ * @corpus problem 4096 x 4096 f32 transpose, 32x32 tiles of a 32x8 block (TILE=32, ROWS=8 compiled in)
  */
 #define TILE 32
 #define ROWS 8

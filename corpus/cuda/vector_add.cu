@@ -11,6 +11,8 @@
  * @corpus param c output f32 1024
  * @corpus param n scalar u32 1024
  * @corpus shape n=1024
+ * @corpus performance grid=65536,1,1 block=256,1,1 shared=0 n=16777216 a=16777216 b=16777216 c=16777216
+ * @corpus problem 2^24 f32 elements, one per thread
  */
 extern "C" __global__ void vector_add(const float* __restrict__ a,
                                       const float* __restrict__ b,

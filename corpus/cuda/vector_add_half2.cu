@@ -13,6 +13,8 @@
  * @corpus param n2  scalar s32 512
  * @corpus shape n=1024
  * @corpus tags fp16
+ * @corpus performance grid=32768,1,1 block=256,1,1 shared=0 n2=8388608 a=16777216 b=16777216 c=16777216
+ * @corpus problem 2^24 f16 elements as 2^23 half2, one half2 per thread
  */
 #include <cuda_fp16.h>
 

@@ -39,6 +39,12 @@ def attention(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale,
 CORPUS = [
     dict(
         name="attention",
+        performance=dict(
+            grid=(256, 1, 1),
+            scalars={"seq_len": 4096, "scale": 0.25},
+            counts={"q_ptr": 65536, "k_ptr": 65536, "v_ptr": 65536, "o_ptr": 65536},
+            problem="one head: seq 4096 x head_dim 16 (HEAD_DIM=16 compiled in; the kernel has no batch or head index), 16 query rows per program",
+        ),
         kernel=attention,
         family="attention",
         grid=(4, 1, 1),

@@ -23,6 +23,12 @@ def cumsum(x_ptr, out_ptr, block_sums_ptr, n, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="cumsum",
+        performance=dict(
+            grid=(65536, 1, 1),
+            scalars={"n": 16777216},
+            counts={"x_ptr": 16777216, "out_ptr": 16777216, "block_sums_ptr": 65536},
+            problem="block-wise scan of 2^24 f32 elements, 256 per program",
+        ),
         kernel=cumsum,
         family="scan",
         grid=(4, 1, 1),

@@ -26,6 +26,12 @@ def dropout(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="dropout",
+        performance=dict(
+            grid=(65536, 1, 1),
+            scalars={"n": 16777216, "p": 0.25, "seed": 1234},
+            counts={"x_ptr": 16777216, "out_ptr": 16777216},
+            problem="2^24 f32 elements, 256 per program",
+        ),
         kernel=dropout,
         family="elementwise",
         grid=(4, 1, 1),

@@ -21,6 +21,12 @@ def histogram(x_ptr, bins_ptr, n, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="histogram",
+        performance=dict(
+            grid=(16384, 1, 1),
+            scalars={"n": 16777216},
+            counts={"x_ptr": 16777216, "bins_ptr": 64},
+            problem="2^24 s32 values into 64 bins, 1024 per program",
+        ),
         kernel=histogram,
         family="histogram",
         grid=(4, 1, 1),

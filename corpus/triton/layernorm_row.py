@@ -31,6 +31,12 @@ def layernorm_row(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, cols, 
 CORPUS = [
     dict(
         name="layernorm_row",
+        performance=dict(
+            grid=(32768, 1, 1),
+            scalars={"stride": 512, "cols": 512, "eps": 1e-5},
+            counts={"x_ptr": 16777216, "y_ptr": 16777216, "w_ptr": 512, "b_ptr": 512, "mean_ptr": 32768, "rstd_ptr": 32768},
+            problem="32768 rows x 512 cols f32 (BLOCK=512 compiled in: at most 512 cols; 2^24 elements), one row per program",
+        ),
         kernel=layernorm_row,
         family="normalization",
         grid=(8, 1, 1),

@@ -68,6 +68,12 @@ _SCALARS_32 = [(name, role, dtype, 32) for name, role, dtype, _ in _SCALARS_64]
 CORPUS = [
     dict(
         name="matmul_f16",
+        performance=dict(
+            grid=(64, 64, 1),
+            scalars={"M": 2048, "N": 2048, "K": 2048, "stride_am": 2048, "stride_bk": 2048, "stride_cm": 2048},
+            counts={"a_ptr": 4194304, "b_ptr": 4194304, "c_ptr": 4194304},
+            problem="C = A B, 2048 x 2048 x 2048 f16 (f32 accumulate), 32x32 tiles",
+        ),
         kernel=matmul_f16,
         family="matmul",
         grid=(2, 2, 1),
@@ -84,6 +90,12 @@ CORPUS = [
     ),
     dict(
         name="matmul_f32_ieee",
+        performance=dict(
+            grid=(128, 128, 1),
+            scalars={"M": 2048, "N": 2048, "K": 2048, "stride_am": 2048, "stride_bk": 2048, "stride_cm": 2048},
+            counts={"a_ptr": 4194304, "b_ptr": 4194304, "c_ptr": 4194304},
+            problem="C = A B, 2048 x 2048 x 2048 f32 (IEEE FMA dot), 16x16 tiles",
+        ),
         kernel=matmul_f32_ieee,
         family="matmul",
         grid=(2, 2, 1),

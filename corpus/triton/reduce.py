@@ -29,6 +29,12 @@ def reduce_max(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="reduce_sum",
+        performance=dict(
+            grid=(32768, 1, 1),
+            scalars={"n": 16777216},
+            counts={"x_ptr": 16777216, "partial_ptr": 32768},
+            problem="sum of 2^24 f32 elements to 32768 partials, 512 per program",
+        ),
         kernel=reduce_sum,
         family="reduction",
         grid=(4, 1, 1),
@@ -43,6 +49,12 @@ CORPUS = [
     ),
     dict(
         name="reduce_max",
+        performance=dict(
+            grid=(19532, 1, 1),
+            scalars={"n": 10000000},
+            counts={"x_ptr": 10000000, "partial_ptr": 19532},
+            problem="max of 10^7 f32 elements (ragged: not a multiple of 512) to 19532 partials, 512 per program",
+        ),
         kernel=reduce_max,
         family="reduction",
         grid=(4, 1, 1),

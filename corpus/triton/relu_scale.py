@@ -22,6 +22,12 @@ def relu_scale(x_ptr, res_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="relu_scale",
+        performance=dict(
+            grid=(65536, 1, 1),
+            scalars={"alpha": 0.5, "n": 16777216},
+            counts={"x_ptr": 16777216, "res_ptr": 16777216, "out_ptr": 16777216},
+            problem="2^24 f32 elements, 256 per program",
+        ),
         kernel=relu_scale,
         family="elementwise",
         grid=(4, 1, 1),

@@ -25,6 +25,12 @@ def softmax_row(x_ptr, y_ptr, x_stride, y_stride, cols, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="softmax_row",
+        performance=dict(
+            grid=(65536, 1, 1),
+            scalars={"x_stride": 200, "y_stride": 200, "cols": 200},
+            counts={"x_ptr": 13107200, "y_ptr": 13107200},
+            problem="65536 rows x 200 cols f32 (BLOCK=256 compiled in: at most 256 cols), one row per program",
+        ),
         kernel=softmax_row,
         family="softmax",
         grid=(8, 1, 1),

@@ -27,6 +27,12 @@ def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 CORPUS = [
     dict(
         name="vector_add",
+        performance=dict(
+            grid=(65536, 1, 1),
+            scalars={"n": 16777216},
+            counts={"x_ptr": 16777216, "y_ptr": 16777216, "out_ptr": 16777216},
+            problem="2^24 f32 elements, 256 per program",
+        ),
         kernel=vector_add,
         family="elementwise",
         grid=(4, 1, 1),
@@ -42,6 +48,12 @@ CORPUS = [
     ),
     dict(
         name="vector_add_nodiv",
+        performance=dict(
+            grid=(39063, 1, 1),
+            scalars={"n": 10000000},
+            counts={"x_ptr": 10000000, "y_ptr": 10000000, "out_ptr": 10000000},
+            problem="10^7 f32 elements (ragged: not a multiple of 256), 256 per program",
+        ),
         kernel=vector_add,
         family="elementwise",
         grid=(4, 1, 1),

@@ -363,7 +363,10 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the transformed PTX here instead of stdout.")
 @click.option("--arch", default=None,
-              help=f"Architecture for --verify-each (default: the module's .target, else {DEFAULT_ARCH}).")
+              help=f"Architecture for the compile check and --verify-each (default: the module's .target, "
+                   f"else {DEFAULT_ARCH}).")
+@click.option("--no-compile-check", is_flag=True,
+              help="Do not assemble the output with ptxas (by default ptxas must accept it, else exit 1).")
 @click.option("--verify-each", is_flag=True,
               help="Check the input compiles, then after every pass that changed the module: ptxas "
                    "accepts it and every entry is proved equivalent (see --prove) or computes the same "
@@ -385,11 +388,14 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
 @prove_option
-def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, block, shared_bytes, scalars,
-            allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
+def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contract_file, grid, block, shared_bytes,
+            scalars, allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
             reproducer_dir, as_json, prove=True):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
+    The output is assembled with ptxas first (unless --no-compile-check):
+    when ptxas rejects it, exit 1 with ptxas's message and no output (when
+    ptxas rejects the input as well, exit 2: the input's problem).
     With --verify-each, exit 0: every changed entry was decided equivalent
     (identical, hints-only, proved, or equal in the interpreter); 1: a pass broke the kernel (a reproducer is written); 2: bad
     input, including PTX that ptxas rejects before any pass ran; 4:
@@ -437,6 +443,8 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
             if r.reverted:
                 click.echo(f"ptxopt: note: pass '{r.name}' reverted: {r.reverted}", err=True)
     text = emit(result.module)
+    if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
+        _compile_check(text, result.module, arch, src)
     if output:
         with open(output, "w") as f:
             f.write(text)
@@ -457,6 +465,33 @@ def run_cmd(file, pipeline, output, arch, verify_each, contract_file, grid, bloc
                    "give a launch contract (--grid/--block/--shared-bytes/--scalar, --contract FILE or "
                    "KERNEL.contract.json) or pass --allow-unchecked", err=True)
         sys.exit(INCONCLUSIVE)
+
+
+def _compile_check(text: str, module, arch: str | None, src) -> None:
+    """ptxas must accept what ``run`` prints: exit 1 with its message when it
+    does not (2 when it rejects the input too); a toolchain that cannot
+    assemble this version or architecture is said, not hidden."""
+    from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
+    from ptxopt.toolchain.arch import resolve_arch
+
+    a = resolve_arch(module, arch)
+    try:
+        compile_ptx(text, a)
+        return
+    except PtxasError as e:
+        err = str(e)
+    except ToolchainError as e:
+        click.echo(f"ptxopt: note: the output was not compile-checked: {e}", err=True)
+        return
+    try:
+        compile_ptx(src.data.decode("utf-8"), a)
+    except PtxasError as e:
+        fail(f"{src.name}: ptxas rejects the input itself for {a}: {e}", code=BAD_INPUT)
+    except ToolchainError:
+        pass
+    click.echo(f"ptxopt: error: ptxas rejects the output for {a} (nothing written; --no-compile-check "
+               f"prints it anyway): {err}", err=True)
+    sys.exit(CHECK_FAILED)
 
 
 @cli.command("passes")
@@ -502,7 +537,8 @@ def corpus_grp():
 @click.option("--family", default=None, help="Only this family, compiler or id (e.g. gemm_tile, triton).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
 def corpus_list(family, as_json):
-    """List corpus kernels with their family, compiler and launch geometry."""
+    """List corpus kernels with their family, compiler, check launch (the
+    interpreter's) and performance launch (what users run; none for gemm_tile)."""
     from ptxopt.corpus import select
 
     kernels = select(family or "all")
@@ -512,17 +548,24 @@ def corpus_list(family, as_json):
             "entry": k.entry, "arch": k.arch, "ptx_version": k.ptx_version,
             "grid": list(k.launch.grid), "block": list(k.launch.block),
             "shared_bytes": k.launch.shared_bytes, "params": len(k.params),
+            "performance": None if k.performance is None else {
+                "grid": list(k.performance.grid), "block": list(k.performance.block),
+                "shared_bytes": k.performance.shared_bytes, "scalars": k.performance.scalars,
+                "problem": k.performance.problem},
         } for k in kernels])
         return
     from rich.console import Console
     from rich.table import Table
 
     t = Table(box=None)
-    for col in ("id", "family", "compiler", "ptx", "grid", "block", "params"):
+    for col in ("id", "family", "compiler", "ptx", "check grid", "check block", "perf grid", "perf block",
+                "params"):
         t.add_column(col)
     for k in kernels:
+        perf = k.performance
         t.add_row(k.id, k.family, k.compiler, k.ptx_version, "x".join(map(str, k.launch.grid)),
-                  "x".join(map(str, k.launch.block)), str(len(k.params)))
+                  "x".join(map(str, k.launch.block)), "x".join(map(str, perf.grid)) if perf else "-",
+                  "x".join(map(str, perf.block)) if perf else "-", str(len(k.params)))
     Console().print(t)
     click.echo(f"{len(kernels)} kernels")
 

@@ -284,6 +284,28 @@ def perf_launch_options(f):
     return f
 
 
+def performance_launch(path: str, perf: dict, *, contract_file: str | None = None, entry: str | None = None,
+                       base=None, fn=None):
+    """The performance launch (role ``performance``) for ``path`` from the
+    :func:`perf_launch_options` values in ``perf`` (``perf_grid``, ``perf_block``,
+    ``perf_shared_bytes``, ``perf_scalars``) over the contract file's
+    ``"performance"`` entry, else ``base`` (a corpus kernel's manifest entry):
+    :func:`ptxopt.equivalence.contract.resolve_performance`. With ``fn`` (the
+    entry's IR function) it must fit the entry (:func:`~ptxopt.equivalence.contract.check_performance`).
+    None when nothing gives one; a bad one fails (exit 2, one line)."""
+    from ptxopt.equivalence.contract import ContractError, check_performance, resolve_performance
+
+    try:
+        launch = resolve_performance(path, contract_file=contract_file, grid=perf.get("perf_grid"),
+                                     block=perf.get("perf_block"), shared_bytes=perf.get("perf_shared_bytes"),
+                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base)
+        if launch is not None and fn is not None:
+            launch = check_performance(launch, fn)
+    except ContractError as e:
+        fail(f"{path}: {e}" if not str(e).startswith(str(path)) else str(e))
+    return launch
+
+
 def with_contract(cand, path: str, contract: dict):
     """``cand`` (a PTX file's :class:`~ptxopt.evaluate.Candidate`) launched under
     its contract: ``contract`` holds the :func:`contract_options` values; the
@@ -326,5 +348,5 @@ __all__ = ["fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "backend_option",
-           "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option", "allow_unchecked_option",
-           "contract_options", "perf_launch_options", "with_contract"]
+           "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
+           "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract"]

@@ -26,7 +26,8 @@ INTERRUPTED = 130
 TABLE: dict[str, tuple[int, str]] = {
     "ok": (OK, "success"),
     "check-failed": (CHECK_FAILED, "a check failed on good input: roundtrip, a verify mismatch, a pass broke a "
-                                   "kernel, an eval candidate failed, a kernel's search failed"),
+                                   "kernel (ptxas rejects run's output), an eval candidate failed, a "
+                                   "kernel's search failed"),
     "bad-file": (BAD_INPUT, "an input file is missing, unreadable, not UTF-8, or does not parse"),
     "bad-option": (BAD_INPUT, "an option value that makes no sense (negative sizes, -j -1, --lr nan, two '-')"),
     "ptxas-rejects-input": (BAD_INPUT, "ptxas rejects the original PTX, its .version, its .target or --arch"),

@@ -7,10 +7,13 @@ the whole-launch model and the one that binds, the estimate (cycles, seconds,
 same under ``before`` and ``after``, the after estimate on the same number of
 blocks as the before one (a register budget changes the time, not the work).
 
-Launch: ``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` (the
-launch the user runs), else a contract's or the corpus manifest's block with
-the grid assumed (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at
-the original kernel's occupancy).  The contract options (``eval``'s) give the
+Launch: the performance launch (what the user runs): the contract file's
+``"performance"`` entry, else the corpus manifest's, with
+``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` overriding its
+fields (:func:`ptxopt.equivalence.contract.resolve_performance`); else the
+check launch's block with the grid assumed
+(:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at the original
+kernel's occupancy), as when a performance launch gives no grid.  The contract options (``eval``'s) give the
 check launch the interpreter counts loop trips under.  Objective: ``--objective``,
 else ``throughput`` when a block size is known (``latency`` for the gemm_tile
 family and when none is), see :func:`ptxopt.sim.throughput.default_objective`.
@@ -27,7 +30,7 @@ import sys
 import click
 
 from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, fail, output_file,
-                               perf_launch_options, with_contract)
+                               perf_launch_options, performance_launch, with_contract)
 from ptxopt.cli.exitcodes import BAD_INPUT
 
 #: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
@@ -54,7 +57,6 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
                 perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
-    from ptxopt.equivalence.contract import ContractError, parse_dim3, parse_scalars
     from ptxopt.evaluate import Candidate
     from ptxopt.inputs import read_one
     from ptxopt.pipeline import Pipeline, PipelineError
@@ -71,11 +73,8 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
             pl = Pipeline.parse(pipeline)
         except PipelineError as e:
             fail(str(e))
-    try:
-        perf = dict(grid=parse_dim3(perf_grid, "--perf-grid"), block=parse_dim3(perf_block, "--perf-block"),
-                    shared_bytes=perf_shared_bytes, scalars=parse_scalars(perf_scalars))
-    except ContractError as e:
-        fail(str(e).replace("--scalar", "--perf-scalar"))
+    perf = dict(perf_grid=perf_grid, perf_block=perf_block, perf_shared_bytes=perf_shared_bytes,
+                perf_scalars=perf_scalars)
     try:
         dev = device_named(device_name) if device_name else None
     except ValueError as e:
@@ -109,7 +108,8 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
     docs = []
     for entry in chosen:
         cand = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
-        launch = _perf_launch(perf, cand, spec)
+        fn = next(f for f in module.entries if f.name == entry)
+        launch = _perf_launch(perf, cand, spec, src.name, contract_file, fn)
         obj = objective or _default_objective(launch, spec)
         if obj == "throughput" and (launch is None or launch.block is None):
             fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
@@ -155,27 +155,19 @@ def _apply(pl, text: str, label: str) -> str:
     return emit(PassManager(pl).run(parse_bytes(text.encode(), label)).module)
 
 
-def _perf_launch(perf: dict, cand, spec):
-    """The performance launch: --perf-* first; else a known block (the
-    corpus's ``performance`` entry when it has one, the contract's or the
-    manifest's block) with the grid assumed; None when no block is known."""
+def _perf_launch(perf: dict, cand, spec, path: str, contract_file, fn):
+    """The performance launch (:func:`ptxopt.cli.common.performance_launch`:
+    the contract's or the corpus manifest's, --perf-* overriding fields);
+    else the check launch's block with the grid assumed; None when no block
+    is known."""
+    from ptxopt.equivalence.launch import performance_of
     from ptxopt.sim.throughput import launch_shape
 
-    given = perf["grid"] is not None or perf["block"] is not None or perf["shared_bytes"] is not None \
-        or bool(perf["scalars"])
-    known = getattr(spec, "performance", None) if spec is not None else None
-    check = _check_launch(cand, spec)
-    if given:
-        blk = perf["block"] or (known.block if known is not None else None) or \
-            (tuple(check.block) if check is not None else None)
-        if blk is None:
-            fail("--perf-grid/--perf-shared-bytes/--perf-scalar need the block size: give --perf-block X,Y,Z")
-        origin = "options" + ("" if perf["block"] else " (block from the " +
-                              ("corpus performance launch" if known is not None else "check launch") + ")")
-        return launch_shape(grid=perf["grid"], block=blk, shared_bytes=perf["shared_bytes"] or 0,
-                            scalars=perf["scalars"], origin=origin)
+    base = performance_of(spec) if spec is not None else None
+    known = performance_launch(path, perf, contract_file=contract_file, entry=fn.name, base=base, fn=fn)
     if known is not None:
-        return launch_shape(known, origin=f"corpus:{spec.id} performance launch")
+        return launch_shape(known, origin=known.source)
+    check = _check_launch(cand, spec)
     if check is not None:
         return launch_shape(grid=None, block=tuple(check.block), shared_bytes=int(check.shared_bytes or 0),
                             origin=f"block of the {check.source} check launch; grid assumed")
@@ -234,6 +226,11 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict
     if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
         footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
+    elif cand.spec is not None and cand.launch is None and launch is not None:
+        big = cand.spec.performance_spec()  # the manifest's buffers at its performance size
+        if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
+                and dict(launch.scalars) == cand.spec.performance.scalars:
+            footprint = footprint_of_spec(big)
     try:
         e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
     except ValueError as exc:

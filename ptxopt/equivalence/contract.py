@@ -25,6 +25,18 @@ buffers are allocated exactly as described (as for a corpus kernel);
 otherwise each 64-bit parameter gets ``buffer_bytes`` (default 65536) of
 random float32 values. A file may also hold several entries, as a JSON list
 or as ``{"kernels": [...]}``, each naming its ``entry``.
+
+A contract may also give the *performance* launch, what the user really runs
+(role ``performance``; never run by the interpreter, it is the throughput
+estimate's): ``"performance": {"grid": [x, y, z], "block": [x, y, z],
+"shared_bytes": n, "scalars": {".param name": value}, "counts": {...},
+"problem": "..."}`` (``counts`` and ``problem``, as in the corpus manifest,
+are checked and not used here).
+Only ``block`` is required; no ``grid`` means the grid is unknown (the
+estimate then assumes full waves and says so). An entry may give only a
+performance launch (no ``launch``); it then gives no check launch. Options
+``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` override its
+fields (:func:`resolve_performance`), as ``--grid`` ... do the check launch's.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ptxopt.equivalence.launch import ContractError, Launch, Origin
+from ptxopt.equivalence.launch import ContractError, Launch, Origin, Role
 
 CONTRACT_SUFFIX = ".contract.json"
 
@@ -69,13 +81,13 @@ def parse_scalar_value(name: str, value) -> int | float:
             raise ContractError(f"scalar {name}: {value!r} is not a number") from None
 
 
-def parse_scalars(items) -> dict[str, int | float]:
-    """``["n=128", "alpha=0.5"]`` -> ``{"n": 128, "alpha": 0.5}``."""
+def parse_scalars(items, option: str = "--scalar") -> dict[str, int | float]:
+    """``["n=128", "alpha=0.5"]`` -> ``{"n": 128, "alpha": 0.5}`` (``option`` names the flag in errors)."""
     out: dict[str, int | float] = {}
     for it in items or ():
         name, eq, value = str(it).partition("=")
         if not eq or not name:
-            raise ContractError(f"--scalar wants NAME=VALUE, got {it!r}")
+            raise ContractError(f"{option} wants NAME=VALUE, got {it!r}")
         out[name] = parse_scalar_value(name, value)
     return out
 
@@ -159,9 +171,67 @@ def contract_from_json(d: dict, source: str) -> Launch:
                   params=tuple(p["name"] for p in raw_params), buffer_bytes=buffer_bytes, buffers=spec)
 
 
-def load_contract_file(path: str | Path) -> list[Launch]:
-    """Every contract in a contract file (one object, a list, or ``{"kernels": [...]}``)."""
-    path = Path(path)
+def _check_threads(block: tuple[int, int, int], what: str) -> None:
+    from ptxopt.interp.launch import MAX_THREADS
+
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS:
+        raise ContractError(f"{what} {list(block)} has {threads} threads; a block has at most {MAX_THREADS}")
+
+
+#: ``counts`` (buffer element counts at that size, by .param name) and
+#: ``problem`` are read by the corpus (``KernelSpec.performance_spec``); a
+#: contract's are checked so that a manifest entry is a valid contract.
+_PERFORMANCE_KEYS = ("grid", "block", "shared_bytes", "scalars", "counts", "problem")
+
+
+def performance_from_json(d: dict, source: str) -> Launch | None:
+    """The ``"performance"`` launch of one manifest-entry-shaped object (role
+    ``performance``, origin ``contract``); None when it has none."""
+    if not isinstance(d, dict):
+        raise ContractError(f"{source}: a contract must be a JSON object, got {type(d).__name__}")
+    perf = d.get("performance")
+    if perf is None:
+        return None
+    if not isinstance(perf, dict) or "block" not in perf:
+        raise ContractError(f"{source}: \"performance\" needs {{\"block\": [x, y, z]}} (and \"grid\" "
+                            "when known)")
+    unknown = sorted(k for k in perf if k not in _PERFORMANCE_KEYS)
+    if unknown:
+        raise ContractError(f"{source}: performance: unknown key {', '.join(map(repr, unknown))} "
+                            f"(known: {', '.join(_PERFORMANCE_KEYS)})")
+    grid = None if perf.get("grid") is None else _dim3_json(perf["grid"], f"{source}: performance.grid")
+    block = _dim3_json(perf["block"], f"{source}: performance.block")
+    _check_threads(block, f"{source}: performance.block")
+    shared = _int(perf.get("shared_bytes", 0), f"{source}: performance.shared_bytes")
+    raw = perf.get("scalars", {})
+    if not isinstance(raw, dict):
+        raise ContractError(f"{source}: performance.scalars must be an object {{\".param name\": value}}")
+    scalars = {}
+    for k, v in raw.items():
+        try:
+            scalars[str(k)] = parse_scalar_value(k, v)
+        except ContractError:
+            raise ContractError(f"{source}: performance.scalars.{k}: {v!r} is not a number") from None
+    counts = perf.get("counts", {})
+    if not isinstance(counts, dict) or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                                           for v in counts.values()):
+        raise ContractError(f"{source}: performance.counts must be an object {{\".param name\": elements}}")
+    entry = d.get("entry")
+    if entry is not None and not isinstance(entry, str):
+        raise ContractError(f"{source}: entry must be a string")
+    return Launch(grid, block, shared, scalars, origin=Origin.CONTRACT, role=Role.PERFORMANCE,
+                  source=source, entry=entry)
+
+
+def _has_check_launch(d) -> bool:
+    """Whether a contract object gives a check launch; one with only a
+    ``performance`` entry does not (and is no error)."""
+    return not (isinstance(d, dict) and "performance" in d and "launch" not in d
+                and "grid" not in d and "block" not in d)
+
+
+def _read_items(path: Path) -> list:
     try:
         data = json.loads(path.read_text())
     except OSError as e:
@@ -173,10 +243,33 @@ def load_contract_file(path: str | Path) -> list[Launch]:
     items = data if isinstance(data, list) else [data]
     if not items:
         raise ContractError(f"{path}: no contract in the file")
-    out = [contract_from_json(d, path.name if len(items) == 1 else f"{path.name}[{i}]")
-           for i, d in enumerate(items)]
-    if len(out) > 1 and any(c.entry is None for c in out):
+    return items
+
+
+def _entries_named(path: Path, items: list, launches: list[Launch]) -> None:
+    if len(items) > 1 and any(c.entry is None for c in launches):
         raise ContractError(f"{path}: with several contracts, each must name its \"entry\"")
+
+
+def load_performance_file(path: str | Path) -> list[Launch]:
+    """Every performance launch in a contract file (entries without one give none)."""
+    path = Path(path)
+    items = _read_items(path)
+    out = [performance_from_json(d, path.name if len(items) == 1 else f"{path.name}[{i}]")
+           for i, d in enumerate(items)]
+    out = [p for p in out if p is not None]
+    _entries_named(path, items, out)
+    return out
+
+
+def load_contract_file(path: str | Path) -> list[Launch]:
+    """Every contract (check launch) in a contract file (one object, a list, or
+    ``{"kernels": [...]}``); an entry with only a ``performance`` launch gives none."""
+    path = Path(path)
+    items = _read_items(path)
+    out = [contract_from_json(d, path.name if len(items) == 1 else f"{path.name}[{i}]")
+           for i, d in enumerate(items) if _has_check_launch(d)]
+    _entries_named(path, items, out)
     return out
 
 
@@ -240,5 +333,80 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
     return Contracts(out)
 
 
-__all__ = ["Contracts", "ContractError", "CONTRACT_SUFFIX", "contract_from_json", "contract_path_for",
-           "load_contract_file", "parse_dim3", "parse_scalars", "resolve_contracts"]
+def resolve_performance(ptx_path: str | None = None, *, contract_file: str | None = None,
+                        grid: str | tuple | None = None, block: str | tuple | None = None,
+                        shared_bytes: int | None = None, scalars=(), entry: str | None = None,
+                        base: Launch | None = None, auto: bool = True) -> Launch | None:
+    """The performance launch for one input, mirroring :func:`resolve_contracts`:
+    the ``"performance"`` entry of ``--contract`` FILE, else of
+    ``KERNEL.contract.json`` next to ``ptx_path`` (when ``auto``), else
+    ``base`` (a corpus kernel's manifest entry, :func:`~ptxopt.equivalence.launch.performance_of`);
+    the options ``grid``/``block``/``shared_bytes``/``scalars`` (``--perf-grid``
+    ...) override its fields. Options alone (origin ``options``) need
+    ``block``; without ``grid`` the grid is unknown. ``entry`` picks one
+    entry's launch from a file with several. None when nothing gives one."""
+    found: list[Launch] = []
+    if contract_file:
+        found = load_performance_file(contract_file)
+    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
+        cand = contract_path_for(ptx_path)
+        if cand.is_file():
+            found = load_performance_file(cand)
+    known = _for_entry(found, entry) if found else base
+    g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--perf-grid")
+    b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--perf-block")
+    sc = scalars if isinstance(scalars, dict) else parse_scalars(scalars, "--perf-scalar")
+    if b is not None:
+        _check_threads(b, "--perf-block")
+    if g is None and b is None and shared_bytes is None and not sc:
+        return known
+    if known is None:
+        if b is None:
+            raise ContractError("--perf-grid/--perf-shared-bytes/--perf-scalar need the block size: give "
+                                "--perf-block X,Y,Z (or a contract file with a \"performance\" entry)")
+        return Launch(g, b, shared_bytes or 0, dict(sc), origin=Origin.OPTIONS, role=Role.PERFORMANCE,
+                      source="options", entry=entry)
+    return replace(known, grid=g or known.grid, block=b or known.block,
+                   shared_bytes=known.shared_bytes if shared_bytes is None else shared_bytes,
+                   scalars={**known.scalars, **sc}, source=f"{known.source} + options")
+
+
+def _for_entry(launches: list[Launch], entry: str | None) -> Launch | None:
+    if entry is not None:
+        for p in launches:
+            if p.entry == entry:
+                return p
+    unnamed = [p for p in launches if p.entry is None]
+    if unnamed:
+        return unnamed[0] if entry is None else unnamed[0].with_entry(entry)
+    if entry is None and len(launches) == 1:
+        return launches[0]
+    if entry is None:
+        raise ContractError(f"{launches[0].source}: performance launches for several entries "
+                            f"({', '.join(str(p.entry) for p in launches)}): name the kernel")
+    return None
+
+
+def check_performance(launch: Launch, fn) -> Launch:
+    """``launch`` (a performance launch) for the entry ``fn`` (an IR
+    ``Function``), or a :class:`ContractError` saying why no GPU would run
+    it: a block over 1024 threads or against the entry's ``.reqntid`` /
+    ``.maxntid``, or a scalar that names no parameter of the entry."""
+    from ptxopt.equivalence.infer import bounds_problem
+
+    where = f"performance launch from {launch.source}"
+    _check_threads(launch.block, f"{where}: block")
+    bad = bounds_problem(fn, launch)
+    if bad is not None:
+        raise ContractError(f"{where}: {bad}")
+    names = fn.param_names()
+    unknown = [n for n in launch.scalars if n not in names]
+    if unknown:
+        raise ContractError(f"{where}: {fn.name} has no parameter {', '.join(unknown)} "
+                            f"(its parameters: {', '.join(names)})")
+    return launch if launch.entry == fn.name else launch.with_entry(fn.name)
+
+
+__all__ = ["Contracts", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",
+           "contract_path_for", "load_contract_file", "load_performance_file", "parse_dim3", "parse_scalars",
+           "performance_from_json", "resolve_contracts", "resolve_performance"]

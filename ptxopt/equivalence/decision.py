@@ -189,7 +189,7 @@ def decide(original, candidate, entry: str, launch: Launch | None = None, *, pro
         changed = emit(candidate) != ref.printed
     if not changed:
         return Decision(Verdict.IDENTICAL)
-    hints = _hints_only(ref, candidate)
+    hints = hints_only(ref, candidate)
     if hints is not None:
         return hints
     if prove:
@@ -211,12 +211,26 @@ def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]
     return None, f"; prover {pr.verdict}: {pr.reason}"
 
 
-def _hints_only(ref: Reference, candidate) -> Decision | None:
+def hints_only(original, candidate) -> Decision | None:
+    """``hints-only`` when the two differ only in hints (the observable forms
+    are equal) and every hint is well formed
+    (:func:`ptxopt.prove.hints.hints_only_legal`: registers it reads defined
+    on every path before it, vectors of one register width); ``inconclusive``
+    when only hints differ but one is ill-formed (the interpreter ignores
+    prefetches and the prover splits vectors into lanes: no later step could
+    see it); None when more than hints differ."""
     from ptxopt.equivalence.observable import observable_form
+    from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
 
+    ref = as_reference(original)
     if observable_form(candidate) != ref.observable:
         return None
+    why = hints_only_legal(ref.module, candidate)
+    if why:
+        return Decision(Verdict.INCONCLUSIVE, f"{HINTS_ILL_FORMED}: {why}")
     return Decision(Verdict.HINTS_ONLY, HINTS_NOTE)
+
+
 
 
 def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: int,
@@ -281,7 +295,7 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     ref = as_reference(original)
     if emit(candidate) == ref.printed:
         return Decision(Verdict.IDENTICAL)
-    hints = _hints_only(ref, candidate)
+    hints = hints_only(ref, candidate)
     if hints is not None:
         return hints
     entries = [fn.name for fn in ref.module.entries]
@@ -308,4 +322,4 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
 
 
 __all__ = ["decide", "decide_module", "Decision", "Reference", "format_mismatch", "coverage_of", "clear",
-           "HINTS_NOTE", "REFERENCE_SIZE", "weakest"]
+           "HINTS_NOTE", "REFERENCE_SIZE", "weakest", "hints_only"]

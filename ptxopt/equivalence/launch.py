@@ -97,9 +97,12 @@ class Launch:
 
     ``source`` names where it came from for people (a file, ``options``,
     ``corpus:ID``); ``params`` lists the parameter names a contract file
-    describes (checked against the entry by :meth:`fit`)."""
+    describes (checked against the entry by :meth:`fit`). ``grid`` None
+    means the grid is unknown (Triton metadata, ``--perf-block`` alone): only
+    a performance launch may say so, and the throughput estimate then
+    assumes full waves and labels it; the interpreter never runs one."""
 
-    grid: tuple[int, int, int] = (1, 1, 1)
+    grid: tuple[int, int, int] | None = (1, 1, 1)  # None: unknown (performance launches only)
     block: tuple[int, int, int] = (1, 1, 1)
     shared_bytes: int = 0
     scalars: dict = field(default_factory=dict, hash=False)
@@ -116,7 +119,13 @@ class Launch:
     buffers: Any = field(default=None, hash=False, compare=False, repr=False)
 
     def __post_init__(self):
-        if self.grid is not None:  # None: unknown (a performance launch whose grid the caller did not give)
+        if self.grid is None:
+            # an unknown grid (Triton metadata, --perf-block alone): only a
+            # performance launch may lack one -- the estimate then assumes
+            # full waves and says so; the interpreter needs every block
+            if Role(self.role) is not Role.PERFORMANCE:
+                raise ValueError("only a performance launch may leave its grid unknown (grid=None)")
+        else:
             object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
         object.__setattr__(self, "block", tuple(int(v) for v in self.block))
         object.__setattr__(self, "origin", Origin(self.origin))
@@ -138,12 +147,18 @@ class Launch:
 
     @property
     def blocks(self) -> int | None:
-        return None if self.grid is None else self.grid[0] * self.grid[1] * self.grid[2]
+        """Blocks in the grid; None when the grid is unknown."""
+        if self.grid is None:
+            return None
+        return self.grid[0] * self.grid[1] * self.grid[2]
 
     def describe(self) -> str:
-        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``."""
-        grid = "unknown" if self.grid is None else _dims(self.grid)
-        text = f"grid {grid}, block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
+        """``grid 4x1x1, block 128x1x1, 0 B dynamic shared, n=512 (from k.contract.json)``;
+        a performance launch says so, and ``grid unknown`` when it has none."""
+        text = "grid unknown" if self.grid is None else f"grid {_dims(self.grid)}"
+        if self.role is Role.PERFORMANCE:
+            text = "performance launch: " + text
+        text += f", block {_dims(self.block)}, {self.shared_bytes} B dynamic shared"
         if self.scalars:
             text += ", " + ", ".join(f"{k}={v}" for k, v in self.scalars.items())
         if self.guessed:
@@ -193,6 +208,8 @@ class Launch:
         """``{"spec": KernelSpec}`` (exact buffers, this launch's grid, block,
         shared bytes and scalars) or ``{"geometry": Geometry}`` (default
         buffers) for :func:`ptxopt.equivalence.interpret.verify`."""
+        if self.grid is None:
+            raise ContractError(f"the launch from {self.source} has no grid; the interpreter needs one")
         if self.buffers is not None:
             spec = self.buffers
             launch = replace(spec.launch, grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
@@ -213,6 +230,19 @@ def from_spec(spec, role: Role = Role.CHECK) -> Launch:
                   origin=Origin.MANIFEST if spec.path else Origin.CONTRACT, role=role,
                   source=f"corpus:{spec.id}" if spec.path else (spec.source or spec.id), entry=spec.entry,
                   params=tuple(p.name for p in spec.params), buffers=spec)
+
+
+def performance_of(spec) -> "Launch | None":
+    """The performance launch of a corpus manifest entry (``spec.performance``,
+    the launch a user runs: role ``performance``, origin ``manifest``), None
+    when the entry gives none (gemm_tile kernels)."""
+    perf = getattr(spec, "performance", None)
+    if perf is None:
+        return None
+    return Launch(tuple(perf.grid), tuple(perf.block), int(perf.shared_bytes), perf.scalars,
+                  origin=Origin.MANIFEST if spec.path else Origin.CONTRACT, role=Role.PERFORMANCE,
+                  source=f"corpus:{spec.id} performance" if spec.path else f"{spec.source or spec.id} performance",
+                  entry=spec.entry)
 
 
 def from_geometry(geometry, origin: Origin = Origin.CONTRACT, source: str = "caller",
@@ -242,4 +272,5 @@ def as_launch(obj, source: str = "caller") -> "Launch | None":
     raise TypeError(f"expected a Launch, Geometry or KernelSpec, got {type(obj).__name__}")
 
 
-__all__ = ["ContractError", "Launch", "Origin", "Role", "CEILING", "ceiling", "from_spec", "from_geometry", "guessed", "as_launch"]
+__all__ = ["ContractError", "Launch", "Origin", "Role", "CEILING", "ceiling", "from_spec", "from_geometry", "guessed",
+           "as_launch", "performance_of"]

@@ -140,11 +140,26 @@ def _parse(text: str) -> "tuple[Pipeline | None, str, PipelineError | None]":
 OBJECTIVES = ("latency", "throughput")
 
 
-def performance_of(cand: Candidate):
-    """The candidate's performance launch: its own, else its manifest entry's; None: unknown."""
+def performance_for(cand: Candidate):
+    """The candidate's performance launch: its own, else its manifest
+    entry's (with the distinct bytes its performance-size buffers span, the
+    DRAM roofline's input); None: unknown."""
     if cand.performance is not None:
         return cand.performance
-    return getattr(cand.spec, "performance", None)
+    return _manifest_performance(cand.spec) if cand.spec is not None else None
+
+
+@lru_cache(maxsize=512)
+def _manifest_performance(spec):
+    from dataclasses import replace
+
+    from ptxopt.equivalence.launch import performance_of
+    from ptxopt.sim.occupancy import footprint_of_spec
+
+    launch = performance_of(spec)
+    if launch is None:
+        return None
+    return replace(launch, footprint_bytes=footprint_of_spec(spec.performance_spec()) or None)
 
 
 def objective_for(cand: Candidate, objective: str | None = None) -> str:
@@ -156,7 +171,7 @@ def objective_for(cand: Candidate, objective: str | None = None) -> str:
         return objective
     if cand.spec is not None and cand.spec.family == "gemm_tile":
         return "latency"
-    return "throughput" if performance_of(cand) is not None else "latency"
+    return "throughput" if performance_for(cand) is not None else "latency"
 
 
 def settings_for(cand: Candidate, settings: Settings) -> Settings:
@@ -192,5 +207,5 @@ def as_candidate(item) -> Candidate:
 
 
 
-__all__ = ["Candidate", "Settings", "settings_for", "objective_for", "performance_of", "OBJECTIVES", "as_candidate", "canonical_pipeline",
+__all__ = ["Candidate", "Settings", "settings_for", "objective_for", "performance_for", "OBJECTIVES", "as_candidate", "canonical_pipeline",
            "DEFAULT_TIMEOUT", "DEFAULT_BATCH"]

@@ -56,7 +56,7 @@ from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
 
 from .cache import EvalCache
-from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_of, settings_for
+from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_for, settings_for
 from .keys import given_launch, launch_id, module_key, request_key, sha256
 from .result import EvalResult
 from .work import Work, one_line
@@ -123,7 +123,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     t = time.perf_counter()
     w.spec = cand.spec
     given = given_launch(cand)
-    w.performance = performance_of(cand)
+    w.performance = performance_for(cand)
     w.pkey = request_key(cand, s)
     if cache is not None and _hit(w, cache, cache.resolve(w.pkey)):
         return

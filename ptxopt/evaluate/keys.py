@@ -17,7 +17,7 @@ from ptxopt.digests import code_digests
 from ptxopt.measure.registry import backend_version, get_backend
 
 from .cache import SCHEMA_VERSION
-from .candidate import Candidate, Settings, performance_of
+from .candidate import Candidate, Settings, performance_for
 
 
 def sha256(text: str | bytes) -> str:
@@ -83,7 +83,7 @@ def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, s
 def request_key(cand: Candidate, settings: Settings) -> str:
     """:func:`pipeline_key` of ``cand`` (its canonical pipeline, its launch);
     ``settings`` resolved for it (:func:`~ptxopt.evaluate.candidate.settings_for`)."""
-    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand), performance_of(cand)), settings)
+    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand), performance_for(cand)), settings)
 
 
 def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:

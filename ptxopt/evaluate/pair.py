@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .candidate import Candidate, objective_for, performance_of
+from .candidate import Candidate, objective_for, performance_for
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def estimate_pair(original: str, candidate: str, *, entry: str | None = None, la
 
     base = Candidate(original, "", entry=entry, spec=spec, launch=launch, performance=performance)
     obj = objective_for(base, objective)
-    perf = performance_of(base)
+    perf = performance_for(base)
     try:
         if obj == "throughput":
             perf = _fixed_grid(base, perf, arch)

@@ -10,8 +10,8 @@ are what make a budget *mean* something; an entry is refused when:
   chose it, and a pass must respect the source): ``maxnreg{n=128}``
   (alias ``maxnreg_128``) never raises nor lowers it unless its option
   ``override=1`` says so (``maxnreg_128{override=1}``);
-* it uses ``setmaxnreg`` (sm_90a warpgroup register reallocation manages the
-  register count itself);
+* it uses ``setmaxnreg``, itself or in a ``.func`` it calls (sm_90a warpgroup
+  register reallocation manages the register count itself);
 * its block-size directives bound the registers below the budget: the
   register file holds 64K 32-bit registers per SM, so with ``.maxntid`` /
   ``.reqntid`` of T threads a thread can have at most 65536 / T registers,
@@ -38,6 +38,7 @@ from math import prod
 from typing import ClassVar
 
 from ptxopt.ir import Function, Module, PerfDirective
+from ptxopt.operand_facts import facts
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import REGISTER_BUDGET
 
@@ -85,9 +86,34 @@ def instruction_registers(fn: Function) -> tuple[int, int] | None:
     return best
 
 
-def budget_refusal(fn: Function, budget: int) -> str | None:
-    if any(i.opcode == "setmaxnreg" for i in fn.instructions()):
-        return "the entry uses setmaxnreg, which manages its register count"
+def setmaxnreg_user(fn: Function, module: Module | None = None) -> str | None:
+    """The function that executes ``setmaxnreg`` on ``fn``'s behalf: ``fn``
+    itself or a ``.func`` it calls, directly or not (an indirect call may
+    reach any function of ``module``); None when none does."""
+    funcs = {f.name: f for f in (module.functions if module is not None else ()) if f.body is not None}
+    seen, todo = {fn.name}, [fn]
+    while todo:
+        f = todo.pop()
+        for ins in f.instructions():
+            if ins.opcode == "setmaxnreg":
+                return f.name
+            if ins.opcode != "call":
+                continue
+            # the callee by name; an indirect call (no label naming a function) may reach any function
+            names = [n for n in facts(ins).labels if n in funcs] or list(funcs)
+            for n in names:
+                if n in funcs and n not in seen:
+                    seen.add(n)
+                    todo.append(funcs[n])
+    return None
+
+
+def budget_refusal(fn: Function, budget: int, module: Module | None = None) -> str | None:
+    user = setmaxnreg_user(fn, module)
+    if user is not None:
+        via = "" if user == fn.name else f" (through the function {user} it calls)"
+        return (f"the entry uses setmaxnreg{via}, which manages its register count (sm_90a warpgroup "
+                f"register reallocation); a .maxnreg budget would contradict it")
     b = register_bound(fn)
     if b is not None and budget > b[0]:
         return f"{b[1]} allows at most {b[0]} registers per thread, below .maxnreg {budget}"
@@ -142,7 +168,7 @@ class MaxNReg(Pass):
                               f"the source sets .maxnreg {', '.join(current.args)} "
                               f"(use {self.overriding()} to replace it)")
                 continue
-            why = budget_refusal(fn, budget)
+            why = budget_refusal(fn, budget, module)
             if why:
                 report.refuse(fn.name, fn.line, why)
                 continue

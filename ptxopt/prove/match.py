@@ -5,19 +5,30 @@ flow graphs in lockstep. For block ``B`` let ``L(B)`` be the registers live
 at its entry in either kernel. The hypothesis at ``B``'s entry: both kernels
 hold the same value in every register of ``L(B)`` and the same memory (the
 ``livein``/``entry`` nodes are shared). Each block is then executed
-symbolically in both kernels (:mod:`.symexec`) and must end with
+symbolically in both kernels (:mod:`.symexec`) and must end with every
+observable of :data:`ptxopt.prove.observables.OBSERVABLES` matched (the
+table is the one list; in short):
 
 * the same terminator (opcode, targets, condition node): both take the same
   edge;
-* the same value in every register of ``L(S)`` for every successor ``S``;
+* the same value in every register of ``L(S)`` for every successor ``S``,
+  and, where a ``.func`` may return (a ``ret``, guarded or not, or the end of
+  the body), in every ``.reg`` return register (``.param`` return values are
+  stores to ``.param`` memory);
 * the same memory node (same ordering points in the same order with the same
   operands, the same stores modulo commuting disjoint ones: :mod:`.memory`)
   and the same chain of warp collectives;
 * no new way to fault: every load, store and prefetch lane of the candidate
   touches bytes the original block touches in the same space under the same
-  guard, and a vector access the original does not have is proven aligned
-  (:class:`~ptxopt.analysis.alignment.Alignment`: ``.ptr .align`` and
-  variable ``.align`` through the address arithmetic, nothing assumed).
+  guard, and every access the original does not make exactly is aligned for
+  its own width, scalar or vector (:func:`fault_check`: from a covering
+  original access, or :class:`~ptxopt.analysis.alignment.Alignment`:
+  ``.ptr .align`` and variable ``.align`` through the address arithmetic,
+  nothing assumed).
+
+A ``.func``'s ``.reg`` parameters hold its arguments at entry: the same
+values in both (the interfaces are equal), so reading them is not reading
+an uninitialised register.
 
 Then the hypothesis holds at the successor both take, so by induction both
 kernels perform the same observable memory effects and ordering points in
@@ -36,6 +47,7 @@ from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.prove.memory import AliasOracle
+from ptxopt.prove.observables import BlockPair, first_mismatch
 from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.prove.values import Graph
 
@@ -123,7 +135,9 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
     bo, bc = so.cfg.blocks, sc.cfg.blocks
     if bo and bc:
         for side, what in ((so, "original"), (sc, "candidate")):
-            undefined = sorted(side.live_in(bo[0].index) if side is so else side.live_in(bc[0].index))
+            # a .func's .reg parameters hold its arguments: the same values in both (same interface)
+            undefined = sorted((side.live_in(bo[0].index) if side is so else side.live_in(bc[0].index))
+                               - _reg_params(side.fn))
             if undefined:
                 return fail(f"the {what} reads register{'s' if len(undefined) > 1 else ''} "
                             f"{', '.join(undefined[:4])} before writing {'them' if len(undefined) > 1 else 'it'} "
@@ -149,60 +163,74 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
 
 def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
                    assume_align: int) -> str | None:
-    if ro.terminator != rc.terminator:
-        return "the terminators differ (opcode, targets or condition)"
-    if ro.collectives != rc.collectives:
-        return "warp collectives differ (operands or order)"
-    if ro.memory != rc.memory:
-        return _memory_reason(g, ro.memory, rc.memory)
-    b = blk.index
-    for s in blk.succs:
-        for r in sorted(so.live_in(s) | sc.live_in(s)):
-            live = g.node("livein", b, r)
-            vo, vc = ro.regs.get(r, live), rc.regs.get(r, live)
-            if vo != vc:
-                return (f"live-out register {r} differs: {g.show(vo)} vs {g.show(vc)} (a loop-carried "
-                        f"or live-out value the prover cannot show equal)")
-    return _fault_check(g, sc, ro.accesses, rc.accesses, assume_align)
+    """The first observable (:data:`~ptxopt.prove.observables.OBSERVABLES`) that differs."""
+    return first_mismatch(BlockPair(g, so, sc, blk, ro, rc, assume_align, fault_check))
 
 
-def _memory_reason(g: Graph, mo: int, mc: int) -> str:
-    eo, so_ = g.nodes[mo][1], g.nodes[mo][2]
-    ec, sc_ = g.nodes[mc][1], g.nodes[mc][2]
-    if eo != ec:
-        return ("ordering points (barriers, fences, atomics, volatile accesses, calls, clock reads) "
-                "differ or memory operations moved across one")
-    only_o, only_c = len(so_ - sc_), len(sc_ - so_)
-    return (f"the stores differ ({only_o} only in the original, {only_c} only in the candidate): a "
-            f"different address, value or guard, or memory operations that may alias in a different order")
+def fault_check(p: BlockPair) -> str | None:
+    """Every access of the candidate must be one the original block makes
+    (see module doc), and every access the original does not make exactly
+    must be aligned for its own width: an ``ld.u32 [%rd4+2]`` inside an
+    original 8-byte access touches covered bytes but faults (PTX ISA
+    "Addresses as Operands": an access must be naturally aligned to its size,
+    a vector access to the whole vector's size).
 
-
-def _fault_check(g: Graph, sc: _Side, ao: list[Access], ac: list[Access], assume_align: int) -> str | None:
-    """Every access of the candidate must be one the original block makes (see module doc)."""
+    Alignment comes from the original when it can: a covering original
+    access under the same guard between the same ordering points at offset
+    ``o'`` with alignment ``a'`` executes whenever the candidate's does, so
+    the base is ``a'``-aligned at ``o'`` and an access of alignment ``a`` at
+    ``o`` is aligned when ``a`` divides ``a'`` and ``o - o'``. Otherwise the
+    alignment analysis (:meth:`_Side.aligned`) must show it."""
+    g, sc, ao, ac = p.g, p.sc, p.ro.accesses, p.rc.accesses
     if ao == ac:
         return None
     covered: dict[tuple, list[tuple[int, int]]] = {}
-    vectors = set()
+    aligned_at: dict[tuple, set[tuple[int, int]]] = {}
+    exact = set()
     for a in ao:
         if a.kind == "prefetch":
             continue
         n = g.nodes[a.addr]
-        covered.setdefault((a.space, n[1], a.guard, a.epoch), []).append((n[2], n[2] + a.size))
-        if a.vector is not None:
-            vectors.add((a.space, a.vector[0], a.vector[1], a.guard))
+        key = (a.space, n[1], a.guard, a.epoch)
+        covered.setdefault(key, []).append((n[2], n[2] + a.size))
+        node, need = _instruction_address(a)
+        exact.add((a.space, node, need, a.guard, a.epoch))
+        aligned_at.setdefault(key, set()).add((g.nodes[node][2], need))
     for a in ac:
         n = g.nodes[a.addr]
         lo, hi = n[2], n[2] + a.size
-        if not any(x <= lo and hi <= y for x, y in covered.get((a.space, n[1], a.guard, a.epoch), ())):
+        key = (a.space, n[1], a.guard, a.epoch)
+        if not any(x <= lo and hi <= y for x, y in covered.get(key, ())):
             what = "a prefetch of" if a.kind == "prefetch" else "an access to"
             return (f"the candidate makes {what} {g.show(a.addr)} ({a.space}, {a.size} bytes) that the "
                     f"original block does not make under the same guard between the same ordering points: "
                     f"it could fault")
-        if a.vector is not None and (a.space, a.vector[0], a.vector[1], a.guard) not in vectors:
-            if not sc.aligned(a.vector[2], a.vector[3], a.vector[1], assume_align):
-                return (f"a {a.vector[1]}-byte vector access at {g.show(a.vector[0])} is not proven "
-                        f"{a.vector[1]}-byte aligned")
+        if a.kind == "prefetch":
+            continue  # a prefetch has no alignment requirement
+        node, need = _instruction_address(a)
+        if need <= 1 or (a.space, node, need, a.guard, a.epoch) in exact:
+            continue
+        off = g.nodes[node][2]
+        if any(na % need == 0 and (off - o) % need == 0 for o, na in aligned_at.get(key, ())):
+            continue
+        base, written = a.vector[2:4] if a.vector is not None else (a.base, a.offset)
+        if base is not None and sc.aligned(base, written, need, p.assume_align):
+            continue
+        what = "vector" if a.vector is not None else "scalar"
+        return (f"a {need}-byte {what} access at {g.show(node)} is not proven {need}-byte aligned (not the "
+                f"original's access, and neither an original access nor the alignment analysis shows it)")
     return None
+
+
+def _instruction_address(a: Access) -> tuple[int, int]:
+    """(address node, natural alignment) of the whole instruction an access lane belongs to."""
+    if a.vector is not None:
+        return a.vector[0], a.vector[1]
+    return a.addr, a.size
+
+
+def _reg_params(fn: Function) -> frozenset[str]:
+    return frozenset(n for d in (fn.params or ()) if d.space == ".reg" for it in d.items for n in it.names())
 
 
 def _variable_clash(fn: Function, module: Module) -> str | None:

@@ -50,7 +50,8 @@ class Access:
 
     ``vector``: for a lane of a ``.v2``/``.v4`` access, ``(address node of
     the whole vector, total bytes, base operand, offset as written)``; None
-    for scalars."""
+    for scalars. ``base``/``offset``: the instruction's address operand as
+    written (the walker's base ``(kind, name)`` and offset), for the alignment analysis."""
 
     kind: str  # "ld", "st" or "prefetch"
     space: str
@@ -59,6 +60,8 @@ class Access:
     guard: int | None
     epoch: int  # the last ordering point before it: an access never crosses one
     vector: tuple | None = None
+    base: object = None
+    offset: int = 0
 
 
 @dataclass(slots=True)
@@ -261,7 +264,8 @@ class BlockExecutor:
             values = [self.val(i) for i in items]
         for lane, item in enumerate(items):
             addr = self.g.addr(bn[1], bn[2] + lane * size) if lane else base
-            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector))
+            self.accesses.append(Access(kind, space, addr, size, guard, self.mem.epoch, vector, (fa.kind, fa.name),
+                                        fa.offset))
             if store:
                 self.mem.store(key, space, addr, size, values[lane], guard)
             elif operand_facts.reg_name(item) is not None:

@@ -90,9 +90,14 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
             cell.outcome, cell.detail = "broken", f"ptxas rejects the output: {err}"
             return cell
     if equivalence_trials:
-        from ptxopt.equivalence.observable import observable_form
         from ptxopt.equivalence.interpret import verify
+        from ptxopt.equivalence.observable import observable_form
+        from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
 
+        why = hints_only_legal(m, out) if observable_form(out) == observable_form(m) else None
+        if why:
+            cell.outcome, cell.detail = "broken", f"{HINTS_ILL_FORMED}: {why}"
+            return cell
         if observable_form(out) == observable_form(m):
             # only cache operators, hints, prefetches or budgets changed: equal
             # by construction, as in the evaluator (tests/test_evaluate_observable.py

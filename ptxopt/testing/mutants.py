@@ -10,7 +10,12 @@ kernel (deterministically):
   (``sub``, ``div``, ``rem``, ``shl``, ``shr``, ordered ``setp``...), when
   they differ;
 * ``shift``     a load or store address moves by its access size;
-* ``drop_barrier`` a ``bar.sync``/``barrier.sync`` is deleted.
+* ``drop_barrier`` a ``bar.sync``/``barrier.sync`` is deleted;
+* ``misalign``  a dead load of half the width is inserted before a load of
+  4 bytes or more, inside its bytes but misaligned for its own width
+  (``ld.global.u32 %r1, [%rd4+2]`` before ``ld.global.u64 %rd1, [%rd4]``,
+  whose destination it shares and which overwrites it): it touches only
+  bytes the original touches and faults all the same (issue 26, class 4).
 
 A mutant is not always a different function (a store overwritten later, a
 constant in dead code, a barrier no schedule needs): the campaign reports
@@ -24,9 +29,9 @@ import math
 from dataclasses import dataclass, replace
 
 from ptxopt import opcodes
-from ptxopt.ir import Addr, Imm, Instruction, Module, instruction_slots
+from ptxopt.ir import Addr, Imm, Instruction, Module, Reg, Vec, instruction_slots
 
-OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier")
+OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier", "misalign")
 _NON_COMMUTATIVE = frozenset({"sub", "div", "rem", "shl", "shr", "setp", "set", "slct"})
 _ORDERED_CMP = frozenset({"lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "ltu", "leu", "gtu", "geu"})
 _ARITH = frozenset({"add", "sub", "mul", "mad", "fma", "and", "or", "xor", "shl", "shr", "min",
@@ -54,6 +59,8 @@ def _mutate_at(module: Module, entry: str, k: int, change) -> Module:
     new = change(ins)
     if new is None:
         del items[i]
+    elif type(new) is list:
+        items[i:i + 1] = new
     else:
         items[i] = new
     return m
@@ -132,8 +139,26 @@ def _drop_barrier(ins: Instruction):
     return None
 
 
+def _misalign(ins: Instruction):
+    if ins.opcode != "ld" or opcodes.space_of(ins) in ("param", "const") or ins.guard is not None:
+        return None
+    size = opcodes.access_bytes(ins)
+    dest, addr = (ins.operands + (None, None))[:2]
+    if size is None or size < 4 or type(addr) is not Addr or addr.extra:
+        return None
+    first = dest.items[0] if type(dest) is Vec and dest.items else dest
+    if type(first) is not Reg:
+        return None
+    w = min(size // 2, 8)
+    m = w // 2
+    space = [x for x in ins.modifiers if x.split("::")[0] in ("global", "shared", "local")]
+    extra = Instruction("ld", (*space, f"u{8 * w}"), (first, replace(addr, offset=addr.offset + m)),
+                        line=ins.line)
+    return (lambda i: [extra, i]), f"{extra.full_opcode} at +{m} inside {ins.full_opcode} (misaligned)"
+
+
 _FINDERS = {"constant": _constant, "drop_store": _drop_store, "swap": _swap, "shift": _shift,
-            "drop_barrier": _drop_barrier}
+            "drop_barrier": _drop_barrier, "misalign": _misalign}
 
 
 def mutants(module: Module, entry: str, per_operator: int = 3, operators=OPERATORS) -> list[Mutant]:
