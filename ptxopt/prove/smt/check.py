@@ -34,6 +34,7 @@ from ptxopt.prove.smt.encode import SPACES, BlockEncoder, Unsupported
 from ptxopt.prove.smt.terms import Query, sym
 
 STATUSES = ("equal", "differ", "unknown", "unsupported")
+FALLBACK_TIMEOUT_MS = 1000  # per block, inside the prover (the re-check uses solver.TIMEOUT_MS)
 
 
 @dataclass
@@ -66,6 +67,11 @@ class Side:
         self._live = None
         types = self.cfg.reg_types
         self.reg_bits = lambda r: opcodes.TYPE_BITS.get(types.get(r) or "")
+        # a .func's .reg return values: compared at the end of every block (a ret may be blocks away)
+        self.returns = frozenset(n for d in (fn.ret_params or ()) if d.space == ".reg"
+                                 for it in d.items for n in it.names())
+        self.reg_params = frozenset(n for d in (fn.params or ()) if d.space == ".reg"
+                                    for it in d.items for n in it.names())
 
     def live_in(self, b: int) -> frozenset[str]:
         if self._live_in is not None:
@@ -169,7 +175,7 @@ def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
         mo = mo or q.array(epoch, SPACES[s])
         mc = mc or q.array(epoch, SPACES[s])
         obs.append((f"the .{s} memory at the end of the block", mo, mc, 0))
-    live = set()
+    live = set(so.returns | sc.returns)
     for s in blk.succs:
         live |= so.live_in(s) | sc.live_in(s)
     for r in sorted(live):
@@ -239,7 +245,7 @@ def check_function(fo, fc, *, timeout_ms: int = solvers.TIMEOUT_MS, solver: str 
     bo, bc = so.cfg.blocks, sc.cfg.blocks
     if len(bo) != len(bc) or any(x.labels != y.labels or x.succs != y.succs for x, y in zip(bo, bc)):
         return Recheck("unsupported", f"{fo.name}: the CFGs differ in shape")
-    if bo and (so.live_in(0) or sc.live_in(0)):
+    if bo and (so.live_in(0) - so.reg_params or sc.live_in(0) - sc.reg_params):
         return Recheck("unsupported", f"{fo.name}: a register is read before it is written")
     out: list[BlockCheck] = []
     worst = "equal"
