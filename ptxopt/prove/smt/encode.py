@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from ptxopt import opcodes, operand_facts
 from ptxopt.prove.smt.terms import Query, lit
 
-SPACES = {"global": 64, "shared": 32, "local": 32, "param": 64, "const": 64}
+SPACES = {"global": 64, "shared": 32, "local": 32, "param": 64, "const": 64, "global.nc": 64}
 _FLOAT = frozenset({"f16", "f16x2", "bf16", "bf16x2", "tf32", "f32", "f64", "e4m3", "e5m2", "e4m3x2", "e5m2x2"})
 _FLOAT_OPS = frozenset({"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
                         "cos", "tanh", "min", "max", "abs", "neg", "copysign"})
@@ -77,7 +77,15 @@ class Event:
 
 @dataclass
 class Access:
-    shape: tuple  # (kind, space, bytes, vector width, value-relevant modifiers, ordering points before it)
+    """One load, store or prefetch instruction, for the fault obligations:
+    ``size`` bytes at ``addr`` in ``space`` (a vector: the whole vector, which
+    must be aligned to ``size``; a prefetch: 1 byte, no alignment) under
+    ``guard``, after ``epoch`` ordering points of its block."""
+
+    kind: str  # "ld", "st" or "prefetch"
+    space: str
+    size: int
+    epoch: int
     addr: str
     guard: str | None
     values: list = field(default_factory=list)  # the lanes' values (for counterexamples only)
@@ -88,6 +96,7 @@ class BlockTerms:
     regs: dict[str, str]
     memory: dict[str, str]
     events: list[Event] = field(default_factory=list)
+    collectives: list[Event] = field(default_factory=list)
     accesses: list[Access] = field(default_factory=list)
     terminator: tuple | None = None
 
@@ -171,7 +180,7 @@ class BlockEncoder:
             from ptxopt.prove.values import imm_key  # the literal's canonical reading (not a semantics)
 
             k = imm_key(o)
-            if _kind(t) == "f":
+            if _kind(t) == "f" or (k[0] == "0f" and w == 32) or (k[0] == "0d" and w == 64):
                 return q.define(lit(_float_bits(k, w), w), w)
             if k[0] != "i":
                 raise Unsupported(f"a non-integer immediate as .{t}")
@@ -243,13 +252,32 @@ class BlockEncoder:
         f = operand_facts.facts(ins)
         op = ins.opcode
         if op in opcodes.PREFETCHES:
-            raise Unsupported("prefetch (its fault behaviour is not modelled)")
+            fa = f.address
+            if not (ins.modifiers and ins.modifiers[0] in ("global", "local")) or fa is None:
+                raise Unsupported("a prefetch form not modelled")
+            space, addr = self.address(fa)
+            self.out.accesses.append(Access("prefetch", space, 1, self.epoch, addr, self.guard(ins)))
+            return
         if f.role == "pure":
             self._pure(ins, f)
         elif f.role in ("load", "store") and op in _LANE_OPS:
             self._access(ins, f, f.role == "store")
+        elif f.role == "collective":
+            self._collective(ins, f)
         else:
             self._event(ins, f)
+
+    def _collective(self, ins, f) -> None:
+        """A warp collective (``shfl``, ``vote``...): its own ordered chain, no
+        memory (as in :mod:`ptxopt.prove.symexec`); its results are fresh
+        variables indexed by its position in the chain, the same in both kernels."""
+        g = self.guard(ins)
+        vals = [self._any(o) for o in ins.operands[f.ndest:]]
+        n = len(self.out.collectives)
+        self.out.collectives.append(Event(ins.full_opcode, (), vals, g, {}, ins.line))
+        for i, d in enumerate(f.dests):
+            if d is not None:
+                self.write(d, self.q.var(f"coll.{self.b}.{n}.{i}.{d}", self.width(d)), g)
 
     def _pure(self, ins, f) -> None:
         q = self.q
@@ -398,8 +426,34 @@ class BlockEncoder:
             need(set())
             a = self.read(srcs[0], t)
             self._one(dests, q.define(f"(ite (bvslt {a} {lit(0, w)}) (bvneg {a}) {a})", w), g)
+        elif op == "bfe" and len(srcs) == 3 and k in "us" and w in (32, 64):
+            need(set())
+            self._one(dests, self._bfe(self.read(srcs[0], t), self.read(srcs[1], "u32"),
+                                       self.read(srcs[2], "u32"), w, signed), g)
         else:
             raise Unsupported("an integer operation not modelled")
+
+    def _bfe(self, a: str, b: str, c: str, w: int, signed: bool) -> str:
+        """PTX ``bfe``: ``len`` bits from ``pos`` (both the low 8 bits of their
+        operand), zero- or sign-filled above; the sign is bit
+        ``min(pos + len - 1, w - 1)`` and 0 when ``len`` is 0."""
+        q = self.q
+
+        def low8(x: str) -> str:
+            return q.define(f"((_ zero_extend {w - 8}) ((_ extract 7 0) {x}))", w)
+
+        pos, ln = low8(b), low8(c)
+        wl = lit(w, w)
+        room = q.define(f"(ite (bvuge {pos} {wl}) {lit(0, w)} (bvsub {wl} {pos}))", w)
+        n = q.define(f"(ite (bvult {ln} {room}) {ln} {room})", w)
+        mask = q.define(f"(ite (bvuge {n} {wl}) {lit(-1, w)} (bvsub (bvshl {lit(1, w)} {n}) {lit(1, w)}))", w)
+        field = q.define(f"(bvand (bvlshr {a} {pos}) {mask})", w)
+        if not signed:
+            return field
+        top = q.define(f"(bvsub (bvadd {pos} {ln}) {lit(1, w)})", w)
+        idx = q.define(f"(ite (bvugt {top} {lit(w - 1, w)}) {lit(w - 1, w)} {top})", w)
+        sbit = q.define(f"(ite (= {ln} {lit(0, w)}) #b0 ((_ extract 0 0) (bvlshr {a} {idx})))", 1)
+        return q.define(f"(ite (= {sbit} #b1) (bvor {field} (bvnot {mask})) {field})", w)
 
     def _add(self, dests, a, b, cin, sub, cc, g, w) -> None:
         """``a + b + cin`` or ``a - (b + cin)`` at width ``w``; the carry flag
@@ -488,9 +542,12 @@ class BlockEncoder:
         if size * 8 != w:
             raise Unsupported("sub-byte types")
         g = self.guard(ins)
-        mods = tuple(m for m in ins.modifiers if not opcodes.is_perf_hint(m) or m == "lu")
-        access = Access(("st" if store else "ld", space, size * width, width, mods, self.epoch), addr, g)
+        access = Access("st" if store else "ld", space, size * width, self.epoch, addr, g)
         self.out.accesses.append(access)
+        if not store and "nc" in ins.modifiers:
+            # the non-coherent path: read-only data, reached by no store of this kernel, so a
+            # separate memory (an ld.nc and an ld of one address are not assumed to agree)
+            space = f"{space}.nc"
         m = self.memory(space)
         signed = _kind(t) == "s"
         for lane, item in enumerate(items):

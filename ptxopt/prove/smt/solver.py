@@ -40,6 +40,8 @@ def solve(text: str, timeout_ms: int = TIMEOUT_MS, solver: str = DEFAULT) -> Ans
         ans = _bitwuzla(text, timeout_ms) if solver == "bitwuzla" else _z3(text, timeout_ms)
     except ImportError as e:
         ans = Answer("unknown", note=f"solver {solver} not installed ({e})")
+    except Exception as e:  # noqa: BLE001 - a query the solver rejects is no answer, never a verdict
+        ans = Answer("unknown", note=f"{solver} rejected the query: {type(e).__name__}: {e}")
     ans.seconds = time.perf_counter() - t0
     return ans
 
