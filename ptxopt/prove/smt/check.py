@@ -173,6 +173,13 @@ def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
     for k, c in enumerate(rc.accesses):
         obs.append((f"the candidate's access {k} ({c.kind}.{c.space}, {c.size} bytes) is covered by an "
                     f"original access", _covered(q, c, ro.accesses), "true", 0))
+    # the same bytes written (between the same ordering points): a store that leaves memory as it
+    # was (the value just loaded from it) is still a write other threads and the memory model see
+    for mine, theirs, who in ((ro.accesses, rc.accesses, "original"), (rc.accesses, ro.accesses, "candidate")):
+        for k, st in enumerate(mine):
+            if st.kind == "st":
+                obs.append((f"the {who}'s store {k} ({st.space}, {st.size} bytes) is written by the other too",
+                            _written(st, theirs), "true", 0))
     eo_, ec_ = (BlockEncoder(q, so.reg_bits), BlockEncoder(q, sc.reg_bits))
     for s in SPACES:
         mo, mc = ro.memory.get(s), rc.memory.get(s)
@@ -215,20 +222,38 @@ def _covered(q: Query, c, originals) -> str:
             continue  # (a prefetch covers only a prefetch: the original makes the same one)
         aw = q.width[o.addr]
         go = f"(= {o.guard} #b1)" if o.guard is not None else "true"
-        # c's bytes [ac, ac+zc) inside [ao, ao+zo), computed one bit wider (no wrap)
-        ao, ac = f"((_ zero_extend 1) {o.addr})", f"((_ zero_extend 1) {c.addr})"
-        inside = (f"(and (bvule {ao} {ac}) (bvule (bvadd {ac} (_ bv{c.size} {aw + 1})) "
-                  f"(bvadd {ao} (_ bv{o.size} {aw + 1}))))")
+        # c's bytes [ac, ac+zc) inside [ao, ao+zo) on the circle of 2**aw addresses
+        if c.size > o.size:
+            continue
+        inside = f"(bvule (bvsub {c.addr} {o.addr}) (_ bv{o.size - c.size} {aw}))"
         if c.kind != "prefetch" and c.size > 1:
             aligned = f"(= ((_ extract {_log2(c.size) - 1} 0) {c.addr}) (_ bv0 {_log2(c.size)}))"
+            if o.kind != "prefetch" and o.size > 1:
+                # the covering original access executes too, and faults unless it is aligned
+                # (as the prover's fault check argues: the same original covers and aligns)
+                aligned = f"(=> (= ((_ extract {_log2(o.size) - 1} 0) {o.addr}) (_ bv0 {_log2(o.size)})) {aligned})"
             inside = f"(and {inside} {aligned})"
-        if o.kind != "prefetch" and o.size > 1:
-            # a misaligned original access faults: then the candidate may too
-            inside = f"(=> (= ((_ extract {_log2(o.size) - 1} 0) {o.addr}) (_ bv0 {_log2(o.size)})) {inside})"
         cases.append(f"(and {go} {inside})")
     if not cases:
         return f"(not {gc})"
     return f"(=> {gc} {cases[0] if len(cases) == 1 else '(or ' + ' '.join(cases) + ')'})"
+
+
+def _written(st, others) -> str:
+    """A Bool term: whenever store ``st`` executes, the other kernel stores to
+    each of its bytes (one store of the same space between the same ordering
+    points covering it)."""
+    gs = f"(= {st.guard} #b1)" if st.guard is not None else "true"
+    cases = []
+    for o in others:
+        if o.kind != "st" or (o.space, o.epoch) != (st.space, st.epoch) or o.size < st.size:
+            continue
+        aw = SPACES[st.space]
+        go = f"(= {o.guard} #b1)" if o.guard is not None else "true"
+        cases.append(f"(and {go} (bvule (bvsub {st.addr} {o.addr}) (_ bv{o.size - st.size} {aw})))")
+    if not cases:
+        return f"(not {gs})"
+    return f"(=> {gs} {cases[0] if len(cases) == 1 else '(or ' + ' '.join(cases) + ')'})"
 
 
 def _log2(n: int) -> int:

@@ -529,6 +529,10 @@ class BlockEncoder:
         ops = ins.operands
         if t is None or t == "pred" or fa is None or len(ops) != 2:
             raise Unsupported("access shape")
+        if "lu" in ins.modifiers:
+            # ld.lu may discard the line after reading it (PTX ISA, cache operators): a later
+            # read of those bytes is undefined, which a byte array does not express
+            raise Unsupported(".lu (last use)")
         space, addr = self.address(fa)
         aw = SPACES[space]
         width = opcodes.vector_width(ins)
@@ -588,6 +592,8 @@ class BlockEncoder:
                 labels.append(name)
                 continue
             vals.append(self._any(o))
+        # every register it reads, wherever it appears (an accumulator read in place: wgmma)
+        vals += [self.reg(r) for r in f.uses if r != ins.guard and not opcodes.is_special_reg(r)]
         snapshot = {s: self.memory(s) for s in SPACES}
         self.out.events.append(Event(ins.full_opcode, tuple(labels), vals, g, snapshot, ins.line))
         self.epoch += 1
