@@ -4,7 +4,10 @@ Why text and not a solver's Python API: the same query then runs on either
 solver (z3, bitwuzla: :mod:`.solver`), can be written to a file and replayed
 with a command-line solver, and the encoder does not depend on either
 library. Every intermediate value is a ``define-fun``, so a value used many
-times is written once (the text stays linear in the block's size).
+times is written once (the text stays linear in the block's size), and
+expressions are hash-consed: the same expression gets the same name, so
+what both kernels compute the same way is one name, and an obligation
+between two equal names is dropped before the solver sees it.
 
 Sorts are ``(_ BitVec w)`` for every register and immediate (predicates
 included: ``(_ BitVec 1)``, so ``selp`` and ``ite`` need no special case)
@@ -48,6 +51,7 @@ class Query:
         self.declared: dict[str, tuple] = {}  # name -> (kind, width / (args, result))
         self.width: dict[str, int] = {}
         self._n = 0
+        self._cons: dict[str, str] = {}
 
     # -- free symbols ----------------------------------------------------------
 
@@ -87,11 +91,15 @@ class Query:
         """A name for ``expr`` (width ``w``; 0: Bool, -a: an array indexed by a bits)."""
         if expr in self.width:
             return expr
+        have = self._cons.get(expr)
+        if have is not None:  # hash-consing: one name per expression, so equal computations in
+            return have       # both kernels are the same name and compare equal without the solver
         self._n += 1
         name = f"t{self._n}"
         sort = "Bool" if w == 0 else (mem_sort(-w) if w < 0 else bv_sort(w))
         self.lines.append(f"(define-fun {name} () {sort} {expr})")
         self.width[name] = w
+        self._cons[expr] = name
         return name
 
     def text(self, goal: str) -> str:
