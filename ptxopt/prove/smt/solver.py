@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-DEFAULT = "bitwuzla"
+DEFAULT = "bitwuzla"  # benchmarks/smt_solvers.py: median 0.7 ms vs 8 ms (z3), 0 unknowns vs 7
 TIMEOUT_MS = 2000  # per query
 
 
