@@ -115,22 +115,36 @@ def check_block(so: Side, sc: Side, b: int, timeout_ms: int = solvers.TIMEOUT_MS
             for side, t in (("o", lhs), ("c", rhs)):
                 lines.append(f"(declare-fun |{side}.{i}| () (_ BitVec {w}))")
                 lines.append(f"(assert (= |{side}.{i}| {t}))")
-    for k, (a, c) in enumerate(zip(ro.accesses, rc.accesses)):  # named for counterexamples only
-        for lane, (va, vc) in enumerate(zip(a.values, c.values)):
-            for side, t in (("o", va), ("c", vc)):
+    for side, accs in (("o", ro.accesses), ("c", rc.accesses)):  # named for counterexamples only
+        for k, a in enumerate(accs):
+            lines.append(f"(declare-fun |{side}a.{a.kind}.{k}| () (_ BitVec {q.width[a.addr]}))")
+            lines.append(f"(assert (= |{side}a.{a.kind}.{k}| {a.addr}))")
+            for lane, t in enumerate(a.values):
                 lines.append(f"(declare-fun |{side}.{a.kind}.{k}.{lane}| () (_ BitVec {q.width[t]}))")
                 lines.append(f"(assert (= |{side}.{a.kind}.{k}.{lane}| {t}))")
     q.lines.extend(lines)
-    goal = "(not (and " + " ".join(f"|ob.{i}|" for i in range(len(obs))) + " true))"
-    text = q.text(goal)
-    ans = solvers.solve(text, timeout_ms, solver)
+    # two phases: the values first (registers, operands, guards: a mutant usually differs
+    # there, and that query has no memory obligations to satisfy), then, once they are shown
+    # equal for all inputs, the memory and fault obligations alone
+    values = [i for i, o in enumerate(obs) if o[3] > 0]
+    heavy = [i for i, o in enumerate(obs) if o[3] <= 0]
+    phases = [values, heavy] if values and heavy else [values or heavy]
+    spent = 0.0
+    for ids in phases:
+        text = q.text("(not (and " + " ".join(f"|ob.{i}|" for i in ids) + " true))")
+        ans = solvers.solve(text, max(1, timeout_ms - int(1000 * spent)), solver)
+        spent += ans.seconds
+        if ans.status != "unsat":
+            break
+    ans.seconds = spent
     n = len(obs)
     if ans.status == "unsat":
         return result("equal", f"{n} of {n_all} obligations (live-outs, memory, accesses, terminator) shown "
                                f"equal by {solver} in {ans.seconds:.3f} s, the rest the same terms", query=text)
     if ans.status == "unknown":
         return result("unknown", ans.note or f"{solver}: unknown", query=text)
-    return result("differ", "", counterexample=_counterexample(obs, ans.model, ro.accesses), query=text)
+    return result("differ", "", counterexample=_counterexample(obs, ans.model, ro.accesses, rc.accesses),
+                  query=text)
 
 
 def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
@@ -271,7 +285,7 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
-def _counterexample(obs, model: dict[str, int], accesses) -> str:
+def _counterexample(obs, model: dict[str, int], accesses, accesses_c) -> str:
     fails = [i for i in range(len(obs)) if model.get(f"ob.{i}", 1) == 0]
     if not fails:
         return "the solver found inputs on which the blocks differ (no single obligation named)"
@@ -282,14 +296,21 @@ def _counterexample(obs, model: dict[str, int], accesses) -> str:
         head += f" is {_hex(model[f'c.{i}'])} in the candidate, {_hex(model[f'o.{i}'])} in the original"
     else:
         head += " differs"
-        for k, a in enumerate(accesses):
-            lanes = range(len(a.values))
-            vo = [model.get(f"o.st.{k}.{n}") for n in lanes]
-            vc = [model.get(f"c.st.{k}.{n}") for n in lanes]
-            if vo != vc and None not in vo + vc:
-                head += (f": store {k} ({a.space}) writes {', '.join(map(_hex, vc))} in the candidate, "
-                         f"{', '.join(map(_hex, vo))} in the original")
-                break
+        done = False
+        for k, a in enumerate(accesses):  # a store both make at one address, with other values
+            if a.kind != "st" or done:
+                continue
+            where = model.get(f"oa.st.{k}")
+            for j, c in enumerate(accesses_c):
+                if c.kind != "st" or c.size != a.size or model.get(f"ca.st.{j}") != where:
+                    continue
+                vo = [model.get(f"o.st.{k}.{n}") for n in range(len(a.values))]
+                vc = [model.get(f"c.st.{j}.{n}") for n in range(len(c.values))]
+                if vo != vc and None not in vo + vc:
+                    head += (f": the store to {_hex(where)} ({a.space}) writes {', '.join(map(_hex, vc))} in "
+                             f"the candidate, {', '.join(map(_hex, vo))} in the original")
+                    done = True
+                    break
     inputs = []
     for k, a in enumerate(accesses):
         if a.kind == "ld":
