@@ -123,20 +123,8 @@ def check_block(so: Side, sc: Side, b: int, timeout_ms: int = solvers.TIMEOUT_MS
                 lines.append(f"(declare-fun |{side}.{a.kind}.{k}.{lane}| () (_ BitVec {q.width[t]}))")
                 lines.append(f"(assert (= |{side}.{a.kind}.{k}.{lane}| {t}))")
     q.lines.extend(lines)
-    # two phases: the values first (registers, operands, guards: a mutant usually differs
-    # there, and that query has no memory obligations to satisfy), then, once they are shown
-    # equal for all inputs, the memory and fault obligations alone
-    values = [i for i, o in enumerate(obs) if o[3] > 0]
-    heavy = [i for i, o in enumerate(obs) if o[3] <= 0]
-    phases = [values, heavy] if values and heavy else [values or heavy]
-    spent = 0.0
-    for ids in phases:
-        text = q.text("(not (and " + " ".join(f"|ob.{i}|" for i in ids) + " true))")
-        ans = solvers.solve(text, max(1, timeout_ms - int(1000 * spent)), solver)
-        spent += ans.seconds
-        if ans.status != "unsat":
-            break
-    ans.seconds = spent
+    text = q.text("(not (and " + " ".join(f"|ob.{i}|" for i in range(len(obs))) + " true))")
+    ans = solvers.solve(text, timeout_ms, solver)
     n = len(obs)
     if ans.status == "unsat":
         return result("equal", f"{n} of {n_all} obligations (live-outs, memory, accesses, terminator) shown "
