@@ -29,13 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.corpus import load_manifest  # noqa: E402
-from ptxopt.emit import emit  # noqa: E402
-from ptxopt.parser import parse  # noqa: E402
-from ptxopt.prove import _MEMO, prove  # noqa: E402
-from ptxopt.prove.smt import check, solver  # noqa: E402
-from ptxopt.testing.mutants import mutants  # noqa: E402
-from ptxopt.testing.smt_recheck import matrix_pairs, recheck_pairs  # noqa: E402
+from ptxopt.corpus import load_manifest
+from ptxopt.emit import emit
+from ptxopt.parser import parse
+from ptxopt.prove import _MEMO, prove
+from ptxopt.prove.smt import check, solver
+from ptxopt.testing.mutants import mutants
+from ptxopt.testing.smt_recheck import matrix_pairs, recheck_pairs
 
 SOLVERS = ("z3", "bitwuzla")
 

@@ -17,7 +17,7 @@ from ptxopt.cli import cli
 from ptxopt.equivalence import Verdict, decide
 from ptxopt.parser import parse
 from ptxopt.prove import prove
-from ptxopt.prove.smt import check, recheck, solver
+from ptxopt.prove.smt import recheck, solver
 
 pytestmark = pytest.mark.skipif(not solver.available(), reason="no SMT solver installed")
 
@@ -99,16 +99,16 @@ def test_verify_prove_cli_cites_the_solver(tmp_path):
 @pytest.mark.parametrize("a,b,equal", [
     # 64-bit add as a 32-bit carry chain (the carry flag is modelled, not assumed)
     ("add.s64 %rd5, %rd4, %rd3;",
-     "mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; add.cc.u32 %r4, %r4, %r6; addc.u32 %r5, %r5, %r7;"
-     " mov.b64 %rd5, {%r4, %r5};", True),
+     ("mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; add.cc.u32 %r4, %r4, %r6; addc.u32 %r5, %r5, %r7;"
+      " mov.b64 %rd5, {%r4, %r5};"), True),
     # ... and without the carry-in: wrong
     ("add.s64 %rd5, %rd4, %rd3;",
-     "mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; add.cc.u32 %r4, %r4, %r6; add.u32 %r5, %r5, %r7;"
-     " mov.b64 %rd5, {%r4, %r5};", False),
+     ("mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; add.cc.u32 %r4, %r4, %r6; add.u32 %r5, %r5, %r7;"
+      " mov.b64 %rd5, {%r4, %r5};"), False),
     # a borrow chain: sub.cc sets the flag on a borrow, subc subtracts it
     ("sub.s64 %rd5, %rd4, %rd3;",
-     "mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; sub.cc.u32 %r4, %r4, %r6; subc.u32 %r5, %r5, %r7;"
-     " mov.b64 %rd5, {%r4, %r5};", True),
+     ("mov.b64 {%r4, %r5}, %rd4; mov.b64 {%r6, %r7}, %rd3; sub.cc.u32 %r4, %r4, %r6; subc.u32 %r5, %r5, %r7;"
+      " mov.b64 %rd5, {%r4, %r5};"), True),
     # shifts: an amount of at least the width gives 0 (shl) or the sign (shr.s)
     ("shl.b32 %r2, %r1, 33;", "mov.u32 %r2, 0;", True),
     ("shr.s32 %r2, %r1, 40;", "shr.s32 %r2, %r1, 31;", True),

@@ -124,4 +124,4 @@ def _construct(reason: str) -> str:
     return re.sub(r"\d+", "N", r)[:90]
 
 
-__all__ = ["Pair", "Tally", "matrix_pairs", "fuzz_pairs", "recheck_pairs"]
+__all__ = ["Pair", "Tally", "fuzz_pairs", "matrix_pairs", "recheck_pairs"]

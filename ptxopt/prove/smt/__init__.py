@@ -31,6 +31,12 @@ re-checks). The solver (:mod:`.solver`) is bitwuzla or z3, chosen by
 ``benchmarks/smt_solvers.py``.
 """
 
-from ptxopt.prove.smt.check import BlockCheck, Recheck, check_block, check_function, recheck
+from ptxopt.prove.smt.check import (
+    BlockCheck,
+    Recheck,
+    check_block,
+    check_function,
+    recheck,
+)
 
 __all__ = ["BlockCheck", "Recheck", "check_block", "check_function", "recheck"]

@@ -177,8 +177,8 @@ def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
                 obs.append(_same_memory(q, f".{s} memory before ordering point {k} ({eo.key})", s,
                                         eo.memory[s], ec.memory[s], f"{blk.index}.e{k}"))
     for k, c in enumerate(rc.accesses):
-        obs.append((f"the candidate's access {k} ({c.kind}.{c.space}, {c.size} bytes) is covered by an "
-                    f"original access", _covered(q, c, ro.accesses), "true", 0))
+        what = f"the candidate's access {k} ({c.kind}.{c.space}, {c.size} bytes) is covered by an original access"
+        obs.append((what, _covered(q, c, ro.accesses), "true", 0))
     # the same bytes written (between the same ordering points): a store that leaves memory as it
     # was (the value just loaded from it) is still a write other threads and the memory model see
     for mine, theirs, who in ((ro.accesses, rc.accesses, "original"), (rc.accesses, ro.accesses, "candidate")):
@@ -412,4 +412,4 @@ def recheck(original, candidate, entry: str | None = None, *, timeout_ms: int = 
     return done(Recheck(worst.status, worst.reason, blocks))
 
 
-__all__ = ["BlockCheck", "Side", "check_block", "check_function", "recheck", "Recheck", "STATUSES", "sym"]
+__all__ = ["STATUSES", "BlockCheck", "Recheck", "Side", "check_block", "check_function", "recheck", "sym"]

@@ -177,7 +177,9 @@ class BlockEncoder:
                 return q.define(f"((_ extract {w - 1} 0) {v})", w)
             raise Unsupported(f"{r} is {rw} bits, read as .{t}")
         if operand_facts.is_immediate(o):
-            from ptxopt.prove.values import imm_key  # the literal's canonical reading (not a semantics)
+            from ptxopt.prove.values import (
+                imm_key,  # the literal's canonical reading (not a semantics)
+            )
 
             k = imm_key(o)
             if _kind(t) == "f" or (k[0] == "0f" and w == 32) or (k[0] == "0d" and w == 64):
@@ -648,4 +650,4 @@ def _float_bits(k: tuple, w: int) -> int:
     raise Unsupported("a float literal form not modelled")
 
 
-__all__ = ["BlockEncoder", "BlockTerms", "Unsupported", "SPACES"]
+__all__ = ["SPACES", "BlockEncoder", "BlockTerms", "Unsupported"]

@@ -99,4 +99,4 @@ def _bitwuzla(text: str, timeout_ms: int) -> Answer:
     return Answer("sat", model)
 
 
-__all__ = ["Answer", "solve", "available", "DEFAULT", "TIMEOUT_MS"]
+__all__ = ["DEFAULT", "TIMEOUT_MS", "Answer", "available", "solve"]
