@@ -10,7 +10,7 @@ timed-region order, the hint well-formedness rule). Prints per class: cases,
 cases with a finding, their seeds, and the first finding; exit 1 when
 anything was found. Run it against another checkout with
 ``PYTHONPATH=<that checkout>`` (copying ``ptxopt/testing/trust_fuzz.py`` and
-``ptxopt/prove/hints.py`` there) to count what the code before a fix let
+``ptxopt/equivalence/prove/hints.py`` there) to count what the code before a fix let
 through.
 """
 

@@ -1,4 +1,4 @@
-"""How much does the translation validator (:mod:`ptxopt.prove`) prove?
+"""How much does the translation validator (:mod:`ptxopt.equivalence.prove`) prove?
 
 1. **Pass matrix**: every pass on every corpus kernel; of the cells whose
    printed module changed, the fraction ``proved``, per corpus family
@@ -38,7 +38,7 @@ from ptxopt.parser import parse  # noqa: E402
 from ptxopt.passes import pass_names  # noqa: E402
 from ptxopt.passes.base import IllegalPass  # noqa: E402
 from ptxopt.pipeline import make_pass  # noqa: E402
-from ptxopt.prove import prove  # noqa: E402
+from ptxopt.equivalence.prove import prove  # noqa: E402
 from ptxopt.testing.mutants import OPERATORS, mutants  # noqa: E402
 
 FAMILIES = ("gemm_tile", "nvcc", "triton")

@@ -1,6 +1,6 @@
 """z3 or bitwuzla? And what does the SMT check add? (issue 28)
 
-1. **Solver comparison**: real queries of :mod:`ptxopt.prove.smt` -- the
+1. **Solver comparison**: real queries of :mod:`ptxopt.equivalence.prove.smt` -- the
    re-check of every ``proved`` pass-matrix pair (kernels sampled: every
    ``--every``-th corpus kernel), and the prover's fallback queries on
    mutants of corpus kernels (:mod:`ptxopt.testing.mutants`, mostly ``sat``:
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 from ptxopt.corpus import load_manifest
 from ptxopt.emit import emit
 from ptxopt.parser import parse
-from ptxopt.prove import _MEMO, prove
-from ptxopt.prove.smt import check, solver
+from ptxopt.equivalence.prove import _MEMO, prove
+from ptxopt.equivalence.prove.smt import check, solver
 from ptxopt.testing.mutants import mutants
 from ptxopt.testing.smt_recheck import matrix_pairs, recheck_pairs
 

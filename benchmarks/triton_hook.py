@@ -111,6 +111,9 @@ def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
             "triton_compile_s": triton_s, "hooked_compile_s": statistics.median(hooked_s),
             "ptxopt_s": ptxopt_s, "ratio": ptxopt_s / triton_s if triton_s else None,
             "warnings": len([x for x in w if issubclass(x.category, pt.PtxoptTritonWarning)]),
+            # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
+            "objective": rep.objective or None, "launch": rep.launch or None,
+            "hook_estimate": list(rep.estimate),
         })
     return rows
 
@@ -138,6 +141,10 @@ def print_table(rows: list[dict], title: str) -> None:
         if r["reason"]:
             print(f"  {r['kernel']}: kept Triton's PTX: {r['reason'][:160]}")
     for r in rows:
+        b, a = r.get("hook_estimate") or (None, None)
+        if b is not None:
+            print(f"  {r['kernel']}: the hook's {r['objective']} estimate {b:g} -> {a:g} cycles on {r['launch']}")
+    for r in rows:
         for n in r["vectorizer_notes"]:
             print(f"  {r['kernel']}: {n}")
     for label, sel in (("kernels given a pipeline", [r for r in rows if r["pipeline"] != "-"]),
@@ -160,6 +167,7 @@ def main(argv=None) -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--pipeline", default=None, help=f"one pipeline for every kernel [default: {DEFAULT_PIPELINE}]")
     g.add_argument("--pipelines", default=None, help="a results file of 'ptxopt search TRITON_CACHE_DIR'")
+    g.add_argument("--policy", default=None, help="a policy checkpoint (ptxopt train)")
     ap.add_argument("--kernels", default=None, help="comma-separated corpus names [default: all]")
     ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel and mode (median) [default: 3]")
     ap.add_argument("--no-verify", action="store_true", help="enable(verify=False): ptxas only")
@@ -174,10 +182,12 @@ def main(argv=None) -> int:
     from ptxopt.testing.triton_corpus import specs
 
     names = a.kernels.split(",") if a.kernels else sorted(specs())
-    kw = {"pipelines": a.pipelines} if a.pipelines else {"pipeline": a.pipeline or DEFAULT_PIPELINE}
+    kw = ({"pipelines": a.pipelines} if a.pipelines else {"policy": a.policy} if a.policy
+          else {"pipeline": a.pipeline or DEFAULT_PIPELINE})
     kw["verify"] = not a.no_verify
     rows = bench(names, kw, max(1, a.repeat))
-    what = f"pipelines file {a.pipelines}" if a.pipelines else f"pipeline {kw['pipeline']}"
+    what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
+            else f"pipeline {kw['pipeline']}")
     print_table(rows, f"ptxopt Triton hook, {what}, verify={kw['verify']}, sm_89, median of {a.repeat} "
                       f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
     if a.json:

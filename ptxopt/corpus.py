@@ -113,6 +113,14 @@ class Performance:
                    scalar_values=tuple(d.get("scalars", {}).items()), problem=str(d.get("problem", "")),
                    counts=tuple((k, int(v)) for k, v in d.get("counts", {}).items()))
 
+    def to_json(self) -> dict:
+        """The manifest's ``performance`` object (inverse of :meth:`from_json`)."""
+        out = {"grid": list(self.grid), "block": list(self.block), "shared_bytes": self.shared_bytes,
+               "scalars": dict(self.scalar_values), "counts": dict(self.counts)}
+        if self.problem:
+            out["problem"] = self.problem
+        return out
+
 
 @dataclass(frozen=True)
 class KernelSpec:

@@ -19,7 +19,7 @@ _ROOT = Path(__file__).resolve().parent
 
 #: What decides a result once the printed PTX is fixed (the backend adds its own version).
 EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
-                     "corpus.py", "toolchain", "prove", "digests.py")
+                     "corpus.py", "toolchain", "digests.py")
 
 #: What decides the printed PTX for a (kernel, pipeline).
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "ir.py", "grammar",

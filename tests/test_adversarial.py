@@ -44,7 +44,7 @@ Every case also checks, for every pass result: the carry-flag pairing (each
 instruction that reads the carry flag -- ``addc``/``subc``/``madc`` -- still
 reads it from the same ``.cc`` writer as in the original); ptxas accepts a
 changed module; the interpreter finds it ``equal`` to the original; a change
-in hints only leaves them well formed (:func:`ptxopt.prove.hints.hints_only_legal`); and the
+in hints only leaves them well formed (:func:`ptxopt.equivalence.prove.hints.hints_only_legal`); and the
 file's launch is still one the entries' ``.reqntid``/``.maxntid`` allow (a
 launch they forbid fails on hardware, which the interpreter does not model).
 
@@ -357,7 +357,7 @@ def hints_ill_formed(m, text: str) -> str | None:
     """A change in hints only must leave them well formed (the interpreter ignores them, so
     'equal' says nothing): every register an inserted hint reads is defined before it."""
     from ptxopt.equivalence.observable import observable_form
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.equivalence.prove.hints import hints_only_legal
 
     out = parse(text)
     if observable_form(m) != observable_form(out):

@@ -35,8 +35,8 @@ def test_every_class_has_no_findings(cls):
 
 def test_the_false_proof_oracle_can_fail(monkeypatch):
     """A prover that proves everything is caught on the .func and alignment classes."""
-    import ptxopt.prove as prove_pkg
-    from ptxopt.prove import ProveResult
+    import ptxopt.equivalence.prove as prove_pkg
+    from ptxopt.equivalence.prove import ProveResult
 
     monkeypatch.setattr(prove_pkg, "prove", lambda a, b, **kw: ProveResult("proved", "stub"))
     for cls in ("func_exit", "misaligned"):
@@ -58,7 +58,7 @@ def test_the_hint_oracle_can_fail():
 
     items.insert(5, Instruction("prefetch", ("global", "L2"), (Addr(Reg("%rd5")),)))
     assert k > 5
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.equivalence.prove.hints import hints_only_legal
 
     assert hints_only_legal(parse(c.original), m)
 

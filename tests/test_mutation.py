@@ -66,7 +66,7 @@ def test_reviewed_mutants_exist_and_say_why():
 def test_misaligned_load_mutants_are_not_proved():
     """A dead half-width load inside an original access, misaligned for its
     own width: covered bytes, but it faults; the prover once proved these."""
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     spec = get("cuda_saxpy")
     m = parse(spec.ptx_text())

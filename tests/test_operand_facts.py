@@ -144,7 +144,7 @@ def test_same_bytes_modulo_the_width_are_ordered(st_off, ld_off, space, base):
 
 
 def test_prover_does_not_merge_two_vector_clock_reads():
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     two = kernel("ld.param.u64 %rd1, [out];\ncvta.to.global.u64 %rd3, %rd1;\n"
                  "mov.b64 %rd5, {%clock, %clock_hi};\nmov.b64 %rd6, {%clock, %clock_hi};\n"
@@ -157,7 +157,7 @@ def test_prover_does_not_merge_two_vector_clock_reads():
 
 
 def test_prover_does_not_merge_two_vector_location_reads():
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     body = ("ld.param.u64 %rd1, [out];\ncvta.to.global.u64 %rd3, %rd1;\n"
             "mov.b64 %rd5, {%warpid, %smid};\nmov.b64 %rd6, {%warpid, %smid};\n"
@@ -186,8 +186,8 @@ ALLOWED: dict[str, str] = {
     # by the value graph).
     "ptxopt/interp/decode.py": "the interpreter's operand decoder (decode once into closures)",
     "ptxopt/interp/ops/": "interpreter instruction semantics writing vector/pair destinations",
-    "ptxopt/prove/symexec.py:BlockExecutor.val": "symbolic evaluation of an operand",
-    "ptxopt/prove/symexec.py:BlockExecutor.address": "symbolic evaluation of an address (raw offsets, "
+    "ptxopt/equivalence/prove/symexec.py:BlockExecutor.val": "symbolic evaluation of an operand",
+    "ptxopt/equivalence/prove/symexec.py:BlockExecutor.address": "symbolic evaluation of an address (raw offsets, "
                                                      "guarded by prove.memory's window)",
     # A rewriter that changes operands on purpose
     "ptxopt/testing/mutants.py": "the mutation generator rewrites operands on purpose (it breaks kernels)",

@@ -1,4 +1,4 @@
-"""The translation validator (:mod:`ptxopt.prove`): hand-written pairs.
+"""The translation validator (:mod:`ptxopt.equivalence.prove`): hand-written pairs.
 
 Each ``TEMPTING`` pair differs in a way that a careless normalisation would
 hide (float reassociation, widths, shift amounts, carry, aliasing, guards,
@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from ptxopt.prove import prove
+from ptxopt.equivalence.prove import prove
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
 

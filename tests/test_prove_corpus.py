@@ -31,7 +31,7 @@ from ptxopt.parser import parse
 from ptxopt.passes import pass_names
 from ptxopt.passes.base import IllegalPass
 from ptxopt.pipeline import make_pass
-from ptxopt.prove import prove
+from ptxopt.equivalence.prove import prove
 from ptxopt.testing.mutants import mutants
 from ptxopt.testing.random_kernels import kernel_from_steps, launch
 

@@ -1,4 +1,4 @@
-"""The hints-only shortcut (:func:`ptxopt.prove.hints.hints_only_legal`):
+"""The hints-only shortcut (:func:`ptxopt.equivalence.prove.hints.hints_only_legal`):
 a candidate that differs only in hints is equal by construction, *if* the
 inserted or changed hint instructions are themselves well formed -- every
 register they read is defined on every path before them, and vector
@@ -12,7 +12,7 @@ from test_prove import kernel
 from ptxopt import parse
 from ptxopt.api import _cheap_verdict
 from ptxopt.equivalence.observable import observable_form
-from ptxopt.prove.hints import hints_only_legal
+from ptxopt.equivalence.prove.hints import hints_only_legal
 
 ADDR = "\tadd.s64 %rd5, %rd4, 8;\n"
 USE = "\tld.global.u32 %r1, [%rd5];\n\tst.global.u32 [%rd3], %r1;"

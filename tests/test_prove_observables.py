@@ -1,4 +1,4 @@
-"""Every observable of :data:`ptxopt.prove.observables.OBSERVABLES` is compared.
+"""Every observable of :data:`ptxopt.equivalence.prove.observables.OBSERVABLES` is compared.
 
 For each row of the table there is a pair that differs only in that
 observable: the prover must not say ``proved``, and its reason must come
@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 from test_prove import HEAD, kernel, pair
 
-from ptxopt.prove import prove
-from ptxopt.prove.observables import OBSERVABLES, STORE_SPACES, store_space
+from ptxopt.equivalence.prove import prove
+from ptxopt.equivalence.prove.observables import OBSERVABLES, STORE_SPACES, store_space
 
 LOAD2 = "\tld.global.u32 %r1, [%rd4];\n\tld.global.u32 %r2, [%rd4+4];\n"
 BRANCH = LOAD2 + "\tsetp.lt.u32 %p1, %r1, %r2;\n"

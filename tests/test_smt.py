@@ -1,4 +1,4 @@
-"""The SMT decision procedure (:mod:`ptxopt.prove.smt`, issue 28): a correct
+"""The SMT decision procedure (:mod:`ptxopt.equivalence.prove.smt`, issue 28): a correct
 strength reduction is ``proved`` through the solver, a wrong one never is and
 the solver's counterexample is shown; the encoding's carry and shift
 semantics can fail; and the alias facts the prover relies on (shared with the
@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from ptxopt.cli import cli
 from ptxopt.equivalence import Verdict, decide
 from ptxopt.parser import parse
-from ptxopt.prove import prove
-from ptxopt.prove.smt import recheck, solver
+from ptxopt.equivalence.prove import prove
+from ptxopt.equivalence.prove.smt import recheck, solver
 
 pytestmark = pytest.mark.skipif(not solver.available(), reason="no SMT solver installed")
 

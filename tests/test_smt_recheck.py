@@ -3,7 +3,7 @@
 Every pair the prover calls ``proved`` -- pass-matrix cells (every pass on a
 sample of the corpus: every 3rd kernel, so the tier stays within budget) and
 every pass on seeded random kernels of the fuzzer -- is re-checked block by
-block by :func:`ptxopt.prove.smt.recheck`, whose value semantics share no
+block by :func:`ptxopt.equivalence.prove.smt.recheck`, whose value semantics share no
 code with the prover. A counterexample to a ``proved`` pair fails and is
 printed; timeouts and unsupported constructs are counted and printed, not
 failures."""
@@ -11,7 +11,7 @@ failures."""
 import pytest
 
 from ptxopt.corpus import load_manifest
-from ptxopt.prove.smt import solver
+from ptxopt.equivalence.prove.smt import solver
 from ptxopt.testing.smt_recheck import fuzz_pairs, matrix_pairs, recheck_pairs
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not solver.available(), reason="no SMT solver installed")]

@@ -20,7 +20,9 @@ timeout, truncated, unsupported, internal -- and its message are printed);
 2 on bad input (unreadable or unparsable FILE, an unknown kernel or
 ``--kernel``, a bad or conflicting pipeline string, an unusable backend or
 cache, an original kernel that ptxas rejects, its ``.version``/``.target`` or
-``--arch`` no installed ptxas handles), which wins over 1 when both occur.
+``--arch`` no installed ptxas handles), which wins over 1 when both occur;
+5 when ptxas or nvdisasm crashed, ran out of memory or hung (status
+``toolchain``: not cached, run again), ranked between 2 and 1.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import click
 from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
-                               with_contract)
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, OK, worst
+                               perf_launch_options, with_contract, with_performance)
+from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
 from ptxopt.cli.common import fail as _fail
 
 
@@ -56,8 +58,9 @@ from ptxopt.cli.common import fail as _fail
 @click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
 @prove_option
 @objective_option
+@perf_launch_options
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None):
+             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -117,6 +120,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
                 _fail(f"{src.name}: the module has no .entry to evaluate")
             entry = kernel or (spec.entry if spec is not None else entries[0])
         base = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
+        base = with_performance(base, src.name, perf, contract_file)
         for p in parsed:
             candidates.append(replace(base, pipeline=p))
 
@@ -151,8 +155,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         for r in failed:
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
-    report_unsaved(cache)
-    sys.exit(worst([BAD_INPUT if r.bad_input else CHECK_FAILED for r in failed] or [OK]))
+    lost = report_unsaved(cache)
+    sys.exit(worst([result_code(r.bad_input, r.status) for r in failed] + [lost]))
 
 
 def _with_progress(candidates, workers, cache, options):
@@ -196,6 +200,10 @@ def _print_one(r, cache) -> None:
     if r.ok:
         err = f" {r.error_text} (the model's expected error)" if getattr(r, "error_text", "") else ""
         rows.append(("cycles", f"{r.cycles:g}{err}  {_kind_line(r)}"))
+        if r.objective == "throughput":
+            rows.append(("objective", f"throughput of the whole launch (uncalibrated): {r.performance}"))
+        elif r.objective:
+            rows.append(("objective", "latency of one warp (the measure of the published sm_89 figures)"))
         if r.spread is not None:
             rows.append(("spread", f"{r.spread:g}"))
     else:

@@ -15,8 +15,9 @@ check launch's block with the grid assumed
 (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at the original
 kernel's occupancy), as when a performance launch gives no grid.  The contract options (``eval``'s) give the
 check launch the interpreter counts loop trips under.  Objective: ``--objective``,
-else ``throughput`` when a block size is known (``latency`` for the gemm_tile
-family and when none is), see :func:`ptxopt.sim.throughput.default_objective`.
+else the evaluator's one rule (:func:`ptxopt.evaluate.candidate.objective_for`):
+``throughput`` when a performance launch is known, ``latency`` for the
+gemm_tile family and when none is.
 
 Every number is an ESTIMATE of the CPU model; throughput estimates are
 uncalibrated (no GPU has measured them).
@@ -25,6 +26,7 @@ uncalibrated (no GPU has measured them).
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -57,7 +59,10 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
                 perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
+    from dataclasses import replace
+
     from ptxopt.evaluate import Candidate
+    from ptxopt.evaluate.candidate import objective_for
     from ptxopt.inputs import read_one
     from ptxopt.pipeline import Pipeline, PipelineError
     from ptxopt.sim.device import device_for, device_named
@@ -109,8 +114,8 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
     for entry in chosen:
         cand = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
         fn = next(f for f in module.entries if f.name == entry)
-        launch = _perf_launch(perf, cand, spec, src.name, contract_file, fn)
-        obj = objective or _default_objective(launch, spec)
+        launch, given = _perf_launch(perf, cand, spec, src.name, contract_file, fn)
+        obj = objective_for(replace(cand, performance=given), objective)  # the evaluator's one rule
         if obj == "throughput" and (launch is None or launch.block is None):
             fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
                  "(or a launch contract)")
@@ -156,22 +161,23 @@ def _apply(pl, text: str, label: str) -> str:
 
 
 def _perf_launch(perf: dict, cand, spec, path: str, contract_file, fn):
-    """The performance launch (:func:`ptxopt.cli.common.performance_launch`:
-    the contract's or the corpus manifest's, --perf-* overriding fields);
-    else the check launch's block with the grid assumed; None when no block
-    is known."""
+    """``(shape, given)``: the performance launch (:func:`ptxopt.cli.common.performance_launch`:
+    the contract's or the corpus manifest's, --perf-* overriding fields) as a
+    shape and itself; else the check launch's block with the grid assumed
+    (what an explicit ``--objective throughput`` is estimated on) and None;
+    ``(None, None)`` when no block is known."""
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.sim.throughput import launch_shape
 
     base = performance_of(spec) if spec is not None else None
     known = performance_launch(path, perf, contract_file=contract_file, entry=fn.name, base=base, fn=fn)
     if known is not None:
-        return launch_shape(known, origin=known.source)
+        return launch_shape(known, origin=known.source), known
     check = _check_launch(cand, spec)
     if check is not None:
         return launch_shape(grid=None, block=tuple(check.block), shared_bytes=int(check.shared_bytes or 0),
-                            origin=f"block of the {check.source} check launch; grid assumed")
-    return None
+                            origin=f"block of the {check.source} check launch; grid assumed"), None
+    return None, None
 
 
 def _check_launch(cand, spec):
@@ -183,14 +189,6 @@ def _check_launch(cand, spec):
 
         return from_spec(spec)
     return None
-
-
-def _default_objective(launch, spec) -> str:
-    from ptxopt.sim.throughput import default_objective
-
-    if spec is not None and spec.family == "gemm_tile":
-        return "latency"  # single-thread tiles: the earlier hardware work's single-warp objective
-    return default_objective(launch)
 
 
 def _facts(text: str, arch: str, entry: str, cand):
@@ -325,7 +323,10 @@ def _plot(docs: list, path: str) -> None:
         ax.set_xlabel("cycles")
         ax.invert_yaxis()
     fig.tight_layout()
-    fig.savefig(path)
+    from ptxopt.outputs import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=os.path.splitext(str(path))[1][1:].lower() or None)
     plt.close(fig)
 
 

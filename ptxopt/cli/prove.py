@@ -1,7 +1,7 @@
 """``ptxopt verify --prove``: the translation validator before the interpreter.
 
 Kept apart from :mod:`ptxopt.cli.verify` so that the option's behaviour is in
-one place: :func:`try_prove` runs :func:`ptxopt.prove.prove` on the two parsed
+one place: :func:`try_prove` runs :func:`ptxopt.equivalence.prove.prove` on the two parsed
 modules (and ptxas on both, unless ``--no-ptxas``: a candidate ptxas rejects
 is never reported as proved). ``proved`` ends the command (exit 0, the
 interpreter is not run); any other verdict is reported next to the
@@ -26,7 +26,7 @@ def try_prove(mod_o, mod_t, kernel: str | None, *, assemble: bool, arch: str | N
               text_o: str | None, text_t: str | None):
     """The prover's result for the pair, or None when ptxas rejects one
     of them (the interpreter path then reports it)."""
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     res = prove(mod_o, mod_t, entry=kernel)
     if res.verdict == Verdict.PROVED and assemble:

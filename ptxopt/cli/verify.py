@@ -93,7 +93,7 @@ def _scalars(items) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--prove", "prove", is_flag=True,
               help="First try to prove the two equivalent for all inputs (translation validation, "
-                   "ptxopt.prove): 'proved' exits 0 without running the interpreter; otherwise the "
+                   "ptxopt.equivalence.prove): 'proved' exits 0 without running the interpreter; otherwise the "
                    "prover's reason is shown and the interpreter decides as usual.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
                buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False):
@@ -210,13 +210,12 @@ def _print(orig, trans, r) -> None:
     elif r.status == "inconclusive":
         click.echo(f"{trans}: INCONCLUSIVE against {orig} ({where}): nothing differed, but {r.error}")
     elif r.status == "mismatch":
+        from ptxopt.equivalence.decision import format_mismatch
+
         m = r.mismatch
         what = "global variable " if m.where == "global variable" else ""
         click.echo(f"{trans}: NOT equivalent to {orig} ({where})")
-        click.echo(f"  first difference: {what}{m.buffer}[{m.index}] (seed {m.seed}, {m.flavour} inputs, "
-                   f"{m.schedule} schedule, {m.layout} buffers): original {m.original}, "
-                   f"transformed {m.transformed}")
-        click.echo(f"  {m.differing} of {m.size} elements of {what}{m.buffer} differ")
+        click.echo(f"  first difference: {what}{format_mismatch(m)}")
     else:
         verb = "faults" if r.error_kind == "fault" else "is rejected by ptxas" if r.error_kind == "ptxas" \
             else "fails"

@@ -12,7 +12,7 @@
 * :mod:`~ptxopt.equivalence.observable`: the form of a module that results can depend on;
 * :mod:`~ptxopt.equivalence.instrument`: the ``VerifyEach`` pass-manager instrument.
 
-The interpreter itself is :mod:`ptxopt.interp`, the prover :mod:`ptxopt.prove`.
+The interpreter itself is :mod:`ptxopt.interp`, the prover :mod:`ptxopt.equivalence.prove`.
 Submodules are imported lazily: ``import ptxopt.equivalence`` costs nothing.
 """
 

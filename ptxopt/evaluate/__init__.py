@@ -34,7 +34,7 @@ launches compared), ``timeout`` (seconds per candidate), ``batch``
 (candidates per nvdisasm run), ``profile_loops`` (sim: loop trip counts from
 the interpreter), ``min_coverage`` (default :data:`ptxopt.equivalence.interpret.DEFAULT_MIN_COVERAGE`:
 an ``equal`` below it is ``inconclusive``; None: never), ``prove`` (default True: try the
-translation validator :mod:`ptxopt.prove` first; a ``proved`` candidate is not interpreted; False:
+translation validator :mod:`ptxopt.equivalence.prove` first; a ``proved`` candidate is not interpreted; False:
 the interpreter decides every changed candidate); ``evaluate_many`` also takes ``workers`` and
 ``on_result(index, result)``.
 

@@ -76,6 +76,8 @@ def spec_to_json(spec: KernelSpec) -> dict:
         "tags": list(spec.tags),
         "root": str(spec.root),
     }
+    if spec.performance is not None:
+        out["performance"] = spec.performance.to_json()
     if spec.divisible_by_16:  # the manifest keeps it under "triton" (KernelSpec.from_json reads it there)
         out["triton"] = {"divisible_by_16": list(spec.divisible_by_16)}
     return out

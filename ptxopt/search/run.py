@@ -21,10 +21,12 @@ run before), which is how random search is compared with greedy fairly.
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
@@ -82,6 +84,8 @@ class KernelResult:
     verdict_note: str | None = None  # its trials and launch, or why it is inconclusive
     coverage: float | None = None
     launch: str | None = None  # the launch the equivalence check used
+    objective: str | None = None  # what the cycles are: latency (one warp) or throughput (the whole launch)
+    performance: str | None = None  # the performance launch a throughput figure is for
     arch: str | None = None  # the architecture compiled for (resolved)
     budget: int | None = None
     wall_s: float = 0.0
@@ -91,6 +95,7 @@ class KernelResult:
     note: str | None = None
     error: str | None = None
     bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
+    toolchain: bool = False  # ptxas/nvdisasm failed on their own (crash, out of memory, hang): nothing cached
     steps: list[Step] = field(default_factory=list, repr=False)
 
     @property
@@ -158,12 +163,19 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     res.steps = out.steps
     best = out.best_result
     res.unchecked, res.arch = meter.unchecked_total, best.arch
+    res.objective, res.performance = out.baseline.objective, out.baseline.performance
     if best.ok:
         res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
         res.coverage, res.launch = best.coverage, best.launch
     res.note = "; ".join(filter(None, [out.note, guard, meter.unchecked_note()])) or None
+    transient = res.failures.get("toolchain", 0)
+    if transient and out.baseline.ok:  # the search may have missed a better pipeline: say so, exit 5
+        res.toolchain = True
+        res.note = "; ".join(filter(None, [res.note, f"{transient} candidate(s) hit a toolchain failure (a crash, "
+                                                       "out of memory, a hang); not cached: run again"]))
     if not out.baseline.ok:
         res.bad_input = bool(out.baseline.bad_input)
+        res.toolchain = out.baseline.status == "toolchain"
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
     res.wall_s = time.perf_counter() - t0
@@ -171,49 +183,89 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
 
 
 def _job(args) -> KernelResult:
-    kernel, config, family = args
+    kernel, config, family, *started = args
+    if started:  # a worker that dies from now on held this kernel (search_many retries it alone)
+        Path(started[0]).touch()
     return search_kernel(kernel, config, family)
 
 
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
                 on_result: Callable[[KernelResult], None] | None = None) -> list[KernelResult]:
     """Search every ``(kernel, family)``; results in input order. ``workers``
-    processes (0: in this process); ``on_result`` is called as each finishes."""
+    processes (0: in this process); ``on_result`` is called as each finishes.
+
+    A worker that dies (SIGKILL, out of memory, a segfault) breaks its pool:
+    the kernels it and its siblings held are retried once, each alone in a
+    fresh worker, and fail only if their worker dies again; kernels no worker
+    had started yet go to a rebuilt pool, untouched."""
     jobs = [(k, config, fam) for k, fam in kernels]
     results: list[KernelResult | None] = [None] * len(jobs)
+
+    def record(i: int, r: KernelResult) -> None:
+        results[i] = r
+        if on_result:
+            on_result(r)
+
     if workers <= 0:
         for i, j in enumerate(jobs):
-            results[i] = _job(j)
-            if on_result:
-                on_result(results[i])
+            record(i, _job(j))
         return results  # type: ignore[return-value]
     # largest kernels first, so the long ones do not trail at the end
-    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
+    queue = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
+    retried: set[int] = set()
+    with tempfile.TemporaryDirectory(prefix="ptxopt-search-") as marks:
+        while queue:
+            fresh = [i for i in queue if i not in retried]
+            again = [i for i in queue if i in retried]
+            queue = []
+            if fresh:
+                broken = _round(fresh, jobs, workers, marks, record)
+                held = [i for i in broken if Path(marks, str(i)).exists()]
+                if broken and not held and len(broken) == len(fresh):  # no worker ever started: do not loop
+                    held = broken
+                retried.update(held)
+                queue += broken
+            for i in again:  # each suspect alone, in a fresh worker: only the culprit dies twice
+                if _round([i], jobs, 1, marks, record):
+                    k, _, fam = jobs[i]
+                    record(i, KernelResult(k.label, fam, config.strategy,
+                                           error="the worker process died while searching this kernel "
+                                                 "(retried once in a fresh worker)"))
+    return results  # type: ignore[return-value]
+
+
+def _round(indices: list[int], jobs, workers: int, marks: str, record) -> list[int]:
+    """Search ``indices`` in a pool of ``workers``; the indices whose pool broke (a worker died)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=become_worker,
-                               initargs=parent_info())
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)), mp_context=get_context("spawn"),
+                               initializer=become_worker, initargs=parent_info())
+    broken: list[int] = []
     finished = False
     try:
         with starting_workers():  # submit starts the workers
-            futures = {pool.submit(_job, jobs[i]): i for i in order}
+            futures = {pool.submit(_job, (*jobs[i], str(Path(marks, str(i))))): i for i in indices}
         for fut in as_completed(futures):
             i = futures[fut]
             try:
-                results[i] = fut.result()
+                r = fut.result()
+            except BrokenProcessPool:  # a worker died: retried (search_many), not failed here
+                broken.append(i)
+                continue
             except (CacheError, BackendUnavailable):  # not one kernel's problem: stop the search
                 raise
-            except Exception as e:  # a worker that died takes only its own kernel
-                k, _, fam = jobs[i]
-                results[i] = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
-            if on_result:
-                on_result(results[i])
+            except Exception as e:  # the kernel's job itself failed
+                k, config, fam = jobs[i]
+                r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
+            record(i, r)
         finished = True
     finally:
-        if not finished:  # interrupted: kill the workers now (what they committed stays in the cache)
+        if not finished or broken:  # interrupted, or a worker died: kill the rest now (commits stay in the cache)
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.kill()
-        pool.shutdown(wait=finished, cancel_futures=not finished)
-    return results  # type: ignore[return-value]
+        pool.shutdown(wait=finished and not broken, cancel_futures=not finished or bool(broken))
+    return sorted(broken, key=indices.index)
 
 
 def summarize(results: Sequence[KernelResult]) -> dict:
@@ -235,6 +287,7 @@ def summarize(results: Sequence[KernelResult]) -> dict:
     for r in results:
         failures.update(r.failures)
     verdicts = Counter(r.verdict for r in results if r.error is None and r.verdict)
+    objectives = Counter(r.objective for r in results if r.objective)
     geo = [math.log(r.speedup) for r in ok if r.speedup]
     return {
         "kernels": len(results),
@@ -256,5 +309,6 @@ def summarize(results: Sequence[KernelResult]) -> dict:
         "failures": dict(failures),
         "unchecked": sum(r.unchecked for r in results),
         "verdicts": dict(verdicts),
+        "objectives": dict(objectives),
         "wall_s": sum(r.wall_s for r in results),
     }

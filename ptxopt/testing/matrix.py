@@ -92,7 +92,7 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
     if equivalence_trials:
         from ptxopt.equivalence.interpret import verify
         from ptxopt.equivalence.observable import observable_form
-        from ptxopt.prove.hints import HINTS_ILL_FORMED, hints_only_legal
+        from ptxopt.equivalence.prove.hints import HINTS_ILL_FORMED, hints_only_legal
 
         why = hints_only_legal(m, out) if observable_form(out) == observable_form(m) else None
         if why:

@@ -4,7 +4,7 @@ slow tier (``tests/test_smt_recheck.py``) and ``benchmarks/smt_solvers.py``.
 Pairs come from the pass matrix (every pass on corpus kernels, cells whose
 printing changed) and from the random-kernel fuzzer
 (:mod:`ptxopt.testing.random_kernels`, every pass on each kernel). Each pair the
-prover calls ``proved`` is re-checked by :func:`ptxopt.prove.smt.recheck`
+prover calls ``proved`` is re-checked by :func:`ptxopt.equivalence.prove.smt.recheck`
 block by block; the tally counts ``equal`` (the solver agrees), ``differ``
 (a counterexample to a proof: a bug in one of the two), ``unknown`` (a
 timeout) and ``unsupported`` (a construct the encoding does not model).
@@ -90,9 +90,9 @@ def fuzz_pairs(seeds, steps: int = 24, passes=None):
 
 def recheck_pairs(pairs, *, timeout_ms: int | None = None, solver: str | None = None, on_pair=None) -> Tally:
     """Prove each pair; re-check every ``proved`` one (module doc)."""
-    from ptxopt.prove import prove
-    from ptxopt.prove.smt import recheck
-    from ptxopt.prove.smt import solver as solvers
+    from ptxopt.equivalence.prove import prove
+    from ptxopt.equivalence.prove.smt import recheck
+    from ptxopt.equivalence.prove.smt import solver as solvers
 
     kw = {"timeout_ms": timeout_ms or solvers.TIMEOUT_MS, "solver": solver or solvers.DEFAULT}
     t = Tally()

@@ -37,7 +37,7 @@ interpreter, on a real launch, says anything but ``equal``; a pass result is
 a finding when ptxas rejects it, the interpreter finds a difference (and a
 false proof too when the prover proves that result), an
 access left the timed region, or an inserted hint reads a register not
-defined on every path (:func:`ptxopt.prove.hints.hints_only_legal`); an
+defined on every path (:func:`ptxopt.equivalence.prove.hints.hints_only_legal`); an
 unchecked launch is a finding when it is trusted (``identical``,
 ``hints-only``, ``proved``, ``equal``) while a real launch tells the two
 apart. ``tests/test_fuzz_trust.py`` runs a few seeds per class;
@@ -49,11 +49,20 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ptxopt.passes.families import PREFETCH, REORDER
+
 CLASSES = ("func_exit", "nested_sreg", "wrap_offset", "misaligned", "mixed_width", "hint_before_def",
            "no_contract")
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
-REORDERS = ("reorder_cp", "reorder_il", "reorder_lf", "reorder_sl")
+def _family(family: str) -> tuple[str, ...]:
+    """The named passes of one family, from the registry (no second list of pass names)."""
+    from ptxopt.passes.registry import get_pass_class, pass_names
+
+    return tuple(n for n in pass_names() if get_pass_class(n).family == family)
+
+
+REORDERS = _family(REORDER)
 TRUSTED = ("identical", "hints-only", "proved", "equal")
 
 
@@ -294,7 +303,7 @@ def make_case(cls: str, seed: int) -> Case:
         return Case(cls, seed, what, a, pipelines=("vec_ld",))
     if cls == "hint_before_def":
         a, what = _hint_before_def(rng)
-        return Case(cls, seed, what, a, pipelines=("prefetch_L1", "prefetch_L2"))
+        return Case(cls, seed, what, a, pipelines=_family(PREFETCH))
     if cls == "no_contract":
         a, b, what = _no_contract(rng)
         return Case(cls, seed, what, a, b, block=64, unchecked=True)
@@ -334,7 +343,7 @@ def _check_pair(case: Case) -> list[Finding]:
         why = _differs(case, case.original, case.candidate)
         return [Finding(case.cls, case.seed, f"trusted without a contract ({verdict})",
                         f"{case.what}; a real launch: {why}")] if why else []
-    from ptxopt.prove import prove
+    from ptxopt.equivalence.prove import prove
 
     r = prove(case.original, case.candidate)
     if r.verdict != "proved":
@@ -361,7 +370,7 @@ def _memory_outside(text: str, marker: str) -> int:
 def _check_passes(case: Case) -> list[Finding]:
     from ptxopt import emit, parse
     from ptxopt.passmanager import PassManager
-    from ptxopt.prove.hints import hints_only_legal
+    from ptxopt.equivalence.prove.hints import hints_only_legal
     from ptxopt.toolchain import PtxasError, compile_ptx
 
     from ptxopt.equivalence.observable import observable_form
@@ -398,7 +407,7 @@ def _check_passes(case: Case) -> list[Finding]:
         diff = _differs(case, case.original, new)
         if diff:
             out.append(Finding(case.cls, case.seed, f"{p} changed the result", f"{case.what}: {diff}"))
-            from ptxopt.prove import prove
+            from ptxopt.equivalence.prove import prove
 
             if prove(case.original, text).verdict == "proved":
                 out.append(Finding(case.cls, case.seed, f"false proof of {p}'s result", f"{case.what}: {diff}"))

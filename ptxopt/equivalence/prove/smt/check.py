@@ -14,7 +14,7 @@ entry state, and the solver is asked whether any of these can fail:
   ordering points), in order, at equal addresses under equal guards.
 
 ``unsat`` means none can: the block is ``equal`` and the induction of
-:mod:`ptxopt.prove.match` goes on. ``sat`` gives a counterexample: the first
+:mod:`ptxopt.equivalence.prove.match` goes on. ``sat`` gives a counterexample: the first
 obligation that fails with the values of both sides and the block-entry
 values that make it fail (``differ`` for the block: the two blocks compute
 something different *from the same entry state*; whether that state is
@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 
 from ptxopt import opcodes
-from ptxopt.prove.smt import solver as solvers
-from ptxopt.prove.smt.encode import SPACES, BlockEncoder, Unsupported
-from ptxopt.prove.smt.terms import Query, sym
+from ptxopt.equivalence.prove.smt import solver as solvers
+from ptxopt.equivalence.prove.smt.encode import SPACES, BlockEncoder, Unsupported
+from ptxopt.equivalence.prove.smt.terms import Query, sym
 
 STATUSES = ("equal", "differ", "unknown", "unsupported")
 FALLBACK_TIMEOUT_MS = 250  # per block inside the prover (unsat answers on the corpus: median ~1 ms, p90 < 80 ms);

@@ -36,18 +36,19 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Decl, Function, Module
 from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
-from ptxopt.prove.match import FunctionDetail, prove_function, same_declarations
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
+from ptxopt.equivalence.prove.values import Graph
 
-VERDICTS = ("proved", "inconclusive", "differ")
+VERDICTS = (Verdict.PROVED.value, Verdict.INCONCLUSIVE.value, Verdict.DIFFER.value)  # what the prover answers
 
 
 @dataclass
 class ProveResult:
     """What :func:`prove` found. ``functions`` has one
-    :class:`~ptxopt.prove.match.FunctionDetail` per function compared (with
+    :class:`~ptxopt.equivalence.prove.match.FunctionDetail` per function compared (with
     per-block detail); ``seconds`` is the wall time taken."""
 
     verdict: str
@@ -58,7 +59,7 @@ class ProveResult:
 
     @property
     def proved(self) -> bool:
-        return self.verdict == "proved"
+        return self.verdict == Verdict.PROVED
 
     def to_json(self) -> dict:
         return {
@@ -95,7 +96,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
         from ptxopt.parser import ParseError
 
         what = "does not parse" if isinstance(e, ParseError) else "prover error"
-        result = ProveResult("inconclusive", f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        result = ProveResult(Verdict.INCONCLUSIVE, f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     result.seconds = time.perf_counter() - t0
     result.entry = entry
     if key is not None:
@@ -123,59 +124,59 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     ec = {f.name: f for f in mc.entries}
     if entry is not None:
         if entry not in eo:
-            return ProveResult("inconclusive", f"the original has no kernel {entry!r}")
+            return ProveResult(Verdict.INCONCLUSIVE, f"the original has no kernel {entry!r}")
         if entry not in ec:
-            return ProveResult("differ", f"the candidate has no kernel {entry!r}")
+            return ProveResult(Verdict.DIFFER, f"the candidate has no kernel {entry!r}")
     elif set(eo) != set(ec):
-        return ProveResult("differ", f"the kernels differ: {sorted(eo)} vs {sorted(ec)}")
+        return ProveResult(Verdict.DIFFER, f"the kernels differ: {sorted(eo)} vs {sorted(ec)}")
     names = [entry] if entry is not None else list(eo)
     for n in names:
         po, pc = eo[n].params or (), ec[n].params or ()
         if [(p.dtype, p.space, p.name) for p in po] != [(p.dtype, p.space, p.name) for p in pc]:
-            return ProveResult("differ", f"kernel {n}: the parameter lists differ")
+            return ProveResult(Verdict.DIFFER, f"kernel {n}: the parameter lists differ")
     # -- everything else must match exactly for the block proof to apply ----
     if (mo.version, mo.target, mo.address_size) != (mc.version, mc.target, mc.address_size):
-        return ProveResult("inconclusive", "the module headers (.version/.target/.address_size) differ")
+        return ProveResult(Verdict.INCONCLUSIVE, "the module headers (.version/.target/.address_size) differ")
     if mo.address_size != 64:
         # addresses wrap modulo 2**32 there (also the default without the directive); the address
         # arithmetic and the alias rules assume 64-bit addresses
-        return ProveResult("inconclusive", f".address_size {mo.address_size or '(default)'}: only 64-bit "
+        return ProveResult(Verdict.INCONCLUSIVE, f".address_size {mo.address_size or '(default)'}: only 64-bit "
                                            f"addressing is modelled")
     if _globals(mo) != _globals(mc):
-        return ProveResult("inconclusive", "module-level declarations differ")
+        return ProveResult(Verdict.INCONCLUSIVE, "module-level declarations differ")
     fo = {f.name: f for f in mo.functions}
     fc = {f.name: f for f in mc.functions}
     if set(fo) != set(fc):
-        return ProveResult("inconclusive", "the set of functions differs")
+        return ProveResult(Verdict.INCONCLUSIVE, "the set of functions differs")
     todo = []
     for name, f in fo.items():
         g = fc[name]
         if _interface(f) != _interface(g) or f.linkage != g.linkage or f.attribute != g.attribute:
-            return ProveResult("inconclusive", f"function {name}: declarations differ")
+            return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: declarations differ")
         if _directives(f) != _directives(g):
-            return ProveResult("inconclusive", f"function {name}: directives other than "
+            return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: directives other than "
                                                f"{'/'.join(sorted(PERF_ONLY_DIRECTIVES))} differ")
         if (f.body is None) != (g.body is None):
-            return ProveResult("inconclusive", f"function {name}: one has a body, the other not")
+            return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: one has a body, the other not")
         if f.body is None or (f.is_entry and entry is not None and name != entry):
             continue
         if not same_declarations(f, g):
-            return ProveResult("inconclusive", f"function {name}: declarations in the body differ")
+            return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: declarations in the body differ")
         todo.append((f, g))
     graph = Graph()
     details = []
     for f, g in todo:
         d = prove_function(f, mo, g, mc, graph, assume_align)
         details.append(d)
-        if d.verdict != "proved":
-            return ProveResult("inconclusive", f"{f.name}: {d.reason}", details)
+        if d.verdict != Verdict.PROVED:
+            return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {d.reason}", details)
     blocks = sum(len(d.blocks) for d in details)
     scope = ", ".join(d.name for d in details) or "no function bodies"
     by_solver = [b for d in details for b in d.blocks if b.reason.startswith("solver:")]
     solver = (f", {len(by_solver)} of them shown equal by the SMT solver ({by_solver[0].reason[8:]})"
               if by_solver else "")
-    return ProveResult("proved", f"equivalent for all inputs: {len(details)} function"
-                                 f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
+    return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
+                                       f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)
 
 

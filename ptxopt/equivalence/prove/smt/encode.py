@@ -1,7 +1,7 @@
 """Bit-vector semantics of one straight-line PTX block, as SMT terms.
 
 This is the part of the SMT check that does *not* share code with the
-structural prover (:mod:`ptxopt.prove.symexec`/:mod:`~ptxopt.prove.values`):
+structural prover (:mod:`ptxopt.equivalence.prove.symexec`/:mod:`~ptxopt.equivalence.prove.values`):
 each instruction is read from the PTX (its operand facts from
 :mod:`ptxopt.operand_facts`, as everywhere) and given its meaning here.
 
@@ -10,7 +10,7 @@ What a block is, as terms:
 * **registers**: every register holds a bit-vector of its declared width
   (predicates and the carry flag: 1 bit). At block entry a register holds the
   free variable ``in.<block>.<name>``, the same variable in both kernels (the
-  induction hypothesis of :mod:`ptxopt.prove.match`).
+  induction hypothesis of :mod:`ptxopt.equivalence.prove.match`).
 * **integer, bit and predicate operations** at the instruction's type width,
   wrapping; ``shl``/``shr`` shift by a ``.u32`` amount (an amount at least the
   width gives 0, or the sign for ``shr.s``); ``mul.hi``/``.wide`` through a
@@ -47,7 +47,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.prove.smt.terms import Query, lit
+from ptxopt.equivalence.prove.smt.terms import Query, lit
 
 SPACES = {"global": 64, "shared": 32, "local": 32, "param": 64, "const": 64, "global.nc": 64}
 _FLOAT = frozenset({"f16", "f16x2", "bf16", "bf16x2", "tf32", "f32", "f64", "e4m3", "e5m2", "e4m3x2", "e5m2x2"})
@@ -177,7 +177,7 @@ class BlockEncoder:
                 return q.define(f"((_ extract {w - 1} 0) {v})", w)
             raise Unsupported(f"{r} is {rw} bits, read as .{t}")
         if operand_facts.is_immediate(o):
-            from ptxopt.prove.values import (
+            from ptxopt.equivalence.prove.values import (
                 imm_key,  # the literal's canonical reading (not a semantics)
             )
 
@@ -271,7 +271,7 @@ class BlockEncoder:
 
     def _collective(self, ins, f) -> None:
         """A warp collective (``shfl``, ``vote``...): its own ordered chain, no
-        memory (as in :mod:`ptxopt.prove.symexec`); its results are fresh
+        memory (as in :mod:`ptxopt.equivalence.prove.symexec`); its results are fresh
         variables indexed by its position in the chain, the same in both kernels."""
         g = self.guard(ins)
         vals = [self._any(o) for o in ins.operands[f.ndest:]]

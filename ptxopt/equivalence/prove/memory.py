@@ -33,7 +33,7 @@ buffer twice).
 from __future__ import annotations
 
 from ptxopt.analysis.alias import ALIASING_SPACES
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.values import Graph
 
 _PTR_MOVES = ("cvta.", "mov.")
 # Offsets are kept as signed 64-bit integers, but addresses wrap: modulo 2**64,

@@ -6,7 +6,7 @@ at its entry in either kernel. The hypothesis at ``B``'s entry: both kernels
 hold the same value in every register of ``L(B)`` and the same memory (the
 ``livein``/``entry`` nodes are shared). Each block is then executed
 symbolically in both kernels (:mod:`.symexec`) and must end with every
-observable of :data:`ptxopt.prove.observables.OBSERVABLES` matched (the
+observable of :data:`ptxopt.equivalence.prove.observables.OBSERVABLES` matched (the
 table is the one list; in short):
 
 * the same terminator (opcode, targets, condition node): both take the same
@@ -45,11 +45,12 @@ from ptxopt import opcodes
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
-from ptxopt.prove.memory import AliasOracle
-from ptxopt.prove.observables import BlockPair, first_mismatch
-from ptxopt.prove.symexec import Access, BlockExecutor, BlockRun
-from ptxopt.prove.values import Graph
+from ptxopt.equivalence.prove.memory import AliasOracle
+from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
+from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
+from ptxopt.equivalence.prove.values import Graph
 
 
 @dataclass
@@ -63,7 +64,7 @@ class BlockDetail:
 @dataclass
 class FunctionDetail:
     name: str
-    verdict: str  # "proved" or "inconclusive"
+    verdict: str  # Verdict.PROVED or Verdict.INCONCLUSIVE
     reason: str
     blocks: list[BlockDetail]
 
@@ -123,7 +124,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
     so, sc = _Side(fo, mo, graph, oracle), _Side(fc, mc, graph, oracle)
 
     def fail(reason: str, blocks=()) -> FunctionDetail:
-        return FunctionDetail(name, "inconclusive", reason, list(blocks))
+        return FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks))
 
     if so.shadowed() or sc.shadowed():
         return fail("a nested { } scope redeclares a register name (not modelled)")
@@ -154,7 +155,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
         ro = so.exe.run(x.index, x.instructions)
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
-        if why is not None:  # the value graphs differ: ask the SMT solver (ptxopt.prove.smt)
+        if why is not None:  # the value graphs differ: ask the SMT solver (ptxopt.equivalence.prove.smt)
             solved = _solver_fallback(so, sc, x.index)
             if solved is not None and solved.status == "equal":
                 details.append(BlockDetail(x.index, x.label, True, f"solver: {solved.reason}"))
@@ -165,13 +166,14 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
             return fail(f"block {x.index} ({x.label or 'entry'}): {why}", details)
     n = len(bo)
     by = sum(d.reason.startswith("solver:") for d in details)
-    return FunctionDetail(name, "proved", f"{n} block{'s' if n != 1 else ''} matched"
-                                          + (f" ({by} shown equal by the SMT solver)" if by else ""), details)
+    return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched"
+                                                + (f" ({by} shown equal by the SMT solver)" if by else ""), details)
 
 
 def _solver_fallback(so: _Side, sc: _Side, b: int):
-    """The SMT check of block ``b`` (:func:`ptxopt.prove.smt.check.check_block`); None without a solver."""
-    from ptxopt.prove.smt import check, solver
+    """The SMT check of block ``b`` (:func:`ptxopt.equivalence.prove.smt.check.check_block`); None without a
+    solver."""
+    from ptxopt.equivalence.prove.smt import check, solver
 
     if not solver.available():
         return None
@@ -181,7 +183,7 @@ def _solver_fallback(so: _Side, sc: _Side, b: int):
 
 def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
                    assume_align: int) -> str | None:
-    """The first observable (:data:`~ptxopt.prove.observables.OBSERVABLES`) that differs."""
+    """The first observable (:data:`~ptxopt.equivalence.prove.observables.OBSERVABLES`) that differs."""
     return first_mismatch(BlockPair(g, so, sc, blk, ro, rc, assume_align, fault_check))
 
 

@@ -39,7 +39,7 @@ The rows, in the order they are checked:
                       (the ``ret`` that reads them may be blocks away)
 ``faults``            every candidate access is covered by an original
                       access and aligned for its own width
-                      (:func:`ptxopt.prove.match.fault_check`)
+                      (:func:`ptxopt.equivalence.prove.match.fault_check`)
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ STORE_SPACES = ("global", "shared", "local", "param", "generic")
 @dataclass
 class BlockPair:
     """One original block and its candidate counterpart, executed
-    (:class:`ptxopt.prove.symexec.BlockRun` each) -- what every check reads."""
+    (:class:`ptxopt.equivalence.prove.symexec.BlockRun` each) -- what every check reads."""
 
     g: object  # the shared value graph
-    so: object  # the original's side (:class:`ptxopt.prove.match._Side`)
+    so: object  # the original's side (:class:`ptxopt.equivalence.prove.match._Side`)
     sc: object  # the candidate's
     blk: object  # the original's :class:`ptxopt.analysis.cfg.BasicBlock`
     ro: object
