@@ -172,8 +172,11 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
             return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {d.reason}", details)
     blocks = sum(len(d.blocks) for d in details)
     scope = ", ".join(d.name for d in details) or "no function bodies"
+    by_solver = [b for d in details for b in d.blocks if b.reason.startswith("solver:")]
+    solver = (f", {len(by_solver)} of them shown equal by the SMT solver ({by_solver[0].reason[8:]})"
+              if by_solver else "")
     return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
-                                 f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched",
+                                       f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)
 
 

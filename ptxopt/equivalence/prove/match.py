@@ -155,11 +155,30 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
         ro = so.exe.run(x.index, x.instructions)
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
+        if why is not None:  # the value graphs differ: ask the SMT solver (ptxopt.equivalence.prove.smt)
+            solved = _solver_fallback(so, sc, x.index)
+            if solved is not None and solved.status == "equal":
+                details.append(BlockDetail(x.index, x.label, True, f"solver: {solved.reason}"))
+                continue
+            why = f"{why}; {solved.short()}" if solved is not None else why
         details.append(BlockDetail(x.index, x.label, why is None, why or ""))
         if why is not None:
             return fail(f"block {x.index} ({x.label or 'entry'}): {why}", details)
     n = len(bo)
-    return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched", details)
+    by = sum(d.reason.startswith("solver:") for d in details)
+    return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched"
+                                                + (f" ({by} shown equal by the SMT solver)" if by else ""), details)
+
+
+def _solver_fallback(so: _Side, sc: _Side, b: int):
+    """The SMT check of block ``b`` (:func:`ptxopt.equivalence.prove.smt.check.check_block`); None without a
+    solver."""
+    from ptxopt.equivalence.prove.smt import check, solver
+
+    if not solver.available():
+        return None
+    return check.check_block(check.Side(so.fn, so.cfg, so.live_in), check.Side(sc.fn, sc.cfg, sc.live_in), b,
+                             check.FALLBACK_TIMEOUT_MS)
 
 
 def _compare_block(g: Graph, so: _Side, sc: _Side, blk, ro: BlockRun, rc: BlockRun,
