@@ -19,8 +19,9 @@ from ptxopt.measure.sim import SimBackend
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "ptxopt"
 
-#: Reached from the evaluator but deciding nothing of a result: process plumbing.
-NOT_RESULTS = {"workers.py", "forksafe.py"}
+#: Reached from the evaluator but deciding nothing of a result: process plumbing (workers, fork
+#: safety, atomic output files) and JSON reading (the launch a contract file yields is in every key).
+NOT_RESULTS = {"workers.py", "forksafe.py", "outputs.py", "jsontext.py"}
 
 
 def _module_file(mod: str) -> Path | None:
