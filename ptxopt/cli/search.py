@@ -121,8 +121,9 @@ def _check_parse(kernels, arch: str | None = None) -> None:
                    "at greedy's budget). Default: unlimited (random: 16 rollouts).")
 @click.option("--beam-width", default=4, show_default=True, type=click.IntRange(1, 64), help="Beam width.")
 @click.option("--seed", default=0, show_default=True, help="Random search seed (mixed with each kernel's name).")
-@click.option("--policy", "policy", default=None, type=click.Path(exists=True, dir_okay=False),
-              help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
+@click.option("--policy", "policy", default=None, metavar="CKPT|NAME", callback=lambda ctx, p, v: _policy_path(v),
+              help="A trained checkpoint (ptxopt train), or the name of a committed one (gemm_elementwise_sm_89, "
+                   "shipped with the package): roll the policy out instead of a search strategy.")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),
@@ -223,6 +224,20 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         _fail(str(e))
     report_unsaved(cache)
     sys.exit(code)
+
+
+def _policy_path(value: str | None) -> str | None:
+    """--policy: an existing file, else a committed policy by name (found in
+    the installed package's corpus too, where no checkout path exists)."""
+    if value is None or Path(value).is_file():
+        return value
+    from ptxopt.corpus import committed_policies, committed_policy
+
+    found = committed_policy(value)
+    if found is None:
+        raise click.BadParameter(f"{value!r} is neither a file nor a committed policy "
+                                 f"({', '.join(committed_policies()) or 'none committed'})", param_hint="--policy")
+    return str(found)
 
 
 def _triton_cache(target: str, kernel: str | None, contract: dict):
