@@ -387,10 +387,15 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
+@click.option("--diff", "as_diff", is_flag=True,
+              help="Print a unified diff of FILE and the output instead of the PTX (-o still writes the PTX).")
+@click.option("--canonical", is_flag=True,
+              help="Print the whole module in ptxopt's canonical layout (by default the input's lines are kept "
+                   "byte for byte where the transformed module has the same statement: a minimal diff).")
 @prove_option
 def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contract_file, grid, block, shared_bytes,
             scalars, allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
-            reproducer_dir, as_json, prove=True):
+            reproducer_dir, as_json, as_diff=False, canonical=False, prove=True):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
     The output is assembled with ptxas first (unless --no-compile-check):
@@ -405,6 +410,7 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     from ptxopt.equivalence.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
     from ptxopt.equivalence.instrument import VerifyEach
+    from ptxopt.layout import preserve_layout, unified_diff
     from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
     from ptxopt.pipeline import Pipeline
 
@@ -442,7 +448,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         for r in result.records:
             if r.reverted:
                 click.echo(f"ptxopt: note: pass '{r.name}' reverted: {r.reverted}", err=True)
-    text = emit(result.module)
+    source = src.data.decode("utf-8")
+    text = emit(result.module) if canonical else preserve_layout(source, result.module, filename=src.name).text
     if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
         _compile_check(text, result.module, arch, src)
     if output:
@@ -457,6 +464,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         if not output:
             doc["ptx"] = text
         _print_json(doc)
+    elif as_diff:
+        click.echo(unified_diff(source, text, src.name), nl=False)
     elif not output:
         click.echo(text, nl=False)
     if inconclusive and not allow_unchecked:
