@@ -204,7 +204,9 @@ def _print_stats(name: str, s: dict) -> None:
               help=f"Target architecture for ptxas (default: the module's .target, else {DEFAULT_ARCH}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
-def compile_cmd(file, arch, as_json, sass):
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), callback=output_file(),
+              help="Write the cubin ptxas produced here.")
+def compile_cmd(file, arch, as_json, sass, output=None):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
     from ptxopt.toolchain import UnsupportedArch, UnsupportedPTXVersion, compile_ptx, disassemble
     from ptxopt.toolchain.arch import resolve_arch
@@ -216,6 +218,10 @@ def compile_cmd(file, arch, as_json, sass):
         res = compile_ptx(src.data.decode("utf-8"), arch)
     except (UnsupportedArch, UnsupportedPTXVersion) as e:  # name the file, as eval and search do
         fail(f"{src.name}: {e}")
+    if output:
+        from pathlib import Path
+
+        Path(output).write_bytes(res.cubin)
     listing = disassemble(res.cubin)
     kernels = {}
     for name, k in res.kernels.items():
@@ -230,7 +236,7 @@ def compile_cmd(file, arch, as_json, sass):
     out = {
         "file": src.name, "arch": arch, "ptxas_version": res.ptxas_version,
         "ptxas_path": str(res.ptxas_path), "ptxas_seconds": round(res.wall_time_s, 4),
-        "sass_instructions": listing.count, "kernels": kernels,
+        "sass_instructions": listing.count, "kernels": kernels, "output": output,
     }
     if as_json:
         if sass:

@@ -150,12 +150,15 @@ def _check_parse(kernels, arch: str | None = None) -> None:
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
+@click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
+                   "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
 @prove_option
 @objective_option
 @perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out, prove=True, objective=None, **perf):
+               record, json_out, plot, quiet, pipelines_out, emit_dir=None, prove=True, objective=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -217,6 +220,16 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     if tcache is not None:
         out_path = pipelines_out or "ptxopt-triton-pipelines.json"
         on_results = _pipelines_writer(tcache[1], out_path, target, config)
+    if emit_dir is not None:
+        from ptxopt.cli.common import output_dir_problem
+
+        from .search_emit import emit_writer
+
+        why = output_dir_problem(emit_dir)
+        if why:
+            _fail(f"--emit: {why}")
+        writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config)) if w is not None]
+        on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
         code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
                               quiet=quiet, target=target, on_results=on_results)
