@@ -151,3 +151,22 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
         report = json.loads((work / "s.json").read_text())
         rows = report["kernels"] if isinstance(report, dict) else report
         assert len(rows) == 6 and not any(row.get("error") for row in rows), rows
+
+    # a user's pass, installed: the example package's entry point names it in every pipeline string,
+    # and its code enters the front digest of the cache keys
+    front = [str(py), "-c", "from ptxopt.digests import code_digests; print(code_digests()['front'])"]
+    before = subprocess.run(front, check=True, capture_output=True, text=True, env=env, cwd=work).stdout
+    example = ROOT / "examples" / "mul_pow2"
+    shutil.copytree(example, tmp_path / "mul_pow2", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
+                                                                                    "build"))
+    subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(wheels),
+                          str(tmp_path / "mul_pow2")], check=True, env=env, cwd=tmp_path, timeout=300)
+    subprocess.run(pip + ["--python", str(py), "install", "--no-deps", "--no-index",
+                          str(next(wheels.glob("ptxopt_mul_pow2-*.whl")))], check=True, env=env, cwd=tmp_path,
+                   timeout=300)
+    after = subprocess.run(front, check=True, capture_output=True, text=True, env=env, cwd=work).stdout
+    assert before != after
+    r = subprocess.run([str(ptxopt), "run", "-p", "mul_pow2", str(example / "tests" / "scale.ptx")],
+                       capture_output=True, text=True, env=env, cwd=work, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (example / "tests" / "scale.expected.ptx").read_text()
