@@ -135,3 +135,41 @@ def test_whole_corpus_unchanged_is_byte_for_byte():
         src = spec.ptx_text()
         lay = preserve_layout(src, parse(src, spec.id))
         assert lay.kept and lay.text == src, spec.id
+
+
+def _with_locs(src: str) -> str:
+    """Each memory and arithmetic instruction of *src* preceded by its own ``.loc``."""
+    import re
+
+    out, n = [], 0
+    for line in src.splitlines():
+        if re.match(r"\s+(ld|st|fma|mul|add|cvta)\.", line):
+            n += 1
+            out.append(f"\t.loc\t1 {n} 3")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _loc_of(text: str) -> dict[str, str]:
+    """instruction line (whitespace-free) -> the .loc line right before it."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return {"".join(b.split()): a.strip() for a, b in zip(lines, lines[1:])
+            if a.strip().startswith(".loc") and not b.strip().startswith(".loc")}
+
+
+@pytest.mark.parametrize("pipeline", ["reorder_cp", "vec_ld,vec_st", "prefetch_L2"])
+def test_loc_lines_stay_with_their_instructions(pipeline):
+    """A moved instruction takes its .loc along; no .loc line is lost; an
+    instruction the pass did not touch keeps the .loc it had."""
+    from ptxopt.corpus import get
+
+    src = _with_locs(get("gemm_tile_2x2x2").ptx_text())
+    m = parse(src)
+    after = PassManager(Pipeline.parse(pipeline)).run(m).module
+    out = preserve_layout(src, after).text
+    assert out.count(".loc") == src.count(".loc")
+    before_locs, after_locs = _loc_of(src), _loc_of(out)
+    kept = [ins for ins in after_locs if ins in before_locs]
+    assert kept and all(after_locs[ins] == before_locs[ins] for ins in kept)
+    if pipeline == "reorder_cp":
+        assert _changed_lines(src, out) == _changed_lines(emit(m), emit(after)) > 0
