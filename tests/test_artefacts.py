@@ -57,3 +57,35 @@ def test_search_emit_writes_ptx_cubin_and_manifest(tmp_path):
     # run -p of the manifest's pipeline reproduces the PTX
     r = CliRunner().invoke(cli, ["run", "-p", k["pipeline"], str(spec.ptx_path)])
     assert r.exit_code == 0 and r.stdout == ptx
+
+
+def test_apply_reapplies_the_manifest_and_refuses_changed_sources(tmp_path):
+    from ptxopt.corpus import corpus_root
+
+    spec = get("gemm_tile_4x4x4")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["search", "gemm_tile_4x4x4", "--max-steps", "1", "-q", "--emit", str(out),
+                                 "--cache", str(tmp_path / "c.sqlite")])
+    assert r.exit_code == 0, r.output
+    (k,) = json.loads((out / "manifest.json").read_text())["kernels"]
+    assert k["source"] == spec.path
+    again = tmp_path / "again"
+    r = CliRunner().invoke(cli, ["apply", str(out / "manifest.json"), str(corpus_root()), str(again)])
+    assert r.exit_code == 0, r.output
+    assert (again / k["ptx"]).read_text() == (out / k["ptx"]).read_text()
+    assert (again / k["cubin"]).read_bytes() == (out / k["cubin"]).read_bytes()
+
+    changed = tmp_path / "src"
+    (changed / spec.path).parent.mkdir(parents=True)
+    (changed / spec.path).write_text(spec.ptx_text().replace("ret;", "ret;\n", 1))  # one byte more
+    r = CliRunner().invoke(cli, ["apply", str(out / "manifest.json"), str(changed), str(tmp_path / "no")])
+    assert r.exit_code == 2 and "is not the source searched" in r.output
+    assert not (tmp_path / "no" / k["ptx"]).exists()
+    doc = json.loads((out / "manifest.json").read_text())
+    doc["kernels"][0]["evaluated_sha256"] = "0" * 64  # what the search evaluated is not what re-applying gives
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    r = CliRunner().invoke(cli, ["apply", str(tmp_path / "other.json"), str(corpus_root()), str(tmp_path / "no")])
+    assert r.exit_code == 2 and "does not give the module the search evaluated" in r.output
+    (tmp_path / "bad.json").write_text("{")
+    r = CliRunner().invoke(cli, ["apply", str(tmp_path / "bad.json"), str(changed), str(tmp_path / "no")])
+    assert r.exit_code == 2 and "not a search --emit manifest" in r.output

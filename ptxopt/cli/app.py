@@ -589,11 +589,13 @@ from ptxopt.cli.eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
 from ptxopt.cli.explain import explain_cmd  # noqa: E402  (why a kernel is slow: occupancy and bounds)
 from ptxopt.cli.search import search_cmd  # noqa: E402  (search over pipelines)
 from ptxopt.cli.verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
+from ptxopt.cli.apply import apply_cmd  # noqa: E402  (re-apply a search --emit manifest)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
 cli.add_command(explain_cmd, "explain")
+cli.add_command(apply_cmd, "apply")
 
 #: commands a layer above adds (ptxopt.plugins), with what to install when it is missing
 PLUGIN_COMMANDS = {"train": ("training", "Train the pass-selection policy: BC on greedy trajectories, then GRPO.")}

@@ -75,7 +75,8 @@ def emit_writer(kernels, out_dir: str, config):
             better = (not r.error and r.pipeline and r.best_cycles is not None and r.baseline_cycles is not None
                       and r.best_cycles < r.baseline_cycles)
             pipeline = r.pipeline if better else ""
-            entry = {"kernel": r.kernel, "source_sha256": _sha(cand.ptx), "pipeline": pipeline,
+            entry = {"kernel": r.kernel, "source": cand.spec.path if cand.spec is not None else cand.label,
+                     "source_sha256": _sha(cand.ptx), "pipeline": pipeline,
                      "verdict": (r.verdict if better else "identical") if not r.error else None,
                      "verdict_note": r.verdict_note if better else None,
                      "objective": r.objective, "launch": r.launch, "performance": r.performance,
