@@ -153,3 +153,39 @@ def test_cli_run_eval_explain_take_a_plugin_pass(mul_pow2, tmp_path):
     assert r.exit_code == 0 and "after:" in r.output, r.output
     r = CliRunner().invoke(cli, ["passes"])
     assert r.exit_code == 0 and "mul_pow2" in r.output and "strength-reduction" in r.output
+
+
+def test_search_explores_a_plugin_pass_as_an_extra_action(mul_pow2, tmp_path):
+    import json
+
+    args = ["search", str(SCALE), "-q", "--max-steps", "2", "--cache", str(tmp_path / "c.sqlite")]
+    r = CliRunner().invoke(cli, [*args, "--json", "-"])
+    assert r.exit_code == 0 and "mul_pow2" not in json.loads(r.stdout)["kernels"][0]["pipeline"]
+    r = CliRunner().invoke(cli, [*args, "--actions", "+mul_pow2", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert "mul_pow2" in k["pipeline"].split(",") and k["verdict"] in ("equal", "proved")
+    assert k["best_cycles"] < k["baseline_cycles"]  # the sim estimate: shl is cheaper than mul.lo
+
+
+@pytest.mark.parametrize("extra, why", [
+    (["--actions", "mul_pow2"], "write each extra action as +NAME"),
+    (["--actions", "+no_such_pass"], "unknown pass 'no_such_pass'"),
+    (["--actions", "+mul_pow2,maxnreg_128"], "write each extra action as +NAME"),
+    (["--actions", "+mul_pow2", "--record", "t.jsonl"], "not with --record"),
+])
+def test_search_actions_errors_are_one_line_exit_2(mul_pow2, extra, why, tmp_path):
+    r = CliRunner().invoke(cli, ["search", str(SCALE), "-q", "--cache", str(tmp_path / "c.sqlite"),
+                                 *[str(tmp_path / a) if a.endswith(".jsonl") else a for a in extra]])
+    assert r.exit_code == 2 and why in r.output, r.output
+
+
+def test_extra_actions_leave_the_learning_layers_mask_alone(mul_pow2):
+    from ptxopt.evaluate import Candidate
+    from ptxopt.search import N_ACTIONS
+    from ptxopt.search.state import State
+
+    root = State.root(Candidate(SCALE.read_text(), name="scale"), extra_actions=("mul_pow2",))
+    assert [m.action for m in root.moves()][-1] == "mul_pow2"
+    assert root.action_mask().shape == (N_ACTIONS,) and root.action_mask()[-1]  # stop stays last and legal
+    assert root.child("mul_pow2").pipeline.passes[0].kind == "mul_pow2"

@@ -150,6 +150,9 @@ def _check_parse(kernels, arch: str | None = None) -> None:
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
+@click.option("--actions", "extra_actions", default=None, metavar="+NAME[,+NAME...]",
+              help="Explore these passes too, besides the built-in actions (your own passes: the ptxopt.passes "
+                   "entry points; '+mul_pow2'). Not with --policy or --record.")
 @click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
                    "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
@@ -158,7 +161,8 @@ def _check_parse(kernels, arch: str | None = None) -> None:
 @perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out, emit_dir=None, prove=True, objective=None, **perf):
+               record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
+               objective=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -198,9 +202,13 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked, prove=prove, objective=objective)
-    config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
-                          beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                          temperature=temperature)
+    extras = _extra_actions(extra_actions, policy, record)
+    try:
+        config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
+                              beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
+                              temperature=temperature, extra_actions=extras)
+    except ValueError as e:
+        _fail(f"--actions: {e}")
     if policy:
         try:
             from ptxopt import plugins
@@ -237,6 +245,21 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         _fail(str(e))
     report_unsaved(cache)
     sys.exit(code)
+
+
+def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:
+    """--actions '+a,+b': the extra pass actions (each written with its '+')."""
+    if not value:
+        return ()
+    words = [w.strip() for w in value.split(",") if w.strip()]
+    bad = [w for w in words if not w.startswith("+") or len(w) < 2]
+    if bad:
+        _fail(f"--actions: write each extra action as +NAME (got {', '.join(bad)})")
+    if policy:
+        _fail("--actions: not with --policy (a policy chooses among the actions it was trained on)")
+    if record:
+        _fail("--actions: not with --record (trajectories are over the learning layer's fixed action list)")
+    return tuple(w[1:] for w in words)
 
 
 def _policy_path(value: str | None) -> str | None:
