@@ -157,10 +157,19 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
     :class:`~ptxopt.passmanager.InputRejected` (ptxas rejects the input):
-    problems of the input, not of a rewrite."""
+    problems of the input, not of a rewrite; and a transient
+    :class:`~ptxopt.toolchain.ToolchainError` (ptxas crashed, ran out of
+    memory or hung: ``e.transient``), which says nothing about either."""
     from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
+    from ptxopt.parser import expected_text
+
+    if not isinstance(ptx, str):
+        raise TypeError(expected_text("optimize()", ptx))
+    if not isinstance(pipeline, (str, Pipeline)):
+        raise TypeError(f"optimize() takes the pipeline as a str such as 'vec_ld,maxnreg_128' or a Pipeline, "
+                        f"not {type(pipeline).__name__}")
     t0 = time.perf_counter()
     pipe = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
     module = parse(ptx, filename)
@@ -178,6 +187,8 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     try:
         before = timed("ptxas", run_ptxas, ptx, arch)
     except (PtxasError, ToolchainError) as e:
+        if e.transient:  # ptxas crashed or hung: not a verdict on the input (raised as it is)
+            raise
         raise InputRejected(f"ptxas rejects the input itself for {arch}, before any pass: {e}") from None
     regs0, spill0 = _resources(before)
     out = OptimizeResult(ptx, False, str(pipe), arch, verdict=Verdict.IDENTICAL,
@@ -205,6 +216,8 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     try:
         after = timed("ptxas", run_ptxas, text, arch)
     except (PtxasError, ToolchainError) as e:
+        if e.transient:  # ptxas crashed or hung: not a verdict on the result
+            raise
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
     if verify:
@@ -268,7 +281,7 @@ def _alternatives(contract, module: Module):
     """``entry -> [Launch, ...]``: the check launches to try for each entry
     (see :func:`optimize`'s ``contract``)."""
     from ptxopt.equivalence.contract import Contracts
-    from ptxopt.equivalence.instrument import check_launch
+    from ptxopt.equivalence.contract import check_launch
     from ptxopt.equivalence.launch import as_launch
 
     given = list(contract) if isinstance(contract, (list, tuple)) else [contract]

@@ -29,6 +29,8 @@ from ptxopt.ir import (
 
 
 def emit(module: Module) -> str:
+    if not isinstance(module, Module):
+        raise TypeError(f"emit() takes a Module (from ptxopt.parse()), not {type(module).__name__}")
     out: list[str] = []
     for c in module.header_comments:
         _comment(out, c, "")

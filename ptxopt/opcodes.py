@@ -52,6 +52,18 @@ PURE_OPCODES = frozenset({
     "mma",
 })
 
+# Opcodes that read or order memory but never write global memory (beyond
+# the loads and prefetches): barriers and fences, the mbarrier object (shared
+# memory by definition), control flow, timers and events. Anything else that
+# is not pure, not a collective, not a load and not a memory access of a
+# space other than .global/generic is treated as a possible global write by
+# the read-only analysis (ptxopt.analysis.readonly): an opcode it does not
+# know costs an .nc rewrite, never correctness.
+NO_GLOBAL_WRITE_OPCODES = frozenset({
+    "bar", "barrier", "membar", "fence", "mbarrier", "griddepcontrol", "bra", "brx", "ret", "exit", "trap",
+    "brkpt", "nanosleep", "pmevent", "setmaxnreg", "wgmma",
+})
+
 # Warp-synchronous register exchange: no memory effects, but kept in order
 # among themselves.
 COLLECTIVE_OPCODES = frozenset({"shfl", "vote", "match", "redux", "activemask", "elect"})
@@ -116,6 +128,15 @@ IMPLICIT_REGS = frozenset({CARRY_FLAG})
 LOAD_CACHE_OPS = ("ca", "cg", "cs", "lu", "cv")
 STORE_CACHE_OPS = ("wb", "cg", "cs", "wt")
 NC_LOAD_CACHE_OPS = ("ca", "cg", "cs")
+# ``ld.global.nc`` (PTX ISA "Data Movement and Conversion Instructions:
+# ld.global.nc"): ``ld.global{.cop}.nc{.level::cache_hint}{.level::prefetch_size}{.vec}.type``
+# or ``ld.global.nc{.L1::...}{.L2::...}{.level::cache_hint}{.level::prefetch_size}{.vec}.type``:
+# weak only (no .volatile/.relaxed/.acquire/.mmio form), .global only (no
+# generic address), no ``.unified``, ``.cop`` one of NC_LOAD_CACHE_OPS, ``.vec`` one of
+# ``.v2 .v4 .v8``, and these element types (sm_32 or later, PTX ISA 3.1):
+NC_LOAD_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64",
+                           "s8", "s16", "s32", "s64", "f32", "f64"})
+NC_LOAD_EXCLUDED_MODS = frozenset({"unified"})
 CACHE_OPERATORS = frozenset(LOAD_CACHE_OPS + STORE_CACHE_OPS)
 
 # Cache-policy qualifiers that change performance only and take no operand
@@ -347,3 +368,21 @@ ADDRESS_BITS = {"shared": 32, "local": 32, "global": 64, "generic": 64, "param":
 # "Extended-Precision Integer Arithmetic Instructions": the condition code
 # register "is not preserved across calls").
 CARRY_CLOBBERS = frozenset({"call"})
+
+# Special registers that read the same in every thread of a block (PTX ISA
+# "Special Registers": the block and grid shape, the block's own and its
+# cluster's coordinates, the grid id, the shared-memory sizes, the
+# environment registers). Everything else -- %tid, %laneid, %warpid, the
+# lane masks, clocks and counters, %smid -- may differ between threads, so a
+# value derived from it is not block-uniform (ptxopt.analysis.uniform).
+BLOCK_UNIFORM_SREGS = frozenset(
+    {"%ntid", "%ctaid", "%nctaid", "%gridid", "%nsmid", "%nwarpid", "%clusterid", "%nclusterid",
+     "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank", "%cluster_nctarank", "%is_explicit_cluster",
+     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size"}
+    | {f"%envreg{i}" for i in range(32)}
+)
+
+
+def is_block_uniform_sreg(name: str) -> bool:
+    """``%ctaid.x`` yes, ``%tid.x`` no (see :data:`BLOCK_UNIFORM_SREGS`)."""
+    return name.split(".", 1)[0] in BLOCK_UNIFORM_SREGS

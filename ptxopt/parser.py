@@ -479,10 +479,40 @@ def _get_parser() -> tuple[Lark, _Builder]:
     return _parser, _builder
 
 
+def expected_text(what: str, value) -> str:
+    """The TypeError message of an API that takes PTX text and got ``value``."""
+    hint = ("; decode it first (data.decode('utf-8')), or use ptxopt.parse_bytes() or ptxopt.parse_file()"
+            if isinstance(value, (bytes, bytearray)) else "")
+    return f"{what} takes the PTX text as str, not {type(value).__name__}{hint}"
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _first_too_deep(text: str) -> tuple[int, int] | None:
+    """Where the first ``{`` opening level ``MAX_NESTING + 1`` is (line, column).
+
+    The LALR callbacks see blocks innermost first, so the block they find too
+    deep is ``MAX_NESTING`` levels *above* the innermost one -- near the end of
+    a 100k-deep file, not where the nesting went past the limit. Comments do
+    not count (blanked, newlines kept)."""
+    blank = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    depth = 0
+    for m in re.finditer(r"[{}]", blank):
+        if m.group() == "{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = blank.count("\n", 0, m.start()) + 1
+                return line, m.start() - (blank.rfind("\n", 0, m.start()) + 1) + 1
+        else:
+            depth = max(0, depth - 1)
+    return None
+
+
 def parse(text: str, filename: str = "<input>") -> Module:
     """Parse PTX source into a :class:`Module`; raise :class:`ParseError`."""
     if not isinstance(text, str):
-        raise TypeError("parse() takes str; decode bytes with parse_bytes()")
+        raise TypeError(expected_text("parse()", text))
     parser, b = _get_parser()
     with _lock:
         b.reset()
@@ -494,10 +524,14 @@ def parse(text: str, filename: str = "<input>") -> Module:
             orig = e.orig_exc
             if isinstance(orig, ParseError):
                 orig.filename = filename
+                if "nested deeper than" in orig.message:
+                    orig.line, orig.column = _first_too_deep(text) or (orig.line, orig.column)
                 raise orig from None
             raise
         except ParseError as e:
             e.filename = filename
+            if "nested deeper than" in e.message:
+                e.line, e.column = _first_too_deep(text) or (e.line, e.column)
             raise
         if b.comments:
             place_comments(module, header_pos, b.comments, b.pos, b.spans)
@@ -555,6 +589,10 @@ def _rewrite_syms(block: Block, names: set[str]) -> None:
 
 def parse_bytes(data: bytes, filename: str = "<input>") -> Module:
     """Decode and parse; binary or non-UTF-8 input is a ParseError, not a crash."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"parse_bytes() takes bytes, not {type(data).__name__}"
+                        + ("; use ptxopt.parse() for text" if isinstance(data, str) else ""))
+    data = bytes(data)
     if b"\x00" in data[:65536]:
         raise ParseError("not a text file (it contains NUL bytes)", 1, 1, filename)
     try:

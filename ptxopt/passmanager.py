@@ -336,17 +336,22 @@ class PassManager:
         why = f"pass '{p.name}' raised {type(e).__name__}: {e}"
         raise PassFailure(why, self.write_reproducer(module, why)) from e
 
-    def write_reproducer(self, module: Module, why: str) -> Path:
-        """Input PTX plus the pipeline string, replayable with ``ptxopt run``."""
+    def write_reproducer(self, module: Module, why: str) -> Path | None:
+        """Input PTX plus the pipeline string, replayable with ``ptxopt run``;
+        None when it cannot be written (a full disk must not hide the pass's failure)."""
+        from ptxopt.outputs import OutputNotWritable, write_atomic
+
         text = emit(module)
         folder = self.reproducer_dir or Path(tempfile.gettempdir()) / "ptxopt-reproducers"
-        folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256((text + str(self.pipeline)).encode()).hexdigest()[:12]
         path = folder / f"repro-{digest}.ptx"
         header = (f"// ptxopt reproducer: {why}\n"
                   f"// replay: ptxopt run --passes '{self.pipeline}' --verify-each {path.name}\n")
-        path.write_text(header + text)
-        return path
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return write_atomic(path, header + text)
+        except (OSError, OutputNotWritable):
+            return None
 
 
 def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>") -> str:

@@ -41,6 +41,11 @@ class PipelineError(PassError):
     """A pipeline string that names an unknown pass, a bad option or a conflict."""
 
 
+#: the longest pipeline accepted: every family at most once is under 10 passes, a search goes at most
+#: 20 steps; a longer string is a mistake (or an attack) that would otherwise parse and run for minutes
+MAX_PASSES = 64
+
+
 @dataclass(frozen=True)
 class Pipeline:
     passes: tuple[Pass, ...] = ()
@@ -48,6 +53,10 @@ class Pipeline:
     @classmethod
     def parse(cls, text: str, *, allow_conflicts: bool = False) -> "Pipeline":
         global _parser
+        if not isinstance(text, str):
+            raise TypeError(f"Pipeline.parse() takes a str such as 'vec_ld,maxnreg_128', not {type(text).__name__}")
+        if text.count(",") >= MAX_PASSES:  # before parsing: 100k passes would take minutes to parse and run
+            raise PipelineError(f"the pipeline has {text.count(',') + 1} passes; at most {MAX_PASSES} are accepted")
         if _parser is None:
             _parser = Lark(_GRAMMAR, parser="lalr")
         try:

@@ -36,9 +36,13 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
         "observation_names": observation_names(),
         "meta": dict(meta or {}),
     }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(doc, tmp)
-    tmp.replace(path)  # never a half-written checkpoint
+    import io
+
+    from ptxopt.outputs import write_atomic
+
+    buf = io.BytesIO()  # serialised first: torch reports a full disk as a RuntimeError, not an OSError
+    torch.save(doc, buf)
+    write_atomic(path, buf.getvalue())  # never a half-written checkpoint; a full disk keeps the previous one
     return path
 
 

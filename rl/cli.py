@@ -18,7 +18,6 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                cache_option, check_arch, check_backend, objective_option, output_dir, output_file, prepare_cache,
                                stdin_once)
 from ptxopt.cli.common import fail as _fail
-from ptxopt.cli.exitcodes import INTERRUPTED
 
 _POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
 _NON_NEGATIVE = FiniteFloat(0)
@@ -115,7 +114,9 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                          progress=lambda i, n, k: click.echo(f"[{i}/{n}] {k}", err=True))
         print_comparison(result)
         if json_out:
-            Path(json_out).write_text(json.dumps(result, indent=2) + "\n")
+            from ptxopt.outputs import write_atomic
+
+            write_atomic(json_out, json.dumps(result, indent=2) + "\n")
         return
 
     trajs = list(trajectories) or [DEFAULT_TRAJECTORIES]
@@ -127,6 +128,10 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                  "families": fams}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from ptxopt.outputs import StreamLock
+
+    # two live runs into one --out would mix their grpo_log.csv: the second is refused, before any work
+    click.get_current_context().call_on_close(StreamLock(out / "grpo_log.csv").release)
     if checkpoint and not bc_only:
         bc_path = Path(checkpoint)
     else:
@@ -159,9 +164,11 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                        interrupted=True)
             write_summary(out, doc)
         kept = f"policy of epoch {e.epochs_done}: {e.path}" if e.path else f"no GRPO epoch finished; BC: {bc_path}"
-        click.echo(f"ptxopt: interrupted after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
+        from ptxopt.cli import termination
+
+        click.echo(f"ptxopt: {termination.word()} after {e.epochs_done}/{cfg.epochs} GRPO epochs; {kept}, summary: "
                    f"{out / 'train.json'}", err=True)
-        sys.exit(INTERRUPTED)
+        sys.exit(termination.interrupted_code())
     doc.update(grpo_kernels=train_kernels, grpo=rows, epochs=cfg.epochs, epochs_done=cfg.epochs, interrupted=False)
     write_summary(out, doc)
     click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")

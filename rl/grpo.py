@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import os
 import signal
 import statistics
 import threading
@@ -74,15 +75,17 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @contextmanager
 def shielded():
-    """A second Ctrl-C while what finished is being written is ignored (main thread only)."""
+    """A second Ctrl-C or SIGTERM while what finished is being written is ignored (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # SIGTERM takes the Ctrl-C path (ptxopt.cli.termination)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
 
 
 def group_advantages(returns: Sequence[Sequence[float]]) -> list[np.ndarray]:
@@ -243,6 +246,7 @@ class GRPOTrainer:
                 row = self.epoch(n)
                 w.writerow(row)
                 f.flush()
+                os.fsync(f.fileno())  # a finished epoch's row survives a crash or a power cut
                 self.log(f"epoch {n}/{self.cfg.epochs}: return {row['mean_return']:+.4f}  "
                          f"sampled {row['mean_improvement_pct']:+.2f}%  greedy "
                          f"{'-' if row['greedy_improvement_pct'] is None else format(row['greedy_improvement_pct'], '+.2f')}%  "
@@ -282,5 +286,8 @@ def plot_curves(rows: list[dict], path: str | Path) -> None:
         if len(keys) > 1:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from ptxopt.outputs import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=Path(path).suffix[1:].lower() or None)
     plt.close(fig)

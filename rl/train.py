@@ -67,7 +67,9 @@ def run_grpo(bc_path: Path, kernels: Sequence[str], out: Path, cfg: GRPOConfig, 
 
 
 def write_summary(out: Path, doc: dict) -> None:
-    (out / "train.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    from ptxopt.outputs import write_atomic
+
+    write_atomic(out / "train.json", json.dumps(doc, indent=2, default=str) + "\n")
 
 
 __all__ = ["run_bc", "run_grpo", "write_summary", "DEFAULT_TRAJECTORIES", "QUICK_KERNELS"]

@@ -35,13 +35,17 @@ def test_compile_defaults_to_the_module_target():
 
 
 def test_unchecked_equivalence_exits_4_unless_allowed():
-    r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", DYN)
+    no_shared = ["--grid", "1", "--block", "32"]  # the kernel's dynamic shared memory not given: it faults
+    r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", *no_shared, DYN)
     assert r.exit_code == 4
     assert "inconclusive: after 'vec_ld': dyn_smem: equivalence not established" in r.stderr
-    assert "(inferred from the PTX of dyn_smem" in r.stderr and "--allow-unchecked" in r.stderr
-    assert run("run", "--verify-each", "--passes", "vec_ld", DYN).exit_code == 0  # proved: no launch needed
-    r = run("run", "--verify-each", "--no-prove", "--allow-unchecked", "--passes", "vec_ld", DYN)
+    assert "out of bounds" in r.stderr and "(from options)" in r.stderr and "--allow-unchecked" in r.stderr
+    assert run("run", "--verify-each", "--passes", "vec_ld", *no_shared, DYN).exit_code == 0  # proved: no launch
+    r = run("run", "--verify-each", "--no-prove", "--allow-unchecked", "--passes", "vec_ld", *no_shared, DYN)
     assert r.exit_code == 0 and "inconclusive:" in r.stderr and "ld.global.v4.f32" in r.stdout
+    # no launch given: the inferred one gives the unsized .extern .shared array memory, and decides
+    r = run("run", "--verify-each", "--no-prove", "--passes", "vec_ld", DYN)
+    assert r.exit_code == 0 and "32768 B dynamic shared (inferred from the PTX of dyn_smem" in r.stderr
 
 
 def test_contract_options_make_it_conclusive_and_json_states_the_contract():

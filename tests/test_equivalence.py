@@ -182,3 +182,14 @@ def test_a_check_launch_the_hardware_would_refuse_decides_nothing():
     capped = parse(SCALE.replace("{\n\t.reg .pred", ".maxntid 16, 1, 1\n{\n\t.reg .pred", 1))
     d = decide(capped, parse(SCALE), "scale", Launch(block=(32, 1, 1), origin="options"), prove=False)
     assert d.verdict is Verdict.INCONCLUSIVE and ".maxntid" in d.note
+
+
+def test_an_inferred_launch_gives_dynamic_shared_memory_to_a_kernel_that_declares_it():
+    from ptxopt.corpus import get
+    from ptxopt.equivalence.infer import DYNAMIC_SHARED_BYTES
+
+    m = parse(get("triton_softmax_row").ptx_text())  # .extern .shared .align 16 .b8 global_smem[]
+    got = infer_launch(m.entries[0], m)
+    assert got.shared_bytes == DYNAMIC_SHARED_BYTES and "dynamic shared" in got.describe()
+    assert got.block == (128, 1, 1)  # its .reqntid
+    assert infer_launch(parse(SCALE).entries[0], parse(SCALE)).shared_bytes == 0

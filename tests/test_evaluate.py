@@ -466,3 +466,20 @@ def test_memoised_verify_agrees_with_verify(kernel, mutate):
         got = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec, reference=_RUNS,
                      reference_key="ref")
         assert got.to_json() == expect.to_json()
+
+
+def test_a_worker_that_dies_once_costs_no_candidate(cache, monkeypatch, tmp_path):
+    """A death that does not repeat (the OOM killer, a stray SIGKILL): the candidate is retried in a fresh worker."""
+    once = tmp_path / "died-once"
+
+    def crash_once(self, module):
+        if not once.exists():
+            once.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ChangeReport(self.name, [])
+
+    monkeypatch.setattr(get_pass_class("prefetch_L1"), "run", crash_once)
+    cands = [Candidate.from_corpus(SMALL, ""), Candidate.from_corpus(SMALL, "prefetch_L1"),
+             Candidate.from_corpus("gemm_tile_2x2x4", "")]
+    rs = evaluate_many(cands, workers=1, cache=cache)
+    assert once.exists() and [r.status for r in rs] == ["ok", "ok", "ok"], [r.error for r in rs]

@@ -191,3 +191,24 @@ def test_ptxas_ignores_a_minnctapersm_it_cannot_use(directives, warning):
     refuses statically)."""
     res = compile_ptx(_entry_with(directives), "sm_89")
     assert any(warning in d.message for d in res.warnings), res.warnings
+
+
+def test_ld_global_nc_forms_are_the_manuals():
+    """PTX ISA ld.global.nc: ``ld.global{.cop}.nc{...}{.vec}.type`` with .cop in
+    {.ca, .cg, .cs}, .type in {.b8..b128, .u8..u64, .s8..s64, .f32, .f64}; weak
+    only (no .volatile/.relaxed/.acquire/.mmio forms), no .unified."""
+    from ptxopt import opcodes
+
+    assert opcodes.NC_LOAD_CACHE_OPS == ("ca", "cg", "cs")
+    assert opcodes.NC_LOAD_TYPES == {"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64",
+                                     "s8", "s16", "s32", "s64", "f32", "f64"}
+    assert "unified" in opcodes.NC_LOAD_EXCLUDED_MODS
+
+
+@pytest.mark.parametrize("sreg, uniform", [
+    ("%ctaid.x", True), ("%nctaid.y", True), ("%ntid.x", True), ("%tid.x", False), ("%laneid", False),
+    ("%warpid", False), ("%clock", False), ("%lanemask_lt", False), ("%smid", False)])
+def test_block_uniform_special_registers(sreg, uniform):
+    from ptxopt import opcodes
+
+    assert opcodes.is_block_uniform_sreg(sreg) is uniform

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "ptxopt"
 
 #: Reached from the evaluator but deciding nothing of a result: process plumbing.
-NOT_RESULTS = {"workers.py"}
+NOT_RESULTS = {"workers.py", "forksafe.py"}
 
 
 def _module_file(mod: str) -> Path | None:

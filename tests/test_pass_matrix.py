@@ -14,6 +14,17 @@ from ptxopt.passes.registry import plugin_kinds
 from corpus_tiers import is_fast
 
 KERNELS = load_manifest()
+
+#: Passes that may rightly change no corpus kernel, and why (each is exercised elsewhere).
+APPLIES_NOWHERE_HERE = {
+    "nc_ld": "every corpus kernel stores through a pointer parameter, and PTX cannot say two parameters do not "
+             "alias, so no loaded buffer is provably read-only (tests/golden/nc_ld, tests/adversarial/nc_ld_*)",
+}
+#: Passes whose only corpus targets are outside the fast tier, and why.
+APPLIES_ONLY_IN_SLOW_TIER = {
+    "unroll_2": "the only corpus loop with a constant trip count is cuda_attention_small's (64 iterations)",
+    "unroll_4": "the only corpus loop with a constant trip count is cuda_attention_small's (64 iterations)",
+}
 _parsed = {}
 
 
@@ -23,7 +34,7 @@ def _module(spec):
     return _parsed[spec.id]
 
 
-def _check(pass_name, kernels):
+def _check(pass_name, kernels, fast=False):
     cells = [run_cell(pass_name, k, _module(k), equivalence_trials=2) for k in kernels]
     broken = [f"{c.kernel}: {c.detail}" for c in cells if c.outcome == "broken"]
     assert not broken, "\n".join(broken)
@@ -34,7 +45,8 @@ def _check(pass_name, kernels):
             assert "never ran" in c.detail, f"{c.kernel}: unverified without the lines: {c.detail}"
     # Each pass must do something somewhere: a pass that never applies is untested. An installed
     # plugin pass (ptxopt.passes entry points) is held to the rest only: the corpus is not its test bed.
-    if pass_name not in plugin_kinds():
+    if (pass_name not in APPLIES_NOWHERE_HERE and not (fast and pass_name in APPLIES_ONLY_IN_SLOW_TIER)
+            and pass_name not in plugin_kinds()):
         assert any(c.outcome == "changed" for c in cells), f"{pass_name} changed no corpus kernel"
 
 
@@ -47,4 +59,4 @@ def test_pass_on_every_corpus_kernel(pass_name):
 @pytest.mark.parametrize("pass_name", pass_names())
 def test_pass_on_the_fast_tier_kernels(pass_name):
     """The same check on tests/corpus_tiers.py's kernels (one per producer and shape)."""
-    _check(pass_name, [k for k in KERNELS if is_fast(k)])
+    _check(pass_name, [k for k in KERNELS if is_fast(k)], fast=True)

@@ -42,13 +42,14 @@ def test_rejected_input_is_reported_even_when_no_pass_changes_anything():
         PassManager("", instruments=[VerifyEach("sm_89")]).run(parse(SM90A))
 
 
-def test_an_inferred_launch_that_faults_is_inconclusive_not_silent():
-    ve = VerifyEach(prove=False)
+def test_a_launch_on_which_the_original_faults_is_inconclusive_not_silent():
+    no_shared = Launch((1, 1, 1), (32, 1, 1), origin="options", source="options")  # dynamic shared not given
+    ve = VerifyEach(prove=False, contract=no_shared)
     PassManager("vec_ld", instruments=[ve]).run(parse(DYN))
     [c] = ve.inconclusive
-    assert c.entry == "dyn_smem" and c.launch.origin == "inferred"
+    assert c.entry == "dyn_smem" and c.launch.origin == "options"
     assert "equivalence not established" in c.line() and "out of bounds" in c.line()
-    assert "launch: grid 2x1x1, block 32x1x1, 0 B dynamic shared (inferred from the PTX of dyn_smem" in c.line()
+    assert "launch: grid 1x1x1, block 32x1x1, 0 B dynamic shared (from options" in c.line()
     assert ve.skipped == [c.line()]
 
 

@@ -294,8 +294,11 @@ def test_interrupted_grpo_keeps_the_finished_epochs(bc_ckpt, cache, tmp_path, tr
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories):
-    """The same with a real SIGINT to a ``ptxopt train`` process group."""
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, tmp_path, trajectories, signame,
+                                                               code):
+    """The same with a real SIGINT to a ``ptxopt train`` process group; SIGTERM
+    (``timeout``, ``docker stop``: the parent alone) takes the same path, exit 143."""
     import os
     import signal
     import subprocess
@@ -311,13 +314,13 @@ def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, t
     try:
         for line in proc.stdout:
             if line.startswith("epoch 1/"):
-                os.killpg(proc.pid, signal.SIGINT)
+                (os.killpg if signame == "SIGINT" else os.kill)(proc.pid, getattr(signal, signame))
                 break
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "Traceback" not in err
     doc = json.loads((out / "train.json").read_text())
     assert doc["interrupted"] is True and doc["epochs_done"] >= 1 and len(doc["grpo"]) == doc["epochs_done"]
@@ -332,3 +335,15 @@ def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories
     line = one_line_error(run("train", "--quick", "--trajectories", trajectories, "--out", tmp_path / "o",
                               "--cache", bad), "cannot be used")
     assert "--fresh-cache" not in line and not (tmp_path / "o" / "bc.pt").exists()
+
+
+def test_two_trainings_cannot_share_an_out_folder(tmp_path, trajectories):
+    """A live run holds --out's grpo_log.csv: a second one is refused before any work (no mixed log)."""
+    from ptxopt.outputs import StreamLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with StreamLock(out / "grpo_log.csv"):
+        r = run("train", "--bc-only", "--trajectories", trajectories, "--out", out)
+    assert r.exit_code == 2, r.output
+    assert "being written by another running ptxopt" in r.stderr and not (out / "bc.pt").exists()

@@ -32,6 +32,14 @@ class FunctionAnalysis:
         return CFG(self.function)
 
     @cached_property
+    def loops(self):
+        """Natural loops with their induction variables and trip counts
+        (:func:`ptxopt.analysis.loops.find_loops`)."""
+        from ptxopt.analysis.loops import find_loops
+
+        return find_loops(self.cfg)
+
+    @cached_property
     def reaching(self) -> ReachingDefs:
         return reaching_definitions(self.cfg)
 

@@ -25,6 +25,7 @@ def function_summary(fa: FunctionAnalysis) -> dict:
         "blocks": len(cfg.blocks),
         "instructions": len(cfg.instructions),
         "has_loop": cfg.has_loop,
+        "loops": fa.loops.to_json(cfg),
         "dag": {
             "nodes_max": max(nodes, default=0),
             "nodes_total": sum(nodes),

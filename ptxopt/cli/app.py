@@ -17,7 +17,7 @@ import sys
 import click
 
 from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, INTERRUPTED, OK
+from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
 from ptxopt.parser import ParseError, parse_bytes
@@ -32,6 +32,9 @@ class _Group(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        from ptxopt.cli import termination
+
+        termination.install()  # SIGTERM takes the Ctrl-C path (what finished is written), exit 143
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as e:  # one line instead of click's usage block
@@ -42,8 +45,8 @@ class _Group(click.Group):
             e.show()
             sys.exit(e.exit_code)
         except click.exceptions.Abort:
-            click.echo("ptxopt: interrupted", err=True)
-            sys.exit(INTERRUPTED)
+            click.echo(f"ptxopt: {termination.word()}", err=True)
+            sys.exit(termination.interrupted_code())
         sys.exit(rv if isinstance(rv, int) else OK)
 
     # the commands of the layers above (ptxopt.plugins) are added on first need: listing the
@@ -71,7 +74,7 @@ class _Group(click.Group):
             sys.exit(BAD_INPUT)
         except (InputError, CorpusError, ToolchainError, PassError) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
-            sys.exit(BAD_INPUT)
+            sys.exit(TOOLCHAIN if getattr(e, "transient", False) else BAD_INPUT)  # a crashed tool: not bad input
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input
             click.echo(f"ptxopt: pass failure: {e}", err=True)
             sys.exit(CHECK_FAILED)
@@ -82,8 +85,10 @@ class _Group(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(OK)
         except KeyboardInterrupt:
-            click.echo("ptxopt: interrupted", err=True)
-            sys.exit(INTERRUPTED)
+            from ptxopt.cli import termination
+
+            click.echo(f"ptxopt: {termination.word()}", err=True)
+            sys.exit(termination.interrupted_code())
         except Exception as e:  # a bug: keep it to one line unless debugging
             if os.environ.get("PTXOPT_DEBUG"):
                 raise
@@ -178,6 +183,21 @@ def _print_stats(name: str, s: dict) -> None:
         t.add_column(justify="right")
         t.add_row("instructions", str(e["instructions"]))
         t.add_row("basic blocks", f"{e['blocks']}" + (" (has a loop)" if e["has_loop"] else ""))
+        lp = e["loops"]
+        t.add_row("loops", str(lp["count"]) + (f" (+{lp['irreducible']} irreducible cycles)"
+                                                if lp["irreducible"] else ""))
+        for x in lp["loops"]:
+            trip = x["trip_count"]
+            trip_s = (str(trip["value"]) if trip["kind"] == "constant" else
+                      "from " + (", ".join(trip["params"]) or "launch values") if trip["kind"] == "parametric"
+                      else "unknown")
+            ivs = ", ".join(f"{iv['reg']}+={iv['step']}" for iv in x["induction_variables"]) or "none"
+            extra = "".join(s for s, on in ((", barrier", x["barriers"]), (", warp collective", x["collectives"]))
+                            if on)
+            t.add_row(f"  loop {x['header']} (depth {x['depth']})",
+                      f"trip {trip_s}, {'uniform' if x['uniform_trip_count'] else 'not uniform'}, "
+                      f"IVs {ivs}, carried regs {len(x['carried_registers'])}, "
+                      f"carried mem {x['carried_memory']}{extra}")
         d = e["dag"]
         t.add_row("DAG nodes / edges (largest block)", f"{d['nodes_max']} / {d['edges_max']}")
         t.add_row("DAG nodes / edges (all blocks)", f"{d['nodes_total']} / {d['edges_total']}")
@@ -219,9 +239,9 @@ def compile_cmd(file, arch, as_json, sass, output=None):
     except (UnsupportedArch, UnsupportedPTXVersion) as e:  # name the file, as eval and search do
         fail(f"{src.name}: {e}")
     if output:
-        from pathlib import Path
+        from ptxopt.outputs import write_atomic
 
-        Path(output).write_bytes(res.cubin)
+        write_atomic(output, res.cubin)
     listing = disassemble(res.cubin)
     kernels = {}
     for name, k in res.kernels.items():
@@ -459,8 +479,9 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
         _compile_check(text, result.module, arch, src)
     if output:
-        with open(output, "w") as f:
-            f.write(text)
+        from ptxopt.outputs import write_atomic
+
+        write_atomic(output, text)
     if as_json:
         doc = {"file": src.name, **result.to_json()}
         if verifier is not None:

@@ -41,6 +41,8 @@ def _candidate(kernel: str, source: Path, text: str):
 @click.argument("out_dir", type=click.Path(file_okay=False))
 def apply_cmd(manifest, src_dir, out_dir):
     """Re-apply a `search --emit` MANIFEST to the same sources in SRC_DIR; write OUT_DIR."""
+    from ptxopt.outputs import write_atomic
+
     from .search_emit import SCHEMA, _safe, _sha, artefact
 
     try:
@@ -77,8 +79,8 @@ def apply_cmd(manifest, src_dir, out_dir):
             refused += 1
             continue
         stem = _safe(name)
-        (out / f"{stem}.ptx").write_text(ptx)
-        (out / f"{stem}.cubin").write_bytes(res.cubin)
+        write_atomic(out / f"{stem}.ptx", ptx)
+        write_atomic(out / f"{stem}.cubin", res.cubin)
         click.echo(f"ptxopt: {name}: {k['pipeline'] or '(unchanged)'} -> {out / (stem + '.ptx')}, "
                    f"{stem}.cubin (ptxas {res.ptxas_version}, {k['arch']}; verdict {k.get('verdict')})", err=True)
     if refused:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli.exitcodes import BAD_INPUT
+from ptxopt.cli.exitcodes import BAD_INPUT, OK
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
@@ -162,13 +162,23 @@ def check_toolchain(text: str, label: str, arch: str | None) -> None:
     """Fail now (exit 2) when no installed ptxas accepts ``text``'s
     ``.version`` for its architecture (``arch``, else its ``.target``): the
     same answer ``compile`` gives, before ``eval``/``search`` spend any work."""
+    problem = toolchain_problem(text, label, arch)
+    if problem is not None:
+        fail(*problem)
+
+
+def toolchain_problem(text: str, label: str, arch: str | None) -> tuple[str, int] | None:
+    """``(message, exit code)`` when no installed ptxas takes ``text`` (2), or
+    the tool failed on its own while being asked (5: not bad input); else None."""
+    from ptxopt.cli.exitcodes import TOOLCHAIN
     from ptxopt.toolchain import ToolchainError, ptx_isa_version, select_ptxas
     from ptxopt.toolchain.arch import resolve_arch
 
     try:
         select_ptxas(ptx_isa_version(text), resolve_arch(text, arch))
     except ToolchainError as e:
-        fail(f"{label}: {e}")
+        return f"{label}: {e}", (TOOLCHAIN if e.transient else BAD_INPUT)
+    return None
 
 
 def check_backend(name: str) -> None:
@@ -207,19 +217,42 @@ def prepare_cache(path, fresh: bool | None) -> None:
         click.echo(f"ptxopt: note: {n}", err=True)
 
 
-def report_unsaved(path) -> None:
+def report_unsaved(path) -> int:
     """After the work: say where results are that could not be written to the
-    cache at ``path`` (another process held its lock), so none looks lost."""
-    from ptxopt.evaluate.cache import pending_files
+    cache at ``path`` (its lock was held, or the disk is full), so none looks
+    lost -- the "kept beside it" note only when such a file holds them; and
+    when some could not be kept anywhere, say so: ``cache not writable``, exit 2.
+    Returns the exit code this adds (0 or 2)."""
+    from ptxopt.evaluate.cache import pending_files, unsaved, write_error
 
-    files = pending_files(path) if path is not None else []
+    if path is None:
+        return OK
+    files = pending_files(path)
+    why = write_error(path)
     if files:
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        click.echo(f"ptxopt: note: the evaluation cache {path} was locked by another process; results it could not "
+        because = f"could not be written ({why})" if why else "was locked by another process"
+        click.echo(f"ptxopt: note: the evaluation cache {path} {because}; results it could not "
                    f"take are kept beside it in {files[0].name}{more} and merged in by the next run", err=True)
+    lost = unsaved(path)
+    if lost:
+        click.echo(f"ptxopt: error: cache not writable: {path}: {lost[0]} result(s) could not be saved "
+                   f"({why or 'the write failed'}; nor beside it: {lost[1]})", err=True)
+        return BAD_INPUT
+    return OK
+def _bound_children(ctx, param, value):
+    """``--timeout`` also caps every child process (ptxas, nvdisasm, the locator's probes) for the command."""
+    if value is not None:
+        from ptxopt.toolchain.process import set_time_limit
+
+        set_time_limit(value)
+        ctx.call_on_close(lambda: set_time_limit(None))
+    return value
+
+
 timeout_option = click.option(
-    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1),
-    help="Seconds one candidate may take.")
+    "--timeout", default=600.0, show_default=True, type=FiniteFloat(0.1), callback=_bound_children,
+    help="Seconds one candidate may take (and any one ptxas or nvdisasm run).")
 arch_option = click.option(
     "--arch", default=None, metavar="SM",
     help=f"Target architecture for ptxas and the model [default: each kernel's own .target, else {DEFAULT_ARCH}].")
@@ -366,6 +399,7 @@ def with_contract(cand, path: str, contract: dict):
 __all__ = ["fail", "check_backend",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
+           "toolchain_problem",
            "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
            "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]

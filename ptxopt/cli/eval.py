@@ -20,7 +20,9 @@ timeout, truncated, unsupported, internal -- and its message are printed);
 2 on bad input (unreadable or unparsable FILE, an unknown kernel or
 ``--kernel``, a bad or conflicting pipeline string, an unusable backend or
 cache, an original kernel that ptxas rejects, its ``.version``/``.target`` or
-``--arch`` no installed ptxas handles), which wins over 1 when both occur.
+``--arch`` no installed ptxas handles), which wins over 1 when both occur;
+5 when ptxas or nvdisasm crashed, ran out of memory or hung (status
+``toolchain``: not cached, run again), ranked between 2 and 1.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                perf_launch_options, with_contract, with_performance)
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, OK, worst
+from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
 from ptxopt.cli.common import fail as _fail
 
 
@@ -153,8 +155,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         for r in failed:
             what = "bad input" if r.bad_input else f"failed: {r.status}"
             click.echo(f"ptxopt: {r.kernel} [{r.pipeline or 'baseline'}] {what}: {r.error}", err=True)
-    report_unsaved(cache)
-    sys.exit(worst([BAD_INPUT if r.bad_input else CHECK_FAILED for r in failed] or [OK]))
+    lost = report_unsaved(cache)
+    sys.exit(worst([result_code(r.bad_input, r.status) for r in failed] + [lost]))
 
 
 def _with_progress(candidates, workers, cache, options):

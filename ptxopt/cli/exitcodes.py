@@ -10,7 +10,8 @@ against.
 When one run meets several kinds of failure (``eval`` of many kernels,
 ``search`` over a folder) it exits with the code of the most severe kind
 present, in the order of :data:`SEVERITY`: the user has to act on bad
-input first, and a check that failed on good input is still a failure.
+input first, then a toolchain that failed on its own (run again: nothing of
+it was cached), and a check that failed on good input is still a failure.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ CHECK_FAILED = 1
 BAD_INPUT = 2
 INTERNAL = 3
 INCONCLUSIVE = 4
+TOOLCHAIN = 5
 INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a process SIGTERM killed
 
 #: kind of failure -> (exit code, what it covers). The README's table.
 TABLE: dict[str, tuple[int, str]] = {
@@ -36,13 +39,26 @@ TABLE: dict[str, tuple[int, str]] = {
     "bad-checkpoint": (BAD_INPUT, "a policy checkpoint or trajectory file that cannot be used"),
     "unusable-cache": (BAD_INPUT, "the evaluation cache cannot be opened, is damaged, or has a newer schema"),
     "output-not-writable": (BAD_INPUT, "-o, --json, --plot, --record or --out cannot be written"),
+    "toolchain-failed": (TOOLCHAIN, "ptxas or nvdisasm was killed by a signal, ran out of memory, hit an internal "
+                                    "error (each retried once) or ran past --timeout: nothing was cached, run "
+                                    "again"),
     "internal": (INTERNAL, "a bug in ptxopt (PTXOPT_DEBUG=1 shows the traceback)"),
     "inconclusive": (INCONCLUSIVE, "nothing differed, but equivalence was not established"),
     "interrupted": (INTERRUPTED, "Ctrl-C (what had finished is written)"),
+    "terminated": (TERMINATED, "SIGTERM (timeout, a batch scheduler, docker stop): handled as Ctrl-C, what had "
+                               "finished is written"),
 }
 
 #: most severe first: the code a run with several kinds of failure exits with
-SEVERITY = (INTERNAL, INTERRUPTED, BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK)
+SEVERITY = (INTERNAL, TERMINATED, INTERRUPTED, BAD_INPUT, TOOLCHAIN, CHECK_FAILED, INCONCLUSIVE, OK)
+
+
+def result_code(bad_input: bool, status: str | None) -> int:
+    """The code of one failed evaluation or kernel: bad input, a transient
+    toolchain failure (status ``toolchain``), else a failed check."""
+    if bad_input:
+        return BAD_INPUT
+    return TOOLCHAIN if status == "toolchain" else CHECK_FAILED
 
 
 def code_for(kind: str) -> int:
@@ -67,5 +83,5 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["OK", "CHECK_FAILED", "BAD_INPUT", "INTERNAL", "INCONCLUSIVE", "INTERRUPTED", "TABLE", "SEVERITY",
-           "code_for", "worst", "markdown_table"]
+__all__ = ["OK", "CHECK_FAILED", "BAD_INPUT", "INTERNAL", "INCONCLUSIVE", "TOOLCHAIN", "INTERRUPTED", "TERMINATED",
+           "TABLE", "SEVERITY", "code_for", "result_code", "worst", "markdown_table"]

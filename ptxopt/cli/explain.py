@@ -26,6 +26,7 @@ uncalibrated (no GPU has measured them).
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -322,7 +323,10 @@ def _plot(docs: list, path: str) -> None:
         ax.set_xlabel("cycles")
         ax.invert_yaxis()
     fig.tight_layout()
-    fig.savefig(path)
+    from ptxopt.outputs import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=os.path.splitext(str(path))[1][1:].lower() or None)
     plt.close(fig)
 
 

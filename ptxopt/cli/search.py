@@ -36,12 +36,12 @@ from pathlib import Path
 import click
 
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
+                               check_arch, check_backend, contract_options, fresh_cache_option,
                                objective_option, output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
-from ptxopt.cli.exitcodes import BAD_INPUT
+from ptxopt.cli.exitcodes import BAD_INPUT, worst
 
 
 def _budget(value: str | None):
@@ -61,8 +61,9 @@ def _budget(value: str | None):
     return n
 
 
-def resolve_kernels(target: str, entry: str | None = None) -> list:
-    """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message."""
+def resolve_kernels(target: str, entry: str | None = None, rejected: list | None = None) -> list:
+    """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message.
+    ``rejected``: a file that is not UTF-8 is added there as ``(name, message)`` instead (folder runs)."""
     from ptxopt.corpus import CorpusError, select
     from ptxopt.evaluate import Candidate
     from ptxopt.inputs import InputError, read_targets
@@ -84,30 +85,49 @@ def resolve_kernels(target: str, entry: str | None = None) -> list:
         try:
             text = src.data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"{src.name}: not UTF-8 text ({e.reason})") from None
+            if rejected is None:
+                raise InputError(f"{src.name}: not UTF-8 text ({e.reason})") from None
+            rejected.append((src.name, f"{src.name}: not UTF-8 text ({e.reason})", BAD_INPUT))
+            click.echo(f"ptxopt: error: {rejected[-1][1]}", err=True)
+            continue
         out.append((Candidate(text, name=src.name, entry=entry), None))
     return out
 
 
-def _check_parse(kernels, arch: str | None = None) -> None:
+def _check_parse(kernels, arch: str | None = None, rejected: list | None = None) -> list:
     """Before any work: the first syntax error the ptxopt way (file:line:col),
     a ``--kernel`` the module lacks, a ``.version``/``.target``/``--arch`` no
-    installed ptxas takes (exit 2 each)."""
+    installed ptxas takes (exit 2 each; a toolchain that failed on its own: 5).
+    ``rejected`` (folder runs): such a kernel is said at once, added there as
+    ``(name, message, exit code)`` and left out; returns the kernels kept."""
     from ptxopt.parser import ParseError, parse
 
+    from .common import toolchain_problem
+
+    kept = []
     for cand, family in kernels:
+        problem, syntax = None, False
         if cand.spec is None:
             try:
                 m = parse(cand.ptx, filename=cand.label)
             except ParseError as e:
-                click.echo(str(e), err=True)
-                sys.exit(BAD_INPUT)
-            entries = [f.name for f in m.entries]
-            if not entries:
-                _fail(f"{cand.label}: the module has no .entry to optimise")
-            if cand.entry is not None and cand.entry not in entries:
-                _fail(f"{cand.label}: no .entry named {cand.entry} (entries: {', '.join(entries)})")
-        check_toolchain(cand.ptx, cand.label, arch)
+                problem, syntax = (str(e), BAD_INPUT), True  # file:line:col: error: ..., printed as it is
+            else:
+                entries = [f.name for f in m.entries]
+                if not entries:
+                    problem = (f"{cand.label}: the module has no .entry to optimise", BAD_INPUT)
+                elif cand.entry is not None and cand.entry not in entries:
+                    problem = (f"{cand.label}: no .entry named {cand.entry} (entries: {', '.join(entries)})",
+                               BAD_INPUT)
+        problem = problem or toolchain_problem(cand.ptx, cand.label, arch)
+        if problem is None:
+            kept.append((cand, family))
+            continue
+        click.echo(problem[0] if syntax else f"ptxopt: error: {problem[0]}", err=True)
+        if rejected is None:
+            sys.exit(problem[1])
+        rejected.append((cand.label, problem[0], problem[1]))  # the others are searched
+    return kept
 
 
 @click.command("search")
@@ -186,14 +206,16 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     tcache = _triton_cache(target, kernel, contract)
     if tcache is None and pipelines_out:
         _fail("--pipelines-out: TARGET is not a Triton cache directory")
+    # a folder or a Triton cache: one bad kernel is reported (exit 2 at the end), the others are searched
+    rejected: list | None = [] if tcache is not None or Path(target).is_dir() else None
     try:
-        kernels = resolve_kernels(target, kernel) if tcache is None else tcache[0]
+        kernels = resolve_kernels(target, kernel, rejected) if tcache is None else tcache[0]
     except (InputError, CorpusError) as e:
         _fail(str(e))
-    if not kernels:
+    if not kernels and not rejected:
         _fail(f"{target}: no PTX kernels found")
     check_arch(arch)
-    _check_parse(kernels, arch)
+    kernels = _check_parse(kernels, arch, rejected)
     if tcache is None:
         kernels = [(with_contract(c, c.label, contract), fam) for c, fam in kernels]  # --grid..., KERNEL.contract.json
         kernels = [(with_performance(c, c.label, perf, contract_file), fam) for c, fam in kernels]
@@ -240,11 +262,10 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
         code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
-                              quiet=quiet, target=target, on_results=on_results)
+                              quiet=quiet, target=target, on_results=on_results, rejected=rejected or ())
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
-    report_unsaved(cache)
-    sys.exit(code)
+    sys.exit(worst([code, report_unsaved(cache)]))
 
 
 def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:

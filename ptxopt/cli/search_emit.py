@@ -63,6 +63,7 @@ def emit_writer(kernels, out_dir: str, config):
     by_label = {c.label: c for c, _ in kernels}
 
     def write(results, interrupted) -> None:
+        from ptxopt.outputs import write_atomic
         from ptxopt.toolchain.arch import resolve_arch
 
         out = Path(out_dir)
@@ -95,14 +96,14 @@ def emit_writer(kernels, out_dir: str, config):
                 entries.append(entry)
                 continue
             name = _safe(r.kernel)
-            (out / f"{name}.ptx").write_text(text)
-            (out / f"{name}.cubin").write_bytes(res.cubin)
+            write_atomic(out / f"{name}.ptx", text)
+            write_atomic(out / f"{name}.cubin", res.cubin)
             entry.update(ptx=f"{name}.ptx", cubin=f"{name}.cubin", ptx_sha256=_sha(text),
                          evaluated_sha256=_sha(canonical), ptxas_version=res.ptxas_version)
             entries.append(entry)
         doc = {"schema": SCHEMA, "tool": "ptxopt search", "strategy": config.strategy,
                "backend": config.options.backend, "interrupted": bool(interrupted), "kernels": entries}
-        (out / "manifest.json").write_text(json.dumps(doc, indent=2) + "\n")
+        write_atomic(out / "manifest.json", json.dumps(doc, indent=2) + "\n")  # last: the files it names exist
         click.echo(f"ptxopt: wrote {len(entries)} kernels' PTX, cubin and manifest.json to {out}", err=True)
 
     return write

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INTERRUPTED, OK, worst
+from ptxopt.cli.exitcodes import BAD_INPUT, OK, TOOLCHAIN, result_code, worst
+from ptxopt.outputs import StreamLock, atomic_path, write_atomic
 
 
 def _fmt(x, spec=".0f", none="-") -> str:
@@ -20,28 +21,50 @@ def _fmt(x, spec=".0f", none="-") -> str:
 
 
 def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
-                   plot: str | None, quiet: bool, target: str, on_results=None) -> int:
+                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=()) -> int:
     """Search ``kernels``, print/write the report; the exit status.
     ``on_results(results, interrupted)`` sees the per-kernel results (in
-    ``kernels`` order) before anything is printed."""
+    ``kernels`` order) before anything is printed. ``rejected``: ``(name,
+    message, exit code)`` of inputs of a folder run that were not searched
+    (they are reported with the others and set the exit code)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ptxopt.search import search_many, summarize, write_jsonl
+    from contextlib import ExitStack
+
+    from ptxopt.outputs import OutputNotWritable, append_synced
+    from ptxopt.search import search_many, summarize
 
     err = Console(stderr=True)
-    if record:
-        Path(record).write_text("")  # truncate; each kernel's steps are appended as it finishes
-    results = []
+    from ptxopt.cli.exitcodes import TOOLCHAIN as _TOOLCHAIN
+    from ptxopt.search import KernelResult
+
+    results = [KernelResult(name, None, config.strategy, error=msg, bad_input=code != _TOOLCHAIN,
+                            toolchain=code == _TOOLCHAIN) for name, msg, code in rejected]
     interrupted = False
-    with Progress(TextColumn(f"{config.strategy}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+    unwritten: list[str] = []  # outputs that could not be written: exit 2 once the rest is reported
+    stack = ExitStack()
+    rec = None
+    if record:  # another live run streaming into it: refused before it is truncated
+        stack.enter_context(StreamLock(record))
+        try:
+            rec = stack.enter_context(open(record, "w"))  # each kernel's steps are appended as it finishes
+        except OSError as e:
+            stack.close()
+            raise OutputNotWritable(record, e) from None
+    with stack, Progress(TextColumn(f"{config.strategy}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=err, disable=quiet, transient=True) as bar:
         task = bar.add_task("", total=len(kernels))
 
         def done(r) -> None:
+            nonlocal rec
             results.append(r)
-            if record:
-                write_jsonl(r.steps, record, append=True)
+            if rec is not None and r.steps:
+                try:
+                    append_synced(rec, "".join(json.dumps(s.to_json(), sort_keys=True) + "\n" for s in r.steps))
+                except OutputNotWritable as e:  # the search goes on; the record stops here
+                    unwritten.append(str(e))
+                    rec = None
             imp = r.improvement_pct
             bar.update(task, advance=1, description=f"{r.kernel}: {_fmt(imp, '+.1f')}%")
 
@@ -69,20 +92,37 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         click.echo(json.dumps(doc, indent=2))
     else:
         if json_out:
-            Path(json_out).write_text(json.dumps(doc, indent=2) + "\n")
+            try:
+                write_atomic(json_out, json.dumps(doc, indent=2) + "\n")
+            except OutputNotWritable as e:
+                unwritten.append(str(e))
         if not quiet:
             print_table(results, config)
         print_summary(summary, config)
     if plot and results:
-        draw_plot(results, plot, title=f"{config.strategy} on {target} ({doc['cycles_kind'].lower()})")
+        try:
+            draw_plot(results, plot, title=f"{config.strategy} on {target} ({doc['cycles_kind'].lower()})")
+        except OutputNotWritable as e:
+            unwritten.append(str(e))
+    for why in unwritten:
+        click.echo(f"ptxopt: error: {why}", err=True)
+    said = {name for name, _, _ in rejected}  # reported before the search, in a single file's words
     for r in results:
+        if r.error and r.kernel in said and not r.steps:
+            continue
         if r.error:
             click.echo(f"ptxopt: {r.kernel}: {r.error}", err=True)
+        elif r.toolchain:
+            click.echo(f"ptxopt: {r.kernel}: {r.failures.get('toolchain', 0)} candidate(s) hit a toolchain failure "
+                       "(a crash, out of memory, a hang); not cached: run again", err=True)
     if interrupted:
-        click.echo(f"ptxopt: interrupted after {len(results)}/{len(kernels)} kernels; "
+        from ptxopt.cli import termination
+
+        click.echo(f"ptxopt: {termination.word()} after {len(results) - len(rejected)}/{len(kernels)} kernels; "
                    "run the same command again to resume from the cache", err=True)
-        return INTERRUPTED
-    return worst([BAD_INPUT if r.bad_input else CHECK_FAILED for r in results if r.error] or [OK])
+        return termination.interrupted_code()
+    return worst([result_code(r.bad_input, "toolchain" if r.toolchain else None) for r in results if r.error]
+                 + [TOOLCHAIN for r in results if r.toolchain] + [BAD_INPUT for _ in unwritten] or [OK])
 
 
 def expected_error(config) -> float | None:
@@ -164,5 +204,6 @@ def draw_plot(results, path: str, *, title: str) -> None:
     if len(pts) <= 40:
         ax.set_xticks(range(len(pts)), [k for _, k in pts], rotation=90, fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(path).suffix[1:].lower() or None)
     plt.close(fig)

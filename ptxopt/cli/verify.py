@@ -210,13 +210,12 @@ def _print(orig, trans, r) -> None:
     elif r.status == "inconclusive":
         click.echo(f"{trans}: INCONCLUSIVE against {orig} ({where}): nothing differed, but {r.error}")
     elif r.status == "mismatch":
+        from ptxopt.equivalence.decision import format_mismatch
+
         m = r.mismatch
         what = "global variable " if m.where == "global variable" else ""
         click.echo(f"{trans}: NOT equivalent to {orig} ({where})")
-        click.echo(f"  first difference: {what}{m.buffer}[{m.index}] (seed {m.seed}, {m.flavour} inputs, "
-                   f"{m.schedule} schedule, {m.layout} buffers): original {m.original}, "
-                   f"transformed {m.transformed}")
-        click.echo(f"  {m.differing} of {m.size} elements of {what}{m.buffer} differ")
+        click.echo(f"  first difference: {what}{format_mismatch(m)}")
     else:
         verb = "faults" if r.error_kind == "fault" else "is rejected by ptxas" if r.error_kind == "ptxas" \
             else "fails"

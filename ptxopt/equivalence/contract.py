@@ -45,7 +45,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ptxopt import jsontext
 from ptxopt.equivalence.launch import ContractError, Launch, Origin, Role
+from ptxopt.ir import Module
 
 CONTRACT_SUFFIX = ".contract.json"
 
@@ -233,7 +235,9 @@ def _has_check_launch(d) -> bool:
 
 def _read_items(path: Path) -> list:
     try:
-        data = json.loads(path.read_text())
+        data = jsontext.loads(path.read_bytes())  # a BOM accepted; nesting past the limit: invalid JSON
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{path}: not UTF-8 text ({e.reason})") from None
     except OSError as e:
         raise ContractError(f"cannot read contract {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
@@ -296,6 +300,18 @@ class Contracts:
         return bool(self.items)
 
 
+def _contract_file(ptx_path, contract_file, auto: bool):
+    """``--contract`` FILE, else ``KERNEL.contract.json`` next to a PTX file
+    (when ``auto`` and it exists); None for neither."""
+    if contract_file:
+        return contract_file
+    if auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
+        cand = contract_path_for(ptx_path)
+        if cand.is_file():
+            return cand
+    return None
+
+
 def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None = None,
                       grid: str | tuple | None = None, block: str | tuple | None = None,
                       shared_bytes: int | None = None, scalars=(), buffer_bytes: int | None = None,
@@ -304,13 +320,8 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
     next to ``ptx_path`` (when ``auto``), with ``grid``/``block``/
     ``shared_bytes``/``scalars`` options overriding their fields. Options
     without a file need both ``grid`` and ``block`` (origin ``options``)."""
-    items: list[Launch] = []
-    if contract_file:
-        items = load_contract_file(contract_file)
-    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
-        cand = contract_path_for(ptx_path)
-        if cand.is_file():
-            items = load_contract_file(cand)
+    path = _contract_file(ptx_path, contract_file, auto)
+    items: list[Launch] = load_contract_file(path) if path is not None else []
     g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--grid")
     b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--block")
     sc = scalars if isinstance(scalars, dict) else parse_scalars(scalars)
@@ -345,13 +356,8 @@ def resolve_performance(ptx_path: str | None = None, *, contract_file: str | Non
     ...) override its fields. Options alone (origin ``options``) need
     ``block``; without ``grid`` the grid is unknown. ``entry`` picks one
     entry's launch from a file with several. None when nothing gives one."""
-    found: list[Launch] = []
-    if contract_file:
-        found = load_performance_file(contract_file)
-    elif auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
-        cand = contract_path_for(ptx_path)
-        if cand.is_file():
-            found = load_performance_file(cand)
+    path = _contract_file(ptx_path, contract_file, auto)
+    found: list[Launch] = load_performance_file(path) if path is not None else []
     known = _for_entry(found, entry) if found else base
     g = grid if isinstance(grid, tuple) or grid is None else parse_dim3(grid, "--perf-grid")
     b = block if isinstance(block, tuple) or block is None else parse_dim3(block, "--perf-block")
@@ -407,6 +413,30 @@ def check_performance(launch: Launch, fn) -> Launch:
     return launch if launch.entry == fn.name else launch.with_entry(fn.name)
 
 
-__all__ = ["Contracts", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",
+def check_launch(module: Module, entry: str, contracts=None) -> Launch:
+    """The check launch of ``entry``: the one ``contracts`` gives (fitted to
+    the entry's parameters), else its corpus manifest entry's, else one
+    inferred from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`). A
+    contract that does not fit is bad input
+    (:class:`~ptxopt.passmanager.InputRejected`)."""
+    from ptxopt.equivalence.infer import infer_launch
+    from ptxopt.passmanager import InputRejected
+    from ptxopt.equivalence.interpret import spec_for
+    from ptxopt.equivalence.launch import from_spec
+    from ptxopt.interp import Program
+
+    given = contracts.for_entry(entry) if contracts else None
+    if given is not None:
+        try:
+            return given.fit([p.name for p in Program(module).kernel_params(entry)])
+        except ContractError as e:
+            raise InputRejected(str(e)) from None
+    spec = spec_for(Program(module), entry)
+    if spec is not None:
+        return from_spec(spec)
+    return infer_launch(next(f for f in module.entries if f.name == entry), module)
+
+
+__all__ = ["Contracts", "check_launch", "ContractError", "CONTRACT_SUFFIX", "check_performance", "contract_from_json",
            "contract_path_for", "load_contract_file", "load_performance_file", "parse_dim3", "parse_scalars",
            "performance_from_json", "resolve_contracts", "resolve_performance"]

@@ -16,6 +16,10 @@
    interpreter lacks, too little coverage); an ``equal`` is then limited by
    what the launch's origin supports
    (:func:`ptxopt.equivalence.launch.ceiling`: never on a guessed launch).
+5. a ``proved``/``equal`` is capped at ``inconclusive`` ("assumes noalias")
+   when the candidate adds ``ld.global.nc`` loads whose buffers the kernel
+   may write (:func:`assumption_cap`): the one assumption a pass may make
+   (``nc_ld{assume_noalias=1}``) is never reported as established.
 
 :func:`decide_module` is the same question for every entry of a module (the
 module's verdict is its weakest entry's), trying alternative launches while
@@ -41,6 +45,8 @@ from ptxopt.equivalence.launch import guessed as guessed_launch
 from ptxopt.equivalence.verdict import Verdict, weakest
 
 REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per process
+
+ASSUMES_NOALIAS = "assumes noalias"
 
 HINTS_NOTE = ("differs from the original only in cache operators, eviction hints, prefetches or register budgets, "
               "which no result can depend on: equal by construction, not run")
@@ -195,9 +201,28 @@ def decide(original, candidate, entry: str, launch: Launch | None = None, *, pro
     if prove:
         proved, why = _prove(ref, candidate, entry)
         if proved is not None:
-            return proved
+            return assumption_cap(ref, candidate, proved)
     d = _interpret(ref, candidate, entry, launch or guessed_launch(entry), trials, min_coverage, max_steps)
-    return replace(d, note=d.note + why) if prove else d
+    return assumption_cap(ref, candidate, replace(d, note=d.note + why) if prove else d)
+
+
+def assumption_cap(original, candidate, d: Decision) -> Decision:
+    """``d``, unless it is ``proved``/``equal`` and the candidate reads through
+    the read-only path (``ld.global.nc``) where the original did not and the
+    kernel may write those bytes (:func:`ptxopt.equivalence.assumptions.unproven_nc`):
+    then ``inconclusive`` ("assumes noalias"). Neither the prover nor the
+    interpreter models the non-coherent path (both see one coherent memory),
+    so their ``proved``/``equal`` says nothing about a launch whose buffers
+    alias; only the read-only analysis can, and it did not."""
+    if d.verdict not in (Verdict.PROVED, Verdict.EQUAL):
+        return d
+    from ptxopt.equivalence.assumptions import unproven_nc
+
+    why = unproven_nc(as_reference(original).module, candidate)
+    if why is None:
+        return d
+    return replace(d, verdict=Verdict.INCONCLUSIVE,
+                   note=f"{ASSUMES_NOALIAS}: {why}; otherwise {d.verdict}: {d.note}")
 
 
 def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]:
@@ -313,6 +338,7 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
                 if d.verdict is not Verdict.INCONCLUSIVE:
                     break
             d = replace(d, note=d.note + why)
+        d = assumption_cap(ref, candidate, d)
         d = replace(d, note=f"{entry}: {d.note}")
         if worst is None or d.verdict.rank < worst.verdict.rank:
             worst = d
@@ -321,5 +347,5 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     return worst
 
 
-__all__ = ["decide", "decide_module", "Decision", "Reference", "format_mismatch", "coverage_of", "clear",
+__all__ = ["decide", "decide_module", "Decision", "assumption_cap", "ASSUMES_NOALIAS", "Reference", "format_mismatch", "coverage_of", "clear",
            "HINTS_NOTE", "REFERENCE_SIZE", "weakest", "hints_only"]

@@ -13,6 +13,8 @@ An inferred launch is what the PTX itself allows, chosen to exercise more:
   ``.maxntid`` allows fewer (a launch above ``.maxntid`` fails);
 * :data:`BLOCKS` blocks in x, so that block indexing and inter-block
   independence are exercised;
+* :data:`DYNAMIC_SHARED_BYTES` of dynamic shared memory when the kernel
+  declares an unsized ``.extern .shared`` array (its size is the launcher's);
 * default buffers of :data:`BUFFER_BYTES` per pointer parameter (random
   float32, enough for a few elements per thread of the inferred launch) and
   the interpreter's varying integer-scalar plan (element count, thread count,
@@ -31,6 +33,10 @@ from ptxopt.equivalence.launch import Launch, Origin
 THREADS = 32  # one full warp per block: warp collectives and shuffles see all lanes
 BLOCKS = 2
 BUFFER_BYTES = 65536
+#: dynamic shared memory given to a kernel that declares an unsized ``.extern .shared`` array: its size
+#: is the launcher's, not in the PTX; 32 KiB stays under the 48 KiB per block every sm_70+ device allows
+#: without an opt-in, with room for 16 KiB of static shared memory
+DYNAMIC_SHARED_BYTES = 32 * 1024
 
 
 def _directive(fn, name: str) -> tuple[int, int, int] | None:
@@ -41,8 +47,19 @@ def _directive(fn, name: str) -> tuple[int, int, int] | None:
     return None
 
 
-def infer_launch(fn) -> Launch:
-    """The inferred check launch of the entry ``fn`` (an IR ``Function``)."""
+def _dynamic_shared(fn, module) -> bool:
+    """Does the entry (or its module) declare an unsized ``.shared`` array (dynamic shared memory)?"""
+    from ptxopt.ir import Decl, iter_decls
+
+    decls = list(iter_decls(fn.body)) if fn.body is not None else []
+    decls += [d for d in (module.items if module is not None else ()) if type(d) is Decl]
+    return any(d.space == ".shared" and any(dims and dims[-1] == "" for dims in (it.dims for it in d.items))
+               for d in decls)
+
+
+def infer_launch(fn, module=None) -> Launch:
+    """The inferred check launch of the entry ``fn`` (an IR ``Function``;
+    ``module``: its module, for module-level dynamic shared memory)."""
     req = _directive(fn, "reqntid")
     if req is not None:
         block, why = req, f".reqntid {req[0]},{req[1]},{req[2]}"
@@ -51,7 +68,10 @@ def infer_launch(fn) -> Launch:
         limit = cap[0] * cap[1] * cap[2] if cap is not None else THREADS
         block = (max(1, min(THREADS, limit)), 1, 1)
         why = f".maxntid {cap[0]},{cap[1]},{cap[2]}" if cap is not None else "no launch bounds"
-    return Launch((BLOCKS, 1, 1), block, 0, {}, origin=Origin.INFERRED, source=f"the PTX of {fn.name}: {why}, "
+    shared = DYNAMIC_SHARED_BYTES if _dynamic_shared(fn, module) else 0
+    if shared:
+        why += f", {shared // 1024} KiB dynamic shared (an unsized .extern .shared array)"
+    return Launch((BLOCKS, 1, 1), block, shared, {}, origin=Origin.INFERRED, source=f"the PTX of {fn.name}: {why}, "
                   f"{BLOCKS} blocks, {BUFFER_BYTES // 1024} KiB buffers", entry=fn.name, buffer_bytes=BUFFER_BYTES)
 
 

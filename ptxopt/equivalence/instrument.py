@@ -17,6 +17,7 @@ from ptxopt.equivalence.launch import Launch
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Module
 from ptxopt.parser import parse
+from ptxopt.equivalence.contract import check_launch
 from ptxopt.passmanager import InputRejected, Instrument, RevertPass, VerificationError
 
 _REGISTER_TARGET_ERRORS = ("insufficient registers", "register target")
@@ -206,28 +207,4 @@ class VerifyEach(Instrument):
             raise VerificationError(check.line())
 
 
-def check_launch(module: Module, entry: str, contracts=None) -> Launch:
-    """The check launch of ``entry``: the one ``contracts`` gives (fitted to
-    the entry's parameters), else its corpus manifest entry's, else one
-    inferred from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`). A
-    contract that does not fit is bad input
-    (:class:`~ptxopt.passmanager.InputRejected`)."""
-    from ptxopt.equivalence.contract import ContractError
-    from ptxopt.equivalence.infer import infer_launch
-    from ptxopt.equivalence.interpret import spec_for
-    from ptxopt.equivalence.launch import from_spec
-    from ptxopt.interp import Program
-
-    given = contracts.for_entry(entry) if contracts else None
-    if given is not None:
-        try:
-            return given.fit([p.name for p in Program(module).kernel_params(entry)])
-        except ContractError as e:
-            raise InputRejected(str(e)) from None
-    spec = spec_for(Program(module), entry)
-    if spec is not None:
-        return from_spec(spec)
-    return infer_launch(next(f for f in module.entries if f.name == entry))
-
-
-__all__ = ["VerifyEach", "EntryCheck", "check_launch"]
+__all__ = ["VerifyEach", "EntryCheck"]

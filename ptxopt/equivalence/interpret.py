@@ -567,11 +567,15 @@ def _assemble(original, transformed, po, pt, arch):
     try:
         compile_ptx(_ptx_text(original, po), arch)
     except ToolchainError as e:
+        if e.transient:  # ptxas crashed or hung: no verdict on either kernel
+            raise
         raise AssemblyError(f"original kernel: ptxas ({arch}): {e} (give the architecture it was written for "
                             "with --arch, or skip assembly with --no-ptxas)") from None
     try:
         compile_ptx(_ptx_text(transformed, pt), arch)
     except ToolchainError as e:
+        if e.transient:
+            raise
         return f"ptxas ({arch}): {e}"
     return None
 

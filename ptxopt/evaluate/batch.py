@@ -65,6 +65,11 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
             w.timings["limit"] = settings.timeout or 0
             w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s ({what})")
         except Exception as e:  # a bug in the evaluator: a result, not a crash of the search
+            from ptxopt.toolchain import is_transient
+
+            if is_transient(e):  # ptxas crashed or hung inside a check: the tool's failure, never cached
+                w.finish("toolchain", error=f"{what}: {one_line(e)}", cacheable=False)
+                return
             w.finish("internal", error=f"evaluator error: {type(e).__name__}: {one_line(e)}", cacheable=False)
 
     def settle(chunk: list[Work], out: list, seconds: float) -> None:
@@ -168,12 +173,13 @@ def _with_sass_count(m: Measurement, w: Work) -> Measurement:
 
 
 def _backend_failure(w: Work, e: BaseException) -> None:
-    from ptxopt.toolchain import ToolchainError, ToolchainTimeout
+    from ptxopt.toolchain import ToolchainError, is_transient
 
-    if isinstance(e, CandidateTimeout) or isinstance(e, ToolchainTimeout):
+    if is_transient(e):  # nvdisasm crashed, ran out of memory or hung: never cached, never 'unsupported'
+        w.finish("toolchain", error=f"measuring: {one_line(e)}", cacheable=False)
+    elif isinstance(e, CandidateTimeout):
         w.timings["limit"] = w.settings.timeout or 0
-        w.finish("timeout", error=f"measuring took too long: {one_line(e)}" if not isinstance(e, CandidateTimeout)
-                 else f"measuring took longer than {w.settings.timeout:g} s")
+        w.finish("timeout", error=f"measuring took longer than {w.settings.timeout:g} s")
     elif isinstance(e, MeasureError):
         w.finish(e.category, error=one_line(e))
     elif isinstance(e, BackendUnavailable):

@@ -118,6 +118,10 @@ def busy_timeout_default() -> float:
 _CONTENDED: dict[str, float] = {}
 #: results this process saved beside a cache (resolved path -> [(result, pipeline key)]): still hits here
 _SAVED: dict[str, list[tuple[EvalResult, str | None]]] = {}
+#: why the last write of this process to a cache failed, when not for its lock (a full disk, a read-only folder)
+_WRITE_ERRORS: dict[str, str] = {}
+#: results of this process that could neither be committed nor saved beside the cache: (count, why)
+_LOST: dict[str, tuple[int, str]] = {}
 #: the short wait on a cache known to be held by another writer
 SHORT_WAIT = 0.05
 #: seconds between two tries to write to a cache known to be held
@@ -135,10 +139,11 @@ class CacheError(Exception):
     program's database, or written by a newer ptxopt (``why``: the reason
     alone; ``locked``: another process holds it, so it is not to be moved aside)."""
 
-    def __init__(self, message: str, why: str | None = None, locked: bool = False):
+    def __init__(self, message: str, why: str | None = None, locked: bool = False, unwritable: bool = False):
         super().__init__(_one_line(message))
         self.why = _one_line(why or message)
         self.locked = locked
+        self.unwritable = unwritable  # healthy but not writable here: never moved aside
 
 
 def _unusable(path: Path, why: str, locked: bool = False) -> CacheError:
@@ -147,6 +152,26 @@ def _unusable(path: Path, why: str, locked: bool = False) -> CacheError:
 
 def _is_lock(e: sqlite3.Error) -> bool:
     return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+
+
+#: SQLite's words for a file it cannot write (a full disk, a size limit, a read-only folder or file system):
+#: the cache is not damaged, it is not writable -- never moved aside, never called damaged
+_UNWRITABLE = ("readonly", "read-only", "disk is full", "disk i/o error", "unable to open database file")
+
+
+def _is_unwritable(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and any(w in str(e).lower() for w in _UNWRITABLE)
+
+
+def unsaved(path: str | Path) -> tuple[int, str] | None:
+    """``(count, why)`` of results this process could neither commit to the cache at
+    ``path`` nor save beside it; None when nothing was lost."""
+    return _LOST.get(str(Path(path).expanduser().resolve()))
+
+
+def write_error(path: str | Path) -> str | None:
+    """Why this process's last write to the cache at ``path`` failed, when not for its lock."""
+    return _WRITE_ERRORS.get(str(Path(path).expanduser().resolve()))
 
 
 #: the first 16 bytes of every SQLite 3 database file
@@ -216,8 +241,8 @@ def check_cache(path: str | Path, *, fresh: bool | None = False) -> list[str]:
     notes: list[str] = []
     try:
         why = _check_file(path, notes)
-    except CacheError as e:  # locked: healthy, only busy; never moved aside
-        raise CacheError(f"{e} (--cache PATH uses another file)", e.why, True) from None
+    except CacheError as e:  # locked or not writable: healthy; never moved aside
+        raise CacheError(f"{e} (--cache PATH uses another file)", e.why, e.locked, e.unwritable) from None
     if why is None:
         return notes
     if not fresh:  # None: the command has no --fresh-cache
@@ -250,6 +275,8 @@ def _check_file(path: Path, notes: list[str]) -> str | None:
             db = sqlite3.connect(str(path), timeout=busy_timeout_default())
             rows = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
         except sqlite3.DatabaseError as e:
+            if _is_unwritable(e):  # a read-only folder: the WAL index cannot be made; not damage
+                raise CacheError(f"cache not writable: {path}: {e}", f"not writable ({e})", unwritable=True) from None
             return f"damaged ({e})"
         finally:
             if db is not None:
@@ -259,7 +286,7 @@ def _check_file(path: Path, notes: list[str]) -> str | None:
     try:
         EvalCache(path, notes=notes).close()  # layout, schema, WAL; creates a missing cache
     except CacheError as e:
-        if e.locked:
+        if e.locked or e.unwritable:
             raise
         return e.why
     return None
@@ -272,7 +299,9 @@ def pending_files(path: str | Path) -> list[Path]:
 
 
 class EvalCache:
-    """One connection to the cache file; open one per process (not shared across fork).
+    """One connection to the cache file, per process: a cache opened before a
+    fork never uses, commits through or closes the parent's connection in the
+    child (:mod:`ptxopt.forksafe`); the child's first use opens its own.
 
     Reads never fail: a row that cannot be decoded is a miss (and is rewritten
     by the next :meth:`put`). Writes never lose a result: one that cannot be
@@ -293,7 +322,39 @@ class EvalCache:
         self.aliases: list[tuple[str, str]] = []
         self.saved_pending: Path | None = None
         self.notes = notes if notes is not None else []
-        self.db = None
+        self._db = None
+        self._reopen = False  # a forked child: open a connection of its own when next needed
+        self._open(busy_timeout)
+        from ptxopt.forksafe import track
+
+        track(self)
+
+    @property
+    def db(self):
+        if self._db is None and self._reopen:  # in a forked child, first use: a connection of its own
+            self._reopen = False
+            self._open(self._wait())
+        return self._db
+
+    @db.setter
+    def db(self, value) -> None:
+        self._db = value
+
+    def abandon_inherited(self) -> None:
+        """In a forked child (:mod:`ptxopt.forksafe`): never touch the parent's
+        connection again. What the parent had not committed yet is the
+        parent's to commit; this process's own use opens a fresh connection."""
+        if self._db is None:
+            return
+        from ptxopt.forksafe import abandon
+
+        abandon(self._db)
+        self._db = None
+        self._reopen = True
+        self.pid = os.getpid()
+        self.pending, self.aliases = [], []
+
+    def _open(self, busy_timeout: float) -> None:
         why = _sqlite_header_problem(self.path)
         if why is not None:
             raise _unusable(self.path, why)
@@ -317,6 +378,9 @@ class EvalCache:
             if _is_lock(e):
                 raise _unusable(self.path, f"another process holds its lock ({e}; waited {busy_timeout:g} s)",
                                 locked=True) from None
+            if _is_unwritable(e):
+                raise CacheError(f"cache not writable: {self.path}: {e}", f"not writable ({e})",
+                                 unwritable=True) from None
             raise _unusable(self.path, f"damaged ({e})") from None
         except OSError as e:
             self.close()
@@ -365,7 +429,10 @@ class EvalCache:
                 self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            try:  # SQLite may have rolled back itself (a full disk): the original error is the one to report
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
             raise
 
     def _has(self, table: str) -> bool:
@@ -428,9 +495,11 @@ class EvalCache:
             return False
         try:
             self._write(self.pending, self.aliases)
-        except sqlite3.Error:
-            # locked past busy_timeout, or a damaged page: keep them; later writes (in
+        except sqlite3.Error as e:
+            # locked past busy_timeout, a full disk, or a damaged page: keep them; later writes (in
             # this connection and the next ones of this process) wait only briefly
+            if not _is_lock(e):
+                _WRITE_ERRORS[self.shared_key] = str(e)
             self._failed()
             return False
         self.pending, self.aliases = [], []
@@ -470,6 +539,7 @@ class EvalCache:
     def _save_pending(self) -> None:
         """What could not be committed goes to ``PATH.pending-PID.jsonl`` (merged in by the next open)."""
         path = self._pending_path()
+        size = path.stat().st_size if path.exists() else None
         try:
             with open(path, "a") as f:
                 for r, pk, sha in self.pending:
@@ -477,7 +547,18 @@ class EvalCache:
                             + "\n")
                 for pk, rk in self.aliases:
                     f.write(json.dumps({"alias": [pk, rk]}) + "\n")
-        except OSError:
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:  # a full disk: no file may claim to hold what it does not
+            try:
+                if size is None:
+                    path.unlink()
+                else:
+                    os.truncate(path, size)
+            except OSError:
+                pass
+            n, _ = _LOST.get(self.shared_key, (0, ""))
+            _LOST[self.shared_key] = (n + len(self.pending), f"{path}: {e.strerror or e}")
             return
         self.saved_pending = path
         _SAVED.setdefault(self.shared_key, []).extend((r, pk) for r, pk, _ in self.pending)
@@ -516,7 +597,8 @@ class EvalCache:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
-        if self.db is None:
+        self._reopen = False  # a forked child that never used the cache: nothing to open, nothing to close
+        if self._db is None:
             return
         if (self.pending or self.aliases) and os.getpid() == self.pid:
             self._set_busy(self._wait())
@@ -536,4 +618,4 @@ class EvalCache:
 
 
 __all__ = ["EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "check_cache",
-           "busy_timeout_default", "pending_files"]
+           "busy_timeout_default", "pending_files", "unsaved", "write_error"]

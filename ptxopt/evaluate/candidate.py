@@ -66,6 +66,15 @@ class Candidate:
     pipeline_error: "PipelineError | None" = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        if not isinstance(self.ptx, str):  # not a TypeError from deep inside hashing or parsing
+            from ptxopt.parser import expected_text
+
+            raise TypeError(expected_text("Candidate()", self.ptx))
+        from ptxopt.pipeline import Pipeline
+
+        if not isinstance(self.pipeline, (str, Pipeline)):
+            raise TypeError(f"Candidate() takes the pipeline as a str such as 'vec_ld,maxnreg_128' or a Pipeline, "
+                            f"not {type(self.pipeline).__name__}")
         parsed, text, error = canonical_pipeline(self.pipeline)
         object.__setattr__(self, "pipeline", text)
         object.__setattr__(self, "parsed", parsed)

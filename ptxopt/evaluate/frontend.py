@@ -174,7 +174,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     if given is None:
         w.spec = _spec_for(orig, w.entry)
     w.check = given or (from_spec(w.spec) if w.spec is not None else
-                        infer_launch(next(f for f in orig.module.entries if f.name == w.entry)))
+                        infer_launch(next(f for f in orig.module.entries if f.name == w.entry), orig.module))
     w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check, w.performance), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
@@ -239,10 +239,12 @@ def _spec_for(orig: Original, entry: str):
 
 
 def _toolchain_failure(w: Work, e: BaseException) -> None:
-    from ptxopt.toolchain import PtxasError, ToolchainTimeout, ToolNotFound, UnsupportedArch
+    from ptxopt.toolchain import PtxasError, ToolNotFound, UnsupportedArch, is_transient
     from ptxopt.toolchain import UnsupportedPTXVersion
 
-    if isinstance(e, PtxasError):
+    if is_transient(e):  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
+        w.finish("toolchain", error=one_line(e), cacheable=False)
+    elif isinstance(e, PtxasError):
         why = _original_rejected(w)
         if why is not None:
             # not cached: the message quotes the lines of the user's file, and every file that prints
@@ -256,9 +258,6 @@ def _toolchain_failure(w: Work, e: BaseException) -> None:
                                        f"{one_line(e)}", cacheable=False)
         else:
             w.finish("ptxas", error=one_line(e))
-    elif isinstance(e, ToolchainTimeout):
-        w.timings["limit"] = w.settings.timeout or 0
-        w.finish("timeout", error=one_line(e))
     elif isinstance(e, (UnsupportedPTXVersion, UnsupportedArch)):
         w.finish("unsupported", error=one_line(e))
     elif isinstance(e, ToolNotFound):

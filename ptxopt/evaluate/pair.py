@@ -92,7 +92,7 @@ def _fixed_grid(base: Candidate, perf, arch: str | None):
 
 
 def _check(base: Candidate, module, entry: str):
-    from ptxopt.equivalence.instrument import check_launch
+    from ptxopt.equivalence.contract import check_launch
 
     return check_launch(module, entry)
 

@@ -19,8 +19,9 @@ parent which candidates it is working on; the parent
 * kills a worker whose current step overruns the per-candidate ``timeout``
   (plus a grace period: the worker's own ``SIGALRM`` limit normally fires
   first) and records ``timeout`` for that candidate;
-* records ``internal`` ("worker process died") for the candidate a worker was
-  on when it died (segfault, out of memory, SIGKILL);
+* retries the candidate a worker was on when it died (segfault, out of
+  memory, SIGKILL) once, alone, in a fresh worker, and records ``internal``
+  ("worker process died") only when that worker dies too;
 * in both cases re-queues the batch's other unfinished candidates one by one
   (when the worker was measuring several at once, each is retried alone, so
   only the culprit fails) and starts a replacement worker.
@@ -257,7 +258,9 @@ class _Pool:
         w.proc.join()  # one read of the exit code, after it is known (no is_alive() race)
         code = w.proc.exitcode
         culprits = [i for i in w.current if i in w.unfinished]
-        if len(culprits) == 1 or (culprits and all(i in self.retried for i in culprits)):
+        # a death may be the machine's (the OOM killer, a stray SIGKILL): the candidate it held is retried
+        # once, alone, in a fresh worker, and fails only if its worker dies again; a time-out is not retried
+        if culprits and (not died or all(i in self.retried for i in culprits)):
             for i in culprits:
                 self._fail(i, died, code)
                 w.unfinished.discard(i)
@@ -284,8 +287,8 @@ class _Pool:
         w.pkey = request_key(c, w.settings)  # the settings resolved for c: the key lookup() asks for
         if died:
             sig = f"signal {-code}" if isinstance(code, int) and code < 0 else f"exit status {code}"
-            r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate",
-                         cacheable=False)
+            r = w.finish("internal", error=f"the worker process died ({sig}) while evaluating this candidate "
+                                           "(retried once in a fresh worker)", cacheable=False)
         else:
             w.timings["limit"] = self.settings.timeout or 0
             r = w.finish("timeout", error=f"the candidate took longer than {self.settings.timeout:g} s; "

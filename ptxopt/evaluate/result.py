@@ -15,8 +15,13 @@ Statuses
 ``fault``       the transformed kernel faults where the original does not
                 (memory fault, barrier/warp-sync deadlock, trap), or the GPU
                 child process died running it
-``timeout``     a tool, the interpreter's step budget or the per-candidate
+``timeout``     the interpreter's step budget or the per-candidate
                 time limit ran out
+``toolchain``   ptxas or nvdisasm failed without judging the candidate:
+                killed by a signal, out of memory, an internal error of
+                the tool (each retried once), or it ran past the time
+                limit. Transient: never cached, never bad input; the next
+                run tries again
 ``truncated``   the backend's estimate stopped early (the sim model's walk
                 hit its instruction budget: "stopped after N issued
                 instructions"), so its cycle count is a lower bound, not an
@@ -31,7 +36,7 @@ Statuses
 
 Every one of them is a result, never an exception out of
 :func:`ptxopt.evaluate.evaluate`, and all but environment problems (a missing
-tool, an unavailable backend: ``cacheable=False``) are cached like successes.
+tool, an unavailable backend, a ``toolchain`` failure: ``cacheable=False``) are cached like successes.
 A ``ptxas`` failure of a kernel whose *original* ptxas rejects for the arch
 used is marked ``bad_input`` and its error says the original was rejected: no
 pass is to blame. It is not cached either: its message quotes the lines of the
@@ -55,7 +60,8 @@ from ptxopt.equivalence.verdict import VALUES as _VALUES
 from ptxopt.equivalence.verdict import Verdict
 
 OK = "ok"
-FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "truncated", "unsupported", "internal")
+FAILURES = ("parse", "illegal", "ptxas", "mismatch", "fault", "timeout", "toolchain", "truncated", "unsupported",
+            "internal")
 STATUSES = (OK,) + FAILURES
 
 #: The equivalence verdicts a result can carry, from the strongest to a counterexample.

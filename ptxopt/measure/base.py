@@ -30,8 +30,9 @@ Optional members the evaluator uses when present:
   estimate (the ``sim`` model's; None for measurements).
 
 Errors a backend raises become failed results (see
-:mod:`ptxopt.evaluate.result`): :class:`~ptxopt.toolchain.ToolchainTimeout`
--> ``timeout``, other :class:`~ptxopt.toolchain.ToolchainError` ->
+:mod:`ptxopt.evaluate.result`): a transient toolchain failure (a tool
+timed out, crashed, ran out of memory) -> ``toolchain`` (never cached), other
+:class:`~ptxopt.toolchain.ToolchainError` ->
 ``unsupported``, :class:`MeasureError` -> its ``category``, anything else ->
 ``internal``.
 """

@@ -31,6 +31,8 @@ _ALIASES: dict[str, tuple[str, dict]] = {
     "reorder_sl": ("reorder", {"policy": "sl"}),
     "prefetch_L1": ("prefetch", {"level": "L1"}),
     "prefetch_L2": ("prefetch", {"level": "L2"}),
+    "unroll_2": ("unroll", {"factor": 2}),
+    "unroll_4": ("unroll", {"factor": 4}),
 }
 
 _ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}

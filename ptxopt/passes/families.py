@@ -20,9 +20,12 @@ STORE_CACHE = "store-cache-hint"
 REGISTER_BUDGET = "register-budget"
 REORDER = "reorder"
 PREFETCH = "prefetch"
+READ_ONLY_PATH = "read-only-path"
+UNROLL = "unroll"
 
 #: Families of which a pipeline holds at most one pass.
-EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH})
+EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH, READ_ONLY_PATH,
+                                UNROLL})
 
 #: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {

@@ -51,7 +51,9 @@ _PASSES: dict[str, tuple[str, str]] = {
     "maxnreg": ("register_budget", "MaxNReg"),
     "reorder": ("reorder", "Reorder"),
     "prefetch": ("prefetch", "Prefetch"),
-    "launch_bounds": ("launch_bounds", "LaunchBounds"),  # last: the names before it keep their places
+    "launch_bounds": ("launch_bounds", "LaunchBounds"),  # the names before it keep their places
+    "nc_ld": ("readonly_path", "NcLd"),
+    "unroll": ("unroll", "Unroll"),
 }
 
 

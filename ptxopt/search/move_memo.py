@@ -74,6 +74,16 @@ class MoveMemo:
         self.path = Path(path) if path is not None else None
         self._db: sqlite3.Connection | None = None
         self._broken = False
+        from ptxopt.forksafe import track
+
+        track(self)
+
+    def abandon_inherited(self) -> None:
+        """In a forked child: leave the parent's connection alone; the next use opens one of this process."""
+        from ptxopt.forksafe import abandon
+
+        abandon(self._db)
+        self._db = None
 
     # -- the file ---------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection | None:

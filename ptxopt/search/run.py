@@ -21,10 +21,12 @@ run before), which is how random search is compared with greedy fairly.
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
@@ -108,6 +110,7 @@ class KernelResult:
     note: str | None = None
     error: str | None = None
     bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
+    toolchain: bool = False  # ptxas/nvdisasm failed on their own (crash, out of memory, hang): nothing cached
     steps: list[Step] = field(default_factory=list, repr=False)
 
     @property
@@ -180,8 +183,14 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
         res.coverage, res.launch = best.coverage, best.launch
     res.note = "; ".join(filter(None, [out.note, guard, meter.unchecked_note()])) or None
+    transient = res.failures.get("toolchain", 0)
+    if transient and out.baseline.ok:  # the search may have missed a better pipeline: say so, exit 5
+        res.toolchain = True
+        res.note = "; ".join(filter(None, [res.note, f"{transient} candidate(s) hit a toolchain failure (a crash, "
+                                                       "out of memory, a hang); not cached: run again"]))
     if not out.baseline.ok:
         res.bad_input = bool(out.baseline.bad_input)
+        res.toolchain = out.baseline.status == "toolchain"
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
     res.wall_s = time.perf_counter() - t0
@@ -189,49 +198,89 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
 
 
 def _job(args) -> KernelResult:
-    kernel, config, family = args
+    kernel, config, family, *started = args
+    if started:  # a worker that dies from now on held this kernel (search_many retries it alone)
+        Path(started[0]).touch()
     return search_kernel(kernel, config, family)
 
 
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
                 on_result: Callable[[KernelResult], None] | None = None) -> list[KernelResult]:
     """Search every ``(kernel, family)``; results in input order. ``workers``
-    processes (0: in this process); ``on_result`` is called as each finishes."""
+    processes (0: in this process); ``on_result`` is called as each finishes.
+
+    A worker that dies (SIGKILL, out of memory, a segfault) breaks its pool:
+    the kernels it and its siblings held are retried once, each alone in a
+    fresh worker, and fail only if their worker dies again; kernels no worker
+    had started yet go to a rebuilt pool, untouched."""
     jobs = [(k, config, fam) for k, fam in kernels]
     results: list[KernelResult | None] = [None] * len(jobs)
+
+    def record(i: int, r: KernelResult) -> None:
+        results[i] = r
+        if on_result:
+            on_result(r)
+
     if workers <= 0:
         for i, j in enumerate(jobs):
-            results[i] = _job(j)
-            if on_result:
-                on_result(results[i])
+            record(i, _job(j))
         return results  # type: ignore[return-value]
     # largest kernels first, so the long ones do not trail at the end
-    order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
+    queue = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
+    retried: set[int] = set()
+    with tempfile.TemporaryDirectory(prefix="ptxopt-search-") as marks:
+        while queue:
+            fresh = [i for i in queue if i not in retried]
+            again = [i for i in queue if i in retried]
+            queue = []
+            if fresh:
+                broken = _round(fresh, jobs, workers, marks, record)
+                held = [i for i in broken if Path(marks, str(i)).exists()]
+                if broken and not held and len(broken) == len(fresh):  # no worker ever started: do not loop
+                    held = broken
+                retried.update(held)
+                queue += broken
+            for i in again:  # each suspect alone, in a fresh worker: only the culprit dies twice
+                if _round([i], jobs, 1, marks, record):
+                    k, _, fam = jobs[i]
+                    record(i, KernelResult(k.label, fam, config.strategy,
+                                           error="the worker process died while searching this kernel "
+                                                 "(retried once in a fresh worker)"))
+    return results  # type: ignore[return-value]
+
+
+def _round(indices: list[int], jobs, workers: int, marks: str, record) -> list[int]:
+    """Search ``indices`` in a pool of ``workers``; the indices whose pool broke (a worker died)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=become_worker,
-                               initargs=parent_info())
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)), mp_context=get_context("spawn"),
+                               initializer=become_worker, initargs=parent_info())
+    broken: list[int] = []
     finished = False
     try:
         with starting_workers():  # submit starts the workers
-            futures = {pool.submit(_job, jobs[i]): i for i in order}
+            futures = {pool.submit(_job, (*jobs[i], str(Path(marks, str(i))))): i for i in indices}
         for fut in as_completed(futures):
             i = futures[fut]
             try:
-                results[i] = fut.result()
+                r = fut.result()
+            except BrokenProcessPool:  # a worker died: retried (search_many), not failed here
+                broken.append(i)
+                continue
             except (CacheError, BackendUnavailable):  # not one kernel's problem: stop the search
                 raise
-            except Exception as e:  # a worker that died takes only its own kernel
-                k, _, fam = jobs[i]
-                results[i] = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
-            if on_result:
-                on_result(results[i])
+            except Exception as e:  # the kernel's job itself failed
+                k, config, fam = jobs[i]
+                r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
+            record(i, r)
         finished = True
     finally:
-        if not finished:  # interrupted: kill the workers now (what they committed stays in the cache)
+        if not finished or broken:  # interrupted, or a worker died: kill the rest now (commits stay in the cache)
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.kill()
-        pool.shutdown(wait=finished, cancel_futures=not finished)
-    return results  # type: ignore[return-value]
+        pool.shutdown(wait=finished and not broken, cancel_futures=not finished or bool(broken))
+    return sorted(broken, key=indices.index)
 
 
 def summarize(results: Sequence[KernelResult]) -> dict:

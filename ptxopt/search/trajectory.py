@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ptxopt import jsontext
 from ptxopt.search.actions import STOP, action_index
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
@@ -129,7 +130,7 @@ def read_jsonl(path: str | Path) -> Iterator[Step]:
                                  f"{e.start + 1})") from None
             if line.strip():
                 try:
-                    yield Step.from_json(json.loads(line))
+                    yield Step.from_json(jsontext.loads(line))
                 except (ValueError, TypeError) as e:
                     raise ValueError(f"{name}:{lineno}: bad trajectory record: {e}") from None
 

@@ -24,9 +24,11 @@ from .errors import (
     PtxasError,
     ToolchainError,
     ToolchainTimeout,
+    ToolCrashed,
     ToolNotFound,
     UnsupportedArch,
     UnsupportedPTXVersion,
+    is_transient,
 )
 from .locate import Ptxas, Tool, find_nvdisasm, installed_ptxas, select_ptxas
 from .ptxas import CompileResult, KernelResources, compile_ptx, ptx_isa_version
@@ -54,6 +56,8 @@ __all__ = [
     "PtxasError",
     "NvdisasmError",
     "ToolchainTimeout",
+    "ToolCrashed",
+    "is_transient",
     "UnsupportedPTXVersion",
     "UnsupportedArch",
 ]

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 
 class ToolchainError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    ``transient`` says the failure is the tool's or the machine's, not the
+    input's: running the same command again may well succeed, so such a
+    failure is never cached as a result and never called bad input.
+    """
+
+    transient = False
 
 
 class ToolNotFound(ToolchainError):
@@ -28,12 +35,36 @@ class UnsupportedArch(ToolchainError):
 
 
 class ToolchainTimeout(ToolchainError):
-    """A tool ran longer than the caller's timeout and was killed."""
+    """A tool ran longer than the caller's timeout and was killed (transient)."""
+
+    transient = True
 
     def __init__(self, tool: str, timeout: float):
         self.tool = tool
         self.timeout = timeout
         super().__init__(f"{tool} did not finish within {timeout:g} s and was killed")
+
+
+class ToolCrashed(ToolchainError):
+    """A tool died without judging its input: killed by a signal, out of
+    memory, or an internal error of its own (transient).
+
+    The run was already retried once (:func:`ptxopt.toolchain.process.run_tool`);
+    ``why`` is what happened in words ("killed by signal SIGSEGV").
+    """
+
+    transient = True
+
+    def __init__(self, tool: str, why: str, log: str = ""):
+        self.tool = tool
+        self.why = why
+        self.log = log
+        super().__init__(f"{tool} {why} (a toolchain failure, not a verdict on the PTX; retried once)")
+
+
+def is_transient(e: BaseException) -> bool:
+    """Is ``e`` a toolchain failure that says nothing about the input (see :class:`ToolchainError`)?"""
+    return isinstance(e, ToolchainError) and e.transient
 
 
 @dataclass(frozen=True)

@@ -113,3 +113,15 @@ CONTROL_FIELDS: tuple[tuple[str, int, int], ...] = (
 )
 NO_BARRIER = 7
 NUM_SCOREBOARDS = 6
+
+# ---------------------------------------------------------------------------
+# What a failed tool run prints when the failure is the tool's or the
+# machine's, not the input's (see ptxopt.toolchain.process.crash_reason):
+# (regular expression over the output, searched case-insensitively, what
+# happened in words). Only consulted for a non-zero exit.
+# ---------------------------------------------------------------------------
+TRANSIENT_OUTPUT: tuple[tuple[str, str], ...] = (
+    (r"memory allocation failure", "ran out of memory"),
+    (r"\bout of memory\b", "ran out of memory"),
+    (r"\binternal (?:compiler )?error\b", "hit an internal error"),
+)

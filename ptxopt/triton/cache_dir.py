@@ -23,7 +23,7 @@ hook, or with it on and nothing chosen.
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,10 +77,16 @@ class CachedKernel:
         return alts[0]
 
 
-def _metadata(path: Path) -> dict | None:
+def _metadata(path: Path, problems: list | None = None) -> dict | None:
+    from ptxopt import jsontext
+
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        doc = jsontext.loads(path.read_bytes())
+    except jsontext.NestedTooDeeply as e:  # Triton never writes this: say so instead of ignoring the entry
+        if problems is not None:
+            problems.append(f"{path}: {e}; skipped")
+        return None
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or "triton_version" not in doc or not isinstance(doc.get("name"), str):
         return None
@@ -112,7 +118,12 @@ def scan(path: str | Path) -> tuple[list[CachedKernel], list[str]]:
         if js.name.startswith("__grp__"):
             continue
         ptx_path = js.with_suffix(".ptx")
-        md = _metadata(js)
+        links = [q for q in (js.parent, js, ptx_path) if q.is_symlink()]
+        if links:  # Triton writes plain files: a link may lead anywhere (another kernel, a file not PTX)
+            skipped.append(f"{links[0]}: a symbolic link (to {os.readlink(links[0])}), not a cache entry Triton "
+                           "wrote; skipped")
+            continue
+        md = _metadata(js, skipped)
         if md is None or not ptx_path.is_file():
             continue
         try:

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ptxopt import jsontext
+
 if TYPE_CHECKING:
     from ptxopt.pipeline import Pipeline
 
@@ -85,8 +87,9 @@ def write_pipelines(path: str | Path, kernels: list[TunedKernel], **meta) -> Pat
         seen[k.key] = k
     doc = {"format": FORMAT, "ptxopt": __version__, **meta,
            "kernels": [asdict(seen[key]) for key in sorted(seen)]}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    return path
+    from ptxopt.outputs import write_atomic
+
+    return write_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
 
 
 def read_pipelines(path: str | Path) -> PipelineTable:
@@ -101,7 +104,7 @@ def read_pipelines(path: str | Path) -> PipelineTable:
     except OSError as e:
         raise PipelinesError(f"cannot read pipelines file {path}: {e.strerror or e}") from None
     try:
-        doc = json.loads(raw)
+        doc = jsontext.loads(raw)  # a BOM accepted; nesting past the limit: invalid JSON
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PipelinesError(f"{path}: invalid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

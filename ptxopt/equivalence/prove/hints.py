@@ -31,7 +31,7 @@ from __future__ import annotations
 from ptxopt import opcodes
 from ptxopt.analysis.cfg import CFG
 from ptxopt.emit import format_instruction
-from ptxopt.ir import Block, Function, Instruction, Module
+from ptxopt.ir import Function, Instruction, Module, iter_instructions
 from ptxopt.operand_facts import reg_name, vector_items
 
 _VECTOR_ACCESSES = frozenset({"ld", "ldu", "st"})
@@ -52,7 +52,7 @@ def hints_only_legal(original: Module, candidate: Module) -> str | None:
         changed = _changed_hints(g, fn)
         if changed is None:
             return f"{fn.name}: the instructions do not correspond one to one"
-        vectors = [ins for ins in _instructions(fn.body) if ins.opcode in _VECTOR_ACCESSES
+        vectors = [ins for ins in iter_instructions(fn.body) if ins.opcode in _VECTOR_ACCESSES
                    and any(vector_items(o) is not None for o in ins.operands)]
         if not changed and not vectors:
             continue
@@ -63,25 +63,16 @@ def hints_only_legal(original: Module, candidate: Module) -> str | None:
     return None
 
 
-def _instructions(block: Block):
-    for item in block.items:
-        t = type(item)
-        if t is Instruction:
-            yield item
-        elif t is Block:
-            yield from _instructions(item)
-
-
 def _changed_hints(original: Function | None, candidate: Function) -> set[int] | None:
     """Ids (``id()``) of the candidate's instructions a hint pass inserted or
     changed: every prefetch, and every instruction that differs from the
     original's at the same position once prefetches are set aside."""
-    cand = list(_instructions(candidate.body))
+    cand = list(iter_instructions(candidate.body))
     out = {id(i) for i in cand if i.opcode in opcodes.PREFETCHES}
     if original is None:
         return out | {id(i) for i in cand}
     rest_c = [i for i in cand if i.opcode not in opcodes.PREFETCHES]
-    rest_o = [i for i in _instructions(original.body) if i.opcode not in opcodes.PREFETCHES]
+    rest_o = [i for i in iter_instructions(original.body) if i.opcode not in opcodes.PREFETCHES]
     if len(rest_c) != len(rest_o):
         return None
     out |= {id(c) for c, o in zip(rest_c, rest_o) if c != o}

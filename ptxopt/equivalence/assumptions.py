@@ -1,0 +1,68 @@
+"""Assumptions a candidate makes that no check here can establish.
+
+One so far: a load on the read-only path (``ld.global.nc``) is only correct
+when nothing writes its bytes while the kernel runs. The interpreter and the
+prover model one coherent memory, so they see ``ld.global.nc`` as a plain
+load and would call a forced rewrite ``equal``/``proved`` even where a
+launch with aliasing buffers (``saxpy(x, x)``) reads stale data on a GPU.
+:func:`unproven_nc` names the ``.nc`` loads of a candidate that the original
+does not have and that :class:`ptxopt.analysis.readonly.ReadOnly` cannot
+prove read-only; :func:`ptxopt.equivalence.decision.assumption_cap` turns
+that into ``inconclusive`` ("assumes noalias").
+
+``.nc`` stays observable (:mod:`ptxopt.equivalence.observable` keeps it), so
+an ``.nc`` rewrite never takes the ``hints-only`` shortcut: a proven one is
+proved or run like any other change, an unproven one is capped here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ptxopt import opcodes
+from ptxopt.ir import Instruction, Module
+
+
+def _key(ins: Instruction) -> tuple:
+    """The load without ``.nc`` and hints: the same access in both modules."""
+    mods = tuple(m for m in ins.modifiers if m != "nc" and m != "weak" and not opcodes.is_perf_hint(m))
+    return ins.opcode, mods, ins.operands, ins.guard, ins.guard_neg
+
+
+def _nc_loads(fn) -> list[Instruction]:
+    return [i for i in fn.instructions() if i.opcode == "ld" and "nc" in i.modifiers]
+
+
+def unproven_nc(original: Module, candidate: Module) -> str | None:
+    """Why the candidate's new ``.nc`` loads are an assumption (the first one
+    and its writer), or None when every one is proven read-only."""
+    from ptxopt.analysis.readonly import ReadOnly
+
+    before = {f.name: Counter(_key(i) for i in _nc_loads(f)) for f in original.functions if f.body is not None}
+    for fn in candidate.functions:
+        if fn.body is None:
+            continue
+        loads = _nc_loads(fn)
+        if not loads:
+            continue
+        old = before.get(fn.name, Counter())
+        new = Counter(_key(i) for i in loads) - old
+        if not new:
+            continue
+        if fn.kind != ".entry":
+            ins = next(i for i in loads if new[_key(i)])
+            return (f"{ins.full_opcode} at {fn.name}:{ins.line} is in a device function: whether its buffer is "
+                    "written depends on every caller")
+        ro = ReadOnly(candidate, fn)
+        for ins in loads:
+            k = _key(ins)
+            if not new[k]:
+                continue
+            w = ro.may_write(ins)
+            if w is not None:
+                return f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
+            new[k] -= 1
+    return None
+
+
+__all__ = ["unproven_nc"]

@@ -1,0 +1,174 @@
+"""Writing the files a command produces: whole, or not at all.
+
+Final outputs (``--json``, ``-o`` PTX, plots, checkpoints, pipelines files,
+``train.json``) go through :func:`write_atomic` / :func:`atomic_path`: the
+bytes go to a temporary file in the same folder, are flushed to the disk
+(``fsync``) and renamed over the target in one step. A full disk (ENOSPC), a
+file-size limit (EFBIG) or a read-only file system (EROFS) therefore leaves
+the previous file as it was and raises :class:`OutputNotWritable` -- an
+:class:`~ptxopt.inputs.InputError`, so the CLI prints one line naming the
+path and exits 2 (``output-not-writable``).
+
+Streamed outputs (``--record``, the training log) grow while the run goes
+on; :class:`StreamLock` keeps two live runs from interleaving them: a sidecar
+``PATH.lock`` held with ``flock`` for the run's lifetime (the kernel drops it
+when the process ends, however it ends), and :func:`append_synced` appends
+and fsyncs each record.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from ptxopt.inputs import InputError
+
+
+class OutputNotWritable(InputError):
+    """An output file could not be written; the previous one (if any) is kept."""
+
+    def __init__(self, path, err: OSError | str):
+        why = err if isinstance(err, str) else (err.strerror or str(err))
+        kept = " (the previous file is kept)" if Path(path).exists() else ""
+        super().__init__(f"output not writable: {path}: {why}{kept}")
+        self.path = Path(path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """A temporary path beside ``path`` for a writer that wants a file name
+    (``savefig``, ``torch.save``); renamed over ``path`` once the block ends
+    without an error. Raises :class:`OutputNotWritable`."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        tmp = _new_temp(folder, path.name)
+    except OSError as e:
+        raise OutputNotWritable(path, e) from None
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        _unlink(tmp)
+        raise OutputNotWritable(path, e) from None
+    except BaseException:
+        _unlink(tmp)
+        raise
+    _fsync_dir(folder)
+
+
+def _new_temp(folder: Path, name: str) -> str:
+    """An empty new file beside the target, with the permissions a plain
+    ``open(path, "w")`` would give (mkstemp's are 0600)."""
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{next(tempfile._get_candidate_names())}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Replace ``path`` by ``data`` (text is written as UTF-8) in one step."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+    return Path(path)
+
+
+def _unlink(p) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+class StreamLock:
+    """``PATH.lock`` held for as long as this run streams into ``PATH``.
+
+    A second live run asking for the same path gets :class:`OutputNotWritable`
+    ("being written by another run"), before it truncates anything."""
+
+    def __init__(self, path: str | Path):
+        import fcntl
+
+        self.path = Path(path)
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.fd = None
+        while self.fd is None:
+            try:
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise OutputNotWritable(self.path, e) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                other = _read_pid(fd)
+                os.close(fd)
+                by = f" (pid {other})" if other else ""
+                raise OutputNotWritable(self.path, f"being written by another running ptxopt{by}; give this run "
+                                                   "another path or wait for that one") from None
+            try:  # the holder before us may have removed the file after we opened it: lock the one in place
+                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
+            except OSError:
+                same = False
+            if same:
+                self.fd = fd
+            else:
+                os.close(fd)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self.fd is not None:
+            _unlink(self.lock_path)
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "StreamLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> str | None:
+    try:
+        text = os.pread(fd, 32, 0).decode().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if text.isdigit() else None
+
+
+def append_synced(f, text: str) -> None:
+    """Append ``text`` to the open file ``f`` and push it to the disk; an
+    OSError becomes :class:`OutputNotWritable`."""
+    try:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    except OSError as e:
+        raise OutputNotWritable(getattr(f, "name", "?"), e) from None
+
+
+__all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced"]
