@@ -6,8 +6,12 @@ nor Triton; this module only reads the manifest (schema in
 ``corpus/README.md``) into frozen dataclasses and answers selectors such as
 ``gemm_tile``, ``triton``, ``softmax`` or one kernel id.
 
-Where the corpus lives: ``$PTXOPT_CORPUS`` if set, else the ``corpus/``
-folder beside the ``ptxopt/`` package (a source checkout).
+Where the corpus lives (:func:`corpus_root`): ``$PTXOPT_CORPUS`` if set,
+else the copy a wheel ships inside the package (``ptxopt/_corpus``, see
+setup.py: the top-level ``corpus/`` is mapped there at build time), else the
+``corpus/`` folder beside the ``ptxopt/`` package (a source checkout or an
+editable install). So ``pip install .`` is self-contained: the manifest, its
+PTX, the committed policies and trajectories come with the package.
 """
 
 from __future__ import annotations
@@ -213,12 +217,43 @@ def _freeze(value):
     return value
 
 
+#: where a wheel puts the corpus (setup.py maps ``corpus/`` to the package ``ptxopt._corpus``)
+PACKAGED_CORPUS = Path(__file__).resolve().parent / "_corpus"
+#: where a source checkout (and an editable install) has it
+CHECKOUT_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+
+
 def corpus_root() -> Path:
-    """``$PTXOPT_CORPUS`` if set, else ``<checkout>/corpus`` beside ``ptxopt/``."""
+    """``$PTXOPT_CORPUS`` if set, else the installed package's copy, else
+    ``<checkout>/corpus`` beside ``ptxopt/`` (also what errors name when
+    neither has a manifest)."""
     env = os.environ.get("PTXOPT_CORPUS")
     if env:
         return Path(env).expanduser().resolve()
-    return Path(__file__).resolve().parent.parent / "corpus"
+    if (PACKAGED_CORPUS / "manifest.json").is_file():
+        return PACKAGED_CORPUS
+    return CHECKOUT_CORPUS
+
+
+def corpus_file(*parts: str) -> Path:
+    """A file of the corpus by its path inside it (``policies/X.pt``,
+    ``trajectories/greedy_sm_89.jsonl``): found the same way as the manifest."""
+    return corpus_root().joinpath(*parts)
+
+
+def committed_policy(name: str) -> Path | None:
+    """The committed policy checkpoint called *name* (``gemm_elementwise_sm_89``
+    or with ``.pt``) under ``corpus/policies``, or None: how ``search --policy``
+    finds it in an installed package, where no checkout path exists."""
+    if not name or "/" in name or os.sep in name:
+        return None
+    path = corpus_file("policies", name if name.endswith(".pt") else name + ".pt")
+    return path if path.is_file() else None
+
+
+def committed_policies() -> list[str]:
+    """Names of the committed policy checkpoints (for messages)."""
+    return sorted(p.stem for p in corpus_file("policies").glob("*.pt"))
 
 
 def load_manifest(root: Path | None = None) -> list[KernelSpec]:

@@ -42,13 +42,57 @@ def source_digest(*packages_or_files: str) -> str:
 
 _CODE: dict = {}
 
+#: Functions returning ``{plugin pass kind: digest of its code}``: a pass from
+#: outside ptxopt decides the printed PTX as much as ptxopt's own passes, so
+#: its code enters ``front`` too (:mod:`ptxopt.passes.registry` adds the hook;
+#: kept as a hook so this module still imports nothing of ptxopt).
+FRONT_EXTRA: list = []
+
 
 def code_digests() -> dict:
-    """Digests of ptxopt's own code: ``front`` decides the printed PTX of a
-    (kernel, pipeline), ``evaluator`` the result once the PTX is fixed."""
+    """Digests of the code: ``front`` decides the printed PTX of a (kernel,
+    pipeline) -- ptxopt's own front end and every plugin pass installed or
+    registered --, ``evaluator`` the result once the PTX is fixed."""
     if not _CODE:
         _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
-    return dict(_CODE)
+    out = dict(_CODE)
+    extra = {k: v for hook in FRONT_EXTRA for k, v in hook().items()}
+    if extra:
+        h = hashlib.sha256(out["front"].encode())
+        for kind, digest in sorted(extra.items()):
+            h.update(f"\0{kind}={digest}".encode())
+        out["front"] = h.hexdigest()[:16]
+    return out
 
 
-__all__ = ["source_digest", "code_digests", "EVALUATOR_SOURCES", "FRONT_SOURCES"]
+def code_of(obj) -> str:
+    """sha256 (16 hex digits) of the code that defines *obj* (a plugin pass
+    class): every ``.py`` file of its top-level package (its helpers decide
+    its output too), or its module's file, or failing both its source text.
+    Code with no source at all gets a digest of its own every process, so
+    its results are never served from a cache written by other code."""
+    import inspect
+    import sys
+    import uuid
+
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    top = sys.modules.get((getattr(module, "__name__", "") or "").partition(".")[0])
+    h = hashlib.sha256()
+    files: list[Path] = []
+    top_file = getattr(top, "__file__", None)
+    if top_file and Path(top_file).name == "__init__.py":
+        files = sorted(Path(top_file).parent.rglob("*.py"))
+    elif getattr(module, "__file__", None):
+        files = [Path(module.__file__)]
+    try:
+        for f in files:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        if not files:
+            h.update(inspect.getsource(obj).encode())
+    except (OSError, TypeError):
+        h.update(uuid.uuid4().bytes)
+    return h.hexdigest()[:16]
+
+
+__all__ = ["source_digest", "code_digests", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES", "FRONT_EXTRA"]

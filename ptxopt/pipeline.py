@@ -24,7 +24,7 @@ from lark.exceptions import UnexpectedInput
 
 from ptxopt.passes.base import Pass, PassError
 from ptxopt.passes.families import conflict
-from ptxopt.passes.registry import UnknownPass, get_pass_class, resolve, signature
+from ptxopt.passes.registry import PluginPassError, UnknownPass, get_pass_class, resolve, signature
 
 _GRAMMAR = r"""
 start: [item ("," item)*]
@@ -121,7 +121,10 @@ def make_pass(name: str, options: dict[str, str] | None = None) -> Pass:
         kind, fixed = resolve(name)
     except UnknownPass as e:
         raise PipelineError(str(e)) from None
-    cls = get_pass_class(kind)
+    try:
+        cls = get_pass_class(kind)
+    except PluginPassError as e:
+        raise PipelineError(str(e)) from None
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, object] = dict(fixed)
     for k, v in (options or {}).items():

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ptxopt.corpus import corpus_file
 from ptxopt.search import EvalOptions
 
 from .bc import accuracy, leave_one_kernel_out, load_dataset, train_bc
@@ -26,7 +27,7 @@ from .env import PipelineEnv
 from .grpo import GRPOConfig, GRPOTrainer
 
 #: The committed greedy trajectories (``ptxopt search gemm_tile --record``) used by default.
-DEFAULT_TRAJECTORIES = Path(__file__).resolve().parent.parent / "corpus" / "trajectories" / "greedy_sm_89.jsonl"
+DEFAULT_TRAJECTORIES = corpus_file("trajectories", "greedy_sm_89.jsonl")  # the checkout's or the installed package's
 
 QUICK_KERNELS = ("gemm_tile_2x2x2", "gemm_tile_4x4x4")
 

@@ -224,7 +224,9 @@ def _print_stats(name: str, s: dict) -> None:
               help=f"Target architecture for ptxas (default: the module's .target, else {DEFAULT_ARCH}).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
-def compile_cmd(file, arch, as_json, sass):
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), callback=output_file(),
+              help="Write the cubin ptxas produced here.")
+def compile_cmd(file, arch, as_json, sass, output=None):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
     from ptxopt.toolchain import UnsupportedArch, UnsupportedPTXVersion, compile_ptx, disassemble
     from ptxopt.toolchain.arch import resolve_arch
@@ -236,6 +238,10 @@ def compile_cmd(file, arch, as_json, sass):
         res = compile_ptx(src.data.decode("utf-8"), arch)
     except (UnsupportedArch, UnsupportedPTXVersion) as e:  # name the file, as eval and search do
         fail(f"{src.name}: {e}")
+    if output:
+        from ptxopt.outputs import write_atomic
+
+        write_atomic(output, res.cubin)
     listing = disassemble(res.cubin)
     kernels = {}
     for name, k in res.kernels.items():
@@ -250,7 +256,7 @@ def compile_cmd(file, arch, as_json, sass):
     out = {
         "file": src.name, "arch": arch, "ptxas_version": res.ptxas_version,
         "ptxas_path": str(res.ptxas_path), "ptxas_seconds": round(res.wall_time_s, 4),
-        "sass_instructions": listing.count, "kernels": kernels,
+        "sass_instructions": listing.count, "kernels": kernels, "output": output,
     }
     if as_json:
         if sass:
@@ -407,10 +413,15 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
+@click.option("--diff", "as_diff", is_flag=True,
+              help="Print a unified diff of FILE and the output instead of the PTX (-o still writes the PTX).")
+@click.option("--canonical", is_flag=True,
+              help="Print the whole module in ptxopt's canonical layout (by default the input's lines are kept "
+                   "byte for byte where the transformed module has the same statement: a minimal diff).")
 @prove_option
 def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contract_file, grid, block, shared_bytes,
             scalars, allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
-            reproducer_dir, as_json, prove=True):
+            reproducer_dir, as_json, as_diff=False, canonical=False, prove=True):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
     The output is assembled with ptxas first (unless --no-compile-check):
@@ -425,6 +436,7 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     from ptxopt.equivalence.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
     from ptxopt.equivalence.instrument import VerifyEach
+    from ptxopt.layout import preserve_layout, unified_diff
     from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
     from ptxopt.pipeline import Pipeline
 
@@ -462,7 +474,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         for r in result.records:
             if r.reverted:
                 click.echo(f"ptxopt: note: pass '{r.name}' reverted: {r.reverted}", err=True)
-    text = emit(result.module)
+    source = src.data.decode("utf-8")
+    text = emit(result.module) if canonical else preserve_layout(source, result.module, filename=src.name).text
     if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
         _compile_check(text, result.module, arch, src)
     if output:
@@ -478,6 +491,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         if not output:
             doc["ptx"] = text
         _print_json(doc)
+    elif as_diff:
+        click.echo(unified_diff(source, text, src.name), nl=False)
     elif not output:
         click.echo(text, nl=False)
     if inconclusive and not allow_unchecked:
@@ -595,11 +610,13 @@ from ptxopt.cli.eval import eval_cmd  # noqa: E402  (the evaluator's CLI)
 from ptxopt.cli.explain import explain_cmd  # noqa: E402  (why a kernel is slow: occupancy and bounds)
 from ptxopt.cli.search import search_cmd  # noqa: E402  (search over pipelines)
 from ptxopt.cli.verify import verify_cmd  # noqa: E402  (its own module: the interpreter's CLI)
+from ptxopt.cli.apply import apply_cmd  # noqa: E402  (re-apply a search --emit manifest)
 
 cli.add_command(verify_cmd, "verify")
 cli.add_command(eval_cmd, "eval")
 cli.add_command(search_cmd, "search")
 cli.add_command(explain_cmd, "explain")
+cli.add_command(apply_cmd, "apply")
 
 #: commands a layer above adds (ptxopt.plugins), with what to install when it is missing
 PLUGIN_COMMANDS = {"train": ("training", "Train the pass-selection policy: BC on greedy trajectories, then GRPO.")}

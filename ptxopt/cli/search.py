@@ -141,8 +141,9 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
                    "at greedy's budget). Default: unlimited (random: 16 rollouts).")
 @click.option("--beam-width", default=4, show_default=True, type=click.IntRange(1, 64), help="Beam width.")
 @click.option("--seed", default=0, show_default=True, help="Random search seed (mixed with each kernel's name).")
-@click.option("--policy", "policy", default=None, type=click.Path(exists=True, dir_okay=False),
-              help="A trained checkpoint (ptxopt train): roll the policy out instead of a search strategy.")
+@click.option("--policy", "policy", default=None, metavar="CKPT|NAME", callback=lambda ctx, p, v: _policy_path(v),
+              help="A trained checkpoint (ptxopt train), or the name of a committed one (gemm_elementwise_sm_89, "
+                   "shipped with the package): roll the policy out instead of a search strategy.")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),
@@ -169,12 +170,19 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
+@click.option("--actions", "extra_actions", default=None, metavar="+NAME[,+NAME...]",
+              help="Explore these passes too, besides the built-in actions (your own passes: the ptxopt.passes "
+                   "entry points; '+mul_pow2'). Not with --policy or --record.")
+@click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
+                   "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
 @prove_option
 @objective_option
 @perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
-               record, json_out, plot, quiet, pipelines_out, prove=True, objective=None, **perf):
+               record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
+               objective=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -216,9 +224,13 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked, prove=prove, objective=objective)
-    config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
-                          beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                          temperature=temperature)
+    extras = _extra_actions(extra_actions, policy, record)
+    try:
+        config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
+                              beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
+                              temperature=temperature, extra_actions=extras)
+    except ValueError as e:
+        _fail(f"--actions: {e}")
     if policy:
         try:
             from ptxopt import plugins
@@ -238,12 +250,51 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     if tcache is not None:
         out_path = pipelines_out or "ptxopt-triton-pipelines.json"
         on_results = _pipelines_writer(tcache[1], out_path, target, config)
+    if emit_dir is not None:
+        from ptxopt.cli.common import output_dir_problem
+
+        from .search_emit import emit_writer
+
+        why = output_dir_problem(emit_dir)
+        if why:
+            _fail(f"--emit: {why}")
+        writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config)) if w is not None]
+        on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
         code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
                               quiet=quiet, target=target, on_results=on_results, rejected=rejected or ())
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
     sys.exit(worst([code, report_unsaved(cache)]))
+
+
+def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:
+    """--actions '+a,+b': the extra pass actions (each written with its '+')."""
+    if not value:
+        return ()
+    words = [w.strip() for w in value.split(",") if w.strip()]
+    bad = [w for w in words if not w.startswith("+") or len(w) < 2]
+    if bad:
+        _fail(f"--actions: write each extra action as +NAME (got {', '.join(bad)})")
+    if policy:
+        _fail("--actions: not with --policy (a policy chooses among the actions it was trained on)")
+    if record:
+        _fail("--actions: not with --record (trajectories are over the learning layer's fixed action list)")
+    return tuple(w[1:] for w in words)
+
+
+def _policy_path(value: str | None) -> str | None:
+    """--policy: an existing file, else a committed policy by name (found in
+    the installed package's corpus too, where no checkout path exists)."""
+    if value is None or Path(value).is_file():
+        return value
+    from ptxopt.corpus import committed_policies, committed_policy
+
+    found = committed_policy(value)
+    if found is None:
+        raise click.BadParameter(f"{value!r} is neither a file nor a committed policy "
+                                 f"({', '.join(committed_policies()) or 'none committed'})", param_hint="--policy")
+    return str(found)
 
 
 def _triton_cache(target: str, kernel: str | None, contract: dict):

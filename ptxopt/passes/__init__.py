@@ -7,7 +7,8 @@ list is not here: it is :mod:`ptxopt.search.actions`.
 """
 
 from ptxopt.passes.base import ChangeReport, FunctionPass, IllegalPass, Pass, PassError, Refused, Site, check
-from ptxopt.passes.registry import get_pass_class, pass_kinds, pass_names, pass_registry
+from ptxopt.passes.registry import (PluginPassError, get_pass_class, pass_kinds, pass_names, pass_registry, register,
+                                    unregister)
 
 __all__ = ["Pass", "FunctionPass", "ChangeReport", "Site", "PassError", "IllegalPass", "Refused", "check",
-           "pass_registry", "pass_kinds", "pass_names", "get_pass_class"]
+           "pass_registry", "pass_kinds", "pass_names", "get_pass_class", "register", "unregister", "PluginPassError"]

@@ -55,6 +55,9 @@ class SearchConfig:
     policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/)
     samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K (greedy-decoded + K-1 sampled)
     temperature: float = 0.5  # policy: sampling temperature of the K-1 samples
+    #: pass actions explored besides the learning layer's (a user's plugin passes: ``--actions +name``);
+    #: not for the policy, whose action list is fixed
+    extra_actions: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.strategy == "policy":
@@ -62,6 +65,18 @@ class SearchConfig:
                 raise ValueError("strategy 'policy' needs a checkpoint (policy=PATH)")
         elif self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
+        if self.extra_actions:
+            from ptxopt.pipeline import Pipeline, PipelineError
+
+            if self.strategy == "policy":
+                raise ValueError("extra actions are not for --policy: its action list is the one it was trained on")
+            for a in self.extra_actions:
+                try:
+                    one = len(Pipeline.parse(a)) == 1
+                except PipelineError as e:
+                    raise ValueError(f"action {a!r}: {e}") from None
+                if not one:
+                    raise ValueError(f"action {a!r} is not one pass")
         if isinstance(self.budget, str) and self.budget not in STRATEGIES:
             raise ValueError(f"budget must be a number or a strategy name, not {self.budget!r}")
 
@@ -135,7 +150,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     t0 = time.perf_counter()
     res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.estimate)
     try:
-        root = State.root(kernel, memo=memo_beside(config.options.cache))
+        root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
         budget = config.budget
         if isinstance(budget, str):
             ref = Meter(config.options)

@@ -69,9 +69,12 @@ class State:
     memo: MoveMemo | None = field(default=None, repr=False)  # shared by the whole tree
     _facts: dict | None = field(default=None, repr=False)  # pass -> None (changes) | reason
     _kids: dict = field(default_factory=dict, repr=False)  # pass -> Move, built one at a time
+    #: the pass actions explored from here: :data:`PASS_ACTIONS`, then any extra ones (a user's plugin
+    #: passes, ``search --actions +name``); the learning layer's mask covers :data:`PASS_ACTIONS` only
+    actions: tuple[str, ...] = field(default=PASS_ACTIONS, repr=False)
 
     @classmethod
-    def root(cls, kernel: Candidate, memo: MoveMemo | None = None) -> "State":
+    def root(cls, kernel: Candidate, memo: MoveMemo | None = None, extra_actions: tuple[str, ...] = ()) -> "State":
         """The unoptimised kernel (raises the parser's error for bad PTX).
         ``memo`` remembers which passes change which modules (see the module doc);
         default: this process only."""
@@ -79,7 +82,8 @@ class State:
         from ptxopt.parser import parse
 
         module = parse(kernel.ptx, filename=kernel.label)
-        return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None))
+        actions = PASS_ACTIONS + tuple(a for a in extra_actions if a not in PASS_ACTIONS)
+        return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None), actions=actions)
 
     @property
     def depth(self) -> int:
@@ -106,7 +110,7 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            self._moves = [self._kids.get(name) or self._move(name) for name in PASS_ACTIONS]
+            self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
         return self._moves
@@ -126,10 +130,10 @@ class State:
         if self._facts is None and self.memo is not None:
             self._facts = self.memo.get(self.digest)
         if self._facts is not None:
-            missing = [n for n in PASS_ACTIONS if n not in self._facts and not self._conflict(n)]
+            missing = [n for n in self.actions if n not in self._facts and not self._conflict(n)]
             if not missing:
                 return self._facts
-            if len(missing) < len(PASS_ACTIONS):
+            if len(missing) < len(self.actions):
                 for n in missing:
                     self._kids[n] = self._move(n)
                 self._remember({n: self._kids[n].reason for n in missing})
@@ -156,7 +160,8 @@ class State:
         printed = emit(module)
         if printed == self.printed:
             return Move(name, reason="no change")
-        return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo))
+        return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo,
+                                      actions=self.actions))
 
     def legal_moves(self) -> list[Move]:
         return [m for m in self.moves() if m.legal]
@@ -165,7 +170,7 @@ class State:
         """Boolean mask over the :data:`N_ACTIONS` actions (``stop`` always legal)."""
         mask = np.zeros(N_ACTIONS, dtype=bool)
         if self._moves is not None:
-            for i, m in enumerate(self._moves):
+            for i, m in enumerate(self._moves[:len(PASS_ACTIONS)]):
                 mask[i] = m.legal
         else:
             facts = self.facts()
@@ -178,7 +183,7 @@ class State:
         """The state after ``action`` (an action string); raises ValueError when it is masked."""
         if action == STOP:
             return self
-        if action not in PASS_ACTIONS:
+        if action not in self.actions:
             raise ValueError(f"unknown action {action!r}")
         if self._moves is not None:
             m = next(m for m in self._moves if m.action == action)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib.util
 from functools import lru_cache
-from pathlib import Path
 
-CORPUS_TRITON = Path(__file__).resolve().parents[2] / "corpus" / "triton"
+from ptxopt.corpus import corpus_file
+
+CORPUS_TRITON = corpus_file("triton")
 SM = 89
 
 _PTR = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "s32": "*i32", "u32": "*u32",

@@ -223,6 +223,27 @@ def _supported_archs(path: str, _mtime_ns: int, _size: int) -> frozenset[str]:
 # --------------------------------------------------------------------------
 
 
+def _sm_numbers(t: Ptxas) -> list[int]:
+    return sorted(int(m.group(1)) for a in t.archs if (m := re.fullmatch(r"sm_(\d+)", a)))
+
+
+def _arch_span(t: Ptxas) -> str:
+    """`` (sm_50..sm_121)``: the plain ``sm_*`` targets a ptxas knows, for messages."""
+    nums = _sm_numbers(t)
+    return f" (sm_{nums[0]}..sm_{nums[-1]})" if nums else ""
+
+
+def _suggest(tools: list[Ptxas]) -> str:
+    """An architecture to name in a message: sm_89 (the default) when a ptxas
+    targets it, else the newest plain ``sm_*`` one does."""
+    from .arch import DEFAULT_ARCH
+
+    if any(t.supports_arch(DEFAULT_ARCH) for t in tools):
+        return DEFAULT_ARCH
+    nums = sorted({n for t in tools for n in _sm_numbers(t)})
+    return f"sm_{nums[-1]}" if nums else DEFAULT_ARCH
+
+
 def select_ptxas(ptx_version: PTXVersion | None = None, arch: str | None = None) -> Ptxas:
     """The oldest installed ptxas that accepts ``ptx_version`` (and ``arch``).
 
@@ -250,7 +271,10 @@ def select_ptxas(ptx_version: PTXVersion | None = None, arch: str | None = None)
         targeting = [t for t in accepting if t.supports_arch(arch)]
         if not targeting:
             which = f"that accepts PTX .version {format_version(ptx_version)} " if ptx_version else ""
-            known = ", ".join(f"ptxas {t.version}" for t in accepting)
-            raise UnsupportedArch(f"no installed ptxas {which}can target {arch!r} (tried {known})")
+            known = ", ".join(f"ptxas {t.version}" + _arch_span(t) for t in accepting)
+            raise UnsupportedArch(f"no installed ptxas {which}can target {arch!r} (tried {known}); "
+                                  f"compile for an architecture they support with --arch "
+                                  f"(e.g. --arch {_suggest(accepting)}; arch= in Python): the module's "
+                                  f".target is left as written")
         accepting = targeting
     return accepting[0]
