@@ -218,19 +218,19 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None):
 
 
 def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict:
-    from ptxopt.sim.occupancy import footprint_of_spec
+    from ptxopt.sim.occupancy import dram_bytes_of_spec
     from ptxopt.sim.throughput import estimate
 
     sim, res, trips = _facts(text, arch, entry, cand, launch, blocks)
     footprint = None
     if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
-        footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
+        footprint = dram_bytes_of_spec(cand.spec)  # the buffers are sized for this very launch
     elif cand.spec is not None and cand.launch is None and launch is not None:
         big = cand.spec.performance_spec()  # the manifest's buffers at its performance size
         if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
                 and dict(launch.scalars) == cand.spec.performance.scalars:
-            footprint = footprint_of_spec(big)
+            footprint = dram_bytes_of_spec(big)
     try:
         e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
     except ValueError as exc:
