@@ -106,3 +106,46 @@ def test_trip_counts_for_prefers_the_performance_launch_and_says_when_it_cannot(
     trips2, source2, notes2 = trip_counts_for(program, m, k.entry, check={"spec": k}, performance=nogrid)
     assert source2 == "interpreter" and "NOT the performance launch" in notes2[-1]
     assert trips != trips2
+
+
+# ---------------------------------------------------------------------------
+# matching PTX loops to SASS loops by structure (issue 27 item 1)
+
+
+def test_match_loops_by_signature():
+    from ptxopt.sim.trips import match_loops
+
+    # ptxas split PTX loop 0 (8 global loads) into a 4-fold unrolled main loop and a remainder
+    assert match_loops([(32, 0), (8, 0), (2, 0)], [(8, 0), (2, 0)]) == [(0, 4), (0, 1), (1, 1)]
+    # unrolled 4-fold but kept one loop: a quarter of the iterations
+    assert match_loops([(1, 0), (16, 0)], [(1, 0), (4, 0)]) == [(0, 1), (1, 4)]
+    # PTX loop 1 fully unrolled by ptxas: no SASS loop for it
+    assert match_loops([(1, 0), (3, 1)], [(1, 0), (5, 5), (3, 1)]) == [(0, 1), (2, 1)]
+    with pytest.raises(ValueError, match="no structural match"):
+        match_loops([(3, 0)], [(2, 0)])
+
+
+def test_ptxas_split_and_unrolled_loops_get_their_trip_counts():
+    """cuda_matmul_naive: the PTX K loop (unrolled 4x by nvcc, plus a remainder loop) becomes three SASS
+    loops; by position its counts could not be matched and the model fell back to N=8 per loop. By
+    structure the 16-load SASS loop runs K/16 = 128 times at K=2048; cuda_layernorm_row's 4-load loops
+    were unrolled 4x again by ptxas (16 loads), one SASS iteration per 4 PTX ones."""
+    from ptxopt.sim.decode import decode
+    from ptxopt.sim.trips import sass_loops
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    k = get("cuda_matmul_naive")
+    program = decode(disassemble(compile_ptx(k.ptx_text(), k.arch).cubin), k.entry)
+    trips, source, _ = trip_counts_for(program, parse(k.ptx_text()), k.entry, check={"spec": k},
+                                       performance=performance_of(k))
+    assert source == "performance launch"
+    loops = sass_loops(program)
+    assert len(loops) == 3 and trips[loops[0].key] == 128 - 1 and trips[loops[1].key] == 0
+
+    k = get("cuda_layernorm_row")
+    program = decode(disassemble(compile_ptx(k.ptx_text(), k.arch).cubin), k.entry)
+    trips, source, notes = trip_counts_for(program, parse(k.ptx_text()), k.entry, check={"spec": k},
+                                           performance=performance_of(k))
+    assert " 4," in notes[-1]  # 4 PTX iterations of the 4-load loop per thread at n=4096, block 256
+    loops = sass_loops(program)
+    assert trips[loops[1].key] == 0  # ... = one SASS iteration of the 16-load loop: back edge never taken

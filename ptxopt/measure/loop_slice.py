@@ -253,10 +253,19 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
     for k in range(len(headers)):
         iterations, back = int(total[2 * k]), int(total[2 * k + 1])
         loops.append(LoopCount(entries=max(iterations - back, 0), iterations=iterations))
-    return LoopProfile(tuple(loops), tuple(headers))
+    from .loops import loop_signatures
+
+    return LoopProfile(tuple(loops), tuple(headers), loop_signatures(module, entry))
 
 
 
+
+
+def _map(program, prof: LoopProfile) -> dict:
+    """PTX loop counts onto SASS loops by structure (:func:`ptxopt.sim.trips.match_loops`)."""
+    from ptxopt.sim.trips import trip_counts_from_loop_profile
+
+    return trip_counts_from_loop_profile(program, prof.counts, signatures=prof.signatures)
 
 
 def trip_counts_for(program, module, entry: str, *, check: dict | None, performance=None,
@@ -286,7 +295,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
     if performance is not None:
         try:
             prof = performance_loop_profile(module, entry, performance, blocks=blocks, **check)
-            trips = trip_counts_from_loop_profile(program, prof.counts)
+            trips = _map(program, prof)
             per = ", ".join(f"{h} {c.trips_per_entry:g}" for h, c in zip(prof.headers, prof.counts))
             return trips, "performance launch", [
                 f"loop trips at the performance launch (loop-control slice, first warp; mean per entry): {per}"]
@@ -295,7 +304,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
             notes.append(f"loop trips: not from the performance launch ({why})")
     try:
         prof = loop_profile(module, entry, **check)
-        trips = trip_counts_from_loop_profile(program, prof.counts)
+        trips = _map(program, prof)
     except Exception as e:  # LoopProfileError, InterpError, ValueError (loop counts differ)
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         return {}, static, notes + [f"loop trips: static fallback N={static_n} ({why})"]
