@@ -23,10 +23,13 @@ thread per entry.  The model follows one warp and takes that mean as the
 warp's trip count (a warp runs as long as its slowest thread: for loops whose
 trip count differs between threads the estimate is low).
 
-The counts are mapped onto the SASS loops by position.  When that is not
-possible -- ptxas unrolled, split or added loops, the CFG is irreducible, a
-back edge is an indirect branch, the original cannot be interpreted -- the
-caller keeps the model's static fallback (``static:N=8``) and says why.
+The counts are mapped onto the SASS loops by structure
+(:func:`ptxopt.sim.trips.match_loops`, with :func:`loop_signatures`).  The
+sim backend uses this check-launch profile only when the performance
+launch's counts cannot be derived (:mod:`ptxopt.measure.loop_slice`); when
+neither works -- the CFG is irreducible, a back edge is an indirect branch,
+the original cannot be interpreted, no structural match -- the caller keeps
+the model's static fallback (``static:N=8``) and says why.
 """
 
 from __future__ import annotations

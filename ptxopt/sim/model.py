@@ -70,7 +70,21 @@ from the **static fallback** ``static:N=8``:
 * every other conditional branch, guarded EXIT/CALL is not taken, and
   ``BRA.DIV`` is not taken (a lone warp is converged).
 
-``CALL``/``RET`` follow the call (a stack of return points); a ``RET``
+**Steady state**: loops are not replayed iteration by iteration.  Per loop
+entry the walk replays :data:`STEADY_WARMUP` iterations, measures the next
+:data:`STEADY_MEASURE`, then moves the clock, every outstanding scoreboard
+release, the L1 fill times and the instruction/byte/wait counters on by the
+measured per-iteration cost times the iterations left (the quota of a
+conditional back edge; for an unconditional one, the visits until its exit
+branch's rate takes it).  Inner loops are extrapolated inside each replayed
+outer iteration, so nesting composes.  For the deterministic walk the
+per-iteration cost repeats once the pipeline is primed: on the corpus the
+extrapolated estimate equals the full replay (tests/test_sim_steady.py).
+``max_steps`` counts replayed instructions only.
+
+``CALL``/``RET`` follow the call (a stack of return points); a
+``CALL.REL.NOINC`` to a local label of its own function is a guarded jump
+(ptxas leaves loops that way; its block jumps on and never returns); a ``RET``
 with an empty stack ends the walk; ``BSSY``/``BSYNC`` are ordinary
 instructions for a converged warp.  Indirect branches (``BRX``/``JMX``) end
 the walk with a note.

@@ -5,24 +5,25 @@ conditional branch it reaches.  Callers pass them as ``trip_counts`` keyed by
 ``(code section, byte offset)`` of the SASS branch; :func:`branch_sites`
 lists the keys.  Without them the static fallback (``static:N=8``) applies.
 
-Hook for the PTX interpreter
-----------------------------
-The interpreter (``ptxopt.interp``, in progress) will report how many times
-each PTX basic block executed for given inputs.  From those counts a caller
-derives, for every PTX loop in source order, how often the loop was
-*entered* (the count of the block before its header, or the header count
-minus the back-edge count) and how many *iterations* ran in total (the
-header count).  :func:`trip_counts_from_loop_profile` maps that list onto
-the SASS loops by position: the i-th PTX loop (by header position, which is
-also nesting pre-order) to the i-th SASS loop (by header offset).  ptxas
-keeps loop order and nesting for loops it does not unroll or restructure;
-when the numbers of loops differ the hook refuses (``ValueError``) rather
-than guess, and the caller keeps the static fallback.  A loop that ptxas
-unrolled by k while keeping it a loop runs 1/k as many SASS iterations: the
-hook cannot see that (documented limitation; pass ``unroll`` per loop when
-it is known).
-
-Only the fallback is wired up today; nothing here imports the interpreter.
+Loop counts from the PTX interpreter
+------------------------------------
+:mod:`ptxopt.measure.loops` (check launch) and :mod:`ptxopt.measure.loop_slice`
+(performance launch) count, for every PTX loop in header order, how often it
+was *entered* and how many *iterations* ran, and the loop's *signature*: its
+own body's instructions per class of :data:`SIGNATURE_CLASSES` (global
+loads/stores, shuffles, barriers, atomics, inner loops excluded).
+:func:`trip_counts_from_loop_profile` maps them onto the SASS loops **by
+structure** (:func:`match_loops`): an order-preserving alignment in which
+each SASS loop is a k-fold unrolling of one PTX loop (its signature k times
+the PTX loop's), several SASS loops may share one PTX loop (ptxas split it
+into an unrolled main loop and a remainder) and a PTX loop may have none
+(ptxas unrolled it fully).  A k-fold unrolled loop runs 1/k as many
+iterations; a split loop's most unrolled part runs ``floor(T/k)`` and the
+rest the remainder.  Without signatures, or when no alignment exists, the
+mapping is by position and refuses (``ValueError``) when the numbers of
+loops differ; the caller then keeps the static fallback.  Limits: a loop
+with no counted instruction matches any such loop with k=1; shared-memory
+accesses are not counted (ptxas merges them into wider ones).
 """
 
 from __future__ import annotations
