@@ -101,3 +101,30 @@ def test_flash_attention_at_its_performance_size_is_estimated(flash):
     assert fast.fallback is None or any("no trip counts for 0 backward" in n for n in fast.notes)
     assert fast.cycles == pytest.approx(full.cycles, rel=0.01)
     assert any("extrapolated" in n for n in fast.notes)
+
+
+@pytest.mark.slow
+def test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_replay():
+    """Every nvcc/Triton corpus kernel with a loop, at its performance launch's trip counts."""
+    from ptxopt.corpus import select
+    from ptxopt.equivalence.launch import performance_of
+    from ptxopt.measure.loop_slice import trip_counts_for
+    from ptxopt.measure.loops import loop_headers
+    from ptxopt.parser import parse
+    from ptxopt.sim.decode import decode
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    seen = 0
+    for k in select("cuda,triton"):
+        m = parse(k.ptx_text())
+        if not loop_headers(m, k.entry):
+            continue
+        seen += 1
+        compiled = compile_ptx(k.ptx_text(), k.arch)
+        program = decode(disassemble(compiled.cubin), k.entry)
+        trips, _, _ = trip_counts_for(program, m, k.entry, check={"spec": k}, performance=performance_of(k))
+        fast = simulate(program, compiled, trips or None)
+        full = simulate(program, compiled, trips or None, steady_state=False)
+        assert not fast.truncated and not full.truncated, k.id
+        assert fast.cycles == pytest.approx(full.cycles, rel=0.01), k.id
+    assert seen >= 15
