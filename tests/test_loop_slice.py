@@ -134,13 +134,17 @@ def test_ptxas_split_and_unrolled_loops_get_their_trip_counts():
     from ptxopt.sim.trips import sass_loops
     from ptxopt.toolchain import compile_ptx, disassemble
 
+    from dataclasses import replace
+
     k = get("cuda_matmul_naive")
     program = decode(disassemble(compile_ptx(k.ptx_text(), k.arch).cubin), k.entry)
+    perf = performance_of(k)  # 2048^3; 256^3 here to keep the interpreter's slice run short
+    perf = replace(perf, scalars={n: 256 for n in perf.scalars})
     trips, source, _ = trip_counts_for(program, parse(k.ptx_text()), k.entry, check={"spec": k},
-                                       performance=performance_of(k))
+                                       performance=perf)
     assert source == "performance launch"
     loops = sass_loops(program)
-    assert len(loops) == 3 and trips[loops[0].key] == 128 - 1 and trips[loops[1].key] == 0
+    assert len(loops) == 3 and trips[loops[0].key] == 256 // 16 - 1 and trips[loops[1].key] == 0
 
     k = get("cuda_layernorm_row")
     program = decode(disassemble(compile_ptx(k.ptx_text(), k.arch).cubin), k.entry)
@@ -149,3 +153,16 @@ def test_ptxas_split_and_unrolled_loops_get_their_trip_counts():
     assert " 4," in notes[-1]  # 4 PTX iterations of the 4-load loop per thread at n=4096, block 256
     loops = sass_loops(program)
     assert trips[loops[1].key] == 0  # ... = one SASS iteration of the 16-load loop: back edge never taken
+
+
+def test_a_data_dependent_test_after_the_loops_does_not_stop_the_slice():
+    """cuda_cross_entropy ends with a test on a loaded value (log of a denormal sum); no loop lies beyond
+    it, so it becomes ``ret`` in the slice instead of refusing the whole kernel (before: SliceError and
+    the check launch's counts, vocab 100 instead of 32000)."""
+    from dataclasses import replace
+
+    k = get("cuda_cross_entropy")
+    perf = performance_of(k)
+    perf = replace(perf, scalars={**perf.scalars, "cross_entropy_param_4": 3200})  # 32000 in the manifest
+    prof = performance_loop_profile(parse(k.ptx_text()), k.entry, perf, spec=k)
+    assert max(c.trips_per_entry for c in prof.counts) == 25  # 3200 logits / 32 lanes / nvcc's 4-fold unroll

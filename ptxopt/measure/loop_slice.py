@@ -13,7 +13,9 @@ The **loop-control slice** keeps, of the loop-counting copy that
 * every instruction that defines a register some conditional branch (or a
   register in the slice) reads -- closed over register names, flow
   insensitive, so every definition of a loop-carried induction variable is in;
-* the branches, labels, ``ret``/``exit`` and the loop counters themselves.
+* the branches, labels, ``ret``/``exit`` and the loop counters themselves;
+  a conditional branch from which no loop header can be reached (an
+  epilogue's test) becomes ``ret``: it cannot change a trip count.
 
 Stores, barriers and every load that is not a branch input go.  When a branch
 input is itself computed from memory (a load other than ``ld.param``, an
@@ -69,11 +71,12 @@ def _is_counter(ins: Instruction) -> bool:
     return ins.opcode == "ld" and BASE_REG in defs_uses(ins)[0]
 
 
-def _slice_regs(instructions) -> set[str]:
-    """Registers the branches depend on (closure over definitions)."""
+def _slice_regs(instructions, idle: frozenset = frozenset()) -> set[str]:
+    """Registers the branches depend on (closure over definitions); ``idle``
+    holds the ids of branches that cannot lead to a loop (left out)."""
     need: set[str] = set()
     for ins in instructions:
-        if ins.opcode in _CONTROL and ins.guard is not None:
+        if ins.opcode in _CONTROL and ins.guard is not None and id(ins) not in idle:
             need.add(ins.guard.lstrip("!"))
     defs_of: dict[str, list[Instruction]] = {}
     for ins in instructions:
@@ -121,13 +124,15 @@ def _constant_sregs(ins: Instruction, values: dict[str, int]) -> Instruction:
     return new
 
 
-def _filter(block: Block, need: set[str], values: dict[str, int]) -> Block:
+def _filter(block: Block, need: set[str], values: dict[str, int], idle: frozenset = frozenset()) -> Block:
     items = []
     for it in block.items:
         if type(it) is Block:
-            items.append(_filter(it, need, values))
+            items.append(_filter(it, need, values, idle))
         elif type(it) is Instruction:
-            if _keep(it, need):
+            if id(it) in idle:
+                items.append(Instruction("ret"))  # no loop lies beyond it: the slice may stop there
+            elif _keep(it, need):
                 items.append(_constant_sregs(it, values))
         else:
             items.append(it)  # labels, declarations, comments
@@ -136,13 +141,31 @@ def _filter(block: Block, need: set[str], values: dict[str, int]) -> Block:
 
 def loop_control_slice(module, entry: str):
     """The loop-counting copy of ``entry`` cut to its loop-control slice
-    (special registers still symbolic); returns ``(module, headers, need)``."""
+    (special registers still symbolic); returns ``(module, headers, need, idle)``."""
     inst, headers = instrument_loops(module, entry)
     if not headers:
-        return inst, headers, set()
+        return inst, headers, set(), frozenset()
     fn = inst.function(entry)
-    need = _slice_regs(list(_instructions(fn.body)))
-    return inst, headers, need
+    idle = _idle_branches(fn)
+    need = _slice_regs(list(_instructions(fn.body)), idle)
+    return inst, headers, need, idle
+
+
+def _idle_branches(fn) -> frozenset:
+    """Ids of the conditional branches from which no loop header can be reached (e.g. an epilogue's
+    data-dependent test): they cannot change a trip count, so their inputs stay out of the slice."""
+    from ptxopt.analysis.cfg import build_cfg
+
+    cfg = build_cfg(fn)
+    reach = {h for _, h in cfg.back_edges}
+    work = list(reach)
+    while work:
+        for p in cfg.blocks[work.pop()].preds:
+            if p not in reach:
+                reach.add(p)
+                work.append(p)
+    return frozenset(id(ins) for b in cfg.blocks if b.index not in reach for ins in b.instructions
+                     if ins.opcode in _CONTROL and ins.guard is not None)
 
 
 def _warp_block(block) -> tuple[int, int, int]:
@@ -197,7 +220,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
             raise SliceError("the performance launch has no grid and none is assumed")
         grid = (int(blocks), 1, 1)
     block = tuple(performance.block)
-    inst, headers, need = loop_control_slice(module, entry)
+    inst, headers, need, idle = loop_control_slice(module, entry)
     if not headers:
         return LoopProfile((), ())
     fn = inst.function(entry)
@@ -221,7 +244,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
     total = np.zeros(2 * len(headers), dtype=np.int64)
     run_block = _warp_block(block)
     # blocks differ only when the slice reads %ctaid: else the first block stands for all
-    symbolic = _filter(body, need, {})
+    symbolic = _filter(body, need, {}, idle)
     reads_cta = any(s.startswith("%ctaid") for ins in _instructions(symbolic) for s in facts(ins).sregs)
     for cta in _samples(grid) if reads_cta else [(0, 0, 0)]:
         values = {}
@@ -229,7 +252,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
             values[f"%ntid.{axis}"] = block[i]
             values[f"%nctaid.{axis}"] = grid[i]
             values[f"%ctaid.{axis}"] = cta[i]
-        fn.body = _filter(body, need, values)
+        fn.body = _filter(body, need, values, idle)
         text: list[str] = []
         emit_function(fn, text)
         key = ("\n".join(text), run_block, tuple(repr(base_args[i]) for i in _scalar_slots(base_args)),
