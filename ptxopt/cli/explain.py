@@ -14,7 +14,9 @@ fields (:func:`ptxopt.equivalence.contract.resolve_performance`); else the
 check launch's block with the grid assumed
 (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at the original
 kernel's occupancy), as when a performance launch gives no grid.  The contract options (``eval``'s) give the
-check launch the interpreter counts loop trips under.  Objective: ``--objective``,
+check launch; loop trips are the performance launch's (its scalars, grid and
+block: :mod:`ptxopt.measure.loop_slice`), the check launch's only where those
+cannot be derived (said so).  Objective: ``--objective``,
 else the evaluator's one rule (:func:`ptxopt.evaluate.candidate.objective_for`):
 ``throughput`` when a performance launch is known, ``latency`` for the
 gemm_tile family and when none is.
@@ -191,44 +193,45 @@ def _check_launch(cand, spec):
     return None
 
 
-def _facts(text: str, arch: str, entry: str, cand):
-    """ptxas resources and the single-warp walk of ``entry`` (loop trips from the
-    interpreter under the check launch where it can run, else the static fallback)."""
-    from ptxopt.sim import decode, sass_loops, simulate, trip_counts_from_loop_profile
+def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None):
+    """ptxas resources and the single-warp walk of ``entry``; loop trips by the
+    evaluator's rule (:func:`ptxopt.measure.loop_slice.trip_counts_for`): the
+    performance ``launch``'s, else the check launch's, else the static fallback."""
+    from ptxopt.measure.loop_slice import trip_counts_for
+    from ptxopt.parser import parse_bytes
+    from ptxopt.sim import decode, simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 
     compiled = compile_ptx(text, arch)
     program = decode(disassemble(compiled.cubin), entry)
-    trips, how = None, "none needed (no SASS loops)"
-    if any(lp.function == program.kernel for lp in sass_loops(program)):
-        how = "static fallback"
-        check = _check_launch(cand, cand.spec)
-        if check is not None and not check.guessed:
-            from ptxopt.measure.loops import loop_profile
-            from ptxopt.parser import parse_bytes
-
-            try:
-                prof = loop_profile(parse_bytes(text.encode(), "explain"), entry, **check.interp_kwargs())
-                trips, how = trip_counts_from_loop_profile(program, prof.counts), "interpreter (check launch)"
-            except Exception as e:  # the interpreter cannot run it: the static fallback, said so
-                how = f"static fallback ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    check = _check_launch(cand, cand.spec)
+    kw = check.interp_kwargs() if check is not None and not check.guessed else None
+    # a LaunchShape; one with neither grid nor assumed blocks is no performance launch, only a block
+    perf = launch if launch is not None and launch.block is not None and (launch.grid or blocks) else None
+    trips, source, notes = trip_counts_for(program, parse_bytes(text.encode(), "explain"), entry, check=kw,
+                                           performance=perf, blocks=blocks)
+    how = {"interpreter": "interpreter (check launch)"}.get(source, source)
+    if source == "performance launch":  # with the counts: "performance launch: $L__BB0_2 128"
+        how += ": " + notes[-1].rsplit("): ", 1)[-1]
+    if source.startswith("static") and notes:
+        how = f"static fallback ({notes[-1].split('(', 1)[-1].rstrip(')')})"
     return simulate(program, compiled, trips or None), compiled.kernels[entry], how
 
 
 def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict:
-    from ptxopt.sim.occupancy import footprint_of_spec
+    from ptxopt.sim.occupancy import dram_bytes_of_spec
     from ptxopt.sim.throughput import estimate
 
-    sim, res, trips = _facts(text, arch, entry, cand)
+    sim, res, trips = _facts(text, arch, entry, cand, launch, blocks)
     footprint = None
     if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
-        footprint = footprint_of_spec(cand.spec)  # the buffers are sized for this very launch
+        footprint = dram_bytes_of_spec(cand.spec)  # the buffers are sized for this very launch
     elif cand.spec is not None and cand.launch is None and launch is not None:
         big = cand.spec.performance_spec()  # the manifest's buffers at its performance size
         if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
                 and dict(launch.scalars) == cand.spec.performance.scalars:
-            footprint = footprint_of_spec(big)
+            footprint = dram_bytes_of_spec(big)
     try:
         e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
     except ValueError as exc:
@@ -274,6 +277,8 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
                  f"{d['objective']}; ESTIMATE)")
     if d["waves"] is not None:
         lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}")
+    if d.get("loop_trips") and not str(d["loop_trips"]).startswith("none needed"):
+        lines.append(f"{indent}loop trips  {d['loop_trips']}")
     dev = d["device"]
     lines.append(f"{indent}device      {dev['name']}: {dev['sm_count']} SMs, {dev['clock_mhz']:g} MHz, "
                  f"{dev['dram_gbps']:g} GB/s, L2 {dev['l2_bytes'] >> 20} MB")

@@ -163,12 +163,12 @@ def _manifest_performance(spec):
     from dataclasses import replace
 
     from ptxopt.equivalence.launch import performance_of
-    from ptxopt.sim.occupancy import footprint_of_spec
+    from ptxopt.sim.occupancy import dram_bytes_of_spec
 
     launch = performance_of(spec)
     if launch is None:
         return None
-    return replace(launch, footprint_bytes=footprint_of_spec(spec.performance_spec()) or None)
+    return replace(launch, footprint_bytes=dram_bytes_of_spec(spec.performance_spec()) or None)
 
 
 def objective_for(cand: Candidate, objective: str | None = None) -> str:

@@ -23,10 +23,13 @@ thread per entry.  The model follows one warp and takes that mean as the
 warp's trip count (a warp runs as long as its slowest thread: for loops whose
 trip count differs between threads the estimate is low).
 
-The counts are mapped onto the SASS loops by position.  When that is not
-possible -- ptxas unrolled, split or added loops, the CFG is irreducible, a
-back edge is an indirect branch, the original cannot be interpreted -- the
-caller keeps the model's static fallback (``static:N=8``) and says why.
+The counts are mapped onto the SASS loops by structure
+(:func:`ptxopt.sim.trips.match_loops`, with :func:`loop_signatures`).  The
+sim backend uses this check-launch profile only when the performance
+launch's counts cannot be derived (:mod:`ptxopt.measure.loop_slice`); when
+neither works -- the CFG is irreducible, a back edge is an indirect branch,
+the original cannot be interpreted, no structural match -- the caller keeps
+the model's static fallback (``static:N=8``) and says why.
 """
 
 from __future__ import annotations
@@ -50,6 +53,35 @@ class LoopProfileError(Exception):
 class LoopProfile:
     counts: tuple[LoopCount, ...]  # per PTX loop, by header position
     headers: tuple[str, ...]  # header labels, for messages
+    #: per PTX loop: its own body's instruction counts per signature class
+    #: (:data:`ptxopt.sim.trips.SIGNATURE_CLASSES`), to match SASS loops by structure
+    signatures: tuple[tuple[int, ...], ...] = ()
+
+
+def loop_signatures(module: Module, entry: str) -> tuple[tuple[int, ...], ...]:
+    """Per natural loop of ``entry`` (by header position, as :func:`instrument_loops` numbers them): the
+    counts per signature class of the instructions in its body but in no loop nested inside it."""
+    from ptxopt.analysis.cfg import build_cfg
+    from ptxopt.sim.trips import SIGNATURE_CLASSES, ptx_signature_class
+
+    cfg = build_cfg(module.function(entry))
+    bodies: dict[int, set[int]] = {}
+    for head, body in cfg.natural_loops():
+        bodies.setdefault(head, set()).update(body)
+    out = []
+    for h in sorted(bodies):
+        own = set(bodies[h])
+        for h2, b2 in bodies.items():
+            if h2 != h and h2 in bodies[h]:
+                own -= b2
+        sig = [0] * len(SIGNATURE_CLASSES)
+        for b in own:
+            for ins in cfg.blocks[b].instructions:
+                c = ptx_signature_class(ins.opcode, ins.modifiers)
+                if c is not None:
+                    sig[c] += 1
+        out.append(tuple(sig))
+    return tuple(out)
 
 
 def loop_headers(module: Module, entry: str) -> int:
@@ -175,8 +207,8 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     for k in range(len(headers)):
         iterations, back = int(got[2 * k]), int(got[2 * k + 1])
         loops.append(LoopCount(entries=max(iterations - back, 0), iterations=iterations))
-    return LoopProfile(tuple(loops), tuple(headers))
+    return LoopProfile(tuple(loops), tuple(headers), loop_signatures(module, entry))
 
 
-__all__ = ["loop_profile", "instrument_loops", "loop_headers", "LoopProfile", "LoopProfileError",
+__all__ = ["loop_profile", "loop_signatures", "instrument_loops", "loop_headers", "LoopProfile", "LoopProfileError",
            "COUNTS_PARAM"]

@@ -23,9 +23,10 @@ SOURCES = ("sim",)
 class SimBackend:
     """The SASS issue model (:mod:`ptxopt.sim`): an estimate, CPU only.
 
-    Loops: trip counts come from the interpreter (:mod:`ptxopt.measure.loops`)
-    for the same inputs as the equivalence check; where they cannot be had the
-    model's static fallback applies and the measurement says so (``fallback``
+    Loops: trip counts come from the performance launch (its scalars, grid
+    and block: :mod:`ptxopt.measure.loop_slice`) under either objective, else
+    from the interpreter on the check launch (:mod:`ptxopt.measure.loops`);
+    where neither can be had the model's static fallback applies and the measurement says so (``fallback``
     and ``notes``).  Warps: the launch (corpus spec or geometry) goes to the
     many-warp part of the model (occupancy, waves, issue and bandwidth
     bounds), see :func:`ptxopt.sim.simulate`.
@@ -115,23 +116,17 @@ class SimBackend:
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:
-        from ptxopt.sim import sass_loops, trip_counts_from_loop_profile
+        """Trip counts at the performance launch when there is one (both
+        objectives), else the check launch's, else static
+        (:func:`ptxopt.measure.loop_slice.trip_counts_for`)."""
+        from .loop_slice import trip_counts_for
 
-        loops = [lp for lp in sass_loops(program) if lp.function == program.kernel]
-        if not loops:
-            return {}, "none needed (no SASS loops)", []
-        if not job.profile_loops or job.module is None:
-            return {}, f"static:N={self.loop_trips}", ["loop trips: static fallback (no interpreter profile requested)"]
-        from .loops import loop_profile
-
-        try:
-            prof = loop_profile(job.module, entry, spec=job.spec, geometry=job.geometry)
-            trips = trip_counts_from_loop_profile(program, prof.counts)
-        except Exception as e:  # LoopProfileError, InterpError, ValueError (loop counts differ)
-            why = str(e).splitlines()[0] if str(e) else type(e).__name__
-            return {}, f"static:N={self.loop_trips}", [f"loop trips: static fallback N={self.loop_trips} ({why})"]
-        per = ", ".join(f"{h} {c.trips_per_entry:g}" for h, c in zip(prof.headers, prof.counts))
-        return trips, "interpreter", [f"loop trips from the interpreter (mean per entry): {per}"]
+        check = None
+        if job.profile_loops and job.module is not None:
+            check = {"spec": job.spec} if job.spec is not None else \
+                {"geometry": job.geometry} if job.geometry is not None else None
+        return trip_counts_for(program, job.module, entry, check=check, performance=job.performance,
+                               blocks=job.blocks, static_n=self.loop_trips)
 
 
 _UNCALIBRATED = ("throughput ESTIMATE for the whole launch: uncalibrated (the model's +-25% is for single-warp "

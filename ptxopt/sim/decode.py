@@ -431,6 +431,17 @@ def decode(listing: SassListing, kernel: str | None = None) -> Program:
                 if idx is None:
                     ctrl[i] = C_STOP
                     unresolved.append(ins.text)
+                elif "NOINC" in mods and name not in symbol_index and \
+                        instructions[idx].function == ins.function:
+                    # a CALL.REL.NOINC to a local label of its own function (not to a subroutine
+                    # symbol, whose RET.REL.NODEC returns through a register) is how ptxas leaves
+                    # some loops: the label's block jumps on (BRA) and never returns, so the walk
+                    # treats it as a guarded jump -- a loop exit the trip counts can steer
+                    ctrl[i] = C_BRA
+                    target[i] = idx
+                    first = operands.split(",", 1)[0].strip()
+                    if _PRED_OPERAND_RE.match(first) and first != "PT":
+                        conditional[i] = True
                 else:
                     ctrl[i] = C_CALL
                     target[i] = idx

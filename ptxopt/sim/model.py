@@ -70,7 +70,21 @@ from the **static fallback** ``static:N=8``:
 * every other conditional branch, guarded EXIT/CALL is not taken, and
   ``BRA.DIV`` is not taken (a lone warp is converged).
 
-``CALL``/``RET`` follow the call (a stack of return points); a ``RET``
+**Steady state**: loops are not replayed iteration by iteration.  Per loop
+entry the walk replays :data:`STEADY_WARMUP` iterations, measures the next
+:data:`STEADY_MEASURE`, then moves the clock, every outstanding scoreboard
+release, the L1 fill times and the instruction/byte/wait counters on by the
+measured per-iteration cost times the iterations left (the quota of a
+conditional back edge; for an unconditional one, the visits until its exit
+branch's rate takes it).  Inner loops are extrapolated inside each replayed
+outer iteration, so nesting composes.  For the deterministic walk the
+per-iteration cost repeats once the pipeline is primed: on the corpus the
+extrapolated estimate equals the full replay (tests/test_sim_steady.py).
+``max_steps`` counts replayed instructions only.
+
+``CALL``/``RET`` follow the call (a stack of return points); a
+``CALL.REL.NOINC`` to a local label of its own function is a guarded jump
+(ptxas leaves loops that way; its block jumps on and never returns); a ``RET``
 with an empty stack ends the walk; ``BSSY``/``BSYNC`` are ordinary
 instructions for a converged warp.  Indirect branches (``BRX``/``JMX``) end
 the walk with a note.
@@ -188,6 +202,12 @@ from .latency import ArchLatencies, latencies_for
 
 DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
 DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends with a note)
+#: Steady-state loops: per loop entry, replay STEADY_WARMUP iterations, measure the next
+#: STEADY_MEASURE, then advance the clock, the scoreboards, the L1 fill times and every counter by
+#: the measured per-iteration cost times the iterations left (nested loops compose: an outer
+#: iteration's cost includes its inner loops' extrapolation).  None: replay every iteration.
+STEADY_WARMUP = 2
+STEADY_MEASURE = 2
 
 # Waits are attributed to where the data came from; global loads split by source.
 _SRC_L1 = 100  # global load completed from L1 (hit, or a fill already under way)
@@ -322,7 +342,8 @@ def simulate(listing: SassListing | Program,
              trip_counts: TripCounts | None = None, *, kernel: str | None = None, warps: int = 1,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-             launch=None, footprint_bytes: int | None = None, blocks: int | None = None) -> SimResult:
+             launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
+             steady_state: bool = True) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -354,7 +375,12 @@ def simulate(listing: SassListing | Program,
       (with ``launch``).  Above the L2 capacity they stream from DRAM once
       (the DRAM bound); None: the data is assumed L2-resident, as in the
       GPU backend's warm timing loop.
-    * ``explain``: also record a per-instruction :class:`TimelineEntry` list.
+    * ``steady_state``: extrapolate each loop entry from a few replayed
+      iterations (:data:`STEADY_WARMUP`, :data:`STEADY_MEASURE`; the result
+      notes how many iterations were extrapolated); False replays every one.
+      The ``max_steps`` budget counts replayed instructions only.
+    * ``explain``: also record a per-instruction :class:`TimelineEntry` list
+      (extrapolated iterations have none: the step numbers jump).
     * ``arch``/``latencies``: override the architecture (default: the
       listing's) or the whole latency table.
     """
@@ -372,9 +398,12 @@ def simulate(listing: SassListing | Program,
     res = _kernel_resources(resources, program.kernel)
     profile = _normalise_trip_counts(trip_counts, program)
 
-    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps)
+    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state)
     walk.run()
     notes.extend(walk.notes)
+    if walk.extrapolated:
+        notes.append(f"steady-state loops: {walk.extrapolated:,} iterations extrapolated from the "
+                     f"measured ones ({walk.walked:,} of {walk.steps:,} issued instructions replayed)")
     issued = walk.steps
     single = walk.end_time
     occ_json = None
@@ -585,8 +614,11 @@ class _Walk:
     """State of one walk; ``run`` is the hot loop."""
 
     def __init__(self, program: Program, lat: ArchLatencies, profile: dict[int, float], loop_trips: int,
-                 explain: bool, max_steps: int):
+                 explain: bool, max_steps: int, steady_state: bool = True):
         self.p = program
+        self.steady = bool(steady_state)
+        self.extrapolated = 0  # loop iterations not replayed but extrapolated
+        self.walked = 0  # instructions replayed
         self.lat = lat
         self.profile = profile
         self.N = int(loop_trips)
@@ -604,6 +636,7 @@ class _Walk:
         # loop state per back edge: [taken in this entry, entries so far, quota of this entry, active]
         self.loop_state: dict[int, list] = {}
         self.visits: dict[int, int] = {}
+        self._exits: dict[int, list[int]] = {}  # back edge -> its exit branches (unconditional loops)
         self.back_edges = frozenset(program.back_edges)
         self.traffic = _traffic_table(program)
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
@@ -656,6 +689,35 @@ class _Walk:
                 return True, "taken (fallback: loop exit)"
         return False, "not taken (fallback)"
 
+    def _iterations_left(self, pc: int, conditional: bool, j: int) -> int:
+        """Back-edge jumps still to come in this entry of the loop closed at ``pc``
+        (after ``j``), as the branch decisions would give them; 0 when unknown.
+        A loop with an unconditional back edge ends at its exit branch: its
+        profile rate gives the visit that leaves (the visits skipped are
+        counted), else the static fallback N."""
+        if conditional:
+            return max(self.loop_state[pc][2] - j, 0)
+        exits = self._exits.get(pc)
+        if exits is None:
+            exits = self._exits[pc] = [i for i in range(len(self.p)) if self.p.loop_of_exit[i] == pc]
+        if len(exits) != 1:
+            return 0
+        e = exits[0]
+        if e not in self.profile:
+            return max(self.N - j, 0)
+        rate = self.profile[e]
+        if rate <= 0:
+            return 0
+        n = self.visits.get(e, 0)
+        # the first visit after n on which the spread rate takes the exit
+        m = max(1, math.ceil((math.floor(n * rate + 1e-9) + 1 - 1e-9) / rate) - n - 1)
+        while m > 1 and _spread(n + m - 1, rate):
+            m -= 1
+        while not _spread(n + m, rate):
+            m += 1
+        self.visits[e] = n + m - 1
+        return m - 1
+
     def _leave_loops(self, pc: int, dest: int) -> None:
         """Reset the state of active loops that a jump from ``pc`` to ``dest`` leaves."""
         for b, st in self.loop_state.items():
@@ -696,8 +758,11 @@ class _Walk:
         t = 0.0
         pc = p.start
         steps = 0
+        walked = 0
         max_steps = self.max_steps
         timeline = self.timeline
+        steady = self.steady
+        snap: dict[int, tuple] = {}  # back edge -> state after its STEADY_WARMUP-th taken jump this entry
         traffic = self.traffic
         l1_acc = 0
         l2_acc = 0
@@ -707,7 +772,7 @@ class _Walk:
             if pc >= n:
                 self.notes.append("the walk ran past the end of the code; stopped there")
                 break
-            if steps >= max_steps:
+            if walked >= max_steps:
                 self.truncated = True
                 self.notes.append(f"stopped after {max_steps} issued instructions (max_steps); "
                                   "the estimate is truncated")
@@ -855,6 +920,7 @@ class _Walk:
             branch = None
             stop = False
             steps += 1
+            walked += 1
             if c == C_NONE:
                 pc += 1
             elif never[pc]:  # @!PT BRA / EXIT / CALL: never taken
@@ -864,6 +930,33 @@ class _Walk:
                 dest = target[pc]
                 if pc in back_edges:
                     taken, branch = self._back_edge(pc, conditional[pc])
+                    if taken and steady:
+                        st = self.loop_state[pc]
+                        j = st[0]
+                        if j == STEADY_WARMUP:
+                            snap[pc] = (ready, steps, l1_acc, l2_acc, mem_n, dict(waits))
+                        elif j == STEADY_WARMUP + STEADY_MEASURE and pc in snap and \
+                                (left := self._iterations_left(pc, conditional[pc], j)) > 0:
+                            s0 = snap.pop(pc)
+                            f = left / STEADY_MEASURE
+                            delta = (ready - s0[0]) * f
+                            ready += delta
+                            for lst in pending:
+                                if lst:
+                                    lst[:] = [(e[0] + delta,) + tuple(e[1:]) for e in lst]
+                            for key in fill:
+                                fill[key] += delta
+                            if group_release:
+                                group_release += delta
+                            steps += round((steps - s0[1]) * f)
+                            l1_acc += round((l1_acc - s0[2]) * f)
+                            l2_acc += round((l2_acc - s0[3]) * f)
+                            mem_n += round((mem_n - s0[4]) * f)
+                            for key, v in list(waits.items()):
+                                waits[key] = v + (v - s0[5].get(key, 0.0)) * f
+                            st[0] += left
+                            self.extrapolated += left
+                            branch += f" (+{left} iterations extrapolated)"
                 elif conditional[pc]:
                     taken, branch = self._forward(pc)
                 else:
@@ -916,6 +1009,7 @@ class _Walk:
             if stop:
                 break
         self.steps = steps
+        self.walked = walked
         self.l1_bytes = l1_acc
         self.l2_bytes = l2_acc
         self.memory_instructions = mem_n

@@ -174,4 +174,26 @@ def footprint_of_spec(spec) -> int | None:
     return total
 
 
-__all__ += ["footprint_of_spec"]
+def dram_bytes_of_spec(spec) -> int | None:
+    """Global bytes a corpus kernel's launch must move between DRAM and the
+    chip when its data does not stay in L2: every ``input`` buffer read once,
+    every ``output`` buffer written once (whole sectors: no read for
+    ownership), every ``inout`` buffer read *and* written back (twice its
+    size) -- the roofline's numerator (:mod:`ptxopt.sim.throughput`).  Scratch
+    buffers are not counted.  None when a buffer's size is unknown.
+
+    It is also what the model compares with the L2 capacity to decide whether
+    the data stays L2-resident; for read-modify-write buffers that is
+    conservative (their distinct bytes are half of it)."""
+    total = 0
+    for p in getattr(spec, "params", ()):
+        if p.role not in ("input", "output", "inout"):
+            continue
+        size = _DTYPE_BYTES.get(p.dtype)
+        if size is None or p.count is None:
+            return None
+        total += size * int(p.count) * (2 if p.role == "inout" else 1)
+    return total
+
+
+__all__ += ["footprint_of_spec", "dram_bytes_of_spec"]

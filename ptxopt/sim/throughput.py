@@ -27,8 +27,10 @@ A bound's value is its total over the launch; ``binding`` is the largest.
 Warps overlap perfectly up to the point where a resource saturates (the
 model's ``max``; real kernels sit somewhat above it).
 
-DRAM bytes: ``footprint_bytes``, the distinct bytes the launch touches (a
-lower bound on what DRAM must move, so the bound is a true roofline).  Without
+DRAM bytes: ``footprint_bytes``, the bytes the launch must move between DRAM
+and the chip (every buffer once, a read-modify-write buffer twice:
+:func:`ptxopt.sim.occupancy.dram_bytes_of_spec`; a lower bound on the
+traffic, so the bound is a true roofline).  Without
 it no DRAM bound applies (per-thread traffic counts shared data once per
 thread: an upper bound on bytes gives no lower bound on time).  A footprint
 that fits in L2 is taken as L2-resident (repeated launches, as in a warm
@@ -233,7 +235,7 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
       :func:`assumed_blocks` of the original kernel); None: this kernel's own
       occupancy x :data:`ASSUMED_WAVES` (fine for a lone kernel, not for
       comparing candidates).
-    * ``footprint_bytes``: distinct bytes the launch touches (0: none from DRAM).
+    * ``footprint_bytes``: bytes the launch must move from/to DRAM (0: none).
     """
     if device is None:
         from .device import device_for

@@ -5,28 +5,30 @@ conditional branch it reaches.  Callers pass them as ``trip_counts`` keyed by
 ``(code section, byte offset)`` of the SASS branch; :func:`branch_sites`
 lists the keys.  Without them the static fallback (``static:N=8``) applies.
 
-Hook for the PTX interpreter
-----------------------------
-The interpreter (``ptxopt.interp``, in progress) will report how many times
-each PTX basic block executed for given inputs.  From those counts a caller
-derives, for every PTX loop in source order, how often the loop was
-*entered* (the count of the block before its header, or the header count
-minus the back-edge count) and how many *iterations* ran in total (the
-header count).  :func:`trip_counts_from_loop_profile` maps that list onto
-the SASS loops by position: the i-th PTX loop (by header position, which is
-also nesting pre-order) to the i-th SASS loop (by header offset).  ptxas
-keeps loop order and nesting for loops it does not unroll or restructure;
-when the numbers of loops differ the hook refuses (``ValueError``) rather
-than guess, and the caller keeps the static fallback.  A loop that ptxas
-unrolled by k while keeping it a loop runs 1/k as many SASS iterations: the
-hook cannot see that (documented limitation; pass ``unroll`` per loop when
-it is known).
-
-Only the fallback is wired up today; nothing here imports the interpreter.
+Loop counts from the PTX interpreter
+------------------------------------
+:mod:`ptxopt.measure.loops` (check launch) and :mod:`ptxopt.measure.loop_slice`
+(performance launch) count, for every PTX loop in header order, how often it
+was *entered* and how many *iterations* ran, and the loop's *signature*: its
+own body's instructions per class of :data:`SIGNATURE_CLASSES` (global
+loads/stores, shuffles, barriers, atomics, inner loops excluded).
+:func:`trip_counts_from_loop_profile` maps them onto the SASS loops **by
+structure** (:func:`match_loops`): an order-preserving alignment in which
+each SASS loop is a k-fold unrolling of one PTX loop (its signature k times
+the PTX loop's), several SASS loops may share one PTX loop (ptxas split it
+into an unrolled main loop and a remainder) and a PTX loop may have none
+(ptxas unrolled it fully).  A k-fold unrolled loop runs 1/k as many
+iterations; a split loop's most unrolled part runs ``floor(T/k)`` and the
+rest the remainder.  Without signatures, or when no alignment exists, the
+mapping is by position and refuses (``ValueError``) when the numbers of
+loops differ; the caller then keeps the static fallback.  Limits: a loop
+with no counted instruction matches any such loop with k=1; shared-memory
+accesses are not counted (ptxas merges them into wider ones).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -133,8 +135,121 @@ def branch_sites(listing: SassListing | Program, kernel: str | None = None) -> l
     return out
 
 
+#: Loop signatures: which PTX instructions become which SASS instructions one for one, by class.
+#: A loop's *signature* counts its own body's instructions per class (inner loops excluded); a SASS
+#: loop that is ptxas's k-fold unrolling of a PTX loop has k times its signature.  PTX: ``opcode``
+#: with the state space among its modifiers (None: generic, no space written); SASS: base opcode.
+#: Global accesses are counted: ptxas does not merge them (it cannot prove the wider alignment).
+SIGNATURE_CLASSES: dict[str, tuple[tuple[tuple[str, str | None], ...], tuple[str, ...]]] = {
+    "global load": ((("ld", "global"), ("ld", None), ("cp", "global")), ("LDG", "LD", "LDGSTS")),
+    "global store": ((("st", "global"), ("st", None)), ("STG", "ST")),
+    # shared-memory loads/stores are left out: ptxas merges neighbouring ones into wider accesses
+    # (cuda_attention_small: 32 ld.shared.f32 -> 8 LDS.128), so their counts do not scale by k
+    "shuffle": ((("shfl", None),), ("SHFL",)),
+    "barrier": ((("bar", None), ("barrier", None)), ("BAR",)),
+    "atomic": ((("atom", None), ("red", None)), ("ATOM", "ATOMG", "ATOMS", "RED")),
+}
+_SASS_CLASS = {op: i for i, (_, (_ptx, sass)) in enumerate(SIGNATURE_CLASSES.items()) for op in sass}
+_SPACES = ("global", "shared", "local", "param", "const")
+
+
+def ptx_signature_class(opcode: str, modifiers: Sequence[str]) -> int | None:
+    """Index of a PTX instruction's signature class (:data:`SIGNATURE_CLASSES`), None: not counted."""
+    space = next((m for m in modifiers if m in _SPACES), None)
+    for i, (ptx, _sass) in enumerate(SIGNATURE_CLASSES.values()):
+        for op, sp in ptx:
+            if opcode != op:
+                continue
+            if op in ("ld", "st"):
+                if sp == space or (sp is None and space is None):
+                    return i
+            elif op == "cp":  # cp.async.{ca,cg}.shared.global copies; not commit_group/wait_group
+                if "async" in modifiers and "global" in modifiers:
+                    return i
+            elif sp is None or sp in modifiers:
+                return i
+    return None
+
+
+def sass_signatures(listing: SassListing | Program, kernel: str | None = None) -> list[tuple[int, ...]]:
+    """Per SASS loop of the kernel (:func:`sass_loops` order): its own body's counts per class."""
+    p = _program(listing, kernel)
+    loops = [lp for lp in sass_loops(p) if lp.function == p.kernel]
+    index = {(ins.function, ins.offset): i for i, ins in enumerate(p.instructions)}
+    spans = [(index[(lp.function, lp.header_offset)], index[(lp.function, lp.branch_offset)]) for lp in loops]
+    out = []
+    for h, b in spans:
+        inner = [(h2, b2) for h2, b2 in spans if (h2, b2) != (h, b) and h <= h2 and b2 <= b]
+        sig = [0] * len(SIGNATURE_CLASSES)
+        for i in range(h, b + 1):
+            if any(h2 <= i <= b2 for h2, b2 in inner):
+                continue
+            c = _SASS_CLASS.get(p.instructions[i].opcode.split(".")[0])
+            if c is not None:
+                sig[c] += 1
+        out.append(tuple(sig))
+    return out
+
+
+def _unroll(sass_sig: Sequence[int], ptx_sig: Sequence[int]) -> int | None:
+    """k with sass_sig == k * ptx_sig (k >= 1); 1 when both are empty; None: not an unrolling."""
+    if not any(ptx_sig):
+        return 1 if not any(sass_sig) else None
+    ks = {s // q for s, q in zip(sass_sig, ptx_sig) if q}
+    if len(ks) != 1:
+        return None
+    k = ks.pop()
+    if k < 1 or any(s != k * q for s, q in zip(sass_sig, ptx_sig)):
+        return None
+    return k
+
+
+def match_loops(sass_sigs: Sequence[Sequence[int]], ptx_sigs: Sequence[Sequence[int]],
+                ptx_live: Sequence[bool] | None = None) -> list[tuple[int, int]]:
+    """``(PTX loop index, unroll k)`` per SASS loop: an order-preserving alignment in which every SASS
+    loop is a k-fold unrolling of one PTX loop (same signature up to k); several SASS loops may share one
+    PTX loop (ptxas split it: main + remainder), and a PTX loop may have none (ptxas unrolled it fully).
+    Fewest splits and unmatched live PTX loops win, then the smallest unroll factors.  Raises
+    ``ValueError`` when no alignment exists."""
+    n, m = len(sass_sigs), len(ptx_sigs)
+    live = list(ptx_live) if ptx_live is not None else [True] * m
+    if n == 0:
+        return []
+    ks = [[_unroll(sass_sigs[j], ptx_sigs[i]) for i in range(m)] for j in range(n)]
+    INF = (10**9, 10**9)
+    # best[j][i] = (cost, sum of k), back pointer
+    best = [[INF] * m for _ in range(n)]
+    back = [[-1] * m for _ in range(n)]
+    skipped = lambda a, b: sum(1 for x in range(a, b) if live[x])  # noqa: E731
+    for i in range(m):
+        if ks[0][i] is not None:
+            best[0][i] = (skipped(0, i), ks[0][i])
+    for j in range(1, n):
+        for i in range(m):
+            if ks[j][i] is None:
+                continue
+            for i2 in range(i + 1):
+                if best[j - 1][i2] == INF:
+                    continue
+                c = best[j - 1][i2]
+                cand = (c[0] + (1 if i2 == i else skipped(i2 + 1, i)), c[1] + ks[j][i])
+                if cand < best[j][i]:
+                    best[j][i], back[j][i] = cand, i2
+    ends = [(best[n - 1][i][0] + skipped(i + 1, m), best[n - 1][i][1], i) for i in range(m) if best[n - 1][i] != INF]
+    if not ends:
+        raise ValueError(f"no structural match of {n} SASS loop(s) onto {m} PTX loop(s) "
+                         f"(signatures SASS {list(map(tuple, sass_sigs))}, PTX {list(map(tuple, ptx_sigs))})")
+    i = min(ends)[2]
+    out = []
+    for j in range(n - 1, -1, -1):
+        out.append((i, ks[j][i]))
+        i = back[j][i]
+    return out[::-1]
+
+
 def trip_counts_from_loop_profile(listing: SassListing | Program, profile: Sequence[LoopCount],
-                                  kernel: str | None = None) -> dict[tuple[str, int], float]:
+                                  kernel: str | None = None,
+                                  signatures: Sequence[Sequence[int]] | None = None) -> dict[tuple[str, int], float]:
     """Map per-PTX-loop counts (source order) onto the kernel's SASS loops (header order).
 
     Returns a ``trip_counts`` mapping for :func:`ptxopt.sim.simulate`:
@@ -145,6 +260,8 @@ def trip_counts_from_loop_profile(listing: SassListing | Program, profile: Seque
     """
     p = _program(listing, kernel)
     loops = [lp for lp in sass_loops(p) if lp.function == p.kernel]
+    if signatures is not None:
+        return _by_structure(p, loops, profile, signatures)
     if len(loops) != len(profile):
         raise ValueError(
             f"{len(profile)} PTX loop(s) but {len(loops)} SASS loop(s) in {p.kernel}: ptxas unrolled, "
@@ -157,4 +274,42 @@ def trip_counts_from_loop_profile(listing: SassListing | Program, profile: Seque
             out[lp.key] = max(trips - 1.0, 0.0)
         elif lp.exits:
             out[(lp.function, lp.exits[0])] = 1.0 / trips if trips > 0 else 1.0
+    return out
+
+
+def _set_trips(out: dict, lp: SassLoop, trips: float) -> None:
+    if lp.conditional:
+        out[lp.key] = max(trips - 1.0, 0.0)
+    elif lp.exits:
+        out[(lp.function, lp.exits[0])] = 1.0 / trips if trips > 0 else 1.0
+
+
+def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount],
+                  signatures: Sequence[Sequence[int]]) -> dict[tuple[str, int], float]:
+    """Trip counts through :func:`match_loops`: a SASS loop that unrolls its PTX loop k-fold runs 1/k
+    as many iterations; when ptxas split one PTX loop into several SASS loops, the most unrolled one
+    runs ``floor(T / k)`` iterations per entry and the next ones the remainder (a loop given 0 still
+    runs its body once if the walk reaches it: the guard that skips it has no count)."""
+    if len(signatures) != len(profile):
+        raise ValueError("one signature per PTX loop is needed")
+    sass_sigs = sass_signatures(p)
+    try:
+        match = match_loops(sass_sigs, signatures, [c.iterations > 0 for c in profile])
+    except ValueError:
+        if len(loops) != len(profile):
+            raise
+        match = [(i, 1) for i in range(len(loops))]  # same number of loops: by position, as before
+    out: dict[tuple[str, int], float] = {}
+    groups: dict[int, list[tuple[SassLoop, int]]] = {}
+    for lp, (i, k) in zip(loops, match):
+        groups.setdefault(i, []).append((lp, k))
+    for i, members in groups.items():
+        left = profile[i].trips_per_entry
+        for lp, k in sorted(members, key=lambda t: -t[1]):
+            if len(members) == 1:
+                _set_trips(out, lp, left / k)
+                continue
+            n = math.floor(left / k + 1e-9)
+            _set_trips(out, lp, float(n))
+            left -= n * k
     return out
