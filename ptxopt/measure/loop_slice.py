@@ -39,7 +39,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ptxopt.ir import Block, Imm, Instruction, Label, Reg
+from ptxopt.ir import Block, Imm, Instruction, Reg
 from ptxopt.operand_facts import defs_uses, facts
 
 from .loops import BASE_REG, LoopProfile, LoopProfileError, instrument_loops
@@ -305,7 +305,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
 
     ``check`` is the check launch's ``interp_kwargs()`` (``{"spec": ...}`` or
     ``{"geometry": ...}``), None when it cannot run."""
-    from ptxopt.sim import sass_loops, trip_counts_from_loop_profile
+    from ptxopt.sim import sass_loops
 
     from .loops import loop_profile
 
