@@ -39,8 +39,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ptxopt.ir import Block, Imm, Instruction, Reg
-from ptxopt.operand_facts import defs_uses, facts
+from ptxopt.ir import Block, Imm, Instruction
+from ptxopt.operand_facts import defs_uses, facts, reg_name
 
 from .loops import BASE_REG, LoopProfile, LoopProfileError, instrument_loops
 from ptxopt.sim.trips import LoopCount
@@ -114,10 +114,8 @@ def _constant_sregs(ins: Instruction, values: dict[str, int]) -> Instruction:
         return ins
     ops = []
     for op in ins.operands:
-        if type(op) is Reg and op.name in values:
-            ops.append(Imm(str(values[op.name])))
-        else:
-            ops.append(op)
+        name = reg_name(op)
+        ops.append(Imm(str(values[name])) if name in values else op)
     new = replace(ins, operands=tuple(ops))
     if any(s.split(".")[0] in _LAUNCH_SREGS for s in facts(new).sregs):
         raise SliceError(f"`{ins.opcode}` reads a launch special register inside a compound operand")
