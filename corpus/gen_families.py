@@ -303,14 +303,16 @@ def s_gemv(rng):
     trips = rng.randint(2, 3)
     m = _not16(bm * 2 - rng.randint(0, bm // 2))
     k = _not16(bk * trips - rng.randint(0, bk // 2))
+    nw = _warps(bm * bk, rng)
+    p_m = max(ROWS, bm * _cdiv(1 << 16, 32 * nw))  # at least 2^16 threads: a tall matrix (an LM head)
     return dict(
-        constexprs=dict(BM=bm, BK=bk, BIAS=int(rng.random() < 0.5)), num_warps=_warps(bm * bk, rng),
+        constexprs=dict(BM=bm, BK=bk, BIAS=int(rng.random() < 0.5)), num_warps=nw,
         grid=(_cdiv(m, bm), 1, 1),
         params=[_buf("a_ptr", "input", dt, m * k), _buf("x_ptr", "input", dt, k), _buf("y_ptr", "output", "f32", m),
                 ("m", "scalar", "s32", m), ("k", "scalar", "s32", k)],
-        performance=dict(grid=(_cdiv(ROWS, bm), 1, 1), scalars={"m": ROWS, "k": COLS},
-                         counts={"a_ptr": ROWS * COLS, "x_ptr": COLS, "y_ptr": ROWS},
-                         problem=f"{ROWS} x {COLS} {dt} matrix times vector, {bm} rows per program"),
+        performance=dict(grid=(_cdiv(p_m, bm), 1, 1), scalars={"m": p_m, "k": COLS},
+                         counts={"a_ptr": p_m * COLS, "x_ptr": COLS, "y_ptr": p_m},
+                         problem=f"{p_m} x {COLS} {dt} matrix times vector, {bm} rows per program"),
         shape={"m": m, "k": k}, tags=["gemv", "reduction"], loops=[_loop("k", bk, k, COLS)],
         variant={"dtype": dt})
 
@@ -391,7 +393,7 @@ def s_attention_fwd(rng):
     seq = max(bm, bn) * rng.randint(2, 3)
     while seq * d > 4096 and seq > max(bm, bn):
         seq -= max(bm, bn)
-    p_seq = 4096
+    p_seq = max(4096, bm * (1 << 16) // 128)  # at least 2^16 threads: one long-context head
     return dict(
         constexprs=dict(BM=bm, BN=bn, D=d, CAUSAL=int(causal)), num_warps=4, num_stages=rng.choice([1, 2]),
         grid=(seq // bm, 1, 1),

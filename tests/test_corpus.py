@@ -200,7 +200,8 @@ def _entry_fn(kernel):
 
 
 def test_every_nvcc_and_triton_kernel_has_a_performance_launch_and_gemm_tile_none():
-    assert len(RUN) == 42 and all(k.performance is not None and k.performance.problem for k in RUN)
+    assert len([k for k in RUN if not k.generated]) == 42
+    assert all(k.performance is not None and k.performance.problem for k in RUN)
     assert all(k.performance is None for k in GEMM)  # their objective stays one warp's latency
     assert set(RUN) == set(select("cuda,triton", KERNELS))
 
@@ -383,3 +384,57 @@ def test_ptxas_compiles(kernel):
     proc = subprocess.run([str(ptxas), f"-arch={kernel.arch}", str(kernel.ptx_path), "-o", "/dev/null"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- generated families (issue 30) --------------------------------------------
+
+GENERATED = [k for k in KERNELS if k.generated]
+
+
+def test_generated_families_are_many_grouped_and_recorded():
+    """At least 12 families beyond gemm_tile in template groups, every kernel
+    with a group, its runtime loops and the Triton version it was made with;
+    GENERATION.json records seed and versions, and the generator's variants
+    are a function of (seed, family, count) alone."""
+    import importlib.util
+
+    families = Counter(k.family for k in GENERATED)
+    assert len(families) >= 12 and len(GENERATED) >= 200
+    groups = {k.group for k in GENERATED}
+    assert len(groups) >= 10
+    # softmax, layernorm and rmsnorm share one template group, as do the
+    # hand-written row reductions
+    assert {k.group for k in GENERATED if k.family in ("softmax_rows", "layernorm_rows", "rmsnorm_rows")} \
+        == {k.group for k in KERNELS if k.family in ("softmax", "normalization")} == {"row_reduction"}
+    record = json.loads((ROOT / "families" / "GENERATION.json").read_text())
+    assert record["kernels"] == len(GENERATED)
+    for k in GENERATED:
+        assert k.path.startswith(f"families/{k.family}/") and k.id == "gen_" + Path(k.path).stem
+        assert k.generator.startswith(f"triton {record['triton']} ")
+        assert k.performance is not None
+        for loop in map(dict, k.loops):
+            assert loop["trips_check"] >= 1 and loop["trips_performance"] >= 1, (k.id, loop)
+            assert loop["bound"] in {p.arg for p in k.params if p.role == "scalar"}, (k.id, loop)
+    assert sum(1 for k in GENERATED if k.loops) >= len(GENERATED) // 2  # runtime trip counts are common
+    spec = importlib.util.spec_from_file_location("gen_families_under_test", ROOT / "gen_families.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for family in ("gemm_kloop", "softmax_rows"):
+        first = gen.variants(family, record["seed"], record["per_family"])
+        assert first == gen.variants(family, record["seed"], record["per_family"])
+        raw = json.loads((ROOT / "manifest.json").read_text())["kernels"]
+        assert [v["constexprs"] for v in first] == [k["triton"]["constexprs"] for k in raw if k["family"] == family]
+
+
+def test_select_understands_template_groups(monkeypatch):
+    monkeypatch.delenv("PTXOPT_CORPUS", raising=False)
+    rows = select("row_reduction", KERNELS)
+    assert {k.family for k in rows} >= {"softmax", "normalization", "softmax_rows", "layernorm_rows", "rmsnorm_rows"}
+    assert ids(select("group:row_reduction", KERNELS)) == ids(rows)
+    # a family name keeps meaning the family, even where a group shares it
+    assert {k.family for k in select("softmax", KERNELS)} == {"softmax"}
+    assert ids(select("group:gemv", KERNELS)) == ids(select("gemv", KERNELS))
+    with pytest.raises(CorpusError, match="a group"):
+        select("no_such_group", KERNELS)
+    with pytest.raises(CorpusError):
+        select("group:softmax", KERNELS)  # softmax is a family, not a group
