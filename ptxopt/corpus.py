@@ -51,6 +51,10 @@ GROUP_OF_FAMILY = {
     "histogram": "histogram_bins",
 }
 
+#: Hand-written kernels whose template is not their family's (a matrix-vector
+#: product filed under matmul is a GEMV, not a tiled GEMM).
+GROUP_OF_ID = {"cuda_gemv_warp": "gemv"}
+
 #: Selector prefix that names a group explicitly (``group:row_reduction``).
 GROUP_PREFIX = "group:"
 
@@ -173,7 +177,7 @@ class KernelSpec:
     #: launch; the two are never interchanged. As an equivalence ``Launch``
     #: (role performance): :func:`ptxopt.equivalence.launch.performance_of`.
     performance: Performance | None = None
-    #: template group (manifest ``group``; hand-written kernels: GROUP_OF_FAMILY)
+    #: template group (manifest ``group``; hand-written kernels: GROUP_OF_ID, else GROUP_OF_FAMILY)
     group: str = ""
     #: the template's runtime loops: bound argument, step, trip counts at the
     #: check and performance launches (generated kernels; empty otherwise)
@@ -235,7 +239,7 @@ class KernelSpec:
             root=root,
             divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
             performance=None if perf is None else Performance.from_json(perf),
-            group=d.get("group") or GROUP_OF_FAMILY.get(d["family"], d["family"]),
+            group=d.get("group") or GROUP_OF_ID.get(d["id"]) or GROUP_OF_FAMILY.get(d["family"], d["family"]),
             loops=tuple(_freeze(loop) for loop in d.get("loops", ())),
         )
 

@@ -158,7 +158,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
-    selector (gemm_tile, triton, cuda_saxpy, all; 'corpus:' optional). For a
+    selector (gemm_tile, triton, cuda_saxpy, a template group such as row_reduction, all; 'corpus:' optional). For a
     Triton cache directory the launch contracts come from Triton's metadata
     and the best verified pipeline per kernel is written to --pipelines-out. Per kernel: best pipeline, cycles
     before/after (ESTIMATE with --backend sim), improvement, evaluations,
