@@ -10,9 +10,9 @@ and ``mma`` kernels), small enough that a sweep takes seconds.
 The generated families (``corpus/families/``, hundreds of kernels) enter
 corpus-wide tests through tiers of their own, applied to every parametrized
 test by ``tests/conftest.py`` (a test that takes a ``KernelSpec`` or a
-kernel id): the first kernel of each template group runs in the fast tier
-(:func:`generated_tier` ``"fast"``), the first :data:`SLOW_PER_FAMILY` of
-each family in the slow tier, and the rest only with
+kernel id): the smallest kernel (PTX bytes) of each template group runs in
+the fast tier (:func:`generated_tier` ``"fast"``), the first
+:data:`SLOW_PER_FAMILY` of each family in the slow tier, and the rest only with
 ``PTXOPT_FULL_CORPUS=1``. Tests that loop over the corpus inside one test
 take :func:`fast_kernels` instead of the whole manifest.
 """
@@ -39,13 +39,16 @@ def _generated_tiers() -> dict[str, str]:
     """Generated kernel id -> "fast" | "slow" | "full" (manifest order decides)."""
     from ptxopt.corpus import load_manifest
 
-    tiers, groups, families = {}, set(), {}
-    for k in load_manifest():
-        if not k.generated:
-            continue
+    generated = [k for k in load_manifest() if k.generated]
+    smallest: dict[str, tuple[int, int]] = {}  # group -> (PTX bytes, index): the cheapest kernel of each group
+    for i, k in enumerate(generated):
+        size = (k.ptx_path.stat().st_size, i)
+        smallest[k.group] = min(smallest.get(k.group, size), size)
+    fast = {generated[i].id for _, i in smallest.values()}
+    tiers, families = {}, {}
+    for k in generated:
         families[k.family] = families.get(k.family, 0) + 1
-        if k.group not in groups:
-            groups.add(k.group)
+        if k.id in fast:
             tiers[k.id] = "fast"
         elif families[k.family] <= SLOW_PER_FAMILY:
             tiers[k.id] = "slow"
