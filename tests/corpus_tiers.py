@@ -10,11 +10,11 @@ and ``mma`` kernels), small enough that a sweep takes seconds.
 The generated families (``corpus/families/``, hundreds of kernels) enter
 corpus-wide tests through tiers of their own, applied to every parametrized
 test by ``tests/conftest.py`` (a test that takes a ``KernelSpec`` or a
-kernel id): the smallest kernel (PTX bytes) of each template group runs in
-the fast tier (:func:`generated_tier` ``"fast"``), the first
+kernel id): the cheapest kernel of each template group (check-launch
+threads x PTX statements, if below :data:`FAST_COST`) runs in the fast tier (:func:`generated_tier` ``"fast"``), the first
 :data:`SLOW_PER_FAMILY` of each family in the slow tier, and the rest only with
 ``PTXOPT_FULL_CORPUS=1``. Tests that loop over the corpus inside one test
-take :func:`fast_kernels` instead of the whole manifest.
+take :func:`fast_kernels` or :func:`slow_kernels` instead of the whole manifest.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ FAST_CORPUS = (
 
 #: generated kernels per family that the slow tier sweeps
 SLOW_PER_FAMILY = 2
+#: a group's cheapest generated kernel joins the fast tier only below this
+#: cost (check-launch threads x PTX statements): the attention blocks
+#: (cheapest 61k; 14 s per reorder pass under the equivalence check) stay slow
+FAST_COST = 20_000
 
 
 @lru_cache(maxsize=1)
@@ -40,11 +44,11 @@ def _generated_tiers() -> dict[str, str]:
     from ptxopt.corpus import load_manifest
 
     generated = [k for k in load_manifest() if k.generated]
-    smallest: dict[str, tuple[int, int]] = {}  # group -> (PTX bytes, index): the cheapest kernel of each group
+    smallest: dict[str, tuple[int, int]] = {}  # group -> (cost, index): the cheapest kernel of each group
     for i, k in enumerate(generated):
-        size = (k.ptx_path.stat().st_size, i)
-        smallest[k.group] = min(smallest.get(k.group, size), size)
-    fast = {generated[i].id for _, i in smallest.values()}
+        cost = (k.launch.threads * k.ptx_text().count(";"), i)  # threads x statements: what interpreting costs
+        smallest[k.group] = min(smallest.get(k.group, cost), cost)
+    fast = {generated[i].id for cost, i in smallest.values() if cost <= FAST_COST}
     tiers, families = {}, {}
     for k in generated:
         families[k.family] = families.get(k.family, 0) + 1
@@ -75,6 +79,13 @@ def fast_kernels(specs) -> list:
     """*specs* less the generated kernels outside the fast slice: for tests that
     loop over the corpus inside one test."""
     return [k for k in specs if generated_tier(k.id) in (None, "fast")]
+
+
+def slow_kernels(specs) -> list:
+    """*specs* less the generated kernels outside the fast and slow slices
+    (all of them with ``PTXOPT_FULL_CORPUS=1``): for slow tests that loop
+    over the corpus inside one test."""
+    return list(specs) if full_corpus() else [k for k in specs if generated_tier(k.id) != "full"]
 
 
 def corpus_params(specs) -> list:
