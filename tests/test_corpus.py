@@ -439,3 +439,19 @@ def test_select_understands_template_groups(monkeypatch):
         select("no_such_group", KERNELS)
     with pytest.raises(CorpusError):
         select("group:softmax", KERNELS)  # softmax is a family, not a group
+
+
+def test_generated_kernels_enter_the_tests_through_a_small_slice():
+    """Fast tier: at most one generated kernel per group, cheap to interpret;
+    slow tier: every family; hand-written kernels are untouched by the tiers."""
+    from corpus_tiers import FAST_COST, fast_kernels, full_corpus, generated_tier, slow_kernels
+
+    tier = {k.id: generated_tier(k.id) for k in KERNELS}
+    assert all(tier[k.id] is None for k in KERNELS if not k.generated)
+    fast = [k for k in GENERATED if tier[k.id] == "fast"]
+    assert len({k.group for k in fast}) == len(fast) >= 10
+    assert all(k.launch.threads * k.ptx_text().count(";") <= FAST_COST for k in fast)
+    assert {k.family for k in GENERATED if tier[k.id] in ("fast", "slow")} == {k.family for k in GENERATED}
+    assert len(fast_kernels(KERNELS)) == len(KERNELS) - len(GENERATED) + len(fast)
+    if not full_corpus():
+        assert len(slow_kernels(KERNELS)) < len(KERNELS) - len(GENERATED) // 2
