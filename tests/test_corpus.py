@@ -455,3 +455,16 @@ def test_generated_kernels_enter_the_tests_through_a_small_slice():
     assert len(fast_kernels(KERNELS)) == len(KERNELS) - len(GENERATED) + len(fast)
     if not full_corpus():
         assert len(slow_kernels(KERNELS)) < len(KERNELS) - len(GENERATED) // 2
+
+
+def test_load_manifest_parses_once_and_sees_a_rewrite(tmp_path):
+    """The parsed manifest is reused (it is ~700 KB) but a rewritten file is
+    read again, and callers get their own list."""
+    raw = json.loads((ROOT / "manifest.json").read_text())
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"schema": 1, "kernels": raw["kernels"][:3]}))
+    first = load_manifest(tmp_path)
+    first.pop()
+    assert len(load_manifest(tmp_path)) == 3
+    path.write_text(json.dumps({"schema": 1, "kernels": raw["kernels"][:2]}))
+    assert [k.id for k in load_manifest(tmp_path)] == [k["id"] for k in raw["kernels"][:2]]
