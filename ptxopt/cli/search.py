@@ -61,13 +61,22 @@ def _budget(value: str | None):
     return n
 
 
+def _is_path(target: str) -> bool:
+    """An existing file or folder; False for what no file system can hold
+    (a long comma list of kernel ids is ENAMETOOLONG, not an internal error)."""
+    try:
+        return Path(target).exists()
+    except OSError:
+        return False
+
+
 def resolve_kernels(target: str, entry: str | None = None) -> list:
     """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message."""
     from ptxopt.corpus import CorpusError, select
     from ptxopt.evaluate import Candidate
     from ptxopt.inputs import InputError, read_targets
 
-    if target != "-" and not target.startswith("corpus:") and not Path(target).exists():
+    if target != "-" and not target.startswith("corpus:") and not _is_path(target):
         try:
             select(target)
             target = f"corpus:{target}"
