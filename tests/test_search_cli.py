@@ -183,3 +183,6 @@ def test_a_long_list_of_kernel_ids_is_a_corpus_selector_not_a_path():
     ids = [k.id for k in select("gemm_tile")][:40]
     assert len(",".join(ids)) > 255
     assert [c.label for c, _ in resolve_kernels(",".join(ids))] == ids
+    from ptxopt.triton.cache_dir import is_cache_dir
+
+    assert not is_cache_dir("corpus:" + ",".join(ids))  # the search command probes for a Triton cache first
