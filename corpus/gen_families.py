@@ -41,6 +41,7 @@ DEFAULT_PER_FAMILY = 16
 
 # performance problem sizes (see corpus/README.md, "Performance launches")
 N_1D = 1 << 24
+MIN_PERF_THREADS = 1 << 16  # a performance launch fills a GPU (tests/test_corpus.py checks it)
 ROWS, COLS = 4096, 4096
 
 
@@ -265,9 +266,10 @@ def s_gather_rows(rng):
     bi = _pow2(4, max(4, min(64, 2048 // d)), rng)
     vocab = rng.randint(40, 120)
     n_idx = _not16(bi * 2 - rng.randint(0, bi // 2))
-    p_idx, p_vocab = 65536, 32000
+    nw = _warps(bi * d, rng)
+    p_idx, p_vocab = max(65536, bi * _cdiv(MIN_PERF_THREADS, 32 * nw)), 32000
     return dict(
-        constexprs=dict(BI=bi, D=d), num_warps=_warps(bi * d, rng), grid=(_cdiv(n_idx, bi), 1, 1),
+        constexprs=dict(BI=bi, D=d), num_warps=nw, grid=(_cdiv(n_idx, bi), 1, 1),
         params=[_buf("table_ptr", "input", dt, vocab * d), _buf("idx_ptr", "input", "s32", n_idx, range=[0, vocab]),
                 _buf("out_ptr", "output", dt, n_idx * d), ("n_idx", "scalar", "s32", n_idx)],
         performance=dict(grid=(_cdiv(p_idx, bi), 1, 1), scalars={"n_idx": p_idx},
@@ -278,7 +280,9 @@ def s_gather_rows(rng):
 
 
 def s_scatter_add(rng):
-    dt = rng.choice(["f32", "s32"])
+    # s32 only: a float atomic add rounds in arrival order, so its result
+    # would depend on the schedule (tests/test_interp_corpus.py checks it does not)
+    dt = "s32"
     block = _pow2(64, 1024, rng)
     weighted = rng.random() < 0.5
     grid = rng.randint(2, 3)
@@ -415,8 +419,11 @@ def s_histogram_atomic(rng):
     grid = 2
     n = _not16(grid * iters * block - rng.randint(0, block // 2))
     p_iters = rng.choice([4, 16, 64])
+    nw = _warps(block, rng)
+    while p_iters > 1 and _cdiv(N_1D, p_iters * block) * 32 * nw < MIN_PERF_THREADS:
+        p_iters //= 4
     return dict(
-        constexprs=dict(BLOCK=block, NUM_BINS=bins, LOCAL=int(local)), num_warps=_warps(block, rng),
+        constexprs=dict(BLOCK=block, NUM_BINS=bins, LOCAL=int(local)), num_warps=nw,
         grid=(grid, 1, 1),
         params=[_buf("x_ptr", "input", "s32", n, range=[0, bins]), _buf("bins_ptr", "inout", "s32", bins, init="zero"),
                 ("n", "scalar", "s32", n), ("iters", "scalar", "s32", iters)],
