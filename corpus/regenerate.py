@@ -58,6 +58,7 @@ check launch). Every nvcc and Triton kernel must have one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -74,8 +75,16 @@ ARCH = "sm_89"  # the corpus's target (its committed files and manifest), not pt
 SM = 89
 BUFFER_ALIGN = 16  # alignment every launcher must give buffers (see README)
 NVCC_FLAGS = ["-arch=sm_89", "-O3", "--ptx"]
-PARTS = ("gemm_tile", "cuda", "triton")
+PARTS = ("gemm_tile", "cuda", "triton", "families")
 COMPILER_OF_PART = {"gemm_tile": "ptxopt-gen", "cuda": "nvcc", "triton": "triton"}
+FAMILY_OPTIONS: dict = {}  # gen_families.build keyword arguments (its CLI sets them)
+
+
+def part_of(kernel: dict) -> str:
+    """Which part built a manifest entry: generated families live under families/."""
+    if kernel["path"].startswith("families/"):
+        return "families"
+    return next(p for p, c in COMPILER_OF_PART.items() if c == kernel["compiler"])
 
 # corpus/ is not a package; take it off the path again at once, or its
 # triton/ and cuda/ folders shadow real packages for whoever imports this
@@ -344,10 +353,12 @@ def _load_module(path: Path):
     return module
 
 
-def build_triton(writer: Writer) -> list[dict]:
-    # Set before triton is imported: no line info (it embeds absolute source
-    # paths), FP fusion explicit (3.9 warns about its default changing), and
-    # a private, empty cache so nothing stale is reused.
+@contextlib.contextmanager
+def triton_session():
+    """``(triton, ASTSource, target)`` for reproducible compiles. Set before
+    triton is imported: no line info (it embeds absolute source paths), FP
+    fusion explicit (3.9 warns about its default changing), and a private,
+    empty cache so nothing stale is reused."""
     cache = tempfile.mkdtemp(prefix="ptxopt-triton-cache-")
     os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
     os.environ["TRITON_DEFAULT_FP_FUSION"] = "1"
@@ -357,7 +368,13 @@ def build_triton(writer: Writer) -> list[dict]:
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
 
-        target = GPUTarget("cuda", SM, 32)
+        yield triton, ASTSource, GPUTarget("cuda", SM, 32)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def build_triton(writer: Writer) -> list[dict]:
+    with triton_session() as (triton, ASTSource, target):
         src_dir = CORPUS / "triton"
         kernels, keep = [], set()
         for py in sorted(src_dir.glob("*.py")):
@@ -365,11 +382,22 @@ def build_triton(writer: Writer) -> list[dict]:
                 kernels.append(_compile_triton(triton, ASTSource, target, py, spec, writer, keep))
         writer.prune(src_dir, "*.ptx", keep)
         return kernels
+
+
+def build_families(writer: Writer) -> list[dict]:
+    """The generated parametric families (``gen_families.py``)."""
+    sys.path.insert(0, str(CORPUS))
+    try:
+        import gen_families
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
+        sys.path.remove(str(CORPUS))
+    return gen_families.build(writer, sys.modules[__name__], **FAMILY_OPTIONS)
 
 
-def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Writer, keep: set) -> dict:
+def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Writer, keep: set,
+                    out_dir: Path | None = None) -> dict:
+    """Compile one ``CORPUS`` dict of *py* into ``out_dir`` (default: beside
+    *py*) and return its manifest entry."""
     fn = spec["kernel"]
     name = spec["name"]
     constexprs = dict(spec.get("constexprs", {}))
@@ -405,7 +433,7 @@ def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Wri
     md = compiled.metadata
     ptx = compiled.asm["ptx"]
     entry = md.name
-    path = py.parent / f"{name}.ptx"
+    path = (out_dir or py.parent) / f"{name}.ptx"
     writer.write(path, ptx)
     keep.add(path)
 
@@ -427,9 +455,9 @@ def _compile_triton(triton, ASTSource, target, py: Path, spec: dict, writer: Wri
         "id": kid,
         "family": spec["family"],
         "compiler": "triton",
-        "path": f"triton/{name}.ptx",
+        "path": path.relative_to(CORPUS).as_posix(),
         "entry": entry,
-        "source": f"triton/{py.name}",
+        "source": py.relative_to(CORPUS).as_posix(),
         "generator": f"triton {triton.__version__} {options} {consts}".strip(),
         "arch": ARCH,
         "ptx_version": ptx_version(ptx),
@@ -477,13 +505,13 @@ def main(argv=None) -> int:
     writer = Writer(dry_run=args.check)
 
     old = json.loads(MANIFEST.read_text())["kernels"] if MANIFEST.exists() else []
-    builders = {"gemm_tile": build_gemm, "cuda": build_cuda, "triton": build_triton}
+    builders = {"gemm_tile": build_gemm, "cuda": build_cuda, "triton": build_triton, "families": build_families}
     kernels = []
     for part in PARTS:
         if part in parts:
             kernels += builders[part](writer)
         else:  # keep the previous manifest entries of parts not rebuilt
-            kernels += [k for k in old if k["compiler"] == COMPILER_OF_PART[part]]
+            kernels += [k for k in old if part_of(k) == part]
 
     ids = [k["id"] for k in kernels]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -503,6 +531,7 @@ def main(argv=None) -> int:
     for line in writer.changes:
         print(line)
     counts = {c: sum(k["compiler"] == c for k in kernels) for c in ("ptxopt-gen", "nvcc", "triton")}
+    counts["of them generated families"] = sum(part_of(k) == "families" for k in kernels)
     print(f"{len(kernels)} kernels ({', '.join(f'{v} {c}' for c, v in counts.items())}); "
           f"{len(writer.changes)} change(s){' (check only, nothing written)' if args.check else ''}")
     return 1 if args.check and writer.changes else 0

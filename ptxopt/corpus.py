@@ -35,6 +35,34 @@ COMPILER_ALIASES = {
 }
 
 
+#: Template group of the hand-written families (generated kernels carry their
+#: own ``group`` in the manifest). A group is the unit of held-out evaluation:
+#: kernels of one group share a template's structure (softmax, layernorm and
+#: cross-entropy are all row reductions), so training on one and testing on
+#: another of the same group is not a test on unseen code.
+GROUP_OF_FAMILY = {
+    "gemm_tile": "single_thread_gemm",
+    "elementwise": "pointwise",
+    "softmax": "row_reduction",
+    "normalization": "row_reduction",
+    "loss": "row_reduction",
+    "reduction": "full_reduction",
+    "scan": "prefix_scan",
+    "transpose": "tile_transpose",
+    "gather": "gather_scatter",
+    "matmul": "tiled_gemm",
+    "attention": "attention_block",
+    "histogram": "histogram_bins",
+}
+
+#: Hand-written kernels whose template is not their family's (a matrix-vector
+#: product filed under matmul is a GEMV, not a tiled GEMM).
+GROUP_OF_ID = {"cuda_gemv_warp": "gemv"}
+
+#: Selector prefix that names a group explicitly (``group:row_reduction``).
+GROUP_PREFIX = "group:"
+
+
 class CorpusError(Exception):
     """The corpus is missing or malformed, or a selector matches nothing."""
 
@@ -153,6 +181,16 @@ class KernelSpec:
     #: launch; the two are never interchanged. As an equivalence ``Launch``
     #: (role performance): :func:`ptxopt.equivalence.launch.performance_of`.
     performance: Performance | None = None
+    #: template group (manifest ``group``; hand-written kernels: GROUP_OF_ID, else GROUP_OF_FAMILY)
+    group: str = ""
+    #: the template's runtime loops: bound argument, step, trip counts at the
+    #: check and performance launches (generated kernels; empty otherwise)
+    loops: tuple[tuple[tuple[str, Any], ...], ...] = ()
+
+    @property
+    def generated(self) -> bool:
+        """One of the generated parametric families (``corpus/families/``)."""
+        return self.path.startswith("families/")
 
     @property
     def ptx_path(self) -> Path:
@@ -205,6 +243,8 @@ class KernelSpec:
             root=root,
             divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
             performance=None if perf is None else Performance.from_json(perf),
+            group=d.get("group") or GROUP_OF_ID.get(d["id"]) or GROUP_OF_FAMILY.get(d["family"], d["family"]),
+            loops=tuple(_freeze(loop) for loop in d.get("loops", ())),
         )
 
 
@@ -256,10 +296,32 @@ def committed_policies() -> list[str]:
     return sorted(p.stem for p in corpus_file("policies").glob("*.pt"))
 
 
+#: manifest path -> ((mtime_ns, size), kernels): the generated families made
+#: the manifest ~700 KB (40 ms to parse), and verification looks specs up per
+#: candidate (ptxopt.equivalence.interpret.spec_for)
+_LOADED: dict[Path, tuple[tuple[int, int], tuple[KernelSpec, ...]]] = {}
+
+
 def load_manifest(root: Path | None = None) -> list[KernelSpec]:
-    """All kernels of the manifest, in manifest order."""
+    """All kernels of the manifest, in manifest order (a fresh list; parsed
+    once per manifest file version)."""
     root = Path(root) if root is not None else corpus_root()
     path = root / "manifest.json"
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _LOADED.get(path)
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return list(hit[1])
+    kernels = _parse_manifest(path, root)
+    if stamp is not None:
+        _LOADED[path] = (stamp, tuple(kernels))
+    return kernels
+
+
+def _parse_manifest(path: Path, root: Path) -> list[KernelSpec]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -275,11 +337,15 @@ def load_manifest(root: Path | None = None) -> list[KernelSpec]:
 
 
 def select(spec: str, kernels: list[KernelSpec] | None = None) -> list[KernelSpec]:
-    """Kernels matching *spec*: ``all``, a kernel id, a family, or a compiler.
+    """Kernels matching *spec*: ``all``, a kernel id, a family, a compiler,
+    or a template group.
 
     Compilers accept the aliases in :data:`COMPILER_ALIASES` (``cuda`` is
-    nvcc).  A comma-separated list selects the union, in manifest order.
-    Raises :class:`CorpusError` naming the valid choices when nothing matches.
+    nvcc). A word that is an id, family or compiler means that (as before
+    groups existed); otherwise a group name selects the group, and
+    ``group:NAME`` always does. A comma-separated list selects the union,
+    in manifest order. Raises :class:`CorpusError` naming the valid choices
+    when nothing matches.
     """
     kernels = load_manifest() if kernels is None else kernels
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
@@ -289,16 +355,22 @@ def select(spec: str, kernels: list[KernelSpec] | None = None) -> list[KernelSpe
     for word in wanted:
         if word == "all":
             hits = kernels
+        elif word.startswith(GROUP_PREFIX):
+            hits = [k for k in kernels if k.group == word[len(GROUP_PREFIX):]]
         else:
             compiler = COMPILER_ALIASES.get(word)
             hits = [k for k in kernels
                     if k.id == word or k.family == word or (compiler and k.compiler == compiler)]
+            if not hits:
+                hits = [k for k in kernels if k.group == word]
         if not hits:
             families = sorted({k.family for k in kernels})
+            groups = sorted({k.group for k in kernels})
             compilers = sorted(COMPILER_ALIASES)
             raise CorpusError(
                 f"unknown corpus selector {word!r}: use 'all', a kernel id, "
-                f"a family ({', '.join(families)}) or a compiler ({', '.join(compilers)})")
+                f"a family ({', '.join(families)}), a group ({', '.join(groups)}; or group:NAME) "
+                f"or a compiler ({', '.join(compilers)})")
         chosen.update(k.id for k in hits)
     return [k for k in kernels if k.id in chosen]
 

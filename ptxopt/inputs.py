@@ -1,7 +1,7 @@
 """Resolving what a user names on the command line into PTX texts.
 
 A TARGET is a PTX file, ``-`` (standard input), a folder (every ``*.ptx``
-under it), or ``corpus:SELECTOR`` (a kernel id, family, compiler or ``all``;
+under it), or ``corpus:SELECTOR`` (a kernel id, family, compiler, template group or ``all``;
 see :func:`ptxopt.corpus.select`). Every failure is an :class:`InputError`
 with a message fit for the user, never a traceback.
 """

@@ -26,3 +26,31 @@ def rl_options(rl_cache):
     from ptxopt.search.measure import EvalOptions
 
     return EvalOptions(cache=rl_cache)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tier the generated corpus families in every parametrized test (see
+    tests/corpus_tiers.py): a test whose parameters name a generated kernel
+    outside the fast slice is marked slow, or deselected when outside the
+    slow slice too (unless PTXOPT_FULL_CORPUS=1)."""
+    from corpus_tiers import full_corpus, generated_tier
+
+    rank = {"fast": 0, "slow": 1, "full": 2}
+    keep, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        tier = None
+        for value in (callspec.params.values() if callspec else ()):
+            kid = getattr(value, "id", value)
+            t = generated_tier(kid) if isinstance(kid, str) else None
+            if t is not None and (tier is None or rank[t] > rank[tier]):
+                tier = t
+        if tier == "full" and not full_corpus():
+            dropped.append(item)
+            continue
+        if tier in ("slow", "full"):
+            item.add_marker(pytest.mark.slow)
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

@@ -200,7 +200,8 @@ def _entry_fn(kernel):
 
 
 def test_every_nvcc_and_triton_kernel_has_a_performance_launch_and_gemm_tile_none():
-    assert len(RUN) == 44 and all(k.performance is not None and k.performance.problem for k in RUN)
+    assert len([k for k in RUN if not k.generated]) == 44
+    assert all(k.performance is not None and k.performance.problem for k in RUN)
     assert all(k.performance is None for k in GEMM)  # their objective stays one warp's latency
     assert set(RUN) == set(select("cuda,triton", KERNELS))
 
@@ -383,3 +384,87 @@ def test_ptxas_compiles(kernel):
     proc = subprocess.run([str(ptxas), f"-arch={kernel.arch}", str(kernel.ptx_path), "-o", "/dev/null"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- generated families (issue 30) --------------------------------------------
+
+GENERATED = [k for k in KERNELS if k.generated]
+
+
+def test_generated_families_are_many_grouped_and_recorded():
+    """At least 12 families beyond gemm_tile in template groups, every kernel
+    with a group, its runtime loops and the Triton version it was made with;
+    GENERATION.json records seed and versions, and the generator's variants
+    are a function of (seed, family, count) alone."""
+    import importlib.util
+
+    families = Counter(k.family for k in GENERATED)
+    assert len(families) >= 12 and len(GENERATED) >= 200
+    groups = {k.group for k in GENERATED}
+    assert len(groups) >= 10
+    # softmax, layernorm and rmsnorm share one template group, as do the
+    # hand-written row reductions
+    assert {k.group for k in GENERATED if k.family in ("softmax_rows", "layernorm_rows", "rmsnorm_rows")} \
+        == {k.group for k in KERNELS if k.family in ("softmax", "normalization")} == {"row_reduction"}
+    record = json.loads((ROOT / "families" / "GENERATION.json").read_text())
+    assert record["kernels"] == len(GENERATED)
+    for k in GENERATED:
+        assert k.path.startswith(f"families/{k.family}/") and k.id == "gen_" + Path(k.path).stem
+        assert k.generator.startswith(f"triton {record['triton']} ")
+        assert k.performance is not None
+        for loop in map(dict, k.loops):
+            assert loop["trips_check"] >= 1 and loop["trips_performance"] >= 1, (k.id, loop)
+            assert loop["bound"] in {p.arg for p in k.params if p.role == "scalar"}, (k.id, loop)
+    assert sum(1 for k in GENERATED if k.loops) >= len(GENERATED) // 2  # runtime trip counts are common
+    spec = importlib.util.spec_from_file_location("gen_families_under_test", ROOT / "gen_families.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for family in ("gemm_kloop", "softmax_rows"):
+        first = gen.variants(family, record["seed"], record["per_family"])
+        assert first == gen.variants(family, record["seed"], record["per_family"])
+        raw = json.loads((ROOT / "manifest.json").read_text())["kernels"]
+        assert [v["constexprs"] for v in first] == [k["triton"]["constexprs"] for k in raw if k["family"] == family]
+
+
+def test_select_understands_template_groups(monkeypatch):
+    monkeypatch.delenv("PTXOPT_CORPUS", raising=False)
+    rows = select("row_reduction", KERNELS)
+    assert {k.family for k in rows} >= {"softmax", "normalization", "softmax_rows", "layernorm_rows", "rmsnorm_rows"}
+    assert ids(select("group:row_reduction", KERNELS)) == ids(rows)
+    # a family name keeps meaning the family, even where a group shares it
+    assert {k.family for k in select("softmax", KERNELS)} == {"softmax"}
+    # gemv is a family (the generated ones) and a group (with cuda_gemv_warp, a matmul-family GEMV)
+    assert set(ids(select("group:gemv", KERNELS))) == set(ids(select("gemv", KERNELS))) | {"cuda_gemv_warp"}
+    with pytest.raises(CorpusError, match="a group"):
+        select("no_such_group", KERNELS)
+    with pytest.raises(CorpusError):
+        select("group:softmax", KERNELS)  # softmax is a family, not a group
+
+
+def test_generated_kernels_enter_the_tests_through_a_small_slice():
+    """Fast tier: at most one generated kernel per group, cheap to interpret;
+    slow tier: every family; hand-written kernels are untouched by the tiers."""
+    from corpus_tiers import FAST_COST, fast_kernels, full_corpus, generated_tier, slow_kernels
+
+    tier = {k.id: generated_tier(k.id) for k in KERNELS}
+    assert all(tier[k.id] is None for k in KERNELS if not k.generated)
+    fast = [k for k in GENERATED if tier[k.id] == "fast"]
+    assert len({k.group for k in fast}) == len(fast) >= 10
+    assert all(k.launch.threads * k.ptx_text().count(";") <= FAST_COST for k in fast)
+    assert {k.family for k in GENERATED if tier[k.id] in ("fast", "slow")} == {k.family for k in GENERATED}
+    assert len(fast_kernels(KERNELS)) == len(KERNELS) - len(GENERATED) + len(fast)
+    if not full_corpus():
+        assert len(slow_kernels(KERNELS)) < len(KERNELS) - len(GENERATED) // 2
+
+
+def test_load_manifest_parses_once_and_sees_a_rewrite(tmp_path):
+    """The parsed manifest is reused (it is ~700 KB) but a rewritten file is
+    read again, and callers get their own list."""
+    raw = json.loads((ROOT / "manifest.json").read_text())
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"schema": 1, "kernels": raw["kernels"][:3]}))
+    first = load_manifest(tmp_path)
+    first.pop()
+    assert len(load_manifest(tmp_path)) == 3
+    path.write_text(json.dumps({"schema": 1, "kernels": raw["kernels"][:2]}))
+    assert [k.id for k in load_manifest(tmp_path)] == [k["id"] for k in raw["kernels"][:2]]

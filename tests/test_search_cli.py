@@ -172,3 +172,17 @@ def test_unparsable_corpus_free_stdin_is_refused(tmp_path):
     r = CliRunner().invoke(cli, ["search", "-", "--cache", str(tmp_path / "c.sqlite")], input="not ptx at all\n")
     assert r.exit_code == 2
     assert re.search(r":1:1: error", r.stderr), r.stderr
+
+
+def test_a_long_list_of_kernel_ids_is_a_corpus_selector_not_a_path():
+    """A comma list longer than a file name can be (ENAMETOOLONG) selects those
+    kernels instead of failing as an internal error."""
+    from ptxopt.cli.search import resolve_kernels
+    from ptxopt.corpus import select
+
+    ids = [k.id for k in select("gemm_tile")][:40]
+    assert len(",".join(ids)) > 255
+    assert [c.label for c, _ in resolve_kernels(",".join(ids))] == ids
+    from ptxopt.triton.cache_dir import is_cache_dir
+
+    assert not is_cache_dir("corpus:" + ",".join(ids))  # the search command probes for a Triton cache first

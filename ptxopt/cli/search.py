@@ -61,6 +61,15 @@ def _budget(value: str | None):
     return n
 
 
+def _is_path(target: str) -> bool:
+    """An existing file or folder; False for what no file system can hold
+    (a long comma list of kernel ids is ENAMETOOLONG, not an internal error)."""
+    try:
+        return Path(target).exists()
+    except OSError:
+        return False
+
+
 def resolve_kernels(target: str, entry: str | None = None, rejected: list | None = None) -> list:
     """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message.
     ``rejected``: a file that is not UTF-8 is added there as ``(name, message)`` instead (folder runs)."""
@@ -68,7 +77,7 @@ def resolve_kernels(target: str, entry: str | None = None, rejected: list | None
     from ptxopt.evaluate import Candidate
     from ptxopt.inputs import InputError, read_targets
 
-    if target != "-" and not target.startswith("corpus:") and not Path(target).exists():
+    if target != "-" and not target.startswith("corpus:") and not _is_path(target):
         try:
             select(target)
             target = f"corpus:{target}"
@@ -186,7 +195,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
-    selector (gemm_tile, triton, cuda_saxpy, all; 'corpus:' optional). For a
+    selector (gemm_tile, triton, cuda_saxpy, a template group such as row_reduction, all; 'corpus:' optional). For a
     Triton cache directory the launch contracts come from Triton's metadata
     and the best verified pipeline per kernel is written to --pipelines-out. Per kernel: best pipeline, cycles
     before/after (ESTIMATE with --backend sim), improvement, evaluations,

@@ -96,7 +96,10 @@ def _metadata(path: Path, problems: list | None = None) -> dict | None:
 def is_cache_dir(path: str | Path) -> bool:
     """A folder holding Triton cache entries (``*/NAME.json`` with Triton metadata and ``*/NAME.ptx``)."""
     p = Path(path)
-    if not p.is_dir():
+    try:
+        if not p.is_dir():
+            return False
+    except OSError:  # no folder can have this name (ENAMETOOLONG: a long corpus selector)
         return False
     for js in p.glob("*/*.json"):
         if not js.name.startswith("__grp__") and js.with_suffix(".ptx").is_file() and _metadata(js):
