@@ -243,7 +243,8 @@ class KernelSpec:
             root=root,
             divisible_by_16=tuple((d.get("triton") or {}).get("divisible_by_16", ())),
             performance=None if perf is None else Performance.from_json(perf),
-            group=d.get("group") or GROUP_OF_ID.get(d["id"]) or GROUP_OF_FAMILY.get(d["family"], d["family"]),
+            group=(d["group"] if "group" in d else  # written: kept as is (a JSON round trip is exact)
+                   GROUP_OF_ID.get(d["id"]) or GROUP_OF_FAMILY.get(d["family"], d["family"])),
             loops=tuple(_freeze(loop) for loop in d.get("loops", ())),
         )
 

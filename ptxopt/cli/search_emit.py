@@ -24,6 +24,8 @@ from pathlib import Path
 
 import click
 
+from ptxopt.equivalence.verdict import Verdict
+
 SCHEMA = 1
 
 
@@ -78,7 +80,7 @@ def emit_writer(kernels, out_dir: str, config):
             pipeline = r.pipeline if better else ""
             entry = {"kernel": r.kernel, "source": cand.spec.path if cand.spec is not None else cand.label,
                      "source_sha256": _sha(cand.ptx), "pipeline": pipeline,
-                     "verdict": (r.verdict if better else "identical") if not r.error else None,
+                     "verdict": (r.verdict if better else Verdict.IDENTICAL.value) if not r.error else None,
                      "verdict_note": r.verdict_note if better else None,
                      "objective": r.objective, "launch": r.launch, "performance": r.performance,
                      "estimates": {"baseline_cycles": r.baseline_cycles,

@@ -156,6 +156,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ptxopt import opcodes
+from ptxopt.equivalence.verdict import Verdict
 from ptxopt.interp import InterpError, Program, run_kernel
 from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
@@ -282,7 +283,7 @@ class VerifyResult:
         ``search`` report): ``equal``, ``differ`` (a differing value, or the
         transformed kernel faults or is rejected by ptxas where the original
         is not) or ``inconclusive``."""
-        return {"mismatch": "differ", "error": "differ"}.get(self.status, self.status)
+        return {"mismatch": Verdict.DIFFER.value, "error": Verdict.DIFFER.value}.get(self.status, self.status)
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -78,9 +78,16 @@ def spec_to_json(spec: KernelSpec) -> dict:
     }
     if spec.performance is not None:
         out["performance"] = spec.performance.to_json()
+    out["group"] = spec.group
+    if spec.loops:  # frozen (tuples); lists read back to the same tuples (KernelSpec.from_json freezes them)
+        out["loops"] = [_lists(loop) for loop in spec.loops]
     if spec.divisible_by_16:  # the manifest keeps it under "triton" (KernelSpec.from_json reads it there)
         out["triton"] = {"divisible_by_16": list(spec.divisible_by_16)}
     return out
+
+
+def _lists(value):
+    return [_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 def spec_from_json(d: dict) -> KernelSpec:

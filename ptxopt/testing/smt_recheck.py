@@ -16,6 +16,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ptxopt.equivalence.verdict import Verdict
+
 
 @dataclass
 class Pair:
@@ -99,7 +101,7 @@ def recheck_pairs(pairs, *, timeout_ms: int | None = None, solver: str | None = 
     for p in pairs:
         t.pairs += 1
         pr = prove(p.original, p.candidate, entry=p.entry)
-        if pr.verdict != "proved":
+        if pr.verdict != Verdict.PROVED:
             continue
         t.proved += 1
         t.proved_by_solver += "SMT solver" in pr.reason

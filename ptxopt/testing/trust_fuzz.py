@@ -49,6 +49,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ptxopt.equivalence.verdict import TRUSTED, Verdict
 from ptxopt.passes.families import PREFETCH, REORDER
 
 CLASSES = ("func_exit", "nested_sreg", "wrap_offset", "misaligned", "mixed_width", "hint_before_def",
@@ -63,7 +64,6 @@ def _family(family: str) -> tuple[str, ...]:
 
 
 REORDERS = _family(REORDER)
-TRUSTED = ("identical", "hints-only", "proved", "equal")
 
 
 @dataclass
@@ -346,7 +346,7 @@ def _check_pair(case: Case) -> list[Finding]:
     from ptxopt.equivalence.prove import prove
 
     r = prove(case.original, case.candidate)
-    if r.verdict != "proved":
+    if r.verdict != Verdict.PROVED:
         return []
     why = _differs(case, case.original, case.candidate)
     return [Finding(case.cls, case.seed, "false proof", f"{case.what}; the interpreter: {why}")] if why else []
@@ -409,7 +409,7 @@ def _check_passes(case: Case) -> list[Finding]:
             out.append(Finding(case.cls, case.seed, f"{p} changed the result", f"{case.what}: {diff}"))
             from ptxopt.equivalence.prove import prove
 
-            if prove(case.original, text).verdict == "proved":
+            if prove(case.original, text).verdict == Verdict.PROVED:
                 out.append(Finding(case.cls, case.seed, f"false proof of {p}'s result", f"{case.what}: {diff}"))
     return out
 
