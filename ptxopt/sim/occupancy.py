@@ -159,10 +159,10 @@ _DTYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "f16": 2, "bf16": 2, "u16": 2, "s16":
                 "s32": 4, "b32": 4, "f64": 8, "u64": 8, "s64": 8, "b64": 8}
 
 
-def footprint_of_spec(spec) -> int | None:
-    """Distinct global bytes a corpus kernel's launch touches: the sum of its
-    buffer parameters (input/output/inout, ``count`` x dtype size).  None when
-    a buffer's size is unknown."""
+def _buffer_bytes(spec, inout_factor: int) -> int | None:
+    """Bytes of a corpus kernel's input/output/inout buffers (``count`` x dtype
+    size), an inout one counted ``inout_factor`` times; None when a buffer's
+    size is unknown."""
     total = 0
     for p in getattr(spec, "params", ()):
         if p.role not in ("input", "output", "inout"):
@@ -170,8 +170,15 @@ def footprint_of_spec(spec) -> int | None:
         size = _DTYPE_BYTES.get(p.dtype)
         if size is None or p.count is None:
             return None
-        total += size * int(p.count)
+        total += size * int(p.count) * (inout_factor if p.role == "inout" else 1)
     return total
+
+
+def footprint_of_spec(spec) -> int | None:
+    """Distinct global bytes a corpus kernel's launch touches: the sum of its
+    buffer parameters (input/output/inout, ``count`` x dtype size).  None when
+    a buffer's size is unknown."""
+    return _buffer_bytes(spec, 1)
 
 
 def dram_bytes_of_spec(spec) -> int | None:
@@ -185,15 +192,7 @@ def dram_bytes_of_spec(spec) -> int | None:
     It is also what the model compares with the L2 capacity to decide whether
     the data stays L2-resident; for read-modify-write buffers that is
     conservative (their distinct bytes are half of it)."""
-    total = 0
-    for p in getattr(spec, "params", ()):
-        if p.role not in ("input", "output", "inout"):
-            continue
-        size = _DTYPE_BYTES.get(p.dtype)
-        if size is None or p.count is None:
-            return None
-        total += size * int(p.count) * (2 if p.role == "inout" else 1)
-    return total
+    return _buffer_bytes(spec, 2)
 
 
 __all__ += ["footprint_of_spec", "dram_bytes_of_spec"]
