@@ -14,7 +14,9 @@ executor and the rest of the toolkit never need it (``pip install
   ``ptxopt`` and ``rl`` packages and ``corpus/``; virtual environments,
   ``.git``, caches and tests left out); from an installed wheel, the
   package directory as a ``py_modules`` entry (it carries ``_corpus``).
-  Third-party dependencies (ptxas wheels, numpy, ...) must already be
+  Ray uploads local directories only for a whole job: a caller that
+  joins the cluster itself (``ray.init`` before ptxopt does) passes
+  ``runtime_env=runtime_env()`` there. Third-party dependencies (ptxas wheels, numpy, ...) must already be
   installed on every node, in the same Python version.
 * **Tasks.** One Ray task per :meth:`run` argument, ``max_retries=0``: the
   retry rule is ptxopt's own (:mod:`ptxopt.executor.base`: a worker that
@@ -103,14 +105,10 @@ class RayExecutor(Executor):
             kw.update(self.init_kwargs)
             ray.init(**kw)
             self._owned = True
-            job_env = None  # the job's runtime env applies to every task
-        else:
-            job_env = env  # joined by the caller: give our tasks the code themselves
+        # joined by the caller (ray.init before us): the job's runtime env is the caller's, and Ray uploads
+        # local directories only at the job level -- the caller passes runtime_env=runtime_env() to ray.init
         if self._remote is None:
-            opts = dict(max_retries=0, num_cpus=self.num_cpus)
-            if job_env is not None:
-                opts["runtime_env"] = job_env
-            self._remote = ray.remote(**opts)(_call)
+            self._remote = ray.remote(max_retries=0, num_cpus=self.num_cpus)(_call)
         if not self.workers:
             self.workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(self.num_cpus, 1e-9)))
         self.stats["connect_s"] += time.perf_counter() - t0
