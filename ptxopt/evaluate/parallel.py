@@ -11,10 +11,13 @@ pipeline key (no parsing, no worker), then hands the rest out in batches.
 
 The pool is a set of worker processes (``fork`` where available, as the
 rest of ptxopt's pools; a worker never touches the parent's database
-connection or threads).  Each worker opens its own connection to the shared SQLite cache (WAL, busy
-timeout) and runs :func:`ptxopt.evaluate.batch.run_batch` on the batches it is
-sent, committing every result itself before reporting it.  It tells the
-parent which candidates it is working on; the parent
+connection or threads).  Each worker opens its own read connection to the
+SQLite cache (WAL) and runs :func:`ptxopt.evaluate.batch.run_batch` on the
+batches it is sent; what it would write (a result, a pipeline alias) it
+sends to the parent instead, ahead of the result itself, and the parent --
+the one writer of the cache, as with every executor (:mod:`ptxopt.executor`)
+-- commits it before reporting the result.  A worker tells the parent which
+candidates it is working on; the parent
 
 * kills a worker whose current step overruns the per-candidate ``timeout``
   (plus a grace period: the worker's own ``SIGALRM`` limit normally fires
@@ -115,7 +118,8 @@ def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
             if msg is None:
                 break
             batch = [i for i, _ in msg]
-            run_batch([c for _, c in msg], settings, cache, indices=batch,
+            run_batch([c for _, c in msg], settings, _Forwarding(cache, conn) if cache is not None else None,
+                      indices=batch,
                       on_start=lambda idx: conn.send(("start", idx)),
                       on_result=lambda i, r: conn.send(("result", i, r)))
             conn.send(("done",))
@@ -124,6 +128,25 @@ def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
     finally:
         if cache is not None:
             cache.close()
+
+
+class _Forwarding:
+    """A worker's view of the cache: reads from the file, writes sent to the parent (the one writer)."""
+
+    def __init__(self, cache: EvalCache, conn):
+        self._cache, self._conn = cache, conn
+
+    def get(self, key):
+        return self._cache.get(key)
+
+    def resolve(self, pipeline_key):
+        return self._cache.resolve(pipeline_key)
+
+    def put(self, result: EvalResult, pipeline_key=None, ptx_sha256=None) -> None:
+        self._conn.send(("put", result, pipeline_key, ptx_sha256))
+
+    def alias(self, pipeline_key: str, result_key: str) -> None:
+        self._conn.send(("alias", pipeline_key, result_key))
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +245,13 @@ class _Pool:
                 self._lost(w, died=True)
                 return
             kind = msg[0]
-            if kind == "start":
+            if kind == "put":  # the parent writes the cache (before the result it belongs to is reported)
+                if self.cache is not None:
+                    self.cache.put(*msg[1:])
+            elif kind == "alias":
+                if self.cache is not None:
+                    self.cache.alias(*msg[1:])
+            elif kind == "start":
                 w.current, w.since = list(msg[1]), time.monotonic()
             elif kind == "result":
                 _, i, r = msg
