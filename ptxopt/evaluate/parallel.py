@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from ptxopt.measure.base import is_pipelined
+from ptxopt.measure.base import BackendUnavailable, is_pipelined
 from ptxopt.measure.registry import get_backend
 
 from .batch import run_batch
-from .cache import EvalCache
+from .cache import CacheError, EvalCache
 from .candidate import Candidate, Settings
 from .frontend import lookup
 from .result import EvalResult
@@ -58,11 +58,13 @@ GRACE = 10.0
 
 
 def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *, workers: int = 0,
-             on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+             on_result: Callable[[int, EvalResult], None] | None = None, executor=None) -> list[EvalResult]:
     """See :func:`ptxopt.evaluate.evaluate_many`."""
     backend = get_backend(settings.backend)  # BackendUnavailable before any work
     if not is_pipelined(backend):
         workers = min(workers, 1)  # one hardware measurement at a time: parallel kernels disturb timings
+        if executor is not None and executor != "local":
+            workers = 1  # on a cluster too (0 would mean every CPU); GPUs in parallel: ptxopt.executor.gpu_actors
     results: list[EvalResult | None] = [None] * len(candidates)
 
     def emit(i: int, r: EvalResult) -> None:
@@ -85,7 +87,10 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
         # small ones instead of trailing at the end (and the pool balances better);
         # a stable sort keeps each kernel's candidates together, in order
         todo.sort(key=lambda i: -len(candidates[i].ptx))
-        if workers <= 0:  # one stream: run_batch chunks and pipelines it itself
+        if executor is not None and executor != "local":  # a Ray cluster, or a caller's executor
+            size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * max(1, workers or 4)))))
+            _on_executor(executor, workers, candidates, settings, cache_path, list(_batches(todo, size)), emit)
+        elif workers <= 0:  # one stream: run_batch chunks and pipelines it itself
             run_batch([candidates[i] for i in todo], settings, cache, indices=todo, on_result=emit)
         else:
             size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * workers))))
@@ -101,6 +106,65 @@ def _batches(items: list[int], size: int):
     size = max(1, size)
     for i in range(0, len(items), size):
         yield items[i: i + size]
+
+
+# ---------------------------------------------------------------------------
+# through an executor (ptxopt.executor): a batch per task, rows back to this process
+
+
+def _batch_task(args):
+    """One batch in a worker anywhere: evaluated against a private cache seeded with the
+    driver's rows for its kernels; returns the results and the rows for the driver to write."""
+    from ptxopt.executor.journal import Rows, new_rows, private_cache
+
+    indices, batch, settings, seed = args
+    if seed is None:  # no cache
+        return run_batch(batch, settings, None, indices=indices), Rows()
+    with private_cache(seed) as path:
+        cache = EvalCache(path)
+        try:
+            out = run_batch(batch, settings, cache, indices=indices)
+        finally:
+            cache.close()
+        return out, new_rows(path, seed)
+
+
+def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path, batches, emit) -> None:
+    from ptxopt.executor import make_executor
+    from ptxopt.executor.journal import Rows, merge_rows, seed_rows
+
+    from .work import Work
+
+    def seed(batch):
+        if cache_path is None:
+            return None
+        rows = Rows()
+        for label in dict.fromkeys(candidates[i].label for i in batch):
+            part = seed_rows(cache_path, label)
+            rows.results += part.results
+            rows.pipelines += part.pipelines
+        return rows
+
+    args = [(b, [candidates[i] for i in b], settings, seed(b)) for b in batches]
+
+    def outcome(o) -> None:
+        if o.ok:
+            results, rows = o.value
+            merge_rows(cache_path, rows)  # written before the results are reported
+            for i, r in zip(batches[o.index], results):
+                emit(i, r)
+            return
+        for i in batches[o.index]:  # the task raised or its worker died twice: each candidate says so
+            w = Work(i, candidates[i], settings)
+            why = o.error or o.died
+            emit(i, w.finish("internal", error=f"evaluation task failed: {why}", cacheable=False))
+
+    ex = make_executor(spec, workers)
+    try:
+        ex.run(_batch_task, args, fatal=(BackendUnavailable, CacheError), on_outcome=outcome)
+    finally:
+        if ex is not spec:
+            ex.close()
 
 
 # ---------------------------------------------------------------------------
