@@ -99,7 +99,7 @@ class RayExecutor(Executor):
         env = self.env if self.env is not None else runtime_env()
         if not ray.is_initialized():
             kw = dict(address=self.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
-                      configure_logging=False)
+                      logging_level="ERROR")  # Ray's own notices would fill the report's stderr
             if self.address is None and self.requested:
                 kw["num_cpus"] = self.requested
             kw.update(self.init_kwargs)
