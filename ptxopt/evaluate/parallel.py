@@ -89,7 +89,8 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
         todo.sort(key=lambda i: -len(candidates[i].ptx))
         if executor is not None and executor != "local":  # a Ray cluster, or a caller's executor
             size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * max(1, workers or 4)))))
-            _on_executor(executor, workers, candidates, settings, cache_path, list(_batches(todo, size)), emit)
+            _on_executor(executor, workers, candidates, settings, cache_path, list(_batches(todo, size)), emit,
+                         cache)
         elif workers <= 0:  # one stream: run_batch chunks and pipelines it itself
             run_batch([candidates[i] for i in todo], settings, cache, indices=todo, on_result=emit)
         else:
@@ -129,7 +130,8 @@ def _batch_task(args):
         return out, new_rows(path, seed)
 
 
-def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path, batches, emit) -> None:
+def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path, batches, emit,
+                 cache: EvalCache | None = None) -> None:
     from ptxopt.executor import make_executor
     from ptxopt.executor.journal import Rows, merge_rows, seed_rows
 
@@ -150,7 +152,7 @@ def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path,
     def outcome(o) -> None:
         if o.ok:
             results, rows = o.value
-            merge_rows(cache_path, rows)  # written before the results are reported
+            merge_rows(cache_path, rows, cache=cache)  # written before the results are reported
             for i, r in zip(batches[o.index], results):
                 emit(i, r)
             return

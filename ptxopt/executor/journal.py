@@ -42,6 +42,17 @@ class Rows:
         return len(self.results) + len(self.pipelines) + len(self.memo)
 
 
+def cache_file(cache) -> Path | None:
+    """The file an evaluation-cache option names (a path, ``"default"`` or None)."""
+    if cache is None:
+        return None
+    if cache == "default":
+        from ptxopt.evaluate.cache import default_cache_path
+
+        return default_cache_path()
+    return Path(cache).expanduser()
+
+
 def memo_path(cache_path: Path) -> Path:
     return cache_path.with_name(cache_path.name + ".moves.sqlite")
 
@@ -89,8 +100,10 @@ def new_rows(path: Path, seed: Rows | None) -> Rows:
     return Rows(results, pipelines, memo)
 
 
-def merge_rows(cache_path, rows: Rows) -> int:
-    """Write ``rows`` into the cache at ``cache_path`` and its move memo; the number of results stored."""
+def merge_rows(cache_path, rows: Rows, *, cache=None) -> int:
+    """Write ``rows`` into the cache at ``cache_path`` and its move memo; the number of results stored.
+    ``cache``: the driver's open :class:`~ptxopt.evaluate.cache.EvalCache` of that file (kept open;
+    a driver merging after every task opens it once)."""
     if cache_path is None or not rows:
         return 0
     from ptxopt.evaluate.cache import EvalCache
@@ -99,7 +112,8 @@ def merge_rows(cache_path, rows: Rows) -> int:
     path = Path(cache_path).expanduser()
     stored = 0
     if rows.results or rows.pipelines:
-        cache = EvalCache(path)
+        own = cache is None
+        cache = EvalCache(path) if own else cache
         try:
             for key, sha, text in rows.results:
                 try:
@@ -111,7 +125,8 @@ def merge_rows(cache_path, rows: Rows) -> int:
             cache.aliases.extend((pk, rk) for pk, rk in rows.pipelines if isinstance(pk, str) and isinstance(rk, str))
             cache.flush()  # what cannot be committed now stays pending; close() saves it beside the cache
         finally:
-            cache.close()
+            if own:
+                cache.close()
     if rows.memo:
         _merge_memo(memo_path(path), rows.memo)
     return stored
@@ -139,4 +154,4 @@ def _merge_memo(path: Path, memo: list) -> None:
         m.close()
 
 
-__all__ = ["Rows", "seed_rows", "private_cache", "new_rows", "merge_rows", "memo_path"]
+__all__ = ["cache_file", "Rows", "seed_rows", "private_cache", "new_rows", "merge_rows", "memo_path"]

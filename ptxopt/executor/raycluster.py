@@ -58,9 +58,7 @@ def _ray():
 
 def runtime_env() -> dict:
     """How ptxopt's code and corpus reach the cluster's workers (see the module doc)."""
-    import ptxopt
-
-    pkg = Path(ptxopt.__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent  # the ptxopt package
     root = pkg.parent
     if (root / "setup.cfg").is_file() and (root / "corpus" / "manifest.json").is_file():  # a checkout
         return {"working_dir": str(root), "excludes": list(EXCLUDES)}

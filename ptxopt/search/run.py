@@ -209,16 +209,6 @@ def _job(args):
         return res, new_rows(path, seed)
 
 
-def _cache_file(cache) -> Path | None:
-    if cache is None:
-        return None
-    if cache == "default":
-        from ptxopt.evaluate.cache import default_cache_path
-
-        return default_cache_path()
-    return Path(cache).expanduser()
-
-
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
                 on_result: Callable[[KernelResult], None] | None = None, executor=None) -> list[KernelResult]:
     """Search every ``(kernel, family)``; results in input order. ``on_result``
@@ -249,20 +239,21 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
             record(i, search_kernel(k, config, fam))
         return results  # type: ignore[return-value]
     from ptxopt.executor import make_executor
-    from ptxopt.executor.journal import merge_rows, seed_rows
+    from ptxopt.executor.journal import cache_file, merge_rows, seed_rows
 
-    cache = _cache_file(config.options.cache)
-    if cache is not None:  # an unusable cache stops the search here, before any worker starts
+    cache = cache_file(config.options.cache)
+    db = None
+    if cache is not None:  # the driver's one connection; an unusable cache stops the search before any worker starts
         from ptxopt.evaluate.cache import EvalCache
 
-        EvalCache(cache).close()
+        db = EvalCache(cache)
     args = [(k, config, fam, seed_rows(cache, k.label)) for k, fam in kernels]
 
     def outcome(o) -> None:
         k, fam = kernels[o.index]
         if o.ok:
             r, rows = o.value
-            merge_rows(cache, rows)
+            merge_rows(cache, rows, cache=db)
         elif o.died:
             r = KernelResult(k.label, fam, config.strategy,
                              error="the worker process died while searching this kernel (retried once in a fresh worker)")
@@ -278,6 +269,8 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
     finally:
         if ex is not executor:  # made here: closed here (a caller's executor is the caller's)
             ex.close()
+        if db is not None:
+            db.close()
     return results  # type: ignore[return-value]
 
 
