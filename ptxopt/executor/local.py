@@ -37,31 +37,50 @@ class LocalExecutor(Executor):
         self.workers = max(0, int(workers))
         self.start_method = start_method
         self._marks: tempfile.TemporaryDirectory | None = None
+        self._pool = None
 
     def run(self, fn, args, **kw):
-        self.close()  # markers are per run: indices restart at 0
+        self._new_marks()  # markers are per run: indices restart at 0
         try:
             return super().run(fn, args, **kw)
         finally:
-            self.close()
+            if self._marks is not None:
+                self._marks.cleanup()
+                self._marks = None
+
+    def _new_marks(self) -> None:
+        if self._marks is not None:
+            self._marks.cleanup()
+        self._marks = tempfile.TemporaryDirectory(prefix="ptxopt-tasks-")
+
+    def _make_pool(self, n: int):
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
+        from ptxopt.workers import become_worker, parent_info
+
+        return ProcessPoolExecutor(max_workers=n, mp_context=get_context(self.start_method),
+                                   initializer=become_worker, initargs=parent_info())
 
     def _round(self, fn: Callable, args: Sequence, indices: list[int], fatal: tuple,
                record: Callable[[Outcome], None], *, fresh_worker: bool = False) -> list[tuple[int, bool]]:
         if self.workers <= 0:
             run_in_process(fn, args, indices, fatal, record)
             return []
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
-        from multiprocessing import get_context
 
-        from ptxopt.workers import become_worker, parent_info, starting_workers
+        from ptxopt.workers import starting_workers
 
         if self._marks is None:
-            self._marks = tempfile.TemporaryDirectory(prefix="ptxopt-tasks-")
+            self._new_marks()
         marks = Path(self._marks.name)
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(indices)),
-                                   mp_context=get_context(self.start_method),
-                                   initializer=become_worker, initargs=parent_info())
+        if fresh_worker:  # a suspect, alone, in a worker of its own
+            pool = self._make_pool(1)
+        else:  # the pool is kept between runs (a training epoch after another): workers start once
+            if self._pool is None:
+                self._pool = self._make_pool(self.workers)
+            pool = self._pool
         broken: list[int] = []
         finished = False
         try:
@@ -82,16 +101,27 @@ class LocalExecutor(Executor):
                 record(Outcome(i, value=value))
             finished = True
         finally:
-            if not finished or broken:  # interrupted, or a worker died: kill the rest now
-                for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                    proc.kill()
-            pool.shutdown(wait=finished and not broken, cancel_futures=not finished or bool(broken))
+            if not finished or broken or fresh_worker:  # interrupted, a worker died, or a one-off pool: end it
+                _end(pool, kill=not finished or bool(broken))
+                if pool is self._pool:
+                    self._pool = None
         return [(i, (marks / str(i)).exists()) for i in sorted(broken, key=indices.index)]
 
     def close(self) -> None:
+        if self._pool is not None:
+            _end(self._pool, kill=False)
+            self._pool = None
         if self._marks is not None:
             self._marks.cleanup()
             self._marks = None
+
+
+def _end(pool, *, kill: bool) -> None:
+    """Shut ``pool`` down; ``kill``: its workers now (interrupted, or one died: the rest are suspects too)."""
+    if kill:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.kill()
+    pool.shutdown(wait=not kill, cancel_futures=kill)
 
 
 __all__ = ["LocalExecutor"]
