@@ -1,14 +1,17 @@
 """Local vs Ray executors on one small search, measured in one run (issue 33).
 
 Prints (JSON, with --json) for the same search -- KERNELS, greedy,
-``--max-steps 2``, a fresh cache each time -- the wall time in this process,
-with the local executor (1 and 2 worker processes) and with Ray (a private
-head on 127.0.0.1 with 2 CPUs; 1 and 2 tasks in flight), and checks that
-every run gives the same results and cache keys. Then: Ray's cost per task
-(a no-op task's round trip, against the local pool's), the bytes that cross
-the network per task and per evaluation (pickled arguments and results,
-cache rows included), and the driver's cost to write one evaluation's rows
-(the bound on how many evaluations per second one driver can absorb).
+``--max-steps 2``, a fresh cache each time -- the wall time in the driver
+process alone, with the local executor (1 and 2 worker processes) and with
+Ray (a private head on 127.0.0.1 with 2 CPUs; 1 and 2 tasks in flight). Each
+configuration runs in a fresh driver process: a *cold* search (workers just
+started: imports, the runtime environment unpacked) and then a *warm* one
+(a fresh cache, the same workers), and every run must give the in-process
+run's results and cache keys. Then: each executor's cost per task (a no-op
+task's round trip, warm), the bytes that cross the network per task and per
+evaluation (pickled arguments and results, cache rows included), and the
+driver's cost to write one evaluation's rows (which bounds how many
+evaluations per second one driver can absorb).
 
 Run it under ``nice -n 10`` on a shared machine; ratios in one run are what
 to compare.
@@ -52,72 +55,102 @@ def search(tmp: Path, tag: str, **kw):
 def noop_round_trips(ex, n: int) -> float:
     from ptxopt.testing.executor_tasks import task
 
-    ex.run(task, [("ok", i) for i in range(ex.workers or 2)])  # workers started and warm
+    ex.run(task, [("ok", i) for i in range(ex.workers or 2)])  # workers up
     t = time.perf_counter()
     ex.run(task, [("ok", i) for i in range(n)])
     return (time.perf_counter() - t) / n
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    import ray
+CONFIGS = {"in-process": ("local", 0), "local -j1": ("local", 1), "local -j2": ("local", 2),
+           "ray 1": ("ray", 1), "ray 2": ("ray", 2)}
 
-    from ptxopt.executor import LocalExecutor
-    from ptxopt.executor.journal import merge_rows, new_rows, private_cache
-    from ptxopt.executor.raycluster import RayExecutor, runtime_env
 
-    out: dict = {"kernels": KERNELS, "max_steps": 2, "cpus": os.cpu_count(), "runs": {}}
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        ref = None
-        for tag, kw in [("in-process", {}), ("local -j1", {"workers": 1}), ("local -j2", {"workers": 2})]:
-            out["runs"][tag], got = search(tmp, tag.replace(" ", ""), **kw)
-            ref = ref or got
-            out["runs"][tag]["identical"] = got == ref
+def one(tag: str) -> dict:
+    """One configuration in this (fresh) process: a cold search, then the same search again with a
+    fresh cache and the executor's workers (or this process) warm; both checked against each other."""
+    kind, n = CONFIGS[tag]
+    out: dict = {}
+    if kind == "ray":
+        import ray
+
+        from ptxopt.executor.raycluster import RayExecutor, runtime_env
+
         t = time.perf_counter()
         ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
                  runtime_env=runtime_env(), log_to_driver=False, logging_level="ERROR")
         out["ray_init_s"] = round(time.perf_counter() - t, 2)
-        for n in (1, 2):
-            ex = RayExecutor(workers=n)
-            out["runs"][f"ray {n}"], got = search(tmp, f"ray{n}", executor=ex)
-            out["runs"][f"ray {n}"]["identical"] = got == ref
-            out["runs"][f"ray {n}"]["first_tasks_s_note"] = "includes starting Ray workers and unpacking the runtime env"
-            if n == 2:
-                ev = out["runs"]["ray 2"]["evaluations"]
-                out["transfer"] = {"tasks": ex.stats["tasks"], "sent_bytes": ex.stats["sent_bytes"],
-                                   "received_bytes": ex.stats["received_bytes"],
-                                   "bytes_per_evaluation": round((ex.stats["sent_bytes"] + ex.stats["received_bytes"]) / ev)}
-        # warm again: the same search through Ray when its workers are up (and the driver cache is warm: hits)
-        out["runs"]["ray 2 (workers warm, fresh cache)"], got = search(tmp, "ray2b", executor=RayExecutor(workers=2))
-        out["runs"]["ray 2 (workers warm, fresh cache)"]["identical"] = got == ref
-        out["noop_task_s"] = {"ray": round(noop_round_trips(RayExecutor(workers=2), 200), 5)}
-        lex = LocalExecutor(2)
-        out["noop_task_s"]["local pool (incl. pool start)"] = round(noop_round_trips(lex, 200), 5)
-        ray.shutdown()
-        # what the driver pays per evaluation to write the rows a worker returned
-        from ptxopt.evaluate import evaluate_many
+        ex = RayExecutor(workers=n)
+    else:
+        from ptxopt.executor import LocalExecutor
 
-        with private_cache(None) as w:
-            evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in ["", "vec_ld", "vec_st", "reorder_cp", "maxnreg_32",
-                                                                   "cache_cg", "vec_ld,vec_st", "reorder_il"]], cache=w)
-            rows = new_rows(w, None)
-        from ptxopt.evaluate import EvalCache
+        ex = LocalExecutor(n)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        kw = {"executor": ex} if n else {}
+        out["cold"], a = search(tmp, "cold", **kw)
+        if kind == "ray":
+            out["transfer"] = dict(ex.stats)
+            out["transfer"]["bytes_per_evaluation"] = round(
+                (ex.stats["sent_bytes"] + ex.stats["received_bytes"]) / out["cold"]["evaluations"])
+        out["warm"], b = search(tmp, "warm", **kw)
+        out["digest"] = json.dumps(a, sort_keys=True, default=str)
+        out["cold_equals_warm"] = a == b
+        if n:
+            out["noop_task_s"] = round(noop_round_trips(ex, 200), 5)
+        ex.close()
+        if kind == "ray":
+            import ray
 
-        with EvalCache(tmp / "merge.sqlite") as db:  # the driver's open cache, as search_many holds it
-            t = time.perf_counter()
-            for i in range(20):
-                merge_rows(db.path, rows, cache=db)
-            out["driver_merge_s_per_evaluation"] = round((time.perf_counter() - t) / (20 * len(rows.results)), 5)
+            ray.shutdown()
+    return out
+
+
+def driver_merge_cost() -> float:
+    """Seconds the driver spends per evaluation writing rows a worker returned (cache held open)."""
+    from ptxopt.evaluate import EvalCache, evaluate_many
+    from ptxopt.executor.journal import merge_rows, new_rows, private_cache
+
+    with private_cache(None) as w:
+        evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in ["", "vec_ld", "vec_st", "reorder_cp", "maxnreg_32",
+                                                               "cache_cg", "vec_ld,vec_st", "reorder_il"]], cache=w)
+        rows = new_rows(w, None)
+    with tempfile.TemporaryDirectory() as d, EvalCache(Path(d) / "merge.sqlite") as db:
+        t = time.perf_counter()
+        for _ in range(20):
+            merge_rows(db.path, rows, cache=db)
+        return round((time.perf_counter() - t) / (20 * len(rows.results)), 5)
+
+
+def main() -> int:
+    import subprocess
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--one", choices=list(CONFIGS), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return 0
+    out: dict = {"kernels": KERNELS, "max_steps": 2, "cpus": os.cpu_count(), "runs": {}}
+    for tag in CONFIGS:  # each in a fresh driver process: no configuration inherits another's warm state
+        p = subprocess.run([sys.executable, __file__, "--one", tag], capture_output=True, text=True)
+        if p.returncode:
+            print(p.stderr, file=sys.stderr)
+            return 1
+        out["runs"][tag] = json.loads(p.stdout.strip().splitlines()[-1])
+    ref = out["runs"]["in-process"]["digest"]
+    for r in out["runs"].values():
+        r["identical_to_in_process"] = r.pop("digest") == ref
+    out["driver_merge_s_per_evaluation"] = driver_merge_cost()
     inproc = out["runs"]["in-process"]
-    out["in_process_s_per_evaluation"] = round(inproc["wall_s"] / inproc["evaluations"], 4)
+    out["in_process_s_per_evaluation"] = {k: round(inproc[k]["wall_s"] / inproc[k]["evaluations"], 4)
+                                          for k in ("cold", "warm")}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         for k, v in out["runs"].items():
-            print(f"{k:36s} {v['wall_s']:7.2f} s  {v['evaluations']} evaluations  identical={v['identical']}")
+            print(f"{k:12s} cold {v['cold']['wall_s']:7.2f} s  warm {v['warm']['wall_s']:7.2f} s  "
+                  f"{v['cold']['evaluations']} evaluations  identical={v['identical_to_in_process']}")
         print(json.dumps({k: v for k, v in out.items() if k != "runs"}, indent=2))
     return 0
 
