@@ -117,3 +117,27 @@ def test_cli_refuses_a_bad_executor_with_exit_2():
     p = subprocess.run([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile_2x2x2", "--executor", "mars"],
                        cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 2 and "unknown executor 'mars'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_an_evaluation_batch_whose_worker_dies_fails_only_the_culprit(monkeypatch):
+    """Through an executor, a batch whose worker died twice is split: each candidate runs alone
+    once more, so only the one that kills its worker fails (an in-process stand-in executor)."""
+    from ptxopt.evaluate import evaluate_many
+    from ptxopt.evaluate import parallel
+    from ptxopt.executor.base import Outcome
+
+    class Dying(LocalExecutor):  # a batch holding the "vec_st" candidate dies, as its worker would
+        def _round(self, fn, args, indices, fatal, record, *, fresh_worker=False):
+            died = []
+            for i in indices:
+                if any(c.pipeline == "vec_st" for c in args[i][1]):
+                    died.append((i, True))
+                else:
+                    record(Outcome(i, value=fn(args[i])))
+            return died
+
+    cands = [("corpus:gemm_tile_2x2x2", p) for p in ["", "vec_ld", "vec_st", "reorder_cp"]]
+    monkeypatch.setattr(parallel, "_batches", lambda items, size: iter([items]))  # one batch of all four
+    out = evaluate_many(cands, cache=None, executor=Dying(0))
+    assert [r.status for r in out] == ["ok", "ok", "internal", "ok"]
+    assert "died" in out[2].error

@@ -147,23 +147,31 @@ def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path,
             rows.pipelines += part.pipelines
         return rows
 
-    args = [(b, [candidates[i] for i in b], settings, seed(b)) for b in batches]
+    suspects: list[int] = []
 
-    def outcome(o) -> None:
+    def outcome(o, batches, alone: bool) -> None:
         if o.ok:
             results, rows = o.value
             merge_rows(cache_path, rows, cache=cache)  # written before the results are reported
             for i, r in zip(batches[o.index], results):
                 emit(i, r)
-            return
-        for i in batches[o.index]:  # the task raised or its worker died twice: each candidate says so
-            w = Work(i, candidates[i], settings)
-            why = o.error or o.died
-            emit(i, w.finish("internal", error=f"evaluation task failed: {why}", cacheable=False))
+        elif o.died and not alone:  # a batch's worker died twice: which candidate? each alone, once more
+            suspects.extend(batches[o.index])
+        else:  # the task raised, or one candidate's worker died on it every time: that candidate fails
+            for i in batches[o.index]:
+                why = o.error or o.died
+                emit(i, Work(i, candidates[i], settings).finish("internal", error=f"evaluation task failed: {why}",
+                                                                 cacheable=False))
 
     ex = make_executor(spec, workers)
     try:
-        ex.run(_batch_task, args, fatal=(BackendUnavailable, CacheError), on_outcome=outcome)
+        def run(group: list[list[int]], alone: bool) -> None:
+            ex.run(_batch_task, [(b, [candidates[i] for i in b], settings, seed(b)) for b in group],
+                   fatal=(BackendUnavailable, CacheError), on_outcome=lambda o: outcome(o, group, alone))
+
+        run(batches, False)
+        if suspects:
+            run([[i] for i in suspects], True)
     finally:
         if ex is not spec:
             ex.close()
