@@ -1,5 +1,6 @@
-"""GRPO rollouts through an executor (rl.remote, issue 33; slow tier: two cold GRPO epochs, ~45 s here): one task per kernel's group, the
-driver writes the rows the task returns; seeded per (run, epoch, kernel), so reproducible."""
+"""GRPO rollouts through an executor (rl.remote, issue 33): one task per kernel's group, the
+driver writes the rows the task returns; seeded per (run, epoch, kernel), so reproducible.
+Slow tier: two cold GRPO epochs, ~45 s here."""
 
 from __future__ import annotations
 
