@@ -89,3 +89,23 @@ def test_measurement_actors_hold_their_backend_and_match_local(head):
     assert [(r.key, r.status, r.cycles, r.equivalence) for r in there] == \
            [(r.key, r.status, r.cycles, r.equivalence) for r in here]
     assert len({i["pid"] for i in info}) == 2 and all(i["measured"] > 0 for i in info)
+
+
+def test_evaluations_through_ray_equal_the_local_ones(head, tmp_path):
+    """eval --executor ray: batches as tasks; same results and the same cache rows as in process."""
+    from ptxopt.evaluate import evaluate_many
+
+    cands = [("corpus:gemm_tile_2x2x2", p) for p in ["", "vec_ld", "vec_st", "reorder_cp", "no_such_pass"]]
+
+    def run(tag, **kw):
+        cache = tmp_path / f"{tag}.sqlite"
+        out = evaluate_many(cands, cache=cache, **kw)
+        db = sqlite3.connect(cache)
+        rows = (sorted(db.execute("SELECT key, status, cycles FROM results")),
+                sorted(db.execute("SELECT key, result_key FROM pipelines")))
+        db.close()
+        return [(r.key, r.status, r.cycles, r.equivalence) for r in out], rows
+
+    here = run("here")
+    assert here[0][-1][1] == "illegal" and here[1][0]
+    assert run("ray", executor="ray", workers=2) == here
