@@ -109,3 +109,49 @@ def test_evaluations_through_ray_equal_the_local_ones(head, tmp_path):
     here = run("here")
     assert here[0][-1][1] == "illegal" and here[1][0]
     assert run("ray", executor="ray", workers=2) == here
+
+
+def _ray_task_running(session: int) -> bool:
+    """A Ray worker of this session is running one of our tasks (its title is ``ray::_call``)."""
+    import os
+    from pathlib import Path
+
+    for p in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"ray::_call" in (p / "cmdline").read_bytes() and os.getsid(int(p.name)) == session:
+                return True
+        except (OSError, ProcessLookupError):
+            continue
+    return False
+
+
+def test_sigterm_during_a_ray_search_exits_143_and_writes_what_finished(tmp_path):
+    """ray.init replaces the driver's SIGTERM handler with an abort (exit 134): ptxopt puts its own
+    back, so SIGTERM cancels the tasks, writes the JSON (interrupted) and exits 143."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "out.json"
+    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile", "--executor", "ray", "-j", "2",
+                             "-q", "--cache", str(tmp_path / "c.sqlite"), "--json", str(out)], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _ray_task_running(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "terminated (SIGTERM)" in err
+    assert json.loads(out.read_text())["interrupted"] is True

@@ -25,6 +25,8 @@ executor and the rest of the toolkit never need it (``pip install
   flight (default: the cluster's CPUs).
 * **Interrupts.** Ctrl-C/SIGTERM in the driver cancels every task in flight
   (``ray.cancel(force=True)`` kills its worker process), then re-raises.
+  ``ray.init`` replaces the driver's SIGTERM handler with one that aborts;
+  the driver's handlers are put back right after it.
 
 :attr:`RayExecutor.stats` counts tasks and the pickled bytes each way (what
 crosses the network per task), for the README's scaling table.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -63,6 +66,24 @@ def runtime_env() -> dict:
     if (root / "setup.cfg").is_file() and (root / "corpus" / "manifest.json").is_file():  # a checkout
         return {"working_dir": str(root), "excludes": list(EXCLUDES)}
     return {"py_modules": [str(pkg)]}  # an installed package: it carries its corpus (ptxopt/_corpus)
+
+
+@contextmanager
+def _keeping_signal_handlers():
+    """``ray.init`` installs its own SIGTERM handler in the driver (it aborts the process: exit 134);
+    the driver's own handlers come back afterwards, so SIGTERM still takes the Ctrl-C path
+    (:mod:`ptxopt.cli.termination`: what finished is written, exit 143)."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def _call(fn, arg):
@@ -101,7 +122,8 @@ class RayExecutor(Executor):
             if self.address is None and self.requested:
                 kw["num_cpus"] = self.requested
             kw.update(self.init_kwargs)
-            ray.init(**kw)
+            with _keeping_signal_handlers():
+                ray.init(**kw)
             self._owned = True
         # joined by the caller (ray.init before us): the job's runtime env is the caller's, and Ray uploads
         # local directories only at the job level -- the caller passes runtime_env=runtime_env() to ray.init
