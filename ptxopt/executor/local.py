@@ -7,6 +7,9 @@ each made a well-behaved worker first (:func:`ptxopt.workers.become_worker`:
 it dies with the driver and leaves Ctrl-C to it) and started inside
 :func:`ptxopt.workers.starting_workers`.
 
+``start_method=None`` takes the platform's default (``fork`` on Linux: no
+re-import, for jobs that start no threads before forking).
+
 A worker that dies breaks the whole pool (every pending future fails with
 ``BrokenProcessPool``), so each task touches a marker file as it starts: the
 tasks whose marker exists were held by a worker and count as retried
@@ -33,7 +36,7 @@ class LocalExecutor(Executor):
     kind = "local"
     same_host = True
 
-    def __init__(self, workers: int = 0, *, start_method: str = "spawn"):
+    def __init__(self, workers: int = 0, *, start_method: str | None = "spawn"):
         self.workers = max(0, int(workers))
         self.start_method = start_method
         self._marks: tempfile.TemporaryDirectory | None = None
