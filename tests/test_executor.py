@@ -3,7 +3,6 @@ driver as the only writer of the cache (issue 33). Ray itself: tests/test_ray_ex
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
