@@ -21,8 +21,11 @@ def _fmt(x, spec=".0f", none="-") -> str:
 
 
 def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
-                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=()) -> int:
+                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=(),
+                   as_json: bool = False) -> int:
     """Search ``kernels``, print/write the report; the exit status.
+    ``as_json``: the JSON document on stdout instead of the table and summary;
+    ``json_out``: the same document written there (``"-"``: stdout, as ``as_json``).
     ``on_results(results, interrupted)`` sees the per-kernel results (in
     ``kernels`` order) before anything is printed. ``rejected``: ``(name,
     message, exit code)`` of inputs of a folder run that were not searched
@@ -88,14 +91,17 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
     }
-    if json_out == "-":
-        click.echo(json.dumps(doc, indent=2))
+    from ptxopt.cli.common import dump_json
+
+    as_json, json_out = as_json or json_out == "-", None if json_out == "-" else json_out
+    if json_out:
+        try:
+            write_atomic(json_out, dump_json(doc) + "\n")
+        except OutputNotWritable as e:
+            unwritten.append(str(e))
+    if as_json:
+        click.echo(dump_json(doc))
     else:
-        if json_out:
-            try:
-                write_atomic(json_out, json.dumps(doc, indent=2) + "\n")
-            except OutputNotWritable as e:
-                unwritten.append(str(e))
         if not quiet:
             print_table(results, config)
         print_summary(summary, config)
