@@ -147,6 +147,14 @@ def test_train_json_options():
     assert {"--json", "--json-out"} <= _opts(train_cmd)
 
 
+@pytest.mark.slow
+def test_train_json_is_the_summary_and_progress_goes_to_stderr(tmp_path):
+    pytest.importorskip("torch")
+    doc = _stdout_equals_file(tmp_path, "train", "--bc-only", "--bc-epochs", "2", "--out", tmp_path / "o")
+    assert doc["mode"] == "bc-only" and doc["bc"]["steps"] > 0
+    assert json.loads((tmp_path / "o" / "train.json").read_text()) == doc
+
+
 # -- verify --contract ------------------------------------------------------------
 
 def _contract(tmp_path, grid=(4, 1, 1), block=(256, 1, 1), n=1000):

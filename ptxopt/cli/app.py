@@ -1,7 +1,9 @@
 """The ``ptxopt`` command line.
 
 Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
-one JSON document on stdout (keys documented in the README). Expected
+one JSON document on stdout (keys documented in the README) and ``--json-out
+FILE`` writes the same document, keeping the text report
+(:func:`ptxopt.cli.common.json_options`). Expected
 failures print one line, ``FILE:LINE:COL: error: ...`` or ``ptxopt: error:
 ...`` (a bad option: ``ptxopt CMD: error: ...``), on stderr and exit with the
 code of :mod:`ptxopt.cli.exitcodes` (2 for bad input); a bug in ptxopt itself
