@@ -87,6 +87,8 @@ def test_json_out_alone_keeps_the_text_report(tmp_path):
     assert json.loads(r.stdout)["file"] == SMALL
     r = run_cli("stats", SMALL, "--json-out", tmp_path / "no" / "such" / "dir.json")
     assert r.exit_code == 2 and "no such directory" in r.stderr
+    r = run_cli("stats", SMALL, "--json-out", "a" * 5000)  # ENAMETOOLONG: one line, exit 2, no traceback
+    assert r.exit_code == 2 and "too long" in r.stderr
 
 
 def test_eval_json_parses_and_json_out_writes_the_same(tmp_path):

@@ -33,7 +33,11 @@ def output_file_problem(path: str) -> str | None:
     again when it did not exist: permission bits alone say nothing for root,
     and ``/proc`` or a read-only file system only show themselves on open."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as e:  # a name no file system holds (ENAMETOOLONG): not an internal error
+        return f"{path}: cannot be written: {e.strerror or e}"
+    if is_dir:
         return f"{path}: is a directory"
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
@@ -122,9 +126,13 @@ def _legacy_json_value(ctx, param, value):
     if value is None or value == "-":
         return value
     why = None
-    if value.lower().endswith(".ptx") or value.startswith("corpus:") or Path(value).is_dir():
+    try:
+        is_dir, exists = Path(value).is_dir(), Path(value).exists()
+    except OSError:  # a name no file system holds (too long): output_file says so below
+        is_dir, exists = False, True
+    if value.lower().endswith(".ptx") or value.startswith("corpus:") or is_dir:
         why = "an input"
-    elif not Path(value).exists():
+    elif not exists:
         from ptxopt.corpus import CorpusError, select
 
         try:
