@@ -7,6 +7,12 @@ that is not in the corpus (so no manifest entry can supply its launch). The
 first block's ``my_compiler.emit_ptx(kernel)`` stands for "another compiler":
 here it returns that file's text. What the blocks print is checked against
 what their comments promise.
+
+A block that starts with ``# PATH (abridged)`` quotes that file: each of its
+lines (comments aside) must be a line of PATH, in the same order, so the
+excerpt cannot drift from the code it shows. The Triton blocks are not run
+here (they need a model to compile); ``tests/test_triton_hook.py`` covers
+that API.
 """
 
 from __future__ import annotations
@@ -84,3 +90,23 @@ def test_the_inferred_launch_the_readme_names_works_too():
     assert launch.origin == "inferred"
     out = PassManager("reorder_cp").run(m).module
     assert verify(m, out, launch=launch).status == "equal"
+
+
+def _code(line: str) -> str:
+    """A line without its trailing comment (two spaces, then ``#``) and trailing blanks."""
+    return line.split("  #", 1)[0].rstrip()
+
+
+def test_abridged_blocks_quote_the_files_they_name():
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n# (\S+) \(abridged\)\n(.*?)\n```", text, re.S)
+    assert blocks, "the README's 'Write a pass' block names the file it abridges"
+    for path, code in blocks:
+        source = [_code(ln) for ln in (ROOT / path).read_text().splitlines()]
+        at = 0
+        for ln in code.splitlines():
+            want = _code(ln)
+            if not want.strip():
+                continue
+            assert want in source[at:], f"README.md: {want.strip()!r} is not in {path} (after line {at})"
+            at = source.index(want, at) + 1
