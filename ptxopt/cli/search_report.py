@@ -107,7 +107,8 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         print_summary(summary, config)
     if plot and results:
         try:
-            draw_plot(results, plot, title=f"{config.strategy} on {target} ({doc['cycles_kind'].lower()})")
+            where = Path(target).name if Path(target).name and not target.startswith("corpus:") else target
+            draw_plot(results, plot, title=f"{config.strategy} on {where} ({doc['cycles_kind'].lower()})")
         except OutputNotWritable as e:
             unwritten.append(str(e))
     for why in unwritten:
