@@ -132,6 +132,8 @@ def test_search_json_flag_and_the_deprecated_path(tmp_path):
     assert "deprecated" in r.stderr and f"--json-out {old}" in r.stderr
     assert json.loads(old.read_text())["kernels"][0]["kernel"] == "gemm_tile_2x2x2"
     assert "kernels searched" in r.stdout  # the text report, as before
+    r = run_cli("search", "gemm_tile_2x2x2", *common, "--json", old, "--json-out", tmp_path / "other.json")
+    assert r.exit_code == 2 and "give --json-out alone" in r.stderr
     r = run_cli("search", gemm := "gemm_tile_2x2x2", *common, "--json", "-")  # the old stdout form: no warning
     assert json.loads(r.stdout)["target"] == gemm and "deprecated" not in r.stderr
     # a TARGET written after --json is refused, never taken as the output

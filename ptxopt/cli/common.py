@@ -177,8 +177,9 @@ def json_target(as_json, json_out) -> tuple[bool, str | None]:
         click.echo(f"ptxopt: warning: '--json {as_json}' is deprecated: use '--json-out {as_json}' "
                    "('--json' alone prints the JSON on stdout)", err=True)
         stdout = False
-        if json_out is None:
-            json_out = as_json
+        if json_out is not None and json_out != as_json:
+            fail(f"'--json {as_json}' (deprecated) and '--json-out {json_out}' both name a file: give --json-out alone")
+        json_out = as_json
     if json_out == "-":
         stdout, json_out = True, None
     return stdout, json_out
