@@ -103,6 +103,10 @@ class KernelResult:
     estimate: bool = True
     registers_before: int | None = None
     registers_after: int | None = None
+    #: the spread of repeated measurements (the gpu backend's interquartile range, cycles) of the
+    #: baseline and of the best pipeline; None for estimates (one deterministic model run)
+    baseline_spread: float | None = None
+    best_spread: float | None = None
     note: str | None = None
     error: str | None = None
     bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
@@ -170,6 +174,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     res.baseline_cycles = out.baseline.cycles
     res.best_cycles = out.best_result.cycles
     res.registers_before, res.registers_after = out.baseline.registers, out.best_result.registers
+    res.baseline_spread, res.best_spread = out.baseline.spread, out.best_result.spread
     res.evaluations, res.cache_hits, res.failures = meter.evaluations, meter.cache_hits, dict(meter.failures)
     res.steps = out.steps
     best = out.best_result
