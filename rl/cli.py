@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 
+from ptxopt.cli.executor_option import executor_option
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option,
                                cache_option, check_arch, check_backend, emit_json, json_options, json_target,
                                objective_option, output_dir, prepare_cache, stdin_once)
@@ -57,6 +58,10 @@ _NON_NEGATIVE = FiniteFloat(0)
               help="Sampling temperature of GRPO's exploiting rollouts (> 0).")
 @click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
 @click.option("--seed", default=0, show_default=True)
+@click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
+              help="GRPO groups rolled out in parallel worker processes (0: in this process; with "
+                   "--executor ray: tasks in flight, 0 = every CPU of the cluster).")
+@executor_option
 @backend_option
 @arch_option
 @allow_unchecked_option
@@ -66,7 +71,7 @@ _NON_NEGATIVE = FiniteFloat(0)
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
-              samples, seed, backend, arch, allow_unchecked, cache_path, objective, json_out, as_json=None):
+              samples, seed, workers, executor, backend, arch, allow_unchecked, cache_path, objective, json_out, as_json=None):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
@@ -158,7 +163,8 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     from rl.grpo import TrainingInterrupted, shielded
 
     try:
-        path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=say)
+        path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=say, executor=executor,
+                              workers=workers)
     except TrainingInterrupted as e:  # the finished epochs' policy and curves are written: add the summary
         with shielded():
             doc.update(grpo_kernels=train_kernels, grpo=e.rows, epochs=cfg.epochs, epochs_done=e.epochs_done,

@@ -354,35 +354,28 @@ def _check_one(args):
 
 
 def _run_parallel(sources, archs, jobs, progress: bool):
-    from concurrent.futures import ProcessPoolExecutor
-
+    """Every source through the executor (ptxopt.executor: worker processes that die with this one,
+    a check that raises or kills its worker is that file's failure, never the run's)."""
     from rich.progress import Progress
 
-    from ptxopt.workers import become_worker, parent_info, starting_workers
+    from ptxopt.executor import LocalExecutor
+    from ptxopt.roundtrip import RoundTripResult
 
     work = [(s.name, s.data, archs) for s in sources]
     results = [None] * len(work)
-    if jobs <= 1 or len(work) == 1:
-        it = map(_check_one, work)
-        pool = None
-    else:  # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=become_worker, initargs=parent_info())
-        with starting_workers():  # map submits everything: the workers start here
-            it = pool.map(_check_one, work, chunksize=1)
-    finished = False
+    ex = LocalExecutor(0 if jobs <= 1 or len(work) == 1 else jobs, start_method=None)  # None: fork on Linux
     try:
         with Progress(disable=not progress, transient=True) as bar:
             task = bar.add_task("round trip", total=len(work))
-            for i, r in enumerate(it):
-                results[i] = r
+
+            def done(o) -> None:
+                name = work[o.index][0]
+                results[o.index] = o.value if o.ok else RoundTripResult(name, error=f"{name}: {o.error or o.died}")
                 bar.advance(task)
-        finished = True
+
+            ex.run(_check_one, work, on_outcome=done)
     finally:
-        if pool is not None:
-            if not finished:
-                for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                    proc.kill()
-            pool.shutdown(wait=finished, cancel_futures=True)
+        ex.close()
     return results
 
 

@@ -38,6 +38,7 @@ from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
+from ptxopt.cli.executor_option import executor_option
 from ptxopt.cli.common import fail as _fail
 
 
@@ -53,6 +54,7 @@ from ptxopt.cli.common import fail as _fail
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Worker processes (0: evaluate in this process).")
+@executor_option
 @timeout_option
 @trials_option
 @contract_options
@@ -60,7 +62,7 @@ from ptxopt.cli.common import fail as _fail
 @prove_option
 @objective_option
 @perf_launch_options
-def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
+def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, executor, timeout, trials, contract_file,
              grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
@@ -131,7 +133,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     cache = None if no_cache else (cache_path or default_cache_path())
     if cache is not None:
         prepare_cache(cache, fresh_cache)
-    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective)
+    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective,
+                   executor=executor)
     as_json, json_out = json_target(as_json, json_out)
     try:
         if len(candidates) <= 2 or as_json:

@@ -43,6 +43,7 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
 from ptxopt.cli.exitcodes import BAD_INPUT, worst
+from ptxopt.cli.executor_option import executor_option
 
 
 def _budget(value: str | None):
@@ -160,6 +161,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="With --policy --samples K: sampling temperature of the K-1 sampled rollouts.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
+@executor_option
 @backend_option
 @arch_option
 @allow_unchecked_option
@@ -188,7 +190,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @prove_option
 @objective_option
 @perf_launch_options
-def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
                objective=None, as_json=None, **perf):
@@ -271,7 +273,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config)) if w is not None]
         on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
-        code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, as_json=as_json,
+        code = run_and_report(kernels, config, workers=workers, executor=executor, record=record, json_out=json_out, as_json=as_json,
                               plot=plot,
                               quiet=quiet, target=target, on_results=on_results, rejected=rejected or ())
     except (BackendUnavailable, CacheError) as e:

@@ -20,7 +20,7 @@ def _fmt(x, spec=".0f", none="-") -> str:
     return none if x is None else format(x, spec)
 
 
-def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
+def run_and_report(kernels, config, *, workers: int, executor=None, record: str | None, json_out: str | None,
                    plot: str | None, quiet: bool, target: str, on_results=None, rejected=(),
                    as_json: bool = False) -> int:
     """Search ``kernels``, print/write the report; the exit status.
@@ -72,7 +72,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
             bar.update(task, advance=1, description=f"{r.kernel}: {_fmt(imp, '+.1f')}%")
 
         try:
-            search_many(kernels, config, workers=workers, on_result=done)
+            search_many(kernels, config, workers=workers, on_result=done, executor=executor)
         except KeyboardInterrupt:
             interrupted = True
     order = {k.label: i for i, (k, _) in enumerate(kernels)}
@@ -89,6 +89,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "cycles_kind": "ESTIMATE" if config.options.estimate else "MEASUREMENT",
         "expected_error": expected_error(config),
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
+        "executor": executor or "local",
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
     }
     from ptxopt.cli.common import dump_json
