@@ -184,6 +184,19 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         finally:
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - t
 
+    # the passes first: when they change the text, the estimate (which reads only the two texts)
+    # starts at once in a helper thread and overlaps both ptxas runs and the equivalence check;
+    # what is decided, and in which order failures are reported, is as before
+    try:
+        run, failure = timed("passes", PassManager(pipe).run, module), None
+    except Exception as e:  # reported after ptxas has judged the input, as before
+        run, failure = None, e
+    printed_in = text = None
+    pending = None
+    if run is not None:
+        printed_in, text = emit(module), emit(run.module)
+        if estimate and text != printed_in:
+            pending = _Pending(ptx, text, module, arch, contract, objective, performance)
     try:
         before = timed("ptxas", run_ptxas, ptx, arch)
     except (PtxasError, ToolchainError) as e:
@@ -201,19 +214,16 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         seconds["total"] = time.perf_counter() - t0
         return out
 
-    try:
-        run = timed("passes", PassManager(pipe).run, module)
-    except PassFailure as e:
+    if failure is not None:
+        if not isinstance(failure, PassFailure):
+            raise failure
         out.verdict = Verdict.INCONCLUSIVE
-        return keep_input(f"a pass failed: {e}")
+        return keep_input(f"a pass failed: {failure}")
     out.records = run.records
-    printed_in = emit(module)
-    text = emit(run.module)
     if text == printed_in:
         seconds["total"] = time.perf_counter() - t0
         return out  # nothing changed: the caller's own text, byte for byte
     out.candidate = text
-    pending = _start_estimate(ptx, text, module, arch, contract, objective, performance) if estimate else None
     try:
         after = timed("ptxas", run_ptxas, text, arch)
     except (PtxasError, ToolchainError) as e:
@@ -266,10 +276,6 @@ class _Pending:
         return self.future.result()
 
 
-def _start_estimate(*args) -> _Pending:
-    return _Pending(*args)
-
-
 def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objective, performance):
     """:func:`ptxopt.evaluate.pair.estimate_pair` over every entry (cycles summed)."""
     from ptxopt.evaluate.pair import PairEstimate, estimate_pair
@@ -282,7 +288,7 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
 
             check = contract.for_entry(fn.name) if hasattr(contract, "for_entry") else as_launch(contract)
         parts.append(estimate_pair(ptx, text, entry=fn.name, launch=check, performance=performance,
-                                   objective=objective, arch=arch, cache=None))
+                                   objective=objective, arch=arch, cache=None, parsed=module))
     if not parts:
         return PairEstimate(objective or "latency", None, None, None, note="no entry to estimate")
     if any(p.change is None for p in parts):
