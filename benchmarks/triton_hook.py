@@ -134,6 +134,7 @@ def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
             # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
             "objective": rep.objective or None, "launch": rep.launch or None,
             "hook_estimate": list(rep.estimate),
+            "stage_seconds": dict(getattr(rep, "stage_seconds", {}) or {}),
         })
     return rows
 

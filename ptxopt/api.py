@@ -133,7 +133,8 @@ def _resources(res) -> tuple[int | None, int | None]:
 def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
-             performance=None, if_slower: str = "keep", estimate: bool = True) -> OptimizeResult:
+             performance=None, if_slower: str = "keep", estimate: bool = True,
+             parsed: Module | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -154,6 +155,9 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     (``if_slower="apply"``: the caller asked for exactly this pipeline).
     ``estimate`` is the comparison; every figure is the sim model's ESTIMATE.
 
+    ``parsed``: the caller's own ``parse(ptx, filename)`` (not modified), so
+    that the text is not parsed twice.
+
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
     :class:`~ptxopt.passmanager.InputRejected` (ptxas rejects the input):
@@ -172,7 +176,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
                         f"not {type(pipeline).__name__}")
     t0 = time.perf_counter()
     pipe = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
-    module = parse(ptx, filename)
+    module = parsed if parsed is not None else parse(ptx, filename)
     arch = resolve_arch(module, arch)
     run_ptxas = compile or compile_ptx
     seconds: dict[str, float] = {}
