@@ -152,6 +152,8 @@ def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str) -> di
     return {"kernels": [s.id for s in specs], "wall_s": wall, "cpu_s": cpu,
             "evaluations": sum(r.evaluations for r in rs),
             "best": {r.kernel: (r.pipeline, r.baseline_cycles, r.best_cycles, r.verdict) for r in rs},
+            # every candidate's cycles at every step: a before/after comparison checks all of them
+            "trajectories": {r.kernel: [(s.pipeline, s.action, s.candidates) for s in r.steps] for r in rs},
             "runs": dict(tools.runs), "tool_wall_s": dict(tools.wall), "tool_cpu_s": dict(tools.cpu),
             "wall_ratio": wall / tools.wall["ptxas"], "cpu_ratio": cpu / tools.cpu["ptxas"],
             "identical_cubins": dup, "cubins_measured": n}
