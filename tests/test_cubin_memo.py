@@ -131,3 +131,20 @@ def test_failures_are_not_remembered(counts, kernel, monkeypatch):
     assert isinstance(sim.measure_many([_job(text, a, spec)])[0], RuntimeError)
     assert isinstance(sim.measure_many([_job(text, a, spec)])[0], RuntimeError)
     assert counts["model"] == 2
+
+
+def test_sass_counts_for_a_backend_without_them_take_one_run(counts, kernel):
+    """A backend that reports no SASS count (the GPU's) gets it filled in from
+    one batched nvdisasm run per chunk, not one run per candidate."""
+    from types import SimpleNamespace
+
+    from ptxopt.evaluate.batch import _with_sass_counts
+
+    spec, text, other, a, b = kernel
+    c = compile_ptx(Candidate.from_corpus(get("gemm_tile_4x4x4")).ptx, "sm_89")
+    works = [SimpleNamespace(compiled=x, entry=e) for x, e in ((a, spec.entry), (b, spec.entry),
+                                                               (c, "gemm_tile_4x4x4"))]
+    out = _with_sass_counts([Measurement(100.0, False)] * 3, works, [0, 1, 2])
+    assert counts["nvdisasm"] == 1
+    assert out[0].sass_instructions == out[1].sass_instructions > 0
+    assert out[2].sass_instructions > out[0].sass_instructions
