@@ -76,6 +76,8 @@ class KernelReport:
     launch: str = ""  # the performance launch they are for (Triton's block and shared memory; grid assumed)
     estimate: BeforeAfter = BeforeAfter(None, None)  # cycles, Triton's PTX / the result (ESTIMATES)
     warnings: list = field(default_factory=list)
+    #: optimize()'s own timings: passes, ptxas (both), verify, estimate (its helper thread), estimate_wait, total
+    stage_seconds: dict = field(default_factory=dict)
 
     @property
     def overhead(self) -> float | None:
@@ -117,7 +119,8 @@ class KernelReport:
                 "reason": self.reason or None, "contract": self.contract or None, "coverage": self.coverage,
                 "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
                 "ptxopt_seconds": round(self.ptxopt_seconds, 6),
-                "triton_seconds": round(self.triton_seconds, 6)}
+                "triton_seconds": round(self.triton_seconds, 6),
+                "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()}}
 
 
 def before_after(what: str, v: BeforeAfter, unit: str = "") -> str:
@@ -273,7 +276,9 @@ class StagesHook:
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=triton_compile(backend, options),
                        filename=f"{name}.ptx", objective=self.objective,
-                       performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower)
+                       performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
+                       parsed=module)
+        rep.stage_seconds = dict(res.seconds)
         est = res.estimate
         if est is not None:
             rep.objective, rep.launch = est.objective, est.launch or "one warp"
