@@ -109,4 +109,155 @@ def boundary_scalars(spec, program, kernel: str) -> list[tuple[str, dict[int, in
     return out
 
 
-__all__ = ["boundary_scalars", "compared_immediates", "INT_DTYPES"]
+
+
+# ---------------------------------------------------------------------------
+# Boundary trip counts: the loop rewrites' extra launches
+# ---------------------------------------------------------------------------
+
+#: Trip counts a loop rewrite is checked at: 0, 1, k-1, k, k+1, 2k+1 for
+#: every unroll factor k in 2, 4, 8 (the rewrite's factor is not known here).
+TRIP_TARGETS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 17)
+
+
+def _loop_signature(cfg, lp) -> tuple:
+    """What a rewrite of the loop's control changes: its blocks, exit tests
+    and branches (hint, reorder and vectorize passes change none of these)."""
+    ins = [cfg.instructions[i] for i in lp.iids]
+    return (len(lp.blocks), sum(i.opcode == "setp" for i in ins), sum(i.opcode in ("bra", "brx") for i in ins))
+
+
+def _loops_by_label(fn):
+    from ptxopt.analysis.loops import loops_of
+
+    cfg, info = loops_of(fn)
+    out = {}
+    for lp in info.loops:
+        label = cfg.blocks[lp.header].label or f"block{lp.header}"
+        out[label] = (cfg, lp, _loop_signature(cfg, lp))
+    return out
+
+
+def changed_loops(original_fn, candidate_fn) -> tuple[list, bool]:
+    """``(loops, new)``: the original's loops (``(cfg, loop)``) whose control
+    the candidate changed (its blocks, exit tests or branches, matched by
+    header label), and whether the candidate has loops the original lacks."""
+    if original_fn is None or candidate_fn is None or original_fn.body is None or candidate_fn.body is None:
+        return [], False
+    a, b = _loops_by_label(original_fn), _loops_by_label(candidate_fn)
+    changed = [(cfg, lp) for lab, (cfg, lp, sig) in a.items() if lab not in b or b[lab][2] != sig]
+    return changed, any(lab not in a for lab in b)
+
+
+def _direct_param(fn, cfg, lp) -> str | None:
+    """The parameter a loop's bound is read from directly (``ld.param`` into
+    the register the exit test compares, not written again), or None."""
+    t = lp.test
+    if t is None:
+        return None
+    reg = reg_name(cfg.instructions[t.setp].operands[t.bound_index])
+    if reg is None:
+        return None
+    defs = [i for i, (d, _) in enumerate(cfg.du) if reg in d]
+    if len(defs) != 1:
+        return None
+    ins = cfg.instructions[defs[0]]
+    a = address(ins)
+    if ins.opcode == "ld" and "param" in ins.modifiers and ins.guard is None and a is not None \
+            and a.kind == "sym" and not a.offset:
+        return a.name
+    return None
+
+
+def for_trips(lp, value: int, cap: int = max(TRIP_TARGETS) + 1) -> int:
+    """How many iterations the loop's test allows from its start with the
+    bound ``value``, counted as a ``for`` loop (the first test sees the
+    start): ``j`` such that the tested values ``start + off + i*step``,
+    ``i < j``, all stay in the loop (at most ``cap``)."""
+    from ptxopt.analysis.loops import _CMP, _INT_TYPES
+
+    t = lp.test
+    bits, signed = _INT_TYPES[t.ty]
+
+    def norm(v: int) -> int:
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+    x = t.iv.init.const + t.off
+    for j in range(cap):
+        if _CMP[t.cmp](norm(x + j * t.iv.step.const), norm(value)) != t.stay_when:
+            return j
+    return cap
+
+
+def trip_scalars(fn, original_changed: list, current: dict[str, int | None]) -> tuple[list, list[str]]:
+    """Launch scalars putting every changed parameter-bound loop at the
+    boundary trip counts :data:`TRIP_TARGETS`: ``([(target, {param: value})],
+    problems)``. A loop qualifies when its start and step are constants and
+    its bound is a parameter read directly; a value above the parameter's
+    ``current`` one (buffers are sized for it) is not used. ``problems``
+    names each changed loop whose trip count cannot be varied this way."""
+    per_target: dict[int, dict[str, int]] = {}
+    problems = []
+    for cfg, lp in original_changed:
+        label = cfg.blocks[lp.header].label or f"block{lp.header}"
+        if lp.trip.kind == "constant":
+            continue  # one trip count only: every launch checks it
+        name = _direct_param(fn, cfg, lp) if lp.trip.kind == "parametric" else None
+        t = lp.test
+        if name is None or t.iv.init.const is None or t.iv.step.const is None or not t.iv.step.const:
+            problems.append(f"loop {label}: trip count {lp.trip.describe()} is not a parameter-bound count "
+                            "with a constant start and step")
+            continue
+        cur = current.get(name)
+        base, step = t.iv.init.const + t.off, t.iv.step.const
+        cands = sorted({base + j * step + d for j in range(max(TRIP_TARGETS) + 2) for d in (-1, 0, 1)} | {0},
+                       key=abs)
+        found = 0
+        for target in TRIP_TARGETS:
+            v = next((c for c in cands if (cur is None or c <= cur) and c >= 0 and for_trips(lp, c) == target),
+                     None)
+            if v is not None:
+                per_target.setdefault(target, {})[name] = v
+                found += 1
+        if not found:
+            problems.append(f"loop {label}: no value of {name} at most {cur} gives a boundary trip count")
+    return sorted(per_target.items()), problems
+
+
+def loop_trip_plan(po, pt, kernel: str, current: dict[str, int | None]) -> tuple[list, list[str]]:
+    """For a candidate that changed loops of ``kernel``: the trip-count
+    launches (:func:`trip_scalars`) and the reasons some changed loop
+    cannot be checked at its boundary trip counts (a loop with an unknown
+    trip count, or new loops with no changed original one)."""
+    fo, ft = po.entry(kernel), pt.entry(kernel)
+    changed, new = changed_loops(fo, ft)
+    if not changed and not new:
+        return [], []
+    if not changed:
+        return [], ["the candidate has loops the original does not"]
+    plan, problems = trip_scalars(fo, changed, current)
+    return plan, problems
+
+
+def trip_gap(po, pt, kernel: str, launches: list[dict]) -> tuple[str | None, str]:
+    """``(gap, note)`` for an interpreter ``equal`` of a candidate: ``gap``
+    says why the launches that ran do not check the loops the candidate
+    changed at their boundary trip counts (then the verdict can be no more
+    than ``inconclusive``), None when they do or no loop changed; ``note``
+    names the trip-count launches that ran."""
+    plan, problems = loop_trip_plan(po, pt, kernel, {})
+    if problems:
+        return "loop rewrite not proved and not checkable at boundary trip counts: " + "; ".join(problems), ""
+    if not plan:
+        return None, ""  # no loop changed, or only loops with one (constant) trip count
+    ran = [l for l in launches if str(l.get("extra", "")).startswith("trip") and "skipped" not in l]
+    if not ran:
+        return ("loop rewrite not proved, and no launch at a boundary trip count ran (none planned for this "
+                "launch, or the original failed in each)"), ""
+    return None, "; boundary trip counts run: " + ", ".join(str(l["extra"]).split(":", 1)[0][len("trip "):]
+                                                          for l in ran)
+
+
+__all__ = ["boundary_scalars", "compared_immediates", "INT_DTYPES", "TRIP_TARGETS", "changed_loops",
+           "for_trips", "trip_scalars", "loop_trip_plan", "trip_gap"]
