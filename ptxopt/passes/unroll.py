@@ -121,7 +121,8 @@ class Unroll(FunctionPass):
             items = fn.body.items
             new, regs = build(items[label_at + 1:branch_at], items[branch_at], line)
             items[label_at + 1:branch_at + 1] = new
-            decls += regs
+            decls = regs + decls
+        for _, _, line, what, _ in sorted(plans, key=lambda p: p[0]):
             report.change(fn.name, line, what)
         if decls:
             fn.body.items[0:0] = _parse_snippet(decls)
@@ -207,8 +208,8 @@ class Unroll(FunctionPass):
             return pre + list(body) * (f - 1) + _parse_snippet([f"{last}:"]) + list(body) + [branch], decls
 
         kind = f"{lp.trip.value} iterations" if lp.trip.kind == "constant" else f"trip count {lp.trip.describe()}"
-        return (f"loop {label}: {kind} -> {f} copies per trip while the exit test allows {f - 1} more "
-                f"iterations, else one ({last})"), build
+        return (f"loop {label}: {kind} -> {f} copies per trip while the exit test allows them, "
+                f"else one iteration ({last})"), build
 
 
 def _fresh(labels: set[str], want: str) -> str:
