@@ -149,31 +149,91 @@ def changed_loops(original_fn, candidate_fn) -> tuple[list, bool]:
     return changed, any(lab not in a for lab in b)
 
 
-def _direct_param(fn, cfg, lp) -> str | None:
-    """The parameter a loop's bound is read from directly (``ld.param`` into
-    the register the exit test compares, not written again), or None."""
-    t = lp.test
-    if t is None:
+class _Eval:
+    """Integer values of registers defined outside a loop, as functions of
+    the kernel's parameters: each register followed through its single
+    reaching definition (``ld.param``, ``mov``, ``cvt`` between integers,
+    ``add``/``sub``/``mul.lo``/``shl``/``shr``/``and``/``or``/``neg``). None
+    when a value depends on anything else (a thread index, memory, a merge)."""
+
+    _OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+            "shl": lambda a, b: a << min(b, 64), "shr": lambda a, b: a >> min(b, 64),
+            "and": lambda a, b: a & b, "or": lambda a, b: a | b}
+
+    def __init__(self, cfg) -> None:
+        from ptxopt.analysis.defuse import reaching_definitions
+
+        self.cfg = cfg
+        self.rd = reaching_definitions(cfg)
+
+    def entry_defs(self, lp, reg: str) -> set[int]:
+        """Definitions of ``reg`` reaching the loop's header from outside."""
+        out = set()
+        for p in self.cfg.blocks[lp.header].preds:
+            if p in lp.blocks:
+                continue
+            for d in self.rd.reach_out[p]:
+                iid, r = self.rd.def_sites[d]
+                if r == reg:
+                    out.add(iid)
+        return out
+
+    def operand(self, op, at: int, env: dict, depth: int = 0):
+        c = immediate(op)
+        if type(c) is int:
+            return c
+        r = reg_name(op)
+        if r is None:
+            return None
+        defs = self.rd.reaching(at, r)
+        return self.at(defs[0], env, depth + 1) if len(defs) == 1 else None
+
+    def at(self, iid: int, env: dict, depth: int = 0):
+        """The value instruction ``iid`` writes, or None."""
+        from ptxopt.analysis.loops import _INT_TYPES
+
+        if depth > 24:
+            return None
+        ins = self.cfg.instructions[iid]
+        if ins.guard is not None or not ins.operands:
+            return None
+        ty = next((m for m in reversed(ins.modifiers) if m in _INT_TYPES), None)
+        if ty is None:
+            return None
+        bits, signed = _INT_TYPES[ty]
+
+        def norm(v):
+            v &= (1 << bits) - 1
+            return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+        ops = ins.operands[1:]
+        if ins.opcode == "ld" and "param" in ins.modifiers:
+            a = address(ins)
+            v = env.get(a.name) if a is not None and a.kind == "sym" and not a.offset else None
+            return None if v is None else norm(v)
+        vals = [self.operand(o, iid, env, depth) for o in ops]
+        if any(v is None for v in vals):
+            return None
+        if ins.opcode in ("mov", "cvt") and len(vals) == 1:
+            src = ins.modifiers[-1] if ins.opcode == "cvt" else ty
+            if src not in _INT_TYPES:
+                return None
+            sb, ss = _INT_TYPES[src]
+            v = vals[0] & ((1 << sb) - 1)
+            v = v - (1 << sb) if ss and v >> (sb - 1) else v
+            return norm(v)
+        if ins.opcode == "neg" and len(vals) == 1:
+            return norm(-vals[0])
+        if ins.opcode in self._OPS and len(vals) == 2 and (ins.opcode != "mul" or "lo" in ins.modifiers):
+            return norm(self._OPS[ins.opcode](*vals))
         return None
-    reg = reg_name(cfg.instructions[t.setp].operands[t.bound_index])
-    if reg is None:
-        return None
-    defs = [i for i, (d, _) in enumerate(cfg.du) if reg in d]
-    if len(defs) != 1:
-        return None
-    ins = cfg.instructions[defs[0]]
-    a = address(ins)
-    if ins.opcode == "ld" and "param" in ins.modifiers and ins.guard is None and a is not None \
-            and a.kind == "sym" and not a.offset:
-        return a.name
-    return None
 
 
-def for_trips(lp, value: int, cap: int = max(TRIP_TARGETS) + 1) -> int:
-    """How many iterations the loop's test allows from its start with the
-    bound ``value``, counted as a ``for`` loop (the first test sees the
-    start): ``j`` such that the tested values ``start + off + i*step``,
-    ``i < j``, all stay in the loop (at most ``cap``)."""
+def for_trips(lp, start: int, bound: int, cap: int = max(TRIP_TARGETS) + 1) -> int:
+    """How many iterations the loop's test allows from ``start`` against
+    ``bound``, counted as a ``for`` loop (the first test sees the start):
+    ``j`` such that the tested values ``start + off + i*step``, ``i < j``,
+    all stay in the loop (at most ``cap``)."""
     from ptxopt.analysis.loops import _CMP, _INT_TYPES
 
     t = lp.test
@@ -183,46 +243,66 @@ def for_trips(lp, value: int, cap: int = max(TRIP_TARGETS) + 1) -> int:
         v &= (1 << bits) - 1
         return v - (1 << bits) if signed and v >> (bits - 1) else v
 
-    x = t.iv.init.const + t.off
+    x = start + t.off
     for j in range(cap):
-        if _CMP[t.cmp](norm(x + j * t.iv.step.const), norm(value)) != t.stay_when:
+        if _CMP[t.cmp](norm(x + j * t.iv.step.const), norm(bound)) != t.stay_when:
             return j
     return cap
 
 
+#: The largest parameter value scanned for boundary trip counts when the launch gives none.
+SCAN_LIMIT = 1 << 12
+
+
 def trip_scalars(fn, original_changed: list, current: dict[str, int | None]) -> tuple[list, list[str]]:
     """Launch scalars putting every changed parameter-bound loop at the
-    boundary trip counts :data:`TRIP_TARGETS`: ``([(target, {param: value})],
-    problems)``. A loop qualifies when its start and step are constants and
-    its bound is a parameter read directly; a value above the parameter's
-    ``current`` one (buffers are sized for it) is not used. ``problems``
-    names each changed loop whose trip count cannot be varied this way."""
-    per_target: dict[int, dict[str, int]] = {}
+    boundary trip counts :data:`TRIP_TARGETS`: ``([(what, {param: value})],
+    problems)``, one launch per distinct value (``what``: ``"LABEL xN"``, the
+    loop and its trip count). A loop qualifies when its step is a constant and its start
+    and bound are computed (:class:`_Eval`) from one parameter and
+    constants; values from 0 up to the parameter's ``current`` one (buffers
+    are sized for it; :data:`SCAN_LIMIT` when unknown) are scanned for each
+    target. ``problems`` names each changed loop whose trip count cannot be
+    varied this way."""
+    launches: dict[tuple, str] = {}  # (param, value) -> what it is ("L 3": loop L runs 3 times)
     problems = []
     for cfg, lp in original_changed:
         label = cfg.blocks[lp.header].label or f"block{lp.header}"
         if lp.trip.kind == "constant":
             continue  # one trip count only: every launch checks it
-        name = _direct_param(fn, cfg, lp) if lp.trip.kind == "parametric" else None
         t = lp.test
-        if name is None or t.iv.init.const is None or t.iv.step.const is None or not t.iv.step.const:
-            problems.append(f"loop {label}: trip count {lp.trip.describe()} is not a parameter-bound count "
-                            "with a constant start and step")
+        params = lp.trip.params if lp.trip.kind == "parametric" else ()
+        if t is None or len(params) != 1 or not t.iv.step.const:
+            problems.append(f"loop {label}: trip count {lp.trip.describe()} is not bound by one parameter "
+                            "with a constant step")
             continue
-        cur = current.get(name)
-        base, step = t.iv.init.const + t.off, t.iv.step.const
-        cands = sorted({base + j * step + d for j in range(max(TRIP_TARGETS) + 2) for d in (-1, 0, 1)} | {0},
-                       key=abs)
+        name = params[0]
+        ev = _Eval(cfg)
+        inits = ev.entry_defs(lp, t.iv.reg)
+        bound_op = cfg.instructions[t.setp].operands[t.bound_index]
+        hi = current.get(name)
+        hi = SCAN_LIMIT if hi is None else min(hi, SCAN_LIMIT)
         found = 0
-        for target in TRIP_TARGETS:
-            v = next((c for c in cands if (cur is None or c <= cur) and c >= 0 and for_trips(lp, c) == target),
-                     None)
-            if v is not None:
-                per_target.setdefault(target, {})[name] = v
+        wanted = set(TRIP_TARGETS)
+        for v in range(0, hi + 1):
+            env = {name: v}
+            start = ev.at(next(iter(inits)), env) if len(inits) == 1 else None
+            bound = ev.operand(bound_op, t.setp, env)
+            if start is None or bound is None:
+                if v == 0:
+                    break
+                continue
+            n = for_trips(lp, start, bound)
+            if n in wanted:
+                wanted.discard(n)
+                launches.setdefault((name, v), f"{label} x{n}")
                 found += 1
+                if not wanted:
+                    break
         if not found:
-            problems.append(f"loop {label}: no value of {name} at most {cur} gives a boundary trip count")
-    return sorted(per_target.items()), problems
+            problems.append(f"loop {label}: its start or bound is not computed from {name} and constants, "
+                            f"or no value of {name} up to {hi} gives a boundary trip count")
+    return [(what, {name: v}) for (name, v), what in launches.items()], problems
 
 
 def loop_trip_plan(po, pt, kernel: str, current: dict[str, int | None]) -> tuple[list, list[str]]:

@@ -474,7 +474,7 @@ def _trip_plan(po, pt, kernel, spec, geometry, seed: int, first: int) -> list:
         scalars = {names.index(n): v for n, v in values.items() if n in names}
         what = ", ".join(f"{n} = {v}" for n, v in values.items())
         out.append((seed, first + j, "random", "lockstep", "separate",
-                    {"kind": f"trip {target}", "what": what, "scalars": scalars}))
+                    {"kind": f"trip {target}", "what": what, "scalars": scalars}))  # target: "LOOP xN"
     return out
 
 
