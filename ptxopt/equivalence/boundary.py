@@ -153,12 +153,12 @@ class _Eval:
     """Integer values of registers defined outside a loop, as functions of
     the kernel's parameters: each register followed through its single
     reaching definition (``ld.param``, ``mov``, ``cvt`` between integers,
-    ``add``/``sub``/``mul.lo``/``shl``/``shr``/``and``/``or``/``neg``). None
+    ``add``/``sub``/``mul.lo``/``shl``/``shr``/``and``/``or``/``min``/``max``/``neg``). None
     when a value depends on anything else (a thread index, memory, a merge)."""
 
     _OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
             "shl": lambda a, b: a << min(b, 64), "shr": lambda a, b: a >> min(b, 64),
-            "and": lambda a, b: a & b, "or": lambda a, b: a | b}
+            "and": lambda a, b: a & b, "or": lambda a, b: a | b, "min": min, "max": max}
 
     def __init__(self, cfg) -> None:
         from ptxopt.analysis.defuse import reaching_definitions

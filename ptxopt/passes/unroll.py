@@ -39,7 +39,8 @@ the loop must have a block-uniform trip count (:mod:`ptxopt.analysis.uniform`)
 and, in the guarded form, a block-uniform IV start and bound so that every
 thread takes the same side of ``q``.
 
-Refused, with the reason: a trip count that is not counted (unknown start,
+Refused, with the reason: a constant trip count below the factor (the
+copies would never run), a trip count that is not counted (unknown start,
 step or bound; a runtime step; an ``==`` continuation test; a test whose
 direction does not match the step), a loop of more than one block (a
 multi-block body would need each copy's internal labels renamed and its
@@ -150,6 +151,8 @@ class Unroll(FunctionPass):
               "a barrier or warp collective in a loop whose trip count is not uniform across the block")
         line = hdr.instructions[0].line if hdr.instructions else 0
         f = self.factor
+        check(trip.kind != "constant" or trip.value >= f,
+              f"the trip count {trip.value} is below the factor {f} (no trip of {f} copies would run)")
         if trip.kind == "constant" and trip.value % f == 0:
             def exact(body, branch, _line):
                 return list(body) * f + [branch], []
