@@ -197,7 +197,7 @@ class _Eval:
         ins = self.cfg.instructions[iid]
         if ins.guard is not None or not ins.operands:
             return None
-        ty = next((m for m in reversed(ins.modifiers) if m in _INT_TYPES), None)
+        ty = next((m for m in ins.modifiers if m in _INT_TYPES), None)  # the destination's type
         if ty is None:
             return None
         bits, signed = _INT_TYPES[ty]

@@ -77,13 +77,12 @@ def loop_mutants(module: Module, entry: str, factor: int = 4) -> list[Mutant]:
     out: list[Mutant] = []
     items = _items(unrolled, entry)
     for t1, guard, start in _guard_sites(items):
-        ins = items[t1]
-        c = immediate(ins.operands[2])
         at = t1
-        if type(c) is not int:  # a != test: t1 = distance, then q = t1 > span: the span shrinks
+        if not any(type(items[j]) is Instruction and items[j].opcode == "and" for j in range(t1, guard)):
+            # a != test: t1 = distance, then q = t1 > span (no wrap check): the span shrinks
             at = next(j for j in range(t1 + 1, guard) if items[j].opcode == "setp")
-            ins = items[at]
-            c = immediate(ins.operands[2])
+        ins = items[at]
+        c = immediate(ins.operands[2])
         step = c // (factor - 1)
         m = unrolled.copy()
         _items(m, entry)[at] = replace(ins, operands=ins.operands[:2] + (Imm(str(c - step)),))
