@@ -9,7 +9,10 @@ launch: occupancy and the binding bound) gives estimated cycles before and
 after, the registers ptxas allocated, and the occupancy. Fewer branches and
 more independent loads per trip (ILP) against more registers (and, past a
 register boundary, fewer warps per SM). Every figure is the sim model's
-ESTIMATE; the throughput model is uncalibrated.
+ESTIMATE; the throughput model is uncalibrated. The last column says whether
+the model matched the SASS loops onto the PTX loops (trip counts from the
+interpreter's profile) or fell back to static counts, and whether the
+replay was truncated (then the figure is not comparable).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def main() -> int:
     ap.add_argument("--factors", default="2,4,8")
     a = ap.parse_args()
     print(f"{'kernel':<24}{'pass':<18}{'latency cyc (est)':>20}{'regs':>6}"
-          f"{'throughput cyc (est)':>22}{'occ':>6}  binding")
+          f"{'throughput cyc (est)':>22}{'occ':>6}  binding / trip counts (latency)")
     for k in a.kernels:
         for f in [0] + [int(x) for x in a.factors.split(",")]:
             p = f"unroll{{factor={f}}}" if f else ""
@@ -52,7 +55,9 @@ def main() -> int:
             L, T = (lat["after"], thr["after"]) if f else (lat, thr)
             occ = (T.get("occupancy") or {}).get("occupancy")
             print(f"{k:<24}{p or 'original':<18}{L['estimate']['cycles']:>20,.0f}{L.get('registers', 0):>6}"
-                  f"{T['estimate']['cycles']:>22,.0f}{(f"{occ:.2f}" if occ is not None else "-"):>6}  {T.get('binding', '')}",
+                  f"{T['estimate']['cycles']:>22,.0f}{(f"{occ:.2f}" if occ is not None else "-"):>6}  {T.get('binding', '')} / "
+                  f"{'static FALLBACK' if 'fallback' in str(L.get('loop_trips')) else 'matched'}"
+                  f"{' TRUNCATED' if 'truncated' in str(L.get('notes')) else ''}",
                   flush=True)
     print("every figure is an ESTIMATE of the sim model (throughput: uncalibrated)")
     return 0
