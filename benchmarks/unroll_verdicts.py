@@ -31,6 +31,9 @@ def main() -> int:
     ap.add_argument("--factors", default="2,4,8")
     ap.add_argument("--per-family", type=int, default=2, help="at most this many kernels per family (0: all)")
     ap.add_argument("--mutants", action="store_true")
+    ap.add_argument("--mutant-steps", type=int, default=20000,
+                    help="interpreter step budget per mutant run (a runaway loop ends as a step limit)")
+    ap.add_argument("--skip", default="", help="comma-separated kernel ids to leave out")
     a = ap.parse_args()
     from ptxopt.toolchain.ptxas import compile_ptx
 
@@ -39,7 +42,7 @@ def main() -> int:
     mut: Counter = Counter()
     t0 = time.perf_counter()
     for spec in [s for sel in a.selectors for s in select(sel)]:
-        if a.per_family and seen[spec.family] >= a.per_family:
+        if spec.id in a.skip.split(",") or (a.per_family and seen[spec.family] >= a.per_family):
             continue
         m = parse(spec.ptx_text(), spec.path)
         did = False
@@ -62,7 +65,7 @@ def main() -> int:
             from ptxopt.testing.loop_mutants import loop_mutants
 
             for mu in loop_mutants(m, spec.entry, 4):
-                d = decide(m, mu.module, spec.entry, from_spec(spec))
+                d = decide(m, mu.module, spec.entry, from_spec(spec), max_steps=a.mutant_steps)
                 mut[(mu.operator, str(d.verdict))] += 1
                 print(f"  mutant {mu.operator:<16} {d.verdict!s:<12} {d.note[:120]}", flush=True)
         seen[spec.family] += did
