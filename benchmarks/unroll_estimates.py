@@ -54,8 +54,9 @@ def main() -> int:
                 continue
             L, T = (lat["after"], thr["after"]) if f else (lat, thr)
             occ = (T.get("occupancy") or {}).get("occupancy")
+            occ = "-" if occ is None else f"{occ:.2f}"
             print(f"{k:<24}{p or 'original':<18}{L['estimate']['cycles']:>20,.0f}{L.get('registers', 0):>6}"
-                  f"{T['estimate']['cycles']:>22,.0f}{(f"{occ:.2f}" if occ is not None else "-"):>6}  {T.get('binding', '')} / "
+                  f"{T['estimate']['cycles']:>22,.0f}{occ:>6}  {T.get('binding', '')} / "
                   f"{'static FALLBACK' if 'fallback' in str(L.get('loop_trips')) else 'matched'}"
                   f"{' TRUNCATED' if 'truncated' in str(L.get('notes')) else ''}",
                   flush=True)
