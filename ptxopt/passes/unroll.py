@@ -55,7 +55,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ptxopt import opcodes
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.loops import _INT_TYPES, find_loops
 from ptxopt.ir import Decl, Label, Module
@@ -98,7 +97,7 @@ class Unroll(FunctionPass):
     @property
     def description(self) -> str:
         return f"counted single-block loops are unrolled {self.factor} times (a runtime or non-divisible trip " \
-               f"count keeps the original loop for the remaining iterations)"
+               f"count runs {self.factor} copies per trip while the exit test allows them, else one iteration)"
 
     def run_function(self, fn, report: ChangeReport, module: Module) -> None:
         cfg = CFG(fn)
