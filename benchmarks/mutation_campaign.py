@@ -11,6 +11,11 @@ the verifier could not tell apart: either an equivalent mutant or a hole).
 Targets (issue 13): no ``equal`` on a non-equivalent mutant; ``differ`` on
 at least 90% of mutants.
 
+``--loops F`` adds the loop mutants (ptxopt.testing.loop_mutants: the kernel
+unrolled by ``unroll{factor=F}``, then a wrong remainder bound, a dropped
+guard, an off-by-one step or a dropped copy), checked against the original
+with the interpreter's launches at the loops' boundary trip counts.
+
 ``equal`` on a mutant reviewed by hand as equivalent (``--reviewed``,
 default ``benchmarks/mutation_reviewed.json``: kernel, line, description and
 a one-line justification) is the correct verdict: it is counted and listed
@@ -31,6 +36,7 @@ from pathlib import Path
 
 from ptxopt import parse
 from ptxopt.corpus import select
+from ptxopt.testing.loop_mutants import LOOP_OPERATORS, loop_mutants
 from ptxopt.testing.mutants import OPERATORS, mutants
 from ptxopt.equivalence.interpret import verify
 
@@ -61,6 +67,8 @@ def main() -> int:
     ap.add_argument("selectors", nargs="*", default=["nvcc", "triton"])
     ap.add_argument("--per-operator", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--loops", type=int, default=0, choices=(0, 2, 4, 8),
+                    help="also the loop mutants of unroll{factor=F} (0: none)")
     ap.add_argument("--reviewed", type=Path, default=REVIEWED,
                     help="hand-reviewed mutants (JSON: 'equivalent' and 'holes' lists)")
     a = ap.parse_args()
@@ -71,7 +79,10 @@ def main() -> int:
     t0 = time.perf_counter()
     for spec in specs:
         module = parse(spec.ptx_text(), spec.path)
-        for mu in mutants(module, spec.entry, a.per_operator):
+        generated = mutants(module, spec.entry, a.per_operator)
+        if a.loops:
+            generated += loop_mutants(module, spec.entry, a.loops)
+        for mu in generated:
             try:
                 res = verify(module, mu.module, spec.entry, spec=spec)
                 v, detail = verdict(res), (res.error or (str(res.mismatch.buffer) if res.mismatch else ""))
@@ -89,7 +100,7 @@ def main() -> int:
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     total = Counter()
     print(f"{'operator':<14}" + "".join(f"{v:>14}" for v in VERDICTS) + f"{'total':>8}")
-    for op in OPERATORS:
+    for op in OPERATORS + (LOOP_OPERATORS if a.loops else ()):
         c = table[op]
         total.update(c)
         print(f"{op:<14}" + "".join(f"{c[v]:>14}" for v in VERDICTS) + f"{sum(c.values()):>8}")

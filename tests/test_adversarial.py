@@ -83,7 +83,11 @@ EXPECTS = ("refused", "unchanged", "legal-change")
 XFAIL: dict[tuple[str, str], str] = {}
 
 # Failures of the slow all-passes property test that are known bugs (same keys).
-XFAIL_ALL: dict[tuple[str, str], str] = {}
+XFAIL_ALL: dict[tuple[str, str], str] = {
+    ("prefetch_undef_loop", "unroll_2"): "not a miscompile: 3 iterations by 2 (guarded form); the first copy runs "
+    "only at iteration 0, where its loads are guarded off, and the interpreter counts a guarded-off instruction as "
+    "not run, so the verdict is inconclusive (coverage), not equal",
+}
 
 
 @dataclass

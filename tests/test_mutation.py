@@ -75,3 +75,21 @@ def test_misaligned_load_mutants_are_not_proved():
     for mu in ms:
         r = prove(emit(m), emit(mu.module), entry=spec.entry)
         assert r.verdict != "proved" and "aligned" in r.reason, (mu.what, r.reason)
+
+
+def test_loop_mutants_of_a_corpus_kernel_are_caught():
+    """The loop mutants (ptxopt.testing.loop_mutants, the campaign's
+    ``--loops``) of a Triton countdown loop unrolled by 2: each runs away or
+    computes something else at one of the boundary trip counts (the
+    contract's ``iters = 2`` alone is even, where a dropped guard is harmless)."""
+    from ptxopt.testing.loop_mutants import loop_mutants
+
+    spec = get("gen_reduce_partial_00")
+    m = parse(spec.ptx_text())
+    ms = loop_mutants(m, spec.entry, 2)
+    assert {mu.operator for mu in ms} == {"remainder_bound", "dropped_guard", "off_by_one_step"}
+    for mu in ms:
+        r = verify(m, mu.module, spec.entry, spec=spec, max_steps=20000)
+        assert r.status in ("mismatch", "error"), (mu.operator, r.status, r.error)
+        if mu.operator == "dropped_guard":  # harmless at the contract's even trip count: an extra launch
+            assert "extra" in r.launches[-1], r.launches[-1]  # (iters = 1: tail or trip scalars) caught it

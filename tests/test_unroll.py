@@ -1,4 +1,4 @@
-"""unroll{factor=2|4}: the interpreter finds the unrolled loop equal to the
+"""unroll{factor=2|4} (exact form): the interpreter finds the unrolled loop equal to the
 original, and catches wrongly unrolled loops (a dropped copy, an extra
 copy, a branch kept on the wrong copy) -- none of which is ever proved."""
 
@@ -80,9 +80,18 @@ def test_wrong_unrolling_is_caught(name):
     assert d.verdict is Verdict.DIFFER, d.note
 
 
-def test_trip_count_not_a_multiple_is_refused():
+def test_trip_count_not_a_multiple_gets_the_guarded_form():
+    """6 iterations by 4: one trip of 4 copies, then two single iterations
+    (the guard fails); equal in the interpreter, the copies counted."""
     m = parse(KERNEL.replace("setp.lt.u32 %p1, %r1, 8;", "setp.lt.u32 %p1, %r1, 6;"))
     out, rep = Unroll(factor=4).apply(m)
-    assert not rep.changed and "not a multiple of 4" in rep.refused[0].what
+    assert rep.changed and "6 iterations -> 4 copies per trip" in rep.changed[0].what
+    text = emit(out)
+    assert text.count("ld.global.f32") == 4 and "L_top_last:" in text
+    d = decide(m, out, "k", LAYOUT_LAUNCH)
+    assert d.verdict is Verdict.EQUAL, d.note
     out, rep = Unroll(factor=2).apply(m)
-    assert rep.changed
+    assert rep.changed and "3 x 2 copies" in rep.changed[0].what
+
+
+LAYOUT_LAUNCH = LAUNCH

@@ -115,6 +115,27 @@ class TripCount:
         return f"unknown ({self.why})"
 
 
+@dataclass(frozen=True)
+class ExitTest:
+    """The loop's one exit test, ``setp.CMP.TY p, iv+off, bound; @p bra``
+    oriented IV-first: the loop goes on while ``(iv + off) CMP bound`` is
+    ``stay_when``. ``setp``/``branch``: their iids; ``bound_index``: which
+    setp operand (1 or 2) is the bound; ``updated_first``: the IV's update
+    runs before the test in each iteration (the test sees the new value).
+    What a pass that rewrites the loop's control needs to rebuild the test."""
+
+    iv: InductionVar
+    cmp: str
+    ty: str
+    bound: Value
+    off: int
+    stay_when: bool
+    setp: int
+    branch: int
+    bound_index: int
+    updated_first: bool | None
+
+
 @dataclass
 class Loop:
     header: int
@@ -132,6 +153,7 @@ class Loop:
     barriers: bool = False
     collectives: bool = False
     iids: tuple[int, ...] = ()
+    test: ExitTest | None = None  # the exit test, when it has the counted form (:class:`ExitTest`)
 
     def to_json(self, cfg: CFG) -> dict:
         blk = cfg.blocks[self.header]
@@ -447,17 +469,22 @@ class _Facts:
         if test is None:
             return TripCount("unknown", why="the exit test is not an induction variable against an invariant"), preds
         iv, (cmp, ty), bound, off = test
+        setp_iid = next(i for i in lp.iids if br.guard in cfg.du[i][0])
+        bidx = 1 if operand_facts.reg_name(cfg.instructions[setp_iid].operands[1]) != _iv_name(self, lp, setp_iid, iv) \
+            else 2
         taken = cfg.branch_targets(br) or []
         taken_in = bool(taken) and taken[0] in cfg.label_block and cfg.label_block[taken[0]] in lp.blocks
         # continue while (cond xor guard_neg) when the taken edge stays in the loop
         stay_when = taken_in != br.guard_neg
+        br_iid = cfg.blocks[b].iids[-1]
+        lp.test = ExitTest(iv, cmp, ty, bound, off, stay_when, setp_iid, br_iid, bidx,
+                           self._before(iv.update, setp_iid, lp))
         if not (iv.init.known and iv.step.known and bound.known):
             return TripCount("unknown", why="the induction variable's start, step or bound is not traced"), preds
         params = tuple(dict.fromkeys(iv.init.params + iv.step.params + bound.params))
         if iv.init.const is None or iv.step.const is None or bound.const is None:
             return TripCount("parametric", params=params), preds
         # where the update sits relative to the test
-        setp_iid = next(i for i in lp.iids if br.guard in cfg.du[i][0])
         updated_first = self._before(iv.update, setp_iid, lp)
         if updated_first is None:
             return TripCount("unknown", why="the update does not dominate the test"), preds
@@ -487,6 +514,17 @@ class _Facts:
         return None
 
 
+def _iv_name(facts: "_Facts", lp: Loop, setp_iid: int, iv: InductionVar) -> str | None:
+    """The register in the exit test that carries the IV: the IV itself or
+    ``add x, iv, C`` (operand 1 or 2 of the setp; the other is the bound)."""
+    s = facts.cfg.instructions[setp_iid]
+    for k in (1, 2):
+        r = operand_facts.reg_name(s.operands[k])
+        if r == iv.reg or facts._iv_plus(lp, r, setp_iid, {iv.reg: iv})[0] is not None:
+            return r
+    return None
+
+
 def _count(init: int, step: int, bound: int, off: int, cmp: str, ty: str, stay_when: bool,
            updated_first: bool) -> int | None:
     """How many times the exit test runs per entry into the loop (= times the
@@ -514,4 +552,4 @@ def loops_of(fn) -> tuple[CFG, LoopInfo]:
     return cfg, find_loops(cfg)
 
 
-__all__ = ["Loop", "LoopInfo", "InductionVar", "TripCount", "Value", "find_loops", "loops_of", "MAX_CONSTANT_TRIP"]
+__all__ = ["ExitTest", "Loop", "LoopInfo", "InductionVar", "TripCount", "Value", "find_loops", "loops_of", "MAX_CONSTANT_TRIP"]

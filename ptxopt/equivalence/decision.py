@@ -288,6 +288,10 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
         full = c is not None and c.output_bytes >= 1.0 and not c.changed_not_run
         verdict, why = ceiling(Verdict.EQUAL, launch, fully_covered=full)
         note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
+        gap, trips = _trip_gap(ref, candidate, entry, res)
+        if gap is not None and verdict is Verdict.EQUAL:
+            verdict, why = Verdict.INCONCLUSIVE, gap
+        note += trips
         return Decision(verdict, f"{why}; {note}" if why else note, **common)
     if res.status == "mismatch":
         note = format_mismatch(res.mismatch)
@@ -303,6 +307,18 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
     # instruction or launch the interpreter cannot run: no verdict
     verdict = Verdict.DIFFER if category == "fault" else Verdict.INCONCLUSIVE
     return Decision(verdict, why, finish=category, error=why, **common)
+
+
+def _trip_gap(ref: Reference, candidate, entry: str, res) -> tuple[str | None, str]:
+    """Loop rewrites are checked at boundary trip counts or not trusted
+    (:func:`ptxopt.equivalence.boundary.trip_gap`): an interpreter ``equal``
+    on a candidate that changed a loop's control is ``inconclusive`` unless
+    launches at the loops' boundary trip counts ran (or the changed loops have
+    one constant trip count, which every launch checks)."""
+    from ptxopt.equivalence.boundary import trip_gap
+    from ptxopt.interp import Program
+
+    return trip_gap(ref.program, Program(candidate), entry, res.launches)
 
 
 def decide_module(original, candidate, launches=None, *, prove: bool = True, trials: int = DEFAULT_TRIALS,

@@ -440,7 +440,7 @@ def synchronises(program: Program) -> bool:
     return found
 
 
-def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
+def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=None) -> list:
     """The extra launches (see the module doc) as plan entries, trial numbers
     from ``first`` on (after the memory layouts')."""
     from ptxopt.equivalence.boundary import boundary_scalars
@@ -453,6 +453,28 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int) -> list:
                         {"kind": f"{kind} scalars", "what": what, "scalars": scalars}))
     if any(not s.pure for s in sites) and sync:
         out.append((seed, first + 3, "random", THREAD_SCHEDULE, "separate", {"kind": "thread-serial"}))
+    out += _trip_plan(po, pt, kernel, spec, geometry, seed, first + 4)
+    return out
+
+
+def _trip_plan(po, pt, kernel, spec, geometry, seed: int, first: int) -> list:
+    """Launches at boundary trip counts of the loops the candidate changed
+    (:func:`ptxopt.equivalence.boundary.loop_trip_plan`), trial numbers from ``first``."""
+    from ptxopt.equivalence.boundary import loop_trip_plan
+
+    names = [p.name for p in spec.params] if spec is not None else [p.name for p in po.kernel_params(kernel)]
+    if spec is not None:
+        current = {p.name: p.value for p in spec.params if p.role == "scalar" and isinstance(p.value, int)}
+    else:
+        current = {n: (geometry.scalars.get(n, geometry.int_scalar) if geometry is not None else None)
+                   for n in names}
+    plan, _ = loop_trip_plan(po, pt, kernel, current)
+    out = []
+    for j, (target, values) in enumerate(plan):
+        scalars = {names.index(n): v for n, v in values.items() if n in names}
+        what = ", ".join(f"{n} = {v}" for n, v in values.items())
+        out.append((seed, first + j, "random", "lockstep", "separate",
+                    {"kind": f"trip {target}", "what": what, "scalars": scalars}))  # target: "LOOP xN"
     return out
 
 
@@ -680,7 +702,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             for t in range(trials)]
     sites = changes(po, pt)
     if extra_launches and seeds and sites:
-        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS))
+        plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS), geometry)
     # race detection: in the first regular launch, when something changed in a kernel that synchronises
     race_launch = (seeds[0], 0) if (race_check and extra_launches and seeds and trials and sites
                                     and (synchronises(po) or synchronises(pt))) else None
@@ -718,6 +740,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             else:  # the first default the original could run with
                 choice = next((c for c in SCALAR_PLAN if c not in too_long), SCALAR_PLAN[0])
             args, defaulted = _args_for_geometry(po, kernel, geometry, run_seed, flavour, choice)
+            for i, v in (extra or {}).get("scalars", {}).items():
+                args[i] = v  # boundary trip counts
         launch["scalars"] = _scalar_values(names, args)
         if defaulted and choice in too_long:
             # the original ran out of steps with this default once: do not wait for it again

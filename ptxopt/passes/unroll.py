@@ -1,47 +1,88 @@
-"""``unroll{factor=2|4}``: unroll counted single-block loops whose trip count
-is a constant multiple of the factor.
+"""``unroll{factor=2|4|8}``: unroll counted single-block loops, with a
+constant or a runtime (parameter-bound) trip count.
 
 The loop (:func:`ptxopt.analysis.loops.find_loops`) must be one block,
 ``L: body; setp ...; @%p bra L;``, whose exit test is the loop's only exit
-and whose trip count ``T`` is a constant (start, step and bound are
-immediates) with ``T % factor == 0``. The rewrite repeats the body
-(``setp`` included) ``factor`` times and keeps the branch after the last
-copy only:
+and has the counted form (:class:`ptxopt.analysis.loops.ExitTest`: an
+induction variable with a constant step against a loop-invariant bound).
 
-* every thread runs exactly the instructions it ran before, in the same
-  order, minus ``factor - 1`` branches per group; those branches always
-  went back to ``L`` (the test first fails at iteration ``T``, the end of
-  a group, because ``factor`` divides ``T``), so nothing observable
-  changes. The predicate a dropped branch read is still computed, so its
-  value after the loop is the same.
-* Barriers and warp collectives run as often, in the same order, as
-  before; the loop must still have a block-uniform trip count (it does
-  when it is constant -- the analysis checks it anyway, and the refusal
-  names the reason if not).
+**Exact form** -- the trip count ``T`` is a constant with ``T % factor == 0``:
+the body (``setp`` included) is repeated ``factor`` times and only the last
+copy keeps the branch. The dropped branches always went back to ``L`` (the
+test first fails at iteration ``T``, the end of a group), so every thread
+runs the same instructions in the same order, minus ``factor - 1`` branches
+per group.
 
-Refused, with the reason: a trip count that is not constant or not a
-multiple of the factor, a loop of more than one block (or with a nested
-``{ }`` scope), a loop marked ``.pragma "nounroll"`` (in the loop's block,
-the function body's first statements, or at module level), a barrier or
-collective in a loop whose trip count is not uniform. Remainder loops and
-runtime trip counts are not done here.
+**Guarded form** -- any other counted trip count (a runtime bound, or a
+constant not divisible by the factor)::
+
+    L:      t0 = iv + base; t1 = t0 + (factor-1)*step   // what tests 1..factor-1 will compare
+            q  = t1 CMP bound  and  no wrap from t0 to t1 (ordered tests)
+               | (bound - t0) > (factor-1)*|step| unsigned (a != test)
+            @!q bra L_last
+            body x (factor-1), their branches dropped
+    L_last: body; @p bra L
+
+``q`` is true only when the exit tests of copies ``1 .. factor-1`` all
+stay in the loop (the IV moves monotonically by a constant step without
+wrapping in the compare's type, so the farthest test decides the nearer
+ones), so skipping their branches changes nothing and a trip runs
+``factor`` iterations; when ``q`` is false (the last ``factor - 1``
+iterations, or values where the check is merely conservative) a trip runs
+one original iteration, with its test, and checks again. Either way every
+thread runs exactly the original sequence of iterations; the check is
+extra, side-effect-free work on fresh registers. The one remaining branch is
+the original one, so the remainder needs no loop of its own.
+
+Barriers and warp collectives run as often, in the same order, as before;
+the loop must have a block-uniform trip count (:mod:`ptxopt.analysis.uniform`)
+and, in the guarded form, a block-uniform IV start and bound so that every
+thread takes the same side of ``q``.
+
+Refused, with the reason: a constant trip count below the factor (the
+copies would never run), a trip count that is not counted (unknown start,
+step or bound; a runtime step; an ``==`` continuation test; a test whose
+direction does not match the step), a loop of more than one block (a
+multi-block body would need each copy's internal labels renamed and its
+side exits kept: not done), a nested ``{ }`` scope or a declaration in the
+loop, ``.pragma "nounroll"`` (in the loop's block, the function body's first
+statements, or at module level), a barrier or collective in a loop whose
+trip count is not uniform.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.analysis.loops import find_loops
+from ptxopt.analysis.loops import _INT_TYPES, find_loops
 from ptxopt.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
+
+#: the continuation test negated (a ``@!p`` branch, or a taken edge that leaves)
+_NEG = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo",
+        "eq": "ne", "ne": "eq"}
+_ASCENDING = frozenset({"lt", "le", "lo", "ls"})
+_DESCENDING = frozenset({"gt", "ge", "hi", "hs"})
 
 
 def _nounroll(stmt) -> bool:
     return type(stmt) is Decl and stmt.attrs[:1] == (".pragma",) \
         and any(it.name.strip('"') == "nounroll" for it in stmt.items)
+
+
+def _parse_snippet(lines: list[str]) -> list:
+    """IR statements of ``lines`` (PTX body text)."""
+    from ptxopt.parser import parse
+
+    text = ".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry _u()\n{\n" + "\n".join(lines) + "\n}\n"
+    return list(parse(text, "<unroll>").entries[0].body.items)
+
+
+def _add(ty: str, dst: str, src: str, c: int) -> str:
+    return f"add.{ty} {dst}, {src}, {c};" if c >= 0 else f"sub.{ty} {dst}, {src}, {-c};"
 
 
 @dataclass(frozen=True)
@@ -50,13 +91,13 @@ class Unroll(FunctionPass):
 
     kind: ClassVar[str] = "unroll"
     family: ClassVar[str] = UNROLL
-    choices: ClassVar[dict] = {"factor": (2, 4)}
+    choices: ClassVar[dict] = {"factor": (2, 4, 8)}
     factor: int
 
     @property
     def description(self) -> str:
-        return f"counted single-block loops with a constant trip count divisible by {self.factor} are unrolled " \
-               f"{self.factor} times"
+        return f"counted single-block loops are unrolled {self.factor} times (a runtime or non-divisible trip " \
+               f"count runs {self.factor} copies per trip while the exit test allows them, else one iteration)"
 
     def run_function(self, fn, report: ChangeReport, module: Module) -> None:
         cfg = CFG(fn)
@@ -64,28 +105,34 @@ class Unroll(FunctionPass):
         nounroll = "at module level" if any(_nounroll(d) for d in module.items) else \
             "on the function" if any(_nounroll(s) for s in fn.body.items[:first_label]) else None
         info = find_loops(cfg)
-        # rewrite from the last loop in the text up, so earlier indices stay valid
+        labels = {s.name for s in fn.body.items if type(s) is Label}
         plans = []
-        for lp in info.loops:
+        for n, lp in enumerate(info.loops):
             hdr = cfg.blocks[lp.header]
             line = hdr.instructions[0].line if hdr.instructions else 0
             try:
                 check(nounroll is None, f'.pragma "nounroll" {nounroll}')
-                plans.append(self._plan(fn, cfg, lp))
+                plans.append(self._plan(fn, cfg, lp, n, labels))
             except Refused as r:
                 report.refuse(fn.name, line, f"loop {hdr.label or lp.header}: {r}")
-        for label_at, branch_at, line, what in sorted(plans, reverse=True):
+        # rewrite from the last loop in the text up, so earlier indices stay valid
+        decls = []
+        for label_at, branch_at, line, what, build in sorted(plans, key=lambda p: p[0], reverse=True):
             items = fn.body.items
-            body = items[label_at + 1:branch_at]
-            items[label_at + 1:branch_at + 1] = body * self.factor + [items[branch_at]]
+            new, regs = build(items[label_at + 1:branch_at], items[branch_at], line)
+            items[label_at + 1:branch_at + 1] = new
+            decls = regs + decls
+        for _, _, line, what, _ in sorted(plans, key=lambda p: p[0]):
             report.change(fn.name, line, what)
+        if decls:
+            fn.body.items[0:0] = _parse_snippet(decls)
 
-    def _plan(self, fn, cfg: CFG, lp) -> tuple[int, int, int, str]:
+    def _plan(self, fn, cfg: CFG, lp, n: int, labels: set[str]):
         hdr = cfg.blocks[lp.header]
         trip = lp.trip
-        check(trip.kind == "constant", f"the trip count is not a constant ({trip.describe()})")
-        check(trip.value % self.factor == 0, f"the trip count {trip.value} is not a multiple of {self.factor}")
-        check(lp.blocks == frozenset({lp.header}), f"the loop has {len(lp.blocks)} blocks (only one is unrolled)")
+        check(trip.kind in ("constant", "parametric"), f"the trip count is not counted ({trip.describe()})")
+        check(lp.blocks == frozenset({lp.header}),
+              f"the loop has {len(lp.blocks)} blocks (only single-block loops are unrolled)")
         check(hdr.label is not None and len(hdr.labels) == 1, "the loop's block has no single label")
         paths = [cfg.sites[i] for i in hdr.iids]
         check(all(len(p) == 1 for p in paths), "the loop holds a nested { } scope")
@@ -102,8 +149,96 @@ class Unroll(FunctionPass):
         check(not (lp.barriers or lp.collectives) or lp.uniform,
               "a barrier or warp collective in a loop whose trip count is not uniform across the block")
         line = hdr.instructions[0].line if hdr.instructions else 0
-        return label_at, branch_at, line, (f"loop {hdr.label}: {trip.value} iterations -> "
-                                           f"{trip.value // self.factor} x {self.factor} copies")
+        f = self.factor
+        check(trip.kind != "constant" or trip.value >= f,
+              f"the trip count {trip.value} is below the factor {f} (no trip of {f} copies would run)")
+        if trip.kind == "constant" and trip.value % f == 0:
+            def exact(body, branch, _line):
+                return list(body) * f + [branch], []
+            return label_at, branch_at, line, (f"loop {hdr.label}: {trip.value} iterations -> "
+                                               f"{trip.value // f} x {f} copies"), exact
+        return (label_at, branch_at, line, *self._guarded(cfg, lp, hdr.label, n, labels))
+
+    def _guarded(self, cfg: CFG, lp, label: str, n: int, labels: set[str]):
+        """The guarded form's description and builder (module doc)."""
+        t = lp.test
+        check(t is not None, "the exit test is not an induction variable against an invariant")
+        step = t.iv.step.const
+        check(step is not None and step != 0, f"the step is not a nonzero constant ({t.iv.step.describe()})")
+        check(t.updated_first is not None, "the induction variable's update does not dominate the exit test")
+        bits, signed = _INT_TYPES[t.ty]
+        upd = cfg.instructions[t.iv.update]
+        check(upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits,
+              "the induction variable's update has another width than its exit test")
+        if lp.barriers or lp.collectives:
+            check(t.iv.init.uniform and t.bound.uniform,
+                  "a barrier or warp collective in a loop whose start or bound is not block-uniform")
+        cmp = t.cmp if t.stay_when else _NEG[t.cmp]
+        f = self.factor
+        span = (f - 1) * abs(step)
+        check(span < 1 << (bits - 1), f"{f - 1} steps of {step} overflow the {t.ty} exit test")
+        check(cmp != "eq", "the loop goes on while its test is == (only ordered or != tests are unrolled)")
+        check(cmp == "ne" or (cmp in _ASCENDING) == (step > 0),
+              f"the exit test {cmp} does not match the step's direction ({step})")
+        aty = ("s" if signed else "u") + str(bits)
+        uty = "u" + str(bits)
+        base = t.off if t.updated_first else t.off - step
+        pfx = f"%unroll{n}_"
+        taken = _declared(cfg.function.body)
+        while {pfx + "0", pfx + "1", pfx + "p0", pfx + "p1"} & taken:
+            pfx = pfx[:-1] + "x_"
+        last = _fresh(labels, f"{label}_last")
+        labels.add(last)
+        wide = f"b{bits}"
+        t0, t1, q, q2 = f"{pfx}0", f"{pfx}1", f"{pfx}p0", f"{pfx}p1"
+        decls = [f".reg .{wide} {pfx}<2>;", f".reg .pred {pfx}p<2>;"]
+        iv = t.iv.reg
+
+        def build(body, branch, line):
+            s = cfg.instructions[t.setp]
+            bound = _operand_text(s.operands[t.bound_index])
+            check_lines = [_add(aty, t0, iv, base)]
+            if cmp == "ne":
+                a, b = (bound, t0) if step > 0 else (t0, bound)
+                check_lines += [f"sub.{uty} {t1}, {a}, {b};", f"setp.gt.{uty} {q}, {t1}, {span};"]
+            else:
+                check_lines += [_add(aty, t1, t0, (f - 1) * step), f"setp.{cmp}.{t.ty} {q}, {t1}, {bound};",
+                                f"setp.{'ge' if step > 0 else 'le'}.{aty} {q2}, {t1}, {t0};",
+                                f"and.pred {q}, {q}, {q2};"]
+            check_lines.append(f"@!{q} bra {last};")
+            pre = [replace(x, line=line) if hasattr(x, "opcode") else x for x in _parse_snippet(check_lines)]
+            return pre + list(body) * (f - 1) + _parse_snippet([f"{last}:"]) + list(body) + [branch], decls
+
+        kind = f"{lp.trip.value} iterations" if lp.trip.kind == "constant" else f"trip count {lp.trip.describe()}"
+        return (f"loop {label}: {kind} -> {f} copies per trip while the exit test allows them, "
+                f"else one iteration ({last})"), build
+
+
+def _fresh(labels: set[str], want: str) -> str:
+    name, k = want, 0
+    while name in labels:
+        k += 1
+        name = f"{want}{k}"
+    return name
+
+
+def _operand_text(op) -> str:
+    from ptxopt.emit import _op
+
+    return _op(op)
+
+
+def _declared(block) -> set[str]:
+    """Every register name declared in ``block`` and its nested scopes (a
+    ``%r<4>`` range as its prefix)."""
+    out: set[str] = set()
+    for s in block.items:
+        if type(s) is Decl:
+            for it in s.items:
+                out.update(f"{it.name}{i}" for i in range(it.count)) if it.count else out.add(it.name)
+        elif hasattr(s, "items"):
+            out |= _declared(s)
+    return out
 
 
 __all__ = ["Unroll"]
