@@ -175,6 +175,8 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     by_solver = [b for d in details for b in d.blocks if b.reason.startswith("solver:")]
     solver = (f", {len(by_solver)} of them shown equal by the SMT solver ({by_solver[0].reason[8:]})"
               if by_solver else "")
+    whole = [d.name for d in details if d.reason.startswith("whole paths")]
+    solver += f"; {', '.join(whole)} proved by executing whole paths (loops run out)" if whole else ""
     return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
                                        f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)

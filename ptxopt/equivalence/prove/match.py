@@ -144,6 +144,11 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
                             f"{', '.join(undefined[:4])} before writing {'them' if len(undefined) > 1 else 'it'} "
                             f"on some path (an uninitialised register holds an undefined value, not modelled)")
     bo, bc = so.cfg.blocks, sc.cfg.blocks
+    # past this point every precondition above holds: a failure may still be proved by whole paths
+    def fail(reason: str, blocks=()) -> FunctionDetail:  # noqa: F811
+        return _whole_paths(so, sc, graph, oracle, assume_align,
+                            FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks)))
+
     if len(bo) != len(bc):
         return fail(f"CFG shapes differ: {len(bo)} blocks in the original, {len(bc)} in the candidate")
     for x, y in zip(bo, bc):
@@ -168,6 +173,21 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
     by = sum(d.reason.startswith("solver:") for d in details)
     return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched"
                                                 + (f" ({by} shown equal by the SMT solver)" if by else ""), details)
+
+
+def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume_align: int,
+                 failed: FunctionDetail) -> FunctionDetail:
+    """Where blocks do not correspond (a loop unrolled), the bounded
+    whole-path proof of :mod:`ptxopt.equivalence.prove.loops`; ``failed`` when it cannot prove."""
+    from ptxopt.equivalence.prove import loops
+
+    if not loops.worth_trying(so):
+        return failed
+    ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check)
+    if not ok:
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}; whole paths: {why}", failed.blocks)
+    return FunctionDetail(failed.name, Verdict.PROVED, f"whole paths: {why}",
+                          [BlockDetail(b.index, b.label, True, "whole paths") for b in so.cfg.blocks])
 
 
 def _solver_fallback(so: _Side, sc: _Side, b: int):
