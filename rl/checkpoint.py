@@ -8,7 +8,7 @@ list or feature layout either **widens** it or refuses it with
 :class:`CheckpointError`, never silently misreading the outputs:
 
 * widened (:func:`widen`) when every action and every observation slot it
-  was trained with still exists, by name (actions are appended to
+  was trained with still exists, by name and in the same order (actions are appended to
   :data:`~ptxopt.search.actions.ACTIONS`; a new pass family adds an
   ``active:`` slot): the result is a policy of the current shape that
   computes exactly the old logits for the old actions -- the first layer's
@@ -16,7 +16,7 @@ list or feature layout either **widens** it or refuses it with
   gives every new action a logit of :data:`~rl.policy.NEG_INF` (weight 0),
   so it is never chosen. The committed policy keeps working after the
   action list grows; learning the new actions belongs to retraining.
-* refused otherwise (an action or slot renamed or removed).
+* refused otherwise (an action or slot renamed, removed or moved).
 """
 
 from __future__ import annotations
@@ -105,15 +105,13 @@ def _policy_from(doc, path: Path) -> Policy:
             raise CheckpointError(f"{path}: damaged policy checkpoint: {k} is not a list of names "
                                   f"({type(doc[k]).__name__})")
     old_actions, old_obs = list(doc["action_names"]), list(doc["observation_names"])
-    gone = [a for a in old_actions if a not in ACTIONS]
-    if gone:
+    if not _subsequence(old_actions, list(ACTIONS)):
         raise CheckpointError(f"{path}: trained for actions {doc['action_names']}, but this ptxopt has "
-                              f"{list(ACTIONS)} (no {', '.join(gone)}); retrain the policy")
-    lost = [n for n in old_obs if n not in observation_names()]
-    if lost:
+                              f"{list(ACTIONS)} (not the same actions with some added); retrain the policy")
+    if not _subsequence(old_obs, observation_names()):
         raise CheckpointError(f"{path}: trained on a different observation layout "
                               f"({len(doc['observation_names'])} slots, this ptxopt has "
-                              f"{len(observation_names())}; no {', '.join(lost[:3])}); retrain the policy")
+                              f"{len(observation_names())}, not the same slots with some added); retrain the policy")
     config, weights, meta = doc["config"], doc["state_dict"], doc.get("meta")
     if not isinstance(config, dict) or not isinstance(weights, dict) or not isinstance(meta, (dict, type(None))):
         raise CheckpointError(f"{path}: damaged policy checkpoint: config, state_dict and meta must be mappings")
@@ -169,6 +167,12 @@ def widen(old: Policy, old_actions: list[str], old_obs: list[str]) -> Policy:
     new.load_state_dict(sd)
     new.train(old.training)
     return new
+
+
+def _subsequence(old: list[str], new: list[str]) -> bool:
+    """``old`` is ``new`` with some names left out, in the same order (no name twice)."""
+    it = iter(new)
+    return len(set(old)) == len(old) and all(n in it for n in old)
 
 
 def _rows(like: torch.Tensor, v: torch.Tensor, rows: torch.Tensor, fill: float, cols=None) -> torch.Tensor:
