@@ -165,21 +165,28 @@ class PathExecutor(BlockExecutor):
         super().write(name, value, guard)
         self.k.of(self.regs[name])
 
-    def run_path(self, choose) -> PathRun:
+    def run_path(self, choose, start: int | None = None, region: frozenset[int] = frozenset(),
+                 regs: dict[str, int] | None = None) -> PathRun:
         """Run from the entry; ``choose(pred_node, negated)`` decides every open
-        branch (True: the branch is taken)."""
+        branch (True: the branch is taken). With ``start``: run from that
+        block's entry (its ``livein``/``entry`` nodes, the block matcher's
+        hypothesis, with ``regs`` set first) until control leaves ``region``;
+        the run then ends as ``leave:<block>``."""
         g = self.g
-        self.block = "path"  # registers read before any write: one livein node per name, both kernels
-        self.regs = {}
-        self.mem = MemoryState(g, self.oracle, g.node("entry", "path"))
-        self.coll = g.node("centry", "path")
+        tag = "path" if start is None else start
+        self.block = tag  # registers read before any write: one livein node per name, both kernels
+        self.regs = dict(regs or {})
+        self.mem = MemoryState(g, self.oracle, g.node("entry", tag))
+        self.coll = g.node("centry", tag)
         self.accesses = []
         decisions: list[tuple[int, bool]] = []
         opened = 0
         steps = 0
         blocks = self.cfg.blocks
-        b = 0
+        b = start or 0
         while True:
+            if start is not None and b not in region:
+                return self._done(f"leave:{b}", decisions, opened)
             if b >= len(blocks):
                 return self._done("end", decisions, opened)
             blk = blocks[b]
@@ -266,7 +273,8 @@ def decide_like(original: PathRun):
     return choose
 
 
-def _compare(g: Graph, so, sc, ro: PathRun, rc: PathRun, assume_align: int, fault_check) -> str | None:
+def _compare(g: Graph, so, sc, ro: PathRun, rc: PathRun, assume_align: int, fault_check,
+             ret_tag="path") -> str | None:
     if ro.end != rc.end:
         return f"the paths end differently ({ro.end} vs {rc.end})"
     if ro.collectives != rc.collectives:
@@ -279,10 +287,77 @@ def _compare(g: Graph, so, sc, ro: PathRun, rc: PathRun, assume_align: int, faul
                 f"{len(g.nodes[rc.memory][2] - g.nodes[ro.memory][2])} only in the candidate)")
     if ro.end in ("ret", "end"):
         for r in return_registers(so.fn):
-            live = g.node("livein", "path", r)
+            live = g.node("livein", ret_tag, r)
             if ro.regs.get(r, live) != rc.regs.get(r, live):
                 return f"the return register {r} differs"
     return fault_check(BlockPair(g, so, sc, None, ro, rc, assume_align, fault_check))
+
+
+def prove_loop_block(so, sc, graph: Graph, oracle, b: int, assume_align: int, fault_check) -> tuple[bool, str]:
+    """(proved, reason): block ``b``, a loop of one block (its own successor)
+    in both kernels, whose single iterations do not correspond (unrolled),
+    proved as a **region**: every entry into it from outside runs the whole
+    loop to its exit and leaves the same state in both kernels.
+
+    The block matcher's hypothesis holds at every entry from outside (the
+    same value in every register live into ``b``, the same memory: the
+    ``livein``/``entry`` nodes of ``b``); on top of it, a register whose
+    value at the end of *every* outside predecessor of ``b`` is one constant
+    (evaluated on the original's predecessor runs; the matcher separately
+    shows the candidate's predecessors leave the same values) starts at that
+    constant -- this is how the induction variable's start is known. Both
+    kernels then run the loop from there (:class:`PathExecutor` on the region
+    ``{b}``); every exit test must be a constant (no fork). Both must leave to
+    the same block (or end the same way) with the same registers live there
+    (and a ``.func``'s return registers), the same memory, ordering points
+    and collectives, and no new access (:func:`.match.fault_check`). The
+    back edge is internal to the region, so the matcher's check of ``b``
+    against itself is replaced by this one; every other block is still
+    matched as before."""
+    blk = so.cfg.blocks[b]
+    outside = [p for p in blk.preds if p != b]
+    if b not in blk.succs or b not in sc.cfg.blocks[b].succs or not outside:
+        return False, "not a loop of one block entered from outside"
+    k = Constants(graph)
+    live = sorted(so.live_in(b) | sc.live_in(b))
+    known: dict[str, int] | None = None
+    for p in outside:
+        vals = {}
+        if p not in so.cfg.blocks[p].succs:  # (a loop's registers at its exit are not those of one run)
+            # one run of block p: its terminator writes no register, so either decision leaves the same values
+            run = PathExecutor(so, graph, oracle, k).run_path(lambda *_: False, start=p, region=frozenset({p}))
+            for r in live:
+                c = None if r not in run.regs else k.of(run.regs[r])
+                if c is not None:
+                    vals[r] = c
+        known = vals if known is None else {r: c for r, c in vals.items() if known.get(r) == c}
+    start = {r: graph.const(c) for r, c in (known or {}).items()}
+    for r in start:
+        k.memo[start[r]] = known[r]
+
+    def no_fork(p, neg):
+        raise GiveUp("the loop's exit test is not a constant once the values every entry gives it are "
+                     "known (a runtime trip count)")
+    try:
+        ro = PathExecutor(so, graph, oracle, k).run_path(no_fork, start=b, region=frozenset({b}), regs=start)
+        rc = PathExecutor(sc, graph, oracle, k).run_path(no_fork, start=b, region=frozenset({b}), regs=start)
+    except GiveUp as e:
+        return False, str(e)
+    if ro.end != rc.end:
+        return False, f"the loops end differently ({ro.end} vs {rc.end})"
+    if ro.end.startswith("leave:"):
+        t = int(ro.end.split(":")[1])
+        regs = sorted(so.live_in(t) | sc.live_in(t) | set(return_registers(so.fn))) if t < len(so.cfg.blocks) \
+            else sorted(return_registers(so.fn))
+        for r in regs:
+            d = graph.node("livein", b, r)
+            if ro.regs.get(r, d) != rc.regs.get(r, d):
+                return False, f"register {r} differs after the loop: {graph.show(ro.regs.get(r, d))} vs " \
+                              f"{graph.show(rc.regs.get(r, d))}"
+    why = _compare(graph, so, sc, ro, rc, assume_align, fault_check, ret_tag=b)
+    if why is not None:
+        return False, why
+    return True, f"the loop run out from its entry ({', '.join(f'{r}={c}' for r, c in sorted(known.items())) or 'no constants'})"
 
 
 def worth_trying(so) -> bool:
@@ -312,4 +387,4 @@ def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check) ->
 
 
 __all__ = ["MAX_PATHS", "MAX_STEPS", "Constants", "GiveUp", "PathExecutor", "PathRun", "prove_paths",
-           "worth_trying"]
+           "prove_loop_block", "worth_trying"]

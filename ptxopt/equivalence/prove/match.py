@@ -160,6 +160,17 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
         ro = so.exe.run(x.index, x.instructions)
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
+        if why is not None and x.index in x.succs:  # a loop of one block, unrolled: run it out (prove.loops)
+            from ptxopt.equivalence.prove.loops import GiveUp, prove_loop_block
+
+            try:
+                ok, how = prove_loop_block(so, sc, graph, oracle, x.index, assume_align, fault_check)
+            except GiveUp as e:
+                ok, how = False, str(e)
+            if ok:
+                details.append(BlockDetail(x.index, x.label, True, f"loop: {how}"))
+                continue
+            why = f"{why}; as a whole loop: {how}"
         if why is not None:  # the value graphs differ: ask the SMT solver (ptxopt.equivalence.prove.smt)
             solved = _solver_fallback(so, sc, x.index)
             if solved is not None and solved.status == "equal":
