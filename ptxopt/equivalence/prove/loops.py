@@ -104,8 +104,8 @@ class Constants:
             elif n[0] == "ite":
                 gd = g.nodes[n[1]]
                 p = self.memo.get(gd[1])
-                if p is not None:
-                    v = self.memo.get(n[2] if bool(p) != gd[2] else n[3])
+                if p is not None:  # the arm the guard picks (one level down: its operands are known by now)
+                    v = self.of(n[2] if bool(p) != gd[2] else n[3])
         self.memo[node] = v
         return v
 
