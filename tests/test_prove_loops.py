@@ -158,3 +158,19 @@ def test_runtime_trip_counts_stay_inconclusive():
     twice = t.replace(body, body + body)
     r = prove(t, twice)
     assert r.verdict != Verdict.PROVED
+
+
+@pytest.mark.parametrize("key,a,b,want", [
+    ("setp.lt.s32", 0xFFFFFFFF, 0, 1), ("setp.lt.u32", 0xFFFFFFFF, 0, 0), ("setp.lo.s32", 0xFFFFFFFF, 0, 0),
+    ("setp.hi.s32", 0xFFFFFFFF, 0, 1), ("setp.ge.s64", -1, 0, 0), ("setp.ge.u64", -1, 0, 1),
+    ("setp.eq.b32", 0x100000000 + 5, 5, 1), ("setp.lt.b32", 1, 2, None), ("setp.ne.s16", 0x10000, 0, 0),
+    ("setp.lt.f32", 1, 2, None), ("add.s32", 0xFFFFFFFF, 1, 0), ("shr.u32", 8, 1, None),
+])
+def test_constants_follow_the_integer_semantics(key, a, b, want):
+    """Constant exit tests: signed/unsigned as the SMT encoder's table says,
+    at the type's width; anything not modelled is unknown (None), never a guess."""
+    from ptxopt.equivalence.prove.values import Graph
+
+    g = Graph()
+    k = loops.Constants(g)
+    assert k.of(g.node("op", key, g.const(a), g.const(b))) == want
