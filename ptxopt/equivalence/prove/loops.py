@@ -42,7 +42,7 @@ guard in the candidate changes its own path, and the observables at the end
 say so); nothing reads the loop analysis's trip count. What is *not*
 proved here: loops whose exit depends on an input (a runtime trip count
 forks at every test, so the path budget runs out) and paths longer than
-:data:`MAX_STEPS` instructions: those stay ``inconclusive`` (the interpreter
+:data:`MAX_STEPS` instructions (:data:`TOTAL_STEPS` in all): those stay ``inconclusive`` (the interpreter
 decides).
 
 It is only tried where the block matcher failed and the original has a loop
@@ -65,6 +65,9 @@ from ptxopt.equivalence.prove.values import Graph
 MAX_PATHS = 16
 #: Most instructions executed on one path of one kernel.
 MAX_STEPS = 40_000
+#: Most instructions executed in one proof, all paths of both kernels together (a bound on its time:
+#: about 10 us an instruction).
+TOTAL_STEPS = 120_000
 
 # The integer types a constant is evaluated in: (bits, signed).
 _INT = {f"{k}{w}": (w, k == "s") for k in "bus" for w in (8, 16, 32, 64)}
@@ -156,10 +159,11 @@ class PathRun:
 class PathExecutor(BlockExecutor):
     """Executes a whole function along one path (see the module doc)."""
 
-    def __init__(self, side, graph: Graph, oracle, constants: Constants) -> None:
+    def __init__(self, side, graph: Graph, oracle, constants: Constants, budget: list[int] | None = None) -> None:
         super().__init__(graph, oracle, side.exe.reg_bits)
         self.cfg = side.cfg
         self.k = constants
+        self.budget = budget if budget is not None else [TOTAL_STEPS]  # shared by the executors of one proof
 
     def write(self, name: str, value: int, guard: int | None) -> None:
         super().write(name, value, guard)
@@ -191,8 +195,11 @@ class PathExecutor(BlockExecutor):
                 return self._done("end", decisions, opened)
             blk = blocks[b]
             steps += len(blk.instructions)
+            self.budget[0] -= len(blk.instructions)
             if steps > MAX_STEPS:
                 raise GiveUp(f"a path runs more than {MAX_STEPS} instructions")
+            if self.budget[0] < 0:
+                raise GiveUp(f"the paths run more than {TOTAL_STEPS} instructions in all")
             ins = blk.instructions[-1] if blk.instructions else None
             term = ins if ins is not None and ins.opcode in opcodes.TERMINATORS else None
             for x in blk.instructions[:-1] if term is not None else blk.instructions:
@@ -371,7 +378,8 @@ def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check) ->
     """(proved, reason): the bounded path proof of the module doc for the two
     sides (:class:`ptxopt.equivalence.prove.match._Side`) of one function."""
     k = Constants(graph)
-    eo, ec = PathExecutor(so, graph, oracle, k), PathExecutor(sc, graph, oracle, k)
+    budget = [TOTAL_STEPS]
+    eo, ec = PathExecutor(so, graph, oracle, k, budget), PathExecutor(sc, graph, oracle, k, budget)
     try:
         runs = _original_paths(eo)
         for i, ro in enumerate(runs):
