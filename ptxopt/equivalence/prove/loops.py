@@ -3,9 +3,16 @@
 The block matcher (:mod:`.match`) proves two functions equivalent when their
 blocks correspond one to one. Unrolling a loop by ``k`` keeps the CFG's
 shape but not its blocks: one unrolled iteration is ``k`` original ones, so
-no block pair matches. This module proves such pairs instead by executing
-both functions **whole, path by path**, into the shared value graph
-(:mod:`.values`), when every loop runs a number of times fixed by constants.
+no block pair matches. This module proves such pairs by running loops out,
+into the shared value graph (:mod:`.values`), in one of two ways:
+
+* **a one-block loop as a region** (:func:`prove_loop_block`, called by the
+  block matcher for the loop's block when the CFG shapes agree, as after
+  ``unroll``): from every entry from outside, both kernels run the whole
+  loop and must leave the same state; every other block is matched as
+  usual. Its exact statement is in the function's doc.
+* **whole functions, path by path** (:func:`prove_paths`, when the block
+  matcher fails otherwise, e.g. CFG shapes that differ), described below.
 
 What is proved, exactly. A *path* is one run from the function's entry to a
 ``ret``/``exit``/``trap`` or the end of the body, as a sequence of blocks;
