@@ -174,3 +174,30 @@ def test_constants_follow_the_integer_semantics(key, a, b, want):
     g = Graph()
     k = loops.Constants(g)
     assert k.of(g.node("op", key, g.const(a), g.const(b))) == want
+
+
+# KERNEL's loop entered from two places: %r1 starts at 0, or at 3 when n != 0 (5 iterations: odd)
+TWO_ENTRIES = KERNEL.replace(".param .u64 in)", ".param .u64 in, .param .u32 n)").replace(
+    "\tmov.u32 %r1, 0;\n",
+    "\tld.param.u32 %r3, [n];\n\tsetp.eq.u32 %p2, %r3, 0;\n\tmov.u32 %r1, 0;\n\t@%p2 bra L_top;\n"
+    "\tmov.u32 %r1, 3;\n").replace(".reg .pred %p<2>;", ".reg .pred %p<3>;")
+
+
+def test_the_loop_start_must_be_one_constant_on_every_entry(monkeypatch):
+    """Unrolled by 2 (text edit: the pass refuses, the trip count is not
+    constant), the loop runs 6 times where the original runs 5 when n != 0.
+    Never proved; if the region proof took the start from one entry only
+    (a plausible bug, patched in below), it would be 'proved'."""
+    body = KERNEL[KERNEL.index("L_top:\n") + 7:KERNEL.index("\t@%p1 bra L_top;")]
+    bad = TWO_ENTRIES.replace(body, body + body)
+    assert prove(TWO_ENTRIES, bad).verdict != Verdict.PROVED
+    assert prove(TWO_ENTRIES, TWO_ENTRIES.replace("mov.u32 %r1, 3;", "mov.u32 %r1, 4;").replace(body, body + body),
+                 ).verdict != Verdict.PROVED  # (equivalent, but the start is not one constant: not proved here)
+
+    real = loops.entry_constants
+
+    def first_entry_only(so, graph, oracle, k, b, outside, live):
+        return real(so, graph, oracle, k, b, outside[:1], live)
+
+    monkeypatch.setattr(loops, "entry_constants", first_entry_only)
+    assert prove(parse(TWO_ENTRIES), parse(bad)).verdict == Verdict.PROVED  # what the real check prevents

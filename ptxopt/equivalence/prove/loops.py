@@ -333,19 +333,8 @@ def prove_loop_block(so, sc, graph: Graph, oracle, b: int, assume_align: int, fa
     if b not in blk.succs or b not in sc.cfg.blocks[b].succs or not outside:
         return False, "not a loop of one block entered from outside"
     k = Constants(graph)
-    live = sorted(so.live_in(b) | sc.live_in(b))
-    known: dict[str, int] | None = None
-    for p in outside:
-        vals = {}
-        if p not in so.cfg.blocks[p].succs:  # (a loop's registers at its exit are not those of one run)
-            # one run of block p: its terminator writes no register, so either decision leaves the same values
-            run = PathExecutor(so, graph, oracle, k).run_path(lambda *_: False, start=p, region=frozenset({p}))
-            for r in live:
-                c = None if r not in run.regs else k.of(run.regs[r])
-                if c is not None:
-                    vals[r] = c
-        known = vals if known is None else {r: c for r, c in vals.items() if known.get(r) == c}
-    start = {r: graph.const(c) for r, c in (known or {}).items()}
+    known = entry_constants(so, graph, oracle, k, b, outside, sorted(so.live_in(b) | sc.live_in(b)))
+    start = {r: graph.const(c) for r, c in known.items()}
     for r in start:
         k.memo[start[r]] = known[r]
 
@@ -372,6 +361,25 @@ def prove_loop_block(so, sc, graph: Graph, oracle, b: int, assume_align: int, fa
     if why is not None:
         return False, why
     return True, f"the loop run out from its entry ({', '.join(f'{r}={c}' for r, c in sorted(known.items())) or 'no constants'})"
+
+
+def entry_constants(so, graph: Graph, oracle, k: Constants, b: int, outside: list[int],
+                    live: list[str]) -> dict[str, int]:
+    """The registers of ``live`` that hold one and the same constant at the
+    end of *every* block of ``outside`` (the original's predecessors of ``b``
+    outside the loop), with those constants."""
+    known: dict[str, int] | None = None
+    for p in outside:
+        vals = {}
+        if p not in so.cfg.blocks[p].succs:  # (a loop's registers at its exit are not those of one run)
+            # one run of block p: its terminator writes no register, so either decision leaves the same values
+            run = PathExecutor(so, graph, oracle, k).run_path(lambda *_: False, start=p, region=frozenset({p}))
+            for r in live:
+                c = None if r not in run.regs else k.of(run.regs[r])
+                if c is not None:
+                    vals[r] = c
+        known = vals if known is None else {r: c for r, c in vals.items() if known.get(r) == c}
+    return known or {}
 
 
 def worth_trying(so) -> bool:
@@ -402,4 +410,4 @@ def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check) ->
 
 
 __all__ = ["MAX_PATHS", "MAX_STEPS", "Constants", "GiveUp", "PathExecutor", "PathRun", "prove_paths",
-           "prove_loop_block", "worth_trying"]
+           "entry_constants", "prove_loop_block", "worth_trying"]
