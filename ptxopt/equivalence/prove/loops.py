@@ -127,7 +127,7 @@ class Constants:
         t = mods[-1] if mods else ""
         if t not in _INT:
             return None
-        bits, signed = _INT[t]
+        bits, _signed_type = _INT[t]
         mask = (1 << bits) - 1
         if name == "mov" and len(mods) == 1 and len(vals) == 1:
             return vals[0] & mask
@@ -247,29 +247,37 @@ def _original_paths(ex: PathExecutor) -> list[PathRun]:
     out: list[PathRun] = []
     todo: list[list[bool]] = [[]]
     while todo:
-        prefix = todo.pop()
-        made: list[bool] = []
-        seen: dict[int, bool] = {}
-        forks: list[list[bool]] = []
-
-        def choose(p: int, neg: bool) -> bool:
-            # a predicate decided earlier on this path holds the same value now
-            if p in seen:
-                return seen[p] != neg
-            k = len(made)
-            value = prefix[k] if k < len(prefix) else False
-            if k >= len(prefix):
-                forks.append(made + [True])
-            made.append(value)
-            seen[p] = value
-            return value != neg
-
-        run = ex.run_path(choose)
+        chooser = _Prefix(todo.pop())
+        run = ex.run_path(chooser)
+        forks = chooser.forks
         out.append(run)
         todo.extend(forks)
         if len(out) + len(todo) > MAX_PATHS:
             raise GiveUp(f"more than {MAX_PATHS} paths (a branch on an input inside a loop, or many guards)")
     return out
+
+
+class _Prefix:
+    """The original's ``choose`` for one run: the forced ``prefix`` of
+    decisions first, then False, remembering each new open point (``forks``:
+    the prefixes that take it the other way)."""
+
+    def __init__(self, prefix: list[bool]) -> None:
+        self.prefix = prefix
+        self.made: list[bool] = []
+        self.seen: dict[int, bool] = {}
+        self.forks: list[list[bool]] = []
+
+    def __call__(self, p: int, neg: bool) -> bool:
+        if p in self.seen:  # a predicate decided earlier on this path holds the same value now
+            return self.seen[p] != neg
+        k = len(self.made)
+        value = self.prefix[k] if k < len(self.prefix) else False
+        if k >= len(self.prefix):
+            self.forks.append([*self.made, True])
+        self.made.append(value)
+        self.seen[p] = value
+        return value != neg
 
 
 def decide_like(original: PathRun):
@@ -335,8 +343,8 @@ def prove_loop_block(so, sc, graph: Graph, oracle, b: int, assume_align: int, fa
     k = Constants(graph)
     known = entry_constants(so, graph, oracle, k, b, outside, sorted(so.live_in(b) | sc.live_in(b)))
     start = {r: graph.const(c) for r, c in known.items()}
-    for r in start:
-        k.memo[start[r]] = known[r]
+    for r, node in start.items():
+        k.memo[node] = known[r]
 
     def no_fork(p, neg):
         raise GiveUp("the loop's exit test is not a constant once the values every entry gives it are "
@@ -355,8 +363,8 @@ def prove_loop_block(so, sc, graph: Graph, oracle, b: int, assume_align: int, fa
         for r in regs:
             d = graph.node("livein", b, r)
             if ro.regs.get(r, d) != rc.regs.get(r, d):
-                return False, f"register {r} differs after the loop: {graph.show(ro.regs.get(r, d))} vs " \
-                              f"{graph.show(rc.regs.get(r, d))}"
+                return False, (f"register {r} differs after the loop: {graph.show(ro.regs.get(r, d))} vs "
+                               f"{graph.show(rc.regs.get(r, d))}")
     why = _compare(graph, so, sc, ro, rc, assume_align, fault_check, ret_tag=b)
     if why is not None:
         return False, why
@@ -409,5 +417,15 @@ def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check) ->
                   f"their constant trip counts, {forks} open branch{'es' if forks != 1 else ''} on the longest)")
 
 
-__all__ = ["MAX_PATHS", "MAX_STEPS", "Constants", "GiveUp", "PathExecutor", "PathRun", "prove_paths",
-           "entry_constants", "prove_loop_block", "worth_trying"]
+__all__ = [
+    "MAX_PATHS",
+    "MAX_STEPS",
+    "Constants",
+    "GiveUp",
+    "PathExecutor",
+    "PathRun",
+    "entry_constants",
+    "prove_loop_block",
+    "prove_paths",
+    "worth_trying",
+]

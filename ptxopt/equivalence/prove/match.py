@@ -145,7 +145,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
                             f"on some path (an uninitialised register holds an undefined value, not modelled)")
     bo, bc = so.cfg.blocks, sc.cfg.blocks
     # past this point every precondition above holds: a failure may still be proved by whole paths
-    def fail(reason: str, blocks=()) -> FunctionDetail:  # noqa: F811
+    def fail(reason: str, blocks=()) -> FunctionDetail:
         return _whole_paths(so, sc, graph, oracle, assume_align,
                             FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks)))
 
