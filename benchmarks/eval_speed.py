@@ -50,12 +50,15 @@ GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm
 
 def _fresh_state() -> None:
     """Forget parsed originals, remembered reference outputs and compiles (a new process would not have them)."""
-    from ptxopt.evaluate import equivalence
+    from ptxopt.equivalence import decision, prove
+    from ptxopt.measure import sim
     from ptxopt.toolchain import ptxas
 
     frontend._MEMO.clear()
-    equivalence.clear()
+    decision.clear()
     ptxas.clear_memo()
+    prove.clear_memo()
+    sim.clear_memo()
 
 
 def _ptxas_alone(results, arch=DEFAULT_ARCH) -> float:

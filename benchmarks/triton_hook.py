@@ -6,7 +6,8 @@ Every kernel of ``corpus/triton/*.py`` is compiled by real ``triton.compile``
 * **plain**: no hook, a fresh Triton cache -- Triton's own compile time
   (wall time of ``triton.compile``, the median of ``--repeat`` runs, each in
   a fresh cache so nothing is a cache hit);
-* **hooked**: ``ptxopt.triton.enable(...)``, a fresh cache -- what the hook
+* **hooked**: ``ptxopt.triton.enable(...)``, a fresh cache and ptxopt's
+  in-process memos forgotten (compiles, parses, proofs, SASS, estimates) -- what the hook
   reports (pipeline, changed, verdict, registers before/after from Triton's
   ptxas) and ``ptxopt_seconds``, the time the hook added (parse, passes,
   ptxas twice with Triton's flags, the interpreter check).
@@ -59,6 +60,24 @@ def _timed_compile(name: str) -> tuple[float, object]:
     return time.perf_counter() - t, c
 
 
+def _forget() -> None:
+    """Forget ptxopt's in-process memos (compiles, parses, proofs, SASS, estimates): each hooked
+    compile starts as cold as the plain one, which gets a fresh Triton cache."""
+    from ptxopt import memos
+    from ptxopt.equivalence import decision, prove
+    from ptxopt.evaluate import frontend
+    from ptxopt.measure import sim
+    from ptxopt.toolchain import ptxas
+
+    memos.clear_front_end()
+    frontend._MEMO.clear()
+    decision.clear()
+    ptxas.clear_memo()
+    prove._MEMO.clear()
+    getattr(prove, "clear_memo", lambda: None)()
+    getattr(sim, "clear_memo", lambda: None)()
+
+
 def _cycles(ptx: str) -> float | None:
     from ptxopt.sim import estimate
 
@@ -89,6 +108,7 @@ def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
         hooked_s, added, rep = [], [], None
         for _ in range(repeat):
             pt.enable(**enable_kw)
+            _forget()
             with warnings.catch_warnings(record=True) as w:
                 warnings.simplefilter("always")
                 s, hooked = _timed_compile(name)
@@ -114,6 +134,7 @@ def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
             # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
             "objective": rep.objective or None, "launch": rep.launch or None,
             "hook_estimate": list(rep.estimate),
+            "stage_seconds": dict(getattr(rep, "stage_seconds", {}) or {}),
         })
     return rows
 

@@ -133,7 +133,8 @@ def _resources(res) -> tuple[int | None, int | None]:
 def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
-             performance=None, if_slower: str = "keep", estimate: bool = True) -> OptimizeResult:
+             performance=None, if_slower: str = "keep", estimate: bool = True,
+             parsed: Module | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -154,6 +155,9 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     (``if_slower="apply"``: the caller asked for exactly this pipeline).
     ``estimate`` is the comparison; every figure is the sim model's ESTIMATE.
 
+    ``parsed``: the caller's own ``parse(ptx, filename)`` (not modified), so
+    that the text is not parsed twice.
+
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
     :class:`~ptxopt.passmanager.InputRejected` (ptxas rejects the input):
@@ -172,7 +176,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
                         f"not {type(pipeline).__name__}")
     t0 = time.perf_counter()
     pipe = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
-    module = parse(ptx, filename)
+    module = parsed if parsed is not None else parse(ptx, filename)
     arch = resolve_arch(module, arch)
     run_ptxas = compile or compile_ptx
     seconds: dict[str, float] = {}
@@ -184,6 +188,19 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         finally:
             seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - t
 
+    # the passes first: when they change the text, the estimate (which reads only the two texts)
+    # starts at once in a helper thread and overlaps both ptxas runs and the equivalence check;
+    # what is decided, and in which order failures are reported, is as before
+    try:
+        run, failure = timed("passes", PassManager(pipe).run, module), None
+    except Exception as e:  # reported after ptxas has judged the input, as before
+        run, failure = None, e
+    printed_in = text = None
+    pending = None
+    if run is not None:
+        printed_in, text = emit(module), emit(run.module)
+        if estimate and text != printed_in:
+            pending = _Pending(ptx, text, module, arch, contract, objective, performance)
     try:
         before = timed("ptxas", run_ptxas, ptx, arch)
     except (PtxasError, ToolchainError) as e:
@@ -201,14 +218,12 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         seconds["total"] = time.perf_counter() - t0
         return out
 
-    try:
-        run = timed("passes", PassManager(pipe).run, module)
-    except PassFailure as e:
+    if failure is not None:
+        if not isinstance(failure, PassFailure):
+            raise failure
         out.verdict = Verdict.INCONCLUSIVE
-        return keep_input(f"a pass failed: {e}")
+        return keep_input(f"a pass failed: {failure}")
     out.records = run.records
-    printed_in = emit(module)
-    text = emit(run.module)
     if text == printed_in:
         seconds["total"] = time.perf_counter() - t0
         return out  # nothing changed: the caller's own text, byte for byte
@@ -230,7 +245,8 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
     if estimate:
-        est = out.estimate = timed("estimate", _estimate, ptx, text, module, arch, contract, objective, performance)
+        est = out.estimate = timed("estimate_wait", pending.result)
+        seconds["estimate"] = pending.seconds
         if est.slower and if_slower == "keep":
             return keep_input(f"estimated slower: {est.describe()}")
         if est.slower:
@@ -240,6 +256,28 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     out.registers, out.spills = BeforeAfter(regs0, regs1), BeforeAfter(spill0, spill1)
     seconds["total"] = time.perf_counter() - t0
     return out
+
+
+class _Pending:
+    """An estimate running in a helper thread: the estimate reads only the two
+    texts, so it overlaps ptxas and the equivalence check instead of following
+    them (the decision still waits for both; nothing is skipped)."""
+
+    def __init__(self, *args) -> None:
+        from ptxopt.evaluate.frontend import tools
+
+        self.seconds = 0.0
+        self.future = tools("estimate").submit(self._run, *args)
+
+    def _run(self, *args):
+        t = time.perf_counter()
+        try:
+            return _estimate(*args)
+        finally:
+            self.seconds = time.perf_counter() - t
+
+    def result(self):
+        return self.future.result()
 
 
 def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objective, performance):
@@ -254,7 +292,7 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
 
             check = contract.for_entry(fn.name) if hasattr(contract, "for_entry") else as_launch(contract)
         parts.append(estimate_pair(ptx, text, entry=fn.name, launch=check, performance=performance,
-                                   objective=objective, arch=arch, cache=None))
+                                   objective=objective, arch=arch, cache=None, parsed=module))
     if not parts:
         return PairEstimate(objective or "latency", None, None, None, note="no entry to estimate")
     if any(p.change is None for p in parts):

@@ -14,9 +14,10 @@ from pathlib import Path
 import click
 
 
+from ptxopt.cli.executor_option import executor_option
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option,
-                               cache_option, check_arch, check_backend, objective_option, output_dir, output_file, prepare_cache,
-                               stdin_once)
+                               cache_option, check_arch, check_backend, emit_json, json_options, json_target,
+                               objective_option, output_dir, prepare_cache, stdin_once)
 from ptxopt.cli.common import fail as _fail
 
 _POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
@@ -57,24 +58,30 @@ _NON_NEGATIVE = FiniteFloat(0)
               help="Sampling temperature of GRPO's exploiting rollouts (> 0).")
 @click.option("--samples", default=8, show_default=True, type=click.IntRange(1), help="--eval: best of K sampled.")
 @click.option("--seed", default=0, show_default=True)
+@click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
+              help="GRPO groups rolled out in parallel worker processes (0: in this process; with "
+                   "--executor ray: tasks in flight, 0 = every CPU of the cluster).")
+@executor_option
 @backend_option
 @arch_option
 @allow_unchecked_option
 @cache_option
 @objective_option
-@click.option("--json", "json_out", default=None, metavar="OUT", callback=output_file(),
-              help="--eval: write the comparison as JSON.")
+@json_options(legacy_path=True, what="the summary (--eval: the comparison; else train.json's content)")
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
-              samples, seed, backend, arch, allow_unchecked, cache_path, objective, json_out):
+              samples, seed, workers, executor, backend, arch, allow_unchecked, cache_path, objective, json_out, as_json=None):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
     --out: bc.pt, policy.pt, grpo_log.csv, grpo_curves.png, train.json.
     Ctrl-C during GRPO writes the last finished epoch's policy, the curves
-    and train.json (interrupted, epochs_done), and exits 130.
+    and train.json (interrupted, epochs_done), and exits 130. With --json the
+    progress lines go to stderr and stdout holds only the JSON summary.
     """
+    as_json, json_out = json_target(as_json, json_out)
+    say = _to_stderr if as_json else click.echo  # stdout holds only the JSON
     try:
         from rl.checkpoint import CheckpointError, load_policy
         from rl.grpo import GRPOConfig
@@ -112,11 +119,9 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
         result = compare(checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,
                          samples=samples, seed=seed,
                          progress=lambda i, n, k: click.echo(f"[{i}/{n}] {k}", err=True))
-        print_comparison(result)
-        if json_out:
-            from ptxopt.outputs import write_atomic
-
-            write_atomic(json_out, json.dumps(result, indent=2) + "\n")
+        emit_json(result, as_json, json_out)
+        if not as_json:
+            print_comparison(result)
         return
 
     trajs = list(trajectories) or [DEFAULT_TRAJECTORIES]
@@ -137,12 +142,13 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     else:
         try:
             bc_path, doc["bc"] = run_bc(trajs, out, families=fams, epochs=bc_epochs, seed=seed, loko=loko,
-                                        label_temperature=label_temperature, log=click.echo)
+                                        label_temperature=label_temperature, log=say)
         except ValueError as e:  # unreadable trajectories (FILE:LINE), none that match
             _fail(str(e))
-    click.echo(f"BC checkpoint: {bc_path}")
+    say(f"BC checkpoint: {bc_path}")
     if bc_only:
         write_summary(out, doc)
+        _emit_summary(doc, as_json, json_out)
         return
     hyper = dict(lr=lr, clip_eps=clip_eps, kl_beta=kl_beta, explore_temperature=explore_temperature,
                  exploit_temperature=exploit_temperature, seed=seed)
@@ -152,17 +158,19 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     else:
         train_kernels = [s.id for s in specs]
         cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, **hyper)
-    click.echo(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
+    say(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
                f"({backend} backend; cycles are {'an ESTIMATE' if options.estimate else 'MEASURED'})")
     from rl.grpo import TrainingInterrupted, shielded
 
     try:
-        path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=click.echo)
+        path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=say, executor=executor,
+                              workers=workers)
     except TrainingInterrupted as e:  # the finished epochs' policy and curves are written: add the summary
         with shielded():
             doc.update(grpo_kernels=train_kernels, grpo=e.rows, epochs=cfg.epochs, epochs_done=e.epochs_done,
                        interrupted=True)
             write_summary(out, doc)
+            _emit_summary(doc, as_json, json_out)
         kept = f"policy of epoch {e.epochs_done}: {e.path}" if e.path else f"no GRPO epoch finished; BC: {bc_path}"
         from ptxopt.cli import termination
 
@@ -171,7 +179,18 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
         sys.exit(termination.interrupted_code())
     doc.update(grpo_kernels=train_kernels, grpo=rows, epochs=cfg.epochs, epochs_done=cfg.epochs, interrupted=False)
     write_summary(out, doc)
-    click.echo(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")
+    _emit_summary(doc, as_json, json_out)
+    say(f"policy: {path}  log: {out / 'grpo_log.csv'}  curves: {out / 'grpo_curves.png'}")
+
+
+def _to_stderr(*args, **kw) -> None:
+    click.echo(*args, **{**kw, "err": True})
+
+
+def _emit_summary(doc: dict, as_json: bool, json_out: str | None) -> None:
+    """train.json's document by the --json/--json-out convention (paths and the like as strings, as there)."""
+    if as_json or json_out:
+        emit_json(json.loads(json.dumps(doc, default=str)), as_json, json_out)
 
 
 def print_comparison(result: dict) -> None:

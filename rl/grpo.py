@@ -166,8 +166,11 @@ class GRPOTrainer:
               "rollout_s", "update_s", "wall_s"]
 
     def __init__(self, policy: Policy, env: PipelineEnv, kernels: Sequence[str], cfg: GRPOConfig,
-                 out_dir: str | Path, *, log: Callable[[str], None] | None = None):
+                 out_dir: str | Path, *, log: Callable[[str], None] | None = None, executor=None):
         self.policy, self.env, self.kernels, self.cfg = policy, env, list(kernels), cfg
+        #: None: rollouts in this process; else a ptxopt.executor.Executor (rl.remote): one task per group
+        self.executor = executor
+        self._remote = [0, 0]  # evaluations and cache hits spent by the executor's workers
         self.reference = copy.deepcopy(policy).eval()
         for p in self.reference.parameters():
             p.requires_grad_(False)
@@ -183,7 +186,7 @@ class GRPOTrainer:
 
     def _counters(self) -> tuple[int, int]:
         ms = list(self.env._meters.values())
-        return sum(m.evaluations for m in ms), sum(m.cache_hits for m in ms)
+        return sum(m.evaluations for m in ms) + self._remote[0], sum(m.cache_hits for m in ms) + self._remote[1]
 
     def epoch(self, n: int) -> dict:
         cfg, t0 = self.cfg, time.perf_counter()
@@ -193,7 +196,16 @@ class GRPOTrainer:
             batch = list(self.rng.choice(batch, cfg.batch_kernels, replace=False))
         groups = []
         self.policy.eval()
-        for k in batch:
+        if self.executor is not None:
+            from ptxopt.executor.journal import cache_file
+
+            from .remote import remote_groups
+
+            groups, ev, hits = remote_groups(self.executor, self.policy, batch, cfg, self.env.options, n,
+                                             cache_file(self.env.options.cache))
+            self._remote[0] += ev
+            self._remote[1] += hits
+        for k in batch if self.executor is None else ():
             groups.append([rollout(self.policy, self.env, k, temperature=cfg.explore_temperature,
                                    generator=self.gen, episode=i, strategy="grpo") for i in range(cfg.group_size)])
         t1 = time.perf_counter()

@@ -56,13 +56,24 @@ def run_bc(trajectories: Sequence[str | Path], out: Path, *, families=None, kern
 
 
 def run_grpo(bc_path: Path, kernels: Sequence[str], out: Path, cfg: GRPOConfig, options: EvalOptions,
-             log: Callable[[str], None] = print) -> tuple[Path, list[dict]]:
+             log: Callable[[str], None] = print, *, executor=None, workers: int = 0) -> tuple[Path, list[dict]]:
+    """GRPO from the BC checkpoint; ``executor``/``workers`` (:func:`ptxopt.executor.make_executor`):
+    the groups' rollouts through an executor (rl.remote) instead of this process."""
     from .checkpoint import load_trainable
 
     policy, meta = load_trainable(bc_path)
     env = PipelineEnv(list(kernels), options=options, max_steps=cfg.max_steps)
-    trainer = GRPOTrainer(policy, env, kernels, cfg, out, log=log)
-    path = trainer.train(meta={"bc": meta.get("bc"), "trajectories": meta.get("trajectories")})
+    ex = None
+    if executor is not None or workers > 0:
+        from ptxopt.executor import make_executor
+
+        ex = make_executor(executor, workers)
+    try:
+        trainer = GRPOTrainer(policy, env, kernels, cfg, out, log=log, executor=ex)
+        path = trainer.train(meta={"bc": meta.get("bc"), "trajectories": meta.get("trajectories")})
+    finally:
+        if ex is not None:
+            ex.close()
     return path, trainer.rows
 
 

@@ -1,7 +1,9 @@
 """The ``ptxopt`` command line.
 
 Every command reads PTX from a file, ``-`` or ``corpus:ID``; ``--json`` prints
-one JSON document on stdout (keys documented in the README). Expected
+one JSON document on stdout (keys documented in the README) and ``--json-out
+FILE`` writes the same document, keeping the text report
+(:func:`ptxopt.cli.common.json_options`). Expected
 failures print one line, ``FILE:LINE:COL: error: ...`` or ``ptxopt: error:
 ...`` (a bad option: ``ptxopt CMD: error: ...``), on stderr and exit with the
 code of :mod:`ptxopt.cli.exitcodes` (2 for bad input); a bug in ptxopt itself
@@ -16,7 +18,8 @@ import sys
 
 import click
 
-from ptxopt.cli.common import contract_options, fail, output_dir, output_file, prove_option, stdin_once
+from ptxopt.cli.common import (contract_options, emit_json, fail, json_options, json_target, output_dir, output_file,
+                               prove_option, stdin_once)
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
@@ -112,26 +115,31 @@ def _load(spec: str):
     return src, parse_bytes(src.data, src.name)
 
 
-def _print_json(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=False))
+def _print_json(obj, as_json=True, json_out=None) -> bool:
+    """``obj`` by the ``--json``/``--json-out`` convention (:func:`ptxopt.cli.common.json_options`):
+    True when it went to stdout (the text report is then left out)."""
+    stdout, path = json_target(as_json, json_out)
+    if stdout or path:
+        emit_json(obj, stdout, path)
+    return stdout
 
 
 # --------------------------------------------------------------------------
 @cli.command("parse")
 @click.argument("file")
 @click.option("--emit", "do_emit", is_flag=True, help="Print the module back as canonical PTX.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the module.")
-def parse_cmd(file, do_emit, as_json):
+@json_options(what="a summary of the module")
+def parse_cmd(file, do_emit, as_json, json_out=None):
     """Parse FILE; report syntax errors as FILE:LINE:COL (exit 2)."""
     from ptxopt.emit import emit
 
     src, m = _load(file)
+    summary = module_summary(m)
     if do_emit:
+        _print_json({"file": src.name, **summary}, False, json_out)
         click.echo(emit(m), nl=False)
         return
-    summary = module_summary(m)
-    if as_json:
-        _print_json({"file": src.name, **summary})
+    if _print_json({"file": src.name, **summary}, as_json, json_out):
         return
     click.echo(f"{src.name}: ok: PTX {m.version}, target {', '.join(m.target)}")
     for f in summary["functions"]:
@@ -159,15 +167,14 @@ def module_summary(m) -> dict:
 # --------------------------------------------------------------------------
 @cli.command("stats")
 @click.argument("file")
-@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-def stats_cmd(file, as_json):
+@json_options(what="the statistics")
+def stats_cmd(file, as_json, json_out=None):
     """Kernel statistics: features, blocks, DAG size, critical path, register pressure."""
     from ptxopt.analysis import summary
 
     src, m = _load(file)
     s = summary(m)
-    if as_json:
-        _print_json({"file": src.name, **s})
+    if _print_json({"file": src.name, **s}, as_json, json_out):
         return
     _print_stats(src.name, s)
 
@@ -222,11 +229,11 @@ def _print_stats(name: str, s: dict) -> None:
 @click.argument("file")
 @click.option("--arch", default=None,
               help=f"Target architecture for ptxas (default: the module's .target, else {DEFAULT_ARCH}).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_options(what="the result")
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the cubin ptxas produced here.")
-def compile_cmd(file, arch, as_json, sass, output=None):
+def compile_cmd(file, arch, as_json, sass, output=None, json_out=None):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
     from ptxopt.toolchain import UnsupportedArch, UnsupportedPTXVersion, compile_ptx, disassemble
     from ptxopt.toolchain.arch import resolve_arch
@@ -258,10 +265,9 @@ def compile_cmd(file, arch, as_json, sass, output=None):
         "ptxas_path": str(res.ptxas_path), "ptxas_seconds": round(res.wall_time_s, 4),
         "sass_instructions": listing.count, "kernels": kernels, "output": output,
     }
-    if as_json:
-        if sass:
-            out["sass"] = [_sass_json(i) for i in listing.instructions]
-        _print_json(out)
+    if sass and (as_json or json_out):
+        out["sass"] = [_sass_json(i) for i in listing.instructions]
+    if _print_json(out, as_json, json_out):
         return
     click.echo(f"{src.name}: ptxas {res.ptxas_version} for {arch} in {res.wall_time_s * 1e3:.0f} ms, "
                f"{listing.count} SASS instructions")
@@ -295,8 +301,8 @@ def _sass_json(i) -> dict:
               help="Compare SASS for this architecture (repeatable).")
 @click.option("--no-sass", is_flag=True, help="Skip the ptxas comparison; check the IR only.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(0, 256), help="Worker processes (0: CPU count).")
-@click.option("--json", "as_json", is_flag=True, help="Print per-kernel results as JSON.")
-def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
+@json_options(what="the per-kernel results")
+def roundtrip_cmd(targets, archs, no_sass, jobs, as_json, json_out=None):
     """Check the front end on TARGETS (default: the whole corpus).
 
     For each kernel: parse(emit(m)) == m, printing is idempotent, and ptxas
@@ -311,10 +317,9 @@ def roundtrip_cmd(targets, archs, no_sass, jobs, as_json):
     results: list[RoundTripResult] = _run_parallel(sources, archs, jobs or os.cpu_count() or 1,
                                                    progress=not as_json)
     failed = [r for r in results if not r.ok]
-    if as_json:
-        _print_json({"archs": list(archs), "kernels": [r.to_json() for r in results],
-                     "passed": len(results) - len(failed), "failed": len(failed)})
-    else:
+    doc = {"archs": list(archs), "kernels": [r.to_json() for r in results],
+           "passed": len(results) - len(failed), "failed": len(failed)}
+    if not _print_json(doc, as_json, json_out):
         for r in failed:
             click.echo(f"FAIL {r.name}: {_why(r)}")
         rejected = sum(1 for r in results for a in r.archs if a.status == "rejected")
@@ -349,35 +354,28 @@ def _check_one(args):
 
 
 def _run_parallel(sources, archs, jobs, progress: bool):
-    from concurrent.futures import ProcessPoolExecutor
-
+    """Every source through the executor (ptxopt.executor: worker processes that die with this one,
+    a check that raises or kills its worker is that file's failure, never the run's)."""
     from rich.progress import Progress
 
-    from ptxopt.workers import become_worker, parent_info, starting_workers
+    from ptxopt.executor import LocalExecutor
+    from ptxopt.roundtrip import RoundTripResult
 
     work = [(s.name, s.data, archs) for s in sources]
     results = [None] * len(work)
-    if jobs <= 1 or len(work) == 1:
-        it = map(_check_one, work)
-        pool = None
-    else:  # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=become_worker, initargs=parent_info())
-        with starting_workers():  # map submits everything: the workers start here
-            it = pool.map(_check_one, work, chunksize=1)
-    finished = False
+    ex = LocalExecutor(0 if jobs <= 1 or len(work) == 1 else jobs, start_method=None)  # None: fork on Linux
     try:
         with Progress(disable=not progress, transient=True) as bar:
             task = bar.add_task("round trip", total=len(work))
-            for i, r in enumerate(it):
-                results[i] = r
+
+            def done(o) -> None:
+                name = work[o.index][0]
+                results[o.index] = o.value if o.ok else RoundTripResult(name, error=f"{name}: {o.error or o.died}")
                 bar.advance(task)
-        finished = True
+
+            ex.run(_check_one, work, on_outcome=done)
     finally:
-        if pool is not None:
-            if not finished:
-                for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                    proc.kill()
-            pool.shutdown(wait=finished, cancel_futures=True)
+        ex.close()
     return results
 
 
@@ -411,8 +409,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Run only the first N passes of the pipeline.")
 @click.option("--reproducer-dir", type=click.Path(file_okay=False), default=None, callback=output_dir(create=False),
               help="Where to write a reproducer when a pass fails (default: a temp folder).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON report (pipeline, per-pass reports and timings) instead of the PTX.")
+@json_options(what="a report (pipeline, per-pass reports and timings; the PTX too unless -o)")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Print a unified diff of FILE and the output instead of the PTX (-o still writes the PTX).")
 @click.option("--canonical", is_flag=True,
@@ -421,7 +418,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @prove_option
 def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contract_file, grid, block, shared_bytes,
             scalars, allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
-            reproducer_dir, as_json, as_diff=False, canonical=False, prove=True):
+            reproducer_dir, as_json, as_diff=False, canonical=False, prove=True, json_out=None):
     """Apply a pass pipeline to FILE and print the transformed PTX.
 
     The output is assembled with ptxas first (unless --no-compile-check):
@@ -482,7 +479,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         from ptxopt.outputs import write_atomic
 
         write_atomic(output, text)
-    if as_json:
+    stdout_json = False
+    if as_json or json_out:
         doc = {"file": src.name, **result.to_json()}
         if verifier is not None:
             doc["verify"] = verifier.to_json()
@@ -490,10 +488,10 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         doc["output"] = output if output else None
         if not output:
             doc["ptx"] = text
-        _print_json(doc)
-    elif as_diff:
+        stdout_json = _print_json(doc, as_json, json_out)
+    if as_diff and not stdout_json:
         click.echo(unified_diff(source, text, src.name), nl=False)
-    elif not output:
+    elif not output and not stdout_json:
         click.echo(text, nl=False)
     if inconclusive and not allow_unchecked:
         click.echo(f"ptxopt: error: equivalence could not be checked for {len(inconclusive)} changed "
@@ -531,8 +529,8 @@ def _compile_check(text: str, module, arch: str | None, src) -> None:
 
 
 @cli.command("passes")
-@click.option("--json", "as_json", is_flag=True, help="Print the pass list as JSON.")
-def passes_cmd(as_json):
+@json_options(what="the pass list")
+def passes_cmd(as_json, json_out=None):
     """List the named passes in registry order: name, family, conflicts,
     description; then the parametric kinds with their legal values."""
     from ptxopt.passes import pass_kinds, pass_names
@@ -547,8 +545,7 @@ def passes_cmd(as_json):
         rows.append({"name": p.name, "family": p.family, "conflicts": conflicts,
                      "description": p.description, "kind": p.kind,
                      "parameters": p.parameters(), "signature": signature(p.kind)})
-    if as_json:
-        _print_json(rows)
+    if _print_json(rows, as_json, json_out):
         return
     from rich.console import Console
     from rich.table import Table
@@ -571,15 +568,14 @@ def corpus_grp():
 
 @corpus_grp.command("list")
 @click.option("--family", default=None, help="Only this family, compiler or id (e.g. gemm_tile, triton).")
-@click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
-def corpus_list(family, as_json):
+@json_options(what="the manifest entries")
+def corpus_list(family, as_json, json_out=None):
     """List corpus kernels with their family, compiler, check launch (the
     interpreter's) and performance launch (what users run; none for gemm_tile)."""
     from ptxopt.corpus import select
 
     kernels = select(family or "all")
-    if as_json:
-        _print_json([{
+    if (as_json or json_out) and _print_json([{
             "id": k.id, "family": k.family, "compiler": k.compiler, "path": str(k.ptx_path),
             "entry": k.entry, "arch": k.arch, "ptx_version": k.ptx_version,
             "grid": list(k.launch.grid), "block": list(k.launch.block),
@@ -588,7 +584,7 @@ def corpus_list(family, as_json):
                 "grid": list(k.performance.grid), "block": list(k.performance.block),
                 "shared_bytes": k.performance.shared_bytes, "scalars": k.performance.scalars,
                 "problem": k.performance.problem},
-        } for k in kernels])
+    } for k in kernels], as_json, json_out):
         return
     from rich.console import Console
     from rich.table import Table

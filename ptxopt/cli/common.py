@@ -33,7 +33,11 @@ def output_file_problem(path: str) -> str | None:
     again when it did not exist: permission bits alone say nothing for root,
     and ``/proc`` or a read-only file system only show themselves on open."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as e:  # a name no file system holds (ENAMETOOLONG): not an internal error
+        return f"{path}: cannot be written: {e.strerror or e}"
+    if is_dir:
         return f"{path}: is a directory"
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
@@ -105,6 +109,99 @@ def output_dir(*, create: bool = True):
         return value
 
     return check
+
+
+# -- JSON output: one convention for every command ----------------------------
+#
+# ``--json`` prints the command's one JSON document on stdout (and nothing else
+# there: the text report is left out); ``--json-out FILE`` writes the same
+# document to FILE and keeps the text report on stdout. Both may be given.
+
+def _legacy_json_value(ctx, param, value):
+    """``--json`` of ``search``/``train``, which once took the output path:
+    ``--json`` alone (or ``--json -``) is the flag; ``--json FILE`` still
+    writes FILE, with a deprecation warning (:func:`json_target`). A value
+    that is plainly an input (a PTX file, a folder, a corpus selector: the
+    TARGET written after ``--json``) is refused, never overwritten."""
+    if value is None or value == "-":
+        return value
+    why = None
+    try:
+        is_dir, exists = Path(value).is_dir(), Path(value).exists()
+    except OSError:  # a name no file system holds (too long): output_file says so below
+        is_dir, exists = False, True
+    if value.lower().endswith(".ptx") or value.startswith("corpus:") or is_dir:
+        why = "an input"
+    elif not exists:
+        from ptxopt.corpus import CorpusError, select
+
+        try:
+            select(value)
+            why = "a corpus selector"
+        except CorpusError:
+            pass
+    if why:
+        raise click.BadParameter(f"{value!r} is {why}: --json takes no value (write the target first, "
+                                 "'... TARGET --json'; --json-out FILE writes the JSON to a file)",
+                                 ctx=ctx, param=param)
+    return output_file(allow_stdout=True)(ctx, param, value)
+
+
+def json_options(*, legacy_path: bool = False, what: str = "the result"):
+    """``--json`` and ``--json-out FILE`` (the convention above) as parameters
+    ``as_json`` and ``json_out``; pass both to :func:`json_target`.
+    ``legacy_path``: ``--json`` also accepts the path it once took."""
+    if legacy_path:
+        flag = click.option("--json", "as_json", is_flag=False, flag_value="-", default=None, metavar="",
+                            callback=_legacy_json_value,
+                            help=f"Print {what} as JSON on stdout instead of the text report "
+                                 "('--json FILE' is deprecated: use --json-out FILE).")
+    else:
+        flag = click.option("--json", "as_json", is_flag=True,
+                            help=f"Print {what} as JSON on stdout instead of the text report.")
+    out = click.option("--json-out", "json_out", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+                       callback=output_file(allow_stdout=True),
+                       help=f"Write {what} as JSON to FILE ('-': stdout); the text report is still printed.")
+
+    def deco(f):
+        return flag(out(f))
+
+    return deco
+
+
+def json_target(as_json, json_out) -> tuple[bool, str | None]:
+    """``(print on stdout, file to write or None)`` from the :func:`json_options`
+    values; a legacy ``--json FILE`` is said to be deprecated on stderr."""
+    stdout = bool(as_json)
+    if isinstance(as_json, str) and as_json != "-":  # search/train --json FILE, before --json-out
+        click.echo(f"ptxopt: warning: '--json {as_json}' is deprecated: use '--json-out {as_json}' "
+                   "('--json' alone prints the JSON on stdout)", err=True)
+        stdout = False
+        if json_out is not None and json_out != as_json:
+            fail(f"'--json {as_json}' (deprecated) and '--json-out {json_out}' both name a file: give --json-out alone")
+        json_out = as_json
+    if json_out == "-":
+        stdout, json_out = True, None
+    return stdout, json_out
+
+
+def dump_json(doc) -> str:
+    """The one way a command's JSON document is printed (stdout and --json-out alike)."""
+    import json
+
+    return json.dumps(doc, indent=2)
+
+
+def emit_json(doc, stdout: bool, path: str | None) -> None:
+    """Write ``doc`` to ``path`` (atomically; an unwritable one is bad input,
+    exit 2) and/or print it on stdout (:func:`json_target`'s pair)."""
+    text = dump_json(doc)
+    if path:
+        from ptxopt.outputs import write_atomic
+
+        write_atomic(path, text + "\n")
+    if stdout:
+        click.echo(text)
 
 
 # -- option values -------------------------------------------------------------
@@ -396,7 +493,7 @@ def with_contract(cand, path: str, contract: dict):
     return replace(cand, entry=entry, launch=c)
 
 
-__all__ = ["fail", "check_backend",
+__all__ = ["fail", "check_backend", "json_options", "json_target", "emit_json", "dump_json",
            "check_arch", "check_toolchain", "output_file", "output_dir", "output_file_problem",
            "output_dir_problem", "FiniteFloat", "stdin_once", "fresh_cache_option", "prepare_cache", "report_unsaved",
            "toolchain_problem",

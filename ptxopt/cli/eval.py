@@ -33,10 +33,12 @@ import sys
 import click
 
 from ptxopt.cli.common import (arch_option, backend_option, cache_option,
-                               check_arch, check_backend, check_toolchain, contract_options, fresh_cache_option,
+                               check_arch, check_backend, check_toolchain, contract_options, emit_json,
+                               fresh_cache_option, json_options, json_target,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
+from ptxopt.cli.executor_option import executor_option
 from ptxopt.cli.common import fail as _fail
 
 
@@ -52,19 +54,21 @@ from ptxopt.cli.common import fail as _fail
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Worker processes (0: evaluate in this process).")
+@executor_option
 @timeout_option
 @trials_option
 @contract_options
-@click.option("--json", "as_json", is_flag=True, help="Print the result(s) as JSON.")
+@json_options(what="the result(s)")
 @prove_option
 @objective_option
 @perf_launch_options
-def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, **perf):
+def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, executor, timeout, trials, contract_file,
+             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
-    registers, spill bytes, SASS instruction count and the equivalence check.
+    registers, spill bytes, SASS instruction count and the equivalence check;
+    each kernel's baseline (no pipeline) is always evaluated and shown too.
     Exit 0: all ok; 1: a candidate failed (category and message printed);
     2: bad input.
     """
@@ -84,6 +88,8 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
             parsed.append(Pipeline.parse(p))
         except PipelineError as e:
             _fail(str(e))
+    if all(len(p) for p in parsed):  # the baseline row is always shown: what the pipelines are compared with
+        parsed.insert(0, Pipeline.parse(""))
     check_backend(backend)
     check_arch(arch)
 
@@ -127,28 +133,34 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     cache = None if no_cache else (cache_path or default_cache_path())
     if cache is not None:
         prepare_cache(cache, fresh_cache)
-    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective)
+    options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective,
+                   executor=executor)
+    as_json, json_out = json_target(as_json, json_out)
     try:
-        if len(candidates) == 1 or as_json:
+        if len(candidates) <= 2 or as_json:
             results = evaluate_many(candidates, workers=workers, cache=cache, **options)
         else:
             results = _with_progress(candidates, workers, cache, options)
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
 
-    if as_json:
+    # one kernel, its baseline and at most one pipeline: the candidate's own report, with the baseline's
+    single = len(sources) == 1 and sum(1 for p in parsed if len(p)) <= 1
+    main = next((r for r in results if r.pipeline), results[0]) if single else None
+    base = next((r for r in results if not r.pipeline), None) if single and main.pipeline else None
+    if as_json or json_out:
         docs = [r.to_json() for r in results]
-        if len(results) == 1:
-            click.echo(json.dumps({"file": sources[0].name, "cache": str(cache) if cache else None, **docs[0]},
-                                  indent=2))
+        if single:  # the candidate's document, its baseline's under "baseline" (null: it is the baseline)
+            doc = {"file": sources[0].name, "cache": str(cache) if cache else None, **main.to_json(),
+                   "baseline": None if base is None else base.to_json()}
         else:
-            click.echo(json.dumps({"file": file, "backend": backend, "arch": arch,  # null: each kernel's .target
-                                   "cycles_kind": results[0].cycles_kind if results else None,
-                                   "cache": str(cache) if cache else None, "results": docs,
-                                   "summary": _summary(results)}, indent=2))
-    elif len(results) == 1:
-        _print_one(results[0], cache)
-    else:
+            doc = {"file": file, "backend": backend, "arch": arch,  # null: each kernel's .target
+                   "cycles_kind": results[0].cycles_kind if results else None,
+                   "cache": str(cache) if cache else None, "results": docs, "summary": _summary(results)}
+        emit_json(doc, as_json, json_out)
+    if not as_json and single:
+        _print_one(main, cache, baseline=base)
+    elif not as_json:
         _print_table(results, backend, arch or "arch from .target")
     failed = [r for r in results if not r.ok]
     if failed and not as_json:
@@ -194,9 +206,11 @@ def _ms(t) -> str:
     return f"{1000 * (t or 0):.0f}"
 
 
-def _print_one(r, cache) -> None:
+def _print_one(r, cache, baseline=None) -> None:
     click.echo(f"{r.kernel}  [{r.entry}]  pipeline: {r.pipeline or '(none: baseline)'}")
     rows = []
+    if baseline is not None:
+        rows.append(("baseline", _baseline_row(baseline, r)))
     if r.ok:
         err = f" {r.error_text} (the model's expected error)" if getattr(r, "error_text", "") else ""
         rows.append(("cycles", f"{r.cycles:g}{err}  {_kind_line(r)}"))
@@ -236,6 +250,16 @@ def _print_one(r, cache) -> None:
         click.echo(f"  {k:<12} {v}")
     for n in r.notes:
         click.echo(f"  note: {n}")
+
+
+def _baseline_row(b, r) -> str:
+    """The baseline (no pipeline) next to candidate ``r``: its cycles and registers, and the change."""
+    if not b.ok:
+        return f"FAILED: {b.status}: {b.error or ''}"
+    out = f"{b.cycles:g} cycles, {_s(b.registers)} registers"
+    if r.ok and r.cycles is not None and b.cycles:
+        out += f"; the pipeline: {100 * (r.cycles - b.cycles) / b.cycles:+.1f}% cycles (negative = faster)"
+    return out
 
 
 def _print_table(results, backend, arch) -> None:

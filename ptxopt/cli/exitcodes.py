@@ -38,7 +38,7 @@ TABLE: dict[str, tuple[int, str]] = {
     "bad-contract": (BAD_INPUT, "a malformed launch contract"),
     "bad-checkpoint": (BAD_INPUT, "a policy checkpoint or trajectory file that cannot be used"),
     "unusable-cache": (BAD_INPUT, "the evaluation cache cannot be opened, is damaged, or has a newer schema"),
-    "output-not-writable": (BAD_INPUT, "-o, --json, --plot, --record or --out cannot be written"),
+    "output-not-writable": (BAD_INPUT, "-o, --json-out, --plot, --record or --out cannot be written"),
     "toolchain-failed": (TOOLCHAIN, "ptxas or nvdisasm was killed by a signal, ran out of memory, hit an internal "
                                     "error (each retried once) or ran past --timeout: nothing was cached, run "
                                     "again"),

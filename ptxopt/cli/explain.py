@@ -33,7 +33,8 @@ import sys
 
 import click
 
-from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, fail, output_file,
+from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, emit_json, fail, json_options,
+                               json_target, output_file,
                                perf_launch_options, performance_launch, with_contract)
 from ptxopt.cli.exitcodes import BAD_INPUT
 
@@ -55,11 +56,11 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 @arch_option
 @perf_launch_options
 @contract_options
-@click.option("--json", "as_json", is_flag=True, help="Print {\"kernels\": [...]} as JSON on stdout.")
+@json_options(what="{\"kernels\": [...]}")
 @click.option("--plot", "plot_path", default=None, metavar="FILE.png", callback=output_file(),
               help="Also draw the bounds as bars (matplotlib) into FILE.png.")
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
-                perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path):
+                perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path, json_out=None):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
     from dataclasses import replace
 
@@ -134,9 +135,9 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
                                    "kind": "estimate"}})
         docs.append(doc)
 
-    if as_json:
-        click.echo(json.dumps({"kernels": docs}, indent=2))
-    else:
+    as_json, json_out = json_target(as_json, json_out)
+    emit_json({"kernels": docs}, as_json, json_out)
+    if not as_json:
         for d in docs:
             _print(d)
     if plot_path:

@@ -15,7 +15,6 @@ the interpreter's JSON gets a ``"prove"`` object. ``prove`` is ``{"verdict",
 
 from __future__ import annotations
 
-import json
 
 import click
 
@@ -47,12 +46,13 @@ def summary(res) -> dict:
     return {"verdict": res.verdict, "reason": res.reason, "seconds": round(res.seconds, 6)}
 
 
-def report_proved(orig: str, trans: str, res, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps({"original": orig, "transformed": trans, "status": Verdict.PROVED,
-                               "verdict": Verdict.PROVED,
-                               "kernel": res.entry, "prove": summary(res)}, indent=2))
-    else:
+def report_proved(orig: str, trans: str, res, as_json: bool, json_out: str | None = None) -> None:
+    """A proved pair: the JSON document (``--json`` on stdout, ``--json-out FILE``) and/or the text line."""
+    from ptxopt.cli.common import emit_json
+
+    emit_json({"original": orig, "transformed": trans, "status": Verdict.PROVED, "verdict": Verdict.PROVED,
+               "kernel": res.entry, "prove": summary(res)}, as_json, json_out)
+    if not as_json:
         click.echo(f"{trans}: PROVED equivalent to {orig} for all inputs and launches "
                    f"({res.seconds:.3f} s): {res.reason}")
 

@@ -36,12 +36,14 @@ from pathlib import Path
 import click
 
 from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option, backend_option, cache_option,
-                               check_arch, check_backend, contract_options, fresh_cache_option,
+                               check_arch, check_backend, contract_options, fresh_cache_option, json_options,
+                               json_target,
                                objective_option, output_file, prepare_cache, prove_option, report_unsaved, timeout_option,
                                trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
 from ptxopt.cli.exitcodes import BAD_INPUT, worst
+from ptxopt.cli.executor_option import executor_option
 
 
 def _budget(value: str | None):
@@ -159,6 +161,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="With --policy --samples K: sampling temperature of the K-1 sampled rollouts.")
 @click.option("-j", "--workers", default=0, show_default=True, type=click.IntRange(0, 256),
               help="Kernels searched in parallel worker processes (0: in this process).")
+@executor_option
 @backend_option
 @arch_option
 @allow_unchecked_option
@@ -170,8 +173,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @fresh_cache_option
 @click.option("--record", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the trajectories (JSON Lines, see ptxopt.search.trajectory) here.")
-@click.option("--json", "json_out", default=None, metavar="OUT", callback=output_file(allow_stdout=True),
-              help="Write per-kernel results and the summary as JSON to OUT ('-': stdout, no table).")
+@json_options(legacy_path=True, what="the per-kernel results and the summary")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Draw per-kernel improvement (sorted) as a PNG.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no per-kernel table.")
@@ -188,10 +190,10 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @prove_option
 @objective_option
 @perf_launch_options
-def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, backend,
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
-               objective=None, **perf):
+               objective=None, as_json=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -207,6 +209,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     from ptxopt.inputs import InputError
     from ptxopt.search import EvalOptions, SearchConfig
 
+    as_json, json_out = json_target(as_json, json_out)  # a deprecated '--json FILE' is said here, before any work
     try:
         budget = _budget(budget)
     except click.BadParameter as e:
@@ -270,7 +273,8 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config)) if w is not None]
         on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
-        code = run_and_report(kernels, config, workers=workers, record=record, json_out=json_out, plot=plot,
+        code = run_and_report(kernels, config, workers=workers, executor=executor, record=record, json_out=json_out, as_json=as_json,
+                              plot=plot,
                               quiet=quiet, target=target, on_results=on_results, rejected=rejected or ())
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))

@@ -20,9 +20,12 @@ def _fmt(x, spec=".0f", none="-") -> str:
     return none if x is None else format(x, spec)
 
 
-def run_and_report(kernels, config, *, workers: int, record: str | None, json_out: str | None,
-                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=()) -> int:
+def run_and_report(kernels, config, *, workers: int, executor=None, record: str | None, json_out: str | None,
+                   plot: str | None, quiet: bool, target: str, on_results=None, rejected=(),
+                   as_json: bool = False) -> int:
     """Search ``kernels``, print/write the report; the exit status.
+    ``as_json``: the JSON document on stdout instead of the table and summary;
+    ``json_out``: the same document written there (``"-"``: stdout, as ``as_json``).
     ``on_results(results, interrupted)`` sees the per-kernel results (in
     ``kernels`` order) before anything is printed. ``rejected``: ``(name,
     message, exit code)`` of inputs of a folder run that were not searched
@@ -69,7 +72,7 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
             bar.update(task, advance=1, description=f"{r.kernel}: {_fmt(imp, '+.1f')}%")
 
         try:
-            search_many(kernels, config, workers=workers, on_result=done)
+            search_many(kernels, config, workers=workers, on_result=done, executor=executor)
         except KeyboardInterrupt:
             interrupted = True
     order = {k.label: i for i, (k, _) in enumerate(kernels)}
@@ -86,22 +89,27 @@ def run_and_report(kernels, config, *, workers: int, record: str | None, json_ou
         "cycles_kind": "ESTIMATE" if config.options.estimate else "MEASUREMENT",
         "expected_error": expected_error(config),
         "cache": str(config.options.cache) if config.options.cache else None, "workers": workers,
+        "executor": executor or "local",
         "interrupted": interrupted, "kernels": [r.to_json() for r in results], "summary": summary,
     }
-    if json_out == "-":
-        click.echo(json.dumps(doc, indent=2))
+    from ptxopt.cli.common import dump_json
+
+    as_json, json_out = as_json or json_out == "-", None if json_out == "-" else json_out
+    if json_out:
+        try:
+            write_atomic(json_out, dump_json(doc) + "\n")
+        except OutputNotWritable as e:
+            unwritten.append(str(e))
+    if as_json:
+        click.echo(dump_json(doc))
     else:
-        if json_out:
-            try:
-                write_atomic(json_out, json.dumps(doc, indent=2) + "\n")
-            except OutputNotWritable as e:
-                unwritten.append(str(e))
         if not quiet:
             print_table(results, config)
         print_summary(summary, config)
     if plot and results:
         try:
-            draw_plot(results, plot, title=f"{config.strategy} on {target} ({doc['cycles_kind'].lower()})")
+            where = Path(target).name if Path(target).name and not target.startswith("corpus:") else target
+            draw_plot(results, plot, title=f"{config.strategy} on {where} ({doc['cycles_kind'].lower()})")
         except OutputNotWritable as e:
             unwritten.append(str(e))
     for why in unwritten:
@@ -187,23 +195,70 @@ def print_summary(s: dict, config) -> None:
         click.echo("passes in best pipelines: " + ", ".join(f"{k} {v}" for k, v in s["pass_frequency"].items()))
 
 
+def short_labels(names) -> dict[str, str]:
+    """A short, still unique, label per kernel name for plots: a file's stem
+    (``runs/k/saxpy.ptx`` -> ``saxpy``), a corpus id as it is; names whose
+    stems collide keep as many parent folders as tell them apart."""
+    parts = {n: Path(n.removeprefix("corpus:").removesuffix(".ptx")).parts or (n,) for n in names}
+    out = {}
+    for n, p in parts.items():
+        depth = 1
+        while depth < len(p) and sum(1 for q in parts.values() if q[-depth:] == p[-depth:]) > 1:
+            depth += 1
+        out[n] = "/".join(p[-depth:])
+    if len(set(out.values())) < len(out):  # still ambiguous: the full names
+        return {n: n for n in names}
+    return out
+
+
+def improvement_range(r) -> tuple[float, float] | None:
+    """``(low, high)`` of the improvement (percent) when the baseline's and the
+    best pipeline's cycles each move by half their spread (the interquartile
+    range of the repeated measurements); None without a spread (estimates)."""
+    if r.baseline_spread is None or r.best_spread is None or not r.baseline_cycles or r.best_cycles is None:
+        return None
+    hb, ha = r.baseline_spread / 2, r.best_spread / 2
+    low = 100.0 * (1.0 - (r.best_cycles + ha) / max(r.baseline_cycles - hb, 1e-9))
+    high = 100.0 * (1.0 - max(r.best_cycles - ha, 0.0) / (r.baseline_cycles + hb))
+    return low, high
+
+
 def draw_plot(results, path: str, *, title: str) -> None:
-    """Per-kernel improvement, sorted: one bar per kernel (errors left out)."""
+    """Draw :func:`improvement_figure` into ``path`` (PNG, or the format its suffix names)."""
+    fig = improvement_figure(results, title=title)  # selects the Agg backend first
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(path).suffix[1:].lower() or None)
+    plt.close(fig)
+
+
+def improvement_figure(results, *, title: str):
+    """Per-kernel improvement, sorted: one bar per kernel (errors left out),
+    labelled with short kernel names (:func:`short_labels`); error bars where
+    the cycles are repeated measurements with a spread (:func:`improvement_range`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pts = sorted((r.improvement_pct, r.kernel) for r in results if r.improvement_pct is not None)
+    kept = sorted((r for r in results if r.improvement_pct is not None), key=lambda r: (r.improvement_pct, r.kernel))
+    labels = short_labels([r.kernel for r in kept])
+    pts = [r.improvement_pct for r in kept]
+    ranges = [improvement_range(r) for r in kept]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.12 * len(pts) + 2), 4))
-    ax.bar(range(len(pts)), [p for p, _ in pts], color=["#2a7" if p > 0 else "#c44" for p, _ in pts])
+    ax.bar(range(len(pts)), pts, color=["#2a7" if p > 0 else "#c44" for p in pts])
+    if any(x is not None for x in ranges):
+        yerr = [[0.0 if x is None else max(p - x[0], 0.0) for p, x in zip(pts, ranges)],
+                [0.0 if x is None else max(x[1] - p, 0.0) for p, x in zip(pts, ranges)]]
+        ax.errorbar(range(len(pts)), pts, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2,
+                    label="interquartile range of the measurements")
+        ax.legend(fontsize=7, loc="upper left")
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xlabel("kernel (sorted by improvement)")
     ax.set_ylabel("cycles saved (%)")
     ax.set_title(title)
     if len(pts) <= 40:
-        ax.set_xticks(range(len(pts)), [k for _, k in pts], rotation=90, fontsize=6)
+        ax.set_xticks(range(len(pts)), [labels[r.kernel] for r in kept], rotation=90, fontsize=6)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format=Path(path).suffix[1:].lower() or None)
-    plt.close(fig)
+    return fig

@@ -20,10 +20,14 @@ which launches were extra ones (descending inputs, boundary scalars, the
 thread-serial schedule: see :mod:`ptxopt.equivalence.interpret`); and the coverage,
 including how many of the changed instructions ran.
 
-Geometry: from the manifest when ORIGINAL is ``corpus:ID``, when
-``--manifest-entry ID`` is given, or when the kernel's name and parameter
-names match exactly one manifest entry; otherwise ``--grid``/``--block`` (and
-``--shared-bytes``) are required, every 64-bit parameter gets a buffer of
+Geometry: from the manifest when ORIGINAL is ``corpus:ID`` or when
+``--manifest-entry ID`` is given; else the launch contract, as in ``run`` and
+``eval`` (:func:`ptxopt.equivalence.contract.resolve_contracts`): ``--contract
+FILE``, else ``ORIGINAL.contract.json`` next to a PTX file, with
+``--grid``/``--block``/``--shared-bytes``/``--scalar`` overriding its fields
+(alone they need both ``--grid`` and ``--block``); else the manifest entry
+whose kernel name and parameter names match exactly one. Without a contract
+file every 64-bit parameter gets a buffer of
 ``--buffer-bytes`` random float32 values, and scalars take
 ``--scalar NAME=VALUE`` or default to 1.0 (floats) or, for integers, a value
 that varies by launch: the buffers' element count, the launch's thread count,
@@ -37,7 +41,7 @@ import sys
 
 import click
 
-from ptxopt.cli.common import FiniteFloat, stdin_once
+from ptxopt.cli.common import FiniteFloat, emit_json, json_options, json_target, stdin_once
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
@@ -76,10 +80,15 @@ def _scalars(items) -> dict:
               help="Take geometry and arguments from this corpus kernel's manifest entry.")
 @click.option("--grid", default=None, metavar="X,Y,Z", help="Grid size (kernels outside the corpus).")
 @click.option("--block", default=None, metavar="X,Y,Z", help="Block size (kernels outside the corpus).")
-@click.option("--shared-bytes", default=0, show_default=True, type=click.IntRange(0),
-              help="Dynamic shared memory (kernels outside the corpus).")
-@click.option("--buffer-bytes", default=65536, show_default=True, type=click.IntRange(4),
-              help="Bytes per pointer argument, at least one float32 (kernels outside the corpus).")
+@click.option("--shared-bytes", default=None, type=click.IntRange(0),
+              help="Dynamic shared memory (kernels outside the corpus) [default: the contract's, else 0].")
+@click.option("--buffer-bytes", default=None, type=click.IntRange(4),
+              help="Bytes per pointer argument, at least one float32 (kernels outside the corpus) "
+                   "[default: the contract's, else 65536].")
+@click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Launch contract (JSON, a corpus manifest entry's schema; as in run and eval) [default: "
+                   "ORIGINAL.contract.json next to ORIGINAL when present]; --grid/--block/--shared-bytes/"
+                   "--scalar override its fields.")
 @click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
               help="Value of a scalar parameter (kernels outside the corpus); repeatable.")
 @click.option("--arch", default=None, metavar="SM",
@@ -90,13 +99,14 @@ def _scalars(items) -> dict:
 @click.option("--min-coverage", default=DEFAULT_MIN_COVERAGE_TEXT, show_default=True, type=FiniteFloat(0, max=1),
               help="Below this fraction of output bytes stored by the launches, the result is "
                    "inconclusive (exit 4) instead of equivalent; 0 turns it off.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_options(what="the result")
 @click.option("--prove", "prove", is_flag=True,
               help="First try to prove the two equivalent for all inputs (translation validation, "
                    "ptxopt.equivalence.prove): 'proved' exits 0 without running the interpreter; otherwise the "
                    "prover's reason is shown and the interpreter decides as usual.")
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
-               buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False):
+               buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False,
+               contract_file=None, json_out=None):
     """Check that TRANSFORMED computes exactly what ORIGINAL does (files or corpus:ID).
 
     Both are assembled by ptxas, then run in the PTX interpreter on the same
@@ -112,6 +122,7 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     from ptxopt.equivalence.interpret import verify
 
     stdin_once(original, transformed)
+    as_json, json_out = json_target(as_json, json_out)
     try:
         src_o = read_one(original)
         src_t = read_one(transformed)
@@ -125,11 +136,11 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
             proof = try_prove(mod_o, mod_t, kernel, assemble=not no_ptxas, arch=arch,
                               text_o=_text(src_o.data), text_t=_text(src_t.data))
             if proof is not None and proof.proved:
-                report_proved(src_o.name, src_t.name, proof, as_json)
+                report_proved(src_o.name, src_t.name, proof, as_json, json_out)
                 sys.exit(OK)
-        spec, geometry = _geometry(src_o.name, manifest_entry, grid, block, shared_bytes, buffer_bytes,
-                                   scalars)
-        result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, geometry=geometry,
+        spec, launch = _launch(src_o.name, mod_o, kernel, manifest_entry, contract_file, grid, block,
+                               shared_bytes, buffer_bytes, scalars)
+        result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, launch=launch,
                         layouts=layouts, assemble=not no_ptxas, arch=arch,
                         min_coverage=min_coverage or None, original_text=_text(src_o.data),
                         transformed_text=_text(src_t.data))
@@ -146,10 +157,8 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         extra = {"prove": summary(proof)}
         if not as_json:
             report_unproved(proof)
-    if as_json:
-        click.echo(json.dumps({"original": src_o.name, "transformed": src_t.name, **result.to_json(), **extra},
-                              indent=2))
-    else:
+    emit_json({"original": src_o.name, "transformed": src_t.name, **result.to_json(), **extra}, as_json, json_out)
+    if not as_json:
         _print(src_o.name, src_t.name, result)
     if result.status == "equal":
         sys.exit(OK)
@@ -186,20 +195,43 @@ def _check_scalar_names(module, kernel: str | None, scalars: dict) -> None:
                                  param_hint="'--scalar'")
 
 
-def _geometry(orig_name, manifest_entry, grid, block, shared_bytes, buffer_bytes, scalars):
+def _launch(orig_name, module, kernel, manifest_entry, contract_file, grid, block, shared_bytes, buffer_bytes,
+            scalars):
+    """``(spec, launch)`` for :func:`~ptxopt.equivalence.interpret.verify`: a
+    corpus kernel's manifest entry, else the launch contract of ``run`` and
+    ``eval`` (:func:`~ptxopt.equivalence.contract.resolve_contracts`, fitted to
+    the entry's parameters); ``(None, None)``: neither (verify() then looks for
+    a manifest entry with this kernel's signature)."""
     from ptxopt.corpus import get
-    from ptxopt.equivalence.interpret import Geometry
+    from ptxopt.equivalence.contract import ContractError, resolve_contracts
 
-    if manifest_entry:
-        return get(manifest_entry), None
     g, b = _dim3(grid, "--grid"), _dim3(block, "--block")
-    if g is None and b is None and orig_name.startswith("corpus:"):
-        return get(orig_name[len("corpus:"):]), None
-    if g is None and b is None:
-        return None, None  # verify() looks for a manifest entry with this kernel's signature
-    if g is None or b is None:
-        raise InputError(f"{orig_name}: give both --grid and --block")
-    return None, Geometry(g, b, shared_bytes, buffer_bytes, _scalars(scalars))
+    given = g is not None or b is not None or contract_file is not None
+    if manifest_entry or (orig_name.startswith("corpus:") and not given):
+        if contract_file is not None:
+            raise InputError(f"{orig_name}: --contract and --manifest-entry both give the launch: choose one")
+        return get(manifest_entry or orig_name[len("corpus:"):]), None
+    try:
+        contracts = resolve_contracts(orig_name, contract_file=contract_file, grid=g, block=b,
+                                      shared_bytes=shared_bytes, scalars=_scalars(scalars),
+                                      buffer_bytes=buffer_bytes)
+    except ContractError as e:
+        raise InputError(f"{orig_name}: {e}") from None
+    if not contracts:
+        return None, None
+    entries = [f for f in module.entries if kernel is None or f.name == kernel]
+    if not entries:
+        return None, None  # an unknown --kernel: verify() says so
+    if kernel is None and len(entries) > 1:
+        raise InputError(f"{orig_name}: several entries ({', '.join(f.name for f in entries)}): name one with "
+                         "--kernel")
+    c = contracts.for_entry(entries[0].name)
+    if c is None:
+        return None, None
+    try:
+        return None, c.fit(entries[0].param_names())
+    except ContractError as e:
+        raise InputError(f"{orig_name}: {e}") from None
 
 
 def _print(orig, trans, r) -> None:

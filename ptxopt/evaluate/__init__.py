@@ -104,14 +104,18 @@ def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **o
 
 
 def evaluate_many(items: Iterable, *, workers: int = 0, cache=DEFAULT_CACHE,
-                  on_result: Callable[[int, EvalResult], None] | None = None, **options) -> list[EvalResult]:
+                  on_result: Callable[[int, EvalResult], None] | None = None, executor=None,
+                  **options) -> list[EvalResult]:
     """Evaluate candidates (see :func:`as_candidate` for the accepted item
     forms) and return their results in order.  ``workers=0`` runs in this
-    process; ``N >= 1`` uses N worker processes sharing the cache."""
+    process; ``N >= 1`` uses N worker processes (this process writes the cache).
+    ``executor`` (``"ray"``, ``"ray:ADDRESS"``, a :class:`ptxopt.executor.Executor`):
+    batches of candidates as tasks there instead (:mod:`ptxopt.executor`)."""
     from .parallel import run_many
 
     candidates = [as_candidate(i) for i in items]
-    return run_many(candidates, _settings(**options), _cache_path(cache), workers=workers, on_result=on_result)
+    return run_many(candidates, _settings(**options), _cache_path(cache), workers=workers, on_result=on_result,
+                    executor=executor)
 
 
 __all__ = [

@@ -143,12 +143,10 @@ def _measure(backend, chunk: list[Work], settings: Settings) -> list:
             out = list(measure_many(backend, jobs))
     except (CandidateTimeout, Exception) as e:
         out = [e] * len(chunk)
-    for k, (w, m) in enumerate(zip(chunk, out)):
-        if isinstance(m, Measurement) and m.sass_instructions is None and w.compiled is not None:
-            try:
-                out[k] = _with_sass_count(m, w)
-            except Exception:
-                pass
+    need = [k for k, (w, m) in enumerate(zip(chunk, out))
+            if isinstance(m, Measurement) and m.sass_instructions is None and w.compiled is not None]
+    if need:
+        out = _with_sass_counts(out, chunk, need)
     return out
 
 
@@ -161,15 +159,23 @@ def _settle(chunk: list[Work], out: list, share: float, settings: Settings) -> N
             _backend_failure(w, m)
 
 
-def _with_sass_count(m: Measurement, w: Work) -> Measurement:
+def _with_sass_counts(out: list, chunk: list[Work], need: list[int]) -> list:
+    """Fill in the SASS instruction count a backend did not report, from one
+    batched nvdisasm run for the chunk (cubins seen before: none,
+    :func:`ptxopt.measure.cubin_memo.listings`)."""
     from dataclasses import replace
 
-    from ptxopt.measure.disasm import disassemble_many
+    from ptxopt.measure.cubin_memo import listings
 
-    lst = disassemble_many([w.compiled.cubin])[0]
-    if isinstance(lst, Exception):
-        return m
-    return replace(m, sass_instructions=len(lst.functions.get(w.entry, ())))
+    try:
+        got = listings([chunk[k].compiled.cubin for k in need])
+    except Exception:
+        return out
+    out = list(out)
+    for k, lst in zip(need, got):
+        if not isinstance(lst, Exception):
+            out[k] = replace(out[k], sass_instructions=len(lst.functions.get(chunk[k].entry, ())))
+    return out
 
 
 def _backend_failure(w: Work, e: BaseException) -> None:

@@ -76,7 +76,9 @@ class Original(Reference):
     compiled: dict = field(default_factory=dict)  # arch -> ptxas's CompileResult of the original text
 
 
-def original(text: str, name: str) -> Original:
+def original(text: str, name: str, parsed=None) -> Original:
+    """The original ``text`` parsed (remembered by its digest); ``parsed``: the
+    caller's own ``parse(text)``, used instead of parsing again."""
     from ptxopt.emit import emit
     from ptxopt.parser import parse
 
@@ -85,7 +87,7 @@ def original(text: str, name: str) -> Original:
     if o is not None:
         _MEMO.move_to_end(h)
         return o
-    m = parse(text, name)
+    m = parsed if parsed is not None else parse(text, name)
     o = Original(m, h, emit(m))
     _MEMO[h] = o
     while len(_MEMO) > _MEMO_SIZE:

@@ -66,16 +66,17 @@ def _fixed_grid(base: Candidate, perf, arch: str | None):
     occupancy gives for the assumed waves; ``perf`` itself when it has a grid
     or nothing can be assumed."""
     from ptxopt.equivalence.launch import Launch, Origin, Role
-    from ptxopt.parser import parse
     from ptxopt.sim.device import device_for
     from ptxopt.sim.throughput import ASSUMED_WAVES, KernelFacts, assumed_blocks
     from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
+    from .frontend import original
+
     if perf is not None and perf.grid is not None:
         return perf
     arch = arch or resolve_arch(base.ptx)
-    module = parse(base.ptx, base.label)
+    module = original(base.ptx, base.label).module  # parsed once for this and the evaluation
     entry = base.entry or next(f.name for f in module.entries)
     block, shared = (perf.block, perf.shared_bytes) if perf is not None else ((base.launch or _check(base, module,
                                                                                                     entry)).block, 0)
@@ -99,15 +100,20 @@ def _check(base: Candidate, module, entry: str):
 
 def estimate_pair(original: str, candidate: str, *, entry: str | None = None, launch=None, performance=None,
                   objective: str | None = None, spec=None, arch: str | None = None, backend: str = "sim",
-                  cache=None) -> PairEstimate:
+                  cache=None, parsed=None) -> PairEstimate:
     """Evaluate ``original`` and ``candidate`` (PTX texts) as they are, under
     ``objective`` (None: :func:`~ptxopt.evaluate.candidate.objective_for`) and
     the performance ``launch`` (a :class:`~ptxopt.equivalence.launch.Launch`,
     role performance; None: the manifest ``spec``'s, else unknown). ``launch``
-    is the check launch (the sim's loop trip counts)."""
+    is the check launch (the sim's loop trip counts). ``parsed``: the caller's
+    ``parse(original)``, so that the original is not parsed again."""
     from . import evaluate_many
 
     base = Candidate(original, "", entry=entry, spec=spec, launch=launch, performance=performance)
+    if parsed is not None:
+        from .frontend import original as remember
+
+        remember(original, base.label, parsed)
     obj = objective_for(base, objective)
     perf = performance_for(base)
     try:

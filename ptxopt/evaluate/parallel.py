@@ -11,10 +11,13 @@ pipeline key (no parsing, no worker), then hands the rest out in batches.
 
 The pool is a set of worker processes (``fork`` where available, as the
 rest of ptxopt's pools; a worker never touches the parent's database
-connection or threads).  Each worker opens its own connection to the shared SQLite cache (WAL, busy
-timeout) and runs :func:`ptxopt.evaluate.batch.run_batch` on the batches it is
-sent, committing every result itself before reporting it.  It tells the
-parent which candidates it is working on; the parent
+connection or threads).  Each worker opens its own read connection to the
+SQLite cache (WAL) and runs :func:`ptxopt.evaluate.batch.run_batch` on the
+batches it is sent; what it would write (a result, a pipeline alias) it
+sends to the parent instead, ahead of the result itself, and the parent --
+the one writer of the cache, as with every executor (:mod:`ptxopt.executor`)
+-- commits it before reporting the result.  A worker tells the parent which
+candidates it is working on; the parent
 
 * kills a worker whose current step overruns the per-candidate ``timeout``
   (plus a grace period: the worker's own ``SIGALRM`` limit normally fires
@@ -41,11 +44,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Callable, Sequence
 
-from ptxopt.measure.base import is_pipelined
+from ptxopt.measure.base import BackendUnavailable, is_pipelined
 from ptxopt.measure.registry import get_backend
 
 from .batch import run_batch
-from .cache import EvalCache
+from .cache import CacheError, EvalCache
 from .candidate import Candidate, Settings
 from .frontend import lookup
 from .result import EvalResult
@@ -55,11 +58,13 @@ GRACE = 10.0
 
 
 def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *, workers: int = 0,
-             on_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+             on_result: Callable[[int, EvalResult], None] | None = None, executor=None) -> list[EvalResult]:
     """See :func:`ptxopt.evaluate.evaluate_many`."""
     backend = get_backend(settings.backend)  # BackendUnavailable before any work
     if not is_pipelined(backend):
         workers = min(workers, 1)  # one hardware measurement at a time: parallel kernels disturb timings
+        if executor is not None and executor != "local":
+            workers = 1  # on a cluster too (0 would mean every CPU); GPUs in parallel: ptxopt.executor.gpu_actors
     results: list[EvalResult | None] = [None] * len(candidates)
 
     def emit(i: int, r: EvalResult) -> None:
@@ -82,7 +87,11 @@ def run_many(candidates: Sequence[Candidate], settings: Settings, cache_path, *,
         # small ones instead of trailing at the end (and the pool balances better);
         # a stable sort keeps each kernel's candidates together, in order
         todo.sort(key=lambda i: -len(candidates[i].ptx))
-        if workers <= 0:  # one stream: run_batch chunks and pipelines it itself
+        if executor is not None and executor != "local":  # a Ray cluster, or a caller's executor
+            size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * max(1, workers or 4)))))
+            _on_executor(executor, workers, candidates, settings, cache_path, list(_batches(todo, size)), emit,
+                         cache)
+        elif workers <= 0:  # one stream: run_batch chunks and pipelines it itself
             run_batch([candidates[i] for i in todo], settings, cache, indices=todo, on_result=emit)
         else:
             size = max(1, min(settings.batch, math.ceil(len(todo) / (2 * workers))))
@@ -101,6 +110,74 @@ def _batches(items: list[int], size: int):
 
 
 # ---------------------------------------------------------------------------
+# through an executor (ptxopt.executor): a batch per task, rows back to this process
+
+
+def _batch_task(args):
+    """One batch in a worker anywhere: evaluated against a private cache seeded with the
+    driver's rows for its kernels; returns the results and the rows for the driver to write."""
+    from ptxopt.executor.journal import Rows, new_rows, private_cache
+
+    indices, batch, settings, seed = args
+    if seed is None:  # no cache
+        return run_batch(batch, settings, None, indices=indices), Rows()
+    with private_cache(seed) as path:
+        cache = EvalCache(path)
+        try:
+            out = run_batch(batch, settings, cache, indices=indices)
+        finally:
+            cache.close()
+        return out, new_rows(path, seed)
+
+
+def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path, batches, emit,
+                 cache: EvalCache | None = None) -> None:
+    from ptxopt.executor import make_executor
+    from ptxopt.executor.journal import Rows, merge_rows, seed_rows
+
+    from .work import Work
+
+    def seed(batch):
+        if cache_path is None:
+            return None
+        rows = Rows()
+        for label in dict.fromkeys(candidates[i].label for i in batch):
+            part = seed_rows(cache_path, label)
+            rows.results += part.results
+            rows.pipelines += part.pipelines
+        return rows
+
+    suspects: list[int] = []
+
+    def outcome(o, batches, alone: bool) -> None:
+        if o.ok:
+            results, rows = o.value
+            merge_rows(cache_path, rows, cache=cache)  # written before the results are reported
+            for i, r in zip(batches[o.index], results):
+                emit(i, r)
+        elif o.died and not alone:  # a batch's worker died twice: which candidate? each alone, once more
+            suspects.extend(batches[o.index])
+        else:  # the task raised, or one candidate's worker died on it every time: that candidate fails
+            for i in batches[o.index]:
+                why = o.error or o.died
+                emit(i, Work(i, candidates[i], settings).finish("internal", error=f"evaluation task failed: {why}",
+                                                                 cacheable=False))
+
+    ex = make_executor(spec, workers)
+    try:
+        def run(group: list[list[int]], alone: bool) -> None:
+            ex.run(_batch_task, [(b, [candidates[i] for i in b], settings, seed(b)) for b in group],
+                   fatal=(BackendUnavailable, CacheError), on_outcome=lambda o: outcome(o, group, alone))
+
+        run(batches, False)
+        if suspects:
+            run([[i] for i in suspects], True)
+    finally:
+        if ex is not spec:
+            ex.close()
+
+
+# ---------------------------------------------------------------------------
 # the worker side
 
 
@@ -115,7 +192,8 @@ def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
             if msg is None:
                 break
             batch = [i for i, _ in msg]
-            run_batch([c for _, c in msg], settings, cache, indices=batch,
+            run_batch([c for _, c in msg], settings, _Forwarding(cache, conn) if cache is not None else None,
+                      indices=batch,
                       on_start=lambda idx: conn.send(("start", idx)),
                       on_result=lambda i, r: conn.send(("result", i, r)))
             conn.send(("done",))
@@ -124,6 +202,25 @@ def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
     finally:
         if cache is not None:
             cache.close()
+
+
+class _Forwarding:
+    """A worker's view of the cache: reads from the file, writes sent to the parent (the one writer)."""
+
+    def __init__(self, cache: EvalCache, conn):
+        self._cache, self._conn = cache, conn
+
+    def get(self, key):
+        return self._cache.get(key)
+
+    def resolve(self, pipeline_key):
+        return self._cache.resolve(pipeline_key)
+
+    def put(self, result: EvalResult, pipeline_key=None, ptx_sha256=None) -> None:
+        self._conn.send(("put", result, pipeline_key, ptx_sha256))
+
+    def alias(self, pipeline_key: str, result_key: str) -> None:
+        self._conn.send(("alias", pipeline_key, result_key))
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +319,13 @@ class _Pool:
                 self._lost(w, died=True)
                 return
             kind = msg[0]
-            if kind == "start":
+            if kind == "put":  # the parent writes the cache (before the result it belongs to is reported)
+                if self.cache is not None:
+                    self.cache.put(*msg[1:])
+            elif kind == "alias":
+                if self.cache is not None:
+                    self.cache.alias(*msg[1:])
+            elif kind == "start":
                 w.current, w.since = list(msg[1]), time.monotonic()
             elif kind == "result":
                 _, i, r = msg

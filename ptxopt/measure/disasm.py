@@ -15,9 +15,15 @@ is identical, and so is every :mod:`ptxopt.sim` estimate
 (``tests/test_evaluate_disasm.py`` checks both over the corpus).
 
 The merged ELF holds, per input cubin, every ``.text.<fn>`` section, the
-symbols defined in them and the matching ``.nv.info.<fn>`` section (nvdisasm
-reads the spill/refill annotations from it), all renamed with a private
-prefix ``__pxb<i>__`` that is stripped again.  ``.L_x_N`` branch labels are
+symbols defined in them, the matching ``.nv.info.<fn>`` section (nvdisasm
+reads the spill/refill annotations from it) and the function's parameter
+bank ``.nv.constant0.<fn>`` with its section symbol, all renamed with a
+private prefix ``__pxb<i>__`` that is stripped again.  A ``.nv.info.<fn>``
+entry that names a symbol by index (``PARAM_CBANK``, the bank's symbol) is
+rewritten to the symbol's index in the merged table; before that was done,
+the stale index pointed at another cubin's symbol, or past the end of a
+small batch's table, and nvdisasm refused the whole batch (a Triton pair:
+one run per cubin instead of one run).  ``.L_x_N`` branch labels are
 numbered by nvdisasm across the whole file (branch targets first, then the
 other labels); they are renumbered per cubin by rank, which is what a lone
 disassembly prints.
@@ -46,7 +52,13 @@ from ptxopt.toolchain.sass import _SECTION_RE, NVDISASM_ARGS, parse_nvdisasm
 _EH = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr
 _SH = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
 _SY = struct.Struct("<IBBHQQ")  # Elf64_Sym
-_SHT_SYMTAB, _SHT_STRTAB, _SHT_REL, _SHT_RELA = 2, 3, 9, 4
+_SHT_SYMTAB, _SHT_STRTAB, _SHT_REL, _SHT_RELA, _SHT_NOBITS = 2, 3, 9, 4, 8
+#: .nv.info entries: (format byte, attribute byte, 16-bit value or size); format 4 (a sized value)
+#: is followed by ``size`` bytes, the others are the 4 bytes alone
+_NVINFO_SIZED = 4
+#: attributes of a function's .nv.info whose value starts with a symbol index: PARAM_CBANK (the
+#: symbol of the function's .nv.constant0 section, then its offset and size)
+_NVINFO_SYMBOL_ATTRS = frozenset({0x0A})
 _PREFIX = "__pxb{}__"
 _PREFIX_RE = re.compile(r"__pxb\d+__")
 _LABEL_RE = re.compile(r"(\.L_[A-Za-z]+_)(\d+)\b")
@@ -86,6 +98,15 @@ class _Cubin:
                 raise _Unmergeable(f"relocations against {names[s[7]]}")
         self.sections = {i: (names[i], secs[i], data[secs[i][4]: secs[i][4] + secs[i][5]])
                          for i in self.text}
+        # each function's parameter constant bank: the .nv.info.<fn> entry PARAM_CBANK names its
+        # section symbol by index, so it travels with the function (and the index is rewritten)
+        self.banks = {}  # section index -> (name, header, data)
+        for i, t in self.text.items():
+            bank = ".nv.constant0." + t[len(".text."):]
+            for j in range(shnum):
+                if names[j] == bank:
+                    sh = secs[j]
+                    self.banks[j] = (names[j], sh, b"" if sh[1] == _SHT_NOBITS else data[sh[4]: sh[4] + sh[5]])
         self.info = {}  # text index -> (.nv.info.<fn> header, data)
         for i, s in enumerate(secs):
             if names[i].startswith(".nv.info.") and s[7] in self.text:
@@ -93,14 +114,51 @@ class _Cubin:
         self.symbols = []  # (old index, name, info, other, shndx, value, size)
         for k in range(st[5] // _SY.size):
             name_off, info, other, shndx, value, size = _SY.unpack_from(data, st[4] + k * _SY.size)
-            if shndx in self.text:
+            if shndx in self.text or shndx in self.banks:
                 self.symbols.append((k, self._str(data, strtab, name_off), info, other, shndx, value, size))
+        carried = {sym[0] for sym in self.symbols}
+        for i, (ish, idata) in self.info.items():
+            for old in _symbol_refs(idata):
+                if old not in carried:
+                    raise _Unmergeable(f".nv.info of {names[i]} names symbol {old}, which is not carried")
 
     @staticmethod
     def _str(data: bytes, sec, off: int) -> str:
         start = sec[4] + off
         end = data.index(b"\0", start)
         return data[start:end].decode("utf-8", "replace")
+
+
+def _entries(data: bytes):
+    """``(offset, format, attribute, value offset, value size)`` of every .nv.info entry."""
+    j = 0
+    while j < len(data):
+        if j + 4 > len(data):
+            raise _Unmergeable("a truncated .nv.info entry")
+        fmt, attr, val = data[j], data[j + 1], struct.unpack_from("<H", data, j + 2)[0]
+        if fmt == _NVINFO_SIZED:
+            if j + 4 + val > len(data):
+                raise _Unmergeable("a truncated .nv.info entry")
+            yield j, fmt, attr, j + 4, val
+            j += 4 + val
+        elif fmt in (1, 2, 3):
+            yield j, fmt, attr, j + 2, 2
+            j += 4
+        else:
+            raise _Unmergeable(f"unknown .nv.info entry format {fmt}")
+
+
+def _symbol_refs(data: bytes) -> list[int]:
+    return [struct.unpack_from("<I", data, v)[0] for _, fmt, attr, v, n in _entries(data)
+            if fmt == _NVINFO_SIZED and attr in _NVINFO_SYMBOL_ATTRS and n >= 4]
+
+
+def _remap_info(data: bytes, index) -> bytes:
+    out = bytearray(data)
+    for _, fmt, attr, v, n in _entries(data):
+        if fmt == _NVINFO_SIZED and attr in _NVINFO_SYMBOL_ATTRS and n >= 4:
+            struct.pack_into("<I", out, v, index(struct.unpack_from("<I", data, v)[0]))
+    return bytes(out)
 
 
 def merge_cubins(cubins: Sequence[_Cubin]) -> bytes:
@@ -117,7 +175,11 @@ def merge_cubins(cubins: Sequence[_Cubin]) -> bytes:
     for ci, cub in enumerate(cubins):
         for old, name in cub.text.items():
             texts.append((ci, old, ".text." + _PREFIX.format(ci) + name[len(".text."):]))
-    new_sec = {(ci, old): 4 + j for j, (ci, old, _) in enumerate(texts)}
+    banks = []  # (cubin index, old section index, new name)
+    for ci, cub in enumerate(cubins):
+        for old, (name, _, _) in cub.banks.items():
+            banks.append((ci, old, ".nv.constant0." + _PREFIX.format(ci) + name[len(".nv.constant0."):]))
+    new_sec = {(ci, old): 4 + j for j, (ci, old, _) in enumerate(texts + banks)}
 
     locals_, globals_ = [], []
     new_sym: dict[tuple[int, int], tuple[bool, int]] = {}
@@ -125,6 +187,8 @@ def merge_cubins(cubins: Sequence[_Cubin]) -> bytes:
         for old, name, info, other, shndx, value, size in cub.symbols:
             if name.startswith(".text."):
                 name = ".text." + _PREFIX.format(ci) + name[len(".text."):]
+            elif name.startswith(".nv.constant0."):
+                name = ".nv.constant0." + _PREFIX.format(ci) + name[len(".nv.constant0."):]
             elif name:
                 name = _PREFIX.format(ci) + name
             rec = (add(strtab, name) if name else 0, info, other, new_sec[(ci, shndx)], value, size)
@@ -152,7 +216,14 @@ def merge_cubins(cubins: Sequence[_Cubin]) -> bytes:
         if old in cubins[ci].info:
             ish, idata = cubins[ci].info[old]
             iname = ".nv.info." + name[len(".text."):]
+            idata = _remap_info(idata, lambda k, ci=ci: sym_index(ci, k))
             infos.append((add(shstr, iname), ish[1], ish[2], idata, 3, 4 + j, ish[8], ish[9]))
+    for ci, old, name in banks:
+        _, sh, data = cubins[ci].banks[old]
+        # sh_info of a constant bank names the function it belongs to: its new section
+        fn = next((new_sec[(ci, t)] for t, tn in cubins[ci].text.items()
+                   if tn[len(".text."):] == cubins[ci].banks[old][0][len(".nv.constant0."):]), 0)
+        code.append((add(shstr, name), sh[1], sh[2], data, 0, fn if sh[7] else 0, sh[8], sh[9]))
     sections += [(n_shstr, _SHT_STRTAB, 0, None, 0, 0, 1, 0), (n_str, _SHT_STRTAB, 0, bytes(strtab), 0, 0, 1, 0),
                  (n_sym, _SHT_SYMTAB, 0, symdata, 2, n_local, 8, _SY.size)] + code + infos
     sections[1] = (n_shstr, _SHT_STRTAB, 0, bytes(shstr), 0, 0, 1, 0)

@@ -61,9 +61,13 @@ class SimBackend:
         return out
 
     def measure_many(self, jobs: Sequence[MeasureJob]) -> list[Measurement | Exception]:
+        """Measure every job: ptxas where the evaluator has not compiled yet, one
+        nvdisasm run for the cubins whose SASS is not remembered yet, and the
+        model for each (cubin, objective, launch, device) not measured yet
+        (:mod:`ptxopt.measure.cubin_memo`)."""
         from ptxopt.toolchain import compile_ptx
 
-        from .disasm import disassemble_many
+        from .cubin_memo import digest, listings
 
         out: list[Measurement | Exception | None] = [None] * len(jobs)
         compiled = []
@@ -75,21 +79,21 @@ class SimBackend:
                     out[i] = e
                     continue
             compiled.append(i)
-        listings = disassemble_many([jobs[i].compiled.cubin for i in compiled])
-        for i, listing in zip(compiled, listings):
+        digests = [digest(jobs[i].compiled.cubin) for i in compiled]
+        for i, d, listing in zip(compiled, digests, listings([jobs[i].compiled.cubin for i in compiled], digests)):
             if isinstance(listing, Exception):
                 out[i] = listing
                 continue
             try:
-                out[i] = self._simulate(jobs[i], listing)
+                out[i] = self._simulate(jobs[i], listing, d)
             except Exception as e:
                 out[i] = e
         return out  # type: ignore[return-value]
 
-    def _simulate(self, job: MeasureJob, listing) -> Measurement:
-        from ptxopt.sim import simulate
+    def _simulate(self, job: MeasureJob, listing, cubin_digest: str | None = None) -> Measurement:
         from ptxopt.sim.decode import decode
-        from ptxopt.sim.throughput import KernelFacts
+
+        from .cubin_memo import ESTIMATES
 
         compiled = job.compiled
         entry = job.entry or next(iter(compiled.kernels), None)
@@ -97,6 +101,24 @@ class SimBackend:
         trips, source, notes = self._trip_counts(job, program, entry)
         kw = {} if self.max_steps is None else {"max_steps": self.max_steps}
         kw.update(_objective_kw(job))
+
+        def run() -> Measurement:
+            return self._model(job, program, trips, source, notes, kw)
+
+        if cubin_digest is None:
+            return run()
+        # everything the model reads besides the SASS: the entry, the device, ptxas's resources for
+        # the entry, the objective and launch (kw, and the launch as described), the trip counts
+        key = (cubin_digest, entry, job.arch, compiled.arch, repr(compiled.kernels.get(entry)), job.objective,
+               repr(sorted(kw.items())), _describe(job, kw), repr(sorted((trips or {}).items(), key=repr)), source,
+               tuple(notes), self.loop_trips, self.max_steps)
+        return ESTIMATES.get_or_compute(key, run)
+
+    def _model(self, job: MeasureJob, program, trips, source, notes, kw: dict) -> Measurement:
+        from ptxopt.sim import simulate
+        from ptxopt.sim.throughput import KernelFacts
+
+        compiled = job.compiled
         r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
         if r.truncated:
             raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "
@@ -171,4 +193,11 @@ def _objective_kw(job: MeasureJob) -> dict:
     return kw
 
 
-__all__ = ["SimBackend", "SOURCES"]
+def clear_memo() -> None:
+    """Forget the SASS listings and estimates remembered by cubin digest (a cold start)."""
+    from .cubin_memo import clear
+
+    clear()
+
+
+__all__ = ["SimBackend", "SOURCES", "clear_memo"]

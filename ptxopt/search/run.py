@@ -2,9 +2,10 @@
 
 :func:`search_kernel` runs one strategy on one kernel and never raises (a
 kernel that cannot be parsed or whose baseline fails is a result with an
-``error``). :func:`search_many` runs kernels in parallel worker processes
-(each evaluates in-process; all share the SQLite cache), reporting each
-kernel as it finishes.
+``error``). :func:`search_many` runs kernels through an executor
+(:mod:`ptxopt.executor`: worker processes here, or a Ray cluster), reporting
+each kernel as it finishes; the workers return their cache rows and this
+process writes them.
 
 Only candidates whose equivalence with the original was established (verdict
 ``identical``, ``hints-only``, ``proved`` or ``equal``) can be a kernel's best, unless
@@ -21,16 +22,11 @@ run before), which is how random search is compared with greedy fairly.
 from __future__ import annotations
 
 import math
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
-from pathlib import Path
 from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
-from ptxopt.workers import become_worker, parent_info, starting_workers
 
 from .beam import beam
 from .exhaustive import exhaustive
@@ -107,6 +103,10 @@ class KernelResult:
     estimate: bool = True
     registers_before: int | None = None
     registers_after: int | None = None
+    #: the spread of repeated measurements (the gpu backend's interquartile range, cycles) of the
+    #: baseline and of the best pipeline; None for estimates (one deterministic model run)
+    baseline_spread: float | None = None
+    best_spread: float | None = None
     note: str | None = None
     error: str | None = None
     bad_input: bool = False  # the error is the input's (ptxas rejects the original), not the search's
@@ -174,6 +174,7 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     res.baseline_cycles = out.baseline.cycles
     res.best_cycles = out.best_result.cycles
     res.registers_before, res.registers_after = out.baseline.registers, out.best_result.registers
+    res.baseline_spread, res.best_spread = out.baseline.spread, out.best_result.spread
     res.evaluations, res.cache_hits, res.failures = meter.evaluations, meter.cache_hits, dict(meter.failures)
     res.steps = out.steps
     best = out.best_result
@@ -197,90 +198,84 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     return res
 
 
-def _job(args) -> KernelResult:
-    kernel, config, family, *started = args
-    if started:  # a worker that dies from now on held this kernel (search_many retries it alone)
-        Path(started[0]).touch()
-    return search_kernel(kernel, config, family)
+def _job(args):
+    """One kernel in a worker (any executor): searched against a private cache seeded with the
+    driver's rows for it; returns the result and the rows the driver is to write (ptxopt.executor.journal)."""
+    from dataclasses import replace
+
+    from ptxopt.executor.journal import Rows, new_rows, private_cache
+
+    kernel, config, family, seed = args
+    if config.options.cache is None:
+        return search_kernel(kernel, config, family), Rows()
+    with private_cache(seed) as path:
+        res = search_kernel(kernel, replace(config, options=replace(config.options, cache=str(path))), family)
+        return res, new_rows(path, seed)
 
 
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
-                on_result: Callable[[KernelResult], None] | None = None) -> list[KernelResult]:
-    """Search every ``(kernel, family)``; results in input order. ``workers``
-    processes (0: in this process); ``on_result`` is called as each finishes.
+                on_result: Callable[[KernelResult], None] | None = None, executor=None) -> list[KernelResult]:
+    """Search every ``(kernel, family)``; results in input order. ``on_result``
+    is called as each finishes.
 
-    A worker that dies (SIGKILL, out of memory, a segfault) breaks its pool:
-    the kernels it and its siblings held are retried once, each alone in a
-    fresh worker, and fail only if their worker dies again; kernels no worker
-    had started yet go to a rebuilt pool, untouched."""
-    jobs = [(k, config, fam) for k, fam in kernels]
-    results: list[KernelResult | None] = [None] * len(jobs)
+    ``executor`` (:func:`ptxopt.executor.make_executor`: None/``"local"``,
+    ``"ray"``, ``"ray:ADDRESS"`` or an :class:`~ptxopt.executor.Executor`)
+    with ``workers`` tasks at a time; with neither (``workers=0``) every kernel
+    is searched in this process. Through an executor, each kernel is searched
+    against a private cache seeded with this process's rows for it, and this
+    process -- the only writer of the cache and the move memo -- stores the
+    rows each worker returns, as each kernel finishes (:mod:`ptxopt.executor.journal`).
+
+    The executor's rules (:mod:`ptxopt.executor.base`): a kernel whose
+    search raises is a result with an ``error``; a worker that dies (SIGKILL,
+    out of memory, a segfault, a lost node) gets the kernels it held retried
+    once, each alone in a fresh worker, failing only if their worker dies
+    again; an unusable cache or backend stops the whole search."""
+    results: list[KernelResult | None] = [None] * len(kernels)
 
     def record(i: int, r: KernelResult) -> None:
         results[i] = r
         if on_result:
             on_result(r)
 
-    if workers <= 0:
-        for i, j in enumerate(jobs):
-            record(i, _job(j))
+    if executor is None and workers <= 0:
+        for i, (k, fam) in enumerate(kernels):
+            record(i, search_kernel(k, config, fam))
         return results  # type: ignore[return-value]
+    from ptxopt.executor import make_executor
+    from ptxopt.executor.journal import cache_file, merge_rows, seed_rows
+
+    cache = cache_file(config.options.cache)
+    db = None
+    if cache is not None:  # the driver's one connection; an unusable cache stops the search before any worker starts
+        from ptxopt.evaluate.cache import EvalCache
+
+        db = EvalCache(cache)
+    args = [(k, config, fam, seed_rows(cache, k.label)) for k, fam in kernels]
+
+    def outcome(o) -> None:
+        k, fam = kernels[o.index]
+        if o.ok:
+            r, rows = o.value
+            merge_rows(cache, rows, cache=db)
+        elif o.died:
+            r = KernelResult(k.label, fam, config.strategy,
+                             error="the worker process died while searching this kernel (retried once in a fresh worker)")
+        else:  # the kernel's job itself failed
+            r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {o.error}")
+        record(o.index, r)
+
     # largest kernels first, so the long ones do not trail at the end
-    queue = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0].ptx))
-    retried: set[int] = set()
-    with tempfile.TemporaryDirectory(prefix="ptxopt-search-") as marks:
-        while queue:
-            fresh = [i for i in queue if i not in retried]
-            again = [i for i in queue if i in retried]
-            queue = []
-            if fresh:
-                broken = _round(fresh, jobs, workers, marks, record)
-                held = [i for i in broken if Path(marks, str(i)).exists()]
-                if broken and not held and len(broken) == len(fresh):  # no worker ever started: do not loop
-                    held = broken
-                retried.update(held)
-                queue += broken
-            for i in again:  # each suspect alone, in a fresh worker: only the culprit dies twice
-                if _round([i], jobs, 1, marks, record):
-                    k, _, fam = jobs[i]
-                    record(i, KernelResult(k.label, fam, config.strategy,
-                                           error="the worker process died while searching this kernel "
-                                                 "(retried once in a fresh worker)"))
-    return results  # type: ignore[return-value]
-
-
-def _round(indices: list[int], jobs, workers: int, marks: str, record) -> list[int]:
-    """Search ``indices`` in a pool of ``workers``; the indices whose pool broke (a worker died)."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    # workers die with this process and leave Ctrl-C to it (ptxopt.workers)
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(indices)), mp_context=get_context("spawn"),
-                               initializer=become_worker, initargs=parent_info())
-    broken: list[int] = []
-    finished = False
+    order = sorted(range(len(kernels)), key=lambda i: -len(kernels[i][0].ptx))
+    ex = make_executor(executor, workers)
     try:
-        with starting_workers():  # submit starts the workers
-            futures = {pool.submit(_job, (*jobs[i], str(Path(marks, str(i))))): i for i in indices}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            try:
-                r = fut.result()
-            except BrokenProcessPool:  # a worker died: retried (search_many), not failed here
-                broken.append(i)
-                continue
-            except (CacheError, BackendUnavailable):  # not one kernel's problem: stop the search
-                raise
-            except Exception as e:  # the kernel's job itself failed
-                k, config, fam = jobs[i]
-                r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {e!r}")
-            record(i, r)
-        finished = True
+        ex.run(_job, args, fatal=(CacheError, BackendUnavailable), on_outcome=outcome, order=order)
     finally:
-        if not finished or broken:  # interrupted, or a worker died: kill the rest now (commits stay in the cache)
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.kill()
-        pool.shutdown(wait=finished and not broken, cancel_futures=not finished or bool(broken))
-    return sorted(broken, key=indices.index)
+        if ex is not executor:  # made here: closed here (a caller's executor is the caller's)
+            ex.close()
+        if db is not None:
+            db.close()
+    return results  # type: ignore[return-value]
 
 
 def summarize(results: Sequence[KernelResult]) -> dict:

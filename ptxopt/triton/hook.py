@@ -76,6 +76,8 @@ class KernelReport:
     launch: str = ""  # the performance launch they are for (Triton's block and shared memory; grid assumed)
     estimate: BeforeAfter = BeforeAfter(None, None)  # cycles, Triton's PTX / the result (ESTIMATES)
     warnings: list = field(default_factory=list)
+    #: optimize()'s own timings: passes, ptxas (both), verify, estimate (its helper thread), estimate_wait, total
+    stage_seconds: dict = field(default_factory=dict)
 
     @property
     def overhead(self) -> float | None:
@@ -83,18 +85,19 @@ class KernelReport:
         return self.ptxopt_seconds / self.triton_seconds if self.triton_seconds else None
 
     def line(self) -> str:
-        regs = f"registers {self.registers.before}->{self.registers.after}"
         if not self.pipeline:
             return f"{self.name}: untouched ({self.why_pipeline})"
         what = "rewritten" if self.changed else ("kept Triton's PTX: " + self.reason if self.reason
                                                  else "nothing to change")
-        out = f"{self.name}: [{self.pipeline}] {what}; verdict {self.verdict}; {regs}"
+        parts = [f"{self.name}: [{self.pipeline}] {what}"]
+        if self.verdict:
+            parts.append(f"verdict {self.verdict}")
+        parts.append(before_after("registers", self.registers))
         if self.estimate.before is not None:
-            out += (f"; {self.objective} estimate {self.estimate.before:g}->{self.estimate.after:g} cycles "
-                    f"(ESTIMATE)")
-        idle = self.idle_passes()
-        return out + ("; " + "; ".join(idle) if idle else "")
+            parts.append(before_after(f"{self.objective} estimate", self.estimate, unit=" cycles") + " (ESTIMATE)")
+        return "; ".join(p for p in parts + self.idle_passes if p)
 
+    @property
     def idle_passes(self) -> list[str]:
         """``PASS: why`` for each pass that changed nothing: its first refusal
         (and how many more), or its note (the vectorizers' census)."""
@@ -116,7 +119,24 @@ class KernelReport:
                 "reason": self.reason or None, "contract": self.contract or None, "coverage": self.coverage,
                 "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
                 "ptxopt_seconds": round(self.ptxopt_seconds, 6),
-                "triton_seconds": round(self.triton_seconds, 6)}
+                "triton_seconds": round(self.triton_seconds, 6),
+                "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()}}
+
+
+def before_after(what: str, v: BeforeAfter, unit: str = "") -> str:
+    """``registers 20->24``, ``registers 20 (unchanged)``, ``registers 20 (after: not known)``,
+    or ``""`` when neither side is known (a report never says ``None->None``)."""
+    b, a = v.before, v.after
+    fmt = (lambda x: f"{x:g}") if any(isinstance(x, float) for x in (b, a)) else str
+    if b is None and a is None:
+        return ""
+    if a is None:
+        return f"{what} {fmt(b)}{unit} (after: not known)"
+    if b is None:
+        return f"{what} {fmt(a)}{unit} (before: not known)"
+    if b == a:
+        return f"{what} {fmt(b)}{unit} (unchanged)"
+    return f"{what} {fmt(b)}->{fmt(a)}{unit}"
 
 
 @lru_cache(maxsize=1)
@@ -256,7 +276,9 @@ class StagesHook:
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=triton_compile(backend, options),
                        filename=f"{name}.ptx", objective=self.objective,
-                       performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower)
+                       performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
+                       parsed=module)
+        rep.stage_seconds = dict(res.seconds)
         est = res.estimate
         if est is not None:
             rep.objective, rep.launch = est.objective, est.launch or "one warp"

@@ -43,7 +43,6 @@ from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Decl, Function, Module
 from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
 from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
-from ptxopt.equivalence.prove.values import Graph
 
 VERDICTS = (Verdict.PROVED.value, Verdict.INCONCLUSIVE.value, Verdict.DIFFER.value)  # what the prover answers
 
@@ -109,6 +108,14 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     return result
 
 
+def clear_memo() -> None:
+    """Forget the remembered results and originals (a benchmark's cold start)."""
+    from ptxopt.equivalence.prove import original_memo
+
+    _MEMO.clear()
+    original_memo.clear()
+
+
 def _module(m) -> Module:
     if isinstance(m, Module):
         return m
@@ -166,10 +173,9 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
         if not same_declarations(f, g):
             return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: declarations in the body differ")
         todo.append((f, g))
-    graph = Graph()
     details = []
     for f, g in todo:
-        d = prove_function(f, mo, g, mc, graph, assume_align)
+        d = prove_function(f, mo, g, mc, assume_align=assume_align)
         details.append(d)
         if d.verdict != Verdict.PROVED:
             return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {d.reason}", details)
@@ -196,4 +202,4 @@ def _directives(f: Function) -> tuple:
     return tuple(d for d in f.directives if d.name.lstrip(".") not in PERF_ONLY_DIRECTIVES)
 
 
-__all__ = ["prove", "ProveResult", "VERDICTS"]
+__all__ = ["prove", "ProveResult", "VERDICTS", "clear_memo"]

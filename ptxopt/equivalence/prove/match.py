@@ -47,6 +47,7 @@ from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
+from ptxopt.equivalence.prove import original_memo
 from ptxopt.equivalence.prove.memory import AliasOracle
 from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
 from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
@@ -114,14 +115,32 @@ class _Side:
         return m >= need and (r + offset) % need == 0
 
 
-def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Graph,
+def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Graph | None = None,
                    assume_align: int = 0) -> FunctionDetail:
-    """Prove ``fc`` (in ``mc``) equivalent to ``fo`` (in ``mo``) block by block."""
-    name = fo.name
+    """Prove ``fc`` (in ``mc``) equivalent to ``fo`` (in ``mo``) block by block.
+
+    The original's side is executed once per module digest, into its own
+    value graph (:mod:`ptxopt.equivalence.prove.original_memo`); ``graph`` is
+    not used (kept for callers written before the memo)."""
     noalias = noalias_params(fo) & noalias_params(fc)
     overlap = overlapping_symbols(fo, mo) | overlapping_symbols(fc, mc)
-    oracle = AliasOracle(graph, noalias, overlap)
-    so, sc = _Side(fo, mo, graph, oracle), _Side(fc, mc, graph, oracle)
+
+    def make() -> original_memo.Original:
+        g = Graph()
+        oracle = AliasOracle(g, noalias, overlap)
+        return original_memo.Original(g, oracle, _Side(fo, mo, g, oracle))
+
+    k = original_memo.key(fo, mo, noalias, overlap, assume_align)
+    orig, memoised = original_memo.acquire(k, make)
+    try:
+        return _prove_sides(orig, _Side(fc, mc, orig.graph, orig.oracle), assume_align)
+    finally:
+        original_memo.release(k, orig, memoised)
+
+
+def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> FunctionDetail:
+    so, graph, oracle = orig.side, orig.graph, orig.oracle
+    name = so.fn.name
 
     def fail(reason: str, blocks=()) -> FunctionDetail:
         return FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks))
@@ -157,7 +176,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
                         f"{list(x.labels)} -> {list(y.labels)}, successors {x.succs} -> {y.succs}")
     details: list[BlockDetail] = []
     for x, y in zip(bo, bc):
-        ro = so.exe.run(x.index, x.instructions)
+        ro = orig.run(x)
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
         if why is not None and x.index in x.succs:  # a loop of one block, unrolled: run it out (prove.loops)
