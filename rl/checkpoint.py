@@ -3,9 +3,20 @@
 A checkpoint is a plain dict of tensors, numbers, strings and lists, so it
 loads with ``torch.load(..., weights_only=True)`` (no pickled code runs).
 It records the action strings (:data:`ptxopt.search.actions.ACTIONS`) and
-observation names it was trained with;
-loading it against a different action list or feature layout is refused
-with :class:`CheckpointError` rather than silently misreading the outputs.
+observation names it was trained with. Loading it against another action
+list or feature layout either **widens** it or refuses it with
+:class:`CheckpointError`, never silently misreading the outputs:
+
+* widened (:func:`widen`) when every action and every observation slot it
+  was trained with still exists, by name and in the same order (actions are appended to
+  :data:`~ptxopt.search.actions.ACTIONS`; a new pass family adds an
+  ``active:`` slot): the result is a policy of the current shape that
+  computes exactly the old logits for the old actions -- the first layer's
+  columns for new observation slots are zero, so they change nothing -- and
+  gives every new action a logit of :data:`~rl.policy.NEG_INF` (weight 0),
+  so it is never chosen. The committed policy keeps working after the
+  action list grows; learning the new actions belongs to retraining.
+* refused otherwise (an action or slot renamed, removed or moved).
 """
 
 from __future__ import annotations
@@ -93,13 +104,14 @@ def _policy_from(doc, path: Path) -> Policy:
         if not isinstance(doc[k], (list, tuple)) or not all(isinstance(n, str) for n in doc[k]):
             raise CheckpointError(f"{path}: damaged policy checkpoint: {k} is not a list of names "
                                   f"({type(doc[k]).__name__})")
-    if list(doc["action_names"]) != list(ACTIONS):
+    old_actions, old_obs = list(doc["action_names"]), list(doc["observation_names"])
+    if not _subsequence(old_actions, list(ACTIONS)):
         raise CheckpointError(f"{path}: trained for actions {doc['action_names']}, but this ptxopt has "
-                              f"{list(ACTIONS)}; retrain the policy")
-    if list(doc["observation_names"]) != observation_names():
+                              f"{list(ACTIONS)} (not the same actions with some added); retrain the policy")
+    if not _subsequence(old_obs, observation_names()):
         raise CheckpointError(f"{path}: trained on a different observation layout "
                               f"({len(doc['observation_names'])} slots, this ptxopt has "
-                              f"{len(observation_names())}); retrain the policy")
+                              f"{len(observation_names())}, not the same slots with some added); retrain the policy")
     config, weights, meta = doc["config"], doc["state_dict"], doc.get("meta")
     if not isinstance(config, dict) or not isinstance(weights, dict) or not isinstance(meta, (dict, type(None))):
         raise CheckpointError(f"{path}: damaged policy checkpoint: config, state_dict and meta must be mappings")
@@ -111,7 +123,7 @@ def _policy_from(doc, path: Path) -> Policy:
             raise CheckpointError(f"{path}: damaged policy checkpoint: weight {name} is not finite (NaN or inf)")
     try:
         cfg = PolicyConfig(**config)
-        if (cfg.obs_dim, cfg.n_actions) != (len(observation_names()), len(ACTIONS)):
+        if (cfg.obs_dim, cfg.n_actions) != (len(old_obs), len(old_actions)):
             raise ValueError(f"{cfg.obs_dim} inputs and {cfg.n_actions} outputs")
         with torch.device("meta"):  # the config's shapes, checked before any memory is spent on them
             shapes = {k: tuple(v.shape) for k, v in Policy(cfg).state_dict().items()}
@@ -122,4 +134,52 @@ def _policy_from(doc, path: Path) -> Policy:
     except (TypeError, RuntimeError, ValueError) as e:
         raise CheckpointError(f"{path}: damaged policy checkpoint: the weights do not fit its config "
                               f"({str(e).splitlines()[0][:200]})") from None
+    if (old_actions, old_obs) != (list(ACTIONS), observation_names()):
+        policy = widen(policy, old_actions, old_obs)
     return policy
+
+
+@torch.no_grad()
+def widen(old: Policy, old_actions: list[str], old_obs: list[str]) -> Policy:
+    """``old`` (trained on ``old_actions``/``old_obs``, each a subset of the
+    current names) as a policy over the current actions and observation slots
+    (see the module doc): the same logits for the old actions on the same
+    observation, :data:`~rl.policy.NEG_INF` for the new ones."""
+    from dataclasses import replace
+
+    from .policy import NEG_INF
+
+    names = observation_names()
+    obs_at = torch.tensor([names.index(n) for n in old_obs])
+    act_at = torch.tensor([ACTIONS.index(a) for a in old_actions])
+    new = Policy(replace(old.config, obs_dim=len(names), n_actions=len(ACTIONS)))
+    sd_old, sd = old.state_dict(), new.state_dict()
+    first = "body.0" if old.config.layers > 0 else "head"
+    for k, v in sd_old.items():
+        cols = obs_at if k == f"{first}.weight" else None  # the layer that reads the observation
+        if k.startswith("head."):
+            sd[k] = _rows(sd[k], v, act_at, NEG_INF if k == "head.bias" else 0.0, cols)
+        elif cols is not None:
+            sd[k] = torch.zeros_like(sd[k])
+            sd[k][:, cols] = v
+        else:
+            sd[k] = v.clone()
+    new.load_state_dict(sd)
+    new.train(old.training)
+    return new
+
+
+def _subsequence(old: list[str], new: list[str]) -> bool:
+    """``old`` is ``new`` with some names left out, in the same order (no name twice)."""
+    it = iter(new)
+    return len(set(old)) == len(old) and all(n in it for n in old)
+
+
+def _rows(like: torch.Tensor, v: torch.Tensor, rows: torch.Tensor, fill: float, cols=None) -> torch.Tensor:
+    """A tensor shaped ``like``, ``fill`` everywhere except ``rows`` (and ``cols``), which hold ``v``."""
+    out = torch.full_like(like, fill)
+    if cols is None:
+        out[rows] = v
+    else:
+        out[rows[:, None], cols[None, :]] = v
+    return out

@@ -105,15 +105,16 @@ def dead_site(module, entry: str, line: int) -> bool:
 
 def _equivalent_mutant(original, mutant, entry: str, reason: str, what: str) -> bool:
     """A proved mutant that changes a live value must be one the SMT fallback
-    (issue 28) showed equal -- the structural prover only proves terms built
+    (issue 28) or a loop proof (issue 31: a loop run out, its exit tests
+    evaluated) showed equal -- the structural prover only proves terms built
     the same way -- and the interpreter, an independent oracle, must find no
     difference on the manifest's launch. Seen: a mask bit a shifted operand
     never has (``(tid << 1) & 254`` vs ``& 255``) and the "other" value of a
     masked Triton load that is only stored under the same predicate."""
     from ptxopt.equivalence.interpret import verify
 
-    if "SMT solver" not in reason:
-        return False
+    if "SMT solver" not in reason and "run out" not in reason and "whole paths" not in reason:
+        return False  # (the loop proofs of prove.loops decide exit tests by value: an equivalent bound is proved)
     spec = KERNELS.get(what.split(" after ")[0])  # ``what``: the corpus id, or "ID after PASS"
     res = verify(original, mutant, entry, trials=4, spec=spec) if spec is not None else None
     return res is not None and res.status in ("equal", "inconclusive")

@@ -6,8 +6,11 @@ move order (:mod:`ptxopt.search.state`), the observation's active-family
 slots (:func:`families`), the environment's ``Discrete(n)`` and the
 policy's output size (:mod:`rl`), what checkpoints and trajectories record,
 and the tests. Adding an action is one line in :data:`PASS_ACTIONS`
-(``"maxnreg{n=96}",``). A checkpoint records the action strings it was
-trained with and is refused against another list (retrain after a change).
+(``"maxnreg{n=96}",``), appended at the end. A checkpoint records the action
+strings and observation names it was trained with; one trained on an older
+list whose actions and observation slots all still exist is widened to this
+one (its new actions masked, :mod:`rl.checkpoint`), any other is refused
+(retrain after a change).
 
 Each action is written the way it prints (:meth:`ptxopt.pipeline.Pipeline.__str__`),
 so an action, a trajectory's ``action`` and a pipeline's items compare as
@@ -33,6 +36,10 @@ PASS_ACTIONS: tuple[str, ...] = (
     "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
     "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
     "prefetch_L1", "prefetch_L2",
+    # issue 31: occupancy, the read-only data path (never ``assume_noalias``: an assumption is not an
+    # action), unrolling. Appended, so the first 20 indices keep their meaning: a checkpoint trained on
+    # the list before them is widened to this one (:func:`widen_indices`, ``rl.checkpoint``)
+    "launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4",
 )
 
 #: The action space, in index order: the pass actions, then ``stop``.

@@ -7,7 +7,10 @@ Govereau and Morrisett, PLDI 2011): both kernels are executed block by block
 into one hash-consed value graph (:mod:`.values`), memory is versioned state
 in which provably disjoint stores commute (:mod:`.memory`), and the two
 control-flow graphs are matched block by block with live-in/live-out
-correspondence (:mod:`.match`).
+correspondence (:mod:`.match`). Where blocks no longer correspond because a
+loop was unrolled, loops with constant trip counts are run out instead
+(:mod:`.loops`: a one-block loop as a region, else both functions path by
+path).
 
 Verdicts (:class:`ProveResult.verdict`):
 
@@ -181,6 +184,11 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     by_solver = [b for d in details for b in d.blocks if b.reason.startswith("solver:")]
     solver = (f", {len(by_solver)} of them shown equal by the SMT solver ({by_solver[0].reason[8:]})"
               if by_solver else "")
+    loops = [b for d in details for b in d.blocks if b.reason.startswith("loop:")]
+    solver += f", {len(loops)} loop{'s' if len(loops) != 1 else ''} run out (a block whose iterations differ)" \
+        if loops else ""
+    whole = [d.name for d in details if d.reason.startswith("whole paths")]
+    solver += f"; {', '.join(whole)} proved by executing whole paths (loops run out)" if whole else ""
     return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
                                        f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)

@@ -139,7 +139,7 @@ def prove_function(fo: Function, mo: Module, fc: Function, mc: Module, graph: Gr
 
 
 def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> FunctionDetail:
-    so, graph = orig.side, orig.graph
+    so, graph, oracle = orig.side, orig.graph, orig.oracle
     name = so.fn.name
 
     def fail(reason: str, blocks=()) -> FunctionDetail:
@@ -163,6 +163,11 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
                             f"{', '.join(undefined[:4])} before writing {'them' if len(undefined) > 1 else 'it'} "
                             f"on some path (an uninitialised register holds an undefined value, not modelled)")
     bo, bc = so.cfg.blocks, sc.cfg.blocks
+    # past this point every precondition above holds: a failure may still be proved by whole paths
+    def fail(reason: str, blocks=()) -> FunctionDetail:
+        return _whole_paths(so, sc, graph, oracle, assume_align,
+                            FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks)))
+
     if len(bo) != len(bc):
         return fail(f"CFG shapes differ: {len(bo)} blocks in the original, {len(bc)} in the candidate")
     for x, y in zip(bo, bc):
@@ -174,6 +179,17 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
         ro = orig.run(x)
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
+        if why is not None and x.index in x.succs:  # a loop of one block, unrolled: run it out (prove.loops)
+            from ptxopt.equivalence.prove.loops import GiveUp, prove_loop_block
+
+            try:
+                ok, how = prove_loop_block(so, sc, graph, oracle, x.index, assume_align, fault_check)
+            except GiveUp as e:
+                ok, how = False, str(e)
+            if ok:
+                details.append(BlockDetail(x.index, x.label, True, f"loop: {how}"))
+                continue
+            why = f"{why}; as a whole loop: {how}"
         if why is not None:  # the value graphs differ: ask the SMT solver (ptxopt.equivalence.prove.smt)
             solved = _solver_fallback(so, sc, x.index)
             if solved is not None and solved.status == "equal":
@@ -187,6 +203,21 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
     by = sum(d.reason.startswith("solver:") for d in details)
     return FunctionDetail(name, Verdict.PROVED, f"{n} block{'s' if n != 1 else ''} matched"
                                                 + (f" ({by} shown equal by the SMT solver)" if by else ""), details)
+
+
+def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume_align: int,
+                 failed: FunctionDetail) -> FunctionDetail:
+    """Where blocks do not correspond (a loop unrolled), the bounded
+    whole-path proof of :mod:`ptxopt.equivalence.prove.loops`; ``failed`` when it cannot prove."""
+    from ptxopt.equivalence.prove import loops
+
+    if not loops.worth_trying(so):
+        return failed
+    ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check)
+    if not ok:
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}; whole paths: {why}", failed.blocks)
+    return FunctionDetail(failed.name, Verdict.PROVED, f"whole paths: {why}",
+                          [BlockDetail(b.index, b.label, True, "whole paths") for b in so.cfg.blocks])
 
 
 def _solver_fallback(so: _Side, sc: _Side, b: int):
