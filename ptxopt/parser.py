@@ -12,13 +12,13 @@ put back as :class:`~ptxopt.ir.Comment` statements by position (see
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import threading
 from dataclasses import replace
 from pathlib import Path
 
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from typing import TYPE_CHECKING
 
 from ptxopt.comments import place_comments
 from ptxopt.ir import (
@@ -27,14 +27,17 @@ from ptxopt.ir import (
 )
 from ptxopt.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
 
-try:  # the Cython build of Lark's LALR engine, by Lark's author: ~2x faster
-    import lark_cython
-except ImportError:  # pragma: no cover - pure-Python Lark works, just slower
-    lark_cython = None
+if TYPE_CHECKING:
+    from lark import Lark
 
-#: Which LALR engine parses: "lark-cython" when installed, else "lark".
-BACKEND = "lark-cython" if lark_cython is not None else "lark"
-_TOK = Token
+# Lark (and lark-cython) are imported on the first parse, not with this module:
+# ``ptxopt --help`` and the commands that never parse do not pay ~40 ms for it.
+_HAS_LARK_CYTHON = importlib.util.find_spec("lark_cython") is not None
+
+#: Which LALR engine parses: "lark-cython" when installed (the Cython build of
+#: Lark's LALR engine, by Lark's author: ~2x faster), else "lark".
+BACKEND = "lark-cython" if _HAS_LARK_CYTHON else "lark"
+_TOK: type = type(None)  # the engine's token class, set by _get_parser()
 MAX_NESTING = 100  # deeper `{ }` nesting is refused (and never seen in real PTX)
 
 
@@ -457,9 +460,13 @@ _builder: _Builder | None = None
 def _get_parser() -> tuple[Lark, _Builder]:
     global _parser, _builder, _TOK
     if _parser is None:
+        from lark import Lark, Token
+
         b = _Builder()
         plugins = {}
         if BACKEND == "lark-cython":
+            import lark_cython
+
             plugins = lark_cython.plugins
             _TOK = lark_cython.Token
         else:
@@ -513,6 +520,8 @@ def parse(text: str, filename: str = "<input>") -> Module:
     """Parse PTX source into a :class:`Module`; raise :class:`ParseError`."""
     if not isinstance(text, str):
         raise TypeError(expected_text("parse()", text))
+    from lark.exceptions import UnexpectedInput, VisitError
+
     parser, b = _get_parser()
     with _lock:
         b.reset()
@@ -658,7 +667,7 @@ _exact_parser: Lark | None = None
 EXACT_EXPECTED_LIMIT = 512_000  # bytes (~1 s of pure-Python parsing): above, keep LALR's wider set
 
 
-def _exact_expected(text: str, e: UnexpectedToken):
+def _exact_expected(text: str, e):
     """The terminals that are really acceptable where ``e`` happened.
 
     LALR merges lookaheads, so ``e.expected`` may list tokens that are valid
@@ -667,6 +676,9 @@ def _exact_expected(text: str, e: UnexpectedToken):
     cannot, so on the error path only the text is parsed again with
     pure-Python Lark (no callbacks) and its ``accepts()`` answers.
     """
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput, UnexpectedToken
+
     global _exact_parser
     if len(text) > EXACT_EXPECTED_LIMIT:
         return e.expected
@@ -686,7 +698,9 @@ def _exact_expected(text: str, e: UnexpectedToken):
     return e.expected
 
 
-def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> ParseError:
+def _syntax_error(e, text: str, filename: str) -> ParseError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
     if isinstance(e, UnexpectedToken):
         found = _found(text, e.token)
         at_end = e.token is None or e.token.type == "$END" or e.line in (None, -1)
