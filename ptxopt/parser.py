@@ -524,6 +524,14 @@ def parse(text: str, filename: str = "<input>") -> Module:
 
     parser, b = _get_parser()
     with _lock:
+        got = _parse_with_fast_bodies(text, parser, b) if FAST_BODIES else None
+        if got is not None:
+            module, header_pos, comments = got
+            if comments:
+                place_comments(module, header_pos, comments, b.pos, b.spans)
+            if b.bare_regs:
+                resolve_bare_registers(module)
+            return module
         b.reset()
         try:
             module, header_pos = parser.parse(text)
@@ -547,6 +555,50 @@ def parse(text: str, filename: str = "<input>") -> Module:
         if b.bare_regs:
             resolve_bare_registers(module)
         return module
+
+
+#: Read function bodies with :mod:`ptxopt.body_parser` (Lark parses the rest
+#: and whatever that gives up); False: Lark parses everything (the definition).
+FAST_BODIES = True
+
+
+def _parse_with_fast_bodies(text: str, parser, b: _Builder):
+    """``(module, header_pos, comments)`` with the bodies the fast path read
+    put into the blocks Lark made for them, or None: nothing read fast, or
+    Lark found an error (parsed again whole, for Lark's own message), or
+    Lark's blocks are not where the fast path put the bodies."""
+    from ptxopt.body_parser import BodyReader, blank
+
+    reader = BodyReader()
+    bodies = reader.split(text)
+    if not bodies:
+        return None
+    b.reset()
+    b.regs = reader.regs  # one Reg per name across the whole module, as Lark's callbacks keep it
+    try:
+        module, header_pos = parser.parse(blank(text, bodies))
+    except Exception:  # any error: the whole text goes to Lark, which reports it
+        return None
+    function_bodies = {id(fn.body.items) for fn in module.items
+                       if type(fn) is Function and fn.body is not None}
+    by_open = {span[0]: span for span in b.spans}
+    for _, _, lb, rb, _items in bodies:
+        span = by_open.get(lb)
+        if span is None or span[1] != rb or span[2] or id(span[2]) not in function_bodies:
+            return None
+    for _, _, lb, _, items in bodies:
+        by_open[lb][2].extend(items)
+    b.pos.update(reader.pos)
+    b.spans.extend(reader.spans)
+    b.bare_regs = b.bare_regs or reader.bare_regs
+    comments = b.comments
+    if reader.comments:
+        comments = sorted(comments + reader.comments, key=_token_position)
+    return module, header_pos, comments
+
+
+def _token_position(tok) -> tuple[int, int]:
+    return tok.line, tok.column
 
 
 def resolve_bare_registers(module: Module) -> None:
