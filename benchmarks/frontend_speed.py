@@ -124,9 +124,10 @@ _INTERPRETER = ("site", "encodings", "_frozen_importlib_external", "zipimport", 
 
 def import_seconds(*argv: str, runs: int = 5, root: Path | None = None) -> tuple[float, float]:
     """Best totals, over ``runs`` fresh interpreters, of what ``python -X
-    importtime -m ptxopt.cli ARGV`` imports: (the ``ptxopt`` packages with
-    everything they pull in, before the command runs; every import of the
-    command's whole run but the interpreter's own start-up)."""
+    importtime -m ptxopt.cli ARGV`` imports: (the ``ptxopt`` modules with
+    everything they pull in at their import; every import of the command's
+    whole run -- lark, say, imported on the first parse -- but the
+    interpreter's own start-up)."""
     root = root or Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     best_start = best_all = float("inf")
@@ -156,7 +157,7 @@ def main() -> int:
                             ("ptxopt run -p vec_ld gemm_tile_4x4x4", ("run", "-p", "vec_ld", "--no-compile-check",
                                                                       "corpus:gemm_tile_4x4x4", "-o", str(out)))):
             start, every = import_seconds(*argv, root=args.root)
-            print(f"imports of {label}: {start:.3f} s before the command runs, {every:.3f} s in all "
+            print(f"imports of {label}: {start:.3f} s ptxopt's modules, {every:.3f} s in all "
                   "(target <= 0.2 s)")
         return 0
     if args.corpus:

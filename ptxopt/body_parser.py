@@ -53,7 +53,17 @@ _DITEM = re.compile(r"(%[\w$]+|[A-Za-z_$][\w$]*)(?:<([1-9]\d{0,8}|0)>)?((?:\[(?:
 _STRING_ITEM = re.compile(r'"[^"\\\n]*"')
 _WS = " \t\f\r"  # the grammar's WS, less the newline
 _ODD = re.compile(r"[^\t\f\r\x20-\x7e]")
-_EXPR_NUMBER = None  # parser._NUMBER (what turns `-4` into an Imm), bound on first use
+_ODD_TEXT = re.compile(r"[^\t\n\f\r\x20-\x7e]")
+
+
+def _never(_text: str) -> None:
+    return None
+#: A number after a unary minus that keeps ``-N`` an :class:`Imm` (else a
+#: ConstExpr): the parser's callbacks and this module both use it.
+EXPR_NUMBER = re.compile(
+    r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|0[bB][01]+U?"
+    r"|\d+\.\d*([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?"
+)
 
 
 class _Comment:
@@ -86,6 +96,7 @@ class BodyReader:
         self.comments: list = []
         self.bare_regs = False
         self.seen: dict[str, object] = {}  # operand text -> operand
+        self.odd_text = True
 
     # -- the text -----------------------------------------------------------------
     def split(self, text: str):
@@ -93,6 +104,7 @@ class BodyReader:
         for every function body read here; bodies it gave up are left out."""
         if "/*" in text:  # a block comment can hide or span anything: Lark reads it all
             return []
+        self.odd_text = _ODD_TEXT.search(text) is not None  # else no line needs the check
         out = []
         lines = text.split("\n")
         offset = 0
@@ -149,7 +161,7 @@ class BodyReader:
         pos = self.pos
         comments = self.comments
         ins_match = _INS.fullmatch
-        odd = _ODD.search
+        odd = _ODD.search if self.odd_text else _never
         operands = self._operands
         for i in range(first + 1, len(lines)):
             line = lines[i]
@@ -283,10 +295,9 @@ class BodyReader:
 
     # -- operands ---------------------------------------------------------------------
     def _operands(self, text: str) -> tuple:
-        if "[" in text or "{" in text or "(" in text:
-            pieces = _split_top(text)
-        else:
-            pieces = text.split(",")
+        pieces = text.split(",")
+        if ("[" in text or "{" in text or "(" in text) and not _balanced(pieces):
+            pieces = _split_top(text)  # a comma inside brackets: `{%r1, %r2}`, `(a, b)`
         # Operands repeat (registers, addresses, constants): each distinct text is
         # read once per parse. Operands are immutable, so sharing them is safe.
         seen = self.seen
@@ -373,12 +384,7 @@ class BodyReader:
             m = _NUMBER.match(num)
             if m is None or m.end() != len(num):
                 raise GiveUp
-            global _EXPR_NUMBER
-            if _EXPR_NUMBER is None:
-                from ptxopt.parser import _NUMBER as expr_number
-
-                _EXPR_NUMBER = expr_number
-            if _EXPR_NUMBER.fullmatch(num) is None:
+            if EXPR_NUMBER.fullmatch(num) is None:
                 raise GiveUp
             return Imm(o)
         m = _WORD.match(o)
@@ -454,6 +460,14 @@ def _plus_offset(text: str) -> int:
             raise GiveUp
         return -int(text[1:])
     return _int(text)
+
+
+def _balanced(pieces: list[str]) -> bool:
+    """Whether no piece of a split at every comma opens a bracket it does not close."""
+    for x in pieces:
+        if x.count("[") != x.count("]") or x.count("{") != x.count("}") or x.count("(") != x.count(")"):
+            return False
+    return True
 
 
 def _split_top(text: str) -> list[str]:

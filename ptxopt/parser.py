@@ -25,6 +25,7 @@ from ptxopt.ir import (
     Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
+from ptxopt.body_parser import EXPR_NUMBER
 from ptxopt.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
 
 if TYPE_CHECKING:
@@ -392,10 +393,7 @@ class _Expr(str):
     """Text of a constant expression, on its way to an operand or offset."""
 
 
-_NUMBER = re.compile(
-    r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|0[bB][01]+U?"
-    r"|\d+\.\d*([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?"
-)
+_NUMBER = EXPR_NUMBER  # what makes `-4` an immediate rather than an expression (shared with the fast path)
 
 
 def _text(x) -> str:
