@@ -50,7 +50,7 @@ _KEYWORD = re.compile(r"\.(version|target|address_size|entry|func|loc|file|secti
 _INS = re.compile(r'(?:(@[ \t]*(?:![ \t]*)?%?[\w$]+)[ \t]+)?([A-Za-z_$][\w$]*(?:\.[\w$:]+)*)(?:[ \t]+([^;"]*?))?[ \t]*;')
 _LOC = re.compile(r"\.loc\b[^\n/]*")
 _DITEM = re.compile(r"(%[\w$]+|[A-Za-z_$][\w$]*)(?:<([1-9]\d{0,8}|0)>)?((?:\[(?:[1-9]\d*|0)?\])*)")
-_STRING_ITEM = re.compile(r'"[^"\\\n]*"')
+_PRAGMA = re.compile(r'\.pragma[ \t]+("[^"\\\n]*")[ \t]*;')
 _WS = " \t\f\r"  # the grammar's WS, less the newline
 _ODD = re.compile(r"[^\t\f\r\x20-\x7e]")
 _ODD_TEXT = re.compile(r"[^\t\n\f\r\x20-\x7e]")
@@ -254,6 +254,11 @@ class BodyReader:
     def _decl(self, code: str, lineno: int) -> Decl:
         if code[-1] != ";" or "=" in code or code.count(";") != 1:
             raise GiveUp
+        if '"' in code:  # only `.pragma "...";`, the string taken as written
+            m = _PRAGMA.fullmatch(code)
+            if m is None:
+                raise GiveUp
+            return Decl((".pragma",), (DeclItem(m.group(1)),), None, lineno)
         words = code[:-1].split()
         attrs = []
         k = 0
@@ -273,22 +278,12 @@ class BodyReader:
         items = []
         if rest:
             for piece in rest.split(","):
-                piece = piece.strip(_WS)
-                if piece[:1] == '"':
-                    if _STRING_ITEM.fullmatch(piece) is None or attrs != [".pragma"]:
-                        raise GiveUp
-                    items.append(DeclItem(piece))
-                    continue
-                if '"' in piece:
-                    raise GiveUp
-                m = _DITEM.fullmatch(piece)
+                m = _DITEM.fullmatch(piece.strip(_WS))
                 if m is None:
                     raise GiveUp
                 name, count, dims = m.group(1), m.group(2), m.group(3)
                 dims_t = tuple(d[1:] for d in dims.split("]")[:-1]) if dims else ()
                 items.append(DeclItem(name, None if count is None else parse_int(count), dims_t))
-        elif code.count('"'):
-            raise GiveUp
         if attrs[0] == ".reg" and any(it.name[:1] != "%" for it in items):
             self.bare_regs = True
         return Decl(tuple(attrs), tuple(items), None, lineno)

@@ -116,7 +116,7 @@ GUARDS = ["", "", "", "@%p1 ", "@!%p1 ", "@ ! %p1 ", "@p ", "@%p1\t", "@%p1", "@
 STATEMENTS = [
     ".reg .b32 %r<4>;", ".reg .pred p;", ".reg .pred %p<3>, %q;", ".shared .align 4 .b8 smem[1024];",
     ".local .align 8 .b8 d[];", ".local .b8 d[4][2];", ".reg .b32 %r<09>;", '.pragma "nounroll";',
-    '.pragma "a//b";', ".reg .b32 a = 1;", ".loc 1 2 3", ".loc 1 2 3 // c", ".loc 1 2 3 /x", ".loc\t1 2 3",
+    '.pragma "a//b";', '.pragma "a  b";', '.pragma\t"a\tb" ;', '.pragma "a", "b";', '.pragma "a\\"b";', ".reg .b32 a = 1;", ".loc 1 2 3", ".loc 1 2 3 // c", ".loc 1 2 3 /x", ".loc\t1 2 3",
     '.file 1 "a.cu"', ".func", ".entry k", ".reg.b32 %r1;", ".reg .b32 %r1 .x;", ".reg .b32 %r <4>;",
     ".location 1;", ".align 4 .reg .b32 %r1;", "4 .reg;", ".reg;", "L1:", "$L__BB0_1:", "a.b:", "L1 :",
     "L1: ret;", "{", "}", "{ ret; }", "// only a comment", "ret; // trailing", "ret; } // x", "/* c */ ret;",
@@ -171,3 +171,15 @@ def test_error_in_a_body_keeps_lark_message(tmp_path):
     text = ".version 8.8\n.target sm_89\n.entry k()\n{\n\tadd.s32 %r1, %r2 %r3;\n}\n"
     lark, fast = _both(text, "bad.ptx")
     assert fast == lark == ("error", "bad.ptx:5:19: error: expected one of ',', ';', '|', found '%r3'")
+
+
+def _one(line: str) -> str:
+    return (".version 8.8\n.target sm_89\n.address_size 64\n.visible .entry k()\n{\n\t.reg .b32 %r<4>;\n"
+            f"\t{line}\n\tret;\n}}\n")
+
+
+@pytest.mark.parametrize("line", STATEMENTS + [f"mov.u32 %r1, {o};" for o in OPERANDS]
+                         + [f"{g}{op} %r1;" for g in GUARDS for op in OPCODES[:4]])
+def test_each_corner_alone(line):
+    # every statement and operand of the generator, alone in an otherwise valid kernel
+    _assert_same(_one(line), "one.ptx")
