@@ -105,9 +105,9 @@ def corpus_ratios(every: int, reps: int) -> dict:
             continue
         cpu, wall = cpu + c, wall + w
         P.FAST_BODIES = True
-        fast += _cpu_best(lambda: parse(text), reps)
+        fast += _cpu_best(lambda text=text: parse(text), reps)
         P.FAST_BODIES = False
-        lark += _cpu_best(lambda: parse(text), reps)
+        lark += _cpu_best(lambda text=text: parse(text), reps)
         P.FAST_BODIES = True
     return {"kernels": len(kernels), "ptxas_cpu_s": cpu, "ptxas_wall_s": wall, "parse_cpu_s": fast,
             "lark_parse_cpu_s": lark, "parse_over_ptxas_cpu": fast / cpu, "lark_over_ptxas_cpu": lark / cpu,

@@ -69,7 +69,7 @@ EXPR_NUMBER = re.compile(
 class _Comment:
     """A comment as the lexer callback hands it over (``value``, ``line``, ``column``)."""
 
-    __slots__ = ("value", "line", "column")
+    __slots__ = ("column", "line", "value")
     type = "COMMENT"
 
     def __init__(self, value: str, line: int, column: int) -> None:
@@ -401,7 +401,7 @@ class BodyReader:
         raise GiveUp
 
     def _pair(self, o: str) -> Pair:
-        a, sep, b = o.partition("|")
+        a, _, b = o.partition("|")
         for x in (a, b):
             m = (_REG if x[:1] == "%" else _WORD).match(x)
             if m is None or m.end() != len(x) or not x:
