@@ -586,12 +586,14 @@ def _parse_with_fast_bodies(text: str, parser, b: _Builder):
             return None
     for _, _, lb, _, items in bodies:
         by_open[lb][2].extend(items)
-    b.pos.update(reader.pos)
-    b.spans.extend(reader.spans)
     b.bare_regs = b.bare_regs or reader.bare_regs
     comments = b.comments
     if reader.comments:
         comments = sorted(comments + reader.comments, key=_token_position)
+    if comments:  # positions only serve to place comments (the smaller dict merged into the larger)
+        reader.pos.update(b.pos)
+        b.pos = reader.pos
+        b.spans.extend(reader.spans)
     return module, header_pos, comments
 
 
