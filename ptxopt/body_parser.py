@@ -132,21 +132,18 @@ class BodyReader:
     def _body(self, lines, first: int, offset: int):
         """Read the body whose ``{`` is alone on line index ``first`` (char
         offset ``offset``); None when it gives up (nothing is kept from it)."""
-        mark = (len(self.pos), len(self.spans), len(self.comments), self.bare_regs)
-        saved_pos = self.pos
-        self.pos = {}
+        mark = (len(self.spans), len(self.comments), self.bare_regs)
         try:
             got = self._read(lines, first, offset)
         except (GiveUp, ValueError, IndexError):
             got = None
         if got is None:
-            self.pos = saved_pos
-            del self.spans[mark[1]:]
-            del self.comments[mark[2]:]
-            self.bare_regs = mark[3]
+            del self.spans[mark[0]:]
+            del self.comments[mark[1]:]
+            self.bare_regs = mark[2]
             return None
-        saved_pos.update(self.pos)
-        self.pos = saved_pos
+        if len(self.comments) > mark[1]:  # comments to place among this body's statements
+            _positions(got[2][4], self.pos)
         return got
 
     def _read(self, lines, first: int, offset: int):
@@ -158,7 +155,6 @@ class BodyReader:
         stack: list[tuple[list, tuple[int, int]]] = [([], open_pos)]
         items = stack[-1][0]
         offset += len(line) + 1
-        pos = self.pos
         comments = self.comments
         ins_match = _INS.fullmatch
         odd = _ODD.search if self.odd_text else _never
@@ -194,7 +190,6 @@ class BodyReader:
                     guard = g[2:] if neg else g[1:]
                 opcode, *mods = word.split(".")
                 obj = Instruction(opcode, tuple(mods), operands(body) if body else (), guard, neg, lineno)
-                pos[id(obj)] = (lineno, start + 1)
                 items.append(obj)
             elif code == "{":
                 if len(stack) > self.MAX_DEPTH:
@@ -207,7 +202,6 @@ class BodyReader:
                 if not stack:  # the body's own closing brace (what follows it is Lark's)
                     return i, offset, (open_off, offset + start, open_pos, rb, inner)
                 blk = Block(inner, lb[0])
-                pos[id(blk)] = lb
                 self.spans.append((lb, rb, inner))
                 items = stack[-1][0]
                 items.append(blk)
@@ -218,14 +212,12 @@ class BodyReader:
                     if rest and not rest.startswith("//"):
                         raise GiveUp
                     obj = Loc(m.group().rstrip(), lineno)
-                    pos[id(obj)] = (lineno, start + 1)
                     items.append(obj)
                     if rest:
                         comments.append(_Comment(rest, lineno, m.end() + 1))
                     offset += len(line) + 1
                     continue
                 obj = self._decl(code, lineno)
-                pos[id(obj)] = (lineno, start + 1)
                 items.append(obj)
             elif code[-1] == ":":
                 name = code[:-1]
@@ -233,7 +225,6 @@ class BodyReader:
                 if m is None or m.end() != len(name):
                     raise GiveUp
                 obj = Label(name, lineno)
-                pos[id(obj)] = (lineno, start + 1)
                 items.append(obj)
             else:
                 raise GiveUp
@@ -437,6 +428,18 @@ class BodyReader:
         else:
             raise GiveUp
         return Addr(base, off, (), off == 0)
+
+
+def _positions(items: list, pos: dict) -> None:
+    """Where each statement starts, for placing comments, recorded only for
+    a body that has comments. A statement's line is enough: it is alone on
+    its line, and a comment on that line can only follow it (a ``//``
+    comment runs to the line's end; ``/*`` sends the text to Lark), so
+    ``(line, 1)`` orders exactly as its real column would."""
+    for it in items:
+        pos[id(it)] = (it.line, 1)
+        if type(it) is Block:
+            _positions(it.items, pos)
 
 
 def _int(text: str) -> int:
