@@ -15,13 +15,34 @@ change. Library use::
 Triton compiles through ptxopt; it imports Triton only when enabled.
 """
 
-from ptxopt.api import BeforeAfter, OptimizeResult, optimize
-from ptxopt.emit import emit
-from ptxopt.parser import ParseError, parse, parse_bytes, parse_file
+import importlib
 
-# ``import ptxopt`` then ``ptxopt.passmanager`` / ``ptxopt.pipeline`` work
-# (the api imports them); they stay internal.
-from ptxopt import passmanager, pipeline  # noqa: E402,F401  isort: skip
+# The public names are imported on first use (PEP 562): ``import ptxopt.cli``
+# and ``ptxopt --help`` do not pay for the API's pass manager and pipelines.
+_LAZY = {
+    "optimize": "ptxopt.api", "OptimizeResult": "ptxopt.api", "BeforeAfter": "ptxopt.api",
+    "emit": "ptxopt.emit",
+    "parse": "ptxopt.parser", "parse_bytes": "ptxopt.parser", "parse_file": "ptxopt.parser",
+    "ParseError": "ptxopt.parser",
+}
+# ``import ptxopt`` then ``ptxopt.passmanager`` / ``ptxopt.pipeline`` work; they stay internal.
+_SUBMODULES = ("passmanager", "pipeline")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"ptxopt.{name}")
+    else:
+        raise AttributeError(f"module 'ptxopt' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
 
 __version__ = "0.1.0"
 __all__ = ["optimize", "OptimizeResult", "BeforeAfter", "parse", "parse_bytes", "parse_file", "emit",

@@ -88,10 +88,12 @@ def _block(block: Block, out: list[str], indent: str) -> None:
     out.append(indent + "{")
     inner = indent + "\t"
     append = out.append
+    memo = _TEXT._entries  # format_instruction's memo, read inline: one call less per line
     for s in block.items:
         t = type(s)
         if t is Instruction:
-            append(inner + format_instruction(s))
+            hit = memo.get(id(s))
+            append(inner + (hit[1] if hit is not None and hit[0] is s else format_instruction(s)))
         elif t is Label:
             append(s.name + ":")
         elif t is Decl:

@@ -12,29 +12,33 @@ put back as :class:`~ptxopt.ir.Comment` statements by position (see
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import threading
 from dataclasses import replace
 from pathlib import Path
 
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from typing import TYPE_CHECKING
 
 from ptxopt.comments import place_comments
 from ptxopt.ir import (
     Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
+from ptxopt.body_parser import EXPR_NUMBER
 from ptxopt.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
 
-try:  # the Cython build of Lark's LALR engine, by Lark's author: ~2x faster
-    import lark_cython
-except ImportError:  # pragma: no cover - pure-Python Lark works, just slower
-    lark_cython = None
+if TYPE_CHECKING:
+    from lark import Lark
 
-#: Which LALR engine parses: "lark-cython" when installed, else "lark".
-BACKEND = "lark-cython" if lark_cython is not None else "lark"
-_TOK = Token
+# Lark (and lark-cython) are imported on the first parse, not with this module:
+# ``ptxopt --help`` and the commands that never parse do not pay ~40 ms for it.
+_HAS_LARK_CYTHON = importlib.util.find_spec("lark_cython") is not None
+
+#: Which LALR engine parses: "lark-cython" when installed (the Cython build of
+#: Lark's LALR engine, by Lark's author: ~2x faster), else "lark".
+BACKEND = "lark-cython" if _HAS_LARK_CYTHON else "lark"
+_TOK: type = type(None)  # the engine's token class, set by _get_parser()
 MAX_NESTING = 100  # deeper `{ }` nesting is refused (and never seen in real PTX)
 
 
@@ -389,10 +393,7 @@ class _Expr(str):
     """Text of a constant expression, on its way to an operand or offset."""
 
 
-_NUMBER = re.compile(
-    r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|0[xX][0-9a-fA-F]+U?|0[bB][01]+U?"
-    r"|\d+\.\d*([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+U?"
-)
+_NUMBER = EXPR_NUMBER  # what makes `-4` an immediate rather than an expression (shared with the fast path)
 
 
 def _text(x) -> str:
@@ -457,9 +458,13 @@ _builder: _Builder | None = None
 def _get_parser() -> tuple[Lark, _Builder]:
     global _parser, _builder, _TOK
     if _parser is None:
+        from lark import Lark, Token
+
         b = _Builder()
         plugins = {}
         if BACKEND == "lark-cython":
+            import lark_cython
+
             plugins = lark_cython.plugins
             _TOK = lark_cython.Token
         else:
@@ -513,8 +518,18 @@ def parse(text: str, filename: str = "<input>") -> Module:
     """Parse PTX source into a :class:`Module`; raise :class:`ParseError`."""
     if not isinstance(text, str):
         raise TypeError(expected_text("parse()", text))
+    from lark.exceptions import UnexpectedInput, VisitError
+
     parser, b = _get_parser()
     with _lock:
+        got = _parse_with_fast_bodies(text, parser, b) if FAST_BODIES else None
+        if got is not None:
+            module, header_pos, comments = got
+            if comments:
+                place_comments(module, header_pos, comments, b.pos, b.spans)
+            if b.bare_regs:
+                resolve_bare_registers(module)
+            return module
         b.reset()
         try:
             module, header_pos = parser.parse(text)
@@ -538,6 +553,52 @@ def parse(text: str, filename: str = "<input>") -> Module:
         if b.bare_regs:
             resolve_bare_registers(module)
         return module
+
+
+#: Read function bodies with :mod:`ptxopt.body_parser` (Lark parses the rest
+#: and whatever that gives up); False: Lark parses everything (the definition).
+FAST_BODIES = True
+
+
+def _parse_with_fast_bodies(text: str, parser, b: _Builder):
+    """``(module, header_pos, comments)`` with the bodies the fast path read
+    put into the blocks Lark made for them, or None: nothing read fast, or
+    Lark found an error (parsed again whole, for Lark's own message), or
+    Lark's blocks are not where the fast path put the bodies."""
+    from ptxopt.body_parser import BodyReader, blank
+
+    reader = BodyReader()
+    bodies = reader.split(text)
+    if not bodies:
+        return None
+    b.reset()
+    b.regs = reader.regs  # one Reg per name across the whole module, as Lark's callbacks keep it
+    try:
+        module, header_pos = parser.parse(blank(text, bodies))
+    except Exception:  # any error: the whole text goes to Lark, which reports it
+        return None
+    function_bodies = {id(fn.body.items) for fn in module.items
+                       if type(fn) is Function and fn.body is not None}
+    by_open = {span[0]: span for span in b.spans}
+    for _, _, lb, rb, _items in bodies:
+        span = by_open.get(lb)
+        if span is None or span[1] != rb or span[2] or id(span[2]) not in function_bodies:
+            return None
+    for _, _, lb, _, items in bodies:
+        by_open[lb][2].extend(items)
+    b.bare_regs = b.bare_regs or reader.bare_regs
+    comments = b.comments
+    if reader.comments:
+        comments = sorted(comments + reader.comments, key=_token_position)
+    if comments:  # positions only serve to place comments (the smaller dict merged into the larger)
+        reader.pos.update(b.pos)
+        b.pos = reader.pos
+        b.spans.extend(reader.spans)
+    return module, header_pos, comments
+
+
+def _token_position(tok) -> tuple[int, int]:
+    return tok.line, tok.column
 
 
 def resolve_bare_registers(module: Module) -> None:
@@ -658,7 +719,7 @@ _exact_parser: Lark | None = None
 EXACT_EXPECTED_LIMIT = 512_000  # bytes (~1 s of pure-Python parsing): above, keep LALR's wider set
 
 
-def _exact_expected(text: str, e: UnexpectedToken):
+def _exact_expected(text: str, e):
     """The terminals that are really acceptable where ``e`` happened.
 
     LALR merges lookaheads, so ``e.expected`` may list tokens that are valid
@@ -667,6 +728,9 @@ def _exact_expected(text: str, e: UnexpectedToken):
     cannot, so on the error path only the text is parsed again with
     pure-Python Lark (no callbacks) and its ``accepts()`` answers.
     """
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput, UnexpectedToken
+
     global _exact_parser
     if len(text) > EXACT_EXPECTED_LIMIT:
         return e.expected
@@ -686,7 +750,9 @@ def _exact_expected(text: str, e: UnexpectedToken):
     return e.expected
 
 
-def _syntax_error(e: UnexpectedInput, text: str, filename: str) -> ParseError:
+def _syntax_error(e, text: str, filename: str) -> ParseError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
     if isinstance(e, UnexpectedToken):
         found = _found(text, e.token)
         at_end = e.token is None or e.token.type == "$END" or e.line in (None, -1)

@@ -18,13 +18,14 @@ vec_ld with split_ld) fail with a message naming both.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-
-from lark import Lark
-from lark.exceptions import UnexpectedInput
+from typing import TYPE_CHECKING
 
 from ptxopt.passes.base import Pass, PassError
 from ptxopt.passes.families import conflict
 from ptxopt.passes.registry import PluginPassError, UnknownPass, get_pass_class, resolve, signature
+
+if TYPE_CHECKING:  # lark is imported on the first pipeline parsed (not by `ptxopt --help`)
+    from lark import Lark
 
 _GRAMMAR = r"""
 start: [item ("," item)*]
@@ -57,6 +58,9 @@ class Pipeline:
             raise TypeError(f"Pipeline.parse() takes a str such as 'vec_ld,maxnreg_128', not {type(text).__name__}")
         if text.count(",") >= MAX_PASSES:  # before parsing: 100k passes would take minutes to parse and run
             raise PipelineError(f"the pipeline has {text.count(',') + 1} passes; at most {MAX_PASSES} are accepted")
+        from lark import Lark
+        from lark.exceptions import UnexpectedInput
+
         if _parser is None:
             _parser = Lark(_GRAMMAR, parser="lalr")
         try:

@@ -60,9 +60,10 @@ from __future__ import annotations
 
 import gc
 from collections import OrderedDict
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx costs ~0.15 s to import: only what builds or sorts a DAG imports it
+    import networkx as nx
 
 from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import (
@@ -107,6 +108,8 @@ def build_dag(
     if g is not None:
         _MEMO.move_to_end(key)
         return g
+    import networkx as nx
+
     was_enabled = gc.isenabled()
     gc.disable()  # ~10^5 small containers: generational GC passes dominate otherwise
     try:
@@ -229,6 +232,8 @@ def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
         for r in defs:
             version[r] = version.get(r, 0) + 1
 
+    import networkx as nx
+
     g = nx.DiGraph(index_order=True)
     g.add_nodes_from((i, {"ins": ins}) for i, ins in enumerate(instructions))
     # Fill the adjacency directly (what add_edges_from does, minus its
@@ -318,6 +323,8 @@ def unit_latency(ins: Instruction) -> int:
 def _topo(dag: nx.DiGraph) -> Iterable:
     if dag.graph.get("index_order"):
         return sorted(dag.nodes)
+    import networkx as nx
+
     return list(nx.topological_sort(dag))
 
 

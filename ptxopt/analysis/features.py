@@ -45,13 +45,15 @@ included, called ``.func`` bodies excluded):
 from __future__ import annotations
 
 from collections import Counter
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ptxopt import opcodes, operand_facts
 from ptxopt.analysis import classify
 from ptxopt.analysis.function import FunctionAnalysis
 from ptxopt.ir import Function, Module
+
+if TYPE_CHECKING:  # numpy (~0.1 s to import) only for feature_vector's array
+    import numpy as np
 
 SPACES = ("global", "shared", "local", "param", "const", "generic")
 
@@ -209,4 +211,6 @@ def kernel_features(module: Module, entry: str | Function | None = None) -> dict
 def feature_vector(module: Module, entry: str | Function | None = None) -> np.ndarray:
     """:func:`kernel_features` as a float64 array in :data:`FEATURE_NAMES` order."""
     f = kernel_features(module, entry)
+    import numpy as np
+
     return np.array([f[k] for k in FEATURE_NAMES], dtype=np.float64)

@@ -10,8 +10,7 @@ when an analysis is first computed: after rewriting a function, make a new
 from __future__ import annotations
 
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.dag import CriticalPath, block_dags, critical_path
@@ -19,6 +18,9 @@ from ptxopt.analysis.defuse import Liveness, ReachingDefs, liveness, reaching_de
 from ptxopt.analysis.latency import estimated_latency
 from ptxopt.analysis.pressure import RegisterPressure, register_pressure
 from ptxopt.ir import Function
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class FunctionAnalysis:

@@ -432,7 +432,6 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     """
     from ptxopt.equivalence.contract import ContractError, resolve_contracts
     from ptxopt.emit import emit
-    from ptxopt.equivalence.instrument import VerifyEach
     from ptxopt.layout import preserve_layout, unified_diff
     from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
     from ptxopt.pipeline import Pipeline
@@ -447,6 +446,8 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
                                           shared_bytes=shared_bytes, scalars=scalars)
         except ContractError as e:
             raise InputError(str(e)) from None
+        from ptxopt.equivalence.instrument import VerifyEach  # the interpreter (numpy): only when asked for
+
         verifier = VerifyEach(arch, contract=contracts, source=src.data.decode("utf-8"), prove=prove)
         instruments.append(verifier)
     if print_changed:

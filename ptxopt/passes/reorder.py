@@ -83,8 +83,8 @@ def _runs(fn: Function, cfg, block) -> list[_Run]:
         path = cfg.sites[iid]
         scope, idx = path[:-1], path[-1]
         cur = runs[-1] if runs else None
-        if cur is not None and cur.scope == scope and all(
-                type(s) is Loc or type(s) is Comment for s in cur.items[cur.indices[-1] + 1:idx]):
+        if cur is not None and cur.scope == scope and (idx == cur.indices[-1] + 1 or all(
+                type(s) is Loc or type(s) is Comment for s in cur.items[cur.indices[-1] + 1:idx])):
             cur.indices.append(idx)
             continue
         node = fn.body
