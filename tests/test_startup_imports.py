@@ -66,3 +66,20 @@ def test_run_imports_only_the_parser(tmp_path):
 def test_probe_sees_a_heavy_import():
     # the probe can fail: a command that uses networkx (dependency DAGs) and rich (its table) shows them
     assert {"networkx", "rich"} <= set(heavy_modules_after("stats", "corpus:gemm_tile_2x2x2"))
+
+
+def test_public_names_stay_functions_after_their_submodules_are_imported():
+    """A lazy public name that is also a submodule's name (``emit``) would be
+    shadowed by the module once ``ptxopt.emit`` is imported anywhere; every
+    name in ``__all__`` must still be what the README's ``from ptxopt import``
+    gives -- checked in a fresh interpreter, submodules imported first."""
+    probe = ("import importlib, pkgutil, ptxopt\n"
+             "for name in ptxopt.__all__:\n"
+             "    try: importlib.import_module('ptxopt.' + name)\n"
+             "    except ImportError: pass\n"
+             "import types\n"
+             "bad = [n for n in ptxopt.__all__ if isinstance(getattr(ptxopt, n), types.ModuleType)]\n"
+             "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

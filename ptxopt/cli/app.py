@@ -12,7 +12,6 @@ prints one line and exits 3 (``PTXOPT_DEBUG=1`` shows the traceback).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 

@@ -27,7 +27,6 @@ cache, an original kernel that ptxas rejects, its ``.version``/``.target`` or
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click

@@ -27,7 +27,6 @@ uncalibrated (no GPU has measured them).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 

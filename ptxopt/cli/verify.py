@@ -36,7 +36,6 @@ a small odd number (:data:`ptxopt.equivalence.interpret.SCALAR_PLAN`).
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
