@@ -199,6 +199,7 @@ from .decode import (
     decode,
 )
 from .latency import ArchLatencies, latencies_for
+from .tensor import PRECISIONS, tensor_work
 
 DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
 DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends with a note)
@@ -271,6 +272,9 @@ class SimResult:
     l2_bytes: int = 0  # bytes one thread moved to/from L2 (L1 misses, bypassing loads, global stores)
     memory_instructions: int = 0  # LD/ST/atomics the warp issued (the LSU pipe's work)
     shared_bytes: int = 0  # static shared memory per block (ptxas)
+    #: tensor-core operations the warp issued, by input precision (ptxopt.sim.tensor); the throughput
+    #: model's compute roofline
+    tensor_flops: Mapping[str, float] = field(default_factory=dict)
     expected_error: float = 0.0  # the model's expected relative error (0.25 = +-25%), see EXPECTED_ERROR
     expected_error_basis: str = ""
     waits: Mapping[str, float] = field(default_factory=dict)  # cycles of delay beyond the stalls, by cause
@@ -310,6 +314,7 @@ class SimResult:
             "bandwidth_bound_cycles": self.bandwidth_bound_cycles, "bound": self.bound,
             "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes,
             "memory_instructions": self.memory_instructions, "shared_bytes": self.shared_bytes,
+            "tensor_flops": dict(self.tensor_flops),
             "expected_error": self.expected_error, "expected_error_basis": self.expected_error_basis,
             "cycles_error": self.error_text,
         }
@@ -462,6 +467,7 @@ def simulate(listing: SassListing | Program,
         l2_bytes=walk.l2_bytes,
         memory_instructions=walk.memory_instructions,
         shared_bytes=(res.shared_bytes or 0) if res else 0,
+        tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v},
         expected_error=EXPECTED_ERROR,
         expected_error_basis=EXPECTED_ERROR_BASIS if resident <= 1 else EXPECTED_ERROR_BASIS + MULTI_WARP_CAVEAT,
         waits={_SOURCE_NAMES.get(k, str(k)): v for k, v in sorted(walk.waits.items()) if v},
@@ -535,7 +541,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
         raise ValueError("launch= needs the kernel's ptxas resources (registers, shared memory)")
     dev = device_for(arch)
     facts = KernelFacts(walk.end_time, walk.steps, walk.memory_instructions, walk.l1_bytes, walk.l2_bytes,
-                        res.registers, res.shared_bytes or 0)
+                        res.registers, res.shared_bytes or 0,
+                        tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v})
     e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0,
                  blocks=blocks)
     occ, w = e.occupancy, e.wave_bounds
@@ -572,6 +579,15 @@ def _traffic_table(program: Program) -> list:
             out.append((_access_size(ins.modifiers), 0))
         else:
             out.append(None)
+    return out
+
+
+def _tensor_table(program: Program) -> list:
+    """Per instruction: (precision index, operations per warp) of a tensor-core instruction, or None."""
+    out: list = []
+    for ins in program.instructions:
+        w = tensor_work(ins.base_opcode, tuple(ins.modifiers))
+        out.append(None if w is None else (PRECISIONS.index(w[0]), w[1]))
     return out
 
 
@@ -639,6 +655,8 @@ class _Walk:
         self._exits: dict[int, list[int]] = {}  # back edge -> its exit branches (unconditional loops)
         self.back_edges = frozenset(program.back_edges)
         self.traffic = _traffic_table(program)
+        self.tensor = _tensor_table(program)
+        self.tensor_flops = [0.0] * len(PRECISIONS)  # tensor-core operations issued, by precision
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
         self.l2_bytes = 0  # bytes it moved between L1 and L2 (L1 misses, bypassing loads, global stores)
         self.memory_instructions = 0  # LD/ST/atomics issued (global, local, shared): the LSU pipe's work
@@ -764,6 +782,8 @@ class _Walk:
         steady = self.steady
         snap: dict[int, tuple] = {}  # back edge -> state after its STEADY_WARMUP-th taken jump this entry
         traffic = self.traffic
+        tensor = self.tensor
+        tflops = self.tensor_flops
         l1_acc = 0
         l2_acc = 0
         mem_n = 0
@@ -828,6 +848,9 @@ class _Walk:
                     l1_acc += tb[0]
                     l2_acc += tb[1]
                     mem_n += 1
+                tw = tensor[pc]
+                if tw is not None:
+                    tflops[tw[0]] += tw[1]
                 if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
                     a = addr[pc]
                     if a is None:
@@ -934,7 +957,7 @@ class _Walk:
                         st = self.loop_state[pc]
                         j = st[0]
                         if j == STEADY_WARMUP:
-                            snap[pc] = (ready, steps, l1_acc, l2_acc, mem_n, dict(waits))
+                            snap[pc] = (ready, steps, l1_acc, l2_acc, mem_n, dict(waits), list(tflops))
                         elif j == STEADY_WARMUP + STEADY_MEASURE and pc in snap and \
                                 (left := self._iterations_left(pc, conditional[pc], j)) > 0:
                             s0 = snap.pop(pc)
@@ -954,6 +977,8 @@ class _Walk:
                             mem_n += round((mem_n - s0[4]) * f)
                             for key, v in list(waits.items()):
                                 waits[key] = v + (v - s0[5].get(key, 0.0)) * f
+                            for i, v in enumerate(s0[6]):
+                                tflops[i] += (tflops[i] - v) * f
                             st[0] += left
                             self.extrapolated += left
                             branch += f" (+{left} iterations extrapolated)"
