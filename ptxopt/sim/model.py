@@ -46,10 +46,16 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
 * Fixed-latency instructions need nothing beyond the stall counts ptxas
   encoded -- that is the point of replaying the control bits.
 
-Ignored, deliberately: the yield bit and the operand reuse flags (they do not
-change a single warp's issue times in this model); register-bank conflicts;
-instruction-cache misses; taken-branch fetch bubbles (ptxas's stall on the
-branch covers the common case); memory bandwidth, MSHR limits and queueing
+* **Register-bank read conflicts** (:mod:`ptxopt.sim.regbank`, sourced
+  there: two banks, one warp register per bank per cycle, reuse-cache hits
+  read none): an FP32/INT32 arithmetic instruction whose uncached sources
+  need k reads from one bank holds the read stage for k cycles, so the next
+  instruction issues no earlier than ``issue + k`` even where ptxas's stall
+  is 1.  On where the latency table says so (``bank_conflicts``: sm_80,
+  sm_89; no published Hopper measurement).
+
+Ignored, deliberately: the yield bit; instruction-cache misses; taken-branch
+fetch bubbles (ptxas's stall on the branch covers the common case); memory bandwidth, MSHR limits and queueing
 in the LSU/MIO (a long burst of loads is issued at the rate the stall counts
 allow and then overlaps perfectly); stores (they only matter through their
 read barrier); ``BAR.SYNC`` waiting for other warps; predicates (every
@@ -199,6 +205,7 @@ from .decode import (
     decode,
 )
 from .latency import ArchLatencies, latencies_for
+from .regbank import read_cycles
 from .tensor import PRECISIONS, tensor_work
 
 DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
@@ -511,12 +518,18 @@ def _kernel_name(resources) -> str | None:
 #: against -20.1% measured (x1.79): the model credits register budgets that
 #: let ptxas hoist loads with far more than the hardware gave them.
 #: Open question (needs hardware): on 4x4x4 (same 40 registers as the study)
-#: and 8x8x8 the missing time is 1.19 and 1.25 cycles per issued instruction
-#: (144 and 927 cycles), i.e. a per-instruction cost this model lacks
-#: (candidates: instruction fetch of cold straight-line code, register-bank
-#: conflicts -- a crude count gives only ~0.2 cycles per FFMA --, LSU queueing);
-#: it would also shrink the relative gains.  The yield bit is not it: ptxas
-#: sets "no yield" on ~90% of these instructions.
+#: and 8x8x8 the missing time was 1.19 and 1.25 cycles per issued instruction
+#: (144 and 927 cycles), i.e. a per-instruction cost this model lacked.
+#: Issue 27 added the one sourced mechanism found, register-bank read
+#: conflicts (ptxopt.sim.regbank: Huerta et al. 2025 on the GA10x SM, an
+#: NVIDIA-forum FFMA microbenchmark on sm_86): estimates 586, 1,799, 20,933
+#: (errors -15.8%, -26.5%, +3.3%; MAPE 15.2%, was 23.5%); it closes 24% and 30%
+#: of the 4x4x4 and 8x8x8 gaps.  The rest (0.9 and 0.87 cycles per
+#: instruction) has no sourced mechanism yet (instruction fetch of cold
+#: straight-line code is the next candidate: no published Ada fetch figures).
+#: 16x16x16 is not comparable per instruction: our ptxas spills 6,720 B where
+#: the study's spilled 1,268 B.  EXPECTED_ERROR stays 0.25 (it covers 15.2%).
+#: The yield bit is not it: ptxas sets "no yield" on ~90% of these instructions.
 EXPECTED_ERROR = 0.25
 EXPECTED_ERROR_BASIS = ("MAPE of the single-warp estimate on 3 published sm_89 L4 gemm_tile baselines "
                         "(benchmarks/sim_calibration.py); all under-estimates")
@@ -656,6 +669,14 @@ class _Walk:
         self.back_edges = frozenset(program.back_edges)
         self.traffic = _traffic_table(program)
         self.tensor = _tensor_table(program)
+        # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
+        # reads hold the read stage (ptxopt.sim.regbank; off where the table says no source)
+        self.gap = list(program.stall)
+        if lat.bank_conflicts:
+            targets = frozenset(t for t in program.target if t >= 0)
+            for i, r in enumerate(read_cycles(program.instructions, targets)):
+                if r > self.gap[i]:
+                    self.gap[i] = r
         self.tensor_flops = [0.0] * len(PRECISIONS)  # tensor-core operations issued, by precision
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
         self.l2_bytes = 0  # bytes it moved between L1 and L2 (L1 misses, bypassing loads, global stores)
@@ -749,7 +770,7 @@ class _Walk:
     def run(self) -> None:
         p = self.p
         lat = self.lat
-        stall, wait, wbar, rbar = p.stall, p.wait, p.wbar, p.rbar
+        stall, wait, wbar, rbar = self.gap, p.wait, p.wbar, p.rbar
         kind, mem, addr, values, never = p.kind, p.mem, p.addr, p.values, p.never
         ctrl, target, conditional, depbar = p.ctrl, p.target, p.conditional, p.depbar
         n = len(p)
