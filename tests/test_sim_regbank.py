@@ -88,3 +88,8 @@ def test_conflicts_lengthen_the_walk_toward_the_published_baseline():
     on = simulate(listing, compiled, kernel=spec.entry)
     assert off.cycles < on.cycles <= 696
     assert abs(on.cycles / 696 - 1) < abs(off.cycles / 696 - 1)
+
+
+def test_a_register_named_twice_is_read_once():
+    assert cycles("FFMA R6, R3, R3, RZ") == [1]
+    assert cycles("FFMA R6, R4, R4, R8") == [2]

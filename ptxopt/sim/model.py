@@ -597,10 +597,12 @@ def _traffic_table(program: Program) -> list:
 
 def _tensor_table(program: Program) -> list:
     """Per instruction: (precision index, operations per warp) of a tensor-core instruction, or None."""
-    out: list = []
-    for ins in program.instructions:
-        w = tensor_work(ins.base_opcode, tuple(ins.modifiers))
-        out.append(None if w is None else (PRECISIONS.index(w[0]), w[1]))
+    out: list = [None] * len(program.instructions)
+    for i, ins in enumerate(program.instructions):
+        if "MMA" in ins.opcode:  # HMMA/IMMA/DMMA/BMMA/xGMMA: a cheap filter before the shape parse
+            w = tensor_work(ins.base_opcode, ins.modifiers)
+            if w is not None:
+                out[i] = (PRECISIONS.index(w[0]), w[1])
     return out
 
 

@@ -24,8 +24,9 @@ Published microbenchmarks of the GA10x SM (the SM Ada's is derived from):
   source-operand slot: the slot's register is kept for a later instruction
   reading the same register in the same slot.
 
-Rule: a listed instruction's register sources (``RZ`` and uniform registers
-read nothing; a reuse-cache hit reads nothing) are counted per bank; it
+Rule: a listed instruction's distinct source registers (``RZ`` and uniform
+registers read nothing; a reuse-cache hit reads nothing; a register named in
+two slots is read once) are counted per bank; it
 occupies the read stage for ``max(reads per bank)`` cycles, so the next
 instruction issues no earlier than that many cycles after it (ptxas's stall
 still applies when longer).  The reuse cache is taken from the instruction
@@ -37,8 +38,6 @@ them).
 
 from __future__ import annotations
 
-import re
-
 #: 32-bit FP32/INT32-pipe instructions whose register sources are read in the issue-side read stage.
 ARITH = frozenset({
     "FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "FCHK",
@@ -46,19 +45,20 @@ ARITH = frozenset({
     "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HSETP2",
 })
 BANKS = 2
-_REG = re.compile(r"^[-|!~]*R(\d+)((?:\.[A-Za-z0-9]+)*)")
+_PREFIX = "-|!~ "
 
 
-def _sources(ins) -> list[tuple[int, int, bool]]:
-    """``(slot, register, reuse flag)`` of each GPR source of ``ins`` (RZ excluded)."""
-    ops = ins.operand_list
-    if ops and _REG.match(ops[0].strip()):
-        ops = ops[1:]  # the destination
+def _sources(operands: str) -> list[tuple[int, int, bool]]:
+    """``(slot, register, reuse flag)`` of each GPR source (the listed instructions have no
+    bracketed operands, so a plain comma split is exact; the first operand is the destination)."""
     out = []
-    for slot, op in enumerate(ops):
-        m = _REG.match(op.strip())
-        if m:
-            out.append((slot, int(m.group(1)), ".reuse" in m.group(2)))
+    for slot, op in enumerate(operands.split(",")[1:]):
+        op = op.lstrip(_PREFIX)
+        if len(op) > 1 and op[0] == "R" and op[1].isdigit():
+            end = 2
+            while end < len(op) and op[end].isdigit():
+                end += 1
+            out.append((slot, int(op[1:end]), op.endswith(".reuse")))
     return out
 
 
@@ -67,22 +67,27 @@ def read_cycles(instructions, targets=frozenset()) -> list[int]:
     out: list[int] = []
     cache: dict[int, int] = {}
     for i, ins in enumerate(instructions):
+        opcode = ins.opcode
         if i in targets:
             cache = {}
-        base = ins.base_opcode
-        if base not in ARITH or "WIDE" in ins.modifiers or "64" in ins.modifiers:
+        if opcode.split(".", 1)[0] not in ARITH or ".WIDE" in opcode or ".64" in opcode:
             out.append(0)
             cache = {}
             continue
-        banks = [0] * BANKS
+        even = odd = 0
+        seen: set[int] = set()  # one read delivers a register to every slot naming it
         kept: dict[int, int] = {}
-        for slot, reg, reuse in _sources(ins):
-            if cache.get(slot) != reg:
-                banks[reg % BANKS] += 1
+        for slot, reg, reuse in _sources(ins.operands):
+            if cache.get(slot) != reg and reg not in seen:
+                seen.add(reg)
+                if reg & 1:
+                    odd += 1
+                else:
+                    even += 1
             if reuse:
                 kept[slot] = reg
         cache = kept
-        out.append(max(banks))
+        out.append(max(even, odd))
     return out
 
 
