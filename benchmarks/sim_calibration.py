@@ -70,7 +70,7 @@ SINGLE = ("vec_ld", "vec_st", "cache_cg", "maxnreg_128", "reorder_cp", "reorder_
 
 #: Model variants ``--compare`` runs side by side in one process (same ptxas output, same
 #: kernels): the latency table as committed, and the same table with one mechanism switched off.
-VARIANTS = {"after": {}, "before (no register-bank conflicts)": {"bank_conflicts": False}}
+VARIANTS = {"after": {}, "before (no register-bank conflicts)": {"register_banks": 0}}
 _LATENCIES = None  # the variant's latency table (None: the committed one)
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from ptxopt.sim.latency import LATENCIES
 from ptxopt.sim.regbank import read_cycles
-from ptxopt.toolchain.sass import _split_operands
 
 
 @dataclass(frozen=True)
@@ -29,10 +28,6 @@ class Ins:
     @property
     def modifiers(self):
         return tuple(self.opcode.split(".")[1:])
-
-    @property
-    def operand_list(self):
-        return _split_operands(self.operands)
 
 
 def cycles(*lines, targets=()):
@@ -68,8 +63,8 @@ def test_only_32_bit_arithmetic_is_modelled(line):
 
 
 def test_tables_say_where_the_mechanism_is_sourced():
-    assert LATENCIES["sm_89"].bank_conflicts and LATENCIES["sm_80"].bank_conflicts
-    assert not LATENCIES["sm_90"].bank_conflicts  # no published Hopper measurement
+    assert LATENCIES["sm_89"].register_banks == LATENCIES["sm_80"].register_banks == 2
+    assert LATENCIES["sm_90"].register_banks == 0  # no published Hopper measurement
 
 
 def test_conflicts_lengthen_the_walk_toward_the_published_baseline():
@@ -84,7 +79,7 @@ def test_conflicts_lengthen_the_walk_toward_the_published_baseline():
     compiled = compile_ptx(spec.ptx_text(), "sm_89")
     listing = disassemble(compiled.cubin)
     off = simulate(listing, compiled, kernel=spec.entry,
-                   latencies=dataclasses.replace(LATENCIES["sm_89"], bank_conflicts=False))
+                   latencies=dataclasses.replace(LATENCIES["sm_89"], register_banks=0))
     on = simulate(listing, compiled, kernel=spec.entry)
     assert off.cycles < on.cycles <= 696
     assert abs(on.cycles / 696 - 1) < abs(off.cycles / 696 - 1)

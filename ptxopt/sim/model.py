@@ -51,7 +51,7 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
   read none): an FP32/INT32 arithmetic instruction whose uncached sources
   need k reads from one bank holds the read stage for k cycles, so the next
   instruction issues no earlier than ``issue + k`` even where ptxas's stall
-  is 1.  On where the latency table says so (``bank_conflicts``: sm_80,
+  is 1.  On where the latency table gives ``register_banks`` (sm_80,
   sm_89; no published Hopper measurement).
 
 Ignored, deliberately: the yield bit; instruction-cache misses; taken-branch
@@ -674,9 +674,9 @@ class _Walk:
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
         # reads hold the read stage (ptxopt.sim.regbank; off where the table says no source)
         self.gap = list(program.stall)
-        if lat.bank_conflicts:
+        if lat.register_banks:
             targets = frozenset(t for t in program.target if t >= 0)
-            for i, r in enumerate(read_cycles(program.instructions, targets)):
+            for i, r in enumerate(read_cycles(program.instructions, targets, lat.register_banks)):
                 if r > self.gap[i]:
                     self.gap[i] = r
         self.tensor_flops = [0.0] * len(PRECISIONS)  # tensor-core operations issued, by precision

@@ -44,7 +44,6 @@ ARITH = frozenset({
     "IMAD", "IADD3", "LOP3", "ISETP", "SHF", "LEA", "IMNMX", "SEL", "PRMT", "IABS", "LOP", "IADD",
     "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HSETP2",
 })
-BANKS = 2
 _PREFIX = "-|!~ "
 
 
@@ -62,8 +61,9 @@ def _sources(operands: str) -> list[tuple[int, int, bool]]:
     return out
 
 
-def read_cycles(instructions, targets=frozenset()) -> list[int]:
-    """Per instruction of a listing (in order): cycles its sources hold the read stage (0 = not modelled)."""
+def read_cycles(instructions, targets=frozenset(), banks: int = 2) -> list[int]:
+    """Per instruction of a listing (in order): cycles its sources hold the read stage (0 = not
+    modelled); ``banks``: the architecture's register banks (``ArchLatencies.register_banks``)."""
     out: list[int] = []
     cache: dict[int, int] = {}
     for i, ins in enumerate(instructions):
@@ -74,21 +74,18 @@ def read_cycles(instructions, targets=frozenset()) -> list[int]:
             out.append(0)
             cache = {}
             continue
-        even = odd = 0
+        per_bank = [0] * banks
         seen: set[int] = set()  # one read delivers a register to every slot naming it
         kept: dict[int, int] = {}
         for slot, reg, reuse in _sources(ins.operands):
             if cache.get(slot) != reg and reg not in seen:
                 seen.add(reg)
-                if reg & 1:
-                    odd += 1
-                else:
-                    even += 1
+                per_bank[reg % banks] += 1
             if reuse:
                 kept[slot] = reg
         cache = kept
-        out.append(max(even, odd))
+        out.append(max(per_bank))
     return out
 
 
-__all__ = ["ARITH", "BANKS", "read_cycles"]
+__all__ = ["ARITH", "read_cycles"]
