@@ -522,13 +522,15 @@ def _kernel_name(resources) -> str | None:
 #: (144 and 927 cycles), i.e. a per-instruction cost this model lacked.
 #: Issue 27 added the one sourced mechanism found, register-bank read
 #: conflicts (ptxopt.sim.regbank: Huerta et al. 2025 on the GA10x SM, an
-#: NVIDIA-forum FFMA microbenchmark on sm_86): estimates 586, 1,799, 20,933
-#: (errors -15.8%, -26.5%, +3.3%; MAPE 15.2%, was 23.5%); it closes 24% and 30%
-#: of the 4x4x4 and 8x8x8 gaps.  The rest (0.9 and 0.87 cycles per
+#: NVIDIA-forum FFMA microbenchmark on sm_86): estimates 564, 1,672, 19,427
+#: (errors -19.0%, -31.7%, -4.2%; MAPE 18.3%, was 23.5%; still all under);
+#: it closes 8% and 16% of the 4x4x4 and 8x8x8 gaps (ptxas's reuse flags
+#: already avoid most conflicts).  The rest (1.09 and 1.04 cycles per
 #: instruction) has no sourced mechanism yet (instruction fetch of cold
 #: straight-line code is the next candidate: no published Ada fetch figures).
 #: 16x16x16 is not comparable per instruction: our ptxas spills 6,720 B where
-#: the study's spilled 1,268 B.  EXPECTED_ERROR stays 0.25 (it covers 15.2%).
+#: the study's spilled 1,268 B.  EXPECTED_ERROR stays 0.25 (it covers 18.3%).
+#: ``python benchmarks/sim_calibration.py --compare`` prints both models.
 #: The yield bit is not it: ptxas sets "no yield" on ~90% of these instructions.
 EXPECTED_ERROR = 0.25
 EXPECTED_ERROR_BASIS = ("MAPE of the single-warp estimate on 3 published sm_89 L4 gemm_tile baselines "
