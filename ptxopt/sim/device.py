@@ -15,6 +15,11 @@ says so.  Clocks: ``clock_mhz`` is the maximum boost clock (the clock the
 per-cycle figures and the cycle -> second conversion assume; a part running
 below it takes more seconds for the same cycles), ``base_clock_mhz`` the base.
 
+``tensor_flops_per_cycle`` is the dense tensor-core peak per SM per cycle by
+input precision (vendor TFLOPS / SMs / the clock the vendor figure assumes);
+the throughput model's tensor bound (:mod:`ptxopt.sim.tensor`) divides the
+MMA work by it, so an estimate is never faster than the vendor peak.
+
 The default device of an architecture is :data:`DEFAULT_BY_ARCH` (sm_89: the
 L4 of the earlier hardware work, BRIEF section 3); ``--device NAME`` picks
 another (:func:`device_for`).
