@@ -68,22 +68,73 @@ DEFAULT_SUBSET = ("2x2x2", "2x4x6", "4x4x4", "4x6x8", "6x6x6", "6x8x4", "8x4x2",
 SINGLE = ("vec_ld", "vec_st", "cache_cg", "maxnreg_128", "reorder_cp", "reorder_il", "prefetch_L1", "prefetch_L2")
 
 
+#: Model variants ``--compare`` runs side by side in one process (same ptxas output, same
+#: kernels): the latency table as committed, and the same table with one mechanism switched off.
+VARIANTS = {"after": {}, "before (no register-bank conflicts)": {"register_banks": 0}}
+_LATENCIES = None  # the variant's latency table (None: the committed one)
+
+
 def _estimate(kernel: str, pipeline: str = ""):
     from ptxopt import emit, parse
     from ptxopt.corpus import get
     from ptxopt.passmanager import PassManager
     from ptxopt.pipeline import Pipeline
     from ptxopt.sim import simulate
-    from ptxopt.toolchain import compile_ptx, disassemble
+    from ptxopt.toolchain import compile_ptx
 
     spec = get(f"gemm_tile_{kernel}")
     text = spec.ptx_text()
     if pipeline:
         text = emit(PassManager(Pipeline.parse(pipeline)).run(parse(text, spec.id)).module)
     compiled = compile_ptx(text, "sm_89")
-    r = simulate(disassemble(compiled.cubin), compiled, kernel=spec.entry)
+    r = simulate(_listing(compiled), compiled, kernel=spec.entry, latencies=_LATENCIES)
     res = compiled.kernels[spec.entry]
     return r, res
+
+
+_LISTINGS: dict = {}
+
+
+def _listing(compiled):
+    """nvdisasm once per cubin (the variants share it)."""
+    from ptxopt.toolchain import disassemble
+
+    key = bytes(compiled.cubin)
+    if key not in _LISTINGS:
+        _LISTINGS[key] = disassemble(compiled.cubin)
+    return _LISTINGS[key]
+
+
+def compare(kernels: list[str]) -> dict:
+    """Baselines and single-pass means under each of :data:`VARIANTS`, in one run."""
+    import dataclasses
+
+    from ptxopt.sim.latency import LATENCIES
+
+    global _LATENCIES
+    res: dict = {}
+    for name, change in VARIANTS.items():
+        _LATENCIES = dataclasses.replace(LATENCIES["sm_89"], **change) if change else None
+        out: dict = {}
+        print(f"== model: {name}")
+        baselines(out)
+        single_passes(out, kernels)
+        res[name] = out
+    _LATENCIES = None
+    print("== summary (published = L4 MEASUREMENT, model = ESTIMATE)")
+    print(f"   {'variant':40} {'MAPE':>6} " + " ".join(f"{k:>9}" for k in PUBLISHED_BASELINES)
+          + " " + " ".join(f"{p:>12}" for p in PUBLISHED_PASS_MEAN) + "  ratios 8^3/4^3, 16^3/4^3")
+    pub = list(PUBLISHED_BASELINES.values())
+    print(f"   {'published':40} {'':>6} " + " ".join(f"{v:9.0f}" for v in pub) + " "
+          + " ".join(f"{v:+11.1f}%" for v in PUBLISHED_PASS_MEAN.values())
+          + f"  {pub[1] / pub[0]:.2f}, {pub[2] / pub[0]:.2f}")
+    for name, out in res.items():
+        b = out["baselines"]
+        est = [r["estimate"] for r in b["rows"]]
+        means = [statistics.mean(out["single_pass"]["pct"][p].values()) for p in PUBLISHED_PASS_MEAN]
+        print(f"   {name:40} {b['mape_pct']:5.1f}% " + " ".join(f"{v:9.0f}" for v in est) + " "
+              + " ".join(f"{v:+11.1f}%" for v in means) + f"  {est[1] / est[0]:.2f}, {est[2] / est[0]:.2f}")
+    return res
 
 
 def baselines(out: dict) -> None:
@@ -221,11 +272,15 @@ def main() -> int:
     ap.add_argument("--greedy", metavar="FILE", help="a search --json output over the 64 tiles")
     ap.add_argument("--restricted", action="store_true", help="greedy over 10 passes on the 64 tiles (minutes)")
     ap.add_argument("--only", choices=("restricted",), help="run only that part")
+    ap.add_argument("--compare", action="store_true",
+                    help="baselines and single-pass means under each model variant (VARIANTS), one run")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     t0 = time.perf_counter()
     out: dict = {}
-    if args.only != "restricted":
+    if args.compare:
+        out["compare"] = compare([k for k in args.kernels.split(",") if k])
+    elif args.only != "restricted":
         baselines(out)
         ptxas_facts(out, args.quick)
         single_passes(out, [k for k in args.kernels.split(",") if k])

@@ -15,6 +15,11 @@ says so.  Clocks: ``clock_mhz`` is the maximum boost clock (the clock the
 per-cycle figures and the cycle -> second conversion assume; a part running
 below it takes more seconds for the same cycles), ``base_clock_mhz`` the base.
 
+``tensor_flops_per_cycle`` is the dense tensor-core peak per SM per cycle by
+input precision (vendor TFLOPS / SMs / the clock the vendor figure assumes);
+the throughput model's tensor bound (:mod:`ptxopt.sim.tensor`) divides the
+MMA work by it, so an estimate is never faster than the vendor peak.
+
 The default device of an architecture is :data:`DEFAULT_BY_ARCH` (sm_89: the
 L4 of the earlier hardware work, BRIEF section 3); ``--device NAME`` picks
 another (:func:`device_for`).
@@ -53,6 +58,19 @@ L1_WHITEPAPERS = ("Volta/A100/H100 whitepapers: L1/shared delivers 128 bytes/clo
                   "(https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf)")
 LSU_FORUM = ("https://forums.developer.nvidia.com/t/273699 (NVIDIA developer forum, answer by NVIDIA: the MIO "
              "issues one instruction per cycle to the LSU pipe per SM)")
+L4_TENSOR = ("https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet (NVIDIA L4 datasheet: "
+             "FP16/BF16 Tensor Core 242 TFLOPS, TF32 120 TFLOPS, FP8 485 TFLOPS, INT8 485 TOPS, each 'with "
+             "sparsity' = twice the dense rate); dense per SM per cycle = TFLOPS/2 / (58 SMs x 2,040 MHz): "
+             "FP16 121e12/118.3e9 = 1,023 -> 1,024 (512 FMA/clk/SM), TF32 512, FP8 and INT8 2,048")
+A100_TENSOR = ("A100 whitepaper (URL above): a 3rd-generation Tensor Core does 256 FP16 FMA/clk, 4 per SM = "
+               "2,048 dense FP16 FLOP/clk/SM (312 TFLOPS = 108 x 2,048 x 1,410 MHz); TF32 156 TFLOPS -> 1,024; "
+               "INT8 624 TOPS -> 4,096; INT4 1,248 TOPS -> 8,192; FP64 Tensor 19.5 TFLOPS -> 128; NVIDIA forum "
+               "thread https://forums.developer.nvidia.com/t/244727 works the same arithmetic")
+H100_TENSOR = ("https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/ (Table 3, H100 SXM5: dense "
+               "FP16/BF16 Tensor 1,000 TFLOPS, TF32 500, INT8 2,000 TOPS; FP8 2,000 TFLOPS per the Hopper "
+               "whitepaper); per SM per cycle: 2x the A100 SM clock for clock = 4,096 FP16 FLOP/clk/SM "
+               "(1,000e12 / (132 x 4,096) = 1.85 GHz, the tensor boost the table assumes), TF32 2,048, FP8 and "
+               "INT8 8,192.  At the table's 1,980 MHz this is a higher peak than the vendor's: a lower time bound")
 ISSUE = "each of the 4 SM sub-partitions' warp schedulers issues one warp instruction per cycle (tuning guides)"
 LATENCY_TABLE = "ptxopt/sim/latency.py (gpu-benches pointer-chase latencies, cited there)"
 
@@ -72,6 +90,9 @@ class Device:
     l2_bytes_per_cycle: float  # L2 -> SM bandwidth per SM
     l1_bytes_per_cycle: float = 128.0  # L1/shared bandwidth per SM (the LSU data path)
     lsu_instructions_per_cycle: float = 1.0  # memory warp instructions the LSU pipe accepts per SM cycle
+    #: dense tensor-core operations per SM per cycle by input precision (ptxopt.sim.tensor.PRECISIONS);
+    #: a precision not listed has no tensor bound on this device
+    tensor_flops_per_cycle: Mapping[str, float] = field(default_factory=dict, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
     estimated: tuple[str, ...] = ()  # fields no vendor document gives: educated estimates
 
@@ -116,6 +137,7 @@ DEVICES: dict[str, Device] = {
     "L4": Device(
         "L4", "sm_89", sms=58, clock_mhz=2040, base_clock_mhz=795, dram_gbps=300, l2_bytes=48 * MB,
         l1_shared_bytes_per_sm=128 * KB, l2_bytes_per_cycle=32.0,
+        tensor_flops_per_cycle={"fp16": 1024, "tf32": 512, "fp8": 2048, "int8": 2048},
         sources={
             "sms": f"{L4_DATASHEET}: 7,424 CUDA cores = 58 SMs x 128 FP32 cores ({ADA_TUNING})",
             "clock_mhz": f"{L4_PRODUCT}: FP32 30.3 TFLOPS = 7,424 x 2 x 2,040 MHz; {L4_THIRD_PARTY}",
@@ -126,6 +148,7 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": "educated estimate: 32 B (one sector) per SM per cycle; no L4 measurement found",
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "tensor_flops_per_cycle": L4_TENSOR,
             "limits": f"{ADA_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE,
@@ -135,6 +158,7 @@ DEVICES: dict[str, Device] = {
     "H100-SXM": Device(
         "H100-SXM", "sm_90", sms=132, clock_mhz=1980, base_clock_mhz=1590, dram_gbps=3350, l2_bytes=50 * MB,
         l1_shared_bytes_per_sm=256 * KB, l2_bytes_per_cycle=5120 / 108,
+        tensor_flops_per_cycle={"fp16": 4096, "tf32": 2048, "fp8": 8192, "int8": 8192},
         sources={
             "sms": HOPPER_WHITEPAPER,
             "clock_mhz": H100_CLOCKS,
@@ -145,6 +169,7 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": "educated estimate: the A100's per-SM L2 read bandwidth (5,120 B/clk / 108 SMs)",
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "tensor_flops_per_cycle": H100_TENSOR,
             "limits": f"{HOPPER_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE + " (H100 PCIe figures)",
@@ -154,6 +179,7 @@ DEVICES: dict[str, Device] = {
     "A100-SXM4-80GB": Device(
         "A100-SXM4-80GB", "sm_80", sms=108, clock_mhz=1410, base_clock_mhz=1275, dram_gbps=2039,
         l2_bytes=40 * MB, l1_shared_bytes_per_sm=192 * KB, l2_bytes_per_cycle=5120 / 108,
+        tensor_flops_per_cycle={"fp64": 128, "tf32": 1024, "fp16": 2048, "int8": 4096, "int4": 8192},
         sources={
             "sms": A100_WHITEPAPER,
             "clock_mhz": A100_WHITEPAPER,
@@ -164,6 +190,7 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": A100_WHITEPAPER,
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "tensor_flops_per_cycle": A100_TENSOR,
             "limits": f"{AMPERE_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE,

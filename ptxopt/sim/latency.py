@@ -88,6 +88,10 @@ class ArchLatencies:
     other: int  # any other instruction that sets a write barrier
     operand_read: int  # read-barrier release: source registers of a memory op have been read
     issue_per_cycle: float = 1.0  # warp instructions one scheduler issues per cycle
+    # Register-file banks, each reading one warp-wide register per cycle (ptxopt.sim.regbank): an
+    # arithmetic instruction holds the read stage for max(reads per bank) cycles.  0: not modelled
+    # (no published measurement for the architecture).
+    register_banks: int = 0
     sector_bytes: int = 32  # L1/L2 sector: the unit a miss fetches
     line_bytes: int = 128  # L1 line (128 B = 4 sectors)
     # What CCTL.E.PF1 (PTX prefetch.global.L1) brings into L1: one 32-byte sector,
@@ -144,6 +148,11 @@ LATENCIES: dict[str, ArchLatencies] = {
     # ---- Ampere GA100 (A100 80 GB) --------------------------------------
     "sm_80": ArchLatencies(
         arch="sm_80",
+        # Two register banks, one warp register per bank per cycle: Huerta et al. (arXiv:2503.20481,
+        # RTX A6000, the GA10x SM that Ada's derives from) and NVIDIA forum thread 266769 (RTX A4000:
+        # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
+        # same two banks on Volta.  See ptxopt/sim/regbank.py.
+        register_banks=2,
         # gpu-benches a100_80.txt: 33.0-33.9 cycles for working sets up to 150 KB.
         l1_hit=33,
         # gpu-benches a100_80.txt: 204.8-205.7 cycles from 0.22 MB to 17 MB (the
@@ -162,6 +171,11 @@ LATENCIES: dict[str, ArchLatencies] = {
     # ---- Ada AD102 (L40; RTX 4090 is the same SM) -----------------------
     "sm_89": ArchLatencies(
         arch="sm_89",
+        # Two register banks, one warp register per bank per cycle: Huerta et al. (arXiv:2503.20481,
+        # RTX A6000, the GA10x SM that Ada's derives from) and NVIDIA forum thread 266769 (RTX A4000:
+        # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
+        # same two banks on Volta.  See ptxopt/sim/regbank.py.
+        register_banks=2,
         # gpu-benches l40.txt: 36.0-36.3 cycles for working sets up to 84 KB.
         l1_hit=36,
         # gpu-benches l40.txt: 276.3-276.7 cycles from 0.13 MB to 32 MB;
@@ -178,6 +192,7 @@ LATENCIES: dict[str, ArchLatencies] = {
     # ---- Hopper GH100 (H100 PCIe) ---------------------------------------
     "sm_90": ArchLatencies(
         arch="sm_90",
+        # register_banks left 0: no published register-file measurement of Hopper was found.
         # gpu-benches h100_pcie.txt: 34.0-34.8 cycles up to 216 KB (gh200.txt: 32.0-33.7).
         l1_hit=34,
         # gpu-benches h100_pcie.txt: 265.1-266.0 cycles from 0.4 MB to 20 MB (near

@@ -17,6 +17,10 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
     one wave of n resident blocks takes the largest of
       latency       one warp's walked path (too few warps to hide it)
       issue         ceil(n x warps/block / 4 schedulers) x issued instructions
+      tensor        n x warps/block x tensor-core operations per warp / the device's
+                    dense tensor peak per SM per cycle, per input precision
+                    (ptxopt.sim.tensor counts the MMA shapes; vendor peaks in
+                    ptxopt.sim.device): the compute roofline of mma/wgmma kernels
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
       L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
       L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
@@ -57,7 +61,7 @@ OBJECTIVES = ("latency", "throughput")
 #: Full waves a launch without a known grid is assumed to run (of the original kernel's occupancy).
 ASSUMED_WAVES = 4
 #: Order of the bounds; ties go to the first.
-BOUND_NAMES = ("latency", "issue", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
+BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class KernelFacts:
     shared_bytes: int = 0  # static shared memory per block (ptxas)
     expected_error: float = 0.0  # the single-warp estimate's calibrated error
     expected_error_basis: str = ""
+    tensor_flops: dict = field(default_factory=dict)  # tensor-core operations per warp, by input precision
 
     @classmethod
     def of(cls, obj) -> "KernelFacts":
@@ -83,7 +88,8 @@ class KernelFacts:
         return cls(float(get("single_warp_cycles")), int(get("issued_instructions")),
                    int(get("memory_instructions", 0) or 0), int(get("l1_bytes", 0) or 0),
                    int(get("l2_bytes", 0) or 0), get("registers"), int(get("shared_bytes", 0) or 0),
-                   float(get("expected_error", 0.0) or 0.0), str(get("expected_error_basis", "") or ""))
+                   float(get("expected_error", 0.0) or 0.0), str(get("expected_error_basis", "") or ""),
+                   {str(k): float(v) for k, v in dict(get("tensor_flops", None) or {}).items()})
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -275,10 +281,18 @@ def _wave(n: int, facts, warps_per_block: int, threads: int, device: Device) -> 
     return {
         "latency": float(facts.single_warp_cycles),
         "issue": per_sched * facts.issued_instructions / device.issue_per_cycle,
+        "tensor": warps * tensor_cycles(facts, device),
         "LSU issue": warps * facts.memory_instructions / device.lsu_instructions_per_cycle,
         "L1 bandwidth": n * threads * facts.l1_bytes / device.l1_bytes_per_cycle,
         "L2 bandwidth": n * threads * facts.l2_bytes / device.l2_bytes_per_cycle,
     }
+
+
+def tensor_cycles(facts, device: Device) -> float:
+    """SM cycles one warp's tensor-core work takes at the device's dense peak (the whole SM's tensor
+    cores serve the warps resident on it).  Precisions the device has no peak for count nothing."""
+    rates = device.tensor_flops_per_cycle
+    return sum(ops / rates[p] for p, ops in (getattr(facts, "tensor_flops", None) or {}).items() if p in rates)
 
 
 def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint) -> Estimate:
@@ -329,4 +343,4 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
 
 
 __all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate",
-           "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate"]
+           "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate", "tensor_cycles"]

@@ -1,0 +1,91 @@
+"""Register-bank read conflicts: the issue cycles ptxas's stall counts do not show.
+
+Why: ptxas encodes in each instruction's stall count how long the *next*
+instruction must wait for this one's result or unit, but not whether the
+register file can deliver this instruction's source operands in one cycle.
+Published microbenchmarks of the GA10x SM (the SM Ada's is derived from):
+
+* Huerta, Abaie Shoushtary, Cruz, González, "Analyzing Modern NVIDIA GPU
+  cores" (arXiv:2503.20481, 2025; RTX A6000, sm_86), section 5.3: each
+  sub-core's register file has **two banks**, each with a read port of
+  **1024 bits** per cycle -- one warp-wide 32-bit register per bank per
+  cycle -- and a register-file cache filled by the ``.reuse`` operand flags,
+  whose hits read no bank; an instruction needing more reads from one bank
+  than it has ports holds the pipeline for the extra cycles ("bubbles").  The
+  authors found no single rule for every instruction type; this module uses
+  the plain port count for the arithmetic instructions listed below.
+* NVIDIA developer forum thread 266769 (RTX A4000, sm_86): back-to-back
+  ``FFMA R4, R9, R10, R4`` (two sources in the even bank, stall 1) ran at
+  about 55% of the FP32 peak, i.e. ~2 cycles each; with ``R9.reuse,
+  R10.reuse`` (one bank read left) at about 95%.
+* Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+  Microbenchmarking" (arXiv:1804.06826), sections 2.1 and 3.5: two register
+  banks since Volta (bank = register index mod 2), and one reuse flag per
+  source-operand slot: the slot's register is kept for a later instruction
+  reading the same register in the same slot.
+
+Rule: a listed instruction's distinct source registers (``RZ`` and uniform
+registers read nothing; a reuse-cache hit reads nothing; a register named in
+two slots is read once) are counted per bank; it
+occupies the read stage for ``max(reads per bank)`` cycles, so the next
+instruction issues no earlier than that many cycles after it (ptxas's stall
+still applies when longer).  The reuse cache is taken from the instruction
+just before in the listing, and empty after a branch target or a control
+instruction.  Memory, tensor and 64-bit instructions are left out (their
+operands are read on other paths; ptxas's read barriers and stalls cover
+them).
+"""
+
+from __future__ import annotations
+
+#: 32-bit FP32/INT32-pipe instructions whose register sources are read in the issue-side read stage.
+ARITH = frozenset({
+    "FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "FCHK",
+    "IMAD", "IADD3", "LOP3", "ISETP", "SHF", "LEA", "IMNMX", "SEL", "PRMT", "IABS", "LOP", "IADD",
+    "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HSETP2",
+})
+_PREFIX = "-|!~ "
+
+
+def _sources(operands: str) -> list[tuple[int, int, bool]]:
+    """``(slot, register, reuse flag)`` of each GPR source (the listed instructions have no
+    bracketed operands, so a plain comma split is exact; the first operand is the destination)."""
+    out = []
+    for slot, op in enumerate(operands.split(",")[1:]):
+        op = op.lstrip(_PREFIX)
+        if len(op) > 1 and op[0] == "R" and op[1].isdigit():
+            end = 2
+            while end < len(op) and op[end].isdigit():
+                end += 1
+            out.append((slot, int(op[1:end]), op.endswith(".reuse")))
+    return out
+
+
+def read_cycles(instructions, targets=frozenset(), banks: int = 2) -> list[int]:
+    """Per instruction of a listing (in order): cycles its sources hold the read stage (0 = not
+    modelled); ``banks``: the architecture's register banks (``ArchLatencies.register_banks``)."""
+    out: list[int] = []
+    cache: dict[int, int] = {}
+    for i, ins in enumerate(instructions):
+        opcode = ins.opcode
+        if i in targets:
+            cache = {}
+        if opcode.split(".", 1)[0] not in ARITH or ".WIDE" in opcode or ".64" in opcode:
+            out.append(0)
+            cache = {}
+            continue
+        per_bank = [0] * banks
+        seen: set[int] = set()  # one read delivers a register to every slot naming it
+        kept: dict[int, int] = {}
+        for slot, reg, reuse in _sources(ins.operands):
+            if cache.get(slot) != reg and reg not in seen:
+                seen.add(reg)
+                per_bank[reg % banks] += 1
+            if reuse:
+                kept[slot] = reg
+        cache = kept
+        out.append(max(per_bank))
+    return out
+
+
+__all__ = ["ARITH", "read_cycles"]
