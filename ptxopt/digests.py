@@ -22,7 +22,8 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
                      "corpus.py", "toolchain", "digests.py")
 
 #: What decides the printed PTX for a (kernel, pipeline).
-FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "ir.py", "grammar",
+FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "body_parser.py", "ir.py",
+                 "grammar",
                  "opcodes.py", "operand_facts.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
                  "ptxwords.py")
 

@@ -148,3 +148,19 @@ def test_sass_counts_for_a_backend_without_them_take_one_run(counts, kernel):
     assert counts["nvdisasm"] == 1
     assert out[0].sass_instructions == out[1].sass_instructions > 0
     assert out[2].sass_instructions > out[0].sass_instructions
+
+
+def test_another_nvdisasm_does_not_reuse_a_remembered_listing(kernel, tmp_path, monkeypatch):
+    """The memo is keyed by the decoder too: pointing ``PTXOPT_NVDISASM`` at
+    another binary mid-process (a crash-injecting wrapper here) must run it,
+    not serve the listing the first nvdisasm made."""
+    cubin = kernel[3].cubin
+    cubin_memo.clear()
+    assert not isinstance(cubin_memo.listings([cubin])[0], Exception)
+    fake = tmp_path / "nvdisasm"
+    real = find_nvdisasm().path
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then exec {real} "$@"; fi\nexit 3\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PTXOPT_NVDISASM", str(fake))
+    assert isinstance(cubin_memo.listings([cubin])[0], Exception)
+    cubin_memo.clear()

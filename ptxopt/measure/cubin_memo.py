@@ -10,8 +10,10 @@ twice for the same bytes.
 * :func:`listings` -- one SASS listing per cubin: each distinct cubin not
   seen before goes through *one* batched nvdisasm run
   (:func:`ptxopt.measure.disasm.disassemble_many`), the rest come from the
-  memo.  Keyed by ``sha256(cubin)``: the listing is a function of the bytes
-  alone (the architecture is in the ELF header).
+  memo.  Keyed by ``sha256(cubin)`` and the nvdisasm that decoded it (its
+  path and version: ``PTXOPT_NVDISASM`` may point elsewhere mid-process, and
+  another release may decode the same bytes differently); the architecture
+  is in the ELF header.
 * :class:`EstimateMemo` -- a :class:`~ptxopt.measure.base.Measurement`
   keyed by the cubin's digest plus everything else the model reads: the
   entry, the device (architecture), the objective and the launch (grid,
@@ -78,12 +80,22 @@ class _LRU:
 _LISTINGS = _LRU(MAX_LISTINGS)
 
 
+def decoder_tag() -> str:
+    """The nvdisasm that decodes cubins now (path and version), for every key
+    derived from a listing: a listing, and an estimate made from it."""
+    from ptxopt.toolchain import find_nvdisasm
+
+    tool = find_nvdisasm()
+    return f"{tool.path}|{tool.full_version}|"
+
+
 def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> list:
     """A SASS listing (or the error for that cubin) per cubin, in order: the
     cubins not remembered, each distinct one once, in one batched nvdisasm run."""
     from .disasm import disassemble_many
 
-    keys = list(digests) if digests is not None else [digest(c) for c in cubins]
+    tag = decoder_tag()
+    keys = [tag + d for d in (digests if digests is not None else [digest(c) for c in cubins])]
     out: list = [_LISTINGS.get(k) for k in keys]
     todo: dict[str, bytes] = {}
     for k, c, have in zip(keys, cubins, out):
@@ -133,4 +145,4 @@ def listing_stats() -> tuple[int, int]:
     return _LISTINGS.hits, _LISTINGS.misses
 
 
-__all__ = ["listings", "EstimateMemo", "ESTIMATES", "digest", "clear", "listing_stats"]
+__all__ = ["decoder_tag", "listings", "EstimateMemo", "ESTIMATES", "digest", "clear", "listing_stats"]

@@ -93,7 +93,7 @@ class SimBackend:
     def _simulate(self, job: MeasureJob, listing, cubin_digest: str | None = None) -> Measurement:
         from ptxopt.sim.decode import decode
 
-        from .cubin_memo import ESTIMATES
+        from .cubin_memo import ESTIMATES, decoder_tag
 
         compiled = job.compiled
         entry = job.entry or next(iter(compiled.kernels), None)
@@ -109,7 +109,7 @@ class SimBackend:
             return run()
         # everything the model reads besides the SASS: the entry, the device, ptxas's resources for
         # the entry, the objective and launch (kw, and the launch as described), the trip counts
-        key = (cubin_digest, entry, job.arch, compiled.arch, repr(compiled.kernels.get(entry)), job.objective,
+        key = (decoder_tag() + cubin_digest, entry, job.arch, compiled.arch, repr(compiled.kernels.get(entry)), job.objective,
                repr(sorted(kw.items())), _describe(job, kw), repr(sorted((trips or {}).items(), key=repr)), source,
                tuple(notes), self.loop_trips, self.max_steps)
         return ESTIMATES.get_or_compute(key, run)
