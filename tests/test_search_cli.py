@@ -186,3 +186,14 @@ def test_a_long_list_of_kernel_ids_is_a_corpus_selector_not_a_path():
     from ptxopt.triton.cache_dir import is_cache_dir
 
     assert not is_cache_dir("corpus:" + ",".join(ids))  # the search command probes for a Triton cache first
+
+
+def test_a_kernel_list_longer_than_a_file_name_is_a_selector_not_a_crash():
+    """A comma list of kernel ids over the file system's 255-byte name limit:
+    probing it as a path raises ENAMETOOLONG, which must mean "not a path"
+    (a clear selector error here, exit 2), never an internal error."""
+    selector = ",".join(f"no_such_kernel_{i}" for i in range(20))
+    assert len(selector) > 255
+    res = run(selector, "-q")
+    assert res.exit_code == 2, res.output
+    assert "not a corpus selector" in res.output and "internal error" not in res.output

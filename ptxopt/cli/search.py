@@ -219,7 +219,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     if tcache is None and pipelines_out:
         _fail("--pipelines-out: TARGET is not a Triton cache directory")
     # a folder or a Triton cache: one bad kernel is reported (exit 2 at the end), the others are searched
-    rejected: list | None = [] if tcache is not None or Path(target).is_dir() else None
+    rejected: list | None = [] if tcache is not None or (_is_path(target) and Path(target).is_dir()) else None
     try:
         kernels = resolve_kernels(target, kernel, rejected) if tcache is None else tcache[0]
     except (InputError, CorpusError) as e:
@@ -299,7 +299,7 @@ def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:
 def _policy_path(value: str | None) -> str | None:
     """--policy: an existing file, else a committed policy by name (found in
     the installed package's corpus too, where no checkout path exists)."""
-    if value is None or Path(value).is_file():
+    if value is None or (_is_path(value) and Path(value).is_file()):
         return value
     from ptxopt.corpus import committed_policies, committed_policy
 
