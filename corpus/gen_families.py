@@ -16,8 +16,10 @@ loop's bound argument, step, and trip counts at both launches).
 It is seeded and reproducible: a family's variants depend only on
 ``--seed``, the family name and ``--per-family`` (string-seeded
 ``random.Random``), and the PTX only on the Triton version, which the
-manifest's ``generator`` field records (``triton 3.9.0 ...``); no family
-uses nvcc. ``families/GENERATION.json`` records seed, count and versions.
+manifest's ``generator`` field records (``triton 3.9.0 ...``). The CUDA C
+families of ``gen_cuda_families.py`` (nvcc) are built after these, with the
+same seed and count. ``families/GENERATION.json`` records seed, count and
+versions (Triton's and nvcc's).
 
 Usage (through ``regenerate.py``, which owns the manifest)::
 
