@@ -6,7 +6,8 @@ Two steps, so that the long part can run in the background and be resumed:
 ``run``     greedy search (``ptxopt search``, the CLI itself, one process per
             group and pass) over the corpus under one objective, one JSON per
             group and pass in OUT (the CLI's ``--json`` format), plus
-            OUT/times.txt (wall time of each call). ``--sample N`` first
+            OUT/times.txt (wall time of each call) and OUT/cpu.txt (its CPU
+            time, children included). ``--sample N`` first
             searches N kernels per group (evenly spaced in manifest order:
             first, middle, last), then the rest; a run cut short still has
             every group's sample, from which the whole-corpus time is
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -87,10 +89,14 @@ def run(args) -> None:
             continue
         cmd = [sys.executable, "-m", "ptxopt.cli", "search", ",".join(ids), "-j", str(args.workers), "-q",
                "--objective", args.objective, "--json", str(target)] + (["--cache", args.cache] if args.cache else [])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), os.times()
         rc = subprocess.run(cmd, cwd=ROOT).returncode
+        wall, c1 = time.perf_counter() - t0, os.times()
+        cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
         with open(out / "times.txt", "a") as f:
-            f.write(f"{pass_} {group} {len(ids)} {time.perf_counter() - t0:.1f} rc={rc}\n")
+            f.write(f"{pass_} {group} {len(ids)} {wall:.1f} rc={rc}\n")
+        with open(out / "cpu.txt", "a") as f:
+            f.write(f"{pass_} {group} wall={wall:.2f} user={cpu:.2f} sys=0\n")
 
 
 # --------------------------------------------------------------------------
@@ -108,6 +114,23 @@ def load_runs(folder: Path) -> tuple[str, dict[str, dict]]:
     return objective or folder.name, rows
 
 
+def cpu_ratio(folder: Path) -> tuple[float, float] | None:
+    """(CPU s, wall s) summed over the calls that ``/usr/bin/time`` recorded in
+    OUT/cpu.txt (``PASS GROUP wall=S user=S sys=S``; user + sys include the
+    ptxas children): on a loaded machine, CPU / wall scales wall time to what an
+    idle core would take (one process, ``-j 1``)."""
+    f = folder / "cpu.txt"
+    if not f.is_file():
+        return None
+    cpu = wall = 0.0
+    for line in f.read_text().splitlines():
+        kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
+        if {"wall", "user", "sys"} <= set(kv):
+            cpu += float(kv["user"]) + float(kv["sys"])
+            wall += float(kv["wall"])
+    return (cpu, wall) if wall else None
+
+
 def repo_size() -> dict:
     du = subprocess.run(["du", "-sk", str(ROOT / "corpus")], capture_output=True, text=True).stdout.split()
     ptx = sum(p.stat().st_size for p in (ROOT / "corpus" / "families").rglob("*.ptx"))
@@ -121,7 +144,8 @@ def _top(pipelines: list[str], n: int = 3) -> str:
     return "; ".join(f"{p} x{k}" for p, k in c.most_common(n))
 
 
-def greedy_tables(objective: str, rows: dict, groups: dict) -> tuple[list[str], dict]:
+def greedy_tables(objective: str, rows: dict, groups: dict, cpu: tuple[float, float] | None = None
+                  ) -> tuple[list[str], dict]:
     lines = [f"### greedy, objective `{objective}` (ESTIMATE, sim model; max 6 steps)", "",
              "| group | kernels | searched | s/kernel | group s (extrap.) | mean % | median % | best % | improved "
              "| evals/k | most common best pipelines |",
@@ -159,8 +183,12 @@ def greedy_tables(objective: str, rows: dict, groups: dict) -> tuple[list[str], 
               f"none searched: the mean over all, in parentheses): "
               f"**{total_s / 3600:.2f} h**" + (" (measured, every kernel searched)" if searched_all == n else
                                                 " (ESTIMATE from the searched kernels)"), ""]
+    if cpu:
+        lines += [f"CPU time (user + sys, ptxas included) was {cpu[0] / cpu[1]:.2f} of wall time over "
+                  f"{cpu[1] / 60:.0f} min of timed calls: on an idle core the whole corpus would take about "
+                  f"**{total_s * cpu[0] / cpu[1] / 3600:.2f} h** (ESTIMATE).", ""]
     return lines, {"groups": doc, "searched": searched_all, "kernels": n, "measured_s": total_measured,
-                   "extrapolated_s": total_s}
+                   "extrapolated_s": total_s, "cpu_over_wall": cpu and cpu[0] / cpu[1]}
 
 
 def policy_table(rl: dict) -> tuple[list[str], dict]:
@@ -211,7 +239,7 @@ def report(args) -> None:
     doc["greedy"] = {}
     for folder in args.runs:
         objective, rows = load_runs(Path(folder))
-        t, d = greedy_tables(objective, rows, groups)
+        t, d = greedy_tables(objective, rows, groups, cpu_ratio(Path(folder)))
         lines += t
         doc["greedy"][objective] = d
     if args.rl:
