@@ -176,7 +176,8 @@ def greedy_tables(objective: str, rows: dict, groups: dict, cpu: tuple[float, fl
         doc[g] = d
         lines.append(f"| {g} | {len(ks)} | {len(got)}{' (+%d err)' % len(errors) if errors else ''} | {per_k:.1f} | "
                      f"{extrap:.0f} | {d['mean_pct']:.1f} | {d['median_pct']:.1f} | {d['best_pct']:.1f} | "
-                     f"{d['improved']}/{len(got)} | {d['evals_per_kernel']:.0f} | {_top([r['pipeline'] for r in got])} |")
+                     f"{d['improved']}/{len(got)} | {d['evals_per_kernel']:.0f} | "
+                     f"{_top([r['pipeline'] for r in got])} |")
     n = sum(len(ks) for ks in groups.values())
     lines += ["", f"Whole corpus ({n} kernels), `-j 1`: {searched_all} searched in {total_measured / 60:.1f} min of "
               f"per-kernel wall time; extrapolated by group (group count x its mean s/kernel; a group with "
@@ -197,14 +198,15 @@ def policy_table(rl: dict) -> tuple[list[str], dict]:
     lines = [f"### committed policy per template group (`{rl.get('checkpoint')}`; ESTIMATE)", "",
              "| group | held out | kernels | greedy % (evals) | policy % (evals) | "
              f"policy@{samples} % (evals) | random@policy % | greedy@policy % |", "|---|---|---|---|---|---|---|---|"]
+    def cell(s, m):
+        v = s.get(m) or {}
+        return f"{v.get('mean_improvement_pct') or 0:.1f} ({v.get('mean_evaluations') or 0:.0f})"
+
     for g, res in groups.items():
         s = res["summary"]
-
-        def cell(m):
-            v = s.get(m) or {}
-            return f"{v.get('mean_improvement_pct') or 0:.1f} ({v.get('mean_evaluations') or 0:.0f})"
-        lines.append(f"| {g} | {'yes' if res.get('held_out') else 'no'} | {len(res['kernels'])} | {cell('greedy')} | "
-                     f"{cell('policy')} | {cell(f'policy@{samples}')} | "
+        held = "yes" if res.get("held_out") else "no"
+        lines.append(f"| {g} | {held} | {len(res['kernels'])} | {cell(s, 'greedy')} | "
+                     f"{cell(s, 'policy')} | {cell(s, f'policy@{samples}')} | "
                      f"{(s.get('random@policy') or {}).get('mean_improvement_pct') or 0:.1f} | "
                      f"{(s.get('greedy@policy') or {}).get('mean_improvement_pct') or 0:.1f} |")
     return lines + [""], {g: res["summary"] for g, res in groups.items()}

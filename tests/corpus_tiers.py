@@ -10,8 +10,9 @@ and ``mma`` kernels), small enough that a sweep takes seconds.
 The generated families (``corpus/families/``, hundreds of kernels) enter
 corpus-wide tests through tiers of their own, applied to every parametrized
 test by ``tests/conftest.py`` (a test that takes a ``KernelSpec`` or a
-kernel id): the cheapest kernel of each template group and compiler (check-launch
-threads x PTX statements, if below :data:`FAST_COST`) runs in the fast tier (:func:`generated_tier` ``"fast"``), the first
+kernel id): the cheapest kernel of each template group and compiler
+(check-launch threads x PTX statements, if below :data:`FAST_COST`) runs in
+the fast tier (:func:`generated_tier` ``"fast"``), the first
 :data:`SLOW_PER_FAMILY` of each family in the slow tier, and the rest only with
 ``PTXOPT_FULL_CORPUS=1``. Tests that loop over the corpus inside one test
 take :func:`fast_kernels` or :func:`slow_kernels` instead of the whole manifest.
