@@ -243,6 +243,9 @@ def report(args) -> None:
         objective, rows = load_runs(Path(folder))
         t, d = greedy_tables(objective, rows, groups, cpu_ratio(Path(folder)))
         lines += t
+        d["rows"] = {kid: {key: r.get(key) for key in ("pipeline", "baseline_cycles", "best_cycles", "improvement_pct",
+                                                      "evaluations", "wall_s", "verdict", "error")}
+                     for kid, r in sorted(rows.items())}
         doc["greedy"][objective] = d
     if args.rl:
         lines += ["## Policy", ""]
