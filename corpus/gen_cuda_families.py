@@ -122,7 +122,9 @@ def s_stencil2d(rng):
     pw = ph = 4096
     rows_per = rng.choice([1, 2, 4, 8])
     pgy = ph // (by * rows_per)
-    macros = dict(DTYPE=_CTYPE[dt], RADIUS=radius, BOX_STENCIL=int(box))
+    coef = int(rng.random() < 0.5)
+    unroll = rng.choice([1, 2, 4])
+    macros = dict(DTYPE=_CTYPE[dt], RADIUS=radius, BOX_STENCIL=int(box), COEF=coef, UNROLL_N=unroll)
     return dict(
         macros=macros, grid=(gx, gy, 1), block=(bx, by, 1),
         params=[("in", "input", dt, w * h), ("wts", "input", dt, npts), ("out", "output", dt, w * h),
@@ -133,7 +135,7 @@ def s_stencil2d(rng):
                                  f"{rows_per} row(s) per thread"),
         shape={"w": w, "h": h, "points": npts}, tags=["stencil", "2d"] + (["fp64"] if dt == "f64" else []),
         loops=[_loop("h", "gridDim.y*blockDim.y", _cdiv(h, gy * by), _cdiv(ph, pgy * by))],
-        variant={"dtype": dt, "radius": radius, "box": box})
+        variant={"dtype": dt, "radius": radius, "box": box, "compiled_weights": bool(coef), "unroll": unroll})
 
 
 def s_hist_smem(rng):

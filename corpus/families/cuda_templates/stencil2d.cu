@@ -5,11 +5,21 @@
  *
  * KNAME  entry name     DTYPE float | double     RADIUS  radius 1 | 2
  * BOX_STENCIL    1: every point of the (2R+1)^2 box; 0: the 4R+1 points of the star
+ * COEF   0: weights read from wts[]; 1: compiled-in weights (centre 0.5, others 0.5 / (NPTS - 1); wts unused)
+ * UNROLL_N  #pragma unroll factor of the row loop (1 = none)
  * Each thread owns one column x and walks the rows y = blockIdx.y*blockDim.y
  * + threadIdx.y, stepping gridDim.y*blockDim.y while y < h: a runtime-bounded
  * loop (trip count ceil(h / (gridDim.y * blockDim.y))).
  */
 #define NPTS (BOX_STENCIL ? (2 * RADIUS + 1) * (2 * RADIUS + 1) : 4 * RADIUS + 1)
+#ifndef COEF
+#define COEF 0
+#endif
+#ifndef UNROLL_N
+#define UNROLL_N 1
+#endif
+#define DO_PRAGMA(x) _Pragma(#x)
+#define UNROLL_BY(n) DO_PRAGMA(unroll n)
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -22,7 +32,8 @@ extern "C" __global__ void KNAME(const T* __restrict__ in, const T* __restrict__
     if (x >= w) return;
     T c[NPTS];
 #pragma unroll
-    for (int k = 0; k < NPTS; ++k) c[k] = wts[k];
+    for (int k = 0; k < NPTS; ++k) c[k] = COEF ? (k == NPTS / 2 ? (T)0.5 : (T)0.5 / (T)(NPTS - 1)) : wts[k];
+    UNROLL_BY(UNROLL_N)
     for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += gridDim.y * blockDim.y) {
         T acc = (T)0;
         int k = 0;
