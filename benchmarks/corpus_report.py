@@ -249,7 +249,12 @@ def report(args) -> None:
         doc["greedy"][objective] = d
     if args.rl:
         lines += ["## Policy", ""]
-        t, d = policy_table(json.loads(Path(args.rl).read_text()))
+        rl: dict = {}
+        for f in args.rl:
+            doc_rl = json.loads(Path(f).read_text())
+            rl = {**rl, **{k: v for k, v in doc_rl.items() if k != "groups"},
+                  "groups": {**rl.get("groups", {}), **doc_rl.get("groups", {})}}
+        t, d = policy_table(rl)
         lines += t
         doc["policy"] = d
     text = "\n".join(lines)
@@ -272,7 +277,8 @@ def main() -> None:
     r.add_argument("--cache", default=None)
     p = sub.add_parser("report", help="tables from run folders (and rl_report.py --parts groups --json)")
     p.add_argument("runs", nargs="*")
-    p.add_argument("--rl", default=None)
+    p.add_argument("--rl", action="append", default=[],
+                   help="rl_report.py --parts groups --json output (repeatable: a later file's groups replace an earlier's)")
     p.add_argument("--generation-note", default=None, help="how long generation took (measured by hand)")
     p.add_argument("--md", default=None)
     p.add_argument("--json", default=None)
