@@ -278,7 +278,8 @@ def main() -> None:
     p = sub.add_parser("report", help="tables from run folders (and rl_report.py --parts groups --json)")
     p.add_argument("runs", nargs="*")
     p.add_argument("--rl", action="append", default=[],
-                   help="rl_report.py --parts groups --json output (repeatable: a later file's groups replace an earlier's)")
+                   help="rl_report.py --parts groups --json output (repeatable: a later file's groups "
+                        "replace an earlier's)")
     p.add_argument("--generation-note", default=None, help="how long generation took (measured by hand)")
     p.add_argument("--md", default=None)
     p.add_argument("--json", default=None)
