@@ -114,6 +114,27 @@ def load_runs(folder: Path) -> tuple[str, dict[str, dict]]:
     return objective or folder.name, rows
 
 
+def cpu_per_group(folder: Path) -> dict[str, tuple[float, int]]:
+    """group -> (CPU s, kernels) over the calls OUT/cpu.txt timed (their JSON
+    ``PASS_GROUP[.CHUNK].json`` gives the kernel count): CPU time does not
+    grow with the machine's load the way wall time does."""
+    f = folder / "cpu.txt"
+    out: dict[str, tuple[float, int]] = {}
+    if not f.is_file():
+        return out
+    for line in f.read_text().splitlines():
+        words = line.split()
+        kv = dict(w.split("=", 1) for w in words if "=" in w)
+        js = folder / f"{words[0]}_{words[1]}.json" if len(words) > 1 else None
+        if not ({"user", "sys"} <= set(kv) and js and js.is_file()):
+            continue
+        n = len(json.loads(js.read_text()).get("kernels", []))
+        group = words[1].split(".")[0]
+        cpu, k = out.get(group, (0.0, 0))
+        out[group] = (cpu + float(kv["user"]) + float(kv["sys"]), k + n)
+    return out
+
+
 def cpu_ratio(folder: Path) -> tuple[float, float] | None:
     """(CPU s, wall s) summed over the calls that ``/usr/bin/time`` recorded in
     OUT/cpu.txt (``PASS GROUP wall=S user=S sys=S``; user + sys include the
@@ -144,8 +165,8 @@ def _top(pipelines: list[str], n: int = 3) -> str:
     return "; ".join(f"{p} x{k}" for p, k in c.most_common(n))
 
 
-def greedy_tables(objective: str, rows: dict, groups: dict, cpu: tuple[float, float] | None = None
-                  ) -> tuple[list[str], dict]:
+def greedy_tables(objective: str, rows: dict, groups: dict, cpu: tuple[float, float] | None = None,
+                  cpu_groups: dict | None = None) -> tuple[list[str], dict]:
     lines = [f"### greedy, objective `{objective}` (ESTIMATE, sim model; max 6 steps)", "",
              "| group | kernels | searched | s/kernel | group s (extrap.) | mean % | median % | best % | improved "
              "| evals/k | most common best pipelines |",
@@ -187,9 +208,20 @@ def greedy_tables(objective: str, rows: dict, groups: dict, cpu: tuple[float, fl
     if cpu:
         lines += [f"CPU time (user + sys, ptxas included) was {cpu[0] / cpu[1]:.2f} of wall time over "
                   f"{cpu[1] / 60:.0f} min of timed calls: on an idle core the whole corpus would take about "
-                  f"**{total_s * cpu[0] / cpu[1] / 3600:.2f} h** (ESTIMATE).", ""]
+                  f"**{total_s * cpu[0] / cpu[1] / 3600:.2f} h** (ESTIMATE; the ratio varies with the load).", ""]
+    cpu_total = None
+    if cpu_groups:
+        all_cpu = sum(c for c, _ in cpu_groups.values())
+        all_k = sum(k for _, k in cpu_groups.values())
+        cpu_total = sum((cpu_groups[g][0] / cpu_groups[g][1] if cpu_groups.get(g, (0, 0))[1] else all_cpu / all_k)
+                        * len(ks) for g, ks in groups.items())
+        per = ", ".join(f"{g} {c / k:.1f}" for g, (c, k) in sorted(cpu_groups.items()) if k)
+        lines += [f"CPU s per kernel (calls timed with CPU: {all_k} kernels, process start included): {per}. "
+                  f"Group count x CPU s/kernel (a group without: the mean): **{cpu_total / 3600:.2f} h** of CPU "
+                  f"for the whole corpus, about the wall time on an idle core (ESTIMATE).", ""]
     return lines, {"groups": doc, "searched": searched_all, "kernels": n, "measured_s": total_measured,
-                   "extrapolated_s": total_s, "cpu_over_wall": cpu and cpu[0] / cpu[1]}
+                   "extrapolated_s": total_s, "cpu_over_wall": cpu and cpu[0] / cpu[1],
+                   "cpu_s_per_group": cpu_groups, "cpu_extrapolated_s": cpu_total}
 
 
 def policy_table(rl: dict) -> tuple[list[str], dict]:
@@ -241,7 +273,7 @@ def report(args) -> None:
     doc["greedy"] = {}
     for folder in args.runs:
         objective, rows = load_runs(Path(folder))
-        t, d = greedy_tables(objective, rows, groups, cpu_ratio(Path(folder)))
+        t, d = greedy_tables(objective, rows, groups, cpu_ratio(Path(folder)), cpu_per_group(Path(folder)))
         lines += t
         d["rows"] = {kid: {key: r.get(key) for key in ("pipeline", "baseline_cycles", "best_cycles", "improvement_pct",
                                                       "evaluations", "wall_s", "verdict", "error")}
