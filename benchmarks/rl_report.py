@@ -105,6 +105,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--temperature", type=float, default=0.5, help="of the K-1 sampled rollouts of best-of-K")
     ap.add_argument("--per-group", type=int, default=4, help="kernels per template group (--parts groups)")
+    ap.add_argument("--groups", default=None, help="comma list: only these template groups (--parts groups)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     parts = args.parts.split(",")
@@ -137,6 +138,8 @@ def main() -> None:
         doc["groups"] = {}
         print(f"\nper template group (held-out first; at most {args.per_group} kernels each):")
         for group, held_out in group_order():
+            if args.groups and group not in args.groups.split(","):
+                continue
             specs = group_kernels(group, args.per_group)
             t0 = time.perf_counter()
             res = compare(args.checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,

@@ -16,8 +16,10 @@ loop's bound argument, step, and trip counts at both launches).
 It is seeded and reproducible: a family's variants depend only on
 ``--seed``, the family name and ``--per-family`` (string-seeded
 ``random.Random``), and the PTX only on the Triton version, which the
-manifest's ``generator`` field records (``triton 3.9.0 ...``); no family
-uses nvcc. ``families/GENERATION.json`` records seed, count and versions.
+manifest's ``generator`` field records (``triton 3.9.0 ...``). The CUDA C
+families of ``gen_cuda_families.py`` (nvcc) are built after these, with the
+same seed and count. ``families/GENERATION.json`` records seed, count and
+versions (Triton's and nvcc's).
 
 Usage (through ``regenerate.py``, which owns the manifest)::
 
@@ -484,8 +486,14 @@ def _load_templates():
 
 
 def build(writer, rg, seed: int = DEFAULT_SEED, per_family: int = DEFAULT_PER_FAMILY, families=None) -> list[dict]:
-    """Compile every variant; return the manifest entries. Called by
+    """Compile every variant (the Triton families, then the CUDA C ones of
+    ``gen_cuda_families.py``); return the manifest entries. Called by
     regenerate.py, which passes itself as *rg* (its Triton session and compile step)."""
+    sys.path.insert(0, str(CORPUS))
+    try:
+        import gen_cuda_families
+    finally:
+        sys.path.remove(str(CORPUS))
     with rg.triton_session() as (triton, ASTSource, target):
         templates = _load_templates()
         kernels, keep = [], set()
@@ -504,11 +512,16 @@ def build(writer, rg, seed: int = DEFAULT_SEED, per_family: int = DEFAULT_PER_FA
                 entry["variant"] = {"seed": seed, "index": i, "template": family, **v["variant"]}
                 kernels.append(entry)
             writer.prune(out_dir, "*.ptx", keep)
-        record = {"seed": seed, "per_family": per_family, "triton": triton.__version__, "nvcc": None,
-                  "target": "sm_89", "families": {f: FAMILIES[f][0] for f in (families or FAMILIES)},
-                  "kernels": len(kernels)}
-        writer.write(FAMILIES_DIR / "GENERATION.json", json.dumps(record, indent=1) + "\n")
-        return kernels
+    # the CUDA C families (nvcc), after the Triton ones in the manifest
+    cuda_kernels, nvcc = gen_cuda_families.build(writer, rg, seed, per_family)
+    kernels += cuda_kernels
+    record = {"seed": seed, "per_family": per_family, "triton": triton.__version__, "nvcc": nvcc,
+              "nvcc_flags": " ".join(gen_cuda_families.NVCC_FLAGS), "target": "sm_89",
+              "families": {f: FAMILIES[f][0] for f in (families or FAMILIES)},
+              "cuda_families": {f: g for f, (g, _, _) in gen_cuda_families.CUDA_FAMILIES.items()},
+              "kernels": len(kernels)}
+    writer.write(FAMILIES_DIR / "GENERATION.json", json.dumps(record, indent=1) + "\n")
+    return kernels
 
 
 def main(argv=None) -> int:

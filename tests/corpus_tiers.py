@@ -10,8 +10,9 @@ and ``mma`` kernels), small enough that a sweep takes seconds.
 The generated families (``corpus/families/``, hundreds of kernels) enter
 corpus-wide tests through tiers of their own, applied to every parametrized
 test by ``tests/conftest.py`` (a test that takes a ``KernelSpec`` or a
-kernel id): the cheapest kernel of each template group (check-launch
-threads x PTX statements, if below :data:`FAST_COST`) runs in the fast tier (:func:`generated_tier` ``"fast"``), the first
+kernel id): the cheapest kernel of each template group and compiler
+(check-launch threads x PTX statements, if below :data:`FAST_COST`) runs in
+the fast tier (:func:`generated_tier` ``"fast"``), the first
 :data:`SLOW_PER_FAMILY` of each family in the slow tier, and the rest only with
 ``PTXOPT_FULL_CORPUS=1``. Tests that loop over the corpus inside one test
 take :func:`fast_kernels` or :func:`slow_kernels` instead of the whole manifest.
@@ -44,10 +45,13 @@ def _generated_tiers() -> dict[str, str]:
     from ptxopt.corpus import load_manifest
 
     generated = [k for k in load_manifest() if k.generated]
-    smallest: dict[str, tuple[int, int]] = {}  # group -> (cost, index): the cheapest kernel of each group
+    # (group, compiler) -> (cost, index): the cheapest kernel of each group per compiler (Triton's and
+    # nvcc's PTX of one template differ: loads, loops, atomics)
+    smallest: dict[tuple[str, str], tuple[int, int]] = {}
     for i, k in enumerate(generated):
         cost = (k.launch.threads * k.ptx_text().count(";"), i)  # threads x statements: what interpreting costs
-        smallest[k.group] = min(smallest.get(k.group, cost), cost)
+        key = (k.group, k.compiler)
+        smallest[key] = min(smallest.get(key, cost), cost)
     fast = {generated[i].id for cost, i in smallest.values() if cost <= FAST_COST}
     tiers, families = {}, {}
     for k in generated:

@@ -27,7 +27,8 @@ BY_ID = {k.id: k for k in KERNELS}
 GEMM = [k for k in KERNELS if k.family == "gemm_tile"]
 
 ROLES = {"input", "output", "inout", "scalar", "scratch"}
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8, "u8": 1, "s8": 1}
+DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8, "u8": 1, "s8": 1,
+               "u16": 2}
 
 ENTRY_RE = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
 
@@ -92,6 +93,10 @@ def test_counts_per_compiler():
 
 def test_cuda_sources_sit_beside_their_ptx():
     for k in select("nvcc", KERNELS):
+        if k.generated:  # the CUDA C families: one template, many entries (gen_cuda_families.py)
+            assert k.source.startswith("families/cuda_templates/") and k.path == f"families/{k.family}/{k.entry}.ptx"
+            assert "extern \"C\" __global__ void KNAME(" in (ROOT / k.source).read_text()
+            continue
         assert k.source == f"cuda/{k.entry}.cu"
         assert k.path == f"cuda/{k.entry}.ptx"
         assert 'extern "C" __global__' in (ROOT / k.source).read_text()
@@ -244,6 +249,8 @@ def test_cuda_performance_launches_come_from_the_sources():
     regen = load_script("regenerate")
     data = {k["id"]: k for k in json.loads((ROOT / "manifest.json").read_text())["kernels"]}
     for k in select("nvcc", KERNELS):
+        if k.generated:
+            continue  # gen_cuda_families.py writes theirs (test_generated_families_are_many_grouped_and_recorded)
         meta = regen.parse_cu_metadata(ROOT / k.source)
         perf = meta["performance"]
         entry = data[k.id]
@@ -410,7 +417,8 @@ def test_generated_families_are_many_grouped_and_recorded():
     assert record["kernels"] == len(GENERATED)
     for k in GENERATED:
         assert k.path.startswith(f"families/{k.family}/") and k.id == "gen_" + Path(k.path).stem
-        assert k.generator.startswith(f"triton {record['triton']} ")
+        assert k.generator.startswith(f"triton {record['triton']} " if k.compiler == "triton"
+                                      else f"nvcc {record['nvcc']} {record['nvcc_flags']} -DKNAME={k.entry} ")
         assert k.performance is not None
         for loop in map(dict, k.loops):
             assert loop["trips_check"] >= 1 and loop["trips_performance"] >= 1, (k.id, loop)
@@ -424,6 +432,30 @@ def test_generated_families_are_many_grouped_and_recorded():
         assert first == gen.variants(family, record["seed"], record["per_family"])
         raw = json.loads((ROOT / "manifest.json").read_text())["kernels"]
         assert [v["constexprs"] for v in first] == [k["triton"]["constexprs"] for k in raw if k["family"] == family]
+
+
+def test_cuda_families_are_recorded_and_reproducible():
+    """The CUDA C families (gen_cuda_families.py): at least 3, in template
+    groups the Triton families share, every kernel with a runtime loop; the
+    manifest's nvcc -D flags are exactly what the seeded sampler draws (no nvcc
+    needed), and the PTX keeps nvcc 13's .version 9.0 (no fix-up)."""
+    gen = load_script("gen_cuda_families")
+    record = json.loads((ROOT / "families" / "GENERATION.json").read_text())
+    cu = [k for k in GENERATED if k.compiler == "nvcc"]
+    assert set(record["cuda_families"]) == {k.family for k in cu} == set(gen.CUDA_FAMILIES)
+    assert len(record["cuda_families"]) >= 3 and len(cu) == len(gen.CUDA_FAMILIES) * record["per_family"]
+    triton_groups = {k.group for k in GENERATED if k.compiler == "triton"}
+    assert {k.group for k in cu} <= triton_groups
+    assert all(k.loops and k.ptx_version == "9.0" for k in cu)
+    for family in gen.CUDA_FAMILIES:
+        drawn = gen.variants(family, record["seed"], record["per_family"])
+        assert drawn == gen.variants(family, record["seed"], record["per_family"])
+        made = [k for k in cu if k.family == family]
+        for i, (v, k) in enumerate(zip(drawn, made)):
+            flags = " ".join(gen.NVCC_FLAGS + gen._defines(k.entry, v["macros"]))
+            assert k.generator == f"nvcc {record['nvcc']} {flags}", k.id
+            assert (k.launch.grid, k.launch.block) == (tuple(v["grid"]), tuple(v["block"])), k.id
+            assert [dict(lp) for lp in k.loops] == v["loops"], k.id
 
 
 def test_select_understands_template_groups(monkeypatch):
@@ -442,14 +474,14 @@ def test_select_understands_template_groups(monkeypatch):
 
 
 def test_generated_kernels_enter_the_tests_through_a_small_slice():
-    """Fast tier: at most one generated kernel per group, cheap to interpret;
+    """Fast tier: at most one generated kernel per group and compiler, cheap to interpret;
     slow tier: every family; hand-written kernels are untouched by the tiers."""
     from corpus_tiers import FAST_COST, fast_kernels, full_corpus, generated_tier, slow_kernels
 
     tier = {k.id: generated_tier(k.id) for k in KERNELS}
     assert all(tier[k.id] is None for k in KERNELS if not k.generated)
     fast = [k for k in GENERATED if tier[k.id] == "fast"]
-    assert len({k.group for k in fast}) == len(fast) >= 10
+    assert len({(k.group, k.compiler) for k in fast}) == len(fast) >= 10  # one per group and compiler
     assert all(k.launch.threads * k.ptx_text().count(";") <= FAST_COST for k in fast)
     assert {k.family for k in GENERATED if tier[k.id] in ("fast", "slow")} == {k.family for k in GENERATED}
     assert len(fast_kernels(KERNELS)) == len(KERNELS) - len(GENERATED) + len(fast)
