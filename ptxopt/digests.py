@@ -56,6 +56,14 @@ def code_digests() -> dict:
     registered --, ``evaluator`` the result once the PTX is fixed."""
     if not _CODE:
         _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
+    # The plugin hook is added when the pass registry is imported; with lazy
+    # imports nothing guarantees that has happened yet, and a key computed
+    # before it would leave an installed plugin's code out (stale results
+    # served after the plugin changes). Imported here, at call time (this
+    # module still imports nothing of ptxopt at import time).
+    import importlib
+
+    importlib.import_module("ptxopt.passes.registry")
     out = dict(_CODE)
     extra = {k: v for hook in FRONT_EXTRA for k, v in hook().items()}
     if extra:

@@ -34,8 +34,15 @@ def _module(spec):
     return _parsed[spec.id]
 
 
+# Kernels whose interpreter launch takes 5-17 s CPU per trial (long loops, big
+# blocks): they get one random input set per pass here, not two -- the suite's
+# time budget; every pass still runs on them, and test_prove_corpus mutates them.
+ONE_TRIAL = frozenset({"triton_flash_attn_fwd", "triton_flash_attn_fwd_causal", "triton_attention",
+                       "cuda_attention_small", "gen_gemv_00"})
+
+
 def _check(pass_name, kernels, fast=False):
-    cells = [run_cell(pass_name, k, _module(k), equivalence_trials=2) for k in kernels]
+    cells = [run_cell(pass_name, k, _module(k), equivalence_trials=1 if k.id in ONE_TRIAL else 2) for k in kernels]
     broken = [f"{c.kernel}: {c.detail}" for c in cells if c.outcome == "broken"]
     assert not broken, "\n".join(broken)
     for c in cells:

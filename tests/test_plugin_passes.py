@@ -189,3 +189,17 @@ def test_extra_actions_leave_the_learning_layers_mask_alone(mul_pow2):
     assert [m.action for m in root.moves()][-1] == "mul_pow2"
     assert root.action_mask().shape == (N_ACTIONS,) and root.action_mask()[-1]  # stop stays last and legal
     assert root.child("mul_pow2").pipeline.passes[0].kind == "mul_pow2"
+
+
+def test_the_first_code_digest_of_a_process_already_counts_plugin_passes():
+    """The plugin hook enters ``digests.FRONT_EXTRA`` when the pass registry is
+    imported; with lazy imports a cache key may be the process's first touch
+    of ptxopt, so ``code_digests()`` must load the hook itself (else an
+    installed plugin's code is left out of the key -- found by the wheel test)."""
+    import subprocess
+
+    probe = ("from ptxopt import digests\n"
+             "digests.code_digests()\n"
+             "print(len(digests.FRONT_EXTRA))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert int(out.stdout) >= 1, out.stdout + out.stderr
