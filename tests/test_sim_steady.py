@@ -105,7 +105,10 @@ def test_flash_attention_at_its_performance_size_is_estimated(flash):
 
 @pytest.mark.slow
 def test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_replay():
-    """Every nvcc/Triton corpus kernel with a loop, at its performance launch's trip counts."""
+    """Every nvcc/Triton corpus kernel with a loop, at its performance launch's trip counts (the
+    generated families through their slow-tier slice: tests/corpus_tiers.py)."""
+    from corpus_tiers import slow_kernels
+
     from ptxopt.corpus import select
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.measure.loop_slice import trip_counts_for
@@ -115,7 +118,7 @@ def test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_re
     from ptxopt.toolchain import compile_ptx, disassemble
 
     seen = 0
-    for k in select("cuda,triton"):
+    for k in slow_kernels(select("cuda,triton")):
         m = parse(k.ptx_text())
         if not loop_headers(m, k.entry):
             continue
