@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
-    from tests.test_roofline import roofline_rows
-    from tests.test_sim_tensor import WORK, _throughput
+    from tests.test_roofline import roofline_rows, throughput_of
+    from tests.test_sim_tensor import WORK
 
     print("1. DRAM roofline (memory-bound, data > L2; L4, sm_89)")
     print(f"   {'kernel':30} {'must move B':>13} {'model B':>13} {'roofline cyc':>13} {'estimate':>11} {'ratio':>6}  binding")
@@ -31,7 +31,7 @@ def main() -> int:
     print("2. tensor-core roofline (dense fp16 peak; L4, sm_89)")
     print(f"   {'kernel':30} {'operations':>15} {'roofline cyc':>13} {'estimate':>11} {'ratio':>6}  binding")
     for kid in list(WORK) + ["triton_flash_attn_fwd_causal"]:
-        spec, perf, m, facts, e = _throughput(kid)
+        spec, perf, m, facts, e = throughput_of(kid)
         dev = e.device
         shape = e.launch
         ops = sum(facts.tensor_flops.values()) * shape.blocks * (shape.threads // 32)

@@ -38,7 +38,10 @@ MUST_MOVE = {
 }
 
 
-def _throughput(kid: str):
+def throughput_of(kid: str):
+    """A corpus kernel at its manifest performance launch under the throughput
+    objective: ``(spec, launch, measurement, kernel facts, estimate)`` (also
+    the tensor-core roofline tests' and benchmarks/sim_roofline.py's)."""
     spec = get(kid)
     perf = _manifest_performance(spec)
     job = MeasureJob(spec.ptx_text(), spec.arch, spec, spec.entry, module=parse(spec.ptx_text(), kid),
@@ -46,16 +49,16 @@ def _throughput(kid: str):
     (m,) = SimBackend().measure_many([job])
     if isinstance(m, Exception):
         raise m
-    e = estimate(KernelFacts.of(m.extra["facts"]), perf, device_for(spec.arch), "throughput",
-                 footprint_bytes=perf.footprint_bytes)
-    return m, e
+    facts = KernelFacts.of(m.extra["facts"])
+    e = estimate(facts, perf, device_for(spec.arch), "throughput", footprint_bytes=perf.footprint_bytes)
+    return spec, perf, m, facts, e
 
 
 def roofline_rows():
     """``(kernel, must-move bytes, model DRAM bytes, roofline cycles, estimate cycles, binding)`` per kernel
     (the table the issue-27 note reports)."""
     for kid, (moved, _why) in MUST_MOVE.items():
-        m, e = _throughput(kid)
+        *_, m, _, e = throughput_of(kid)
         dev = e.device
         yield kid, moved, e.dram_bytes, moved / (dev.sms * dev.dram_bytes_per_cycle), m.cycles, e.binding
 
@@ -63,7 +66,7 @@ def roofline_rows():
 @pytest.mark.parametrize("kid", sorted(MUST_MOVE))
 def test_memory_bound_kernels_sit_on_the_dram_roofline(kid):
     moved, why = MUST_MOVE[kid]
-    m, e = _throughput(kid)
+    *_, m, _, e = throughput_of(kid)
     dev = e.device
     assert moved > dev.l2_bytes  # the premise: the data does not stay in L2
     assert e.dram_bytes == moved, why

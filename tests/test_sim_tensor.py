@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.evaluate.candidate import _manifest_performance
-from ptxopt.measure.base import MeasureJob
-from ptxopt.measure.sim import SimBackend
-from ptxopt.parser import parse
-from ptxopt.sim.device import DEVICES, device_for
+from ptxopt.sim.device import DEVICES
 from ptxopt.sim.tensor import tensor_work
-from ptxopt.sim.throughput import BOUND_NAMES, KernelFacts, estimate, tensor_cycles
+from ptxopt.sim.throughput import BOUND_NAMES, KernelFacts, tensor_cycles
+from tests.test_roofline import throughput_of
 
 
 @pytest.mark.parametrize("base, mods, want", [
@@ -62,22 +58,9 @@ WORK = {
 }
 
 
-def _throughput(kid: str):
-    spec = get(kid)
-    perf = _manifest_performance(spec)
-    job = MeasureJob(spec.ptx_text(), spec.arch, spec, spec.entry, module=parse(spec.ptx_text(), kid),
-                     objective="throughput", performance=perf, check_block=spec.launch.block)
-    (m,) = SimBackend().measure_many([job])
-    if isinstance(m, Exception):
-        raise m
-    facts = KernelFacts.of(m.extra["facts"])
-    e = estimate(facts, perf, device_for(spec.arch), "throughput", footprint_bytes=perf.footprint_bytes)
-    return spec, perf, m, facts, e
-
-
 @pytest.mark.parametrize("kid", sorted(WORK))
 def test_mma_kernels_are_never_faster_than_the_tensor_peak(kid):
-    spec, perf, m, facts, e = _throughput(kid)
+    spec, perf, m, facts, e = throughput_of(kid)
     dev = e.device
     shape = e.launch
     warps = shape.blocks * (shape.threads // 32)
@@ -90,8 +73,8 @@ def test_mma_kernels_are_never_faster_than_the_tensor_peak(kid):
 
 def test_the_causal_kernel_does_about_half_the_work():
     # causal flash attention skips the blocks above the diagonal: (S/B)(S/B+1)/2 of (S/B)^2 tiles (B=64)
-    *_, full = _throughput("triton_flash_attn_fwd")
-    *_, causal = _throughput("triton_flash_attn_fwd_causal")
+    *_, full = throughput_of("triton_flash_attn_fwd")
+    *_, causal = throughput_of("triton_flash_attn_fwd_causal")
     tiles = 4096 // 64
     assert causal.bounds["tensor"] / full.bounds["tensor"] == pytest.approx((tiles + 1) / (2 * tiles), rel=0.02)
 
