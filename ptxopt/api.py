@@ -134,7 +134,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
-             parsed: Module | None = None) -> OptimizeResult:
+             parsed: Module | None = None, check_steps: int | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -157,6 +157,11 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
     ``parsed``: the caller's own ``parse(ptx, filename)`` (not modified), so
     that the text is not parsed twice.
+
+    ``check_steps``: a budget of interpreter steps for the whole equivalence
+    check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
+    it is ``inconclusive`` and the input is kept, the reason saying
+    ``inconclusive (budget)``; nothing it did not run is claimed.
 
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
@@ -236,12 +241,15 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
     if verify:
-        chk = timed("verify", check_equivalence, module, run.module, contract, prove)
+        chk = timed("verify", check_equivalence, module, run.module, contract, prove, check_steps)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
     else:
         out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
     if out.verdict not in ACCEPTED:
-        return keep_input(f"equivalence {out.verdict}: {out.verdict_note}")
+        from ptxopt.equivalence.budget import BUDGET_SPENT
+
+        why = f"{out.verdict} (budget)" if BUDGET_SPENT in out.verdict_note else out.verdict
+        return keep_input(f"equivalence {why}: {out.verdict_note}")
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
     if estimate:
@@ -338,18 +346,20 @@ def _alternatives(contract, module: Module):
 
 
 def check_equivalence(original: Module, transformed: Module, contract=None,
-                      prove: bool = True) -> tuple[Verdict, str, object, str]:
+                      prove: bool = True, steps: int | None = None) -> tuple[Verdict, str, object, str]:
     """``(verdict, note, coverage, launch)`` for ``transformed`` against
     ``original``: the one verification step of :func:`optimize`, decided by
     :func:`ptxopt.equivalence.decide_module` (each entry: hints-only, proved
     when ``prove``, else the interpreter under its check launch with the
     command line's minimum coverage; the module's verdict is the weakest
-    entry's). ``contract`` may list alternatives (see :func:`optimize`)."""
+    entry's). ``contract`` may list alternatives (see :func:`optimize`);
+    ``steps`` bounds the interpreter's work in the whole check
+    (:mod:`ptxopt.equivalence.budget`)."""
     from ptxopt.equivalence.decision import decide_module
     from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE
 
     d = decide_module(original, transformed, _alternatives(contract, original), prove=prove,
-                      min_coverage=DEFAULT_MIN_COVERAGE)
+                      min_coverage=DEFAULT_MIN_COVERAGE, budget=steps)
     cov = d.result.coverage if d.result is not None else None
     where = d.launch.describe() if d.launch is not None else "all launches" if d.verdict is Verdict.PROVED else ""
     return d.verdict, d.note, cov, where

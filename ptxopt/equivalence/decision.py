@@ -259,8 +259,10 @@ def hints_only(original, candidate) -> Decision | None:
 
 
 def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: int,
-               min_coverage: float | None, max_steps: int | None) -> Decision:
-    """The interpreter's verdict on ``launch``, limited by what its origin supports."""
+               min_coverage: float | None, max_steps: int | None, budget=None, program=None) -> Decision:
+    """The interpreter's verdict on ``launch``, limited by what its origin supports.
+    ``program``: the candidate's interpreter program, when the caller built it
+    already (one per module, not per launch alternative)."""
     from ptxopt.interp import Program
     from ptxopt.interp.errors import InterpError
 
@@ -271,10 +273,11 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
         return Decision(Verdict.INCONCLUSIVE, f"the check launch {where} cannot run this kernel on a GPU: {bad}",
                         launch=launch)
     try:
-        res = verify(ref.program, Program(candidate), entry, DEFAULT_SEEDS, trials, launch=launch,
+        program = program if program is not None else Program(candidate)
+        res = verify(ref.program, program, entry, DEFAULT_SEEDS, trials, launch=launch,
                      max_steps=max_steps, reference=_RUNS if ref.key else None,
                      reference_key=f"{ref.key}/{entry}/{launch.key()}" if ref.key else None,
-                     min_coverage=min_coverage)
+                     min_coverage=min_coverage, budget=budget)
     except InterpError as e:
         return Decision(Verdict.INCONCLUSIVE, f"the original cannot be interpreted with the launch {where}: "
                                               f"{one_line(e)}", launch=launch)
@@ -288,7 +291,7 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
         full = c is not None and c.output_bytes >= 1.0 and not c.changed_not_run
         verdict, why = ceiling(Verdict.EQUAL, launch, fully_covered=full)
         note = f"{res.trials} launches, grid {tuple(res.grid)}, block {tuple(res.block)}{cov}"
-        gap, trips = _trip_gap(ref, candidate, entry, res)
+        gap, trips = _trip_gap(ref, program, entry, res)
         if gap is not None and verdict is Verdict.EQUAL:
             verdict, why = Verdict.INCONCLUSIVE, gap
         note += trips
@@ -318,11 +321,12 @@ def _trip_gap(ref: Reference, candidate, entry: str, res) -> tuple[str | None, s
     from ptxopt.equivalence.boundary import trip_gap
     from ptxopt.interp import Program
 
-    return trip_gap(ref.program, Program(candidate), entry, res.launches)
+    return trip_gap(ref.program, candidate if isinstance(candidate, Program) else Program(candidate), entry,
+                    res.launches)
 
 
 def decide_module(original, candidate, launches=None, *, prove: bool = True, trials: int = DEFAULT_TRIALS,
-                  min_coverage: float | None = None) -> Decision:
+                  min_coverage: float | None = None, budget=None) -> Decision:
     """:func:`decide` for every entry of ``original``; the weakest entry's
     decision (its note names the entry, and how many there were).
 
@@ -330,8 +334,16 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     for an entry, tried in order while the verdict is ``inconclusive`` (the
     first that decides wins; a ``differ`` under any is final); None: a
     guessed launch; an exception: a given launch that does not fit the entry
-    (``inconclusive`` with its message)."""
+    (``inconclusive`` with its message).
+
+    ``budget``: interpreter steps for the whole check, every entry and
+    alternative together (an int or a
+    :class:`~ptxopt.equivalence.budget.StepBudget`; None: only the
+    interpreter's per-run limits). Once it is spent no further launch runs:
+    the entries and alternatives left are ``inconclusive``, their notes
+    starting with :data:`~ptxopt.equivalence.budget.BUDGET_SPENT`."""
     from ptxopt.emit import emit
+    from ptxopt.equivalence.budget import as_budget
 
     ref = as_reference(original)
     if emit(candidate) == ref.printed:
@@ -342,6 +354,8 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     entries = [fn.name for fn in ref.module.entries]
     if not entries:
         return Decision(Verdict.INCONCLUSIVE, "the module has no kernel entry to run")
+    budget = as_budget(budget)
+    program = None  # the candidate's interpreter program, built once for every entry and alternative
     worst: Decision | None = None
     for entry in entries:
         d, why = _prove(ref, candidate, entry) if prove else (None, "")
@@ -349,9 +363,17 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
             for alt in (launches(entry) if launches else None) or [None]:
                 if isinstance(alt, Exception):  # the given launch does not fit this entry: no verdict from it
                     d = Decision(Verdict.INCONCLUSIVE, one_line(alt))
+                elif budget is not None and budget.spent:  # nothing more runs: say so, not a stale reason
+                    d = Decision(Verdict.INCONCLUSIVE, budget.note("before this launch contract"),
+                                 launch=alt or guessed_launch(entry))
                 else:
-                    d = _interpret(ref, candidate, entry, alt or guessed_launch(entry), trials, min_coverage, None)
-                if d.verdict is not Verdict.INCONCLUSIVE:
+                    if program is None:
+                        from ptxopt.interp import Program
+
+                        program = Program(candidate)
+                    d = _interpret(ref, candidate, entry, alt or guessed_launch(entry), trials, min_coverage, None,
+                                   budget, program)
+                if d.verdict is not Verdict.INCONCLUSIVE or (budget is not None and budget.spent):
                     break
             d = replace(d, note=d.note + why)
         d = assumption_cap(ref, candidate, d)

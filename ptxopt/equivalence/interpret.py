@@ -272,6 +272,8 @@ class VerifyResult:
     launches: list = field(default_factory=list)
     coverage: Coverage | None = None
     notes: list = field(default_factory=list)
+    #: the check's :class:`~ptxopt.equivalence.budget.StepBudget` ended it (status ``inconclusive``)
+    budget_spent: bool = False
 
     @property
     def equal(self) -> bool:
@@ -641,7 +643,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
            transformed_text: str | None = None, extra_launches: bool = True,
-           race_check: bool = True, launch=None) -> VerifyResult:
+           race_check: bool = True, launch=None, budget=None) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -666,7 +668,13 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     boundary scalars); off, only the regular and layout launches run.
     ``race_check`` turns on shared-memory race detection in the first
     regular launch when the transformed module changed a kernel that
-    synchronises."""
+    synchronises.
+
+    ``budget`` (a :class:`~ptxopt.equivalence.budget.StepBudget`, shared by
+    the caller's whole check): every run is limited to what is left of it,
+    and the first run it stops, or the first launch when it is spent, ends
+    the result ``inconclusive`` (``budget_spent``; ``error`` says where).
+    A run of the original it stopped is not memoised in ``reference``."""
     if launch is not None:
         given = launch.interp_kwargs()
         spec, geometry = given.get("spec"), given.get("geometry")
@@ -700,7 +708,12 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     names = [p.arg for p in spec.params] if spec is not None else [p.name for p in po.kernel_params(kernel)]
     plan = [(seed, t, *TRIAL_PLAN[t % len(TRIAL_PLAN)], "separate", None) for seed in seeds
             for t in range(trials)]
-    sites = changes(po, pt)
+    memo = pt.__dict__.setdefault("_changes_against", {})  # per original: the same for every launch contract
+    hit = memo.get(id(po))
+    sites = hit[1] if hit is not None and hit[0] is po else None
+    if sites is None:
+        sites = changes(po, pt)
+        memo[id(po)] = (po, sites)
     if extra_launches and seeds and sites:
         plan += _extra_plan(po, pt, kernel, spec, sites, seeds[0], trials + len(LAYOUTS), geometry)
     # race detection: in the first regular launch, when something changed in a kernel that synchronises
@@ -758,14 +771,25 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
         key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
         ref = reference.get(key) if reference is not None else None
+        where = f"in launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
+        if budget is not None and budget.spent:
+            return _budget_stop(result, budget, "before " + where[3:], acc, span_of, sites, executed_o, executed_t)
         if ref is None:
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-            kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
+            kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
                                 coverage=True, races=races, **kw_o)
                 ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races)
+                if budget is not None:
+                    budget.spend(ro.steps)
             except InterpError as e:
+                if bound and isinstance(e, StepLimit):  # the budget, not the kernel: no verdict, not memoised
+                    budget.spend(kw_o["max_steps"])
+                    return _budget_stop(result, budget, "the original " + where, acc, span_of, sites, executed_o,
+                                        executed_t)
+                if budget is not None:
+                    budget.spend(getattr(e, "steps", 0))  # a failing run's steps count too
                 ref = type(e)(f"original kernel: {e}")
             if reference is not None:
                 reference[key] = ref
@@ -790,10 +814,17 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if layout == "separate":
             _merge_coverage(acc, ref_cov)
         merge_executed(executed_o, ref_cov.get("executed"))
+        kw_t, bound = _budgeted(kw, budget)
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, **kw)
+                            executed=True, races=races, **kw_t)
+            if budget is not None:
+                budget.spend(rt.steps)
         except InterpError as e:
+            if bound and isinstance(e, StepLimit):  # the budget stopped the candidate: no verdict
+                budget.spend(kw_t["max_steps"])
+                return _budget_stop(result, budget, "the candidate " + where, acc, span_of, sites, executed_o,
+                                    executed_t)
             result.status = "error"
             result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
                             f"{layout} buffers): {e}")
@@ -846,6 +877,26 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             result.error = (f"the launches stored only {c.written_bytes} of the {c.output_size} bytes of the "
                             f"buffers the kernel writes ({c.output_bytes:.0%} < {min_coverage:.0%}): "
                             "a larger or different launch contract would exercise more")
+    return result
+
+
+def _budgeted(kw: dict, budget) -> tuple[dict, bool]:
+    """``kw`` with ``max_steps`` lowered to what is left of ``budget``, and
+    whether the budget is what binds the run."""
+    if budget is None:
+        return kw, False
+    from ptxopt.interp.launch import DEFAULT_MAX_STEPS
+
+    steps, bound = budget.limit(kw.get("max_steps", DEFAULT_MAX_STEPS))
+    return ({**kw, "max_steps": steps, "strict_steps": True} if bound else kw), bound
+
+
+def _budget_stop(result: VerifyResult, budget, where: str, acc, span_of, sites, executed_o, executed_t
+                 ) -> VerifyResult:
+    """End ``result`` ``inconclusive``: the check's step budget is spent (nothing differed so far)."""
+    result.status, result.budget_spent = "inconclusive", True
+    result.error = budget.note(where)
+    result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
     return result
 
 

@@ -214,7 +214,10 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
         if ex is None:
             ex = executed[fname] = np.zeros(len(code), dtype=bool)
     serial = cta.thread_rank is not None
+    strict = cta.launch.strict_steps
     while True:
+        if strict and cta.clock > limit:
+            raise StepLimit(f"step limit of {limit} exceeded at a switch of thread group in {fname}")
         key = gs.min_runnable()
         if key is None:
             if gs.parked and serial and _gather_parked(gs):

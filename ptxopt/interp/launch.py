@@ -118,6 +118,9 @@ class Launch:
         self.shared_bytes = shared_bytes
         self.total_shared = program.static_shared_bytes + shared_bytes
         self.max_steps = max_steps
+        #: also stop straight-line code: check the launch's total steps at every switch of thread
+        #: group, not only at backward branches (a budget must bound a thread-serial run too)
+        self.strict_steps = False
         self.steps_before = 0
         self.thread_steps = 0
         self.schedule = schedule
@@ -189,13 +192,18 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
                seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
-               coverage: bool = False, executed: bool = False, races: bool = False) -> LaunchResult:
+               coverage: bool = False, executed: bool = False, races: bool = False,
+               strict_steps: bool = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
     ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
     fills just its ``executed`` part (cheaper); ``races`` logs shared-memory
     accesses and reports races (:mod:`ptxopt.interp.races`) in
-    :attr:`LaunchResult.races`."""
+    :attr:`LaunchResult.races`. ``max_steps`` is checked per CTA at backward
+    branches (an endless loop); ``strict_steps`` also checks the launch's
+    total at every switch of thread group, so that straight-line code (each
+    thread of a thread-serial schedule in turn) stops near the limit too
+    (:mod:`ptxopt.equivalence.budget`)."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -214,6 +222,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         raise LaunchError(f"{fn.name} takes {len(params)} arguments, {len(args)} given")
     dfn = program.decoded(fn.name)
     launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps, schedule)
+    launch.strict_steps = bool(strict_steps)
 
     mem = Memory()
     if races:
@@ -293,11 +302,15 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     n = 0
     # NaN/overflow warnings are expected (kernels compute with them) and slow
     with np.errstate(all="ignore"):
-        for z in range(gz):
-            for y in range(gy):
-                for x in range(gx):
-                    _run_cta(launch, mem, (x, y, z), seed, n)
-                    n += 1
+        try:
+            for z in range(gz):
+                for y in range(gy):
+                    for x in range(gx):
+                        _run_cta(launch, mem, (x, y, z), seed, n)
+                        n += 1
+        except InterpError as e:
+            e.steps = launch.steps_before  # what ran before the failure (a check's step budget charges it)
+            raise
 
     out = []
     for b in buffers:

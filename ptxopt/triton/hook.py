@@ -47,6 +47,19 @@ from ptxopt.equivalence.verdict import Verdict
 from ptxopt.api import BeforeAfter
 
 
+#: The hook's default budget for one kernel's equivalence check, in interpreter
+#: steps over every launch and contract alternative (:mod:`ptxopt.equivalence.budget`).
+#: About 0.5-1.5 s of interpretation here at 128 threads (a warp-wide step costs
+#: ~0.1 ms, a thread-serial one ~0.05 ms), against 0.1-1 s for Triton's whole compile.
+#: Without it a check that ends ``inconclusive`` anyway cost 4-55 s on the corpus
+#: (matmul_f32_ieee, flash_attn_fwd); a thorough check of a 128-thread kernel
+#: with loops needs ~300 steps per lockstep step of the kernel (its thread-serial
+#: launch alone runs every thread on its own), so such kernels are kept
+#: ``inconclusive (budget)`` unless the prover decides them: ``enable(check_steps=None)``
+#: removes the budget, a larger number raises it.
+HOOK_CHECK_STEPS = 10_000
+
+
 class PtxoptTritonWarning(UserWarning):
     """ptxopt kept Triton's own PTX for a kernel; the message says why."""
 
@@ -78,6 +91,8 @@ class KernelReport:
     warnings: list = field(default_factory=list)
     #: optimize()'s own timings: passes, ptxas (both), verify, estimate (its helper thread), estimate_wait, total
     stage_seconds: dict = field(default_factory=dict)
+    #: Triton's ``cubin`` stage was handed the cubin of ptxopt's own ptxas run (:func:`reusable_cubin`)
+    cubin_reused: bool = False
 
     @property
     def overhead(self) -> float | None:
@@ -119,7 +134,7 @@ class KernelReport:
                 "reason": self.reason or None, "contract": self.contract or None, "coverage": self.coverage,
                 "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
                 "ptxopt_seconds": round(self.ptxopt_seconds, 6),
-                "triton_seconds": round(self.triton_seconds, 6),
+                "triton_seconds": round(self.triton_seconds, 6), "cubin_reused": self.cubin_reused,
                 "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()}}
 
 
@@ -176,17 +191,22 @@ class StagesHook:
     """The callable installed as ``knobs.runtime.add_stages_inspection_hook``."""
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
-                 objective: str | None = None, if_slower: str = "keep"):
+                 objective: str | None = None, if_slower: str = "keep",
+                 check_steps: int | None = HOOK_CHECK_STEPS):
         self.chooser = chooser
+        self.check_steps = check_steps
         self.objective = objective
         self.if_slower = if_slower
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
-                    f"-if_slower={if_slower}")
+                    f"-if_slower={if_slower}-check_steps={check_steps}")
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
+        #: hand Triton's ``cubin`` stage the cubin ptxopt's own ptxas run made of the same text
+        #: (:func:`reusable_cubin`) instead of assembling it again; False: Triton's stage always runs
+        self.reuse_cubin = True
 
     def __call__(self, *args):
         if not args:  # compile() asks for the cache key
@@ -214,6 +234,12 @@ class StagesHook:
         def stage(src, metadata):
             if first:
                 box["args"] = _signature_of(src)
+            if ext == "cubin" and self.reuse_cubin:
+                cubin = reusable_cubin(box.pop("cubin", None), src, backend, options)
+                if cubin is not None:  # ptxas already ran on this text, Triton's binary and flags
+                    if box["report"] is not None:
+                        box["report"].cubin_reused = True
+                    return cubin
             t = time.perf_counter()
             out = fn(src, metadata)
             box["triton"] += time.perf_counter() - t
@@ -274,10 +300,13 @@ class StagesHook:
             fn = module.pick_entry(name) if any(f.name == name for f in module.entries) else module.entries[0]
             params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
-        res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=triton_compile(backend, options),
+        compile = triton_compile(backend, options)
+        res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
-                       parsed=module)
+                       parsed=module, check_steps=self.check_steps)
+        if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
+            box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
         est = res.estimate
         if est is not None:
@@ -295,6 +324,47 @@ class StagesHook:
         rep.registers, rep.spills = res.registers, res.spills
         rep.passes = _summarise(res.records, module)
         return res.ptx
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """One ptxas run of the hook: the text, the ``-arch``, Triton's ptxas binary and flags, the cubin."""
+
+    ptx: str
+    arch: str
+    ptxas: str
+    flags: tuple
+    cubin: bytes
+
+
+def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | None:
+    """``done.cubin`` when Triton's ``cubin`` stage would run the same
+    command on the same text: the text is byte-identical, the ptxas binary
+    and flags are those :func:`~ptxopt.triton.ptxas.triton_ptxas_command`
+    rebuilds now from Triton's knobs, and the architecture is the one
+    Triton's ``make_cubin`` names (``--gpu-name``). ptxas is deterministic:
+    the same command on the same text gives the same bytes (checked against
+    Triton's own stage by ``tests/test_triton_hook.py``), so Triton would
+    only pay a second time for the cubin it already has. None (Triton's stage
+    runs as it is) otherwise, and whenever Triton was asked to print ptxas's
+    log (``knobs.nvidia.dump_ptxas_log``), which only its own run prints."""
+    if done is None or not isinstance(src, str) or src != done.ptx:
+        return None
+    try:
+        from triton import knobs
+        from triton.backends.nvidia.compiler import sm_arch_from_capability
+
+        from ptxopt.triton.ptxas import triton_ptxas_command
+
+        if knobs.nvidia.dump_ptxas_log:
+            return None
+        path, flags = triton_ptxas_command(backend, options)
+        arch = sm_arch_from_capability(backend._parse_arch(options.arch))
+    except Exception:  # another Triton: its own stage decides
+        return None
+    if (str(path), tuple(flags), arch) != (str(done.ptxas), done.flags, done.arch):
+        return None
+    return done.cubin
 
 
 def _signature_of(src):
@@ -320,7 +390,8 @@ _active: StagesHook | None = None
 
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
-           contracts: dict | None = None, objective: str | None = None) -> StagesHook:
+           contracts: dict | None = None, objective: str | None = None,
+           check_steps: int | None = HOOK_CHECK_STEPS) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -334,6 +405,10 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     ``policy``'s or ``pipelines``' choice estimated slower than Triton's own
     PTX is not used; an explicit ``pipeline`` is applied as asked, with a
     warning saying how much slower it is estimated.
+    ``check_steps``: the interpreter's budget for one kernel's equivalence
+    check (:data:`HOOK_CHECK_STEPS`; None: no budget). A check that spends it
+    keeps Triton's PTX, reported ``inconclusive (budget)``; the prover, tried
+    first, is not limited by it.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -356,7 +431,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
         raise RuntimeError("another add_stages_inspection_hook is installed in triton.knobs.runtime; "
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
-                      if_slower="apply" if pipeline is not None else "keep")
+                      if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
@@ -386,4 +461,5 @@ def report() -> list[KernelReport]:
 _last_reports: list[KernelReport] = []
 
 
-__all__ = ["enable", "disable", "report", "KernelReport", "PtxoptTritonWarning", "StagesHook", "code_digest"]
+__all__ = ["enable", "disable", "report", "KernelReport", "PtxoptTritonWarning", "StagesHook", "code_digest",
+           "HOOK_CHECK_STEPS", "reusable_cubin"]
