@@ -30,11 +30,17 @@ def test_a_spent_budget_is_inconclusive_and_says_so():
     full = StepBudget(10**8)
     r = verify(a, b, spec=spec, budget=full)
     assert r.status == "equal" and not r.budget_spent and full.used > 1000
+    # a budget the first launch shows the check cannot finish in: it stops there, spending little
     small = StepBudget(full.used // 3)
     r = verify(a, b, spec=spec, budget=small)
     assert r.status == "inconclusive" and r.budget_spent and r.verdict == "inconclusive"
-    assert r.error.startswith(BUDGET_SPENT) and "stopped" in r.error
-    assert small.spent and small.used < full.used  # it stopped near the budget, not at the end
+    assert r.error.startswith(BUDGET_SPENT) and "would need about" in r.error
+    assert small.used < small.steps and r.trials == 1
+    # a budget smaller than one run: that run stops at it
+    tiny = StepBudget(10)
+    r = verify(a, b, spec=spec, budget=tiny)
+    assert r.budget_spent and tiny.spent and "stopped the original in launch 0" in r.error
+    assert r.trials == 0
 
 
 def test_a_difference_found_within_the_budget_is_still_a_difference():

@@ -294,3 +294,41 @@ def test_why_the_vectorizers_find_nothing_on_triton_ptx(tcache):
     assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_ld"]
     assert f"on one base (address chains followed) but {stride} bytes apart" in notes["vec_st"]
     assert "vec_ld: nothing to merge among" in rep.line()
+
+
+def test_tritons_cubin_stage_gets_ptxopts_cubin_byte_for_byte(tcache, tmp_path, monkeypatch):
+    # the hook assembled the text it hands on with Triton's own ptxas and flags: Triton's cubin
+    # stage takes that cubin instead of a second ptxas run, and it is the cubin Triton would make
+    hook = pt.enable("reorder_cp,maxnreg_128")
+    reused = compile_kernel("relu_scale")
+    [rep] = pt.report()
+    assert rep.changed and rep.cubin_reused
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "own-stage"))
+    hook.reuse_cubin = False  # Triton's own stage on the same text
+    own = compile_kernel("relu_scale")
+    assert not pt.report()[-1].cubin_reused
+    assert own.asm["ptx"] == reused.asm["ptx"] and own.asm["cubin"] == reused.asm["cubin"]
+    # the original kept (the check spends its budget): its cubin is the one reused
+    from triton import knobs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "log"))
+    hook.reuse_cubin = True
+    monkeypatch.setattr(knobs.nvidia, "dump_ptxas_log", True)  # only Triton's own run prints its log
+    compile_kernel("relu_scale")
+    assert not pt.report()[-1].cubin_reused
+
+
+def test_a_check_over_the_budget_keeps_tritons_ptx(tcache):
+    # matmul_f32_ieee: the prover does not decide reorder_cp and the interpreter would need
+    # ~100k steps per contract alternative; a small budget ends it, and Triton's PTX is kept
+    plain = compile_plain("matmul_f32_ieee")
+    pt.enable("reorder_cp", check_steps=500)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        c = compile_kernel("matmul_f32_ieee")
+    [rep] = pt.report()
+    assert not rep.changed and rep.verdict == "inconclusive"
+    assert rep.reason.startswith("equivalence inconclusive (budget):") and "interpreter budget spent" in rep.reason
+    assert c.asm["ptx"] == plain.asm["ptx"] and rep.cubin_reused
+    assert any("(budget)" in m for m in ptxopt_warnings(w))
+    assert rep.stage_seconds["verify"] < 5

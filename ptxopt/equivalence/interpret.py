@@ -730,7 +730,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     executed_t: dict = {}
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
-    for seed, t, flavour, schedule, layout, extra in plan:
+    projected = False  # a budget: the rest of the check projected once, from the first launch compared
+    for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
         run_seed = seed * 1000 + t
@@ -855,6 +856,13 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                                 f"original does not have, first: {rt.races[1][0]}")
                 result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
                 return result
+        if budget is not None and not projected:
+            projected = True
+            base = max(ref_steps, rt.steps) / _schedule_factor(schedule, grid, block)
+            need = _projection(plan[at + 1:], base, grid, block)
+            if budget.used + need > budget.steps:  # it cannot finish: stop before spending the rest
+                return _budget_stop(result, budget, f"after launch {t}: the launches left would need about "
+                                    f"{need:.0f} more steps", acc, span_of, sites, executed_o, executed_t)
     if result.trials == 0 and first_failure is not None:
         raise first_failure
     result.coverage = c = _coverage(acc, span_of, sites, executed_o, executed_t)
@@ -878,6 +886,31 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                             f"buffers the kernel writes ({c.output_bytes:.0%} < {min_coverage:.0%}): "
                             "a larger or different launch contract would exercise more")
     return result
+
+
+def _schedule_factor(schedule: str, grid, block) -> float:
+    """Steps of a launch under ``schedule`` per step of the same launch in
+    lockstep (:data:`ptxopt.interp.launch.SCHEDULES`): each warp issues on its
+    own (``warps``), each thread of the first and last CTA (``threads``)."""
+    threads = int(np.prod(block))
+    warps = (threads + 31) // 32
+    if schedule.startswith("warps"):
+        return float(warps)
+    if schedule.startswith("threads"):
+        ctas = int(np.prod(grid))
+        serial = min(2, ctas)
+        return (serial * threads + (ctas - serial) * warps) / ctas
+    return 1.0
+
+
+def _projection(rest: list, lockstep_steps: float, grid, block) -> float:
+    """Steps the launches ``rest`` of a plan would take, original and
+    candidate, from one launch's lockstep-equivalent count. A projection
+    (scalars and inputs change the work): it only decides when a budget
+    stops a check early, never a verdict. The layout launch that runs only
+    when another failed (``unaligned-inputs``) is not counted."""
+    return sum(2 * lockstep_steps * _schedule_factor(r[3], grid, block) for r in rest
+               if r[4] != "unaligned-inputs")
 
 
 def _budgeted(kw: dict, budget) -> tuple[dict, bool]:
