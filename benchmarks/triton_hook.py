@@ -14,8 +14,18 @@ Every kernel of ``corpus/triton/*.py`` is compiled by real ``triton.compile``
 
 Per kernel the table prints what changed, the verdict, registers, the ``sim``
 cycle ESTIMATE of Triton's PTX and of the PTX the cubin was built from, and
-the hook's added time as a ratio of Triton's own compile time; then the
-median and geometric mean of that ratio. Nothing is measured on a GPU.
+two ratios to Triton's own compile time: ``ratio``, the hook's added time
+(``ptxopt_seconds``, inside the ``ptx`` stage), and ``wall``, the hooked
+compile's whole wall time over the plain one (what a user waits for: it also
+counts the ``cubin`` stage's ptxas run the hook saves when it hands Triton
+its own cubin); then the median and geometric mean of the ratio. Nothing is
+measured on a GPU.
+
+``--old`` also compiles every kernel, in the same run and interleaved, with
+the hook as it was before issue 32's work: Triton's ``cubin`` stage
+assembling again what ptxopt assembled, and no step budget for the
+equivalence check (``reuse_cubin=False``, ``check_steps=None``), and prints
+that table first.
 
 Run::
 
@@ -23,6 +33,7 @@ Run::
     python benchmarks/triton_hook.py --pipeline vec_ld,vec_st --repeat 5
     python benchmarks/triton_hook.py --pipelines tuned.json           # a 'ptxopt search' results file
     python benchmarks/triton_hook.py --json out.json
+    python benchmarks/triton_hook.py --old --repeat 3                  # before/after, one run
 
 Needs ``triton`` (``pip install -e '.[triton]'``).
 """
@@ -87,11 +98,23 @@ def _cycles(ptx: str) -> float | None:
         return None
 
 
-def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
-    import ptxopt.triton as pt
-    from ptxopt.testing.triton_corpus import specs
+#: enable() arguments and hook attributes that give the hook as it was before issue 32's work
+OLD = ({"check_steps": None}, {"reuse_cubin": False})
 
-    rows = []
+
+def _enable(pt, enable_kw: dict, old: bool):
+    hook = pt.enable(**enable_kw, **(OLD[0] if old else {}))
+    for k, v in (OLD[1] if old else {}).items():
+        setattr(hook, k, v)
+    return hook
+
+
+def bench(names: list[str], enable_kw: dict, repeat: int, old: bool = False) -> tuple[list[dict], list[dict]]:
+    """``(rows, old_rows)``: per kernel, the hook as it is, and (``old``) as it was, measured in
+    the same loop against the same plain compiles."""
+    import ptxopt.triton as pt
+
+    rows, old_rows = [], []
     pt.disable()
     _timed_compile(names[0])  # warm-up: imports, libdevice, ptxas version probe ...
     pt.enable(**enable_kw)
@@ -105,38 +128,54 @@ def bench(names: list[str], enable_kw: dict, repeat: int) -> list[dict]:
             pt.disable()
             s, plain = _timed_compile(name)
             plain_s.append(s)
-        hooked_s, added, rep = [], [], None
-        for _ in range(repeat):
-            pt.enable(**enable_kw)
-            _forget()
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter("always")
-                s, hooked = _timed_compile(name)
-            rep = pt.report()[-1]
-            hooked_s.append(s)
-            added.append(rep.ptxopt_seconds)
-            pt.disable()
         triton_s = statistics.median(plain_s)
-        ptxopt_s = statistics.median(added)
-        before, after = _cycles(plain.asm["ptx"]), _cycles(hooked.asm["ptx"])
-        notes = [f"{p['pass']}: {p['note']}" for p in rep.passes if p.get("note")]
-        refused = sum(len(p["refused"]) for p in rep.passes)
-        rows.append({
-            "kernel": name, "entry": rep.name, "family": specs()[name]["family"],
-            "pipeline": rep.pipeline or "-", "changed": rep.changed, "verdict": rep.verdict or "-",
-            "reason": rep.reason or None, "why_pipeline": rep.why_pipeline,
-            "registers": list(rep.registers), "cycles_estimate": [before, after],
-            "sites_changed": sum(p["changed"] for p in rep.passes), "sites_refused": refused,
-            "vectorizer_notes": notes,
-            "triton_compile_s": triton_s, "hooked_compile_s": statistics.median(hooked_s),
-            "ptxopt_s": ptxopt_s, "ratio": ptxopt_s / triton_s if triton_s else None,
-            "warnings": len([x for x in w if issubclass(x.category, pt.PtxoptTritonWarning)]),
-            # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
-            "objective": rep.objective or None, "launch": rep.launch or None,
-            "hook_estimate": list(rep.estimate),
-            "stage_seconds": dict(getattr(rep, "stage_seconds", {}) or {}),
-        })
-    return rows
+        runs = {False: ([], [], []), True: ([], [], [])}  # hooked wall, added, (rep, compiled, warnings)
+        for _ in range(repeat):
+            for variant in ((False, True) if old else (False,)):
+                _enable(pt, enable_kw, variant)
+                _forget()
+                with warnings.catch_warnings(record=True) as w:
+                    warnings.simplefilter("always")
+                    s, hooked = _timed_compile(name)
+                runs[variant][0].append(s)
+                runs[variant][1].append(pt.report()[-1].ptxopt_seconds)
+                runs[variant][2][:] = [(pt.report()[-1], hooked, w)]
+                pt.disable()
+        for variant, out in ((False, rows), (True, old_rows)):
+            if runs[variant][0]:
+                out.append(_row(name, plain, triton_s, *runs[variant]))
+    return rows, old_rows
+
+
+def _row(name, plain, triton_s, hooked_s, added, last) -> dict:
+    import ptxopt.triton as pt
+    from ptxopt.equivalence.budget import BUDGET_SPENT
+    from ptxopt.testing.triton_corpus import specs
+
+    [(rep, hooked, w)] = last
+    ptxopt_s = statistics.median(added)
+    before, after = _cycles(plain.asm["ptx"]), _cycles(hooked.asm["ptx"])
+    notes = [f"{p['pass']}: {p['note']}" for p in rep.passes if p.get("note")]
+    refused = sum(len(p["refused"]) for p in rep.passes)
+    budget = bool(rep.verdict_note) and BUDGET_SPENT in rep.verdict_note
+    return {
+        "kernel": name, "entry": rep.name, "family": specs()[name]["family"],
+        "pipeline": rep.pipeline or "-", "changed": rep.changed,
+        "verdict": (f"{rep.verdict} (budget)" if budget else rep.verdict) or "-",
+        "reason": rep.reason or None, "why_pipeline": rep.why_pipeline,
+        "registers": list(rep.registers), "cycles_estimate": [before, after],
+        "sites_changed": sum(p["changed"] for p in rep.passes), "sites_refused": refused,
+        "vectorizer_notes": notes,
+        "triton_compile_s": triton_s, "hooked_compile_s": statistics.median(hooked_s),
+        "ptxopt_s": ptxopt_s, "ratio": ptxopt_s / triton_s if triton_s else None,
+        "warnings": len([x for x in w if issubclass(x.category, pt.PtxoptTritonWarning)]),
+        # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
+        "objective": rep.objective or None, "launch": rep.launch or None,
+        "hook_estimate": list(rep.estimate),
+        "stage_seconds": dict(getattr(rep, "stage_seconds", {}) or {}),
+        "cubin_reused": bool(getattr(rep, "cubin_reused", False)),
+        "wall": statistics.median(hooked_s) / triton_s if triton_s else None,
+    }
 
 
 def _fmt(x, spec=".0f") -> str:
@@ -146,8 +185,9 @@ def _fmt(x, spec=".0f") -> str:
 def print_table(rows: list[dict], title: str) -> None:
     print(title)
     print("sim cycles: Triton's PTX -> the PTX the cubin was built from; + = fewer estimated cycles")
-    head = (f"{'kernel':18s} {'family':13s} {'changed':7s} {'verdict':12s} {'regs':>9s} "
-            f"{'sim cycles (ESTIMATE)':>22s} {'ptxopt s':>8s} {'triton s':>8s} {'ratio':>6s}")
+    head = (f"{'kernel':21s} {'family':13s} {'changed':7s} {'verdict':21s} {'regs':>9s} "
+            f"{'sim cycles (ESTIMATE)':>22s} {'ptxopt s':>8s} {'triton s':>8s} {'ratio':>6s} {'wall':>6s} "
+            f"{'cubin':>6s}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -156,8 +196,9 @@ def print_table(rows: list[dict], title: str) -> None:
         cyc = f"{_fmt(b)}->{_fmt(a)} {d}"
         regs = "-" if r["registers"][0] is None else \
             f"{_fmt(r['registers'][0], 'd')}->{_fmt(r['registers'][1], 'd')}"
-        print(f"{r['kernel']:18s} {r['family']:13s} {('yes' if r['changed'] else 'no'):7s} {r['verdict']:12s} "
-              f"{regs:>9s} {cyc:>22s} {r['ptxopt_s']:8.3f} {r['triton_compile_s']:8.3f} {_fmt(r['ratio'], '.2f'):>6s}")
+        print(f"{r['kernel']:21s} {r['family']:13s} {('yes' if r['changed'] else 'no'):7s} {r['verdict']:21s} "
+              f"{regs:>9s} {cyc:>22s} {r['ptxopt_s']:8.3f} {r['triton_compile_s']:8.3f} {_fmt(r['ratio'], '.2f'):>6s} "
+              f"{_fmt(r.get('wall'), '.2f'):>6s} {('reused' if r.get('cubin_reused') else 'triton'):>6s}")
     for r in rows:
         if r["reason"]:
             print(f"  {r['kernel']}: kept Triton's PTX: {r['reason'][:160]}")
@@ -179,6 +220,11 @@ def print_table(rows: list[dict], title: str) -> None:
         print(f"hook's added compile time / Triton's own compile time, {label} ({len(ratios)}): "
               f"median {statistics.median(ratios):.2f}, geomean {geo:.2f}, min {min(ratios):.2f}, "
               f"max {max(ratios):.2f}, total {tot:.2f}")
+        walls = [r["wall"] for r in sel if r.get("wall") is not None]
+        if walls:
+            print(f"hooked compile wall / plain compile wall, {label} ({len(walls)}): "
+                  f"median {statistics.median(walls):.2f}, min {min(walls):.2f}, max {max(walls):.2f}; "
+                  f"kernels over 1x by added time: {sum(x > 1 for x in ratios)}")
     print(f"rewritten: {sum(r['changed'] for r in rows)}/{len(rows)}; kept Triton's PTX with a warning: "
           f"{sum(bool(r['reason']) for r in rows)}")
 
@@ -193,6 +239,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel and mode (median) [default: 3]")
     ap.add_argument("--no-verify", action="store_true", help="enable(verify=False): ptxas only")
     ap.add_argument("--json", default=None, help="write the rows here")
+    ap.add_argument("--old", action="store_true",
+                    help="also the hook as it was (no cubin reuse, no check budget), same run, interleaved")
     a = ap.parse_args(argv)
     try:
         import triton  # noqa: F401
@@ -206,13 +254,20 @@ def main(argv=None) -> int:
     kw = ({"pipelines": a.pipelines} if a.pipelines else {"policy": a.policy} if a.policy
           else {"pipeline": a.pipeline or DEFAULT_PIPELINE})
     kw["verify"] = not a.no_verify
-    rows = bench(names, kw, max(1, a.repeat))
+    rows, old_rows = bench(names, kw, max(1, a.repeat), old=a.old)
     what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
             else f"pipeline {kw['pipeline']}")
-    print_table(rows, f"ptxopt Triton hook, {what}, verify={kw['verify']}, sm_89, median of {a.repeat} "
-                      f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
+    title = (f"ptxopt Triton hook, {what}, verify={kw['verify']}, sm_89, median of {a.repeat} "
+             f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
+    if old_rows:
+        print_table(old_rows, "BEFORE (no cubin reuse, no check budget): " + title)
+        print()
+        print_table(rows, "AFTER: " + title)
+    else:
+        print_table(rows, title)
     if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+        Path(a.json).write_text(json.dumps({"after": rows, "before": old_rows} if old_rows else rows, indent=1)
+                                + "\n")
     return 0
 
 
