@@ -195,7 +195,18 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
     # the passes first: when they change the text, the estimate (which reads only the two texts)
     # starts at once in a helper thread and overlaps both ptxas runs and the equivalence check;
-    # what is decided, and in which order failures are reported, is as before
+    # what is decided, and in which order failures are reported, is as before. With the caller's
+    # own ptxas (``compile``), the input's run starts at once in a helper thread (overlapping the
+    # passes and the result's run), and the estimate reads the two cubins it made: it starts
+    # after the result's run and overlaps the equivalence check.
+    def run_input():
+        t = time.perf_counter()
+        try:
+            return run_ptxas(ptx, arch)
+        finally:
+            seconds["ptxas"] = seconds.get("ptxas", 0.0) + time.perf_counter() - t  # before the result is seen
+
+    input_run = _helper("input").submit(run_input) if compile is not None else None
     try:
         run, failure = timed("passes", PassManager(pipe).run, module), None
     except Exception as e:  # reported after ptxas has judged the input, as before
@@ -204,10 +215,19 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     pending = None
     if run is not None:
         printed_in, text = emit(module), emit(run.module)
-        if estimate and text != printed_in:
-            pending = _Pending(ptx, text, module, arch, contract, objective, performance)
+        if estimate and text != printed_in and input_run is None:
+            pending = _Pending(_estimate, ptx, text, module, arch, contract, objective, performance)
+    early = None  # the result's run, made while the input's runs in its helper: (result, None) or (None, error)
+    if input_run is not None and run is not None and text != printed_in:
+        try:
+            early = (timed("ptxas", run_ptxas, text, arch), None)
+        except Exception as e:  # raised below, where the sequential code raised it (the input is judged first)
+            early = (None, e)
     try:
-        before = timed("ptxas", run_ptxas, ptx, arch)
+        if input_run is not None:
+            before = input_run.result()
+        else:
+            before = timed("ptxas", run_ptxas, ptx, arch)
     except (PtxasError, ToolchainError) as e:
         if e.transient:  # ptxas crashed or hung: not a verdict on the input (raised as it is)
             raise
@@ -234,12 +254,20 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         return out  # nothing changed: the caller's own text, byte for byte
     out.candidate = text
     try:
-        after = timed("ptxas", run_ptxas, text, arch)
+        if early is not None:
+            after, err = early
+            if err is not None:
+                raise err
+        else:
+            after = timed("ptxas", run_ptxas, text, arch)
     except (PtxasError, ToolchainError) as e:
         if e.transient:  # ptxas crashed or hung: not a verdict on the result
             raise
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
+    if estimate and input_run is not None:  # the cubins that will run, one nvdisasm run, during the check
+        pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
+                           objective, performance)
     if verify:
         chk = timed("verify", check_equivalence, module, run.module, contract, prove, check_steps)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
@@ -266,21 +294,26 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     return out
 
 
+def _helper(kind: str):
+    from ptxopt.evaluate.frontend import tools
+
+    return tools(kind)
+
+
 class _Pending:
     """An estimate running in a helper thread: the estimate reads only the two
-    texts, so it overlaps ptxas and the equivalence check instead of following
-    them (the decision still waits for both; nothing is skipped)."""
+    texts (or their cubins), so it overlaps ptxas and the equivalence check
+    instead of following them (the decision still waits for both; nothing is
+    skipped)."""
 
-    def __init__(self, *args) -> None:
-        from ptxopt.evaluate.frontend import tools
-
+    def __init__(self, fn, *args) -> None:
         self.seconds = 0.0
-        self.future = tools("estimate").submit(self._run, *args)
+        self.future = _helper("estimate").submit(self._run, fn, *args)
 
-    def _run(self, *args):
+    def _run(self, fn, *args):
         t = time.perf_counter()
         try:
-            return _estimate(*args)
+            return fn(*args)
         finally:
             self.seconds = time.perf_counter() - t
 
@@ -290,7 +323,18 @@ class _Pending:
 
 def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objective, performance):
     """:func:`ptxopt.evaluate.pair.estimate_pair` over every entry (cycles summed)."""
-    from ptxopt.evaluate.pair import PairEstimate, estimate_pair
+    from ptxopt.evaluate.pair import estimate_pair
+
+    def one(fn, check):
+        return estimate_pair(ptx, text, entry=fn.name, launch=check, performance=performance,
+                             objective=objective, arch=arch, cache=None, parsed=module)
+
+    return _per_entry(module, contract, objective, one)
+
+
+def _per_entry(module: Module, contract, objective, one):
+    """``one(entry, check launch)`` for every entry of ``module``, as one estimate."""
+    from ptxopt.evaluate.pair import PairEstimate
 
     parts = []
     for fn in module.entries:
@@ -299,8 +343,7 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
             from ptxopt.equivalence.launch import as_launch
 
             check = contract.for_entry(fn.name) if hasattr(contract, "for_entry") else as_launch(contract)
-        parts.append(estimate_pair(ptx, text, entry=fn.name, launch=check, performance=performance,
-                                   objective=objective, arch=arch, cache=None, parsed=module))
+        parts.append(one(fn, check))
     if not parts:
         return PairEstimate(objective or "latency", None, None, None, note="no entry to estimate")
     if any(p.change is None for p in parts):
@@ -311,6 +354,19 @@ def _estimate(ptx: str, text: str, module: Module, arch: str, contract, objectiv
     return PairEstimate(parts[0].objective, "; ".join(filter(None, {p.launch for p in parts})) or None,
                         sum(p.before for p in parts), sum(p.after for p in parts), parts[0].estimate,
                         note=f"{len(parts)} entries, cycles summed")
+
+
+def _estimate_compiled(ptx: str, text: str, before, after, module: Module, result: Module, arch: str, contract,
+                       objective, performance):
+    """:func:`ptxopt.evaluate.pair.estimate_compiled` over every entry (cycles
+    summed): the cubins the caller's ``compile`` made of the two texts."""
+    from ptxopt.evaluate.pair import estimate_compiled
+
+    def one(fn, check):
+        return estimate_compiled(ptx, text, before, after, entry=fn.name, launch=check, performance=performance,
+                                 objective=objective, arch=arch, parsed=module, candidate_module=result)
+
+    return _per_entry(module, contract, objective, one)
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:

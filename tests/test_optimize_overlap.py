@@ -43,3 +43,51 @@ def test_ptxas_rejection_of_the_input_still_comes_first():
     bad = GEMM.replace(".address_size 64", ".address_size 64\n.global .u32 dup;\n.global .u32 dup;", 1)
     with pytest.raises(InputRejected):
         ptxopt.optimize(bad, "vec_ld,reorder_cp")
+
+
+def _counting_compile(calls: list):
+    from ptxopt.toolchain import compile_ptx
+
+    def run(ptx, arch):
+        calls.append(ptx)
+        return compile_ptx(ptx, arch, memo=False)
+
+    return run
+
+
+@pytest.mark.parametrize("pipeline", ["vec_st", "reorder_cp"])
+def test_with_the_callers_ptxas_the_estimate_reads_its_two_cubins(pipeline, monkeypatch):
+    """A caller's ``compile`` (the Triton hook: Triton's binary and flags) runs
+    once on each text, the input's run overlapping the passes and the result's;
+    the estimate is of exactly those two cubins, and no other ptxas runs."""
+    import ptxopt.toolchain.ptxas as tp
+    from ptxopt.evaluate.pair import estimate_compiled
+    from ptxopt.measure.sim import clear_memo
+
+    from ptxopt.evaluate.frontend import tools
+
+    for kind in ("estimate", "ptxas", "measure"):  # an earlier test's abandoned estimate finishes first
+        tools(kind).submit(lambda: None).result()
+    clear_memo()
+    calls, runs = [], []
+    real = tp._compile
+    monkeypatch.setattr(tp, "_compile", lambda *a: runs.append(a[0]) or real(*a))
+    res = ptxopt.optimize(GEMM, pipeline, compile=_counting_compile(calls))
+    text = emit(PassManager(pipeline).run(parse(GEMM)).module)
+    assert res.changed and sorted(calls) == sorted([GEMM, text])
+    assert len(runs) == 2  # the caller's two runs: the estimate compiled nothing of its own
+    from ptxopt.toolchain import compile_ptx
+
+    alone = estimate_compiled(GEMM, text, compile_ptx(GEMM, res.arch), compile_ptx(text, res.arch),
+                              entry=parse(GEMM).entries[0].name, arch=res.arch)
+    assert (res.estimate.before, res.estimate.after, res.estimate.objective) == \
+        (alone.before, alone.after, alone.objective)
+    # the same cubins as the evaluator's compiles here (no flags): the same figures as estimate_pair
+    pair = estimate_pair(GEMM, text, entry=parse(GEMM).entries[0].name, arch=res.arch, cache=None)
+    assert alone.objective == pair.objective and alone.before == pytest.approx(pair.before, rel=0.05)
+
+
+def test_with_the_callers_ptxas_a_rejected_input_still_comes_first():
+    bad = GEMM.replace(".address_size 64", ".address_size 64\n.global .u32 dup;\n.global .u32 dup;", 1)
+    with pytest.raises(InputRejected):
+        ptxopt.optimize(bad, "vec_ld,reorder_cp", compile=_counting_compile([]))

@@ -61,10 +61,11 @@ class PairEstimate:
                 "note": self.note or None}
 
 
-def _fixed_grid(base: Candidate, perf, arch: str | None):
+def _fixed_grid(base: Candidate, perf, arch: str | None, compiled=None):
     """``perf`` (or the check launch's block) with the grid the original's
     occupancy gives for the assumed waves; ``perf`` itself when it has a grid
-    or nothing can be assumed."""
+    or nothing can be assumed. ``compiled``: ptxas's result for the original
+    when the caller has it (else it is compiled here)."""
     from ptxopt.equivalence.launch import Launch, Origin, Role
     from ptxopt.sim.device import device_for
     from ptxopt.sim.throughput import ASSUMED_WAVES, KernelFacts, assumed_blocks
@@ -80,7 +81,7 @@ def _fixed_grid(base: Candidate, perf, arch: str | None):
     entry = base.entry or next(f.name for f in module.entries)
     block, shared = (perf.block, perf.shared_bytes) if perf is not None else ((base.launch or _check(base, module,
                                                                                                     entry)).block, 0)
-    k = compile_ptx(base.ptx, arch).kernels.get(entry)
+    k = (compiled if compiled is not None else compile_ptx(base.ptx, arch)).kernels.get(entry)
     if k is None or not k.registers:
         return perf
     facts = KernelFacts(0.0, 0, registers=k.registers, shared_bytes=k.shared_bytes or 0)
@@ -133,4 +134,70 @@ def estimate_pair(original: str, candidate: str, *, entry: str | None = None, la
     return PairEstimate(obj, where, before.cycles, after.cycles, after.estimate)
 
 
-__all__ = ["PairEstimate", "estimate_pair"]
+def estimate_compiled(original: str, candidate: str, before, after, *, entry: str | None = None, launch=None,
+                      performance=None, objective: str | None = None, arch: str | None = None, parsed=None,
+                      candidate_module=None) -> PairEstimate:
+    """:func:`estimate_pair` for two texts the caller has compiled already:
+    ``before``/``after`` are ptxas's results (:class:`~ptxopt.toolchain.CompileResult`)
+    for ``original``/``candidate``, from the caller's own ptxas and flags --
+    the cubins that will run (the Triton hook: Triton's binary and flags). No
+    ptxas run of its own: both cubins go to the ``sim`` backend together (one
+    nvdisasm run), under the same objective, performance launch and assumed
+    grid (from ``before``'s occupancy) as :func:`estimate_pair`; the check
+    launch (loop trip counts when there is no performance launch) is chosen
+    as the evaluator chooses it. ``parsed``/``candidate_module``: the
+    caller's parses of the two texts (else parsed here)."""
+    from ptxopt.equivalence.infer import infer_launch
+    from ptxopt.equivalence.launch import from_spec
+    from ptxopt.measure.base import MeasureError, MeasureJob, Measurement, measure_many
+    from ptxopt.measure.registry import get_backend
+    from ptxopt.parser import parse
+    from ptxopt.toolchain.arch import resolve_arch
+
+    module = parsed if parsed is not None else parse(original)
+    cand_module = candidate_module if candidate_module is not None else parse(candidate)
+    arch = arch or resolve_arch(module)
+    fn = next((f for f in module.entries if f.name == entry), None) if entry else \
+        (module.entries[0] if module.entries else None)
+    base = Candidate(original, "", entry=fn.name if fn is not None else entry, launch=launch,
+                     performance=performance)
+    obj = objective_for(base, objective)
+    perf = performance_for(base)
+    try:
+        if fn is None:
+            raise ValueError("no entry to estimate")
+        if obj == "throughput":
+            perf = _fixed_grid(base, perf, arch, compiled=before)
+        spec = _spec_of(module, fn.name)
+        check = launch or (from_spec(spec) if spec is not None else infer_launch(fn, module))
+    except Exception as e:  # no entry, a launch that cannot be had: nothing to compare
+        return PairEstimate(obj, None, None, None, note=f"the original cannot be estimated: {e}")
+    given = check.interp_kwargs()
+    # blocks=None: under throughput the grid is fixed above (the original's occupancy), as estimate_pair does
+    spec = spec if spec is not None else given.get("spec")
+    jobs = [MeasureJob(text, arch, spec, fn.name, compiled, mod, given.get("geometry"), True, objective=obj,
+                       performance=perf, blocks=None, check_block=check.block)
+            for text, compiled, mod in ((original, before, module), (candidate, after, cand_module))]
+    out = measure_many(get_backend("sim"), jobs)
+    where = None
+    for m, which in zip(out, ("original", "candidate")):
+        if not isinstance(m, Measurement):
+            why = f"{m.category}: {m}" if isinstance(m, MeasureError) else f"{type(m).__name__}: {m}"
+            return PairEstimate(obj, None, None, None, note=f"the {which} could not be estimated: {why}")
+        where = where or m.extra.get("performance")
+    return PairEstimate(obj, where, out[0].cycles, out[1].cycles, out[1].estimate)
+
+
+def _spec_of(module, entry: str):
+    """The corpus manifest entry the module's ``entry`` matches (the evaluator's rule), or None."""
+    from ptxopt.interp import Program
+    from ptxopt.interp.errors import InterpError
+    from ptxopt.equivalence.interpret import spec_for
+
+    try:
+        return spec_for(Program(module), entry)
+    except InterpError:
+        return None
+
+
+__all__ = ["PairEstimate", "estimate_pair", "estimate_compiled"]
