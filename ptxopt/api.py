@@ -197,8 +197,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     # starts at once in a helper thread and overlaps both ptxas runs and the equivalence check;
     # what is decided, and in which order failures are reported, is as before. With the caller's
     # own ptxas (``compile``), the input's run starts at once in a helper thread (overlapping the
-    # passes and the result's run), and the estimate reads the two cubins it made: it starts
-    # after the result's run and overlaps the equivalence check.
+    # passes and the result's run), and the estimate reads the two cubins they made, once the
+    # result is accepted: the check is then short (hints, the prover) or it was the interpreter,
+    # which a concurrent estimate slowed by a third (GIL and CPU; flash attention: 2.5 s instead of
+    # 1.7 s) and whose rejections left the estimate's work unused.
     def run_input():
         t = time.perf_counter()
         try:
@@ -265,9 +267,6 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
             raise
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
-    if estimate and input_run is not None:  # the cubins that will run, one nvdisasm run, during the check
-        pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
-                           objective, performance)
     if verify:
         chk = timed("verify", check_equivalence, module, run.module, contract, prove, check_steps)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
@@ -281,6 +280,9 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
     if estimate:
+        if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
+            pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
+                               objective, performance)
         est = out.estimate = timed("estimate_wait", pending.result)
         seconds["estimate"] = pending.seconds
         if est.slower and if_slower == "keep":

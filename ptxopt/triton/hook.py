@@ -14,6 +14,12 @@ ways, whatever its declared ``PipelineStagesHook`` protocol says:
   ``cubin`` stage assembles it), read the signature off the first stage's
   input (:mod:`ptxopt.triton.signature`) and time every stage.
 
+Cost (issue 32): the text handed to the ``cubin`` stage was already assembled
+by ptxopt with Triton's own ptxas command, so that stage is handed ptxopt's
+cubin (byte-identical, :func:`reusable_cubin`) instead of running ptxas again;
+the equivalence check has a step budget (:data:`HOOK_CHECK_STEPS`); the
+estimate reads the two cubins the hook's ptxas runs made.
+
 Per kernel: the pipeline comes from the chooser (:mod:`ptxopt.triton.choose`),
 the launch contract from Triton's metadata (:mod:`ptxopt.triton.contract`),
 the architecture from the PTX's ``.target``, and ptxas is Triton's own
@@ -49,14 +55,17 @@ from ptxopt.api import BeforeAfter
 
 #: The hook's default budget for one kernel's equivalence check, in interpreter
 #: steps over every launch and contract alternative (:mod:`ptxopt.equivalence.budget`).
-#: About 0.5-1.5 s of interpretation here at 128 threads (a warp-wide step costs
-#: ~0.1 ms, a thread-serial one ~0.05 ms), against 0.1-1 s for Triton's whole compile.
-#: Without it a check that ends ``inconclusive`` anyway cost 4-55 s on the corpus
-#: (matmul_f32_ieee, flash_attn_fwd); a thorough check of a 128-thread kernel
-#: with loops needs ~300 steps per lockstep step of the kernel (its thread-serial
-#: launch alone runs every thread on its own), so such kernels are kept
-#: ``inconclusive (budget)`` unless the prover decides them: ``enable(check_steps=None)``
-#: removes the budget, a larger number raises it.
+#: At most ~1-3.5 s of interpretation on this 2-core machine at 128 threads (a
+#: warp-wide step costs 0.1-0.35 ms, a thread-serial one ~0.05 ms), usually far
+#: less: a check whose first compared launch shows it cannot fit stops there.
+#: Without it a check that ended ``inconclusive`` anyway cost 4 s (matmul_f32_ieee)
+#: to 55 s (flash_attn_fwd) against 0.3-0.9 s for Triton's whole compile. A
+#: thorough check of a 128-thread kernel that synchronises needs ~300 steps per
+#: lockstep step of the kernel (its thread-serial launch runs every thread on its
+#: own), so such kernels are kept ``inconclusive (budget)`` unless the prover (not
+#: limited by it, tried first) decides them; on the corpus's Triton kernels, under
+#: five pipelines, no rewrite needed the interpreter to be accepted.
+#: ``enable(check_steps=None)`` removes the budget, a larger number raises it.
 HOOK_CHECK_STEPS = 10_000
 
 
