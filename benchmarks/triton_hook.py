@@ -238,6 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", default=None, help="comma-separated corpus names [default: all]")
     ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel and mode (median) [default: 3]")
     ap.add_argument("--no-verify", action="store_true", help="enable(verify=False): ptxas only")
+    ap.add_argument("--no-estimate", action="store_true", help="enable(estimate=False): no speed comparison")
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--old", action="store_true",
                     help="also the hook as it was (no cubin reuse, no check budget), same run, interleaved")
@@ -254,10 +255,13 @@ def main(argv=None) -> int:
     kw = ({"pipelines": a.pipelines} if a.pipelines else {"policy": a.policy} if a.policy
           else {"pipeline": a.pipeline or DEFAULT_PIPELINE})
     kw["verify"] = not a.no_verify
+    if a.no_estimate:
+        kw["estimate"] = False
     rows, old_rows = bench(names, kw, max(1, a.repeat), old=a.old)
     what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
             else f"pipeline {kw['pipeline']}")
-    title = (f"ptxopt Triton hook, {what}, verify={kw['verify']}, sm_89, median of {a.repeat} "
+    title = (f"ptxopt Triton hook, {what}, verify={kw['verify']}, estimate={kw.get('estimate', True)}, sm_89, "
+             f"median of {a.repeat} "
              f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
     if old_rows:
         print_table(old_rows, "BEFORE (no cubin reuse, no check budget): " + title)

@@ -332,3 +332,12 @@ def test_a_check_over_the_budget_keeps_tritons_ptx(tcache):
     assert c.asm["ptx"] == plain.asm["ptx"] and rep.cubin_reused
     assert any("(budget)" in m for m in ptxopt_warnings(w))
     assert rep.stage_seconds["verify"] < 5
+
+
+def test_no_estimate_skips_the_speed_comparison(tcache):
+    hook = pt.enable("reorder_cp,maxnreg_128", estimate=False)
+    assert hook()[0].endswith("-estimate=0")  # another cache key: a choice is no longer guarded
+    compile_kernel("relu_scale")
+    [rep] = pt.report()
+    assert rep.changed and rep.verdict == "proved" and rep.estimate.before is None
+    assert "estimate" not in rep.stage_seconds and rep.cubin_reused

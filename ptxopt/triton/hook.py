@@ -201,15 +201,16 @@ class StagesHook:
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
-                 check_steps: int | None = HOOK_CHECK_STEPS):
+                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True):
         self.chooser = chooser
         self.check_steps = check_steps
+        self.estimate = estimate
         self.objective = objective
         self.if_slower = if_slower
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
-                    f"-if_slower={if_slower}-check_steps={check_steps}")
+                    f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0"))
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
@@ -313,7 +314,7 @@ class StagesHook:
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
-                       parsed=module, check_steps=self.check_steps)
+                       parsed=module, check_steps=self.check_steps, estimate=self.estimate)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -400,7 +401,7 @@ _active: StagesHook | None = None
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
-           check_steps: int | None = HOOK_CHECK_STEPS) -> StagesHook:
+           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -417,7 +418,11 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     ``check_steps``: the interpreter's budget for one kernel's equivalence
     check (:data:`HOOK_CHECK_STEPS`; None: no budget). A check that spends it
     keeps Triton's PTX, reported ``inconclusive (budget)``; the prover, tried
-    first, is not limited by it.
+    first, is not limited by it. ``estimate=False``: no speed comparison (the
+    nvdisasm run it needs is most of the hook's time on small kernels, ~0.2 s
+    of CPU whatever the kernel): every rewrite that passes the checks is
+    used, also one a policy or pipelines file chose and the model would rate
+    slower.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -440,7 +445,8 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
         raise RuntimeError("another add_stages_inspection_hook is installed in triton.knobs.runtime; "
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
-                      if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps)
+                      if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
+                      estimate=estimate)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
