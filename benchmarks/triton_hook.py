@@ -24,8 +24,10 @@ measured on a GPU.
 ``--old`` also compiles every kernel, in the same run and interleaved, with
 the hook as it was before issue 32's work: Triton's ``cubin`` stage
 assembling again what ptxopt assembled, and no step budget for the
-equivalence check (``reuse_cubin=False``, ``check_steps=None``), and prints
-that table first.
+equivalence check, the two ptxas runs one after the other and the estimate
+compiling both texts again (``reuse_cubin=False``, ``check_steps=None``,
+``overlap_compiles=False``), and prints that table first;
+``--also-no-estimate`` adds ``enable(estimate=False)``.
 
 Run::
 
@@ -98,23 +100,29 @@ def _cycles(ptx: str) -> float | None:
         return None
 
 
-#: enable() arguments and hook attributes that give the hook as it was before issue 32's work
-OLD = ({"check_steps": None}, {"reuse_cubin": False})
+#: Variants a run can add to the hook as it is (``--old``, ``--also-no-estimate``): a label, extra
+#: enable() arguments, hook attributes. "before": the hook as it was before issue 32's work --
+#: Triton's cubin stage assembling again what ptxopt assembled, no step budget for the check, the
+#: two ptxas runs one after the other and the estimate compiling both texts again itself.
+BEFORE = ("before", {"check_steps": None}, {"reuse_cubin": False, "overlap_compiles": False})
+NO_ESTIMATE = ("after, estimate=False", {"estimate": False}, {})
 
 
-def _enable(pt, enable_kw: dict, old: bool):
-    hook = pt.enable(**enable_kw, **(OLD[0] if old else {}))
-    for k, v in (OLD[1] if old else {}).items():
+def _enable(pt, enable_kw: dict, variant):
+    _, kw, attrs = variant
+    hook = pt.enable(**{**enable_kw, **kw})
+    for k, v in attrs.items():
         setattr(hook, k, v)
     return hook
 
 
-def bench(names: list[str], enable_kw: dict, repeat: int, old: bool = False) -> tuple[list[dict], list[dict]]:
-    """``(rows, old_rows)``: per kernel, the hook as it is, and (``old``) as it was, measured in
-    the same loop against the same plain compiles."""
+def bench(names: list[str], enable_kw: dict, repeat: int, extra: tuple = ()) -> dict[str, list[dict]]:
+    """``{label: rows}``: per kernel, the hook as it is ("after") and each ``extra`` variant,
+    measured in the same loop, interleaved, against the same plain compiles."""
     import ptxopt.triton as pt
 
-    rows, old_rows = [], []
+    variants = [("after", {}, {})] + list(extra)
+    out: dict[str, list[dict]] = {v[0]: [] for v in variants}
     pt.disable()
     _timed_compile(names[0])  # warm-up: imports, libdevice, ptxas version probe ...
     pt.enable(**enable_kw)
@@ -129,22 +137,22 @@ def bench(names: list[str], enable_kw: dict, repeat: int, old: bool = False) -> 
             s, plain = _timed_compile(name)
             plain_s.append(s)
         triton_s = statistics.median(plain_s)
-        runs = {False: ([], [], []), True: ([], [], [])}  # hooked wall, added, (rep, compiled, warnings)
+        runs = {v[0]: ([], [], []) for v in variants}  # hooked wall, added, (rep, compiled, warnings)
         for _ in range(repeat):
-            for variant in ((False, True) if old else (False,)):
+            for variant in variants:
                 _enable(pt, enable_kw, variant)
                 _forget()
                 with warnings.catch_warnings(record=True) as w:
                     warnings.simplefilter("always")
                     s, hooked = _timed_compile(name)
-                runs[variant][0].append(s)
-                runs[variant][1].append(pt.report()[-1].ptxopt_seconds)
-                runs[variant][2][:] = [(pt.report()[-1], hooked, w)]
+                walls, added, last = runs[variant[0]]
+                walls.append(s)
+                added.append(pt.report()[-1].ptxopt_seconds)
+                last[:] = [(pt.report()[-1], hooked, w)]
                 pt.disable()
-        for variant, out in ((False, rows), (True, old_rows)):
-            if runs[variant][0]:
-                out.append(_row(name, plain, triton_s, *runs[variant]))
-    return rows, old_rows
+        for label, r in runs.items():
+            out[label].append(_row(name, plain, triton_s, *r))
+    return out
 
 
 def _row(name, plain, triton_s, hooked_s, added, last) -> dict:
@@ -242,6 +250,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--old", action="store_true",
                     help="also the hook as it was (no cubin reuse, no check budget), same run, interleaved")
+    ap.add_argument("--also-no-estimate", action="store_true",
+                    help="also enable(estimate=False), same run, interleaved")
     a = ap.parse_args(argv)
     try:
         import triton  # noqa: F401
@@ -257,21 +267,20 @@ def main(argv=None) -> int:
     kw["verify"] = not a.no_verify
     if a.no_estimate:
         kw["estimate"] = False
-    rows, old_rows = bench(names, kw, max(1, a.repeat), old=a.old)
+    extra = ((BEFORE,) if a.old else ()) + ((NO_ESTIMATE,) if a.also_no_estimate else ())
+    tables = bench(names, kw, max(1, a.repeat), extra)
     what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
             else f"pipeline {kw['pipeline']}")
     title = (f"ptxopt Triton hook, {what}, verify={kw['verify']}, estimate={kw.get('estimate', True)}, sm_89, "
              f"median of {a.repeat} "
              f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
-    if old_rows:
-        print_table(old_rows, "BEFORE (no cubin reuse, no check budget): " + title)
+    heads = {"before": "BEFORE (no cubin reuse, no check budget, estimate compiling again): ", "after": "AFTER: " if extra else "",
+             NO_ESTIMATE[0]: "AFTER, enable(estimate=False): "}
+    for label in sorted(tables, key=lambda x: x != "before"):
+        print_table(tables[label], heads[label] + title)
         print()
-        print_table(rows, "AFTER: " + title)
-    else:
-        print_table(rows, title)
     if a.json:
-        Path(a.json).write_text(json.dumps({"after": rows, "before": old_rows} if old_rows else rows, indent=1)
-                                + "\n")
+        Path(a.json).write_text(json.dumps(tables if extra else tables["after"], indent=1) + "\n")
     return 0
 
 

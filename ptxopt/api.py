@@ -134,7 +134,8 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
-             parsed: Module | None = None, check_steps: int | None = None) -> OptimizeResult:
+             parsed: Module | None = None, check_steps: int | None = None,
+             overlap_compiles: bool = True) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -157,6 +158,12 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
     ``parsed``: the caller's own ``parse(ptx, filename)`` (not modified), so
     that the text is not parsed twice.
+
+    ``overlap_compiles`` (with a caller's ``compile``): the input's ptxas run
+    overlaps the passes and the result's, and the estimate reads the cubins
+    of those two runs once the result is accepted; False: the runs one after
+    the other and the estimate compiling both texts itself with ptxopt's own
+    ptxas, overlapping them (the order before issue 32; for comparisons).
 
     ``check_steps``: a budget of interpreter steps for the whole equivalence
     check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
@@ -208,7 +215,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         finally:
             seconds["ptxas"] = seconds.get("ptxas", 0.0) + time.perf_counter() - t  # before the result is seen
 
-    input_run = _helper("input").submit(run_input) if compile is not None else None
+    input_run = _helper("input").submit(run_input) if compile is not None and overlap_compiles else None
     try:
         run, failure = timed("passes", PassManager(pipe).run, module), None
     except Exception as e:  # reported after ptxas has judged the input, as before

@@ -91,3 +91,12 @@ def test_with_the_callers_ptxas_a_rejected_input_still_comes_first():
     bad = GEMM.replace(".address_size 64", ".address_size 64\n.global .u32 dup;\n.global .u32 dup;", 1)
     with pytest.raises(InputRejected):
         ptxopt.optimize(bad, "vec_ld,reorder_cp", compile=_counting_compile([]))
+
+
+def test_overlap_compiles_off_is_the_order_before():
+    calls = []
+    res = ptxopt.optimize(GEMM, "vec_st", compile=_counting_compile(calls), overlap_compiles=False)
+    text = emit(PassManager("vec_st").run(parse(GEMM)).module)
+    assert calls == [GEMM, text]  # one after the other, the input first
+    alone = estimate_pair(GEMM, text, entry=parse(GEMM).entries[0].name, arch=res.arch, cache=None)
+    assert (res.estimate.before, res.estimate.after) == (alone.before, alone.after)

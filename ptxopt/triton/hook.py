@@ -217,6 +217,8 @@ class StagesHook:
         #: hand Triton's ``cubin`` stage the cubin ptxopt's own ptxas run made of the same text
         #: (:func:`reusable_cubin`) instead of assembling it again; False: Triton's stage always runs
         self.reuse_cubin = True
+        #: optimize(overlap_compiles=...): the input's ptxas run in parallel, the estimate from the hook's cubins
+        self.overlap_compiles = True
 
     def __call__(self, *args):
         if not args:  # compile() asks for the cache key
@@ -314,7 +316,8 @@ class StagesHook:
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
-                       parsed=module, check_steps=self.check_steps, estimate=self.estimate)
+                       parsed=module, check_steps=self.check_steps, estimate=self.estimate,
+                       overlap_compiles=self.overlap_compiles)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
