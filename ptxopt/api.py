@@ -208,12 +208,14 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     # result is accepted: the check is then short (hints, the prover) or it was the interpreter,
     # which a concurrent estimate slowed by a third (GIL and CPU; flash attention: 2.5 s instead of
     # 1.7 s) and whose rejections left the estimate's work unused.
+    input_seconds = [0.0]  # the helper's own clock: ``seconds`` is only written by this thread
+
     def run_input():
         t = time.perf_counter()
         try:
             return run_ptxas(ptx, arch)
         finally:
-            seconds["ptxas"] = seconds.get("ptxas", 0.0) + time.perf_counter() - t  # before the result is seen
+            input_seconds[0] = time.perf_counter() - t
 
     input_run = _helper("input").submit(run_input) if compile is not None and overlap_compiles else None
     try:
@@ -235,6 +237,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     try:
         if input_run is not None:
             before = input_run.result()
+            seconds["ptxas"] = seconds.get("ptxas", 0.0) + input_seconds[0]
         else:
             before = timed("ptxas", run_ptxas, ptx, arch)
     except (PtxasError, ToolchainError) as e:
