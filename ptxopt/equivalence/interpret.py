@@ -772,9 +772,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
         key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
         ref = reference.get(key) if reference is not None else None
-        where = f"in launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
+        where = f"launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
         if budget is not None and budget.spent:
-            return _budget_stop(result, budget, "before " + where[3:], acc, span_of, sites, executed_o, executed_t)
+            return _budget_stop(result, budget, "before " + where, acc, span_of, sites, executed_o, executed_t)
         if ref is None:
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
@@ -787,8 +787,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             except InterpError as e:
                 if bound and isinstance(e, StepLimit):  # the budget, not the kernel: no verdict, not memoised
                     budget.spend(kw_o["max_steps"])
-                    return _budget_stop(result, budget, "the original " + where, acc, span_of, sites, executed_o,
-                                        executed_t)
+                    return _budget_stop(result, budget, "the original in " + where, acc, span_of, sites,
+                                        executed_o, executed_t)
                 if budget is not None:
                     budget.spend(getattr(e, "steps", 0))  # a failing run's steps count too
                 ref = type(e)(f"original kernel: {e}")
@@ -824,7 +824,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         except InterpError as e:
             if bound and isinstance(e, StepLimit):  # the budget stopped the candidate: no verdict
                 budget.spend(kw_t["max_steps"])
-                return _budget_stop(result, budget, "the candidate " + where, acc, span_of, sites, executed_o,
+                return _budget_stop(result, budget, "the candidate in " + where, acc, span_of, sites, executed_o,
                                     executed_t)
             result.status = "error"
             result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
