@@ -28,16 +28,23 @@ from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
 
-from .beam import beam
-from .exhaustive import exhaustive
-from .greedy import greedy
+from .beam import beam, beam_steps
+from .exhaustive import exhaustive, exhaustive_steps
+from .greedy import greedy, greedy_steps
 from .measure import EvalOptions, Meter
 from .move_memo import memo_beside
 from .random_search import random_search
 from .state import State
+from .stepwise import lockstep as run_lockstep
 from .trajectory import Step
 
 STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive}
+#: The strategies' stepwise forms (:mod:`ptxopt.search.stepwise`): in one process, ``search_many``
+#: searches kernels in lockstep with them (one evaluation per step for a group of kernels).
+STEPWISE: dict[str, Callable] = {"greedy": greedy_steps, "beam": beam_steps, "exhaustive": exhaustive_steps}
+#: Kernels searched in lockstep at most: their search trees are in memory together, and each
+#: group's results are reported when its last kernel is done.
+LOCKSTEP_KERNELS = 8
 
 
 @dataclass
@@ -150,21 +157,39 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     t0 = time.perf_counter()
     res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.estimate)
     try:
-        root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
-        budget = config.budget
-        if isinstance(budget, str):
-            ref = Meter(config.options)
-            _run(budget, root, ref, config)
-            budget = ref.evaluations
-        res.budget = budget
-        meter = Meter(config.options, budget=budget)
+        root, meter = _prepare(kernel, config, res)
         out = _run(config.strategy, root, meter, config)
-    except (CacheError, BackendUnavailable):  # not this kernel's problem: the whole search stops
+    except _FATAL:  # not this kernel's problem: the whole search stops
         raise
     except Exception as e:  # one kernel never kills a search
-        res.error = f"{type(e).__name__}: {e}".splitlines()[0]
-        res.wall_s = time.perf_counter() - t0
-        return res
+        return _failed(res, e, time.perf_counter() - t0)
+    return _report(res, root, meter, out, config, time.perf_counter() - t0)
+
+
+#: Errors that stop a whole search (an unusable cache or backend), not one kernel's.
+_FATAL = (CacheError, BackendUnavailable)
+
+
+def _prepare(kernel: Candidate, config: SearchConfig, res: KernelResult) -> tuple[State, Meter]:
+    """The root state (parsed) and the meter a kernel's search runs with (its budget resolved)."""
+    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
+    budget = config.budget
+    if isinstance(budget, str):
+        ref = Meter(config.options)
+        _run(budget, root, ref, config)
+        budget = ref.evaluations
+    res.budget = budget
+    return root, Meter(config.options, budget=budget)
+
+
+def _failed(res: KernelResult, e: BaseException, seconds: float) -> KernelResult:
+    res.error = f"{type(e).__name__}: {e}".splitlines()[0]
+    res.wall_s = seconds
+    return res
+
+
+def _report(res: KernelResult, root: State, meter: Meter, out, config: SearchConfig, seconds: float) -> KernelResult:
+    """Fill ``res`` from a strategy's outcome."""
     guard = None
     if out.baseline.ok and not meter.usable(out.best_result):  # never ship what was not checked
         guard = (f"the {config.strategy} strategy proposed {out.best.pipeline} "
@@ -194,8 +219,51 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.toolchain = out.baseline.status == "toolchain"
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
-    res.wall_s = time.perf_counter() - t0
+    res.wall_s = seconds
     return res
+
+
+def _groups(kernels: Sequence[tuple[Candidate, str | None]]) -> list[list[int]]:
+    """Consecutive groups of at most :data:`LOCKSTEP_KERNELS` kernels, no two with the same text
+    (searched one after the other, the second would read the first's results from the cache)."""
+    groups: list[list[int]] = []
+    texts: set[str] = set()
+    for i, (k, _) in enumerate(kernels):
+        if not groups or len(groups[-1]) >= LOCKSTEP_KERNELS or k.ptx in texts:
+            groups.append([])
+            texts = set()
+        groups[-1].append(i)
+        texts.add(k.ptx)
+    return groups
+
+
+def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig) -> list[KernelResult]:
+    """:func:`search_kernel` for each kernel, the kernels advanced in lockstep. A kernel's ``wall_s``
+    is its own Python time plus its share of each evaluation (by candidates)."""
+    from ptxopt.evaluate import evaluate_many
+
+    out, jobs, searched = [], [], []
+    kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    for k, fam in kernels:
+        t0 = time.perf_counter()
+        res = KernelResult(k.label, fam, config.strategy, estimate=config.options.estimate)
+        out.append(res)
+        try:
+            root, meter = _prepare(k, config, res)
+        except _FATAL:
+            raise
+        except Exception as e:  # one kernel never kills a search
+            _failed(res, e, time.perf_counter() - t0)
+            continue
+        jobs.append((STEPWISE[config.strategy](root, meter, **kw), meter))
+        searched.append((res, root, meter, time.perf_counter() - t0))
+    evaluate = lambda cands: evaluate_many(cands, workers=0, **config.options.kwargs())  # noqa: E731
+    for (res, root, meter, prep), done in zip(searched, run_lockstep(jobs, evaluate, fatal=_FATAL)):
+        if done.error is not None:
+            _failed(res, done.error, prep + done.seconds)
+        else:
+            _report(res, root, meter, done.outcome, config, prep + done.seconds)
+    return out
 
 
 def _job(args):
@@ -214,9 +282,18 @@ def _job(args):
 
 
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
-                on_result: Callable[[KernelResult], None] | None = None, executor=None) -> list[KernelResult]:
+                on_result: Callable[[KernelResult], None] | None = None, executor=None,
+                lockstep: bool = True) -> list[KernelResult]:
     """Search every ``(kernel, family)``; results in input order. ``on_result``
     is called as each finishes.
+
+    In this process (no executor, ``workers=0``), a strategy with a stepwise
+    form (:data:`STEPWISE`; no budget named after a strategy) searches up to
+    :data:`LOCKSTEP_KERNELS` kernels at a time in lockstep
+    (:func:`ptxopt.search.stepwise.lockstep`): each step's candidates of all
+    of them are one evaluation. The results are those of searching them one
+    after the other (``lockstep=False``); each group's are reported, in input
+    order, when the group is done.
 
     ``executor`` (:func:`ptxopt.executor.make_executor`: None/``"local"``,
     ``"ray"``, ``"ray:ADDRESS"`` or an :class:`~ptxopt.executor.Executor`)
@@ -239,8 +316,13 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
             on_result(r)
 
     if executor is None and workers <= 0:
-        for i, (k, fam) in enumerate(kernels):
-            record(i, search_kernel(k, config, fam))
+        if lockstep and config.strategy in STEPWISE and not isinstance(config.budget, str):
+            for group in _groups(kernels):
+                for i, r in zip(group, _search_lockstep([kernels[i] for i in group], config)):
+                    record(i, r)
+        else:
+            for i, (k, fam) in enumerate(kernels):
+                record(i, search_kernel(k, config, fam))
         return results  # type: ignore[return-value]
     from ptxopt.executor import make_executor
     from ptxopt.executor.journal import cache_file, merge_rows, seed_rows
