@@ -241,6 +241,7 @@ def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: Se
     """:func:`search_kernel` for each kernel, the kernels advanced in lockstep. A kernel's ``wall_s``
     is its own Python time plus its share of each evaluation (by candidates)."""
     from ptxopt.evaluate import evaluate_many
+    from ptxopt.evaluate.stream import Stream
 
     out, jobs, searched = [], [], []
     kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
@@ -258,7 +259,9 @@ def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: Se
         jobs.append((STEPWISE[config.strategy](root, meter, **kw), meter))
         searched.append((res, root, meter, time.perf_counter() - t0))
     evaluate = lambda cands: evaluate_many(cands, workers=0, **config.options.kwargs())  # noqa: E731
-    for (res, root, meter, prep), done in zip(searched, run_lockstep(jobs, evaluate, fatal=_FATAL)):
+    with Stream(**config.options.kwargs()) as stream:
+        done_all = run_lockstep(jobs, evaluate, stream=stream, fatal=_FATAL)
+    for (res, root, meter, prep), done in zip(searched, done_all):
         if done.error is not None:
             _failed(res, done.error, prep + done.seconds)
         else:

@@ -82,15 +82,54 @@ class _Run:
     new: list[State] = field(default_factory=list)  # of those, what the meter will have evaluated
 
 
-def lockstep(jobs: Sequence[tuple[Steps, Meter]], evaluate: Callable[[list], list], *,
+def lockstep(jobs: Sequence[tuple[Steps, Meter]], evaluate: Callable[[list], list], *, stream: Any = None,
              fatal: tuple[type[BaseException], ...] = ()) -> list[Searched]:
-    """Run every ``(generator, meter)`` to its end, round by round; ``evaluate(candidates)`` is
-    :func:`ptxopt.evaluate.evaluate_many` with the meters' options. Results in ``jobs`` order."""
+    """Run every ``(generator, meter)`` to its end; results in ``jobs`` order.
+
+    ``evaluate(candidates)`` is :func:`ptxopt.evaluate.evaluate_many` with the meters' options: with it
+    alone the kernels advance in rounds, one evaluation per round for all of them. With ``stream`` (a
+    :class:`ptxopt.evaluate.stream.Stream` with the same options), each kernel's request is submitted
+    as soon as it is known and each kernel advances as soon as its own candidates are measured, while
+    ptxas works on the others' (a stream that fails -- a bug -- leaves the kernels still searching to
+    the rounds; their pending candidates are evaluated again, from the cache where it has them)."""
     runs = [_Run(g, m) for g, m in jobs]
-    live: list[_Run] = []
-    for run in runs:
-        if _advance(run, None, None, fatal):
-            live.append(run)
+    live = [run for run in runs if _advance(run, None, None, fatal)]
+    if stream is not None and live:
+        live = _streamed(live, stream, fatal)
+    _rounds(live, evaluate, fatal)
+    return [run.done for run in runs]
+
+
+def _streamed(live: list[_Run], stream, fatal) -> list[_Run]:
+    """Drive ``live`` through ``stream`` to their ends; the runs left waiting if the stream fails."""
+    waiting: dict[int, _Run] = {}
+    try:
+        for run in live:
+            _submit(run, stream, waiting)
+        while waiting:
+            t = time.perf_counter()
+            tag, results = stream.next()
+            run = waiting.pop(tag)
+            run.done.seconds += time.perf_counter() - t
+            run.meter.absorb(run.new, results)
+            if _advance(run, run.meter.answer(run.request), None, fatal):
+                _submit(run, stream, waiting)
+    except fatal:
+        raise
+    except Exception:
+        return list(waiting.values())
+    return []
+
+
+def _submit(run: _Run, stream, waiting: dict) -> None:
+    t = time.perf_counter()
+    waiting[id(run)] = run
+    stream.submit(id(run), [s.candidate() for s in run.new])
+    run.done.seconds += time.perf_counter() - t
+
+
+def _rounds(live: list[_Run], evaluate, fatal) -> None:
+    """Drive ``live`` to their ends in rounds: every pending request of a round in one evaluation."""
     while live:
         batch = [(run, s) for run in live for s in run.new]
         t = time.perf_counter()
@@ -107,7 +146,6 @@ def lockstep(jobs: Sequence[tuple[Steps, Meter]], evaluate: Callable[[list], lis
             if _advance(run, run.meter.answer(run.request), None, fatal):
                 nxt.append(run)
         live = nxt
-    return [run.done for run in runs]
 
 
 def _advance(run: _Run, send: Any, throw: BaseException | None, fatal) -> bool:
