@@ -19,6 +19,11 @@ steps: pipeline-key lookup, front half, ptxas, measurement in chunks of up to
 completes), so its result and cache rows are the same; only which
 candidates share an nvdisasm run differs.  A chunk is launched when it is
 full, or when the caller waits and nothing else is under way.
+
+Chunks hold up to :data:`STREAM_BATCH` candidates unless ``batch`` is given:
+more than :func:`evaluate_many`'s default, because a stream keeps ptxas busy
+while a chunk waits to fill (greedy on 8 gemm tiles in lockstep: 18 nvdisasm
+runs with 32, 10 with 64; nvdisasm's CPU 4.8 -> 3.3 s, the search's 20.1 -> 18.7 s).
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from .frontend import lookup
 from .result import EvalResult
 from .work import Work
 
+#: Candidates per chunk (one nvdisasm run) when the caller does not say.
+STREAM_BATCH = 64
+
 
 class Stream:
     """Groups of candidates evaluated in this process as they are submitted (see the module doc).
@@ -43,6 +51,7 @@ class Stream:
     def __init__(self, *, cache: Any = "default", **options) -> None:
         from . import _cache_path, _settings
 
+        options.setdefault("batch", STREAM_BATCH)
         self.settings = _settings(**options)
         path = _cache_path(cache)
         self.cache = EvalCache(path) if path is not None else None

@@ -9,29 +9,33 @@ returns its :class:`~ptxopt.search.outcome.Outcome`.
 * :func:`drive` runs one such generator against its meter, one
   ``measure`` per request: exactly the strategy written as a plain function
   (``greedy(root, meter)`` is ``drive(greedy_steps(root, meter), meter)``).
-* :func:`lockstep` runs several kernels' generators together: at each round
-  every kernel still searching states its request, and the new modules of
-  all of them go through *one* evaluation (one ``evaluate_many``: one ptxas
-  stream, one nvdisasm run per chunk of candidates, one cache connection)
-  instead of one per kernel.  Each kernel's meter plans, counts and answers
-  its own part (:meth:`Meter.plan`, :meth:`Meter.absorb`,
-  :meth:`Meter.answer`) exactly as its ``measure`` would, so outcomes,
-  trajectories, evaluation counts and cache rows are those of the kernels
-  searched one after the other -- provided no two kernels of one lockstep
-  share a module (the caller keeps identical kernels apart: the second
-  would have read the first's results from the cache).
+* :func:`lockstep` runs several kernels' generators together.  With a
+  :class:`ptxopt.evaluate.stream.Stream`, each kernel's request is submitted
+  as soon as it is known and the kernel advances as soon as its own
+  candidates are measured: ptxas compiles one kernel's candidates while this
+  thread runs the passes and checks of the next and the strategies' own
+  Python (action masks, trajectory features), and nvdisasm runs once per
+  chunk of candidates of any kernels.  Without a stream, the kernels advance
+  in rounds, one ``evaluate_many`` per round for all of them.  Each kernel's
+  meter plans, counts and answers its own part (:meth:`Meter.plan`,
+  :meth:`Meter.absorb`, :meth:`Meter.answer`) exactly as its ``measure``
+  would, so outcomes, trajectories, evaluation counts and cache rows are
+  those of the kernels searched one after the other -- provided no two
+  kernels of one lockstep share a module (the caller keeps identical kernels
+  apart: the second would have read the first's results from the cache).
 
 Why: a greedy step of one small kernel is a dozen ptxas runs of a few
 milliseconds between two barriers (the first candidate's passes before
 ptxas has anything to do; nvdisasm's ~0.2 s start-up and the model after
-it is done).  Searched in lockstep, eight kernels share each barrier.
+it is done).  Searched in lockstep, the kernels fill each other's gaps.
 
 Failure rules are the sequential ones: a kernel whose generator raises gets
-that exception as its result and the others go on; when the shared
-evaluation itself raises, each kernel's part is evaluated again alone, so
-that the exception lands on the kernel whose candidates raise it (as it
-would have searched alone); an exception of a ``fatal`` class (an unusable
-cache or backend) stops everything.
+that exception as its result and the others go on; when a round's shared
+evaluation raises, each kernel's part is evaluated again alone, so that the
+exception lands on the kernel whose candidates raise it (as it would have
+searched alone); a stream that raises hands the kernels still searching to
+the rounds; an exception of a ``fatal`` class (an unusable cache or backend)
+stops everything.
 """
 
 from __future__ import annotations
@@ -102,10 +106,10 @@ def lockstep(jobs: Sequence[tuple[Steps, Meter]], evaluate: Callable[[list], lis
 
 def _streamed(live: list[_Run], stream, fatal) -> list[_Run]:
     """Drive ``live`` through ``stream`` to their ends; the runs left waiting if the stream fails."""
-    waiting: dict[int, _Run] = {}
+    waiting: dict[int, _Run] = {id(run): run for run in live}
     try:
         for run in live:
-            _submit(run, stream, waiting)
+            _submit(run, stream)
         while waiting:
             t = time.perf_counter()
             tag, results = stream.next()
@@ -113,7 +117,8 @@ def _streamed(live: list[_Run], stream, fatal) -> list[_Run]:
             run.done.seconds += time.perf_counter() - t
             run.meter.absorb(run.new, results)
             if _advance(run, run.meter.answer(run.request), None, fatal):
-                _submit(run, stream, waiting)
+                waiting[id(run)] = run
+                _submit(run, stream)
     except fatal:
         raise
     except Exception:
@@ -121,9 +126,8 @@ def _streamed(live: list[_Run], stream, fatal) -> list[_Run]:
     return []
 
 
-def _submit(run: _Run, stream, waiting: dict) -> None:
+def _submit(run: _Run, stream) -> None:
     t = time.perf_counter()
-    waiting[id(run)] = run
     stream.submit(id(run), [s.candidate() for s in run.new])
     run.done.seconds += time.perf_counter() - t
 
