@@ -198,3 +198,35 @@ def test_stream_gives_evaluate_many_results(tmp_path, monkeypatch):
     for r, w in zip(got["a"] + got["b"], want):
         assert (r.status, r.cycles, r.equivalence, r.registers) == (w.status, w.cycles, w.equivalence, w.registers)
     assert got["a"][2].status == "illegal"
+
+
+def _broken_group(args):
+    raise RuntimeError("group task bug")
+
+
+def test_one_worker_searches_in_lockstep_groups(tmp_path, monkeypatch):
+    """-j 1: the worker gets each group as one task (results as in this process, the driver writes
+    the rows); a group whose task fails is searched again one kernel per task."""
+    from ptxopt.executor.local import LocalExecutor
+
+    monkeypatch.undo()
+    kernels = [(Candidate.from_corpus(k), "gemm_tile") for k in SMALL[:2]]
+    cfg = lambda name: SearchConfig("greedy", max_steps=1, options=EvalOptions(cache=str(tmp_path / name)))  # noqa
+    here = search_many(kernels, cfg("here.sqlite"), workers=0)
+    tasks, real = [], LocalExecutor.run
+
+    def spy(ex, fn, args, **kw):
+        tasks.append((fn.__name__, len(args)))
+        return real(ex, fn, args, **kw)
+
+    monkeypatch.setattr(LocalExecutor, "run", spy)
+    one = search_many(kernels, cfg("one.sqlite"), workers=1)
+    assert tasks == [("_group_job", 1)]
+    assert _results(one) == _results(here)
+    assert _rows(tmp_path / "one.sqlite") == _rows(tmp_path / "here.sqlite")
+
+    tasks.clear()
+    monkeypatch.setattr(run_mod, "_group_job", _broken_group)
+    again = search_many(kernels, cfg("again.sqlite"), workers=1)
+    assert tasks == [("_broken_group", 1), ("_job", 2)]
+    assert _results(again) == _results(here)

@@ -290,13 +290,15 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
     """Search every ``(kernel, family)``; results in input order. ``on_result``
     is called as each finishes.
 
-    In this process (no executor, ``workers=0``), a strategy with a stepwise
-    form (:data:`STEPWISE`; no budget named after a strategy) searches up to
-    :data:`LOCKSTEP_KERNELS` kernels at a time in lockstep
-    (:func:`ptxopt.search.stepwise.lockstep`): each step's candidates of all
-    of them are one evaluation. The results are those of searching them one
-    after the other (``lockstep=False``); each group's are reported, in input
-    order, when the group is done.
+    In this process (no executor, ``workers=0``) and in the one worker of
+    ``workers=1``, a strategy with a stepwise form (:data:`STEPWISE`; no
+    budget named after a strategy) searches up to :data:`LOCKSTEP_KERNELS`
+    kernels at a time in lockstep (:func:`ptxopt.search.stepwise.lockstep`):
+    their candidates share one evaluation stream. The results are those of
+    searching them one after the other (``lockstep=False``); each group's are
+    reported, in input order, when the group is done. (With ``workers=1``, a
+    group whose task fails or whose worker dies twice is searched again one
+    kernel per task, so that the usual rules below apply per kernel.)
 
     ``executor`` (:func:`ptxopt.executor.make_executor`: None/``"local"``,
     ``"ray"``, ``"ray:ADDRESS"`` or an :class:`~ptxopt.executor.Executor`)
@@ -338,8 +340,9 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
         db = EvalCache(cache)
     args = [(k, config, fam, seed_rows(cache, k.label)) for k, fam in kernels]
 
-    def outcome(o) -> None:
-        k, fam = kernels[o.index]
+    def outcome(o, i: int | None = None) -> None:
+        i = o.index if i is None else i
+        k, fam = kernels[i]
         if o.ok:
             r, rows = o.value
             merge_rows(cache, rows, cache=db)
@@ -348,19 +351,67 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
                              error="the worker process died while searching this kernel (retried once in a fresh worker)")
         else:  # the kernel's job itself failed
             r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {o.error}")
-        record(o.index, r)
+        record(i, r)
 
-    # largest kernels first, so the long ones do not trail at the end
-    order = sorted(range(len(kernels)), key=lambda i: -len(kernels[i][0].ptx))
+    todo = list(range(len(kernels)))
     ex = make_executor(executor, workers)
     try:
-        ex.run(_job, args, fatal=(CacheError, BackendUnavailable), on_outcome=outcome, order=order)
+        if lockstep and executor is None and workers == 1 and config.strategy in STEPWISE \
+                and not isinstance(config.budget, str):
+            todo = _in_groups(ex, kernels, args, config, record, cache, db)
+        # largest kernels first, so the long ones do not trail at the end
+        order = sorted(range(len(todo)), key=lambda j: -len(kernels[todo[j]][0].ptx))
+        if todo:
+            ex.run(_job, [args[i] for i in todo], fatal=_FATAL, on_outcome=lambda o: outcome(o, todo[o.index]),
+                   order=order)
     finally:
         if ex is not executor:  # made here: closed here (a caller's executor is the caller's)
             ex.close()
         if db is not None:
             db.close()
     return results  # type: ignore[return-value]
+
+
+def _group_job(args):
+    """Several kernels searched in lockstep in one worker, against one private cache seeded with the
+    driver's rows for all of them; returns their results and the rows the driver is to write."""
+    from dataclasses import replace
+
+    from ptxopt.executor.journal import Rows, new_rows, private_cache
+
+    items, config = args
+    kernels = [(k, fam) for k, fam, _ in items]
+    if config.options.cache is None:
+        return _search_lockstep(kernels, config), Rows()
+    seed = Rows(list(dict.fromkeys(r for _, _, s in items for r in s.results)),
+                list(dict.fromkeys(p for _, _, s in items for p in s.pipelines)))
+    with private_cache(seed) as path:
+        res = _search_lockstep(kernels, replace(config, options=replace(config.options, cache=str(path))))
+        return res, new_rows(path, seed)
+
+
+def _in_groups(ex, kernels, args, config: SearchConfig, record, cache, db) -> list[int]:
+    """``-j 1``: the one worker searches the kernels in lockstep groups (:func:`_groups`), one task
+    per group; the kernels of a group whose task failed or whose worker died (twice) are returned,
+    to be searched one per task (the executor's usual rules: only the culprit fails)."""
+    from ptxopt.executor.journal import merge_rows
+
+    groups = _groups(kernels)
+    retry: list[int] = []
+
+    def outcome(o) -> None:
+        members = groups[o.index]
+        if not o.ok:
+            retry.extend(members)
+            return
+        rs, rows = o.value
+        merge_rows(cache, rows, cache=db)
+        for i, r in zip(members, rs):
+            record(i, r)
+
+    tasks = [([(kernels[i][0], kernels[i][1], args[i][3]) for i in g], config) for g in groups]
+    ex.run(_group_job, tasks, fatal=_FATAL, on_outcome=outcome)
+    return retry
 
 
 def summarize(results: Sequence[KernelResult]) -> dict:
