@@ -19,6 +19,7 @@ from ptxopt.search import run as run_mod
 from ptxopt.search.beam import beam_steps
 from ptxopt.search.exhaustive import exhaustive_steps
 from ptxopt.search.greedy import greedy_steps
+from ptxopt.search.random_search import random_steps
 from ptxopt.search.stepwise import drive, lockstep
 
 SMALL = ("gemm_tile_2x2x2", "gemm_tile_2x2x4", "gemm_tile_2x4x2")
@@ -85,7 +86,8 @@ def fake_meter(monkeypatch):
 
 
 @pytest.mark.parametrize("strategy,kw", [(greedy_steps, dict(max_steps=3)), (beam_steps, dict(max_steps=2, width=2)),
-                                         (exhaustive_steps, dict(max_steps=2))])
+                                         (exhaustive_steps, dict(max_steps=2)),
+                                         (random_steps, dict(max_steps=3, rollouts=4, seed=3))])
 @pytest.mark.parametrize("budget", [None, 9])
 def test_lockstep_driver_is_the_sequential_search(strategy, kw, budget):
     want = sequential(strategy, budget, **kw)

@@ -33,7 +33,7 @@ from .exhaustive import exhaustive, exhaustive_steps
 from .greedy import greedy, greedy_steps
 from .measure import EvalOptions, Meter
 from .move_memo import memo_beside
-from .random_search import random_search
+from .random_search import random_search, random_steps
 from .state import State
 from .stepwise import lockstep as run_lockstep
 from .trajectory import Step
@@ -41,7 +41,8 @@ from .trajectory import Step
 STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive}
 #: The strategies' stepwise forms (:mod:`ptxopt.search.stepwise`): in one process, ``search_many``
 #: searches kernels in lockstep with them (one evaluation per step for a group of kernels).
-STEPWISE: dict[str, Callable] = {"greedy": greedy_steps, "beam": beam_steps, "exhaustive": exhaustive_steps}
+STEPWISE: dict[str, Callable] = {"greedy": greedy_steps, "beam": beam_steps, "exhaustive": exhaustive_steps,
+                                 "random": random_steps}
 #: Kernels searched in lockstep at most: their search trees are in memory together, and each
 #: group's results are reported when its last kernel is done.
 LOCKSTEP_KERNELS = 8
