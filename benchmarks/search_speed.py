@@ -12,8 +12,9 @@
    * wall: search wall time / sum of the wall times of its ptxas runs;
    * CPU: (this process's CPU + every child's CPU) / CPU of its ptxas runs.
 
-   ``search_many`` searches these kernels in lockstep (one evaluation per
-   step for all of them, :mod:`ptxopt.search.stepwise`); ``--sequential``
+   ``search_many`` searches these kernels in lockstep (their candidates
+   share one evaluation stream, :mod:`ptxopt.search.stepwise`; ``-j 1``
+   does the same in its one worker); ``--sequential``
    also runs the one-after-the-other path (``lockstep=False``, what it did
    before) in the same invocation, cold as well, prints both and checks
    that both give the same results and trajectories.
@@ -238,6 +239,8 @@ def main() -> None:
             print(f"   lockstep vs one after the other: results and trajectories {'identical' if same else 'DIFFER'}; "
                   f"wall {b['wall_s'] / a['wall_s']:.2f}x faster, CPU {b['cpu_s'] / a['cpu_s']:.2f}x less")
         g = out["greedy"]
+        print(f"2. identical cubins: {g['identical_cubins']} of {g['cubins_measured']} cubins measured "
+              f"({100 * g['identical_cubins'] / max(1, g['cubins_measured']):.1f}%) repeat an earlier one")
         if args.eval_selector:
             b = out["beyond"] = beyond_ptxas(args.eval_selector, "vec_ld", tmp, tools)
             print(f"3. evaluation beyond ptxas, {b['kernels']} {b['selector']} kernels x {b['pipeline']} "
