@@ -232,3 +232,19 @@ def test_one_worker_searches_in_lockstep_groups(tmp_path, monkeypatch):
     again = search_many(kernels, cfg("again.sqlite"), workers=1)
     assert tasks == [("_broken_group", 1), ("_job", 2)]
     assert _results(again) == _results(here)
+
+
+def test_kernels_that_fail_before_their_search(tmp_path, monkeypatch):
+    monkeypatch.undo()
+    bad = (Candidate("this is not ptx\n", name="bad.ptx"), None)
+    good = (Candidate.from_corpus(SMALL[0]), "gemm_tile")
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    for ls in (False, True):  # only unparsable kernels: the (unusable) cache is never opened
+        cfg = SearchConfig("greedy", max_steps=1, options=EvalOptions(cache=str(blocked / "sub" / "c.sqlite")))
+        [r] = search_many([bad], cfg, lockstep=ls)
+        assert "ParseError" in r.error and "bad.ptx:1:1" in r.error
+    cfg = SearchConfig("greedy", max_steps=1, options=EvalOptions(cache=str(tmp_path / "c.sqlite")))
+    rb, rg = search_many([bad, good], cfg)
+    assert "ParseError" in rb.error and rb.evaluations == 0
+    assert rg.error is None and rg.evaluations > 1 and rg.steps

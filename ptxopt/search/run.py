@@ -260,8 +260,10 @@ def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: Se
         jobs.append((STEPWISE[config.strategy](root, meter, **kw), meter))
         searched.append((res, root, meter, time.perf_counter() - t0))
     evaluate = lambda cands: evaluate_many(cands, workers=0, **config.options.kwargs())  # noqa: E731
-    with Stream(**config.options.kwargs()) as stream:
-        done_all = run_lockstep(jobs, evaluate, stream=stream, fatal=_FATAL)
+    done_all = []
+    if jobs:  # (no stream, no cache opened, when every kernel failed before its search)
+        with Stream(**config.options.kwargs()) as stream:
+            done_all = run_lockstep(jobs, evaluate, stream=stream, fatal=_FATAL)
     for (res, root, meter, prep), done in zip(searched, done_all):
         if done.error is not None:
             _failed(res, done.error, prep + done.seconds)
