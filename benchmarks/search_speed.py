@@ -12,6 +12,13 @@
    * wall: search wall time / sum of the wall times of its ptxas runs;
    * CPU: (this process's CPU + every child's CPU) / CPU of its ptxas runs.
 
+   ``search_many`` searches these kernels in lockstep (their candidates
+   share one evaluation stream, :mod:`ptxopt.search.stepwise`; ``-j 1``
+   does the same in its one worker); ``--sequential``
+   also runs the one-after-the-other path (``lockstep=False``, what it did
+   before) in the same invocation, cold as well, prints both and checks
+   that both give the same results and trajectories.
+
 2. **Identical cubins**: of the cubins the ``sim`` backend was given to
    measure in (1), how many are byte-identical to one it was given before
    in the same run (different pipelines that ptxas compiles to the same
@@ -135,7 +142,7 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str) -> dict:
+def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str, lockstep: bool = True) -> dict:
     from ptxopt.corpus import get
     from ptxopt.evaluate import Candidate
     from ptxopt.search import EvalOptions, SearchConfig, search_many
@@ -146,10 +153,10 @@ def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str) -> di
     tools.reset()
     cubins.digests.clear()
     c0, t0 = _cpu(), time.perf_counter()
-    rs = search_many([(Candidate.from_corpus(s), s.family) for s in specs], cfg, workers=0)
+    rs = search_many([(Candidate.from_corpus(s), s.family) for s in specs], cfg, workers=0, lockstep=lockstep)
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     dup, n = cubins.rate()
-    return {"kernels": [s.id for s in specs], "wall_s": wall, "cpu_s": cpu,
+    return {"lockstep": lockstep, "kernels": [s.id for s in specs], "wall_s": wall, "cpu_s": cpu,
             "evaluations": sum(r.evaluations for r in rs),
             "best": {r.kernel: (r.pipeline, r.baseline_cycles, r.best_cycles, r.verdict) for r in rs},
             # every candidate's cycles at every step: a before/after comparison checks all of them
@@ -202,6 +209,8 @@ def main() -> None:
     ap.add_argument("--kernels", default=",".join(KERNELS), help="gemm_tile shapes for the greedy search")
     ap.add_argument("--eval-selector", default="gemm_tile", help="corpus kernels for item 3 ('' to skip)")
     ap.add_argument("--profile", type=int, default=0, help="print the top N of a cProfile'd greedy search")
+    ap.add_argument("--sequential", action="store_true",
+                    help="also run the greedy search of (1) one kernel after the other (lockstep=False) and compare")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     kernels = [k for k in args.kernels.split(",") if k]
@@ -215,11 +224,21 @@ def main() -> None:
         from ptxopt.evaluate import Candidate, evaluate_many
 
         evaluate_many([Candidate.from_corpus(get("gemm_tile_2x2x2"), "vec_st")], cache=None)  # warm up imports
-        g = out["greedy"] = greedy(kernels, tmp, tools, cubins, "greedy")
-        print(f"1. greedy on {len(kernels)} gemm tiles, cold cache, in-process: wall {g['wall_s']:.1f} s, CPU "
-              f"{g['cpu_s']:.1f} s; {g['evaluations']} evaluations; runs {g['runs']}")
-        print(f"   tool wall s {_r(g['tool_wall_s'])}; tool CPU s {_r(g['tool_cpu_s'])}")
-        print(f"   search / its ptxas runs: wall {g['wall_ratio']:.2f}x, CPU {g['cpu_ratio']:.2f}x (target <= 1.5x)")
+        runs = [("greedy", True)] + ([("greedy_sequential", False)] if args.sequential else [])
+        for tag, lockstep in runs:
+            g = out[tag] = greedy(kernels, tmp, tools, cubins, tag, lockstep)
+            how = "in lockstep" if lockstep else "one after the other"
+            print(f"1. greedy on {len(kernels)} gemm tiles, cold cache, in-process, {how}: wall {g['wall_s']:.1f} s, "
+                  f"CPU {g['cpu_s']:.1f} s; {g['evaluations']} evaluations; runs {g['runs']}")
+            print(f"   tool wall s {_r(g['tool_wall_s'])}; tool CPU s {_r(g['tool_cpu_s'])}")
+            print(f"   search / its ptxas runs: wall {g['wall_ratio']:.2f}x, CPU {g['cpu_ratio']:.2f}x (target <= 1.5x)")
+        if args.sequential:
+            a, b = out["greedy"], out["greedy_sequential"]
+            same = _same(a["best"], b["best"]) and _same(a["trajectories"], b["trajectories"])
+            out["same_results"] = same
+            print(f"   lockstep vs one after the other: results and trajectories {'identical' if same else 'DIFFER'}; "
+                  f"wall {b['wall_s'] / a['wall_s']:.2f}x faster, CPU {b['cpu_s'] / a['cpu_s']:.2f}x less")
+        g = out["greedy"]
         print(f"2. identical cubins: {g['identical_cubins']} of {g['cubins_measured']} cubins measured "
               f"({100 * g['identical_cubins'] / max(1, g['cubins_measured']):.1f}%) repeat an earlier one")
         if args.eval_selector:
@@ -235,6 +254,14 @@ def main() -> None:
                 print(f"   {100 * frac:5.1f}%  {tt:6.2f} s own, {ct:6.2f} s cumulative  {name}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+
+
+def _same(a, b) -> bool:
+    """Equal, but for the seconds a verdict note quotes ("... matched (0.002 s)")."""
+    import re
+
+    norm = lambda o: re.sub(r"\(\d+(\.\d+)? s\)", "(s)", json.dumps(o, sort_keys=True))  # noqa: E731
+    return norm(a) == norm(b)
 
 
 def _r(d: dict) -> str:

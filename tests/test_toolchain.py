@@ -475,6 +475,17 @@ def test_control_fields_in_range(outer_listing):
         assert c.to_high_word_bits() == ins.high & used_bits
 
 
+def test_control_decoding_is_remembered_by_its_bits():
+    from ptxopt.toolchain.control import Control
+
+    a = (0b0110_101_011_0_0011 << CONTROL_SHIFT_IN_HIGH_WORD) | 0x1234  # the same control bits,
+    b = (0b0110_101_011_0_0011 << CONTROL_SHIFT_IN_HIGH_WORD) | 0x9876  # other opcode bits
+    c = (0b0110_101_011_0_0100 << CONTROL_SHIFT_IN_HIGH_WORD) | 0x1234
+    assert Control.from_high_word(a) is Control.from_high_word(b)
+    assert Control.from_high_word(a) == Control._decode(a >> CONTROL_SHIFT_IN_HIGH_WORD)
+    assert Control.from_high_word(c).stall == 4 and Control.from_high_word(a).stall == 3
+
+
 def test_reuse_bits_match_reuse_flags(outer_listing):
     with_reuse = 0
     for ins in outer_listing:

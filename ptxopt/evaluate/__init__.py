@@ -43,8 +43,9 @@ there).  Backends: :mod:`ptxopt.measure` (the :class:`Backend`
 protocol, :func:`register_backend`; re-exported here).  The evaluation
 itself: :mod:`ptxopt.evaluate.frontend` (passes, printing, ptxas,
 equivalence), :mod:`ptxopt.evaluate.batch` (measuring and committing a
-batch), :mod:`ptxopt.evaluate.keys` (cache keys), :mod:`ptxopt.evaluate.parallel`
-(worker processes).
+batch), :mod:`ptxopt.evaluate.stream` (groups of candidates submitted over time,
+for searches in lockstep), :mod:`ptxopt.evaluate.keys` (cache keys),
+:mod:`ptxopt.evaluate.parallel` (worker processes).
 """
 
 from __future__ import annotations

@@ -44,20 +44,88 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
     committed here, as their chunk completes.  A backend that is not
     ``pipelined`` (hardware timings) measures in this thread, chunk after chunk.
     """
-    backend = get_backend(settings.backend)
-    fingerprint(settings)
+    b = Batcher(settings, cache, on_start=on_start, on_result=on_result)
     idx = list(indices) if indices is not None else list(range(len(candidates)))
     works = [Work(i, c, settings) for i, c in zip(idx, candidates)]
-    overlap = is_pipelined(backend)
+    size = max(1, settings.batch)
+    for start in range(0, len(works), size):
+        b.front(works[start: start + size])
+        b.launch()
+        b.drain(block=False)
+    b.drain(block=True)
+    return [w.result for w in works]
 
-    def done(w: Work) -> None:
+
+class Batcher:
+    """The steps of :func:`run_batch`, for a caller that decides when candidates
+    arrive and when a chunk is measured (:func:`run_batch`; the lockstep search's
+    :class:`ptxopt.evaluate.stream.Stream`).
+
+    :meth:`front` runs each candidate's front half here (its ptxas run starts in
+    the helper thread) and keeps the ones waiting for ptxas in the *open* chunk;
+    :meth:`launch` hands the open chunk to the measure thread (a backend that is
+    not ``pipelined``: collects and measures it here, at once); :meth:`drain`
+    settles launched chunks in order -- commits each result to the cache and
+    calls ``on_result(index, result)`` -- those already done, or all of them."""
+
+    def __init__(self, settings: Settings, cache: EvalCache | None, *,
+                 on_start: Callable[[list[int]], None] | None = None,
+                 on_result: Callable[[int, EvalResult], None] | None = None) -> None:
+        self.backend = get_backend(settings.backend)
+        fingerprint(settings)
+        self.settings, self.cache = settings, cache
+        self.on_start, self.on_result = on_start, on_result
+        self.overlap = is_pipelined(self.backend)
+        self.open: list[Work] = []  # fronted, waiting for ptxas, not launched yet
+        self.inflight: list[tuple[list[Work], Any]] = []  # chunks whose ptxas runs / measurement is under way
+
+    def front(self, works: Sequence[Work]) -> None:
+        for w in works:
+            if self.on_start is not None:
+                self.on_start([w.index])
+            self._guarded(w, lambda w: front(w, self.cache), "passes and equivalence check")
+            if w.ptxas_future is not None:
+                self.open.append(w)
+            elif w.result is not None:
+                self._done(w)
+
+    def launch(self) -> None:
+        ready, self.open = self.open, []
+        if not ready:
+            return
+        if self.overlap:
+            self.inflight.append((ready, tools("measure").submit(_collect_and_measure, self.backend, ready,
+                                                                 self.settings)))
+            return
+        if self.on_start is not None:
+            self.on_start([w.index for w in ready])
+        for w in ready:
+            self._guarded(w, collect_compile, "ptxas")
+        self._settle(ready, *_collect_and_measure(self.backend, ready, self.settings))
+
+    def drain(self, block: bool, *, one: bool = False) -> int:
+        """Settle launched chunks, oldest first: those done (``block``: all, or the oldest with ``one``)."""
+        n = 0
+        while self.inflight and (block or self.inflight[0][1].done()):
+            chunk, fut = self.inflight.pop(0)
+            if self.on_start is not None:
+                self.on_start([w.index for w in chunk])
+            out, seconds = fut.result()
+            self._settle(chunk, out, seconds)
+            n += 1
+            if one:
+                break
+        return n
+
+    def _done(self, w: Work) -> None:
         r = w.result
-        if cache is not None and not w.from_cache and r.cacheable and r.key is not None:
-            cache.put(r, w.pkey, w.ptx_sha)
-        if on_result is not None:
-            on_result(w.index, r)
+        if self.cache is not None and not w.from_cache and r.cacheable and r.key is not None:
+            self.cache.put(r, w.pkey, w.ptx_sha)
+        if self.on_result is not None:
+            self.on_result(w.index, r)
 
-    def guarded(w: Work, step, what: str) -> None:
+    def _guarded(self, w: Work, step, what: str) -> None:
+        settings = self.settings
         try:
             with deadline(settings.timeout):
                 step(w)
@@ -72,44 +140,11 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
                 return
             w.finish("internal", error=f"evaluator error: {type(e).__name__}: {one_line(e)}", cacheable=False)
 
-    def settle(chunk: list[Work], out: list, seconds: float) -> None:
+    def _settle(self, chunk: list[Work], out: list, seconds: float) -> None:
         measured = [w for w in chunk if w.result is None]
-        _settle(measured, out, seconds / max(1, len(measured)), settings)
+        _settle(measured, out, seconds / max(1, len(measured)), self.settings)
         for w in chunk:
-            done(w)
-
-    inflight: list[tuple[list[Work], Any]] = []  # chunks whose ptxas runs / measurement is under way
-
-    def drain(block: bool) -> None:
-        while inflight and (block or inflight[0][1].done()):
-            chunk, fut = inflight.pop(0)
-            if on_start is not None:
-                on_start([w.index for w in chunk])
-            out, seconds = fut.result()
-            settle(chunk, out, seconds)
-
-    size = max(1, settings.batch)
-    for start in range(0, len(works), size):
-        chunk = works[start: start + size]
-        for w in chunk:
-            if on_start is not None:
-                on_start([w.index])
-            guarded(w, lambda w: front(w, cache), "passes and equivalence check")
-            if w.result is not None and w.ptxas_future is None:
-                done(w)
-        ready = [w for w in chunk if w.ptxas_future is not None]
-        if ready:
-            if overlap:
-                inflight.append((ready, tools("measure").submit(_collect_and_measure, backend, ready, settings)))
-            else:
-                if on_start is not None:
-                    on_start([w.index for w in ready])
-                for w in ready:
-                    guarded(w, collect_compile, "ptxas")
-                settle(ready, *_collect_and_measure(backend, ready, settings))
-        drain(block=False)
-    drain(block=True)
-    return [w.result for w in works]
+            self._done(w)
 
 
 def _collect_and_measure(backend, chunk: list[Work], settings: Settings) -> tuple[list, float]:
@@ -198,4 +233,4 @@ def _backend_failure(w: Work, e: BaseException) -> None:
 
 
 
-__all__ = ["run_batch"]
+__all__ = ["run_batch", "Batcher"]

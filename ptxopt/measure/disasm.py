@@ -267,11 +267,15 @@ def _defined_labels(output: str, n: int) -> list[list[str]]:
 def _split(listing: SassListing, n: int, defined: list[list[str]] | None = None) -> list[SassListing]:
     """Undo the renaming: one listing per merged cubin, labels renumbered per cubin."""
     per: list[list[SassInstruction]] = [[] for _ in range(n)]
+    index_of: dict[str, int] = {}  # section -> its cubin (a few sections, thousands of instructions)
     for ins in listing.instructions:
-        m = _PREFIX_RE.search(ins.function)
-        if m is None:
-            raise NvdisasmError(f"batched listing: section {ins.function!r} has no batch prefix")
-        per[int(m.group(0)[5:-2])].append(ins)
+        i = index_of.get(ins.function)
+        if i is None:
+            m = _PREFIX_RE.search(ins.function)
+            if m is None:
+                raise NvdisasmError(f"batched listing: section {ins.function!r} has no batch prefix")
+            i = index_of[ins.function] = int(m.group(0)[5:-2])
+        per[i].append(ins)
     labels_of: list[dict] = [{} for _ in range(n)]
     for (section, offset), names in listing.labels.items():
         m = _PREFIX_RE.search(section)
@@ -290,16 +294,25 @@ def _split(listing: SassListing, n: int, defined: list[list[str]] | None = None)
                 seen.setdefault(m.group(1), set()).add(int(m.group(2)))
         rank = {kind: {k: r for r, k in enumerate(sorted(nums))} for kind, nums in seen.items()}
 
-        def fix(text: str) -> str:
-            text = _PREFIX_RE.sub("", text)
-            if rank:
+        def fix(text: str) -> str:  # (the substring tests only skip texts neither pattern can match)
+            if "__pxb" in text:
+                text = _PREFIX_RE.sub("", text)
+            if rank and ".L_" in text:
                 text = _LABEL_RE.sub(lambda m: f"{m.group(1)}{rank[m.group(1)][int(m.group(2))]}", text)
             return text
 
+        names: dict[str, str] = {}  # a section or symbol name without its prefix (a few per cubin)
+
+        def bare(name: str) -> str:
+            b = names.get(name)
+            if b is None:
+                b = names[name] = _PREFIX_RE.sub("", name)
+            return b
+
         instructions = tuple(
-            SassInstruction(function=_PREFIX_RE.sub("", ins.function), offset=ins.offset, guard=ins.guard,
+            SassInstruction(function=bare(ins.function), offset=ins.offset, guard=ins.guard,
                             opcode=ins.opcode, operands=fix(ins.operands), low=ins.low, high=ins.high,
-                            control=ins.control, symbol=_PREFIX_RE.sub("", ins.symbol))
+                            control=ins.control, symbol=bare(ins.symbol))
             for ins in per[i])
         labels = {(_PREFIX_RE.sub("", s), off): tuple(fix(x) for x in names)
                   for (s, off), names in labels_of[i].items()}

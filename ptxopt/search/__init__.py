@@ -6,7 +6,10 @@ from the pass API; see :mod:`ptxopt.search.state`); the actions are
 :mod:`ptxopt.search.actions`. Every strategy measures
 states through a :class:`~ptxopt.search.measure.Meter` (the evaluator, with
 evaluations counted for equal-budget comparisons) and records trajectories
-(:mod:`ptxopt.search.trajectory`) for the learning layer.
+(:mod:`ptxopt.search.trajectory`) for the learning layer. Each strategy is
+also a generator (:mod:`ptxopt.search.stepwise`), so that ``search_many``
+can search several kernels in lockstep, their candidates sharing one
+evaluation stream (:mod:`ptxopt.evaluate.stream`).
 
 Library use::
 

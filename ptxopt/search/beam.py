@@ -13,13 +13,20 @@ beam member was measured, so each step has its cycles).
 from __future__ import annotations
 
 from .measure import BudgetExhausted, Meter
-from .outcome import Outcome, path_steps, start
+from .outcome import Outcome, path_steps, start_steps
 from .state import State, new_children
+from .stepwise import Steps, drive
 
 
 def beam(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episode: int = 0,
          strategy: str = "beam", **_) -> Outcome:
-    out = start(root, meter)
+    return drive(beam_steps(root, meter, max_steps=max_steps, width=width, episode=episode, strategy=strategy),
+                 meter)
+
+
+def beam_steps(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episode: int = 0,
+               strategy: str = "beam", **_) -> Steps:
+    out = yield from start_steps(root, meter)
     if not out.baseline.ok:
         return out
     frontier, expanded = [root], {root.digest}
@@ -28,7 +35,7 @@ def beam(root: State, meter: Meter, *, max_steps: int = 6, width: int = 4, episo
         if not children:
             break
         try:
-            results = meter.measure(children)
+            results = yield children
         except BudgetExhausted:
             out.note = "budget exhausted"
             break

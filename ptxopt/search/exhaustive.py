@@ -10,13 +10,19 @@ the enumeration short, in which case the result is no longer an oracle.
 from __future__ import annotations
 
 from .measure import BudgetExhausted, Meter
-from .outcome import Outcome, path_steps, start
+from .outcome import Outcome, path_steps, start_steps
 from .state import State, new_children
+from .stepwise import Steps, drive
 
 
 def exhaustive(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 0, strategy: str = "exhaustive",
                **_) -> Outcome:
-    out = start(root, meter)
+    return drive(exhaustive_steps(root, meter, max_steps=max_steps, episode=episode, strategy=strategy), meter)
+
+
+def exhaustive_steps(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 0,
+                     strategy: str = "exhaustive", **_) -> Steps:
+    out = yield from start_steps(root, meter)
     if not out.baseline.ok:
         return out
     level, visited = [root], {root.digest}
@@ -26,7 +32,7 @@ def exhaustive(root: State, meter: Meter, *, max_steps: int = 3, episode: int = 
         if not nxt:
             break
         try:
-            results = meter.measure(nxt)
+            results = yield nxt
         except BudgetExhausted:
             out.note = "budget exhausted: not an oracle"
             break

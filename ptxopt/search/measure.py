@@ -87,7 +87,21 @@ class Meter:
     def measure(self, states: Sequence[State]) -> list[EvalResult | None]:
         """Results for ``states``, in order. When the budget cannot pay for
         every new module, the first ones are measured and the rest get None;
-        when it is already spent, :class:`BudgetExhausted` is raised."""
+        when it is already spent, :class:`BudgetExhausted` is raised.
+
+        The same as :meth:`plan`, one :func:`evaluate_many` of what it
+        returns, :meth:`absorb` and :meth:`answer`: the steps a driver that
+        measures several kernels' states in one evaluation takes
+        (:mod:`ptxopt.search.stepwise`)."""
+        new = self.plan(states)
+        if new:
+            self.absorb(new, evaluate_many([s.candidate() for s in new], workers=0, **self.options.kwargs()))
+        return self.answer(states)
+
+    def plan(self, states: Sequence[State]) -> list[State]:
+        """The states of ``states`` that :meth:`measure` would evaluate: each
+        module not measured yet, once, in order, as many as the budget pays
+        for; :class:`BudgetExhausted` when there is one and nothing is left."""
         todo: dict[str, State] = {}
         for s in states:
             if s.digest not in self.seen:
@@ -97,21 +111,26 @@ class Meter:
             if self.remaining == 0:
                 raise BudgetExhausted()
             new = new[: self.remaining]
-        if new:
-            results = evaluate_many([s.candidate() for s in new], workers=0, **self.options.kwargs())
-            for s, r in zip(new, results):
-                self.evaluations += 1
-                self.cache_hits += bool(r.cache_hit)
-                if s.depth == 0:
-                    if r.ok and not r.checked:  # the empty pipeline: identical by definition
-                        r = r.replace(equivalence=Verdict.IDENTICAL.value, equivalence_note=None)
-                if not r.ok:
-                    self.failures[r.status] += 1
-                elif not r.checked:
-                    self.unchecked[r.equivalence] += 1
-                    why = r.equivalence + (f": {r.equivalence_note}" if r.equivalence_note else "")
-                    self.unchecked_reasons.setdefault(why, []).append(r.pipeline or str(s.pipeline))
-                self.seen[s.digest] = r
+        return new
+
+    def absorb(self, new: Sequence[State], results: Sequence[EvalResult]) -> None:
+        """Count and remember the evaluator's results for :meth:`plan`'s states."""
+        for s, r in zip(new, results, strict=True):
+            self.evaluations += 1
+            self.cache_hits += bool(r.cache_hit)
+            if s.depth == 0:
+                if r.ok and not r.checked:  # the empty pipeline: identical by definition
+                    r = r.replace(equivalence=Verdict.IDENTICAL.value, equivalence_note=None)
+            if not r.ok:
+                self.failures[r.status] += 1
+            elif not r.checked:
+                self.unchecked[r.equivalence] += 1
+                why = r.equivalence + (f": {r.equivalence_note}" if r.equivalence_note else "")
+                self.unchecked_reasons.setdefault(why, []).append(r.pipeline or str(s.pipeline))
+            self.seen[s.digest] = r
+
+    def answer(self, states: Sequence[State]) -> list[EvalResult | None]:
+        """What is known of ``states``, in order (None: not measured)."""
         return [self.seen.get(s.digest) for s in states]
 
     def usable(self, r: EvalResult | None) -> bool:

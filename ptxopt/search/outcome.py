@@ -8,6 +8,7 @@ from ptxopt.evaluate import EvalResult
 from ptxopt.search.actions import STOP
 
 from .state import State
+from .stepwise import drive
 from .trajectory import Step, make_step
 
 
@@ -26,7 +27,12 @@ class Outcome:
 def start(root: State, meter) -> Outcome:
     """Measure the baseline: the outcome every strategy begins from. When the
     baseline fails, the outcome says so and the strategy returns it as is."""
-    base = meter.measure([root])[0]
+    return drive(start_steps(root, meter), meter)
+
+
+def start_steps(root: State, meter):
+    """:func:`start` as a stepwise strategy (:mod:`ptxopt.search.stepwise`): ``yield from`` it."""
+    base = (yield [root])[0]
     out = Outcome(root, base, base)
     if not base.ok:
         out.note = f"baseline failed: {base.status}"

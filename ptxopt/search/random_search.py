@@ -19,8 +19,9 @@ import numpy as np
 from ptxopt.search.actions import STOP
 
 from .measure import BudgetExhausted, Meter
-from .outcome import Outcome, start
+from .outcome import Outcome, start_steps
 from .state import State
+from .stepwise import Steps, drive
 from .trajectory import make_step
 
 #: Consecutive rollouts that reach only measured modules before giving up
@@ -35,7 +36,14 @@ def kernel_rng(seed: int, kernel: str) -> np.random.Generator:
 
 def random_search(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 0, rollouts: int = 16,
                   strategy: str = "random", **_) -> Outcome:
-    out = start(root, meter)
+    return drive(random_steps(root, meter, max_steps=max_steps, seed=seed, rollouts=rollouts, strategy=strategy),
+                 meter)
+
+
+def random_steps(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 0, rollouts: int = 16,
+                 strategy: str = "random", **_) -> Steps:
+    """:func:`random_search` as a stepwise strategy (:mod:`ptxopt.search.stepwise`)."""
+    out = yield from start_steps(root, meter)
     if not out.baseline.ok:
         return out
     rng = kernel_rng(seed, root.kernel.label)
@@ -43,7 +51,7 @@ def random_search(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 
     while stale < MAX_STALE_ROLLOUTS and (meter.budget is not None or episode < rollouts):
         before, steps = meter.evaluations, []
         try:
-            _rollout(root, out.baseline, meter, rng, max_steps, episode, strategy, out, steps)
+            yield from _rollout(root, out.baseline, meter, rng, max_steps, episode, strategy, out, steps)
         except BudgetExhausted:
             out.note = "budget exhausted"
             break
@@ -57,7 +65,7 @@ def random_search(root: State, meter: Meter, *, max_steps: int = 6, seed: int = 
     return out
 
 
-def _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps: list) -> None:
+def _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps: list) -> Steps:
     state, res = root, base
     for i in range(max_steps):
         moves = state.legal_moves()
@@ -70,7 +78,7 @@ def _rollout(root, base, meter, rng, max_steps, episode, strategy, out, steps: l
             steps.append(make_step(state, STOP, res.cycles, res.cycles, **kw))
             break
         child = state.child(action)
-        r = meter.measure([child])[0]
+        r = (yield [child])[0]
         if not meter.usable(r):
             break  # a failing or unchecked candidate ends the rollout (counted by the meter)
         steps.append(make_step(state, action, res.cycles, r.cycles, **kw))

@@ -28,16 +28,24 @@ from typing import Callable, Sequence
 
 from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
 
-from .beam import beam
-from .exhaustive import exhaustive
-from .greedy import greedy
+from .beam import beam, beam_steps
+from .exhaustive import exhaustive, exhaustive_steps
+from .greedy import greedy, greedy_steps
 from .measure import EvalOptions, Meter
 from .move_memo import memo_beside
-from .random_search import random_search
+from .random_search import random_search, random_steps
 from .state import State
+from .stepwise import lockstep as run_lockstep
 from .trajectory import Step
 
 STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive}
+#: The strategies' stepwise forms (:mod:`ptxopt.search.stepwise`): in one process, ``search_many``
+#: searches kernels in lockstep with them (one evaluation per step for a group of kernels).
+STEPWISE: dict[str, Callable] = {"greedy": greedy_steps, "beam": beam_steps, "exhaustive": exhaustive_steps,
+                                 "random": random_steps}
+#: Kernels searched in lockstep at most: their search trees are in memory together, and each
+#: group's results are reported when its last kernel is done.
+LOCKSTEP_KERNELS = 8
 
 
 @dataclass
@@ -150,21 +158,39 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
     t0 = time.perf_counter()
     res = KernelResult(kernel.label, family, config.strategy, estimate=config.options.estimate)
     try:
-        root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
-        budget = config.budget
-        if isinstance(budget, str):
-            ref = Meter(config.options)
-            _run(budget, root, ref, config)
-            budget = ref.evaluations
-        res.budget = budget
-        meter = Meter(config.options, budget=budget)
+        root, meter = _prepare(kernel, config, res)
         out = _run(config.strategy, root, meter, config)
-    except (CacheError, BackendUnavailable):  # not this kernel's problem: the whole search stops
+    except _FATAL:  # not this kernel's problem: the whole search stops
         raise
     except Exception as e:  # one kernel never kills a search
-        res.error = f"{type(e).__name__}: {e}".splitlines()[0]
-        res.wall_s = time.perf_counter() - t0
-        return res
+        return _failed(res, e, time.perf_counter() - t0)
+    return _report(res, root, meter, out, config, time.perf_counter() - t0)
+
+
+#: Errors that stop a whole search (an unusable cache or backend), not one kernel's.
+_FATAL = (CacheError, BackendUnavailable)
+
+
+def _prepare(kernel: Candidate, config: SearchConfig, res: KernelResult) -> tuple[State, Meter]:
+    """The root state (parsed) and the meter a kernel's search runs with (its budget resolved)."""
+    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
+    budget = config.budget
+    if isinstance(budget, str):
+        ref = Meter(config.options)
+        _run(budget, root, ref, config)
+        budget = ref.evaluations
+    res.budget = budget
+    return root, Meter(config.options, budget=budget)
+
+
+def _failed(res: KernelResult, e: BaseException, seconds: float) -> KernelResult:
+    res.error = f"{type(e).__name__}: {e}".splitlines()[0]
+    res.wall_s = seconds
+    return res
+
+
+def _report(res: KernelResult, root: State, meter: Meter, out, config: SearchConfig, seconds: float) -> KernelResult:
+    """Fill ``res`` from a strategy's outcome."""
     guard = None
     if out.baseline.ok and not meter.usable(out.best_result):  # never ship what was not checked
         guard = (f"the {config.strategy} strategy proposed {out.best.pipeline} "
@@ -194,8 +220,56 @@ def search_kernel(kernel: Candidate, config: SearchConfig, family: str | None = 
         res.toolchain = out.baseline.status == "toolchain"
         res.error = (f"bad input: {out.baseline.error}" if out.baseline.bad_input
                      else f"baseline {out.baseline.status}: {out.baseline.error}")
-    res.wall_s = time.perf_counter() - t0
+    res.wall_s = seconds
     return res
+
+
+def _groups(kernels: Sequence[tuple[Candidate, str | None]]) -> list[list[int]]:
+    """Consecutive groups of at most :data:`LOCKSTEP_KERNELS` kernels, no two with the same text
+    (searched one after the other, the second would read the first's results from the cache)."""
+    groups: list[list[int]] = []
+    texts: set[str] = set()
+    for i, (k, _) in enumerate(kernels):
+        if not groups or len(groups[-1]) >= LOCKSTEP_KERNELS or k.ptx in texts:
+            groups.append([])
+            texts = set()
+        groups[-1].append(i)
+        texts.add(k.ptx)
+    return groups
+
+
+def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig) -> list[KernelResult]:
+    """:func:`search_kernel` for each kernel, the kernels advanced in lockstep. A kernel's ``wall_s``
+    is its own Python time plus its share of each evaluation (by candidates)."""
+    from ptxopt.evaluate import evaluate_many
+    from ptxopt.evaluate.stream import Stream
+
+    out, jobs, searched = [], [], []
+    kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    for k, fam in kernels:
+        t0 = time.perf_counter()
+        res = KernelResult(k.label, fam, config.strategy, estimate=config.options.estimate)
+        out.append(res)
+        try:
+            root, meter = _prepare(k, config, res)
+        except _FATAL:
+            raise
+        except Exception as e:  # one kernel never kills a search
+            _failed(res, e, time.perf_counter() - t0)
+            continue
+        jobs.append((STEPWISE[config.strategy](root, meter, **kw), meter))
+        searched.append((res, root, meter, time.perf_counter() - t0))
+    evaluate = lambda cands: evaluate_many(cands, workers=0, **config.options.kwargs())  # noqa: E731
+    done_all = []
+    if jobs:  # (no stream, no cache opened, when every kernel failed before its search)
+        with Stream(**config.options.kwargs()) as stream:
+            done_all = run_lockstep(jobs, evaluate, stream=stream, fatal=_FATAL)
+    for (res, root, meter, prep), done in zip(searched, done_all):
+        if done.error is not None:
+            _failed(res, done.error, prep + done.seconds)
+        else:
+            _report(res, root, meter, done.outcome, config, prep + done.seconds)
+    return out
 
 
 def _job(args):
@@ -214,9 +288,20 @@ def _job(args):
 
 
 def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchConfig, *, workers: int = 0,
-                on_result: Callable[[KernelResult], None] | None = None, executor=None) -> list[KernelResult]:
+                on_result: Callable[[KernelResult], None] | None = None, executor=None,
+                lockstep: bool = True) -> list[KernelResult]:
     """Search every ``(kernel, family)``; results in input order. ``on_result``
     is called as each finishes.
+
+    In this process (no executor, ``workers=0``) and in the one worker of
+    ``workers=1``, a strategy with a stepwise form (:data:`STEPWISE`; no
+    budget named after a strategy) searches up to :data:`LOCKSTEP_KERNELS`
+    kernels at a time in lockstep (:func:`ptxopt.search.stepwise.lockstep`):
+    their candidates share one evaluation stream. The results are those of
+    searching them one after the other (``lockstep=False``); each group's are
+    reported, in input order, when the group is done. (With ``workers=1``, a
+    group whose task fails or whose worker dies twice is searched again one
+    kernel per task, so that the usual rules below apply per kernel.)
 
     ``executor`` (:func:`ptxopt.executor.make_executor`: None/``"local"``,
     ``"ray"``, ``"ray:ADDRESS"`` or an :class:`~ptxopt.executor.Executor`)
@@ -239,8 +324,13 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
             on_result(r)
 
     if executor is None and workers <= 0:
-        for i, (k, fam) in enumerate(kernels):
-            record(i, search_kernel(k, config, fam))
+        if lockstep and config.strategy in STEPWISE and not isinstance(config.budget, str):
+            for group in _groups(kernels):
+                for i, r in zip(group, _search_lockstep([kernels[i] for i in group], config)):
+                    record(i, r)
+        else:
+            for i, (k, fam) in enumerate(kernels):
+                record(i, search_kernel(k, config, fam))
         return results  # type: ignore[return-value]
     from ptxopt.executor import make_executor
     from ptxopt.executor.journal import cache_file, merge_rows, seed_rows
@@ -253,8 +343,9 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
         db = EvalCache(cache)
     args = [(k, config, fam, seed_rows(cache, k.label)) for k, fam in kernels]
 
-    def outcome(o) -> None:
-        k, fam = kernels[o.index]
+    def outcome(o, i: int | None = None) -> None:
+        i = o.index if i is None else i
+        k, fam = kernels[i]
         if o.ok:
             r, rows = o.value
             merge_rows(cache, rows, cache=db)
@@ -263,19 +354,67 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
                              error="the worker process died while searching this kernel (retried once in a fresh worker)")
         else:  # the kernel's job itself failed
             r = KernelResult(k.label, fam, config.strategy, error=f"worker failed: {o.error}")
-        record(o.index, r)
+        record(i, r)
 
-    # largest kernels first, so the long ones do not trail at the end
-    order = sorted(range(len(kernels)), key=lambda i: -len(kernels[i][0].ptx))
+    todo = list(range(len(kernels)))
     ex = make_executor(executor, workers)
     try:
-        ex.run(_job, args, fatal=(CacheError, BackendUnavailable), on_outcome=outcome, order=order)
+        if lockstep and executor is None and workers == 1 and config.strategy in STEPWISE \
+                and not isinstance(config.budget, str):
+            todo = _in_groups(ex, kernels, args, config, record, cache, db)
+        # largest kernels first, so the long ones do not trail at the end
+        order = sorted(range(len(todo)), key=lambda j: -len(kernels[todo[j]][0].ptx))
+        if todo:
+            ex.run(_job, [args[i] for i in todo], fatal=_FATAL, on_outcome=lambda o: outcome(o, todo[o.index]),
+                   order=order)
     finally:
         if ex is not executor:  # made here: closed here (a caller's executor is the caller's)
             ex.close()
         if db is not None:
             db.close()
     return results  # type: ignore[return-value]
+
+
+def _group_job(args):
+    """Several kernels searched in lockstep in one worker, against one private cache seeded with the
+    driver's rows for all of them; returns their results and the rows the driver is to write."""
+    from dataclasses import replace
+
+    from ptxopt.executor.journal import Rows, new_rows, private_cache
+
+    items, config = args
+    kernels = [(k, fam) for k, fam, _ in items]
+    if config.options.cache is None:
+        return _search_lockstep(kernels, config), Rows()
+    seed = Rows(list(dict.fromkeys(r for _, _, s in items for r in s.results)),
+                list(dict.fromkeys(p for _, _, s in items for p in s.pipelines)))
+    with private_cache(seed) as path:
+        res = _search_lockstep(kernels, replace(config, options=replace(config.options, cache=str(path))))
+        return res, new_rows(path, seed)
+
+
+def _in_groups(ex, kernels, args, config: SearchConfig, record, cache, db) -> list[int]:
+    """``-j 1``: the one worker searches the kernels in lockstep groups (:func:`_groups`), one task
+    per group; the kernels of a group whose task failed or whose worker died (twice) are returned,
+    to be searched one per task (the executor's usual rules: only the culprit fails)."""
+    from ptxopt.executor.journal import merge_rows
+
+    groups = _groups(kernels)
+    retry: list[int] = []
+
+    def outcome(o) -> None:
+        members = groups[o.index]
+        if not o.ok:
+            retry.extend(members)
+            return
+        rs, rows = o.value
+        merge_rows(cache, rows, cache=db)
+        for i, r in zip(members, rs):
+            record(i, r)
+
+    tasks = [([(kernels[i][0], kernels[i][1], args[i][3]) for i in g], config) for g in groups]
+    ex.run(_group_job, tasks, fatal=_FATAL, on_outcome=outcome)
+    return retry
 
 
 def summarize(results: Sequence[KernelResult]) -> dict:

@@ -52,8 +52,21 @@ class Control:
 
     @classmethod
     def from_high_word(cls, high: int) -> "Control":
-        """Decode from the instruction's high 64-bit word."""
+        """Decode from the instruction's high 64-bit word (each distinct field
+        decoded once: a listing repeats a few hundred of them over thousands of
+        instructions, and a Control is immutable)."""
         code = high >> CONTROL_SHIFT_IN_HIGH_WORD
+        if cls is not Control:
+            return cls._decode(code)
+        c = _DECODED.get(code)
+        if c is None:
+            if len(_DECODED) >= _MAX_DECODED:
+                _DECODED.clear()
+            c = _DECODED[code] = cls._decode(code)
+        return c
+
+    @classmethod
+    def _decode(cls, code: int) -> "Control":
         return cls(**{name: (code >> offset) & ((1 << width) - 1) for name, offset, width in CONTROL_FIELDS})
 
     def to_high_word_bits(self) -> int:
@@ -89,3 +102,8 @@ class Control:
         yld = "Y" if self.yield_flag == 0 else "-"
         reuse = "".join("R" if self.reuse >> i & 1 else "-" for i in range(4))
         return f"B{wait}:R{rd}:W{wr}:{yld}:S{self.stall:02d}:{reuse}"
+
+
+#: Decoded control fields by their raw bits (:meth:`Control.from_high_word`), bounded.
+_DECODED: dict[int, Control] = {}
+_MAX_DECODED = 1 << 16
