@@ -46,7 +46,7 @@ from typing import Sequence
 
 from ptxopt.toolchain import NvdisasmError, SassInstruction, SassListing, disassemble, find_nvdisasm
 from ptxopt.toolchain.process import run_tool
-from ptxopt.toolchain.sass import _LABEL_RE as _LINE_LABEL_RE  # noqa: the listing's own label syntax
+from ptxopt.toolchain.sass import _LABEL_RE as _LINE_LABEL_RE  # the listing's own label syntax
 from ptxopt.toolchain.sass import _SECTION_RE, NVDISASM_ARGS, parse_nvdisasm
 
 _EH = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr
