@@ -53,7 +53,7 @@ def run_batch(candidates: Sequence[Candidate], settings: Settings, cache: EvalCa
     def done(w: Work) -> None:
         r = w.result
         if cache is not None and not w.from_cache and r.cacheable and r.key is not None:
-            cache.put(r, w.pkey, w.ptx_sha)
+            cache.put(r, w.pipeline_key(), w.ptx_sha)
         if on_result is not None:
             on_result(w.index, r)
 
