@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.analysis import build_cfg
+from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.alias import address_of
 from ptxopt.analysis.defuse import defined_on_every_path
 from ptxopt.ir import Block, Comment, Function, Instruction, Label, Loc, Module
@@ -141,7 +141,7 @@ class Prefetch(FunctionPass):
         return f"prefetch each 128-byte line of the global loads into {self.level} once its address is known"
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = build_cfg(fn)
+        cfg = cfg_of(fn)  # shared with the other passes tried on this state
         defined = defined_on_every_path(cfg)
         inserts: dict[int, tuple[list, list]] = {}  # id(items) -> (items, [(pos, seq, stmt)])
         for block in cfg.blocks:

@@ -281,9 +281,9 @@ def pointer_roots_of(fn: Function) -> dict[str, str]:
     """Pointer-parameter roots, only needed (and computed) with ``.noalias`` params."""
     if not noalias_params(fn):
         return {}
-    from ptxopt.analysis.cfg import CFG
+    from ptxopt.analysis.cfg_memo import cfg_of
 
-    return pointer_roots(CFG(fn))
+    return pointer_roots(cfg_of(fn))
 
 
 def candidate(ins: Instruction) -> tuple | None:
