@@ -21,7 +21,7 @@ Design choices, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from ptxopt.ptxwords import STATE_SPACES, TYPE_BITS, is_float_literal, literal_value, parse_int  # noqa: F401  (ir.parse_int)

@@ -164,7 +164,7 @@ from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
-from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS  # noqa: F401
+from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -845,4 +845,5 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
 
 
 __all__ = ["verify", "VerifyResult", "Mismatch", "Coverage", "Geometry", "AssemblyError", "compare_buffers",
-           "compare_globals", "np_dtype", "SCALAR_PLAN", "LAYOUTS", "TRIAL_PLAN"]
+           "compare_globals", "np_dtype", "SCALAR_PLAN", "LAYOUTS", "TRIAL_PLAN",
+           "DEFAULT_SEEDS", "DEFAULT_TRIALS", "DEFAULT_MIN_COVERAGE"]  # the last three: see trial_budget

@@ -32,6 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from ptxopt.evaluate import Candidate
+from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
 from ptxopt.passes.base import IllegalPass
 from ptxopt.pipeline import Pipeline
@@ -120,7 +121,8 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
+            with gc_paused():  # every pass applied: one burst of allocation (see ptxopt.gc_pause)
+                self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
         return self._moves
