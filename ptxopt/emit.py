@@ -137,7 +137,7 @@ def _format_instruction(ins: Instruction) -> str:
     if ins.guard is not None:
         s = ("@!" if ins.guard_neg else "@") + ins.guard + " " + s
     if ins.operands:
-        s += " \t" + ", ".join([_op(o) for o in ins.operands]) + ";"
+        s += " \t" + ", ".join([o.name if type(o) is Reg else _op(o) for o in ins.operands]) + ";"
     else:
         s += ";"
     return s

@@ -24,7 +24,10 @@ _MEMO: OrderedDict = OrderedDict()
 
 
 def _shape(block: Block) -> tuple:
-    return tuple(_shape(s) if type(s) is Block else id(s) for s in block.items)
+    items = block.items
+    if Block not in set(map(type, items)):  # the usual flat body: one C-level pass
+        return tuple(map(id, items))
+    return tuple(_shape(s) if type(s) is Block else id(s) for s in items)
 
 
 def cfg_of(fn: Function) -> CFG:

@@ -92,7 +92,7 @@ def _stops(s, names: set[str]) -> bool:
         return False
     if t is Instruction:
         return (operand_facts.role(s) == "order" or s.opcode in opcodes.TERMINATORS
-                or any(r in names for r in operand_facts.defs_uses(s)[0]))
+                or any(r in names for r in operand_facts.facts(s).defs))
     if t is Block:
         return any(type(x) is Label or (type(x) is Instruction and _stops(x, names)) for x in _walk(s))
     return True  # labels, declarations, raw text
