@@ -25,7 +25,7 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "body_parser.py", "ir.py",
                  "grammar",
                  "opcodes.py", "operand_facts.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
-                 "ptxwords.py")
+                 "ptxwords.py", "gc_pause.py", "print_compare.py")
 
 
 def source_digest(*packages_or_files: str) -> str:
