@@ -4,7 +4,9 @@ Issue 14's target: <= 25% of one ptxas compile. Three figures per state,
 all measured in this run (best of ``--reps``):
 
 * **cold**: nothing remembered (analysis memos, printed-text memos and the
-  move memo cleared): every pass applied to the state and printed;
+  move memo cleared): every pass applied to the state, and its output compared
+  with the state (:mod:`ptxopt.print_compare`; printed only where the
+  statements do not decide; a child is printed when first visited);
 * **memo file**: a new process's first look at a state it has seen before
   (in-process memos cleared, the move memo file beside the evaluation cache
   present) -- what a GRPO epoch or a repeated search pays;

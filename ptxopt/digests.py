@@ -25,7 +25,7 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
 FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "body_parser.py", "ir.py",
                  "grammar",
                  "opcodes.py", "operand_facts.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
-                 "ptxwords.py")
+                 "ptxwords.py", "gc_pause.py", "print_compare.py")
 
 
 def source_digest(*packages_or_files: str) -> str:
@@ -50,12 +50,25 @@ _CODE: dict = {}
 FRONT_EXTRA: list = []
 
 
+def _own_digests() -> dict:
+    if not _CODE:
+        _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
+    return _CODE
+
+
+def evaluator_digest() -> str:
+    """``code_digests()["evaluator"]`` without looking for plugin passes: a
+    plugin changes the printed PTX (``front``), never the result of a fixed
+    PTX, and finding the installed ones costs ``importlib.metadata`` (~25 ms
+    of a one-off command's start-up)."""
+    return _own_digests()["evaluator"]
+
+
 def code_digests() -> dict:
     """Digests of the code: ``front`` decides the printed PTX of a (kernel,
     pipeline) -- ptxopt's own front end and every plugin pass installed or
     registered --, ``evaluator`` the result once the PTX is fixed."""
-    if not _CODE:
-        _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
+    _own_digests()
     # The plugin hook is added when the pass registry is imported; with lazy
     # imports nothing guarantees that has happened yet, and a key computed
     # before it would leave an installed plugin's code out (stale results
@@ -104,4 +117,4 @@ def code_of(obj) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["source_digest", "code_digests", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES", "FRONT_EXTRA"]
+__all__ = ["source_digest", "code_digests", "evaluator_digest", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES", "FRONT_EXTRA"]

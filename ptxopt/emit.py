@@ -54,6 +54,16 @@ def emit(module: Module) -> str:
 
 
 def emit_function(fn: Function, out: list[str]) -> None:
+    out.extend(function_head(fn))
+    if fn.body is None:
+        out.append(";")
+    else:
+        _block(fn.body, out, "")
+
+
+def function_head(fn: Function) -> list[str]:
+    """The lines of ``fn`` before its body: linkage, kind, name, parameters, directives."""
+    out: list[str] = []
     head = " ".join((*fn.linkage, fn.kind))
     if fn.attribute:
         head += " " + fn.attribute
@@ -78,10 +88,7 @@ def emit_function(fn: Function, out: list[str]) -> None:
         if any(a.startswith('"') for a in d.args):
             line += ";"
         out.append(line)
-    if fn.body is None:
-        out.append(";")
-    else:
-        _block(fn.body, out, "")
+    return out
 
 
 def _block(block: Block, out: list[str], indent: str) -> None:
@@ -130,7 +137,7 @@ def _format_instruction(ins: Instruction) -> str:
     if ins.guard is not None:
         s = ("@!" if ins.guard_neg else "@") + ins.guard + " " + s
     if ins.operands:
-        s += " \t" + ", ".join([_op(o) for o in ins.operands]) + ";"
+        s += " \t" + ", ".join([o.name if type(o) is Reg else _op(o) for o in ins.operands]) + ";"
     else:
         s += ";"
     return s
@@ -170,4 +177,4 @@ def _decl(d: Decl) -> str:
     return _decl_body(d) + ";"
 
 
-__all__ = ["emit", "emit_function", "format_instruction", "Statement", "Loc", "Raw"]
+__all__ = ["emit", "emit_function", "function_head", "format_instruction", "Statement", "Loc", "Raw"]

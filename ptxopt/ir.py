@@ -21,7 +21,7 @@ Design choices, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from ptxopt.ptxwords import STATE_SPACES, TYPE_BITS, is_float_literal, literal_value, parse_int  # noqa: F401  (ir.parse_int)
@@ -206,7 +206,10 @@ class Instruction:
         return modifier in self.modifiers
 
     def with_modifiers(self, modifiers: tuple[str, ...]) -> "Instruction":
-        return replace(self, modifiers=tuple(modifiers))
+        # ``replace`` spelt out (a pass may rewrite thousands of loads, and
+        # ``dataclasses.replace`` introspects the fields each time); every
+        # ``__init__`` field is passed (tests/test_operand_facts.py checks that)
+        return Instruction(self.opcode, tuple(modifiers), self.operands, self.guard, self.guard_neg, self.line)
 
 
 _INSTRUCTION_STATE = ("opcode", "modifiers", "operands", "guard", "guard_neg", "line")

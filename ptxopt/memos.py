@@ -14,15 +14,21 @@ from __future__ import annotations
 
 
 def clear_front_end() -> None:
-    from ptxopt import identity_memo
-    from ptxopt.analysis import cfg_memo, dag, depgraph
+    from ptxopt import identity_memo, operand_facts
+    from ptxopt.analysis import cfg_memo, dag, depgraph, latency
+    from ptxopt.passes import cache_hints, readonly_path
     from ptxopt.search import move_memo
 
     identity_memo.clear_all()
     dag.clear_memo()
     depgraph.clear_memo()
-    cfg_memo.clear_memo()
+    cfg_memo.clear_memo()  # with each shape's cfg.shared (prefetch plans, reorder runs)
     move_memo.clear_memo()
+    # answers per instruction form (opcode and modifiers): a few dozen entries
+    operand_facts._FORMS.clear()
+    latency._BY_FORM.clear()
+    cache_hints._with_cache_op.cache_clear()
+    readonly_path._nc_modifiers.cache_clear()
 
 
 __all__ = ["clear_front_end"]

@@ -312,9 +312,39 @@ def _address(ins: Instruction, a: Addr) -> Address:
     return Address(space, kind, name, wrap(off, width), width, size, regs, a)
 
 
+class _Form(NamedTuple):
+    """What the walk needs of an instruction's opcode and modifiers alone."""
+
+    ndest: int  # :func:`ptxopt.opcodes.dest_count` when the instruction has operands
+    accumulates: bool  # its destinations are read too (``wgmma``)
+    carry_in: bool
+    carry_out: bool
+    role: str  # :func:`_role` unless an impure special register is read
+
+
+#: (opcode, modifiers) -> :class:`_Form`: a kernel repeats a few forms
+#: thousands of times (4,096 ``fma.rn.f32`` in the 16x16x16 tile)
+_FORMS: dict[tuple[str, tuple[str, ...]], _Form] = {}
+
+
+def _form(ins: Instruction) -> _Form:
+    key = (ins.opcode, ins.modifiers)
+    f = _FORMS.get(key)
+    if f is None:
+        bare = Instruction(ins.opcode, ins.modifiers, (None,))  # an operand: dest_count asks whether any
+        n = opcodes.dest_count(bare)
+        f = _FORMS[key] = _Form(n, bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE,
+                                ins.opcode in opcodes.CARRY_IN, opcodes.writes_carry(bare), _role(bare, False))
+        if len(_FORMS) > 4096:  # a bound on odd inputs; the working set is a few dozen
+            _FORMS.clear()
+            _FORMS[key] = f
+    return f
+
+
 def _walk(ins: Instruction) -> Facts:
     ops = ins.operands
     op = ins.opcode
+    form = _form(ins)
     defs: list[str] = []
     uses: list[str] = []
     if ins.guard:
@@ -341,7 +371,7 @@ def _walk(ins: Instruction) -> Facts:
                 elif t is Addr and addr is None:
                     addr = o
     else:
-        n = opcodes.dest_count(ins)
+        n = form.ndest if ops else 0
         for i, o in enumerate(ops):
             t = type(o)
             if t is Reg:  # the common case, inlined
@@ -368,11 +398,11 @@ def _walk(ins: Instruction) -> Facts:
                 ndest = 1
             else:
                 _regs(o, uses)
-        if n and op in opcodes.ACCUMULATES_IN_PLACE:
+        if n and form.accumulates:
             uses.extend(defs)
-    if op in opcodes.CARRY_IN:
+    if form.carry_in:
         uses.append(opcodes.CARRY_FLAG)
-    if opcodes.writes_carry(ins):
+    if form.carry_out:
         defs.append(opcodes.CARRY_FLAG)
     special = _SPECIAL
     sregs: tuple[str, ...] = ()
@@ -391,9 +421,13 @@ def _walk(ins: Instruction) -> Facts:
             defs = [x for x in defs if not opcodes.is_special_reg(x)]
             break
     # each register once, in first-seen order (``add %r1, %r2, %r2`` reads %r2 once)
-    return Facts(tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
-                 tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure, _role(ins, impure),
-                 _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest)
+    return _facts(Facts, (tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
+                          tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure,
+                          "order" if impure else form.role,
+                          _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest))
+
+
+_facts = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
 
 
 _SPECIAL: dict[str, bool] = {}

@@ -273,3 +273,16 @@ def test_the_check_can_fail(tmp_path):
     found = violations(tmp_path, {})
     assert len(found) == 5 and "bad.py:3 (f)" in found[0] and "(k) tests an operand for Reg" in found[-1], found
     assert violations(tmp_path, {f"ptxopt/bad.py:{f}": "" for f in "fghk"}) == []
+
+
+def test_with_modifiers_is_replace_of_the_modifiers():
+    # with_modifiers spells dataclasses.replace out for speed: a field added to
+    # Instruction must reach it too (this fails if one is dropped)
+    from ptxopt.ir import Instruction
+
+    ins = dataclasses.replace(instrs("@!%p1 ld.global.u32 %r1, [%rd4+8];")[0], line=17)
+    init = [f.name for f in dataclasses.fields(Instruction) if f.init]
+    assert init == ["opcode", "modifiers", "operands", "guard", "guard_neg", "line"]
+    new = ins.with_modifiers(["global", "cg", "u32"])
+    ref = dataclasses.replace(ins, modifiers=("global", "cg", "u32"))
+    assert all(getattr(new, n) == getattr(ref, n) for n in init) and new._facts is None

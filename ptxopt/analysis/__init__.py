@@ -17,22 +17,52 @@ One concept per module:
 All results are deterministic: same module in, same numbers out.
 """
 
-from ptxopt.analysis.alias import (
-    ALIASING_SPACES, Access, may_alias, noalias_params, overlapping_symbols, pointer_roots,
-)
-from ptxopt.analysis.cfg import CFG, BasicBlock, build_cfg, get_at, instr_defs_uses, set_at
-from ptxopt.opcodes import mem_space
-from ptxopt.operand_facts import role
-from ptxopt.analysis.dag import (
-    KIND_PRIORITY, CriticalPath, block_dag, block_dags, build_dag, critical_path, depths, heights,
-    topological_orders_respect, unit_latency,
-)
-from ptxopt.analysis.defuse import Liveness, ReachingDefs, liveness, reaching_definitions
-from ptxopt.analysis.features import FEATURE_NAMES, feature_vector, function_features, kernel_features
-from ptxopt.analysis.function import FunctionAnalysis
-from ptxopt.analysis.latency import LATENCY, estimated_latency, latency_class
-from ptxopt.analysis.pressure import RegisterPressure, register_pressure
-from ptxopt.analysis.summary import function_summary, summary
+from __future__ import annotations
+
+#: public name -> the module that defines it; imported on first use (PEP 562):
+#: ``import ptxopt.analysis.alias`` runs this file, and a pass that needs the
+#: alias rules must not pay for the DAG, liveness, features and summary too
+#: (issue 32: start-up of ``ptxopt eval``)
+_LAZY = {
+    **dict.fromkeys(("ALIASING_SPACES", "Access", "may_alias", "noalias_params", "overlapping_symbols",
+                     "pointer_roots"), "ptxopt.analysis.alias"),
+    **dict.fromkeys(("CFG", "BasicBlock", "build_cfg", "get_at", "instr_defs_uses", "set_at"),
+                    "ptxopt.analysis.cfg"),
+    "mem_space": "ptxopt.opcodes",
+    "role": "ptxopt.operand_facts",
+    **dict.fromkeys(("KIND_PRIORITY", "CriticalPath", "block_dag", "block_dags", "build_dag", "critical_path",
+                     "depths", "heights", "topological_orders_respect", "unit_latency"), "ptxopt.analysis.dag"),
+    **dict.fromkeys(("Liveness", "ReachingDefs", "liveness", "reaching_definitions"), "ptxopt.analysis.defuse"),
+    **dict.fromkeys(("FEATURE_NAMES", "feature_vector", "function_features", "kernel_features"),
+                    "ptxopt.analysis.features"),
+    "FunctionAnalysis": "ptxopt.analysis.function",
+    **dict.fromkeys(("LATENCY", "estimated_latency", "latency_class"), "ptxopt.analysis.latency"),
+    **dict.fromkeys(("RegisterPressure", "register_pressure"), "ptxopt.analysis.pressure"),
+}
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'ptxopt.analysis' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value  # the next look-up is a plain one
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+# ``summary`` is also the name of its submodule: importing ``ptxopt.analysis.summary``
+# anywhere rebinds the package attribute to the module, so a lazy ``summary`` would
+# turn into a module under ``from ptxopt.analysis import summary``.  Bound here,
+# after the submodule import, it stays the function (the submodule imports the
+# analyses it uses when it runs).
+from ptxopt.analysis.summary import function_summary, summary  # noqa: E402
+
 
 __all__ = [
     "ALIASING_SPACES", "Access", "may_alias", "noalias_params", "overlapping_symbols", "pointer_roots",

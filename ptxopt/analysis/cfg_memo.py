@@ -9,6 +9,11 @@ statement objects in the same nesting has the same CFG. :func:`cfg_of`
 returns a shallow copy of the remembered CFG whose ``function`` is the
 caller's, so nothing reaches a function another caller rewrote since.
 Callers must treat the CFG's lists as read-only (as every analysis does).
+
+``cfg.shared`` is one dict per remembered shape, the same object in every
+copy: what a pass derives from the function's shape alone and another pass
+(or policy) would derive again can be kept there (``prefetch_L1`` and
+``prefetch_L2`` share their plan).
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ _MEMO: OrderedDict = OrderedDict()
 
 
 def _shape(block: Block) -> tuple:
-    return tuple(_shape(s) if type(s) is Block else id(s) for s in block.items)
+    items = block.items
+    if Block not in set(map(type, items)):  # the usual flat body: one C-level pass
+        return tuple(map(id, items))
+    return tuple(_shape(s) if type(s) is Block else id(s) for s in items)
 
 
 def cfg_of(fn: Function) -> CFG:
@@ -33,6 +41,7 @@ def cfg_of(fn: Function) -> CFG:
     hit = _MEMO.get(key)
     if hit is None:
         hit = build_cfg(fn)
+        hit.shared = {}  # derived from the shape alone (module doc)
         # the memo keeps the statements (and so their ids) alive through
         # hit.instructions and a snapshot of the body's containers
         _MEMO[key] = (hit, fn.body.copy(), fn.params)

@@ -58,7 +58,6 @@ search state's features and its four reorder candidates build one.
 
 from __future__ import annotations
 
-import gc
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 
@@ -72,6 +71,7 @@ from ptxopt.analysis.alias import (
 )
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
+from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Instruction
 
 KIND_PRIORITY = ("raw", "waw", "war", "mem", "order")
@@ -110,13 +110,8 @@ def build_dag(
         return g
     import networkx as nx
 
-    was_enabled = gc.isenabled()
-    gc.disable()  # ~10^5 small containers: generational GC passes dominate otherwise
-    try:
+    with gc_paused():  # ~10^5 small containers: generational GC passes dominate otherwise
         g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias, frozenset(overlap)))
-    finally:
-        if was_enabled:
-            gc.enable()
     _remember(key, g)
     return g
 

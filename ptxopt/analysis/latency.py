@@ -77,4 +77,14 @@ def latency_class(ins: Instruction) -> str:
 
 def estimated_latency(ins: Instruction) -> int:
     """Rough latency of ``ins`` in cycles (see :data:`LATENCY`)."""
-    return LATENCY[latency_class(ins)]
+    # the class depends on the opcode, modifiers and role alone: remembered per form
+    key = (ins.opcode, ins.modifiers, operand_facts.role(ins))
+    lat = _BY_FORM.get(key)
+    if lat is None:
+        if len(_BY_FORM) > 4096:  # a bound on odd inputs; a kernel has a few dozen forms
+            _BY_FORM.clear()
+        lat = _BY_FORM[key] = LATENCY[latency_class(ins)]
+    return lat
+
+
+_BY_FORM: dict[tuple, int] = {}

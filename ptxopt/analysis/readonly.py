@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg import CFG
+from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.ir import Instruction, Module
 
 _OTHER_SPACES = frozenset({"shared", "local", "param", "const"})
@@ -93,7 +94,7 @@ class ReadOnly:
     def __init__(self, module: Module, fn, cfg: CFG | None = None) -> None:
         self.module = module
         self.fn = fn
-        self.cfg = cfg if cfg is not None else CFG(fn)
+        self.cfg = cfg if cfg is not None else cfg_of(fn)
         self.roots = pointer_roots(self.cfg)
         self.noalias = noalias_params(fn)
         self.overlap = overlapping_symbols(fn, module)

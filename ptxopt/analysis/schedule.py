@@ -63,13 +63,19 @@ def list_schedule(g: DepGraph, runs: Sequence[tuple[int, int]], keys: Sequence,
     n = g.n
     before, after = (g.succs, g.preds) if bottom_up else (g.preds, g.succs)
     waiting = [len(p) for p in before]
+    # the heap holds each node's rank in key order (ints compare faster than
+    # the policies' key tuples; keys are unique, so the order is the same)
+    by_key = sorted(range(n), key=keys.__getitem__)
+    rank = [0] * n
+    for r, v in enumerate(by_key):
+        rank[v] = r
     pieces = []
     for lo, hi in (reversed(runs) if bottom_up else runs):
-        heap = [(keys[v], v) for v in range(lo, hi) if not waiting[v]]
+        heap = [rank[v] for v in range(lo, hi) if not waiting[v]]
         heapify(heap)
         order = []
         while heap:
-            v = heappop(heap)[1]
+            v = by_key[heappop(heap)]
             order.append(v)
             stack = [v]
             while stack:
@@ -80,7 +86,7 @@ def list_schedule(g: DepGraph, runs: Sequence[tuple[int, int]], keys: Sequence,
                         if w >= n:
                             stack.append(w)  # a join node: placed at once
                         elif lo <= w < hi:
-                            heappush(heap, (keys[w], w))
+                            heappush(heap, rank[w])
         if len(order) != hi - lo:
             raise AssertionError("list_schedule: a dependency cycle or a dependency on a later run")
         pieces.append(order[::-1] if bottom_up else order)

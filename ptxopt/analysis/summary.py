@@ -4,16 +4,24 @@ One record per ``.entry`` with a body, keyed by name, built from one
 :class:`~ptxopt.analysis.function.FunctionAnalysis` per entry so every
 analysis runs once. Only ints, floats, strings, lists and dicts: it goes
 straight through ``json.dumps``.
+
+The analyses are imported when a summary is made: ``summary`` is also this
+module's name, so :mod:`ptxopt.analysis` binds the function at its import,
+after this module, and that import must stay cheap.
 """
 
 from __future__ import annotations
 
-from ptxopt.analysis.features import function_features
-from ptxopt.analysis.function import FunctionAnalysis
-from ptxopt.ir import Module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxopt.analysis.function import FunctionAnalysis
+    from ptxopt.ir import Module
 
 
 def function_summary(fa: FunctionAnalysis) -> dict:
+    from ptxopt.analysis.features import function_features
+
     cfg = fa.cfg
     dags = fa.dags
     nodes = [g.number_of_nodes() for g in dags]
@@ -44,4 +52,6 @@ def function_summary(fa: FunctionAnalysis) -> dict:
 
 def summary(module: Module) -> dict:
     """``{"entries": {name: {...}}}`` for every entry of ``module``."""
+    from ptxopt.analysis.function import FunctionAnalysis
+
     return {"entries": {fn.name: function_summary(FunctionAnalysis(fn)) for fn in module.entries}}

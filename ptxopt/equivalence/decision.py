@@ -36,13 +36,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ptxopt.equivalence.infer import bounds_problem
-from ptxopt.equivalence.interpret import DEFAULT_SEEDS, DEFAULT_TRIALS, VerifyResult, verify
+from ptxopt.equivalence.trial_budget import DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.launch import Launch, ceiling
 from ptxopt.equivalence.launch import guessed as guessed_launch
 from ptxopt.equivalence.verdict import Verdict, weakest
+
+if TYPE_CHECKING:
+    from ptxopt.equivalence.interpret import VerifyResult
 
 REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per process
 
@@ -263,6 +266,7 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
     """The interpreter's verdict on ``launch``, limited by what its origin supports.
     ``program``: the candidate's interpreter program, when the caller built it
     already (one per module, not per launch alternative)."""
+    from ptxopt.equivalence.interpret import verify  # numpy and the interpreter: only when it runs
     from ptxopt.interp import Program
     from ptxopt.interp.errors import InterpError
 

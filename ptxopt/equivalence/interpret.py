@@ -164,9 +164,7 @@ from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
-
-DEFAULT_SEEDS = (0,)
-DEFAULT_TRIALS = 4
+from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -191,9 +189,6 @@ OVERLAP_BYTES = 16
 #: default (unless the caller sets ``max_steps``): a default the kernel loops
 #: over (``for i < n``, or ``n * n`` work) must not stall the check.
 DEFAULT_SCALAR_STEPS = 1_000_000
-
-#: ``ptxopt verify``'s default ``--min-coverage``.
-DEFAULT_MIN_COVERAGE = 0.5
 
 
 class AssemblyError(InterpError):
@@ -934,4 +929,5 @@ def _budget_stop(result: VerifyResult, budget, where: str, acc, span_of, sites, 
 
 
 __all__ = ["verify", "VerifyResult", "Mismatch", "Coverage", "Geometry", "AssemblyError", "compare_buffers",
-           "compare_globals", "np_dtype", "SCALAR_PLAN", "LAYOUTS", "TRIAL_PLAN"]
+           "compare_globals", "np_dtype", "SCALAR_PLAN", "LAYOUTS", "TRIAL_PLAN",
+           "DEFAULT_SEEDS", "DEFAULT_TRIALS", "DEFAULT_MIN_COVERAGE"]  # the last three: see trial_budget

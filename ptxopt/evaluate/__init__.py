@@ -68,7 +68,7 @@ DEFAULT_CACHE = "default"
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
               profile_loops=True, min_coverage=Settings.min_coverage, prove=True, objective=None) -> Settings:
-    from ptxopt.equivalence.interpret import DEFAULT_TRIALS
+    from ptxopt.equivalence.trial_budget import DEFAULT_TRIALS
 
     from .candidate import OBJECTIVES
 

@@ -120,7 +120,7 @@ class Batcher:
     def _done(self, w: Work) -> None:
         r = w.result
         if self.cache is not None and not w.from_cache and r.cacheable and r.key is not None:
-            self.cache.put(r, w.pkey, w.ptx_sha)
+            self.cache.put(r, w.pipeline_key(), w.ptx_sha)
         if self.on_result is not None:
             self.on_result(w.index, r)
 

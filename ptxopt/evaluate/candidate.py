@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ptxopt.equivalence.interpret import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
+from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
 
 if TYPE_CHECKING:
     from ptxopt.pipeline import Pipeline, PipelineError

@@ -126,8 +126,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     w.spec = cand.spec
     given = given_launch(cand)
     w.performance = performance_for(cand)
-    w.pkey = request_key(cand, s)
-    if cache is not None and _hit(w, cache, cache.resolve(w.pkey)):
+    if cache is not None and _hit(w, cache, cache.resolve(w.pipeline_key())):
         return
     if cand.pipeline_error is not None:  # found when the candidate was built
         w.finish("illegal", error=one_line(cand.pipeline_error))
@@ -182,7 +181,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     if cache is not None:
         hit = cache.get(w.key)
         if hit is not None and _usable(hit, s):
-            cache.alias(w.pkey, w.key)
+            cache.alias(w.pipeline_key(), w.key)
             _hit(w, cache, hit)
             return
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ptxopt.digests import code_digests
+from ptxopt.digests import code_digests, evaluator_digest
 from ptxopt.measure.registry import backend_version, get_backend
 
 from .cache import SCHEMA_VERSION
@@ -45,7 +45,7 @@ def fingerprint(settings: Settings) -> dict:
             "min_coverage": settings.min_coverage,
             "prove": settings.prove,
             "objective": settings.objective,
-            "code": code_digests()["evaluator"],
+            "code": evaluator_digest(),
         }
     return fp
 

@@ -37,12 +37,10 @@ cache) instead of waiting for their batches.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ptxopt.measure.base import BackendUnavailable, is_pipelined
 from ptxopt.measure.registry import get_backend
@@ -52,6 +50,9 @@ from .cache import CacheError, EvalCache
 from .candidate import Candidate, Settings
 from .frontend import lookup
 from .result import EvalResult
+
+if TYPE_CHECKING:
+    import multiprocessing as mp
 
 #: Seconds a worker may run past the per-candidate limit before it is killed.
 GRACE = 10.0
@@ -245,6 +246,9 @@ class _Pool:
         self.cache = cache
         self.n = max(1, n)
         self.emit = emit
+        # imported here: one stream (-j 0/1, the usual one-off eval) starts no process
+        import multiprocessing as mp
+
         # fork (like the rest of ptxopt's pools): no re-import of the caller's
         # __main__, workers start in milliseconds with everything imported
         self.ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
@@ -279,6 +283,8 @@ class _Pool:
                 pass
 
     def run(self, batches: list[list[int]]) -> None:
+        from multiprocessing.connection import wait
+
         self.queue.extend(batches)
         finished = False
         try:

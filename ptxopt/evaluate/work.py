@@ -56,6 +56,17 @@ class Work:
         self.settings = settings_for(self.cand, self.settings)
         self.pipeline = self.cand.pipeline  # canonical since the Candidate was built
 
+    def pipeline_key(self) -> str:
+        """The request's key (:func:`~ptxopt.evaluate.keys.request_key`),
+        computed when first needed: it folds in the code of every plugin pass,
+        and finding those costs ``importlib.metadata`` -- a one-off ``eval``
+        without a cache whose candidate gets a module key never needs it."""
+        if self.pkey is None:
+            from .keys import request_key
+
+            self.pkey = request_key(self.cand, self.settings)
+        return self.pkey
+
     def finish(self, status: str, *, error: str | None = None, m: Measurement | None = None,
                cacheable: bool = True, key: str | None = None) -> EvalResult:
         s = self.settings
@@ -83,7 +94,7 @@ class Work:
             entry=self.entry, error=error, fallback=m.fallback if m is not None else None,
             trip_counts=(m.extra or {}).get("trip_counts") if m is not None else None,
             notes=tuple(m.notes) if m is not None else (), timings=t, cache_hit=False,
-            key=key or self.key or self.pkey, ptxas_version=c.ptxas_version if c is not None else None,
+            key=key or self.key or self.pipeline_key(), ptxas_version=c.ptxas_version if c is not None else None,
             spread=m.spread if m is not None else None, cacheable=cacheable,
             expected_error=(m.extra or {}).get("expected_error") if (m is not None and status == OK) else None,
             objective=s.objective, performance=(m.extra or {}).get("performance") if m is not None else None,

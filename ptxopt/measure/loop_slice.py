@@ -37,8 +37,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from ptxopt.ir import Block, Imm, Instruction
 from ptxopt.operand_facts import defs_uses, facts, reg_name
 
@@ -184,6 +182,8 @@ _CACHE_SIZE = 256
 
 
 def _scalar_slots(args) -> list[int]:
+    import numpy as np
+
     return [i for i, a in enumerate(args) if not isinstance(a, np.ndarray) and a is not None]
 
 
@@ -208,6 +208,8 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
     grid assumed when the performance launch has none. Raises
     :class:`SliceError` (data-dependent bounds, no grid, step budget) or the
     interpreter's error."""
+    import numpy as np  # with the interpreter: trip_counts_for on a kernel without SASS loops needs neither
+
     from ptxopt.equivalence.interpret import TRIAL_PLAN, _args_for_geometry
     from ptxopt.interp import Program, run_kernel
     from ptxopt.interp.workload import make_args

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ptxopt.ir import Addr, Comment, Decl, DeclItem, Imm, Instruction, Loc, Module, Raw, Reg, Sym
 from ptxopt.sim.trips import LoopCount
 
@@ -181,6 +179,8 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     :func:`ptxopt.equivalence.interpret.verify`.  Raises :class:`LoopProfileError` or the
     interpreter's error.
     """
+    import numpy as np  # with the interpreter: a kernel without SASS loops never gets here
+
     from ptxopt.interp import Program, run_kernel
     from ptxopt.interp.workload import make_args
     from ptxopt.equivalence.interpret import TRIAL_PLAN, _args_for_geometry

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
+from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
 from ptxopt.passes.aliases import alias_of
 
@@ -139,9 +140,10 @@ class Pass:
         """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
         module and the report; ``module`` is untouched (also when the pass
         raises or refuses)."""
-        self.check_legal(module)
-        out = module.copy()
-        report = self.run(out)
+        with gc_paused():  # a burst of small acyclic objects (see ptxopt.gc_pause)
+            self.check_legal(module)
+            out = module.copy()
+            report = self.run(out)
         return out, report
 
     @classmethod

@@ -23,6 +23,7 @@ The operator is placed right after ``.global`` (the ISA's order:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from ptxopt import opcodes
@@ -34,20 +35,35 @@ from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
 def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruction | None:
     """The instruction with cache operator ``op``, None if it already has it;
     raises :class:`Refused` when the ISA forbids it."""
-    mods = ins.modifiers
-    check(opcodes.space_of(ins) == "global", "not a .global access")
-    strong = next((m for m in mods if m in opcodes.ORDERED_MEM_MODS), None)
-    check(strong is None, f".{strong} accesses take no cache operator")
-    check(not any(opcodes.is_eviction_priority(m) for m in mods),
-          "an eviction-priority qualifier excludes a cache operator")
-    if "nc" in mods:
-        check(op in opcodes.NC_LOAD_CACHE_OPS, f".{op} is not allowed with ld.global.nc")
+    mods = _with_cache_op(ins.opcode, ins.modifiers, op, allowed)
+    if mods is None:
+        return None
+    if type(mods) is Refused:
+        raise Refused(*mods.args)
+    return ins.with_modifiers(mods)
+
+
+@lru_cache(maxsize=4096)
+def _with_cache_op(opcode: str, mods: tuple[str, ...], op: str, allowed: tuple[str, ...]):
+    """:func:`set_cache_op`'s answer for an opcode and its modifiers: the new
+    modifiers, None, or the :class:`Refused` to raise. It depends on nothing
+    else, and a kernel repeats a handful of forms thousands of times."""
+    try:
+        check(opcodes.space_of(Instruction(opcode, mods)) == "global", "not a .global access")
+        strong = next((m for m in mods if m in opcodes.ORDERED_MEM_MODS), None)
+        check(strong is None, f".{strong} accesses take no cache operator")
+        check(not any(opcodes.is_eviction_priority(m) for m in mods),
+              "an eviction-priority qualifier excludes a cache operator")
+        if "nc" in mods:
+            check(op in opcodes.NC_LOAD_CACHE_OPS, f".{op} is not allowed with ld.global.nc")
+    except Refused as r:
+        return r
     current = [m for m in mods if m in allowed]
     if current == [op]:
         return None
     kept = [m for m in mods if m not in allowed]
     at = kept.index("global") + 1
-    return ins.with_modifiers((*kept[:at], op, *kept[at:]))
+    return (*kept[:at], op, *kept[at:])
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.analysis import build_cfg
+from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.alias import address_of
 from ptxopt.analysis.defuse import defined_on_every_path
 from ptxopt.ir import Block, Comment, Function, Instruction, Label, Loc, Module
@@ -92,7 +92,7 @@ def _stops(s, names: set[str]) -> bool:
         return False
     if t is Instruction:
         return (operand_facts.role(s) == "order" or s.opcode in opcodes.TERMINATORS
-                or any(r in names for r in operand_facts.defs_uses(s)[0]))
+                or any(r in names for r in operand_facts.facts(s).defs))
     if t is Block:
         return any(type(x) is Label or (type(x) is Instruction and _stops(x, names)) for x in _walk(s))
     return True  # labels, declarations, raw text
@@ -141,46 +141,38 @@ class Prefetch(FunctionPass):
         return f"prefetch each 128-byte line of the global loads into {self.level} once its address is known"
 
     def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = build_cfg(fn)
-        defined = defined_on_every_path(cfg)
+        cfg = cfg_of(fn)  # shared with the other passes tried on this state
+        # the plan does not depend on the level: prefetch_L1 and prefetch_L2 tried on
+        # one state share it (cfg.shared: one dict per function shape, see cfg_memo)
+        plan = cfg.shared.get("prefetch")
+        if plan is None:
+            plan = cfg.shared["prefetch"] = _plan(fn, cfg)
+        covering = _COVERED_BY[self.level]
         inserts: dict[int, tuple[list, list]] = {}  # id(items) -> (items, [(pos, seq, stmt)])
-        for block in cfg.blocks:
-            last_def: dict[str, int] = {}
-            groups: dict[tuple, list[int]] = {}
-            present: set[tuple] = set()
-            for iid in block.iids:
-                ins = cfg.instructions[iid]
-                defs, uses = cfg.du[iid]
-                if ins.opcode == "prefetch" and "global" in ins.modifiers and \
-                        any(lv in ins.modifiers for lv in _COVERED_BY[self.level]):
-                    present.add(_key(ins, uses, last_def))
-                elif ins.opcode == "cp" and "global" in ins.modifiers:
-                    report.refuse(fn.name, ins.line, f"{ins.full_opcode}: an asynchronous copy "
-                                  "already fetches ahead; only ld/ldu are prefetched")
-                elif ins.opcode in ("ld", "ldu"):
-                    why = self.refusal(fn, cfg.sites[iid], ins)
-                    key = _key(ins, uses, last_def) if why is None else None
-                    if why is None and key is None:
-                        why = "the address is neither register- nor symbol-based"
-                    if why:
-                        report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {why}")
-                    elif key is not None:
-                        groups.setdefault(key, []).append(iid)
-                for r in defs:
-                    last_def[r] = iid
-            for key, iids in groups.items():
-                if key in present:
-                    continue
-                why = self.undefined(cfg, defined, block, iids[0])
-                if why:
-                    report.refuse(fn.name, cfg.instructions[iids[0]].line, why)
-                    continue
-                self.insert(fn, cfg, iids, inserts, report)
+        for event in plan:
+            if event[0] == "refuse":
+                report.refuse(fn.name, event[1], event[2])
+                continue
+            _, present, why, line, ins = event
+            if any(lv in present for lv in covering):
+                continue
+            if why:
+                report.refuse(fn.name, line, why)
+                continue
+            path, pos, addr, guard, guard_neg, nloads, lo, hi = ins
+            items = _container(fn, path)
+            stmt = Instruction("prefetch", ("global", self.level), (addr,), guard, guard_neg)
+            todo = inserts.setdefault(id(items), (items, []))[1]
+            todo.append((pos, len(todo), stmt))
+            shown = f"@{'!' if guard_neg else ''}{guard} " if guard else ""
+            report.change(fn.name, line, f"{shown}prefetch.global.{self.level} {addr}: "
+                          f"{nloads} load{'s' if nloads > 1 else ''}, offsets {lo}..{hi}")
         for items, todo in inserts.values():
             for pos, _, stmt in sorted(todo, key=lambda x: (-x[0], -x[1])):
                 items.insert(pos, stmt)
 
-    def refusal(self, fn: Function, path: tuple[int, ...], ins: Instruction) -> str | None:
+    @staticmethod
+    def refusal(fn: Function, path: tuple[int, ...], ins: Instruction) -> str | None:
         space = opcodes.mem_space(ins)
         if space in _NOT_GLOBAL:
             return ""  # not a candidate: skipped without a report
@@ -215,20 +207,53 @@ class Prefetch(FunctionPass):
                     "defined on every path to the load (a hint may only read defined registers)")
         return None
 
-    def insert(self, fn: Function, cfg, iids: list[int], inserts: dict, report: ChangeReport) -> None:
-        loads = [cfg.instructions[i] for i in iids]
-        first = loads[0]
-        lowest = min(loads, key=_offset)
-        fa = address_of(lowest)
-        addr = fa.operand
-        names = ({fa.name} if fa.kind == "reg" else set()) | ({first.guard} if first.guard else set())
-        path = cfg.sites[iids[0]]
-        items = _container(fn, path)
-        pos = _place(items, path[-1], names)
-        stmt = Instruction("prefetch", ("global", self.level), (addr,), first.guard, first.guard_neg)
-        todo = inserts.setdefault(id(items), (items, []))[1]
-        todo.append((pos, len(todo), stmt))
-        offs = sorted(_offset(i) for i in loads)
-        guard = f"@{'!' if first.guard_neg else ''}{first.guard} " if first.guard else ""
-        report.change(fn.name, first.line, f"{guard}prefetch.global.{self.level} {addr}: "
-                      f"{len(loads)} load{'s' if len(loads) > 1 else ''}, offsets {offs[0]}..{offs[-1]}")
+
+def _plan(fn: Function, cfg) -> list[tuple]:
+    """What both levels do to ``fn``, in report order: ``("refuse", line,
+    why)`` for a load or copy that is not prefetched, and per line group
+    ``("group", levels already prefetched, why not or None, line, where)``
+    (``where``: container path, position, address operand, guard, guard
+    negation, load count, lowest and highest offset)."""
+    defined = defined_on_every_path(cfg)
+    plan: list[tuple] = []
+    for block in cfg.blocks:
+        last_def: dict[str, int] = {}
+        groups: dict[tuple, list[int]] = {}
+        present: dict[tuple, set] = {}
+        for iid in block.iids:
+            ins = cfg.instructions[iid]
+            defs, uses = cfg.du[iid]
+            if ins.opcode == "prefetch" and "global" in ins.modifiers:
+                present.setdefault(_key(ins, uses, last_def), set()).update(
+                    lv for lv in _COVERED_BY if lv in ins.modifiers)
+            elif ins.opcode == "cp" and "global" in ins.modifiers:
+                plan.append(("refuse", ins.line, f"{ins.full_opcode}: an asynchronous copy "
+                                                 "already fetches ahead; only ld/ldu are prefetched"))
+            elif ins.opcode in ("ld", "ldu"):
+                why = Prefetch.refusal(fn, cfg.sites[iid], ins)
+                key = _key(ins, uses, last_def) if why is None else None
+                if why is None and key is None:
+                    why = "the address is neither register- nor symbol-based"
+                if why:
+                    plan.append(("refuse", ins.line, f"{ins.full_opcode}: {why}"))
+                elif key is not None:
+                    groups.setdefault(key, []).append(iid)
+            for r in defs:
+                last_def[r] = iid
+        for key, iids in groups.items():
+            line = cfg.instructions[iids[0]].line
+            why = Prefetch.undefined(cfg, defined, block, iids[0])
+            plan.append(("group", frozenset(present.get(key, ())), why, line,
+                         None if why else _where(fn, cfg, iids)))
+    return plan
+
+
+def _where(fn: Function, cfg, iids: list[int]) -> tuple:
+    loads = [cfg.instructions[i] for i in iids]
+    first = loads[0]
+    fa = address_of(min(loads, key=_offset))
+    names = ({fa.name} if fa.kind == "reg" else set()) | ({first.guard} if first.guard else set())
+    path = cfg.sites[iids[0]]
+    pos = _place(_container(fn, path), path[-1], names)
+    offs = sorted(_offset(i) for i in loads)
+    return path, pos, fa.operand, first.guard, first.guard_neg, len(loads), offs[0], offs[-1]

@@ -26,6 +26,7 @@ every caller.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from ptxopt import opcodes
@@ -37,19 +38,32 @@ from ptxopt.passes.families import READ_ONLY_PATH
 
 def nc_form(ins: Instruction) -> Instruction:
     """``ins`` with ``.nc``; raises :class:`Refused` when the ISA has no such form."""
-    mods = ins.modifiers
-    check(opcodes.space_of(ins) == "global", "not a .global load (a generic address is not proven global)")
-    strong = next((m for m in mods if m in opcodes.ORDERED_MEM_MODS), None)
-    check(strong is None, f".{strong} loads have no .nc form")
-    cop = next((m for m in mods if m in opcodes.LOAD_CACHE_OPS), None)
-    check(cop is None or cop in opcodes.NC_LOAD_CACHE_OPS, f".{cop} is not allowed with ld.global.nc")
-    bad = next((m for m in mods if m in opcodes.NC_LOAD_EXCLUDED_MODS), None)
-    check(bad is None, f".{bad} is not allowed with ld.global.nc")
-    t = opcodes.value_type(ins)
-    check(t in opcodes.NC_LOAD_TYPES, f".{t} is not a type of ld.global.nc")
+    mods = _nc_modifiers(ins.opcode, ins.modifiers)
+    if type(mods) is Refused:
+        raise Refused(*mods.args)
+    return ins.with_modifiers(mods)
+
+
+@lru_cache(maxsize=4096)
+def _nc_modifiers(opcode: str, mods: tuple[str, ...]):
+    """:func:`nc_form`'s modifiers, or the :class:`Refused` to raise: they
+    depend on the opcode and modifiers alone (a kernel repeats a few forms)."""
+    ins = Instruction(opcode, mods)
+    try:
+        check(opcodes.space_of(ins) == "global", "not a .global load (a generic address is not proven global)")
+        strong = next((m for m in mods if m in opcodes.ORDERED_MEM_MODS), None)
+        check(strong is None, f".{strong} loads have no .nc form")
+        cop = next((m for m in mods if m in opcodes.LOAD_CACHE_OPS), None)
+        check(cop is None or cop in opcodes.NC_LOAD_CACHE_OPS, f".{cop} is not allowed with ld.global.nc")
+        bad = next((m for m in mods if m in opcodes.NC_LOAD_EXCLUDED_MODS), None)
+        check(bad is None, f".{bad} is not allowed with ld.global.nc")
+        t = opcodes.value_type(ins)
+        check(t in opcodes.NC_LOAD_TYPES, f".{t} is not a type of ld.global.nc")
+    except Refused as r:
+        return r
     mods = tuple(m for m in mods if m != "weak")  # the default; the .nc forms do not spell it
     at = max(mods.index("global"), mods.index(cop) if cop is not None else -1) + 1
-    return ins.with_modifiers((*mods[:at], "nc", *mods[at:]))
+    return (*mods[:at], "nc", *mods[at:])
 
 
 def is_nc_candidate(ins: Instruction) -> bool:

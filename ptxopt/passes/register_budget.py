@@ -73,10 +73,10 @@ def instruction_registers(fn: Function) -> tuple[int, int] | None:
     (:data:`ptxopt.analysis.pressure.WEIGHT32`: b64 2, b16 1, predicates 0)."""
     if fn.body is None or not any(i.opcode in _WIDE_OPCODES for i in fn.instructions()):
         return None
-    from ptxopt.analysis import build_cfg
+    from ptxopt.analysis.cfg_memo import cfg_of
     from ptxopt.analysis.pressure import WEIGHT32, reg_class
 
-    cfg = build_cfg(fn)
+    cfg = cfg_of(fn)
     best = None
     for ins, (defs, uses) in zip(cfg.instructions, cfg.du):
         if ins.opcode in _WIDE_OPCODES:

@@ -94,6 +94,28 @@ def _runs(fn: Function, cfg, block) -> list[_Run]:
     return runs
 
 
+def _runs_of(fn: Function, cfg, block) -> tuple[list[_Run], list[tuple[int, list[list]]]]:
+    """:func:`_runs` of ``block`` and :func:`_groups` of each run. The four
+    policies tried on one state find the same ones (they depend on the
+    function's shape alone), so the first keeps them in ``cfg.shared``
+    (see :mod:`ptxopt.analysis.cfg_memo`) as scope paths and statement groups
+    (statements are shared by every copy); each pass rebinds the runs to the
+    containers of its own copy."""
+    key = ("reorder.runs", block.index)
+    hit = cfg.shared.get(key)
+    if hit is None:
+        runs = _runs(fn, cfg, block)
+        hit = cfg.shared[key] = ([(r.scope, r.indices, r.lo) for r in runs], [_groups(r) for r in runs])
+    shapes, groups = hit
+    runs = []
+    for scope, indices, lo in shapes:
+        node = fn.body
+        for i in scope:
+            node = node.items[i]
+        runs.append(_Run(node.items, scope, indices, lo))
+    return runs, groups
+
+
 def _groups(run: _Run) -> tuple[int, list[list]]:
     """The run's span start and one statement group per instruction: the
     ``.loc``/comment lines before it, it, its trailing comments."""
@@ -169,7 +191,7 @@ class Reorder(FunctionPass):
                 continue
             where = block.label or f"#{block.index}"
             line = next((i.line for i in block.instructions if i.line), 0)
-            runs = _runs(fn, cfg, block)
+            runs, groups = _runs_of(fn, cfg, block)
             if len(runs) > 1:
                 nested = any(r.scope for r in runs)
                 why = ("a nested { } scope splits it: nothing moves into or out of the scope"
@@ -187,9 +209,10 @@ class Reorder(FunctionPass):
             if not respects(g, order):
                 raise AssertionError(f"{self.name}: schedule of {fn.name} block {where} "
                                      "violates a dependency (a bug in the scheduler)")
-            for r in movable:
-                start, groups = _groups(r)
-                new = [s for v in order[r.lo:r.hi] for s in groups[v - r.lo]]
+            for r, (start, parts) in zip(runs, groups):
+                if len(r.indices) < 2:
+                    continue
+                new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
                 r.items[start:start + len(new)] = new
             report.change(fn.name, line, f"block {where}: {moved} of "
                           f"{len(block.instructions)} instructions moved")

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ptxopt.analysis.cfg import CFG
+from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.loops import _INT_TYPES, find_loops
 from ptxopt.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -100,7 +101,7 @@ class Unroll(FunctionPass):
                f"count runs {self.factor} copies per trip while the exit test allows them, else one iteration)"
 
     def run_function(self, fn, report: ChangeReport, module: Module) -> None:
-        cfg = CFG(fn)
+        cfg = cfg_of(fn)  # shared with the other passes tried on this state
         first_label = next((k for k, s in enumerate(fn.body.items) if type(s) is Label), len(fn.body.items))
         nounroll = "at module level" if any(_nounroll(d) for d in module.items) else \
             "on the function" if any(_nounroll(s) for s in fn.body.items[:first_label]) else None

@@ -133,7 +133,7 @@ class _Scan:
         items = block.items
         instrs, slots, da, ua = self.instrs, self.slots, self.defs_at, self.uses_at
         track_uses = not self.store  # only moved loads ask who reads a register
-        role_of, prefetches = operand_facts.role, opcodes.PREFETCHES
+        facts, prefetches, chain_opcodes = operand_facts.facts, opcodes.PREFETCHES, CHAIN_OPCODES
         for i, s in enumerate(items):
             t = type(s)
             if t is Label:
@@ -152,14 +152,14 @@ class _Scan:
             iid = len(instrs)
             instrs.append(s)
             slots.append((items, i))
-            role = role_of(s)
+            f = facts(s)
+            role = f.role
             if role == "order":
                 self._close(f"{s.full_opcode} at line {s.line}")
             elif (role == "load" or role == "store") and s.opcode not in prefetches:
                 self._memory(iid, s, role == "store")
-            f = facts_of(s)
             defs, uses = f.defs, f.uses
-            link = self._link(s) if s.opcode in CHAIN_OPCODES else None
+            link = self._link(s) if s.opcode in chain_opcodes else None
             if track_uses:
                 for r in uses:
                     lst = ua.get(r)
@@ -281,9 +281,9 @@ def pointer_roots_of(fn: Function) -> dict[str, str]:
     """Pointer-parameter roots, only needed (and computed) with ``.noalias`` params."""
     if not noalias_params(fn):
         return {}
-    from ptxopt.analysis.cfg import CFG
+    from ptxopt.analysis.cfg_memo import cfg_of
 
-    return pointer_roots(CFG(fn))
+    return pointer_roots(cfg_of(fn))
 
 
 def candidate(ins: Instruction) -> tuple | None:

@@ -32,6 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from ptxopt.evaluate import Candidate
+from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
 from ptxopt.passes.base import IllegalPass
 from ptxopt.pipeline import Pipeline
@@ -56,15 +57,16 @@ class Move:
 class State:
     """``kernel`` (a :class:`Candidate` whose ``pipeline`` is ignored) after ``pipeline``.
 
-    ``module`` and ``printed`` are the transformed module and its text;
-    ``original`` is the root's text, the reference every candidate is
-    checked against. Children are computed once (:meth:`moves`) and kept.
+    ``module`` and :attr:`printed` are the transformed module and its text
+    (a child is printed when first asked: the mask decides "changes the
+    module" without printing, :mod:`ptxopt.print_compare`, and most children
+    are never visited). Children are computed once (:meth:`moves`) and kept.
     """
 
     kernel: Candidate
     pipeline: Pipeline
     module: Module
-    printed: str
+    text: str | None  # the printed module; None until :attr:`printed` is first read
     _moves: list[Move] | None = field(default=None, repr=False)
     memo: MoveMemo | None = field(default=None, repr=False)  # shared by the whole tree
     _facts: dict | None = field(default=None, repr=False)  # pass -> None (changes) | reason
@@ -84,6 +86,15 @@ class State:
         module = parse(kernel.ptx, filename=kernel.label)
         actions = PASS_ACTIONS + tuple(a for a in extra_actions if a not in PASS_ACTIONS)
         return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None), actions=actions)
+
+    @property
+    def printed(self) -> str:
+        """The module's text (printed on first use)."""
+        if self.text is None:
+            from ptxopt.emit import emit
+
+            self.text = emit(self.module)
+        return self.text
 
     @property
     def depth(self) -> int:
@@ -110,7 +121,8 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
+            with gc_paused():  # every pass applied: one burst of allocation (see ptxopt.gc_pause)
+                self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
         return self._moves
@@ -146,6 +158,7 @@ class State:
 
     def _move(self, name: str) -> Move:
         from ptxopt.emit import emit
+        from ptxopt.print_compare import prints_same
 
         p = action_pass(name)
         why = self.pipeline.can_append(p)
@@ -157,8 +170,12 @@ class State:
             return Move(name, reason=f"illegal: {e}")
         except Exception as e:  # a crashing pass is masked, never fatal to a search
             return Move(name, reason=f"internal: {type(e).__name__}: {e}")
-        printed = emit(module)
-        if printed == self.printed:
+        printed = None
+        same = prints_same(self.module, module)  # mostly decided without printing
+        if same is None:
+            printed = emit(module)
+            same = printed == self.printed
+        if same:
             return Move(name, reason="no change")
         return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo,
                                       actions=self.actions))
