@@ -168,6 +168,39 @@ def verdicts_alone(spec, options) -> dict:
     return out
 
 
+def refusals(spec, bound: tuple[str, ...] = ()) -> dict:
+    """Per new pass (launch_bounds bound as in :func:`pass_cost`): the sites
+    it changed on the original, and the reasons it gave for the sites it
+    refused (unroll: a loop it cannot count, a barrier under a non-uniform
+    trip count, ...; nc_ld: a buffer the kernel may write)."""
+    from ptxopt.parser import parse
+    from ptxopt.passes.base import IllegalPass
+    from ptxopt.search.actions import action_pass
+
+    m = parse(spec.ptx_text())
+    bound_of = dict(zip([x for x in NEW_ACTIONS if x.startswith("launch_bounds")], bound))
+    out = {}
+    for name in NEW_ACTIONS:
+        try:
+            _res, rep = action_pass(bound_of.get(name, name)).apply(m)
+        except IllegalPass as e:
+            out[name] = {"changed": 0, "refused": [f"illegal: {e}"]}
+            continue
+        out[name] = {"changed": len(rep.changed), "refused": [s.what for s in rep.refused]}
+    return out
+
+
+def _reason_kind(reason: str) -> str:
+    """A refusal reason without its kernel-specific parts (parentheticals,
+    lines, labels, registers, types), for counting."""
+    import re
+
+    r = re.sub(r"\s*\((?:[^()]|\([^()]*\))*\)", "", reason)
+    r = re.sub(r"\S+:\d+|\$\w+|%\w+", "_", r)
+    r = re.sub(r"\b(ld|st|atom|red)((?:\.\w+)*)", r"\1", r)
+    return r[:80]
+
+
 def pass_cost(spec, bound: tuple[str, ...] = (), reps: int = 3) -> dict:
     """Each new pass that changes ``spec``: the pass and printing on a fresh
     parse with the front-end memos cleared (as ``benchmarks/pass_speed.py``'s
@@ -307,6 +340,7 @@ def main() -> int:
             costs.append(c)
         except Exception as e:  # noqa: BLE001
             print(f"  pass cost: {type(e).__name__}: {e}", flush=True)
+        row["refusals"] = refusals(spec, bound)
         doc["kernels"].append(row)
         _write(a.json, doc)  # after every kernel: a run stopped early keeps what it measured
     _summary(doc["kernels"])
@@ -323,6 +357,7 @@ def main() -> int:
     print("   changed by the evaluator (launch bound) but masked at the search's root: "
           + (", ".join(f"{k} on {n}" for k, n in masked_in_search.items()) or "none"))
     doc["masked_in_search"] = dict(masked_in_search)
+    _print_refusals(doc["kernels"])
 
     print("\n4. pass cost (pass + print on a fresh parse, memos cleared) as a fraction of ptxas on the original, kernels it changes")
     print(f"{'pass':<28}{'kernels':>8}{'median wall':>13}{'max wall':>10}{'median CPU':>12}{'max CPU':>9}  worst kernel")
@@ -369,6 +404,17 @@ def main() -> int:
 def _write(path: str | None, doc: dict) -> None:
     if path:
         Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def _print_refusals(rows: list[dict]) -> None:
+    """Why each new pass left kernels unchanged: the commonest refusal reasons."""
+    print("   why a pass changed nothing: kernels left unchanged, and the commonest refusal reasons (kernels giving it)")
+    for act in NEW_ACTIONS:
+        unchanged = [r for r in rows if "refusals" in r and not r["refusals"][act]["changed"]]
+        reasons = Counter(k for r in unchanged for k in {_reason_kind(w) for w in r["refusals"][act]["refused"]})
+        silent = sum(not r["refusals"][act]["refused"] for r in unchanged)
+        top = "; ".join(f"{n}x {w}" for w, n in reasons.most_common(3))
+        print(f"   {act:<28}{len(unchanged):>3} unchanged ({silent} without a refusal: nothing to do)  {top}")
 
 
 def _summary(rows: list[dict]) -> None:
