@@ -113,10 +113,24 @@ def search(spec, strategy: str, actions: tuple[str, ...], options, budget: int |
     return {"kernel": spec.id, "strategy": strategy, "actions": len(actions), "pipeline": str(out.best.pipeline),
             "baseline_cycles": base.cycles, "best_cycles": best.cycles, "gain_pct": gain,
             "verdict": best.equivalence if best.ok else None, "objective": base.objective,
+            "dram_bound": dram_bound(base) if base.ok else None,
             "performance": base.performance, "evaluations": meter.evaluations, "cache_hits": meter.cache_hits,
             "failures": dict(meter.failures), "unchecked": meter.unchecked_total, "note": out.note,
             "error": None if base.ok else f"baseline {base.status}: {base.error}",
             "wall_s": round(time.perf_counter() - t0, 2), "_root": root, "_meter": meter}
+
+
+def dram_bound(r) -> bool:
+    """Is this throughput estimate the launch's DRAM-bandwidth bound (the sim
+    model's note "DRAM for the launch N cycles" equals its cycles)? Then no
+    rewrite that keeps the bytes moved can change it."""
+    import re
+
+    for n in r.notes:
+        m = re.search(r"DRAM for the launch ([\d,]+) cycles", n)
+        if m and r.cycles and abs(float(m.group(1).replace(",", "")) - r.cycles) <= max(1.0, 1e-4 * r.cycles):
+            return True
+    return False
 
 
 def bound_launch_bounds(spec) -> tuple[str, ...]:
@@ -297,7 +311,9 @@ def main() -> int:
     print("\n1. greedy without vs with the new actions (gain = % of the baseline's estimated cycles)")
     print("   'bound pp': greedy with the launch_bounds actions bound to the performance block (extra actions),")
     print("   run where the search's own launch_bounds actions are masked at the root ('=': not run)")
-    print(f"{'kernel':<30}{'obj':<5}{'without %':>10}{'with %':>8}{'extra pp':>9}{'bound pp':>9}{'evals':>7}  "
+    print("   obj: thro(ughput, the manifest's performance launch) / late(ncy, one warp); /D: the baseline's")
+    print("   estimate is the launch's DRAM-bandwidth bound (no rewrite that keeps the bytes moved changes it)")
+    print(f"{'kernel':<30}{'obj':<7}{'without %':>10}{'with %':>8}{'extra pp':>9}{'bound pp':>9}{'evals':>7}  "
           f"pipeline without -> with")
     verdicts: dict[str, Counter] = {a_: Counter() for a_ in NEW_ACTIONS}
     masked_in_search: Counter = Counter()  # the evaluator changes the kernel, the search's mask says no
@@ -328,9 +344,9 @@ def main() -> int:
                    bound_actions=list(bound) if wb is not wi else [], with_bound=_public(wb), extra_bound_pp=extra_b,
                    new_in_bound_pipeline=[x for x in passes_of(wb["pipeline"])
                                           if x in NEW_ACTIONS or x.startswith("launch_bounds")])
-        obj = (wi["objective"] or "?")[:4]
+        obj = (wi["objective"] or "?")[:4] + ("/D" if wo["dram_bound"] else "")
         evals = wo["evaluations"] + wi["evaluations"] + (wb["evaluations"] if wb is not wi else 0)
-        print(f"{spec.id:<30}{obj:<5}{_pct(wo['gain_pct']):>10}{_pct(wi['gain_pct']):>8}{_pct(extra):>9}"
+        print(f"{spec.id:<30}{obj:<7}{_pct(wo['gain_pct']):>10}{_pct(wi['gain_pct']):>8}{_pct(extra):>9}"
               f"{_pct(extra_b) if wb is not wi else '=':>9}{evals:>7}  {wo['pipeline'] or '(none)'} -> "
               f"{wi['pipeline'] or '(none)'}{' | bound: ' + wb['pipeline'] if wb is not wi else ''}"
               f"{'  ' + wi['error'] if wi['error'] else ''}", flush=True)
@@ -431,6 +447,10 @@ def _summary(rows: list[dict]) -> None:
         print(f"  extra gain where it helped: median {ex[len(ex) // 2]:.2f} pp, max {ex[-1]:.2f} pp "
               f"({max(gained, key=lambda r: r['extra_pp'])['kernel']})")
     print(f"  new passes in greedy's pipelines: {dict(used) or 'none'}")
+    dram = [r for r in done if r["without"].get("dram_bound")]
+    print(f"  {len(dram)} of {len(done)} baselines sit at the DRAM-bandwidth bound of their performance launch "
+          f"(gain without/with there: {sum(r['without']['gain_pct'] > 1e-9 for r in dram)}/"
+          f"{sum(r['with_']['gain_pct'] > 1e-9 for r in dram)} kernels above 0)")
     if bound:
         helped = [r for r in bound if r["extra_bound_pp"] > 1e-9]
         print(f"  with launch_bounds bound to the performance block ({len(bound)} kernels where the search masks "
