@@ -58,7 +58,7 @@ NEW_ACTIONS: tuple[str, ...] = ("launch_bounds_2", "launch_bounds{minblocks=4}",
 OLD_ACTIONS: tuple[str, ...] = tuple(a for a in PASS_ACTIONS if a not in NEW_ACTIONS)
 
 DEFAULT_GEMM = "gemm_tile_2x2x2,gemm_tile_4x4x4,gemm_tile_4x8x6,gemm_tile_8x8x8"
-DEFAULT_HEADROOM = "cuda_matmul_naive,triton_matmul_f16,gen_gemv_00,gemm_tile_4x4x4"
+DEFAULT_HEADROOM = "cuda_matmul_naive,triton_matmul_f16,cuda_attention_small,gen_conv1d_00,triton_attention,gemm_tile_4x4x4"
 #: what an evaluator status counts as in the verdict table (mismatch/fault are counterexamples)
 DIFFER_STATUSES = ("mismatch", "fault")
 
