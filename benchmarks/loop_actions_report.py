@@ -204,6 +204,17 @@ def refusals(spec, bound: tuple[str, ...] = ()) -> dict:
     return out
 
 
+def _inconclusive_kind(note: str) -> str:
+    """The kind of an ``inconclusive`` verdict's note, for counting."""
+    if note.startswith("assumes noalias"):
+        return "assumes noalias (ld.global.nc loads whose operands the original's lack)"
+    if "never ran under this contract" in note:
+        return "changed instructions never ran at the check launch (coverage)"
+    if "not checkable at boundary trip counts" in note:
+        return "loop rewrite not proved, not checkable at boundary trip counts"
+    return note.split(":")[0][:70]
+
+
 def _reason_kind(reason: str) -> str:
     """A refusal reason without its kernel-specific parts (parentheticals,
     lines, labels, registers, types), for counting."""
@@ -309,13 +320,14 @@ def main() -> int:
            "kernels": [], "headroom": [], "verdicts": {}, "pass_cost": {}}
     print(f"cycles: ESTIMATE (sim model). {len(specs)} kernels; new actions: {', '.join(NEW_ACTIONS)}")
     print("\n1. greedy without vs with the new actions (gain = % of the baseline's estimated cycles)")
-    print("   'bound pp': greedy with the launch_bounds actions bound to the performance block (extra actions),")
-    print("   run where the search's own launch_bounds actions are masked at the root ('=': not run)")
+    print("   'bound pp': what greedy gains over 'with' when the launch_bounds actions are bound to the performance")
+    print("   block (extra actions); run where the search's own launch_bounds actions are masked at the root ('=': not run)")
     print("   obj: thro(ughput, the manifest's performance launch) / late(ncy, one warp); /D: the baseline's")
     print("   estimate is the launch's DRAM-bandwidth bound (no rewrite that keeps the bytes moved changes it)")
     print(f"{'kernel':<30}{'obj':<7}{'without %':>10}{'with %':>8}{'extra pp':>9}{'bound pp':>9}{'evals':>7}  "
           f"pipeline without -> with")
     verdicts: dict[str, Counter] = {a_: Counter() for a_ in NEW_ACTIONS}
+    why_inconclusive: dict[str, Counter] = {a_: Counter() for a_ in NEW_ACTIONS}
     masked_in_search: Counter = Counter()  # the evaluator changes the kernel, the search's mask says no
     costs = []
     for spec in specs:
@@ -336,9 +348,11 @@ def main() -> int:
             continue
         for act, verdict in v.items():
             verdicts[act][verdict["verdict"]] += 1
+            if verdict["verdict"] == "inconclusive":
+                why_inconclusive[act][_inconclusive_kind(verdict["note"])] += 1
             if verdict["verdict"] not in ("no change", "refused") and mask.get(act):
                 masked_in_search[act] += 1
-        extra, extra_b = _diff(wi, wo), _diff(wb, wo)
+        extra, extra_b = _diff(wi, wo), _diff(wb, wi)
         row.update(without=_public(wo), with_=_public(wi), extra_pp=extra, root_verdicts=v, root_mask=mask,
                    new_in_pipeline=[x for x in passes_of(wi["pipeline"]) if x in NEW_ACTIONS],
                    bound_actions=list(bound) if wb is not wi else [], with_bound=_public(wb), extra_bound_pp=extra_b,
@@ -373,6 +387,11 @@ def main() -> int:
     print("   changed by the evaluator (launch bound) but masked at the search's root: "
           + (", ".join(f"{k} on {n}" for k, n in masked_in_search.items()) or "none"))
     doc["masked_in_search"] = dict(masked_in_search)
+    print("   why inconclusive (an inconclusive candidate is never a search's best unless --allow-unchecked):")
+    for act in NEW_ACTIONS:
+        if why_inconclusive[act]:
+            print(f"   {act:<28}" + "; ".join(f"{n}x {k}" for k, n in why_inconclusive[act].most_common()))
+    doc["why_inconclusive"] = {k: dict(v) for k, v in why_inconclusive.items() if v}
     _print_refusals(doc["kernels"])
 
     print("\n4. pass cost (pass + print on a fresh parse, memos cleared) as a fraction of ptxas on the original, kernels it changes")
@@ -453,9 +472,11 @@ def _summary(rows: list[dict]) -> None:
           f"{sum(r['with_']['gain_pct'] > 1e-9 for r in dram)} kernels above 0)")
     if bound:
         helped = [r for r in bound if r["extra_bound_pp"] > 1e-9]
-        print(f"  with launch_bounds bound to the performance block ({len(bound)} kernels where the search masks "
-              f"it): raised greedy's gain on {len(helped)}"
-              + (f", max {max(r['extra_bound_pp'] for r in helped):.2f} pp" if helped else ""))
+        chose = sum(any(x.startswith("launch_bounds") for x in r["new_in_bound_pipeline"]) for r in bound)
+        print(f"  launch_bounds bound to the performance block ({len(bound)} kernels where the search masks it): "
+              f"raised greedy's gain over 'with' on {len(helped)}"
+              + (f", max {max(r['extra_bound_pp'] for r in helped):.2f} pp" if helped else "")
+              + f"; in greedy's pipeline on {chose}")
     by = defaultdict(list)
     for r in done:
         by[r["compiler"] if r["family"] != "gemm_tile" else "gemm_tile"].append(r["extra_pp"])
