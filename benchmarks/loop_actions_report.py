@@ -21,7 +21,11 @@ uses.
 Tables:
 
 1. per kernel: greedy's gain without and with the new actions, each
-   pipeline, and the new actions' extra gain (percentage points);
+   pipeline, and the new actions' extra gain (percentage points); where
+   launch_bounds is masked in the search (no ``.reqntid``), greedy with it
+   bound to the performance block; where a new pass is ``inconclusive``,
+   greedy with inconclusive candidates accepted (UNCHECKED: what the
+   validation gap costs, never a result);
 2. headroom (``--headroom`` kernels): exhaustive (``--exhaustive-steps``
    passes) and random (``--random-budget`` evaluations) over all 25 actions
    against greedy with them;
@@ -298,6 +302,9 @@ def main() -> int:
     ap.add_argument("--gemm", default=DEFAULT_GEMM, help="gemm tiles (latency objective); '' for none")
     ap.add_argument("--only", default="", help="comma list of kernel ids: measure just these (overrides the sample)")
     ap.add_argument("--headroom", default=DEFAULT_HEADROOM, help="kernels for exhaustive/random; '' for none")
+    ap.add_argument("--unchecked", action=argparse.BooleanOptionalAction, default=True,
+                    help="where a new pass is inconclusive (and the kernel not DRAM-bound), also run greedy with "
+                         "inconclusive candidates accepted: what the validation gap costs (never a result)")
     ap.add_argument("--skip-greedy", action="store_true", help="only the headroom table (table 2)")
     ap.add_argument("--exhaustive-steps", type=int, default=2)
     ap.add_argument("--random-budget", type=int, default=200)
@@ -341,6 +348,10 @@ def main() -> int:
             if bound and all(mask.get(x) for x in NEW_ACTIONS if x.startswith("launch_bounds")):
                 wb = search(spec, "greedy", PASS_ACTIONS + bound, options, max_steps=a.max_steps)
             v = verdicts_alone(spec, options)
+            wu = None
+            if a.unchecked and not wi["dram_bound"] and any(x["verdict"] == "inconclusive" for x in v.values()):
+                wu = search(spec, "greedy", PASS_ACTIONS, replace(options, allow_unchecked=True),
+                            max_steps=a.max_steps)
         except Exception as e:  # noqa: BLE001 - one kernel never stops the report
             row["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
             print(f"{spec.id:<30}ERROR {row['error'][:120]}", flush=True)
@@ -358,12 +369,17 @@ def main() -> int:
                    bound_actions=list(bound) if wb is not wi else [], with_bound=_public(wb), extra_bound_pp=extra_b,
                    new_in_bound_pipeline=[x for x in passes_of(wb["pipeline"])
                                           if x in NEW_ACTIONS or x.startswith("launch_bounds")])
+        if wu is not None:
+            row.update(with_unchecked=_public(wu), unchecked_pp=_diff(wu, wi))
         obj = (wi["objective"] or "?")[:4] + ("/D" if wo["dram_bound"] else "")
         evals = wo["evaluations"] + wi["evaluations"] + (wb["evaluations"] if wb is not wi else 0)
         print(f"{spec.id:<30}{obj:<7}{_pct(wo['gain_pct']):>10}{_pct(wi['gain_pct']):>8}{_pct(extra):>9}"
               f"{_pct(extra_b) if wb is not wi else '=':>9}{evals:>7}  {wo['pipeline'] or '(none)'} -> "
               f"{wi['pipeline'] or '(none)'}{' | bound: ' + wb['pipeline'] if wb is not wi else ''}"
-              f"{'  ' + wi['error'] if wi['error'] else ''}", flush=True)
+              f"{'  ' + wi['error'] if wi['error'] else ''}"
+              + (f"\n{'':<30}UNCHECKED (inconclusive accepted, not a result): {_pct(wu['gain_pct'])} %, "
+                 f"{_pct(row['unchecked_pp'])} pp over 'with': {wu['pipeline'] or '(none)'} [{wu['verdict']}]"
+                 if wu is not None else ""), flush=True)
         try:
             c = pass_cost(spec, bound)
             c["kernel"] = spec.id
@@ -466,6 +482,11 @@ def _summary(rows: list[dict]) -> None:
         print(f"  extra gain where it helped: median {ex[len(ex) // 2]:.2f} pp, max {ex[-1]:.2f} pp "
               f"({max(gained, key=lambda r: r['extra_pp'])['kernel']})")
     print(f"  new passes in greedy's pipelines: {dict(used) or 'none'}")
+    unc = [r for r in done if r.get("unchecked_pp") is not None]
+    if unc:
+        more = [r for r in unc if r["unchecked_pp"] > 1e-9]
+        print(f"  inconclusive accepted (UNCHECKED, {len(unc)} kernels): greedy gains more on {len(more)}"
+              + (f" (" + ", ".join(f"{r['kernel']} +{r['unchecked_pp']:.2f} pp" for r in more) + ")" if more else ""))
     dram = [r for r in done if r["without"].get("dram_bound")]
     print(f"  {len(dram)} of {len(done)} baselines sit at the DRAM-bandwidth bound of their performance launch "
           f"(gain without/with there: {sum(r['without']['gain_pct'] > 1e-9 for r in dram)}/"
