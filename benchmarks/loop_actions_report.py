@@ -182,7 +182,10 @@ def verdicts_alone(spec, options) -> dict:
             v = "differ"
         else:
             v = f"failed:{r.status}"
-        out[act] = {"verdict": v, "note": (r.equivalence_note or r.error or "")[:300]}
+        note = r.equivalence_note or r.error or ""
+        out[act] = {"verdict": v, "note": note[:300]}
+        if v == "inconclusive":
+            out[act]["kind"] = _inconclusive_kind(note)  # from the whole note: its reason may come late
     return out
 
 
@@ -360,7 +363,7 @@ def main() -> int:
         for act, verdict in v.items():
             verdicts[act][verdict["verdict"]] += 1
             if verdict["verdict"] == "inconclusive":
-                why_inconclusive[act][_inconclusive_kind(verdict["note"])] += 1
+                why_inconclusive[act][verdict["kind"]] += 1
             if verdict["verdict"] not in ("no change", "refused") and mask.get(act):
                 masked_in_search[act] += 1
         extra, extra_b = _diff(wi, wo), _diff(wb, wi)
