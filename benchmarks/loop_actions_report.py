@@ -54,7 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ptxopt.search.actions import PASS_ACTIONS  # noqa: E402
+from ptxopt.search.actions import PASS_ACTIONS
 
 #: The actions issue 31 added (the last five of PASS_ACTIONS).
 NEW_ACTIONS: tuple[str, ...] = ("launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4")
@@ -329,6 +329,39 @@ def main() -> int:
     doc = {"cycles": "ESTIMATE (sim model; throughput model uncalibrated)", "new_actions": list(NEW_ACTIONS),
            "kernels": [], "headroom": [], "verdicts": {}, "pass_cost": {}}
     print(f"cycles: ESTIMATE (sim model). {len(specs)} kernels; new actions: {', '.join(NEW_ACTIONS)}")
+    if specs:
+        greedy_tables(specs, options, a, doc)
+
+    heads = [s for s in a.headroom.split(",") if s]
+    if heads:
+        from ptxopt.corpus import get
+
+        print(f"\n2. headroom with the new actions: exhaustive (<= {a.exhaustive_steps} passes) and random "
+              f"({a.random_budget} evaluations) vs greedy, all {len(PASS_ACTIONS)} actions")
+        print(f"   exhaustive is the oracle over pipelines of <= {a.exhaustive_steps} passes only: greedy may go "
+              f"further (up to {a.max_steps})")
+        print(f"{'kernel':<24}{'greedy %':>9}{'evals':>6}{'exh %':>8}{'evals':>6}{'random %':>9}{'evals':>6}  "
+              f"best pipeline (exhaustive / random)")
+        for kid in heads:
+            spec = get(kid)
+            g = search(spec, "greedy", PASS_ACTIONS, options, max_steps=a.max_steps)
+            ex = search(spec, "exhaustive", PASS_ACTIONS, options, max_steps=a.exhaustive_steps)
+            rn = search(spec, "random", PASS_ACTIONS, options, budget=a.random_budget, max_steps=a.max_steps)
+            print(f"{kid:<24}{_pct(g['gain_pct']):>9}{g['evaluations']:>6}{_pct(ex['gain_pct']):>8}"
+                  f"{ex['evaluations']:>6}{_pct(rn['gain_pct']):>9}{rn['evaluations']:>6}  "
+                  f"{ex['pipeline'] or '(none)'}{' [' + ex['note'] + ']' if ex['note'] else ''} / "
+                  f"{rn['pipeline'] or '(none)'}", flush=True)
+            doc["headroom"].append({"kernel": kid, "greedy": _public(g), "exhaustive": _public(ex),
+                                    "random": _public(rn)})
+            _write(a.json, doc)
+    doc["wall_s"] = round(time.perf_counter() - t_all, 1)
+    print(f"\nwall {doc['wall_s']:.0f} s; every cycle figure is an ESTIMATE of the sim model")
+    _write(a.json, doc)
+    return 0
+
+
+def greedy_tables(specs: list, options, a, doc: dict) -> None:
+    """Tables 1, 3 and 4 over ``specs`` (written into ``doc`` as they come)."""
     print("\n1. greedy without vs with the new actions (gain = % of the baseline's estimated cycles)")
     print("   'bound pp': what greedy gains over 'with' when the launch_bounds actions are bound to the performance")
     print("   block (extra actions); run where the search's own launch_bounds actions are masked at the root ('=': not run)")
@@ -429,31 +462,6 @@ def main() -> int:
                                  "median_cpu_frac": cp[len(cp) // 2], "max_cpu_frac": cp[-1], "worst": worst}
     doc["pass_cost_rows"] = costs
 
-    heads = [s for s in a.headroom.split(",") if s]
-    if heads:
-        from ptxopt.corpus import get
-
-        print(f"\n2. headroom with the new actions: exhaustive (<= {a.exhaustive_steps} passes) and random "
-              f"({a.random_budget} evaluations) vs greedy, all {len(PASS_ACTIONS)} actions")
-        print(f"{'kernel':<24}{'greedy %':>9}{'evals':>6}{'exh %':>8}{'evals':>6}{'random %':>9}{'evals':>6}  "
-              f"best pipeline (exhaustive / random)")
-        for kid in heads:
-            spec = get(kid)
-            g = search(spec, "greedy", PASS_ACTIONS, options, max_steps=a.max_steps)
-            ex = search(spec, "exhaustive", PASS_ACTIONS, options, max_steps=a.exhaustive_steps)
-            rn = search(spec, "random", PASS_ACTIONS, options, budget=a.random_budget, max_steps=a.max_steps)
-            print(f"{kid:<24}{_pct(g['gain_pct']):>9}{g['evaluations']:>6}{_pct(ex['gain_pct']):>8}"
-                  f"{ex['evaluations']:>6}{_pct(rn['gain_pct']):>9}{rn['evaluations']:>6}  "
-                  f"{ex['pipeline'] or '(none)'}{' [' + ex['note'] + ']' if ex['note'] else ''} / "
-                  f"{rn['pipeline'] or '(none)'}", flush=True)
-            doc["headroom"].append({"kernel": kid, "greedy": _public(g), "exhaustive": _public(ex),
-                                    "random": _public(rn)})
-            _write(a.json, doc)
-    doc["wall_s"] = round(time.perf_counter() - t_all, 1)
-    print(f"\nwall {doc['wall_s']:.0f} s; every cycle figure is an ESTIMATE of the sim model")
-    _write(a.json, doc)
-    return 0
-
 
 def _write(path: str | None, doc: dict) -> None:
     if path:
@@ -489,7 +497,7 @@ def _summary(rows: list[dict]) -> None:
     if unc:
         more = [r for r in unc if r["unchecked_pp"] > 1e-9]
         print(f"  inconclusive accepted (UNCHECKED, {len(unc)} kernels): greedy gains more on {len(more)}"
-              + (f" (" + ", ".join(f"{r['kernel']} +{r['unchecked_pp']:.2f} pp" for r in more) + ")" if more else ""))
+              + (" (" + ", ".join(f"{r['kernel']} +{r['unchecked_pp']:.2f} pp" for r in more) + ")" if more else ""))
     dram = [r for r in done if r["without"].get("dram_bound")]
     print(f"  {len(dram)} of {len(done)} baselines sit at the DRAM-bandwidth bound of their performance launch "
           f"(gain without/with there: {sum(r['without']['gain_pct'] > 1e-9 for r in dram)}/"
