@@ -164,6 +164,7 @@ from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
+from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, loops_changed, spiked
 
 DEFAULT_SEEDS = (0,)
 DEFAULT_TRIALS = 4
@@ -191,6 +192,10 @@ OVERLAP_BYTES = 16
 #: default (unless the caller sets ``max_steps``): a default the kernel loops
 #: over (``for i < n``, or ``n * n`` work) must not stall the check.
 DEFAULT_SCALAR_STEPS = 1_000_000
+
+#: Launches of one check whose read-footprint difference may trigger the
+#: spiked reruns (:mod:`ptxopt.equivalence.footprint`; two runs of each kernel per probe).
+MAX_READ_PROBES = 2
 
 #: ``ptxopt verify``'s default ``--min-coverage``.
 DEFAULT_MIN_COVERAGE = 0.5
@@ -457,6 +462,42 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=Non
     return out
 
 
+def _spike_probe(po, pt, kernel, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o, kw,
+                 seed, flavour, launch):
+    """``(mismatch, failure)`` of the launch rerun with the elements that one
+    kernel reads and the other does not spiked high, then low
+    (:mod:`ptxopt.equivalence.footprint`); the outcome is noted in ``launch``
+    (``read_probe``). ``failure``: the transformed kernel's error where the
+    original ran."""
+    where = ", ".join(f"{pnames[i]} ({int(d.reshape(-1, args[i].itemsize).any(axis=1).sum())} elements)"
+                      if isinstance(args[i], np.ndarray) else pnames[i] for i, d in diff.items())
+    for direction in SPIKES:
+        sp = spiked(args, diff, direction)
+        if sp is None:
+            launch["read_probe"] = f"read footprints differ in {where}; nothing to spike"
+            return None, None
+        try:
+            ro = run_kernel(po, kernel, grid, block, [a.copy() if isinstance(a, np.ndarray) else a for a in sp],
+                            shared, seed=run_seed, schedule=schedule, **kw_o)
+        except InterpError as e:
+            launch["read_probe"] = f"read footprints differ in {where}; the original fails spiked {direction}: {e}"
+            continue
+        try:
+            rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
+        except InterpError as e:
+            launch["read_probe"] = f"read footprints differ in {where}; spiked {direction}: the transformed fails"
+            return None, e
+        label = f"{flavour}, elements read by one kernel only spiked {direction}"
+        mm = compare_buffers(names, ro.buffers, rt.buffers, seed, label, schedule)
+        if mm is None:
+            mm = compare_globals(po, pt, ro.globals, rt.globals, seed, label, schedule)
+        if mm is not None:
+            launch["read_probe"] = f"read footprints differ in {where}; spiked {direction}: differ"
+            return mm, None
+    launch.setdefault("read_probe", f"read footprints differ in {where}; spiked {', '.join(SPIKES)}: equal")
+    return None, None
+
+
 def _trip_plan(po, pt, kernel, spec, geometry, seed: int, first: int) -> list:
     """Launches at boundary trip counts of the loops the candidate changed
     (:func:`ptxopt.equivalence.boundary.loop_trip_plan`), trial numbers from ``first``."""
@@ -717,6 +758,12 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     executed_t: dict = {}
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
+    # read footprints (ptxopt.equivalence.footprint): only for a candidate that changed a loop's control
+    probe = bool(extra_launches and sites) and loops_changed(po, pt, kernel)
+    pnames = [p.name for p in po.kernel_params(kernel)]
+    tags_o, labels_o = loop_tags(po, kernel) if probe else ({}, {})
+    tags_t, labels_t = loop_tags(pt, kernel) if probe else ({}, {})
+    probes_left = MAX_READ_PROBES
     for seed, t, flavour, schedule, layout, extra in plan:
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
@@ -758,13 +805,14 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
         key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
         ref = reference.get(key) if reference is not None else None
-        if ref is None:
+        want_reads = probe and layout == "separate" and probes_left > 0
+        kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
+        if ref is None or (want_reads and not isinstance(ref, InterpError) and ref[5] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-            kw_o = kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, races=races, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races)
+                                coverage=True, races=races, reads=tags_o if want_reads else False, **kw_o)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads)
             except InterpError as e:
                 ref = type(e)(f"original kernel: {e}")
             if reference is not None:
@@ -782,7 +830,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -790,9 +838,10 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if layout == "separate":
             _merge_coverage(acc, ref_cov)
         merge_executed(executed_o, ref_cov.get("executed"))
+        probe_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args] if want_reads else None
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, **kw)
+                            executed=True, races=races, reads=tags_t if want_reads else False, **kw)
         except InterpError as e:
             result.status = "error"
             result.error = (f"transformed kernel (seed {seed}, {flavour} inputs, {schedule} schedule, "
@@ -807,6 +856,18 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
         if mm is None:
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
+        diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None else {}
+        if diff:
+            probes_left -= 1
+            mm, failed = _spike_probe(po, pt, kernel, grid, block, shared, probe_args, diff, names, pnames,
+                                      run_seed, schedule, kw_o, kw, seed, flavour, launch)
+            if failed is not None:
+                result.status, result.error_kind = "error", failed.kind
+                result.error = (f"transformed kernel (seed {seed}, {flavour} inputs with the elements only one "
+                                f"kernel reads spiked, {schedule} schedule): {failed}")
+                result.trials += 1
+                result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
+                return result
         if mm is not None:
             mm.layout, mm.trial = layout, t
             result.status = "mismatch"
