@@ -63,6 +63,15 @@ shows); for a manifest launch, *boundary scalars*
 at a boundary the kernel compares them against); and the thread-serial
 launch above. A failure of the original in an extra launch skips it.
 
+**Read footprints of loop rewrites** (:mod:`ptxopt.equivalence.footprint`):
+when the transformed module changed a loop's control, every launch with
+separate buffers records which bytes of each buffer the loads of each loop
+read, in both kernels. A launch where they differ (a loop skipping or adding
+an element) is rerun with those elements spiked above, then below, every
+other value of their buffer (``read_probe`` in the launch says what ran): a
+max or min reduction that lost its extreme then differs. At most
+:data:`MAX_READ_PROBES` launches of one check are rerun so.
+
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
 
