@@ -115,4 +115,4 @@ def spiked(args: list, diff: dict[int, np.ndarray], direction: str) -> list | No
     return out if changed else None
 
 
-__all__ = ["SPIKES", "loops_changed", "loop_tags", "footprint_difference", "spiked"]
+__all__ = ["SPIKES", "footprint_difference", "loop_tags", "loops_changed", "spiked"]
