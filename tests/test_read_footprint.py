@@ -69,3 +69,7 @@ def test_spiked_elements_exceed_every_other_value():
     m[:4] = True
     assert spiked([i], {0: m}, "high")[0][0] == np.iinfo(np.int32).max  # clipped, no wrap
     assert spiked([3], {0: m}, "high") is None  # nothing to spike
+    # a ranged input (indices in [0, 40)) stays in its contract range
+    assert spiked([i], {0: m}, "high", {0: (0, 40)})[0][0] == 39
+    assert spiked([i], {0: m}, "low", {0: (0, 40)})[0][0] == 0
+    assert spiked([x], {0: mask}, "high", {0: (-1.0, 1.0)})[0][1] == np.nextafter(np.float32(1), np.float32(0))

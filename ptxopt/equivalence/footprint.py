@@ -84,8 +84,15 @@ def footprint_difference(a: dict | None, b: dict | None, names: list[str], label
     return out
 
 
-def _extreme(arr: np.ndarray, high: bool):
-    """A value above (``high``) or below every other value of ``arr``, in its dtype."""
+def _extreme(arr: np.ndarray, high: bool, rng=None):
+    """A value above (``high``) or below every other value of ``arr``, in its
+    dtype; with ``rng`` (the input's contract range ``[lo, hi)``) the range's
+    highest or lowest value instead: an input outside it is no counterexample."""
+    if rng is not None:
+        lo, hi = rng
+        if arr.dtype.kind == "f":
+            return arr.dtype.type(np.nextafter(arr.dtype.type(hi), arr.dtype.type(lo)) if high else lo)
+        return arr.dtype.type(int(np.ceil(hi)) - 1 if high else int(np.ceil(lo)))
     if arr.dtype.kind == "f":
         fin = arr[np.isfinite(arr)].astype(np.float64)
         top = float(fin.max()) if high and fin.size else float(fin.min()) if fin.size else 0.0
@@ -98,10 +105,11 @@ def _extreme(arr: np.ndarray, high: bool):
     return arr.dtype.type(max(int(arr.min()) - 1, info.min)) if arr.size else arr.dtype.type(info.min)
 
 
-def spiked(args: list, diff: dict[int, np.ndarray], direction: str) -> list | None:
+def spiked(args: list, diff: dict[int, np.ndarray], direction: str, ranges: dict | None = None) -> list | None:
     """A copy of ``args`` whose buffer elements marked in ``diff`` hold a
     value above (``high``) or below (``low``) every other element of their
-    buffer; None when no marked argument is a plain array."""
+    buffer (within ``ranges[i]``, the contract's ``[lo, hi)`` of argument
+    ``i``, where given); None when no marked argument is a plain array."""
     out = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     changed = False
     for i, byte_mask in diff.items():
@@ -110,7 +118,7 @@ def spiked(args: list, diff: dict[int, np.ndarray], direction: str) -> list | No
             continue
         flat = a.reshape(-1)
         elems = byte_mask.reshape(-1, a.itemsize).any(axis=1)
-        flat[elems] = _extreme(flat, direction == "high")
+        flat[elems] = _extreme(flat, direction == "high", (ranges or {}).get(i))
         changed = True
     return out if changed else None
 

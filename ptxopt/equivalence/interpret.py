@@ -471,8 +471,8 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=Non
     return out
 
 
-def _spike_probe(po, pt, kernel, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o, kw,
-                 seed, flavour, launch):
+def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o,
+                 kw, seed, flavour, launch):
     """``(mismatch, failure)`` of the launch rerun with the elements that one
     kernel reads and the other does not spiked high, then low
     (:mod:`ptxopt.equivalence.footprint`); the outcome is noted in ``launch``
@@ -480,8 +480,13 @@ def _spike_probe(po, pt, kernel, grid, block, shared, args, diff, names, pnames,
     original ran."""
     where = ", ".join(f"{pnames[i]} ({int(d.reshape(-1, args[i].itemsize).any(axis=1).sum())} elements)"
                       if isinstance(args[i], np.ndarray) else pnames[i] for i, d in diff.items())
+    ranges = {i: tuple(p.extra["range"]) for i, p in enumerate(spec.params)
+              if "range" in dict(p.extra)} if spec is not None else {}
+    if spec is not None:  # only inputs the contract lets take any value: not zero-initialised accumulators
+        diff = {i: d for i, d in diff.items() if i < len(spec.params) and spec.params[i].role in ("input", "inout")
+                and dict(spec.params[i].extra).get("init") != "zero"}
     for direction in SPIKES:
-        sp = spiked(args, diff, direction)
+        sp = spiked(args, diff, direction, ranges)
         if sp is None:
             launch["read_probe"] = f"read footprints differ in {where}; nothing to spike"
             return None, None
@@ -868,7 +873,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None else {}
         if diff:
             probes_left -= 1
-            mm, failed = _spike_probe(po, pt, kernel, grid, block, shared, probe_args, diff, names, pnames,
+            mm, failed = _spike_probe(po, pt, kernel, spec, grid, block, shared, probe_args, diff, names, pnames,
                                       run_seed, schedule, kw_o, kw, seed, flavour, launch)
             if failed is not None:
                 result.status, result.error_kind = "error", failed.kind
