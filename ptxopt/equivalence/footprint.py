@@ -14,9 +14,10 @@ bytes of each parameter buffer that the original and the candidate load in
 a launch (:attr:`ptxopt.interp.LaunchResult.reads`), per loop
 (:func:`loop_tags`: a whole-launch footprint hides a max loop that skips an
 element the next loop reads). Where they differ
-(:func:`footprint_difference`), the same launch runs again twice with those
-elements *spiked* (:func:`spiked`): set above every other value of their
-buffer, then below. An extreme the original reads and the candidate skips
+(:func:`footprint_difference`), the same launch runs again with the elements
+only the original reads *spiked* (:func:`spiked`): set above every other
+value of their buffer, then below; then the same with the elements only the
+candidate reads. An extreme the original reads and the candidate skips
 (or the reverse) then moves the result of a max/min reduction, and a
 difference in the outputs is a counterexample like any other. A footprint
 difference alone is not one: a legal rewrite may read less (a load it
@@ -60,28 +61,35 @@ def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
 
 
 def footprint_difference(a: dict | None, b: dict | None, names: list[str], labels_a: dict[str, int],
-                         labels_b: dict[str, int]) -> dict[int, np.ndarray]:
-    """``{argument index: bool per byte}``: per parameter buffer, the bytes
-    that the loads of some loop read in one footprint and not in the other
-    (loops matched by header label, :func:`loop_tags`), or that loads
-    outside every loop read in one only. ``names``: the kernel's parameter
-    names in argument order."""
+                         labels_b: dict[str, int]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """``(only_a, only_b)``, each ``{argument index: bool per byte}``: per
+    parameter buffer, the bytes that the loads of some loop read in footprint
+    ``a`` and not in ``b`` (``only_a``), and the reverse (``only_b``); loops
+    matched by header label (:func:`loop_tags`), loads outside every loop
+    compared together. ``names``: the kernel's parameter names in argument
+    order. Kept apart so a spike lands in one kernel's reads only: the same
+    extreme in both would move both results alike."""
     from ptxopt.interp.memory import OTHER_READ
 
-    out: dict[int, np.ndarray] = {}
+    only_a: dict[int, np.ndarray] = {}
+    only_b: dict[int, np.ndarray] = {}
     if not a or not b:
-        return out
+        return only_a, only_b
     pairs = [(labels_a[lab], labels_b[lab]) for lab in labels_a if lab in labels_b] + [(OTHER_READ, OTHER_READ)]
     for i, n in enumerate(names):
         x, y = a.get(n), b.get(n)
         if x is None or y is None or x.shape != y.shape:
             continue
-        d = np.zeros(x.shape, dtype=bool)
+        da, db = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
         for ba, bb in pairs:
-            d |= ((x & ba) != 0) ^ ((y & bb) != 0)
-        if d.any():
-            out[i] = d
-    return out
+            ra, rb = (x & ba) != 0, (y & bb) != 0
+            da |= ra & ~rb
+            db |= rb & ~ra
+        if da.any():
+            only_a[i] = da
+        if db.any():
+            only_b[i] = db
+    return only_a, only_b
 
 
 def _extreme(arr: np.ndarray, high: bool, rng=None):

@@ -473,42 +473,51 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=Non
 
 def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o,
                  kw, seed, flavour, launch):
-    """``(mismatch, failure)`` of the launch rerun with the elements that one
-    kernel reads and the other does not spiked high, then low
-    (:mod:`ptxopt.equivalence.footprint`); the outcome is noted in ``launch``
-    (``read_probe``). ``failure``: the transformed kernel's error where the
-    original ran."""
-    where = ", ".join(f"{pnames[i]} ({int(d.reshape(-1, args[i].itemsize).any(axis=1).sum())} elements)"
-                      if isinstance(args[i], np.ndarray) else pnames[i] for i, d in diff.items())
-    ranges = {i: tuple(p.extra["range"]) for i, p in enumerate(spec.params)
+    """``(mismatch, failure)`` of the launch rerun with the elements only the
+    original reads spiked high, then low, then the same for the elements only
+    the transformed kernel reads (``diff``: the two masks of
+    :func:`~ptxopt.equivalence.footprint.footprint_difference`); the outcome
+    is noted in ``launch`` (``read_probe``). ``failure``: the transformed
+    kernel's error where the original ran."""
+    ranges = {i: tuple(dict(p.extra)["range"]) for i, p in enumerate(spec.params)
               if "range" in dict(p.extra)} if spec is not None else {}
-    if spec is not None:  # only inputs the contract lets take any value: not zero-initialised accumulators
-        diff = {i: d for i, d in diff.items() if i < len(spec.params) and spec.params[i].role in ("input", "inout")
+
+    def allowed(d):  # only inputs the contract lets take any value: not zero-initialised accumulators
+        if spec is None:
+            return d
+        return {i: m for i, m in d.items() if i < len(spec.params) and spec.params[i].role in ("input", "inout")
                 and dict(spec.params[i].extra).get("init") != "zero"}
-    for direction in SPIKES:
-        sp = spiked(args, diff, direction, ranges)
-        if sp is None:
-            launch["read_probe"] = f"read footprints differ in {where}; nothing to spike"
-            return None, None
-        try:
-            ro = run_kernel(po, kernel, grid, block, [a.copy() if isinstance(a, np.ndarray) else a for a in sp],
-                            shared, seed=run_seed, schedule=schedule, **kw_o)
-        except InterpError as e:
-            launch["read_probe"] = f"read footprints differ in {where}; the original fails spiked {direction}: {e}"
-            continue
-        try:
-            rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
-        except InterpError as e:
-            launch["read_probe"] = f"read footprints differ in {where}; spiked {direction}: the transformed fails"
-            return None, e
-        label = f"{flavour}, elements read by one kernel only spiked {direction}"
-        mm = compare_buffers(names, ro.buffers, rt.buffers, seed, label, schedule)
-        if mm is None:
-            mm = compare_globals(po, pt, ro.globals, rt.globals, seed, label, schedule)
-        if mm is not None:
-            launch["read_probe"] = f"read footprints differ in {where}; spiked {direction}: differ"
-            return mm, None
-    launch.setdefault("read_probe", f"read footprints differ in {where}; spiked {', '.join(SPIKES)}: equal")
+
+    def count(d):
+        return ", ".join(f"{pnames[i]} ({int(m.reshape(-1, args[i].itemsize).any(axis=1).sum())} elements)"
+                         if isinstance(args[i], np.ndarray) else pnames[i] for i, m in d.items())
+
+    where = "; ".join(f"read only by the {who}: {count(d)}" for who, d in zip(("original", "transformed"), diff) if d)
+    launch["read_probe"] = f"read footprints differ ({where}); spiked: equal"
+    for who, d in zip(("original", "transformed"), diff):
+        d = allowed(d)
+        for direction in SPIKES if d else ():
+            sp = spiked(args, d, direction, ranges)
+            if sp is None:
+                continue
+            try:
+                ro = run_kernel(po, kernel, grid, block,
+                                [a.copy() if isinstance(a, np.ndarray) else a for a in sp], shared,
+                                seed=run_seed, schedule=schedule, **kw_o)
+            except InterpError:
+                continue  # the original cannot run these values: no counterexample from them
+            try:
+                rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
+            except InterpError as e:
+                launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): the transformed fails"
+                return None, e
+            label = f"{flavour}, elements read by the {who} only spiked {direction}"
+            mm = compare_buffers(names, ro.buffers, rt.buffers, seed, label, schedule)
+            if mm is None:
+                mm = compare_globals(po, pt, ro.globals, rt.globals, seed, label, schedule)
+            if mm is not None:
+                launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): differ"
+                return mm, None
     return None, None
 
 
@@ -870,8 +879,9 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
         if mm is None:
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
-        diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None else {}
-        if diff:
+        diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None \
+            else ({}, {})
+        if diff[0] or diff[1]:
             probes_left -= 1
             mm, failed = _spike_probe(po, pt, kernel, spec, grid, block, shared, probe_args, diff, names, pnames,
                                       run_seed, schedule, kw_o, kw, seed, flavour, launch)
