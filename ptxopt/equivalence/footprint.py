@@ -8,7 +8,7 @@ max loop skipped element 128 of each row and the interpreter said ``equal``).
 Random, edge or descending inputs put the extreme at a random or the first
 position, rarely at the one the rewrite lost.
 
-So, for a candidate that changed a loop's control (:func:`loops_changed`),
+So, for a candidate that changed anything (a loop rewrite, a shifted load),
 :func:`interpret.verify <ptxopt.equivalence.interpret.verify>` records the
 bytes of each parameter buffer that the original and the candidate load in
 a launch (:attr:`ptxopt.interp.LaunchResult.reads`), per loop
@@ -30,14 +30,6 @@ import numpy as np
 
 #: the directions :func:`spiked` sets the differing elements in, tried in this order
 SPIKES = ("high", "low")
-
-
-def loops_changed(po, pt, kernel: str) -> bool:
-    """The candidate changed the control of a loop of ``kernel`` (or added one)."""
-    from ptxopt.equivalence.boundary import changed_loops
-
-    changed, new = changed_loops(po.entry(kernel), pt.entry(kernel))
-    return bool(changed or new)
 
 
 def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
@@ -131,4 +123,4 @@ def spiked(args: list, diff: dict[int, np.ndarray], direction: str, ranges: dict
     return out if changed else None
 
 
-__all__ = ["SPIKES", "footprint_difference", "loop_tags", "loops_changed", "spiked"]
+__all__ = ["SPIKES", "footprint_difference", "loop_tags", "spiked"]

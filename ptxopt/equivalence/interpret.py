@@ -63,13 +63,14 @@ shows); for a manifest launch, *boundary scalars*
 at a boundary the kernel compares them against); and the thread-serial
 launch above. A failure of the original in an extra launch skips it.
 
-**Read footprints of loop rewrites** (:mod:`ptxopt.equivalence.footprint`):
-when the transformed module changed a loop's control, every launch with
-separate buffers records which bytes of each buffer the loads of each loop
-read, in both kernels. A launch where they differ (a loop skipping or adding
-an element) is rerun with those elements spiked above, then below, every
-other value of their buffer (``read_probe`` in the launch says what ran): a
-max or min reduction that lost its extreme then differs. At most
+**Read footprints** (:mod:`ptxopt.equivalence.footprint`): when the
+transformed module changed something, every launch with separate buffers
+records which bytes of each buffer the loads of each loop (and those outside
+loops) read, in both kernels. A launch where they differ (a loop skipping or
+adding an element, a shifted load) is rerun with the elements only one
+kernel reads spiked above, then below, every other value of their buffer
+(``read_probe`` in the launch says what ran): a max or min reduction that
+lost its extreme then differs. At most
 :data:`MAX_READ_PROBES` launches of one check are rerun so.
 
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
@@ -173,7 +174,7 @@ from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
-from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, loops_changed, spiked
+from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
 
 DEFAULT_SEEDS = (0,)
 DEFAULT_TRIALS = 4
@@ -705,7 +706,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
            transformed_text: str | None = None, extra_launches: bool = True,
-           race_check: bool = True, launch=None) -> VerifyResult:
+           race_check: bool = True, launch=None, read_probe: bool = True) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -730,7 +731,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     boundary scalars); off, only the regular and layout launches run.
     ``race_check`` turns on shared-memory race detection in the first
     regular launch when the transformed module changed a kernel that
-    synchronises."""
+    synchronises. ``read_probe`` allows the read-footprint reruns (see the
+    module doc; with ``extra_launches``)."""
     if launch is not None:
         given = launch.interp_kwargs()
         spec, geometry = given.get("spec"), given.get("geometry")
@@ -781,8 +783,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     executed_t: dict = {}
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
-    # read footprints (ptxopt.equivalence.footprint): only for a candidate that changed a loop's control
-    probe = bool(extra_launches and sites) and loops_changed(po, pt, kernel)
+    # read footprints (ptxopt.equivalence.footprint), for any candidate that changed something
+    probe = bool(read_probe and extra_launches and sites)
     pnames = [p.name for p in po.kernel_params(kernel)]
     tags_o, labels_o = loop_tags(po, kernel) if probe else ({}, {})
     tags_t, labels_t = loop_tags(pt, kernel) if probe else ({}, {})
