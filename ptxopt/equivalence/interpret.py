@@ -494,7 +494,7 @@ def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, p
                          if isinstance(args[i], np.ndarray) else pnames[i] for i, m in d.items())
 
     where = "; ".join(f"read only by the {who}: {count(d)}" for who, d in zip(("original", "transformed"), diff) if d)
-    launch["read_probe"] = f"read footprints differ ({where}); spiked: equal"
+    ran, failed = [], []
     for who, d in zip(("original", "transformed"), diff):
         d = allowed(d)
         for direction in SPIKES if d else ():
@@ -506,7 +506,9 @@ def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, p
                                 [a.copy() if isinstance(a, np.ndarray) else a for a in sp], shared,
                                 seed=run_seed, schedule=schedule, **kw_o)
             except InterpError:
-                continue  # the original cannot run these values: no counterexample from them
+                failed.append(f"{direction} ({who})")  # the original cannot run these values: no counterexample
+                continue
+            ran.append(f"{direction} ({who})")
             try:
                 rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
             except InterpError as e:
@@ -519,6 +521,9 @@ def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, p
             if mm is not None:
                 launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): differ"
                 return mm, None
+    launch["read_probe"] = (f"read footprints differ ({where}); "
+                            + (f"spiked {', '.join(ran)}: equal" if ran else "no spiked launch ran")
+                            + (f"; the original fails spiked {', '.join(failed)}" if failed else ""))
     return None, None
 
 
