@@ -44,16 +44,18 @@ VERDICTS = ("differ", "inconclusive", "equivalent", "equal")  # equivalent: equa
 REVIEWED = Path(__file__).resolve().parent / "mutation_reviewed.json"
 
 
-def load_reviewed(path: Path | None) -> tuple[dict, dict]:
-    """``(equivalent, holes)``: (kernel, line, what) -> justification."""
+def load_reviewed(path: Path | None) -> tuple[dict, dict, set]:
+    """``(equivalent, holes, loop)``: (kernel, line, what) -> justification,
+    and the keys of loop mutants (``"operator": "loop"``)."""
     if path is None or not path.exists():
-        return {}, {}
+        return {}, {}, set()
     d = json.loads(path.read_text())
 
     def key(e):
         return e["kernel"], int(e["line"]), e["what"]
 
-    return ({key(e): e["why"] for e in d.get("equivalent", ())}, {key(e): e["why"] for e in d.get("holes", ())})
+    return ({key(e): e["why"] for e in d.get("equivalent", ())}, {key(e): e["why"] for e in d.get("holes", ())},
+            {key(e) for k in ("equivalent", "holes") for e in d.get(k, ()) if e.get("operator") == "loop"})
 
 
 def verdict(res) -> str:
@@ -65,21 +67,22 @@ def verdict(res) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("selectors", nargs="*", default=["nvcc", "triton"])
-    ap.add_argument("--per-operator", type=int, default=3)
+    ap.add_argument("--per-operator", type=int, default=3,
+                    help="mutants per operator of ptxopt.testing.mutants (0: none, e.g. with --loops)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--loops", type=int, default=0, choices=(0, 2, 4, 8),
                     help="also the loop mutants of unroll{factor=F} (0: none)")
     ap.add_argument("--reviewed", type=Path, default=REVIEWED,
                     help="hand-reviewed mutants (JSON: 'equivalent' and 'holes' lists)")
     a = ap.parse_args()
-    equivalent, holes = load_reviewed(a.reviewed)
+    equivalent, holes, loop_keys = load_reviewed(a.reviewed)
     specs = [s for sel in a.selectors for s in select(sel)]
     table: dict[str, Counter] = defaultdict(Counter)
     rows = []
     t0 = time.perf_counter()
     for spec in specs:
         module = parse(spec.ptx_text(), spec.path)
-        generated = mutants(module, spec.entry, a.per_operator)
+        generated = mutants(module, spec.entry, a.per_operator) if a.per_operator > 0 else []
         if a.loops:
             generated += loop_mutants(module, spec.entry, a.loops)
         for mu in generated:
@@ -100,7 +103,7 @@ def main() -> int:
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     total = Counter()
     print(f"{'operator':<14}" + "".join(f"{v:>14}" for v in VERDICTS) + f"{'total':>8}")
-    for op in OPERATORS + (LOOP_OPERATORS if a.loops else ()):
+    for op in (OPERATORS if a.per_operator > 0 else ()) + (LOOP_OPERATORS if a.loops else ()):
         c = table[op]
         total.update(c)
         print(f"{op:<14}" + "".join(f"{c[v]:>14}" for v in VERDICTS) + f"{sum(c.values()):>8}")
@@ -120,7 +123,8 @@ def main() -> int:
     seen = {(r["kernel"], r["line"], r["what"]): r["verdict"] for r in rows}
     kernels = {s.id for s in specs}
     for k in list(equivalent) + list(holes):
-        if k[0] in kernels and seen.get(k, "not generated") not in ("equal", "equivalent"):
+        ran = bool(a.loops) if k in loop_keys else a.per_operator > 0  # the kind of mutant this run generates
+        if ran and k[0] in kernels and seen.get(k, "not generated") not in ("equal", "equivalent"):
             print(f"  stale review: {k[0]}:{k[1]} {k[2]} is {seen.get(k, 'not generated')} now")
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)

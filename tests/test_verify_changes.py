@@ -178,8 +178,12 @@ def test_descending_inputs_show_a_reduction_that_skips_its_first_element():
     orig = module(MAX, params)
     bad = module(MAX.replace("ld.global.f32 %f1, [%rd1];", "ld.global.f32 %f1, [%rd1+4];"), params)
     assert verify(orig, bad, "k", geometry=geo, extra_launches=False).equal  # random values hide it
-    r = verify(orig, bad, "k", geometry=geo)
+    r = verify(orig, bad, "k", geometry=geo, read_probe=False)
     assert r.status == "mismatch" and r.mismatch.flavour == "descending"
+    # the read footprints catch it already in the first launch: element 0 is read by the original only
+    r = verify(orig, bad, "k", geometry=geo)
+    assert r.status == "mismatch" and r.mismatch.flavour == "random, elements read by the original only spiked high"
+    assert r.mismatch.trial == 0
 
 
 # --------------------------------------------------------------------------

@@ -63,6 +63,16 @@ shows); for a manifest launch, *boundary scalars*
 at a boundary the kernel compares them against); and the thread-serial
 launch above. A failure of the original in an extra launch skips it.
 
+**Read footprints** (:mod:`ptxopt.equivalence.footprint`): when the
+transformed module changed something, every launch with separate buffers
+records which bytes of each buffer the loads of each loop (and those outside
+loops) read, in both kernels. A launch where they differ (a loop skipping or
+adding an element, a shifted load) is rerun with the elements only one
+kernel reads spiked above, then below, every other value of their buffer
+(``read_probe`` in the launch says what ran): a max or min reduction that
+lost its extreme then differs. At most
+:data:`MAX_READ_PROBES` launches of one check are rerun so.
+
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
 
@@ -165,6 +175,7 @@ from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
+from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -189,6 +200,10 @@ OVERLAP_BYTES = 16
 #: default (unless the caller sets ``max_steps``): a default the kernel loops
 #: over (``for i < n``, or ``n * n`` work) must not stall the check.
 DEFAULT_SCALAR_STEPS = 1_000_000
+
+#: Launches of one check whose read-footprint difference may trigger the
+#: spiked reruns (:mod:`ptxopt.equivalence.footprint`; two runs of each kernel per probe).
+MAX_READ_PROBES = 2
 
 
 class AssemblyError(InterpError):
@@ -454,6 +469,61 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=Non
     return out
 
 
+def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o,
+                 kw, seed, flavour, launch):
+    """``(mismatch, failure)`` of the launch rerun with the elements only the
+    original reads spiked high, then low, then the same for the elements only
+    the transformed kernel reads (``diff``: the two masks of
+    :func:`~ptxopt.equivalence.footprint.footprint_difference`); the outcome
+    is noted in ``launch`` (``read_probe``). ``failure``: the transformed
+    kernel's error where the original ran."""
+    ranges = {i: tuple(dict(p.extra)["range"]) for i, p in enumerate(spec.params)
+              if "range" in dict(p.extra)} if spec is not None else {}
+
+    def allowed(d):  # only inputs the contract lets take any value: not zero-initialised accumulators
+        if spec is None:
+            return d
+        return {i: m for i, m in d.items() if i < len(spec.params) and spec.params[i].role in ("input", "inout")
+                and dict(spec.params[i].extra).get("init") != "zero"}
+
+    def count(d):
+        return ", ".join(f"{pnames[i]} ({int(m.reshape(-1, args[i].itemsize).any(axis=1).sum())} elements)"
+                         if isinstance(args[i], np.ndarray) else pnames[i] for i, m in d.items())
+
+    where = "; ".join(f"read only by the {who}: {count(d)}" for who, d in zip(("original", "transformed"), diff) if d)
+    ran, failed = [], []
+    for who, d in zip(("original", "transformed"), diff):
+        d = allowed(d)
+        for direction in SPIKES if d else ():
+            sp = spiked(args, d, direction, ranges)
+            if sp is None:
+                continue
+            try:
+                ro = run_kernel(po, kernel, grid, block,
+                                [a.copy() if isinstance(a, np.ndarray) else a for a in sp], shared,
+                                seed=run_seed, schedule=schedule, **kw_o)
+            except InterpError:
+                failed.append(f"{direction} ({who})")  # the original cannot run these values: no counterexample
+                continue
+            ran.append(f"{direction} ({who})")
+            try:
+                rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
+            except InterpError as e:
+                launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): the transformed fails"
+                return None, e
+            label = f"{flavour}, elements read by the {who} only spiked {direction}"
+            mm = compare_buffers(names, ro.buffers, rt.buffers, seed, label, schedule)
+            if mm is None:
+                mm = compare_globals(po, pt, ro.globals, rt.globals, seed, label, schedule)
+            if mm is not None:
+                launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): differ"
+                return mm, None
+    launch["read_probe"] = (f"read footprints differ ({where}); "
+                            + (f"spiked {', '.join(ran)}: equal" if ran else "no spiked launch ran")
+                            + (f"; the original fails spiked {', '.join(failed)}" if failed else ""))
+    return None, None
+
+
 def _trip_plan(po, pt, kernel, spec, geometry, seed: int, first: int) -> list:
     """Launches at boundary trip counts of the loops the candidate changed
     (:func:`ptxopt.equivalence.boundary.loop_trip_plan`), trial numbers from ``first``."""
@@ -638,7 +708,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            assemble: bool = False, arch: str | None = None,
            min_coverage: float | None = None, original_text: str | None = None,
            transformed_text: str | None = None, extra_launches: bool = True,
-           race_check: bool = True, launch=None, budget=None) -> VerifyResult:
+           race_check: bool = True, launch=None, budget=None,
+           read_probe: bool = True) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -663,7 +734,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     boundary scalars); off, only the regular and layout launches run.
     ``race_check`` turns on shared-memory race detection in the first
     regular launch when the transformed module changed a kernel that
-    synchronises.
+    synchronises. ``read_probe`` allows the read-footprint reruns (see the
+    module doc; with ``extra_launches``).
 
     ``budget`` (a :class:`~ptxopt.equivalence.budget.StepBudget`, shared by
     the caller's whole check): every run is limited to what is left of it,
@@ -726,6 +798,12 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     span_of = frozenset(names) if spec is None else frozenset()
     unaligned_failed = False
     projected = False  # a budget: the rest of the check projected once, from the first launch compared
+    # read footprints (ptxopt.equivalence.footprint), for any candidate that changed something
+    probe = bool(read_probe and extra_launches and sites)
+    pnames = [p.name for p in po.kernel_params(kernel)]
+    tags_o, labels_o = loop_tags(po, kernel) if probe else ({}, {})
+    tags_t, labels_t = loop_tags(pt, kernel) if probe else ({}, {})
+    probes_left = MAX_READ_PROBES
     for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
@@ -770,13 +848,14 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         where = f"launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
         if budget is not None and budget.spent:
             return _budget_stop(result, budget, "before " + where, acc, span_of, sites, executed_o, executed_t)
-        if ref is None:
+        want_reads = probe and layout == "separate" and probes_left > 0
+        kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
+        if ref is None or (want_reads and not isinstance(ref, InterpError) and ref[5] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-            kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, races=races, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races)
+                                coverage=True, races=races, reads=tags_o if want_reads else False, **kw_o)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads)
                 if budget is not None:
                     budget.spend(ro.steps)
             except InterpError as e:
@@ -802,7 +881,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -810,10 +889,11 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if layout == "separate":
             _merge_coverage(acc, ref_cov)
         merge_executed(executed_o, ref_cov.get("executed"))
+        probe_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args] if want_reads else None
         kw_t, bound = _budgeted(kw, budget)
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, **kw_t)
+                            executed=True, races=races, reads=tags_t if want_reads else False, **kw_t)
             if budget is not None:
                 budget.spend(rt.steps)
         except InterpError as e:
@@ -834,6 +914,27 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
         if mm is None:
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
+        diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None \
+            else ({}, {})
+        if (diff[0] or diff[1]) and budget is not None:
+            # the spiked reruns are outside the budget's projection: a budgeted check (the Triton hook)
+            # does not run them, and a read difference it cannot settle is no 'equal'
+            result.status = "inconclusive"
+            result.error = (f"the two kernels read different elements in {where}; the spiked reruns that "
+                            "would settle it are not run under a step budget")
+            result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
+            return result
+        if diff[0] or diff[1]:
+            probes_left -= 1
+            mm, failed = _spike_probe(po, pt, kernel, spec, grid, block, shared, probe_args, diff, names, pnames,
+                                      run_seed, schedule, kw_o, kw, seed, flavour, launch)
+            if failed is not None:
+                result.status, result.error_kind = "error", failed.kind
+                result.error = (f"transformed kernel (seed {seed}, {flavour} inputs with the elements only one "
+                                f"kernel reads spiked, {schedule} schedule): {failed}")
+                result.trials += 1
+                result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
+                return result
         if mm is not None:
             mm.layout, mm.trial = layout, t
             result.status = "mismatch"

@@ -105,6 +105,10 @@ class LaunchResult:
     #: with ``races=True``: ``(count, descriptions)`` of the shared-memory
     #: races seen (:mod:`ptxopt.interp.races`; at most ``MAX_REPORTS`` described)
     races: tuple | None = None
+    #: with ``reads``: the read footprint, per parameter buffer name a uint32
+    #: per byte: the tag bits of the loads that read it (0: never loaded;
+    #: ``cp.async`` copies are not recorded)
+    reads: dict | None = None
 
 
 class Launch:
@@ -193,7 +197,7 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
                seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
                coverage: bool = False, executed: bool = False, races: bool = False,
-               strict_steps: bool = False) -> LaunchResult:
+               strict_steps: bool = False, reads: bool | dict = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
     ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
@@ -203,7 +207,11 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     branches (an endless loop); ``strict_steps`` also checks the launch's
     total at every switch of thread group, so that straight-line code (each
     thread of a thread-serial schedule in turn) stops near the limit too
-    (:mod:`ptxopt.equivalence.budget`)."""
+    (:mod:`ptxopt.equivalence.budget`);
+    ``reads`` records which bytes of each
+    parameter buffer were loaded (:attr:`LaunchResult.reads`): a dict
+    ``{id(instruction): tag bit}`` says which bit each load sets (others set
+    :data:`~ptxopt.interp.memory.OTHER_READ`)."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -299,6 +307,11 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         launch.branches = {}
     if coverage or executed:
         launch.executed = {}
+    if reads is not False:
+        mem.read_tags = reads if isinstance(reads, dict) else None
+        for b in buffers:
+            if b is not None:
+                b[0].read = np.zeros(b[0].data.shape[1], dtype=np.uint32)
     n = 0
     # NaN/overflow warnings are expected (kernels compute with them) and slow
     with np.errstate(all="ignore"):
@@ -339,9 +352,13 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
                "executed": launch.executed}
     elif executed:
         cov = {"executed": launch.executed}
+    footprint = None
+    if reads is not False:
+        footprint = {p.name: b[0].read[b[2]: b[2] + b[1].nbytes].copy() for p, b in zip(params, buffers)
+                     if b is not None}
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov,
-                        (mem.race.count, list(mem.race.reports)) if mem.race is not None else None)
+                        (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

@@ -60,10 +60,15 @@ def round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
+#: The tag bit of a load no ``read_tags`` entry names (read footprints).
+OTHER_READ = 1 << 31
+
+
 class Region:
     """A contiguous range of addresses holding bytes."""
 
-    __slots__ = ("name", "space", "base", "size", "end", "data", "per_thread", "readonly", "views", "written")
+    __slots__ = ("name", "space", "base", "size", "end", "data", "per_thread", "readonly", "views", "written",
+                 "read")
 
     def __init__(self, name: str, space: str, base: int, size: int, rows: int = 1,
                  per_thread: bool = False, readonly: bool = False, fill=None):
@@ -78,6 +83,7 @@ class Region:
         self.readonly = readonly
         self.views = {1: self.data}
         self.written = None  # coverage: a bool per byte, set by stores (when the launch tracks it)
+        self.read = None  # read footprint: a uint32 of tag bits per byte, set by loads (when tracked)
         for nb in (2, 4, 8):
             self.views[nb] = self.data.view(UINT[nb * 8])
 
@@ -112,6 +118,8 @@ class Memory:
         self.thread_base = 0
         # race detection (ptxopt.interp.races.RaceTracker), None when off
         self.race = None
+        # read footprints: id(instruction) -> the tag bit its loads set (OTHER_READ when absent)
+        self.read_tags: dict | None = None
 
     # -- regions -----------------------------------------------------------
 
@@ -242,6 +250,10 @@ class Memory:
         parts = self.locate(gaddr, elem * count, space, False, site, idx)
         if self.race is not None:
             self._log(parts, elem * count, idx, False, site)
+        for r, _, off in parts:
+            if r.read is not None:
+                tag = self.read_tags.get(id(site[0]), OTHER_READ) if self.read_tags else OTHER_READ
+                r.read[(np.reshape(off, (-1, 1)) + np.arange(elem * count)).ravel()] |= tag
         if len(parts) == 1:
             r, _, off = parts[0]
             v = r.views[elem]

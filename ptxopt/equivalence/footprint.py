@@ -1,0 +1,126 @@
+"""Read footprints: inputs that make a skipped (or extra) element show.
+
+A loop rewrite that skips one element of a reduction, or reads one more,
+changes what the kernel reads. Whether it changes what the kernel *computes*
+depends on the value there: a maximum over 419 random values misses the
+skipped one only when that one was the largest (a wrong step in an unrolled
+max loop skipped element 128 of each row and the interpreter said ``equal``).
+Random, edge or descending inputs put the extreme at a random or the first
+position, rarely at the one the rewrite lost.
+
+So, for a candidate that changed anything (a loop rewrite, a shifted load),
+:func:`interpret.verify <ptxopt.equivalence.interpret.verify>` records the
+bytes of each parameter buffer that the original and the candidate load in
+a launch (:attr:`ptxopt.interp.LaunchResult.reads`), per loop
+(:func:`loop_tags`: a whole-launch footprint hides a max loop that skips an
+element the next loop reads). Where they differ
+(:func:`footprint_difference`), the same launch runs again with the elements
+only the original reads *spiked* (:func:`spiked`): set above every other
+value of their buffer, then below; then the same with the elements only the
+candidate reads. An extreme the original reads and the candidate skips
+(or the reverse) then moves the result of a max/min reduction, and a
+difference in the outputs is a counterexample like any other. A footprint
+difference alone is not one: a legal rewrite may read less (a load it
+proves dead), so it decides nothing by itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: the directions :func:`spiked` sets the differing elements in, tried in this order
+SPIKES = ("high", "low")
+
+
+def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
+    """``(tags, labels)`` for :func:`ptxopt.interp.run_kernel`'s ``reads``:
+    each load inside a loop of ``kernel`` tags the bytes it reads with its
+    innermost loop's bit (``tags``: ``id(instruction) -> bit``), ``labels``
+    maps each loop's header label to that bit (at most 31 loops; loads
+    elsewhere set :data:`~ptxopt.interp.memory.OTHER_READ`). A whole-launch
+    footprint would hide a loop that skips an element another loop reads."""
+    from ptxopt.analysis.loops import loops_of
+
+    cfg, info = loops_of(program.entry(kernel))
+    tags: dict[int, int] = {}
+    labels: dict[str, int] = {}
+    for k, lp in enumerate(sorted(info.loops, key=lambda lp: -len(lp.blocks))[:31]):  # outer first: inner wins
+        label = cfg.blocks[lp.header].label or f"block{lp.header}"
+        labels[label] = 1 << k
+        for i in lp.iids:
+            tags[id(cfg.instructions[i])] = 1 << k
+    return tags, labels
+
+
+def footprint_difference(a: dict | None, b: dict | None, names: list[str], labels_a: dict[str, int],
+                         labels_b: dict[str, int]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """``(only_a, only_b)``, each ``{argument index: bool per byte}``: per
+    parameter buffer, the bytes that the loads of some loop read in footprint
+    ``a`` and not in ``b`` (``only_a``), and the reverse (``only_b``); loops
+    matched by header label (:func:`loop_tags`), loads outside every loop
+    compared together. ``names``: the kernel's parameter names in argument
+    order. Kept apart so a spike lands in one kernel's reads only: the same
+    extreme in both would move both results alike."""
+    from ptxopt.interp.memory import OTHER_READ
+
+    only_a: dict[int, np.ndarray] = {}
+    only_b: dict[int, np.ndarray] = {}
+    if not a or not b:
+        return only_a, only_b
+    pairs = [(labels_a[lab], labels_b[lab]) for lab in labels_a if lab in labels_b] + [(OTHER_READ, OTHER_READ)]
+    for i, n in enumerate(names):
+        x, y = a.get(n), b.get(n)
+        if x is None or y is None or x.shape != y.shape:
+            continue
+        da, db = np.zeros(x.shape, dtype=bool), np.zeros(x.shape, dtype=bool)
+        for ba, bb in pairs:
+            ra, rb = (x & ba) != 0, (y & bb) != 0
+            da |= ra & ~rb
+            db |= rb & ~ra
+        if da.any():
+            only_a[i] = da
+        if db.any():
+            only_b[i] = db
+    return only_a, only_b
+
+
+def _extreme(arr: np.ndarray, high: bool, rng=None):
+    """A value above (``high``) or below every other value of ``arr``, in its
+    dtype; with ``rng`` (the input's contract range ``[lo, hi)``) the range's
+    highest or lowest value instead: an input outside it is no counterexample."""
+    if rng is not None:
+        lo, hi = rng
+        if arr.dtype.kind == "f":
+            return arr.dtype.type(np.nextafter(arr.dtype.type(hi), arr.dtype.type(lo)) if high else lo)
+        return arr.dtype.type(int(np.ceil(hi)) - 1 if high else int(np.ceil(lo)))
+    if arr.dtype.kind == "f":
+        fin = arr[np.isfinite(arr)].astype(np.float64)
+        top = float(fin.max()) if high and fin.size else float(fin.min()) if fin.size else 0.0
+        v = top + (1.0 if high else -1.0) * max(1.0, abs(top))
+        lim = float(np.finfo(arr.dtype).max)
+        return arr.dtype.type(min(max(v, -lim), lim))
+    info = np.iinfo(arr.dtype)
+    if high:
+        return arr.dtype.type(min(int(arr.max()) + 1, info.max)) if arr.size else arr.dtype.type(info.max)
+    return arr.dtype.type(max(int(arr.min()) - 1, info.min)) if arr.size else arr.dtype.type(info.min)
+
+
+def spiked(args: list, diff: dict[int, np.ndarray], direction: str, ranges: dict | None = None) -> list | None:
+    """A copy of ``args`` whose buffer elements marked in ``diff`` hold a
+    value above (``high``) or below (``low``) every other element of their
+    buffer (within ``ranges[i]``, the contract's ``[lo, hi)`` of argument
+    ``i``, where given); None when no marked argument is a plain array."""
+    out = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    changed = False
+    for i, byte_mask in diff.items():
+        a = out[i] if i < len(out) else None
+        if not isinstance(a, np.ndarray) or a.nbytes != byte_mask.size or a.itemsize == 0:
+            continue
+        flat = a.reshape(-1)
+        elems = byte_mask.reshape(-1, a.itemsize).any(axis=1)
+        flat[elems] = _extreme(flat, direction == "high", (ranges or {}).get(i))
+        changed = True
+    return out if changed else None
+
+
+__all__ = ["SPIKES", "footprint_difference", "loop_tags", "spiked"]

@@ -1,0 +1,76 @@
+"""Read footprints per loop and the spiked reruns (ptxopt.equivalence.footprint):
+a loop rewrite that skips an element of a max reduction is caught."""
+
+import numpy as np
+import pytest
+
+from ptxopt import parse
+from ptxopt.corpus import get
+from ptxopt.equivalence.footprint import footprint_difference, spiked
+from ptxopt.equivalence.interpret import verify
+from ptxopt.interp.memory import OTHER_READ
+from ptxopt.passes.unroll import Unroll
+from ptxopt.testing.loop_mutants import loop_mutants
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    spec = get("gen_softmax_rows_01")
+    return spec, parse(spec.ptx_text(), spec.path)
+
+
+def test_a_max_loop_that_skips_an_element_differs(softmax):
+    """The first copy of the unrolled max loop steps 129 instead of 128: each
+    row's element 128 never reaches the row maximum. Random inputs rarely put
+    the maximum there, so the plain launches all agree (this was ``equal``
+    before the footprints); the loop's read footprint lacks those elements
+    and the spiked rerun shows the difference."""
+    spec, m = softmax
+    mu = next(x for x in loop_mutants(m, spec.entry, 4) if x.operator == "off_by_one_step" and x.line == 83)
+    r = verify(m, mu.module, spec.entry, spec=spec)
+    assert r.status == "mismatch", (r.status, r.error)
+    assert "read by the original only spiked" in r.mismatch.flavour
+    probe = [la["read_probe"] for la in r.launches if "read_probe" in la]
+    assert probe and "read only by the original: softmax_rows_param_0 (4 elements)" in probe[0], probe
+    assert probe[0].endswith("(original): differ"), probe
+
+
+def test_a_correct_unroll_reads_the_same_per_loop(softmax):
+    spec, m = softmax
+    out, rep = Unroll(factor=4).apply(m)
+    assert rep.changed
+    r = verify(m, out, spec.entry, spec=spec)
+    assert r.status == "equal", r.error
+    assert not [la for la in r.launches if "read_probe" in la]
+
+
+def test_footprints_are_compared_per_loop():
+    """Loop L1 of the candidate skips byte 4 that loop L2 still reads: the
+    whole-launch union is the same, the per-loop footprint is not."""
+    a = {"x": np.array([1 | 2, 1 | 2, 0, 0, 1 | 2, 0], dtype=np.uint32)}
+    b = {"x": np.array([1 | 2, 1 | 2, 0, 0, 2, 0], dtype=np.uint32)}
+    only_a, only_b = footprint_difference(a, b, ["x"], {"L1": 1, "L2": 2}, {"L1": 1, "L2": 2})
+    assert list(np.flatnonzero(only_a[0])) == [4] and only_b == {}
+    # loops matched by label, not by bit; loads outside loops compared too
+    b2 = {"x": np.array([2 | 1, 2 | 1, 0, 0, 2 | 1, OTHER_READ], dtype=np.uint32)}
+    only_a, only_b = footprint_difference(a, b2, ["x"], {"L1": 1, "L2": 2}, {"L1": 2, "L2": 1})
+    assert only_a == {} and list(np.flatnonzero(only_b[0])) == [5]
+    assert footprint_difference(a, a, ["x"], {"L1": 1}, {"L1": 1}) == ({}, {})
+
+
+def test_spiked_elements_exceed_every_other_value():
+    x = np.array([1.0, -3.0, np.nan, 2.5, np.inf], dtype=np.float32)
+    mask = np.zeros(x.nbytes, dtype=bool)
+    mask[4:8] = True  # element 1
+    hi, lo = spiked([x, 7], {0: mask}, "high"), spiked([x, 7], {0: mask}, "low")
+    assert hi[0][1] > 2.5 and np.isfinite(hi[0][1]) and lo[0][1] < -3.0
+    assert x[1] == -3.0 and hi[1] == 7  # the arguments are copied, scalars kept
+    i = np.array([5, np.iinfo(np.int32).max], dtype=np.int32)
+    m = np.zeros(8, dtype=bool)
+    m[:4] = True
+    assert spiked([i], {0: m}, "high")[0][0] == np.iinfo(np.int32).max  # clipped, no wrap
+    assert spiked([3], {0: m}, "high") is None  # nothing to spike
+    # a ranged input (indices in [0, 40)) stays in its contract range
+    assert spiked([i], {0: m}, "high", {0: (0, 40)})[0][0] == 39
+    assert spiked([i], {0: m}, "low", {0: (0, 40)})[0][0] == 0
+    assert spiked([x], {0: mask}, "high", {0: (-1.0, 1.0)})[0][1] == np.nextafter(np.float32(1), np.float32(0))
