@@ -74,3 +74,16 @@ def test_spiked_elements_exceed_every_other_value():
     assert spiked([i], {0: m}, "high", {0: (0, 40)})[0][0] == 39
     assert spiked([i], {0: m}, "low", {0: (0, 40)})[0][0] == 0
     assert spiked([x], {0: mask}, "high", {0: (-1.0, 1.0)})[0][1] == np.nextafter(np.float32(1), np.float32(0))
+
+
+def test_a_budgeted_check_never_calls_a_read_difference_equal(softmax):
+    """Under a step budget (the Triton hook) the spiked reruns are not run;
+    a read difference they would settle ends ``inconclusive``, never
+    ``equal`` (the plain launches of this mutant all agree)."""
+    from ptxopt.equivalence.budget import StepBudget
+
+    spec, m = softmax
+    mu = next(x for x in loop_mutants(m, spec.entry, 4) if x.operator == "off_by_one_step" and x.line == 83)
+    r = verify(m, mu.module, spec.entry, spec=spec, budget=StepBudget(10**9))
+    assert r.status == "inconclusive", (r.status, r.error)
+    assert "read different elements" in r.error
