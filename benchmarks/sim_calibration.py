@@ -74,22 +74,30 @@ VARIANTS = {"after": {}, "before (no register-bank conflicts)": {"register_banks
 _LATENCIES = None  # the variant's latency table (None: the committed one)
 
 
-def _estimate(kernel: str, pipeline: str = ""):
+def compiled(kernel: str, pipeline: str = ""):
+    """``(decoded SASS program, ptxas resources)`` of gemm_tile ``kernel`` after ``pipeline``
+    (ptxas + nvdisasm + decode once; simulate it under any latency table).  Raises what the pass
+    manager or ptxas raise (a refused or conflicting pipeline, a ptxas failure)."""
     from ptxopt import emit, parse
     from ptxopt.corpus import get
     from ptxopt.passmanager import PassManager
     from ptxopt.pipeline import Pipeline
-    from ptxopt.sim import simulate
+    from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx
 
     spec = get(f"gemm_tile_{kernel}")
     text = spec.ptx_text()
     if pipeline:
         text = emit(PassManager(Pipeline.parse(pipeline)).run(parse(text, spec.id)).module)
-    compiled = compile_ptx(text, "sm_89")
-    r = simulate(_listing(compiled), compiled, kernel=spec.entry, latencies=_LATENCIES)
-    res = compiled.kernels[spec.entry]
-    return r, res
+    result = compile_ptx(text, "sm_89")
+    return decode(_listing(result), spec.entry), result.kernels[spec.entry]
+
+
+def _estimate(kernel: str, pipeline: str = ""):
+    from ptxopt.sim import simulate
+
+    program, res = compiled(kernel, pipeline)
+    return simulate(program, res, latencies=_LATENCIES), res
 
 
 _LISTINGS: dict = {}
