@@ -57,7 +57,9 @@ NEUTRAL_PCT = 5.0
 RANK_PASS = 0.8
 
 #: Model variants, each a change to the committed sm_89 latency table (``{}``: as committed).
-VARIANTS: dict[str, dict] = {"regbank ON (committed)": {}, "regbank OFF": {"register_banks": 0}}
+VARIANTS: dict[str, dict] = {"regbank plain rule": {"register_read_window": 0},
+                             "regbank window+RFC": {"register_read_window": 3},
+                             "regbank OFF": {"register_banks": 0}}
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -92,6 +92,11 @@ class ArchLatencies:
     # arithmetic instruction holds the read stage for max(reads per bank) cycles.  0: not modelled
     # (no published measurement for the architecture).
     register_banks: int = 0
+    # How the bank reads delay issue (ptxopt.sim.regbank): 0, the plain rule (an instruction holds
+    # the read stage for max(reads per bank) cycles); 3, Huerta et al. MICRO '25: every fixed-latency
+    # instruction reads its sources within three cycles, reserving each bank's one port per cycle
+    # (overlapping windows), with the per-(bank, operand slot) register-file cache.
+    register_read_window: int = 0
     sector_bytes: int = 32  # L1/L2 sector: the unit a miss fetches
     line_bytes: int = 128  # L1 line (128 B = 4 sectors)
     # What CCTL.E.PF1 (PTX prefetch.global.L1) brings into L1: one 32-byte sector,

@@ -205,7 +205,7 @@ from .decode import (
     decode,
 )
 from .latency import ArchLatencies, latencies_for
-from .regbank import read_cycles
+from .regbank import bank_reads, read_cycles
 from .tensor import PRECISIONS, tensor_work
 
 DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
@@ -220,10 +220,11 @@ STEADY_MEASURE = 2
 # Waits are attributed to where the data came from; global loads split by source.
 _SRC_L1 = 100  # global load completed from L1 (hit, or a fill already under way)
 _SRC_READ = 101  # read barrier (operand read)
+_SRC_BANK = 102  # held in the Allocate stage: register-bank read ports (register_read_window)
 _SOURCE_NAMES = dict(CLASS_NAMES)
 _SOURCE_NAMES.update({K_GLOBAL: "global L2 (first touch)", K_GLOBAL_L2: "global L2 (L1 bypass)",
                       K_GLOBAL_NA: "global L2 (no-allocate)", _SRC_L1: "global L1",
-                      _SRC_READ: "operand read"})
+                      _SRC_READ: "operand read", _SRC_BANK: "register-bank ports"})
 
 TripCounts = Mapping["tuple[str, int] | int", float]
 
@@ -638,6 +639,29 @@ def _normalise_trip_counts(trip_counts, program: Program) -> dict[int, float]:
     return out
 
 
+def _reserve_ports(ports: list[list[float]], reads: tuple[int, ...], t: float, window: int) -> float:
+    """The cycle an instruction issuing no earlier than ``t`` leaves the Allocate stage: the first
+    at which each bank has ``reads[b]`` port cycles free among the next ``window`` (one read per
+    bank per cycle; Huerta et al., MICRO '25, section 5.3).  Reserves the earliest free ones."""
+    while True:
+        free_all = []
+        for b, need in enumerate(reads):
+            if not need:
+                free_all.append(())
+                continue
+            busy = ports[b]
+            free = [t + k for k in range(1, window + 1) if not any(abs(c - t - k) < 0.5 for c in busy)]
+            if len(free) < need:
+                break
+            free_all.append(free[:need])
+        else:
+            for b, cycles in enumerate(free_all):
+                if cycles or ports[b]:
+                    ports[b] = [c for c in ports[b] if c > t] + list(cycles)
+            return t
+        t += 1
+
+
 def _spread(count: int, value: float) -> int:
     """Deterministic share of the ``count``-th event (1-based) of a rate ``value``."""
     return math.floor(count * value + 1e-9) - math.floor((count - 1) * value + 1e-9)
@@ -676,7 +700,11 @@ class _Walk:
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
         # reads hold the read stage (ptxopt.sim.regbank; off where the table says no source)
         self.gap = list(program.stall)
-        if lat.register_banks:
+        self.bank_reads = None  # per instruction: reads per bank in a three-cycle window (or None)
+        if lat.register_banks and lat.register_read_window:
+            targets = frozenset(t for t in program.target if t >= 0)
+            self.bank_reads = bank_reads(program.instructions, targets, lat.register_banks)
+        elif lat.register_banks:
             targets = frozenset(t for t in program.target if t >= 0)
             for i, r in enumerate(read_cycles(program.instructions, targets, lat.register_banks)):
                 if r > self.gap[i]:
@@ -787,6 +815,9 @@ class _Walk:
         }
         l1, l2, sector, pf_bytes = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.prefetch_fill_bytes
         oread = lat.operand_read
+        breads = self.bank_reads
+        window = lat.register_read_window
+        ports: list[list[float]] = [[] for _ in range(lat.register_banks)]  # reserved read cycles per bank
         pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
         fill: dict = {}  # sector key -> time its data is in L1
         val: dict[str, object] = {}  # value id of each tracked register (its name until written)
@@ -861,6 +892,14 @@ class _Walk:
                         if e[0] > t:
                             t = e[0]
                     pending[b].clear()
+            # -- register-bank read ports (Allocate stage; ptxopt.sim.regbank) --------------
+            if breads is not None and breads[pc] is not None:
+                t0 = t
+                t = _reserve_ports(ports, breads[pc], t, window)
+                if t > t0:
+                    waits[_SRC_BANK] = waits.get(_SRC_BANK, 0.0) + (t - t0)
+                    if explain:
+                        waited = (waited or ()) + (f"register-bank ports +{t - t0:g}",)
             # -- issue ------------------------------------------------------
             release = None
             src = None
