@@ -57,9 +57,10 @@ NEUTRAL_PCT = 5.0
 RANK_PASS = 0.8
 
 #: Model variants, each a change to the committed sm_89 latency table (``{}``: as committed).
-VARIANTS: dict[str, dict] = {"regbank plain rule": {"register_read_window": 0},
-                             "regbank window+RFC": {"register_read_window": 3},
-                             "regbank OFF": {"register_banks": 0}}
+VARIANTS: dict[str, dict] = {"regbank OFF": {"register_banks": 0, "register_read_window": 0, "measured_war": False},
+                             "plain rule": {"register_read_window": 0, "measured_war": False},
+                             "window+RFC": {"register_read_window": 3, "measured_war": False},
+                             "window+RFC+WAR": {"register_read_window": 3, "measured_war": True}}
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -204,7 +204,7 @@ from .decode import (
     Program,
     decode,
 )
-from .latency import ArchLatencies, latencies_for
+from .latency import ArchLatencies, latencies_for, war_latency
 from .regbank import bank_reads, read_cycles
 from .tensor import PRECISIONS, tensor_work
 
@@ -709,6 +709,11 @@ class _Walk:
             for i, r in enumerate(read_cycles(program.instructions, targets, lat.register_banks)):
                 if r > self.gap[i]:
                     self.gap[i] = r
+        # read-barrier release per instruction: the flat estimate, or the published WAR latency
+        self.oread = None
+        if lat.measured_war:
+            self.oread = [(war_latency(ins.opcode, ins.operands) or lat.operand_read) if program.rbar[i] >= 0
+                          else lat.operand_read for i, ins in enumerate(program.instructions)]
         self.tensor_flops = [0.0] * len(PRECISIONS)  # tensor-core operations issued, by precision
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
         self.l2_bytes = 0  # bytes it moved between L1 and L2 (L1 misses, bypassing loads, global stores)
@@ -815,6 +820,7 @@ class _Walk:
         }
         l1, l2, sector, pf_bytes = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.prefetch_fill_bytes
         oread = lat.operand_read
+        oreads = self.oread
         breads = self.bank_reads
         window = lat.register_read_window
         ports: list[list[float]] = [[] for _ in range(lat.register_banks)]  # reserved read cycles per bank
@@ -973,7 +979,7 @@ class _Walk:
                         lst[:] = [e for e in lst if e[0] > t]
                 rb = rbar[pc]
                 if rb >= 0:
-                    pending[rb].append((t + oread, _SRC_READ, steps))
+                    pending[rb].append((t + (oreads[pc] if oreads is not None else oread), _SRC_READ, steps))
             v = values[pc]
             if v is not None:
                 op, pairs = v
