@@ -18,8 +18,9 @@ launches, one thread) becomes one claim of one of three kinds:
 
 Every model figure is an ESTIMATE of ``ptxopt.sim``; every published figure a MEASUREMENT.  The
 compile/decode loop is ``sim_calibration.compiled`` (ptxas + nvdisasm once per pipeline); each
-variant in :data:`VARIANTS` (the latency table as committed, and with one mechanism switched off
-through ``ArchLatencies``) simulates the same decoded SASS.
+variant in :data:`VARIANTS` (``sim_calibration.VARIANTS``: register-bank conflicts off, the plain
+bank rule, the MICRO '25 read windows + register-file cache, and those + the published WAR
+latencies, switched through ``ArchLatencies``) simulates the same decoded SASS.
 
 Run (from the repository root; ``--tiles`` a subset for a quick look, default the 64 tiles
 {2,4,6,8}^3 plus 14^3/16^3; the full run compiles a few thousand pipelines: ~10-20 min)::
@@ -56,11 +57,8 @@ LARGE_PIPELINES = ("", "reorder_cp", "reorder_il")
 NEUTRAL_PCT = 5.0
 RANK_PASS = 0.8
 
-#: Model variants, each a change to the committed sm_89 latency table (``{}``: as committed).
-VARIANTS: dict[str, dict] = {"regbank OFF": {"register_banks": 0, "register_read_window": 0, "measured_war": False},
-                             "plain rule": {"register_read_window": 0, "measured_war": False},
-                             "window+RFC": {"register_read_window": 3, "measured_war": False},
-                             "window+RFC+WAR": {"register_read_window": 3, "measured_war": True}}
+#: Model variants: the calibration script's (one list for both scripts).
+VARIANTS: dict[str, dict] = cal.VARIANTS
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -150,8 +148,7 @@ def measure(tiles, variants, large=LARGE) -> dict:
             data[v]["greedy"][k] = greedy(ev, k, v)
             data[v]["restricted"][k] = greedy(ev, k, v, passes=cal.RESTRICTED)
         print(f"   [{n}/{len(tiles)}] gemm_tile_{k}: {ev.compiles} compiles, {time.perf_counter() - t0:.0f} s  "
-              + "  ".join(f"{v.split()[0]} {v.split()[1] if len(v.split()) > 1 else ''}: greedy "
-                          f"{data[v]['greedy'][k][0]:+.1f}%" for v in variants), flush=True)
+              + "  ".join(f"{v}: greedy {data[v]['greedy'][k][0]:+.1f}%" for v in variants), flush=True)
         ev.forget(k)
     for k in large:
         for p in LARGE_PIPELINES:
