@@ -118,7 +118,10 @@ class ArchLatencies:
 #: Keyed by (kind, address register type, bytes per thread); loads release when the address is
 #: computed (any width), stores when the stored value has also been read (+2 cycles for 64-bit,
 #: +6 for 128-bit; the paper's 64/128-bit uniform-address global stores are marked approximate).
-#: Local memory (LDL/STL: spills) is taken as global (same LSU and L1 path; not in the table).
+#: Local memory (LDL/STL: spills) is not in the table and keeps ``operand_read``: taking it as global
+#: (same LSU and L1 path, plausible but unmeasured) raised gemm_tile_16x16x16 (6,720 B of spills with
+#: our ptxas) from 18,331 to 20,129 cycles, nearly all through STL reads -- too large an effect to
+#: rest on an assumption.
 MEASURED_WAR = {
     ("load_global", "uniform"): 9, ("load_global", "regular"): 11,
     ("store_global", "uniform", 4): 10, ("store_global", "uniform", 8): 12, ("store_global", "uniform", 16): 16,
@@ -129,8 +132,8 @@ MEASURED_WAR = {
     ("load_constant", "immediate"): 10, ("load_constant", "regular"): 29,
     ("ldgsts", "regular"): 13,
 }
-_WAR_KIND = {"LDG": "load_global", "LDL": "load_global", "LD": "load_global",
-             "STG": "store_global", "STL": "store_global", "ST": "store_global",
+_WAR_KIND = {"LDG": "load_global", "LD": "load_global",
+             "STG": "store_global", "ST": "store_global",
              "LDS": "load_shared", "LDSM": "load_shared", "STS": "store_shared",
              "LDC": "load_constant", "LDGSTS": "ldgsts"}
 
@@ -209,6 +212,10 @@ LATENCIES: dict[str, ArchLatencies] = {
         # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
         # same two banks on Volta.  See ptxopt/sim/regbank.py.
         register_banks=2,
+        # The banks' ports are reserved over three-cycle read windows, with the per-(bank, slot)
+        # register-file cache: Huerta et al., MICRO '25, sections 5.1.1, 5.3, 5.3.1 (their Listing 1
+        # measurement contradicts the plain per-instruction rule).  See ptxopt/sim/regbank.py.
+        register_read_window=3,
         # gpu-benches a100_80.txt: 33.0-33.9 cycles for working sets up to 150 KB.
         l1_hit=33,
         # gpu-benches a100_80.txt: 204.8-205.7 cycles from 0.22 MB to 17 MB (the
@@ -232,6 +239,10 @@ LATENCIES: dict[str, ArchLatencies] = {
         # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
         # same two banks on Volta.  See ptxopt/sim/regbank.py.
         register_banks=2,
+        # The banks' ports are reserved over three-cycle read windows, with the per-(bank, slot)
+        # register-file cache: Huerta et al., MICRO '25, sections 5.1.1, 5.3, 5.3.1 (their Listing 1
+        # measurement contradicts the plain per-instruction rule).  See ptxopt/sim/regbank.py.
+        register_read_window=3,
         # gpu-benches l40.txt: 36.0-36.3 cycles for working sets up to 84 KB.
         l1_hit=36,
         # gpu-benches l40.txt: 276.3-276.7 cycles from 0.13 MB to 32 MB;
