@@ -107,7 +107,7 @@ def bubbles(*lines):
     """Cycles lost to port reservation when every line issues at stall 1 (one per cycle)."""
     from ptxopt.sim.model import _reserve_ports
 
-    ports = [[], []]
+    ports = [set(), set()]
     t = lost = 0
     for r in reads(*lines):
         t2 = _reserve_ports(ports, r, t, 3) if r is not None else t

@@ -655,27 +655,38 @@ def _normalise_trip_counts(trip_counts, program: Program) -> dict[int, float]:
     return out
 
 
-def _reserve_ports(ports: list[list[float]], reads: tuple[int, ...], t: float, window: int) -> float:
+def _reserve_ports(ports: list[set[int]], reads: tuple[int, ...], t: float, window: int) -> float:
     """The cycle an instruction issuing no earlier than ``t`` leaves the Allocate stage: the first
     at which each bank has ``reads[b]`` port cycles free among the next ``window`` (one read per
-    bank per cycle; Huerta et al., MICRO '25, section 5.3).  Reserves the earliest free ones."""
+    bank per cycle; Huerta et al., MICRO '25, section 5.3).  Reserves the earliest free ones.
+    ``ports[b]``: the reserved cycles of bank b (whole cycles: issue times are whole numbers of
+    cycles, up to a constant offset after a steady-state extrapolation)."""
     while True:
-        free_all = []
+        base = round(t)
         for b, need in enumerate(reads):
-            if not need:
-                free_all.append(())
-                continue
-            busy = ports[b]
-            free = [t + k for k in range(1, window + 1) if not any(abs(c - t - k) < 0.5 for c in busy)]
-            if len(free) < need:
-                break
-            free_all.append(free[:need])
+            if need:
+                busy = ports[b]
+                free = 0
+                for c in range(base + 1, base + window + 1):
+                    if c not in busy:
+                        free += 1
+                if free < need:
+                    break
         else:
-            for b, cycles in enumerate(free_all):
-                if cycles or ports[b]:
-                    ports[b] = [c for c in ports[b] if c > t] + list(cycles)
-            return t
+            break
         t += 1
+    for b, need in enumerate(reads):
+        if need:
+            busy = ports[b]
+            c = base + 1
+            while need:
+                if c not in busy:
+                    busy.add(c)
+                    need -= 1
+                c += 1
+            if len(busy) > 32:
+                ports[b] = {x for x in busy if x > base}
+    return t
 
 
 def _spread(count: int, value: float) -> int:
@@ -839,7 +850,7 @@ class _Walk:
         oreads = self.oread
         breads = self.bank_reads
         window = lat.register_read_window
-        ports: list[list[float]] = [[] for _ in range(lat.register_banks)]  # reserved read cycles per bank
+        ports: list[set[int]] = [set() for _ in range(lat.register_banks)]  # reserved read cycles per bank
         pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
         fill: dict = {}  # sector key -> time its data is in L1
         val: dict[str, object] = {}  # value id of each tracked register (its name until written)
