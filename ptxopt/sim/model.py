@@ -661,20 +661,24 @@ def _reserve_ports(ports: list[set[int]], reads: tuple[int, ...], t: float, wind
     bank per cycle; Huerta et al., MICRO '25, section 5.3).  Reserves the earliest free ones.
     ``ports[b]``: the reserved cycles of bank b (whole cycles: issue times are whole numbers of
     cycles, up to a constant offset after a steady-state extrapolation)."""
+    base = round(t)
     while True:
-        base = round(t)
-        for b, need in enumerate(reads):
+        b = 0
+        for need in reads:
             if need:
                 busy = ports[b]
-                free = 0
-                for c in range(base + 1, base + window + 1):
-                    if c not in busy:
-                        free += 1
-                if free < need:
-                    break
+                if busy:
+                    free = window
+                    for c in busy:
+                        if base < c <= base + window:
+                            free -= 1
+                    if free < need:
+                        break
+            b += 1
         else:
             break
         t += 1
+        base += 1
     for b, need in enumerate(reads):
         if need:
             busy = ports[b]
@@ -684,7 +688,7 @@ def _reserve_ports(ports: list[set[int]], reads: tuple[int, ...], t: float, wind
                     busy.add(c)
                     need -= 1
                 c += 1
-            if len(busy) > 32:
+            if len(busy) > 4:
                 ports[b] = {x for x in busy if x > base}
     return t
 

@@ -64,27 +64,32 @@ Abaie Shoushtary, Cruz, González, "Dissecting and Modeling the Architecture of 
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 #: 32-bit FP32/INT32-pipe instructions whose register sources are read in the issue-side read stage.
 ARITH = frozenset({
     "FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "FCHK",
     "IMAD", "IADD3", "LOP3", "ISETP", "SHF", "LEA", "IMNMX", "SEL", "PRMT", "IABS", "LOP", "IADD",
     "HFMA2", "HADD2", "HMUL2", "HMNMX2", "HSETP2",
 })
-_PREFIX = "-|!~ "
 
 
-def _sources(operands: str) -> list[tuple[int, int, bool]]:
+_GPR = re.compile(r"\s*[-|!~]*R(\d+)")
+
+
+@lru_cache(maxsize=1 << 16)
+def _sources(operands: str) -> tuple[tuple[int, int, bool], ...]:
     """``(slot, register, reuse flag)`` of each GPR source (the listed instructions have no
-    bracketed operands, so a plain comma split is exact; the first operand is the destination)."""
+    bracketed operands, so a plain comma split is exact; the first operand is the destination).
+    Memoised: a kernel's walks under several latency tables (search, calibration) parse once."""
     out = []
+    match = _GPR.match
     for slot, op in enumerate(operands.split(",")[1:]):
-        op = op.lstrip(_PREFIX)
-        if len(op) > 1 and op[0] == "R" and op[1].isdigit():
-            end = 2
-            while end < len(op) and op[end].isdigit():
-                end += 1
-            out.append((slot, int(op[1:end]), op.endswith(".reuse")))
-    return out
+        m = match(op)
+        if m is not None:
+            out.append((slot, int(m.group(1)), op.endswith(".reuse")))
+    return tuple(out)
 
 
 def read_cycles(instructions, targets=frozenset(), banks: int = 2) -> list[int]:
