@@ -68,28 +68,45 @@ DEFAULT_SUBSET = ("2x2x2", "2x4x6", "4x4x4", "4x6x8", "6x6x6", "6x8x4", "8x4x2",
 SINGLE = ("vec_ld", "vec_st", "cache_cg", "maxnreg_128", "reorder_cp", "reorder_il", "prefetch_L1", "prefetch_L2")
 
 
-#: Model variants ``--compare`` runs side by side in one process (same ptxas output, same
-#: kernels): the latency table as committed, and the same table with one mechanism switched off.
-VARIANTS = {"after": {}, "before (no register-bank conflicts)": {"register_banks": 0}}
+#: Model variants ``--compare`` (and ``sim_agreement.py``) run side by side in one process (same
+#: ptxas output, same kernels), each a change to the committed sm_89 latency table, every switch
+#: spelled out so a variant means the same whatever the defaults are: no register-bank conflicts
+#: (the model before issue 27), the plain bank rule, the MICRO '25 three-cycle read windows with the
+#: per-(bank, slot) register-file cache, and those plus the published WAR latencies
+#: (ptxopt.sim.regbank and ptxopt.sim.latency say where each comes from).
+VARIANTS = {
+    "regbank OFF": {"register_banks": 0, "register_read_window": 0, "measured_war": False},
+    "plain rule": {"register_banks": 2, "register_read_window": 0, "measured_war": False},
+    "window+RFC": {"register_banks": 2, "register_read_window": 3, "measured_war": False},
+    "window+RFC+WAR": {"register_banks": 2, "register_read_window": 3, "measured_war": True},
+}
 _LATENCIES = None  # the variant's latency table (None: the committed one)
 
 
-def _estimate(kernel: str, pipeline: str = ""):
+def compiled(kernel: str, pipeline: str = ""):
+    """``(decoded SASS program, ptxas resources)`` of gemm_tile ``kernel`` after ``pipeline``
+    (ptxas + nvdisasm + decode once; simulate it under any latency table).  Raises what the pass
+    manager or ptxas raise (a refused or conflicting pipeline, a ptxas failure)."""
     from ptxopt import emit, parse
     from ptxopt.corpus import get
     from ptxopt.passmanager import PassManager
     from ptxopt.pipeline import Pipeline
-    from ptxopt.sim import simulate
+    from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx
 
     spec = get(f"gemm_tile_{kernel}")
     text = spec.ptx_text()
     if pipeline:
         text = emit(PassManager(Pipeline.parse(pipeline)).run(parse(text, spec.id)).module)
-    compiled = compile_ptx(text, "sm_89")
-    r = simulate(_listing(compiled), compiled, kernel=spec.entry, latencies=_LATENCIES)
-    res = compiled.kernels[spec.entry]
-    return r, res
+    result = compile_ptx(text, "sm_89")
+    return decode(_listing(result), spec.entry), result.kernels[spec.entry]
+
+
+def _estimate(kernel: str, pipeline: str = ""):
+    from ptxopt.sim import simulate
+
+    program, res = compiled(kernel, pipeline)
+    return simulate(program, res, latencies=_LATENCIES), res
 
 
 _LISTINGS: dict = {}

@@ -92,6 +92,14 @@ class ArchLatencies:
     # arithmetic instruction holds the read stage for max(reads per bank) cycles.  0: not modelled
     # (no published measurement for the architecture).
     register_banks: int = 0
+    # How the bank reads delay issue (ptxopt.sim.regbank): 0, the plain rule (an instruction holds
+    # the read stage for max(reads per bank) cycles); 3, Huerta et al. MICRO '25: every fixed-latency
+    # instruction reads its sources within three cycles, reserving each bank's one port per cycle
+    # (overlapping windows), with the per-(bank, operand slot) register-file cache.
+    register_read_window: int = 0
+    # Read-barrier release of memory instructions from the published WAR latencies
+    # (:data:`MEASURED_WAR`, :func:`war_latency`) instead of the flat ``operand_read`` estimate.
+    measured_war: bool = False
     sector_bytes: int = 32  # L1/L2 sector: the unit a miss fetches
     line_bytes: int = 128  # L1 line (128 B = 4 sectors)
     # What CCTL.E.PF1 (PTX prefetch.global.L1) brings into L1: one 32-byte sector,
@@ -100,6 +108,57 @@ class ArchLatencies:
 
     def as_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: WAR ("read-barrier") latencies of memory instructions, issue -> the earliest issue of an
+#: instruction overwriting one of their source registers, in cycles: Huerta, Abaie Shoushtary, Cruz,
+#: González, "Dissecting and Modeling the Architecture of Modern GPU Cores" (MICRO '25,
+#: doi:10.1145/3725843.3756041), Table 2, measured on an RTX A6000 (GA102, sm_86: the GA10x SM that
+#: Ada's derives from; no Ada measurement was found, the same transfer as ``register_banks``).
+#: Keyed by (kind, address register type, bytes per thread); loads release when the address is
+#: computed (any width), stores when the stored value has also been read (+2 cycles for 64-bit,
+#: +6 for 128-bit; the paper's 64/128-bit uniform-address global stores are marked approximate).
+#: Local memory (LDL/STL: spills) is not in the table and keeps ``operand_read``: taking it as global
+#: (same LSU and L1 path, plausible but unmeasured) raised gemm_tile_16x16x16 (6,720 B of spills with
+#: our ptxas) from 18,331 to 20,129 cycles, nearly all through STL reads -- too large an effect to
+#: rest on an assumption.
+MEASURED_WAR = {
+    ("load_global", "uniform"): 9, ("load_global", "regular"): 11,
+    ("store_global", "uniform", 4): 10, ("store_global", "uniform", 8): 12, ("store_global", "uniform", 16): 16,
+    ("store_global", "regular", 4): 14, ("store_global", "regular", 8): 16, ("store_global", "regular", 16): 20,
+    ("load_shared", "uniform"): 9, ("load_shared", "regular"): 9,
+    ("store_shared", "uniform", 4): 10, ("store_shared", "uniform", 8): 12, ("store_shared", "uniform", 16): 16,
+    ("store_shared", "regular", 4): 12, ("store_shared", "regular", 8): 14, ("store_shared", "regular", 16): 18,
+    ("load_constant", "immediate"): 10, ("load_constant", "regular"): 29,
+    ("ldgsts", "regular"): 13,
+}
+_WAR_KIND = {"LDG": "load_global", "LD": "load_global",
+             "STG": "store_global", "ST": "store_global",
+             "LDS": "load_shared", "LDSM": "load_shared", "STS": "store_shared",
+             "LDC": "load_constant", "LDGSTS": "ldgsts"}
+
+
+def war_latency(opcode: str, operands: str) -> int | None:
+    """The :data:`MEASURED_WAR` figure of one SASS memory instruction, or None (not a listed kind:
+    the caller keeps ``operand_read``).  Width from the opcode's ``.64``/``.128`` (else 32-bit or
+    narrower); the address is *uniform* when its bracket names no regular register ``R<n>``."""
+    parts = opcode.split(".")
+    kind = _WAR_KIND.get(parts[0])
+    if kind is None:
+        return None
+    width = 16 if "128" in parts else 8 if "64" in parts else 4
+    lo = operands.rfind("[")
+    addr = operands[lo:operands.find("]", lo) + 1] if lo >= 0 else ""
+    regular = any(tok[:1] == "R" and tok[1:2].isdigit()
+                  for tok in addr.replace("[", " ").replace("]", " ").replace("+", " ").replace(".", " ").split())
+    if kind == "load_constant":
+        return MEASURED_WAR[(kind, "regular" if regular else "immediate")]
+    if kind == "ldgsts":
+        return MEASURED_WAR[(kind, "regular")]
+    rtype = "regular" if regular else "uniform"
+    if kind.startswith("store"):
+        return MEASURED_WAR[(kind, rtype, width)]
+    return MEASURED_WAR[(kind, rtype)]
 
 
 # Shared by every architecture below; each is an estimate, see the comments.
@@ -153,6 +212,10 @@ LATENCIES: dict[str, ArchLatencies] = {
         # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
         # same two banks on Volta.  See ptxopt/sim/regbank.py.
         register_banks=2,
+        # The banks' ports are reserved over three-cycle read windows, with the per-(bank, slot)
+        # register-file cache: Huerta et al., MICRO '25, sections 5.1.1, 5.3, 5.3.1 (their Listing 1
+        # measurement contradicts the plain per-instruction rule).  See ptxopt/sim/regbank.py.
+        register_read_window=3,
         # gpu-benches a100_80.txt: 33.0-33.9 cycles for working sets up to 150 KB.
         l1_hit=33,
         # gpu-benches a100_80.txt: 204.8-205.7 cycles from 0.22 MB to 17 MB (the
@@ -176,6 +239,10 @@ LATENCIES: dict[str, ArchLatencies] = {
         # FFMA with two same-bank sources at ~55% of peak); Jia et al. (arXiv:1804.06826) found the
         # same two banks on Volta.  See ptxopt/sim/regbank.py.
         register_banks=2,
+        # The banks' ports are reserved over three-cycle read windows, with the per-(bank, slot)
+        # register-file cache: Huerta et al., MICRO '25, sections 5.1.1, 5.3, 5.3.1 (their Listing 1
+        # measurement contradicts the plain per-instruction rule).  See ptxopt/sim/regbank.py.
+        register_read_window=3,
         # gpu-benches l40.txt: 36.0-36.3 cycles for working sets up to 84 KB.
         l1_hit=36,
         # gpu-benches l40.txt: 276.3-276.7 cycles from 0.13 MB to 32 MB;
