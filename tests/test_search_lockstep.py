@@ -206,6 +206,7 @@ def _broken_group(args):
     raise RuntimeError("group task bug")
 
 
+@pytest.mark.slow  # a worker process and real ptxas runs (~7 s): the slow tier
 def test_one_worker_searches_in_lockstep_groups(tmp_path, monkeypatch):
     """-j 1: the worker gets each group as one task (results as in this process, the driver writes
     the rows); a group whose task fails is searched again one kernel per task."""
