@@ -8,7 +8,10 @@ launch with aliasing buffers (``saxpy(x, x)``) reads stale data on a GPU.
 :func:`unproven_nc` names the ``.nc`` loads of a candidate that the original
 does not have and that :class:`ptxopt.analysis.readonly.ReadOnly` cannot
 prove read-only; :func:`ptxopt.equivalence.decision.assumption_cap` turns
-that into ``inconclusive`` ("assumes noalias").
+that into ``inconclusive`` ("assumes noalias"), unless the interpreter showed
+on every launch it ran that those loads read only bytes the original itself
+reads through ``.nc`` (:mod:`ptxopt.equivalence.nc_reads`: an unrolled loop
+whose body holds nvcc's own ``.nc`` loads).
 
 ``.nc`` stays observable (:mod:`ptxopt.equivalence.observable` keeps it), so
 an ``.nc`` rewrite never takes the ``hints-only`` shortcut: a proven one is
@@ -18,6 +21,7 @@ proved or run like any other change, an unproven one is capped here.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from ptxopt import opcodes
 from ptxopt.ir import Instruction, Module
@@ -33,12 +37,25 @@ def _nc_loads(fn) -> list[Instruction]:
     return [i for i in fn.instructions() if i.opcode == "ld" and "nc" in i.modifiers]
 
 
-def unproven_nc(original: Module, candidate: Module) -> str | None:
-    """Why the candidate's new ``.nc`` loads are an assumption (the first one
-    and its writer), or None when every one is proven read-only."""
+@dataclass(frozen=True)
+class NcAssumption:
+    """The candidate's new ``.nc`` loads that no analysis proves read-only:
+    ``why`` names the first and the writer that may reach it; ``functions``:
+    every function holding one; ``device``: some are in a device function
+    (whether its buffer is written depends on every caller)."""
+
+    why: str
+    functions: frozenset
+    device: bool
+
+
+def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | None:
+    """The candidate's new ``.nc`` loads that are an assumption, or None when
+    every one is proven read-only (module doc)."""
     from ptxopt.analysis.readonly import ReadOnly
 
     before = {f.name: Counter(_key(i) for i in _nc_loads(f)) for f in original.functions if f.body is not None}
+    why, where, device = None, set(), False
     for fn in candidate.functions:
         if fn.body is None:
             continue
@@ -51,8 +68,11 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
             continue
         if fn.kind != ".entry":
             ins = next(i for i in loads if new[_key(i)])
-            return (f"{ins.full_opcode} at {fn.name}:{ins.line} is in a device function: whether its buffer is "
-                    "written depends on every caller")
+            why = why or (f"{ins.full_opcode} at {fn.name}:{ins.line} is in a device function: whether its buffer "
+                          "is written depends on every caller")
+            where.add(fn.name)
+            device = True
+            continue
         ro = ReadOnly(candidate, fn)
         for ins in loads:
             k = _key(ins)
@@ -60,9 +80,18 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
                 continue
             w = ro.may_write(ins)
             if w is not None:
-                return f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
+                why = why or f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
+                where.add(fn.name)
+                break
             new[k] -= 1
-    return None
+    return NcAssumption(why, frozenset(where), device) if why is not None else None
 
 
-__all__ = ["unproven_nc"]
+def unproven_nc(original: Module, candidate: Module) -> str | None:
+    """Why the candidate's new ``.nc`` loads are an assumption (the first one
+    and its writer), or None when every one is proven read-only."""
+    a = unproven_nc_loads(original, candidate)
+    return a.why if a is not None else None
+
+
+__all__ = ["NcAssumption", "unproven_nc", "unproven_nc_loads"]
