@@ -30,17 +30,17 @@ import numpy as np
 
 #: the directions :func:`spiked` sets the differing elements in, tried in this order
 SPIKES = ("high", "low")
-#: loops with a tag bit of their own (bits 0 to 28; :mod:`ptxopt.interp.memory` uses the rest)
-LOOP_BITS = 29
+#: loops with a tag bit of their own (bits 0 to 27; :mod:`ptxopt.interp.memory` uses the rest)
+LOOP_BITS = 28
 
 
 def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
     """``(tags, labels)`` for :func:`ptxopt.interp.run_kernel`'s ``reads``:
     each load inside a loop of ``kernel`` tags the bytes it reads with its
     innermost loop's bit (``tags``: ``id(instruction) -> bit``), ``labels``
-    maps each loop's header label to that bit (at most 29 loops: the bits
-    above are :data:`~ptxopt.interp.memory.STORED`, ``NC_READ`` and
-    ``OTHER_READ``; loads elsewhere set ``OTHER_READ``). A whole-launch
+    maps each loop's header label to that bit (at most 28 loops: the bits
+    above are :data:`~ptxopt.interp.memory.COHERENT_READ`, ``STORED``,
+    ``NC_READ`` and ``OTHER_READ``; loads elsewhere set ``OTHER_READ``). A whole-launch
     footprint would hide a loop that skips an element another loop reads."""
     from ptxopt.analysis.loops import loops_of
 

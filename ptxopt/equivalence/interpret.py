@@ -820,7 +820,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     tags_o, labels_o = loop_tags(po, kernel) if probe or nc_o else ({}, {})
     tags_t, labels_t = loop_tags(pt, kernel) if probe else ({}, {})
     if nc_o:
-        tags_o = with_nc_tags(tags_o, po)
+        tags_o = with_nc_tags(tags_o, po, coherent=True)
     if nc_reads:
         tags_t = with_nc_tags(tags_t, pt)
         result.nc_reads = ncr = NcReads()

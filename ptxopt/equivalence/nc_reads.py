@@ -14,18 +14,27 @@ original did not.
 So, when the cap would apply, :func:`ptxopt.equivalence.interpret.verify`
 records on every launch it compares (and every spiked rerun) which bytes
 each kernel reads through ``.nc`` (:data:`~ptxopt.interp.memory.NC_READ`,
-on the launches that run anyway, through the read footprint) and which bytes
-either kernel stores (:data:`~ptxopt.interp.memory.STORED`). :class:`NcReads`
-keeps the outcome: a byte the candidate reads through ``.nc`` is accounted
-for only when the original reads it through ``.nc`` in the same launch and
-neither kernel stores it in that launch. Then the candidate's ``.nc`` reads
-need exactly what the original's already need (no write to those bytes while
-the kernel runs, from any thread or alias), and
+on the launches that run anyway, through the read footprint), which bytes
+the original reads through any other load
+(:data:`~ptxopt.interp.memory.COHERENT_READ`) and which bytes either kernel
+stores (:data:`~ptxopt.interp.memory.STORED`). :class:`NcReads` keeps the
+outcome: a byte the candidate reads through ``.nc`` is accounted for only
+when, in the same launch, the original reads it through ``.nc`` and through
+nothing else, and neither kernel stores it. Then the candidate's ``.nc``
+reads need exactly what the original's already need (no write to those bytes
+while the kernel runs, from any thread or alias), and
 :func:`ptxopt.equivalence.decision.assumption_cap` may keep an interpreter
-``equal``, saying why. A byte the original reads only through a coherent
-load (a plain load turned into ``.nc``), a byte it never reads (a copied
-load one element too far), or a byte a store writes keeps the cap. A
-``proved`` verdict ran no launch and stays capped.
+``equal``, saying why.
+
+Everything else keeps the cap: a byte the original reads only through a
+coherent load, or through both (a plain load turned into ``.nc``, as
+``nc_ld{assume_noalias=1}`` does: the original may rely on that coherent
+read seeing a write its own ``.nc`` read came too early for), a byte it
+never reads (a copied load one element too far), a byte a store writes, a
+``.nc`` read of bytes the footprint does not hold (a ``.global`` variable),
+a launch whose footprints were not compared. A ``proved`` verdict ran no
+launch and stays capped. (``cp.async`` copies are not in the footprint: an
+original's coherent read through one is not seen.)
 
 Like ``equal`` itself this is evidence on the launches that ran, not a proof
 for every launch: it is reported as such in the verdict's note.
@@ -37,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptxopt.interp.memory import NC_READ, OTHER_READ, STORED
+from ptxopt.interp.memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
 
 
 def is_nc_load(ins) -> bool:
@@ -48,10 +57,12 @@ def has_nc_loads(module) -> bool:
     return any(is_nc_load(i) for f in module.functions if f.body is not None for i in f.instructions())
 
 
-def with_nc_tags(tags: dict, program) -> dict:
+def with_nc_tags(tags: dict, program, coherent: bool = False) -> dict:
     """``tags`` (a read footprint's ``{id(instruction): bit}``) with
     :data:`NC_READ` added to every ``.nc`` load of ``program`` (each function:
-    a callee's loads run in the kernel's launch too)."""
+    a callee's loads run in the kernel's launch too) and, with ``coherent``
+    (the original's side), :data:`COHERENT_READ` to every other instruction
+    (whatever else reads memory: a plain or generic ``ld``, ``ldu``, an atomic)."""
     out = dict(tags)
     for fn in program.module.functions:
         if fn.body is None:
@@ -59,6 +70,8 @@ def with_nc_tags(tags: dict, program) -> dict:
         for ins in fn.instructions():
             if is_nc_load(ins):
                 out[id(ins)] = out.get(id(ins), OTHER_READ) | NC_READ
+            elif coherent:
+                out[id(ins)] = out.get(id(ins), OTHER_READ) | COHERENT_READ
     return out
 
 
@@ -100,8 +113,8 @@ class NcReads:
         if trials <= 0 or self.launches < trials or self.unchecked or self.outside:
             return None
         reruns = f" and {self.reruns} spiked reruns" if self.reruns else ""
-        return (f"new .nc loads read only bytes the original reads through .nc and neither kernel stores, on "
-                f"{self.launches} launches{reruns}")
+        return (f"new .nc loads read only bytes the original reads through .nc alone and neither kernel stores, "
+                f"on {self.launches} launches{reruns}")
 
     def shortfall(self, trials: int) -> str:
         """Why :meth:`evidence` is None (a note suffix)."""
@@ -120,10 +133,10 @@ def _outside(original: dict, candidate: dict, where: str) -> str | None:
         o = original.get(name)
         o = np.zeros_like(c) if o is None or o.shape != c.shape else o
         stored = ((c | o) & STORED) != 0
-        for bad, why in ((nc & ((o & NC_READ) == 0) & ((o & ~np.uint32(STORED)) != 0),
-                          "the original reads it only through coherent loads"),
-                         (nc & (o == 0), "the original never reads it"),
-                         (nc & ((o & NC_READ) == 0), "the original does not read it through .nc"),
+        o_nc, o_coherent = (o & NC_READ) != 0, (o & COHERENT_READ) != 0
+        for bad, why in ((nc & ~o_nc & o_coherent, "the original reads it only through coherent loads"),
+                         (nc & o_nc & o_coherent, "the original reads it through a coherent load too"),
+                         (nc & ~o_nc, "the original never reads it"),
                          (nc & stored, "a store writes it during the launch")):
             if bad.any():
                 return f"the candidate reads {name} byte {int(np.flatnonzero(bad)[0])} through .nc in {where}: {why}"

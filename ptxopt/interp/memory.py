@@ -63,11 +63,14 @@ def round_up(n: int, a: int) -> int:
 #: The tag bit of a load no ``read_tags`` entry names (read footprints).
 OTHER_READ = 1 << 31
 #: The tag bit a non-coherent load (``ld.global.nc``) adds to its loop's or
-#: OTHER_READ (:mod:`ptxopt.equivalence.nc_reads`); loops use the bits below STORED.
+#: OTHER_READ (:mod:`ptxopt.equivalence.nc_reads`); loops use the bits below COHERENT_READ.
 NC_READ = 1 << 30
 #: Set in a read footprint by every store to the byte (while reads are recorded):
 #: a byte read through ``.nc`` must not be written during the launch.
 STORED = 1 << 29
+#: The tag bit an original's loads other than ``ld.global.nc`` add when its
+#: ``.nc`` reads are compared (:mod:`ptxopt.equivalence.nc_reads`).
+COHERENT_READ = 1 << 28
 
 
 class Region:
