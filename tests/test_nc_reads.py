@@ -200,3 +200,21 @@ def test_corpus_saxpy_forced_rewrite_stays_capped():
     d = decide(m, out, "saxpy", from_spec(spec))
     assert d.verdict is Verdict.INCONCLUSIVE and ASSUMES_NOALIAS in d.note
     assert "only through coherent loads" in d.note
+
+
+def test_cli_verify_carries_the_assumption(tmp_path):
+    """``ptxopt verify`` reports the same: the forced rewrite is inconclusive
+    (exit 4; before: "equivalent", exit 0), the unrolled copies equivalent
+    with the evidence."""
+    from cli_helpers import run_cli
+
+    m = kernel("\tld.global.f32 %f3, [%rd3+256];\n\tadd.f32 %f1, %f1, %f3;\n")
+    files = {}
+    for name, mod in (("o", m), ("forced", NcLd(assume_noalias=1).apply(m)[0]), ("unrolled", unrolled(m))):
+        files[name] = tmp_path / f"{name}.ptx"
+        files[name].write_text(emit(mod))
+    args = ["--grid", "1", "--block", "32", "--scalar", "n=19", "--buffer-bytes", "512", "--no-ptxas"]
+    r = run_cli("verify", files["o"], files["forced"], *args)
+    assert r.exit_code == 4 and ASSUMES_NOALIAS in r.output, r.output
+    r = run_cli("verify", files["o"], files["unrolled"], *args)
+    assert r.exit_code == 0 and EVIDENCE in r.output, r.output
