@@ -218,3 +218,26 @@ def test_cli_verify_carries_the_assumption(tmp_path):
     assert r.exit_code == 4 and ASSUMES_NOALIAS in r.output, r.output
     r = run_cli("verify", files["o"], files["unrolled"], *args)
     assert r.exit_code == 0 and EVIDENCE in r.output, r.output
+
+
+def test_nc_reads_evidence_needs_every_launch_and_some_nc_read():
+    from ptxopt.equivalence.nc_reads import NcReads
+
+    nc, plain = np.uint32(NC_READ), np.uint32(OTHER_READ | COHERENT_READ)
+    orig = {"a": np.array([nc, nc, plain, 0], dtype=np.uint32)}
+    r = NcReads()
+    r.add(orig, {"a": np.array([nc, nc, 0, 0], dtype=np.uint32)}, 0, "launch 0")
+    assert r.evidence(1) and not r.evidence(2)  # one launch of two compared: no evidence
+    r.add(orig, {"a": np.array([0, 0, 0, 0], dtype=np.uint32)}, 0, "launch 1")
+    assert r.evidence(2)
+    empty = NcReads()
+    empty.add(orig, {"a": np.zeros(4, dtype=np.uint32)}, 0, "launch 0")
+    assert empty.evidence(1) is None and "no launch read" in empty.shortfall(1)  # vacuous: refused
+    for cand, why in (([0, 0, nc, 0], "only through coherent loads"), ([0, 0, 0, nc], "never reads it"),
+                      ([nc | np.uint32(STORED), 0, 0, 0], "a store writes it")):
+        r = NcReads()
+        r.add(orig, {"a": np.array(cand, dtype=np.uint32)}, 0, "launch 0")
+        assert r.evidence(1) is None and why in r.shortfall(1)
+    r = NcReads()
+    r.add(orig, {"a": np.array([nc, 0, 0, 0], dtype=np.uint32)}, 1, "launch 0")  # a .global variable read
+    assert r.evidence(1) is None and "not recorded" in r.shortfall(1)

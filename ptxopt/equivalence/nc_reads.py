@@ -83,10 +83,13 @@ class NcReads:
     ``reruns``: spiked reruns compared so; ``unchecked``: why some run's
     candidate ``.nc`` reads could not be compared (None: none);
     ``outside``: the first byte the candidate reads through ``.nc`` that is
-    not accounted for, and why (None: none)."""
+    not accounted for, and why (None: none); ``nc_bytes``: bytes the
+    candidate read through ``.nc``, summed over the runs (none at all is no
+    evidence: the tags did not reach its loads, or they never ran)."""
 
     launches: int = 0
     reruns: int = 0
+    nc_bytes: int = 0
     unchecked: str | None = None
     outside: str | None = None
 
@@ -100,8 +103,10 @@ class NcReads:
                 f"{where}: the candidate read through .nc bytes whose reads are not recorded "
                 "(a .global variable or bytes before a placed buffer)" if unrecorded else
                 f"{where}: the candidate's reads were not recorded")
-        elif self.outside is None:
-            self.outside = _outside(original or {}, candidate, where)
+        else:
+            self.nc_bytes += sum(int(np.count_nonzero(c & NC_READ)) for c in candidate.values())
+            if self.outside is None:
+                self.outside = _outside(original or {}, candidate, where)
         if rerun:
             self.reruns += 1
         else:
@@ -110,7 +115,7 @@ class NcReads:
     def evidence(self, trials: int) -> str | None:
         """The note that lifts the cap, when every one of the ``trials``
         compared launches showed the candidate's ``.nc`` reads accounted for."""
-        if trials <= 0 or self.launches < trials or self.unchecked or self.outside:
+        if trials <= 0 or self.launches < trials or self.unchecked or self.outside or not self.nc_bytes:
             return None
         reruns = f" and {self.reruns} spiked reruns" if self.reruns else ""
         return (f"new .nc loads read only bytes the original reads through .nc alone and neither kernel stores, "
@@ -122,6 +127,8 @@ class NcReads:
             return self.outside
         if self.unchecked:
             return self.unchecked
+        if not self.nc_bytes and self.launches:
+            return "no launch read anything through .nc in the candidate"
         return f"only {self.launches} of {trials} launches had their .nc reads compared"
 
 
