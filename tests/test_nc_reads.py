@@ -241,3 +241,14 @@ def test_nc_reads_evidence_needs_every_launch_and_some_nc_read():
     r = NcReads()
     r.add(orig, {"a": np.array([nc, 0, 0, 0], dtype=np.uint32)}, 1, "launch 0")  # a .global variable read
     assert r.evidence(1) is None and "not recorded" in r.shortfall(1)
+
+
+def test_no_recording_when_the_original_reads_nothing_through_nc():
+    """An original without .nc loads: any byte a new .nc load reads is new, so
+    the check does not record footprints at all (no cost), and the cap stays."""
+    m = parse(emit(kernel()).replace("ld.global.nc.f32", "ld.global.f32"))
+    out, rep = NcLd(assume_noalias=1).apply(m)
+    assert rep.changed
+    d = decide(m, out, "k", LAUNCH)
+    assert d.verdict is Verdict.INCONCLUSIVE and d.note.startswith(ASSUMES_NOALIAS)
+    assert d.result is not None and d.result.nc_reads is None

@@ -146,7 +146,7 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
                         layouts=layouts, assemble=not no_ptxas, arch=arch,
                         min_coverage=min_coverage or None, original_text=_text(src_o.data),
                         transformed_text=_text(src_t.data),
-                        nc_reads=nc is not None and not nc.device and len(nc.functions) == 1)
+                        nc_reads=nc is not None and nc.checkable(kernel or next(iter(nc.functions))))
         if nc is not None and result.status == "equal":
             _assumption(result, nc)
     except ParseError as e:
@@ -182,7 +182,7 @@ def _assumption(result, nc) -> None:
     from ptxopt.equivalence.decision import ASSUMES_NOALIAS
 
     ncr = result.nc_reads
-    ok = ncr is not None and not nc.device and nc.functions == {result.kernel}
+    ok = ncr is not None and nc.checkable(result.kernel)
     ev = ncr.evidence(result.trials) if ok else None
     if ev is not None:
         result.notes.append(ev)

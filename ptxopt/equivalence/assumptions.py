@@ -42,11 +42,21 @@ class NcAssumption:
     """The candidate's new ``.nc`` loads that no analysis proves read-only:
     ``why`` names the first and the writer that may reach it; ``functions``:
     every function holding one; ``device``: some are in a device function
-    (whether its buffer is written depends on every caller)."""
+    (whether its buffer is written depends on every caller);
+    ``original_nc``: the original has ``.nc`` loads of its own."""
 
     why: str
     functions: frozenset
     device: bool
+    original_nc: bool = False
+
+    def checkable(self, entry: str | None) -> bool:
+        """Whether the interpreter's ``.nc`` footprints of ``entry``'s launches
+        could show that these loads assume nothing the original does not
+        (:mod:`ptxopt.equivalence.nc_reads`): they are all in that kernel (its
+        launches run them all), and the original reads through ``.nc`` itself
+        (otherwise any byte they read is new: recording would be wasted)."""
+        return self.original_nc and not self.device and self.functions == {entry}
 
 
 def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | None:
@@ -84,7 +94,9 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
                 where.add(fn.name)
                 break
             new[k] -= 1
-    return NcAssumption(why, frozenset(where), device) if why is not None else None
+    if why is None:
+        return None
+    return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()))
 
 
 def unproven_nc(original: Module, candidate: Module) -> str | None:

@@ -225,10 +225,9 @@ def _nc_assumption(ref: Reference, candidate):
 
 
 def _nc_checkable(nc, entry: str) -> bool:
-    """Whether the interpreter should compare ``.nc`` footprints for ``entry``:
-    the unproven loads are all in that kernel (its launches run them all;
-    a device function's depend on every caller)."""
-    return nc is not None and not nc.device and nc.functions == {entry}
+    """Whether the interpreter should compare ``.nc`` footprints for ``entry``
+    (:meth:`ptxopt.equivalence.assumptions.NcAssumption.checkable`)."""
+    return nc is not None and nc.checkable(entry)
 
 
 def assumption_cap(original, candidate, d: Decision, assumption=_UNKNOWN) -> Decision:
