@@ -101,22 +101,33 @@ def test_unroll_plus_converting_another_load_of_the_buffer_keeps_the_cap():
     assert rep.changed
     d = decide(m, out, "k", LAUNCH)
     assert d.verdict is Verdict.INCONCLUSIVE and d.note.startswith(ASSUMES_NOALIAS), d.note
-    assert "reads it only through coherent loads" in d.note
+    # the converted load has the original plain load's operands: known before any launch
+    assert d.result.nc_reads is None
+    # the same bytes read through a .nc load of another form: the footprints show it
+    text = emit(unrolled(m)).replace("ld.global.f32", "ld.global.nc.f32").replace("[%rd9]", "[%rd9+0]")
+    d = decide(m, parse(text), "k", LAUNCH)
+    assert d.verdict is Verdict.INCONCLUSIVE and "reads it only through coherent loads" in d.note, d.note
 
 
 def test_converting_a_plain_load_of_bytes_the_original_also_reads_through_nc_keeps_the_cap():
     """The original reads a[0] through .nc (in the loop) AND through a plain
     load; turned into .nc, the plain load's bytes are all .nc-read by the
     original, but its coherent read may be one the original relies on (a
-    write between the two): the conversion is an assumption, capped."""
-    extra = "\tld.global.f32 %f3, [%rd3];\n\tadd.f32 %f1, %f1, %f3;\n"
+    write between the two): the conversion is an assumption, capped --
+    whether the new load has the plain load's operands (nc_ld's rewrite) or
+    not (then only the footprints show it)."""
+    extra = "\tld.global.f32 %f3, [%rd1];\n\tadd.f32 %f1, %f1, %f3;\n"
     m = kernel(extra)
     out, rep = NcLd(assume_noalias=1).apply(m)
     assert rep.changed
     d = decide(m, out, "k", LAUNCH)
-    assert d.verdict is Verdict.INCONCLUSIVE and "a coherent load too" in d.note, d.note
+    assert d.verdict is Verdict.INCONCLUSIVE and d.note.startswith(ASSUMES_NOALIAS), d.note
     d = decide(m, NcLd(assume_noalias=1).apply(unrolled(m))[0], "k", LAUNCH)
     assert d.verdict is Verdict.INCONCLUSIVE and d.note.startswith(ASSUMES_NOALIAS), d.note
+    other = parse(emit(unrolled(m)).replace("ld.global.f32 \t%f3, [%rd1]", "ld.global.nc.f32 \t%f3, [%rd3]"))
+    assert "ld.global.nc.f32 \t%f3, [%rd3]" in emit(other)
+    d = decide(m, other, "k", LAUNCH)
+    assert d.verdict is Verdict.INCONCLUSIVE and "a coherent load too" in d.note, d.note
 
 
 def test_a_copied_load_reading_one_element_past_keeps_the_cap():
@@ -199,7 +210,7 @@ def test_corpus_saxpy_forced_rewrite_stays_capped():
     out, _ = NcLd(assume_noalias=1).apply(m)
     d = decide(m, out, "saxpy", from_spec(spec))
     assert d.verdict is Verdict.INCONCLUSIVE and ASSUMES_NOALIAS in d.note
-    assert "only through coherent loads" in d.note
+    assert d.result.nc_reads is None  # a conversion of the original's own load: nothing recorded
 
 
 def test_cli_verify_carries_the_assumption(tmp_path):

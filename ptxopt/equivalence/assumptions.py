@@ -43,20 +43,26 @@ class NcAssumption:
     ``why`` names the first and the writer that may reach it; ``functions``:
     every function holding one; ``device``: some are in a device function
     (whether its buffer is written depends on every caller);
-    ``original_nc``: the original has ``.nc`` loads of its own."""
+    ``original_nc``: the original has ``.nc`` loads of its own;
+    ``converts``: one of them is a load the original makes without ``.nc``
+    (same operands: ``nc_ld{assume_noalias=1}``'s rewrite), which reads bytes
+    the original reads through a coherent load."""
 
     why: str
     functions: frozenset
     device: bool
     original_nc: bool = False
+    converts: bool = False
 
     def checkable(self, entry: str | None) -> bool:
         """Whether the interpreter's ``.nc`` footprints of ``entry``'s launches
         could show that these loads assume nothing the original does not
         (:mod:`ptxopt.equivalence.nc_reads`): they are all in that kernel (its
         launches run them all), and the original reads through ``.nc`` itself
-        (otherwise any byte they read is new: recording would be wasted)."""
-        return self.original_nc and not self.device and self.functions == {entry}
+        (otherwise any byte they read is new: recording would be wasted), and
+        none is a plain load of the original turned into ``.nc`` (it reads what
+        that load reads: never accounted for)."""
+        return self.original_nc and not self.converts and not self.device and self.functions == {entry}
 
 
 def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | None:
@@ -65,7 +71,8 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
     from ptxopt.analysis.readonly import ReadOnly
 
     before = {f.name: Counter(_key(i) for i in _nc_loads(f)) for f in original.functions if f.body is not None}
-    why, where, device = None, set(), False
+    why, where, device, converts = None, set(), False, False
+    plain = None  # the original's loads without .nc, by function (only when some new load is unproven)
     for fn in candidate.functions:
         if fn.body is None:
             continue
@@ -92,11 +99,15 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
             if w is not None:
                 why = why or f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
                 where.add(fn.name)
+                if plain is None:
+                    plain = {f.name: {_key(i) for i in f.instructions() if i.opcode == "ld" and "nc" not in i.modifiers}
+                             for f in original.functions if f.body is not None}
+                converts = converts or any(new[_key(i)] and _key(i) in plain.get(fn.name, ()) for i in loads)
                 break
             new[k] -= 1
     if why is None:
         return None
-    return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()))
+    return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()), converts)
 
 
 def unproven_nc(original: Module, candidate: Module) -> str | None:
