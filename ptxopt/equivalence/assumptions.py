@@ -8,7 +8,10 @@ launch with aliasing buffers (``saxpy(x, x)``) reads stale data on a GPU.
 :func:`unproven_nc` names the ``.nc`` loads of a candidate that the original
 does not have and that :class:`ptxopt.analysis.readonly.ReadOnly` cannot
 prove read-only; :func:`ptxopt.equivalence.decision.assumption_cap` turns
-that into ``inconclusive`` ("assumes noalias").
+that into ``inconclusive`` ("assumes noalias"), unless the interpreter showed
+on every launch it ran that those loads read only bytes the original itself
+reads through ``.nc`` (:mod:`ptxopt.equivalence.nc_reads`: an unrolled loop
+whose body holds nvcc's own ``.nc`` loads).
 
 ``.nc`` stays observable (:mod:`ptxopt.equivalence.observable` keeps it), so
 an ``.nc`` rewrite never takes the ``hints-only`` shortcut: a proven one is
@@ -18,6 +21,7 @@ proved or run like any other change, an unproven one is capped here.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from ptxopt import opcodes
 from ptxopt.ir import Instruction, Module
@@ -33,12 +37,42 @@ def _nc_loads(fn) -> list[Instruction]:
     return [i for i in fn.instructions() if i.opcode == "ld" and "nc" in i.modifiers]
 
 
-def unproven_nc(original: Module, candidate: Module) -> str | None:
-    """Why the candidate's new ``.nc`` loads are an assumption (the first one
-    and its writer), or None when every one is proven read-only."""
+@dataclass(frozen=True)
+class NcAssumption:
+    """The candidate's new ``.nc`` loads that no analysis proves read-only:
+    ``why`` names the first and the writer that may reach it; ``functions``:
+    every function holding one; ``device``: some are in a device function
+    (whether its buffer is written depends on every caller);
+    ``original_nc``: the original has ``.nc`` loads of its own;
+    ``converts``: one of them is a load the original makes without ``.nc``
+    (same operands: ``nc_ld{assume_noalias=1}``'s rewrite), which reads bytes
+    the original reads through a coherent load."""
+
+    why: str
+    functions: frozenset
+    device: bool
+    original_nc: bool = False
+    converts: bool = False
+
+    def checkable(self, entry: str | None) -> bool:
+        """Whether the interpreter's ``.nc`` footprints of ``entry``'s launches
+        could show that these loads assume nothing the original does not
+        (:mod:`ptxopt.equivalence.nc_reads`): they are all in that kernel (its
+        launches run them all), and the original reads through ``.nc`` itself
+        (otherwise any byte they read is new: recording would be wasted), and
+        none is a plain load of the original turned into ``.nc`` (it reads what
+        that load reads: never accounted for)."""
+        return self.original_nc and not self.converts and not self.device and self.functions == {entry}
+
+
+def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | None:
+    """The candidate's new ``.nc`` loads that are an assumption, or None when
+    every one is proven read-only (module doc)."""
     from ptxopt.analysis.readonly import ReadOnly
 
     before = {f.name: Counter(_key(i) for i in _nc_loads(f)) for f in original.functions if f.body is not None}
+    why, where, device, converts = None, set(), False, False
+    plain = None  # the original's loads without .nc, by function (only when some new load is unproven)
     for fn in candidate.functions:
         if fn.body is None:
             continue
@@ -51,8 +85,11 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
             continue
         if fn.kind != ".entry":
             ins = next(i for i in loads if new[_key(i)])
-            return (f"{ins.full_opcode} at {fn.name}:{ins.line} is in a device function: whether its buffer is "
-                    "written depends on every caller")
+            why = why or (f"{ins.full_opcode} at {fn.name}:{ins.line} is in a device function: whether its buffer "
+                          "is written depends on every caller")
+            where.add(fn.name)
+            device = True
+            continue
         ro = ReadOnly(candidate, fn)
         for ins in loads:
             k = _key(ins)
@@ -60,9 +97,24 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
                 continue
             w = ro.may_write(ins)
             if w is not None:
-                return f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
+                why = why or f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
+                where.add(fn.name)
+                if plain is None:
+                    plain = {f.name: {_key(i) for i in f.instructions() if i.opcode == "ld" and "nc" not in i.modifiers}
+                             for f in original.functions if f.body is not None}
+                converts = converts or any(new[_key(i)] and _key(i) in plain.get(fn.name, ()) for i in loads)
+                break
             new[k] -= 1
-    return None
+    if why is None:
+        return None
+    return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()), converts)
 
 
-__all__ = ["unproven_nc"]
+def unproven_nc(original: Module, candidate: Module) -> str | None:
+    """Why the candidate's new ``.nc`` loads are an assumption (the first one
+    and its writer), or None when every one is proven read-only."""
+    a = unproven_nc_loads(original, candidate)
+    return a.why if a is not None else None
+
+
+__all__ = ["NcAssumption", "unproven_nc", "unproven_nc_loads"]

@@ -19,7 +19,11 @@
 5. a ``proved``/``equal`` is capped at ``inconclusive`` ("assumes noalias")
    when the candidate adds ``ld.global.nc`` loads whose buffers the kernel
    may write (:func:`assumption_cap`): the one assumption a pass may make
-   (``nc_ld{assume_noalias=1}``) is never reported as established.
+   (``nc_ld{assume_noalias=1}``) is never reported as established. Only an
+   interpreter ``equal`` whose every launch showed those loads reading just
+   bytes the original reads through ``.nc`` itself (an unrolled copy of
+   nvcc's own ``.nc`` loads: :mod:`ptxopt.equivalence.nc_reads`) keeps its
+   verdict, and says so.
 
 :func:`decide_module` is the same question for every entry of a module (the
 module's verdict is its weakest entry's), trying alternative launches while
@@ -201,31 +205,63 @@ def decide(original, candidate, entry: str, launch: Launch | None = None, *, pro
     hints = hints_only(ref, candidate)
     if hints is not None:
         return hints
+    nc = _nc_assumption(ref, candidate)
     if prove:
         proved, why = _prove(ref, candidate, entry)
         if proved is not None:
-            return assumption_cap(ref, candidate, proved)
-    d = _interpret(ref, candidate, entry, launch or guessed_launch(entry), trials, min_coverage, max_steps)
-    return assumption_cap(ref, candidate, replace(d, note=d.note + why) if prove else d)
+            return assumption_cap(ref, candidate, proved, nc)
+    d = _interpret(ref, candidate, entry, launch or guessed_launch(entry), trials, min_coverage, max_steps,
+                   nc_reads=_nc_checkable(nc, entry))
+    return assumption_cap(ref, candidate, replace(d, note=d.note + why) if prove else d, nc)
 
 
-def assumption_cap(original, candidate, d: Decision) -> Decision:
+_UNKNOWN = object()
+
+
+def _nc_assumption(ref: Reference, candidate):
+    from ptxopt.equivalence.assumptions import unproven_nc_loads
+
+    return unproven_nc_loads(ref.module, candidate)
+
+
+def _nc_checkable(nc, entry: str) -> bool:
+    """Whether the interpreter should compare ``.nc`` footprints for ``entry``
+    (:meth:`ptxopt.equivalence.assumptions.NcAssumption.checkable`)."""
+    return nc is not None and nc.checkable(entry)
+
+
+def assumption_cap(original, candidate, d: Decision, assumption=_UNKNOWN) -> Decision:
     """``d``, unless it is ``proved``/``equal`` and the candidate reads through
     the read-only path (``ld.global.nc``) where the original did not and the
-    kernel may write those bytes (:func:`ptxopt.equivalence.assumptions.unproven_nc`):
-    then ``inconclusive`` ("assumes noalias"). Neither the prover nor the
-    interpreter models the non-coherent path (both see one coherent memory),
-    so their ``proved``/``equal`` says nothing about a launch whose buffers
-    alias; only the read-only analysis can, and it did not."""
+    kernel may write those bytes (:func:`ptxopt.equivalence.assumptions.unproven_nc_loads`,
+    or ``assumption`` when the caller has it): then ``inconclusive`` ("assumes
+    noalias"). Neither the prover nor the interpreter models the non-coherent
+    path (both see one coherent memory), so their ``proved``/``equal`` says
+    nothing about a launch whose buffers alias; only the read-only analysis
+    can, and it did not.
+
+    One exception (:mod:`ptxopt.equivalence.nc_reads`): an interpreter
+    ``equal`` whose every compared launch (and spiked rerun) showed the
+    candidate reading through ``.nc`` only bytes the original reads through
+    ``.nc`` too, and neither kernel storing them, keeps ``equal``: those loads
+    need what the original's own ``.nc`` loads need, no more. A ``proved``
+    ran no launch and stays capped."""
     if d.verdict not in (Verdict.PROVED, Verdict.EQUAL):
         return d
-    from ptxopt.equivalence.assumptions import unproven_nc
-
-    why = unproven_nc(as_reference(original).module, candidate)
-    if why is None:
+    a = _nc_assumption(as_reference(original), candidate) if assumption is _UNKNOWN else assumption
+    if a is None:
         return d
+    res = d.result
+    ncr = getattr(res, "nc_reads", None)
+    if d.verdict is Verdict.EQUAL and ncr is not None and _nc_checkable(a, res.kernel):
+        ev = ncr.evidence(res.trials)
+        if ev is not None:
+            return replace(d, note=f"{ev}; {d.note}")
+        a_why = f"{a.why} ({ncr.shortfall(res.trials)})"
+    else:
+        a_why = a.why
     return replace(d, verdict=Verdict.INCONCLUSIVE,
-                   note=f"{ASSUMES_NOALIAS}: {why}; otherwise {d.verdict}: {d.note}")
+                   note=f"{ASSUMES_NOALIAS}: {a_why}; otherwise {d.verdict}: {d.note}")
 
 
 def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]:
@@ -262,10 +298,12 @@ def hints_only(original, candidate) -> Decision | None:
 
 
 def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: int,
-               min_coverage: float | None, max_steps: int | None, budget=None, program=None) -> Decision:
+               min_coverage: float | None, max_steps: int | None, budget=None, program=None,
+               nc_reads: bool = False) -> Decision:
     """The interpreter's verdict on ``launch``, limited by what its origin supports.
     ``program``: the candidate's interpreter program, when the caller built it
-    already (one per module, not per launch alternative)."""
+    already (one per module, not per launch alternative). ``nc_reads``: compare
+    the kernels' ``.nc`` footprints (:mod:`ptxopt.equivalence.nc_reads`)."""
     from ptxopt.equivalence.interpret import verify  # numpy and the interpreter: only when it runs
     from ptxopt.interp import Program
     from ptxopt.interp.errors import InterpError
@@ -281,7 +319,7 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
         res = verify(ref.program, program, entry, DEFAULT_SEEDS, trials, launch=launch,
                      max_steps=max_steps, reference=_RUNS if ref.key else None,
                      reference_key=f"{ref.key}/{entry}/{launch.key()}" if ref.key else None,
-                     min_coverage=min_coverage, budget=budget)
+                     min_coverage=min_coverage, budget=budget, nc_reads=nc_reads)
     except InterpError as e:
         return Decision(Verdict.INCONCLUSIVE, f"the original cannot be interpreted with the launch {where}: "
                                               f"{one_line(e)}", launch=launch)
@@ -360,6 +398,7 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
         return Decision(Verdict.INCONCLUSIVE, "the module has no kernel entry to run")
     budget = as_budget(budget)
     program = None  # the candidate's interpreter program, built once for every entry and alternative
+    nc = _nc_assumption(ref, candidate)
     worst: Decision | None = None
     for entry in entries:
         d, why = _prove(ref, candidate, entry) if prove else (None, "")
@@ -376,11 +415,11 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
 
                         program = Program(candidate)
                     d = _interpret(ref, candidate, entry, alt or guessed_launch(entry), trials, min_coverage, None,
-                                   budget, program)
+                                   budget, program, nc_reads=_nc_checkable(nc, entry))
                 if d.verdict is not Verdict.INCONCLUSIVE or (budget is not None and budget.spent):
                     break
             d = replace(d, note=d.note + why)
-        d = assumption_cap(ref, candidate, d)
+        d = assumption_cap(ref, candidate, d, nc)
         d = replace(d, note=f"{entry}: {d.note}")
         if worst is None or d.verdict.rank < worst.verdict.rank:
             worst = d

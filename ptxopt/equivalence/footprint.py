@@ -30,21 +30,24 @@ import numpy as np
 
 #: the directions :func:`spiked` sets the differing elements in, tried in this order
 SPIKES = ("high", "low")
+#: loops with a tag bit of their own (bits 0 to 27; :mod:`ptxopt.interp.memory` uses the rest)
+LOOP_BITS = 28
 
 
 def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
     """``(tags, labels)`` for :func:`ptxopt.interp.run_kernel`'s ``reads``:
     each load inside a loop of ``kernel`` tags the bytes it reads with its
     innermost loop's bit (``tags``: ``id(instruction) -> bit``), ``labels``
-    maps each loop's header label to that bit (at most 31 loops; loads
-    elsewhere set :data:`~ptxopt.interp.memory.OTHER_READ`). A whole-launch
+    maps each loop's header label to that bit (at most 28 loops: the bits
+    above are :data:`~ptxopt.interp.memory.COHERENT_READ`, ``STORED``,
+    ``NC_READ`` and ``OTHER_READ``; loads elsewhere set ``OTHER_READ``). A whole-launch
     footprint would hide a loop that skips an element another loop reads."""
     from ptxopt.analysis.loops import loops_of
 
     cfg, info = loops_of(program.entry(kernel))
     tags: dict[int, int] = {}
     labels: dict[str, int] = {}
-    for k, lp in enumerate(sorted(info.loops, key=lambda lp: -len(lp.blocks))[:31]):  # outer first: inner wins
+    for k, lp in enumerate(sorted(info.loops, key=lambda lp: -len(lp.blocks))[:LOOP_BITS]):  # outer first: inner wins
         label = cfg.blocks[lp.header].label or f"block{lp.header}"
         labels[label] = 1 << k
         for i in lp.iids:

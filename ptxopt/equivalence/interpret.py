@@ -176,6 +176,7 @@ from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
+from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -284,6 +285,8 @@ class VerifyResult:
     notes: list = field(default_factory=list)
     #: the check's :class:`~ptxopt.equivalence.budget.StepBudget` ended it (status ``inconclusive``)
     budget_spent: bool = False
+    #: with ``nc_reads``: what the ``.nc`` read footprints showed (:mod:`ptxopt.equivalence.nc_reads`)
+    nc_reads: NcReads | None = None
 
     @property
     def equal(self) -> bool:
@@ -470,13 +473,15 @@ def _extra_plan(po, pt, kernel, spec, sites, seed: int, first: int, geometry=Non
 
 
 def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, pnames, run_seed, schedule, kw_o,
-                 kw, seed, flavour, launch):
+                 kw, seed, flavour, launch, nc=None):
     """``(mismatch, failure)`` of the launch rerun with the elements only the
     original reads spiked high, then low, then the same for the elements only
     the transformed kernel reads (``diff``: the two masks of
     :func:`~ptxopt.equivalence.footprint.footprint_difference`); the outcome
     is noted in ``launch`` (``read_probe``). ``failure``: the transformed
-    kernel's error where the original ran."""
+    kernel's error where the original ran. ``nc``: ``(tags of the original
+    or False, tags of the candidate, NcReads)`` when the ``.nc`` footprints
+    are compared (:mod:`ptxopt.equivalence.nc_reads`): every rerun adds to it."""
     ranges = {i: tuple(dict(p.extra)["range"]) for i, p in enumerate(spec.params)
               if "range" in dict(p.extra)} if spec is not None else {}
 
@@ -501,17 +506,21 @@ def _spike_probe(po, pt, kernel, spec, grid, block, shared, args, diff, names, p
             try:
                 ro = run_kernel(po, kernel, grid, block,
                                 [a.copy() if isinstance(a, np.ndarray) else a for a in sp], shared,
-                                seed=run_seed, schedule=schedule, **kw_o)
+                                seed=run_seed, schedule=schedule, reads=nc[0] if nc else False, **kw_o)
             except InterpError:
                 failed.append(f"{direction} ({who})")  # the original cannot run these values: no counterexample
                 continue
             ran.append(f"{direction} ({who})")
             try:
-                rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule, **kw)
+                rt = run_kernel(pt, kernel, grid, block, sp, shared, seed=run_seed, schedule=schedule,
+                                reads=nc[1] if nc else False, **kw)
             except InterpError as e:
                 launch["read_probe"] = f"read footprints differ ({where}); spiked {direction} ({who}): the transformed fails"
                 return None, e
             label = f"{flavour}, elements read by the {who} only spiked {direction}"
+            if nc:
+                nc[2].add(ro.reads, rt.reads, rt.nc_unrecorded, f"the rerun of trial {launch['trial']} spiked "
+                          f"{direction} ({who})", rerun=True)
             mm = compare_buffers(names, ro.buffers, rt.buffers, seed, label, schedule)
             if mm is None:
                 mm = compare_globals(po, pt, ro.globals, rt.globals, seed, label, schedule)
@@ -709,7 +718,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            min_coverage: float | None = None, original_text: str | None = None,
            transformed_text: str | None = None, extra_launches: bool = True,
            race_check: bool = True, launch=None, budget=None,
-           read_probe: bool = True) -> VerifyResult:
+           read_probe: bool = True, nc_reads: bool = False) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -741,7 +750,11 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     the caller's whole check): every run is limited to what is left of it,
     and the first run it stops, or the first launch when it is spent, ends
     the result ``inconclusive`` (``budget_spent``; ``error`` says where).
-    A run of the original it stopped is not memoised in ``reference``."""
+    A run of the original it stopped is not memoised in ``reference``.
+
+    ``nc_reads`` compares the bytes the two kernels read through ``.nc`` on
+    every launch compared (``result.nc_reads``, :mod:`ptxopt.equivalence.nc_reads`),
+    from the read footprints of the runs the check makes anyway."""
     if launch is not None:
         given = launch.interp_kwargs()
         spec, geometry = given.get("spec"), given.get("geometry")
@@ -801,8 +814,16 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     # read footprints (ptxopt.equivalence.footprint), for any candidate that changed something
     probe = bool(read_probe and extra_launches and sites)
     pnames = [p.name for p in po.kernel_params(kernel)]
-    tags_o, labels_o = loop_tags(po, kernel) if probe else ({}, {})
+    # .nc footprints (ptxopt.equivalence.nc_reads): the candidate's when asked; the original's too when it
+    # has .nc loads, and always then when its runs are memoised, so a memoised run never lacks them
+    nc_o = has_nc_loads(po.module) and (nc_reads or reference is not None)
+    tags_o, labels_o = loop_tags(po, kernel) if probe or nc_o else ({}, {})
     tags_t, labels_t = loop_tags(pt, kernel) if probe else ({}, {})
+    if nc_o:
+        tags_o = with_nc_tags(tags_o, po, coherent=True)
+    if nc_reads:
+        tags_t = with_nc_tags(tags_t, pt)
+        result.nc_reads = ncr = NcReads()
     probes_left = MAX_READ_PROBES
     for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
@@ -849,12 +870,13 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if budget is not None and budget.spent:
             return _budget_stop(result, budget, "before " + where, acc, span_of, sites, executed_o, executed_t)
         want_reads = probe and layout == "separate" and probes_left > 0
+        reads_o = want_reads or nc_o
         kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
-        if ref is None or (want_reads and not isinstance(ref, InterpError) and ref[5] is None):
+        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[5] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, races=races, reads=tags_o if want_reads else False, **kw_o)
+                                coverage=True, races=races, reads=tags_o if reads_o else False, **kw_o)
                 ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads)
                 if budget is not None:
                     budget.spend(ro.steps)
@@ -893,7 +915,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         kw_t, bound = _budgeted(kw, budget)
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, reads=tags_t if want_reads else False, **kw_t)
+                            executed=True, races=races, reads=tags_t if want_reads or nc_reads else False,
+                            **kw_t)
             if budget is not None:
                 budget.spend(rt.steps)
         except InterpError as e:
@@ -909,6 +932,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             result.coverage = _coverage(acc, span_of, sites, executed_o, executed_t)
             return result
         result.trials += 1
+        if nc_reads:
+            ncr.add(ref_reads if nc_o else None, rt.reads, rt.nc_unrecorded, where)
         merge_executed(executed_t, rt.coverage["executed"])
         result.steps = (ref_steps, rt.steps)
         mm = compare_buffers(names, ref_buffers, rt.buffers, seed, flavour, schedule)
@@ -927,7 +952,8 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         if diff[0] or diff[1]:
             probes_left -= 1
             mm, failed = _spike_probe(po, pt, kernel, spec, grid, block, shared, probe_args, diff, names, pnames,
-                                      run_seed, schedule, kw_o, kw, seed, flavour, launch)
+                                      run_seed, schedule, kw_o, kw, seed, flavour, launch,
+                                      (tags_o if nc_o else False, tags_t, ncr) if nc_reads else None)
             if failed is not None:
                 result.status, result.error_kind = "error", failed.kind
                 result.error = (f"transformed kernel (seed {seed}, {flavour} inputs with the elements only one "

@@ -39,7 +39,7 @@ from ptxopt.interp import dtypes
 from ptxopt.interp.decode import BRANCH
 from ptxopt.interp.engine import run_entry
 from ptxopt.interp.errors import InterpError, LaunchError
-from ptxopt.interp.memory import WINDOW, Memory, Region
+from ptxopt.interp.memory import NC_READ, WINDOW, Memory, Region
 from ptxopt.interp.program import DYNAMIC_SHARED, Program
 from ptxopt.interp.state import CTA
 
@@ -106,9 +106,14 @@ class LaunchResult:
     #: races seen (:mod:`ptxopt.interp.races`; at most ``MAX_REPORTS`` described)
     races: tuple | None = None
     #: with ``reads``: the read footprint, per parameter buffer name a uint32
-    #: per byte: the tag bits of the loads that read it (0: never loaded;
-    #: ``cp.async`` copies are not recorded)
+    #: per byte: the tag bits of the loads that read it, and
+    #: :data:`~ptxopt.interp.memory.STORED` where a store wrote it (0: never
+    #: loaded nor stored; ``cp.async`` copies are not recorded)
     reads: dict | None = None
+    #: with ``reads``: nonzero when a load tagged :data:`~ptxopt.interp.memory.NC_READ`
+    #: read bytes the footprint does not hold (a ``.global`` variable, the
+    #: bytes before a :class:`Placed` buffer): its ``.nc`` reads are then incomplete
+    nc_unrecorded: int = 0
 
 
 class Launch:
@@ -356,9 +361,11 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     if reads is not False:
         footprint = {p.name: b[0].read[b[2]: b[2] + b[1].nbytes].copy() for p, b in zip(params, buffers)
                      if b is not None}
+        mem.nc_unrecorded += sum(int((b[0].read[: b[2]] & NC_READ).any()) for b in buffers if b is not None)
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov,
-                        (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint)
+                        (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint,
+                        mem.nc_unrecorded)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

@@ -62,6 +62,15 @@ def round_up(n: int, a: int) -> int:
 
 #: The tag bit of a load no ``read_tags`` entry names (read footprints).
 OTHER_READ = 1 << 31
+#: The tag bit a non-coherent load (``ld.global.nc``) adds to its loop's or
+#: OTHER_READ (:mod:`ptxopt.equivalence.nc_reads`); loops use the bits below COHERENT_READ.
+NC_READ = 1 << 30
+#: Set in a read footprint by every store to the byte (while reads are recorded):
+#: a byte read through ``.nc`` must not be written during the launch.
+STORED = 1 << 29
+#: The tag bit an original's loads other than ``ld.global.nc`` add when its
+#: ``.nc`` reads are compared (:mod:`ptxopt.equivalence.nc_reads`).
+COHERENT_READ = 1 << 28
 
 
 class Region:
@@ -120,6 +129,8 @@ class Memory:
         self.race = None
         # read footprints: id(instruction) -> the tag bit its loads set (OTHER_READ when absent)
         self.read_tags: dict | None = None
+        # loads tagged NC_READ that read a global region whose reads are not recorded (a .global variable)
+        self.nc_unrecorded = 0
 
     # -- regions -----------------------------------------------------------
 
@@ -254,6 +265,8 @@ class Memory:
             if r.read is not None:
                 tag = self.read_tags.get(id(site[0]), OTHER_READ) if self.read_tags else OTHER_READ
                 r.read[(np.reshape(off, (-1, 1)) + np.arange(elem * count)).ravel()] |= tag
+            elif self.read_tags and r.space == "global" and self.read_tags.get(id(site[0]), 0) & NC_READ:
+                self.nc_unrecorded += 1
         if len(parts) == 1:
             r, _, off = parts[0]
             v = r.views[elem]
@@ -292,6 +305,8 @@ class Memory:
             if r.written is not None:
                 nb = elem * len(values)
                 r.written[(off[:, None] + np.arange(nb)).ravel()] = True
+            if r.read is not None:
+                r.read[(off[:, None] + np.arange(elem * len(values))).ravel()] |= STORED
             if self.stored_threads is not None and r.space == "global":
                 t = idx if pos is None else idx[pos]
                 self.stored_threads[self.thread_base + np.asarray(t)] = True
