@@ -17,11 +17,15 @@ PIPELINES = ("reorder_cp", "cache_cg", "vec_ld", "reorder_lf")
 
 @pytest.fixture
 def runs(monkeypatch):
-    """Every block run of the symbolic executor, as (executor, block index)."""
+    """Every block run of the symbolic executor, as (executor, block index).
+    The executors themselves are kept alive: an id() of a freed executor can
+    be reused by the next one (seen once in a sequential run)."""
     seen: list = []
+    alive: list = []
     orig = BlockExecutor.run
 
     def run(self, block_index, instructions):
+        alive.append(self)
         seen.append((id(self), block_index))
         return orig(self, block_index, instructions)
 
