@@ -128,16 +128,15 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         mod_o = parse_bytes(src_o.data, src_o.name)
         mod_t = parse_bytes(src_t.data, src_t.name)
         _check_scalar_names(mod_o, kernel, _scalars(scalars))
-        from ptxopt.equivalence.assumptions import unproven_nc_loads
-
-        nc = unproven_nc_loads(mod_o, mod_t)  # new .nc loads no analysis proves: never equivalent on their own
+        # new .nc loads no analysis proves read-only are never equivalent on their own: prove() and verify()
+        # cap them ("assumes noalias", exit 4)
         proof = None
         if prove:
             from ptxopt.cli.prove import report_proved, try_prove
 
             proof = try_prove(mod_o, mod_t, kernel, assemble=not no_ptxas, arch=arch,
                               text_o=_text(src_o.data), text_t=_text(src_t.data))
-            if proof is not None and proof.proved and nc is None:
+            if proof is not None and proof.proved:
                 report_proved(src_o.name, src_t.name, proof, as_json, json_out)
                 sys.exit(OK)
         spec, launch = _launch(src_o.name, mod_o, kernel, manifest_entry, contract_file, grid, block,
@@ -145,10 +144,7 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
         result = verify(mod_o, mod_t, kernel, seeds=(seed,), trials=trials, spec=spec, launch=launch,
                         layouts=layouts, assemble=not no_ptxas, arch=arch,
                         min_coverage=min_coverage or None, original_text=_text(src_o.data),
-                        transformed_text=_text(src_t.data),
-                        nc_reads=nc is not None and nc.checkable(kernel or next(iter(nc.functions))))
-        if nc is not None and result.status == "equal":
-            _assumption(result, nc)
+                        transformed_text=_text(src_t.data))
     except ParseError as e:
         click.echo(str(e), err=True)
         sys.exit(BAD_INPUT)
@@ -172,23 +168,6 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     if result.status == "inconclusive":
         sys.exit(INCONCLUSIVE)
     sys.exit(BAD_INPUT)
-
-
-def _assumption(result, nc) -> None:
-    """An ``equal`` whose new ``.nc`` loads are an assumption is inconclusive
-    ("assumes noalias"), unless every launch showed them reading only bytes the
-    original reads through ``.nc`` itself (:mod:`ptxopt.equivalence.nc_reads`),
-    as :func:`ptxopt.equivalence.decision.assumption_cap` decides."""
-    from ptxopt.equivalence.decision import ASSUMES_NOALIAS
-
-    ncr = result.nc_reads
-    ok = ncr is not None and nc.checkable(result.kernel)
-    ev = ncr.evidence(result.trials) if ok else None
-    if ev is not None:
-        result.notes.append(ev)
-        return
-    result.status = "inconclusive"
-    result.error = f"{ASSUMES_NOALIAS}: {nc.why}" + (f" ({ncr.shortfall(result.trials)})" if ok else "")
 
 
 def _text(data: bytes) -> str | None:

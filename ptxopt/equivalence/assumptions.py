@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from ptxopt import opcodes
 from ptxopt.ir import Instruction, Module
 
+#: How a capped verdict's note (or result's error) starts, in every report.
+ASSUMES_NOALIAS = "assumes noalias"
+
 
 def _key(ins: Instruction) -> tuple:
     """The load without ``.nc`` and hints: the same access in both modules."""
@@ -110,6 +113,22 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
     return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()), converts)
 
 
+def nc_evidence(a: NcAssumption, result) -> tuple[str | None, str | None]:
+    """What an interpreter ``result`` (a
+    :class:`~ptxopt.equivalence.interpret.VerifyResult`, or None: no launch ran)
+    shows about the assumption ``a``: ``(evidence, None)`` when its ``.nc``
+    footprints lift the cap (the note to report: :mod:`ptxopt.equivalence.nc_reads`),
+    else ``(None, why)``: why the assumption stands, to follow
+    :data:`ASSUMES_NOALIAS`. The one rule behind every capped verdict
+    (:func:`ptxopt.equivalence.decision.assumption_cap`,
+    :func:`ptxopt.equivalence.interpret.verify`)."""
+    ncr = getattr(result, "nc_reads", None)
+    if ncr is None or not a.checkable(result.kernel):
+        return None, a.why
+    ev = ncr.evidence(result.trials)
+    return (ev, None) if ev is not None else (None, f"{a.why} ({ncr.shortfall(result.trials)})")
+
+
 def unproven_nc(original: Module, candidate: Module) -> str | None:
     """Why the candidate's new ``.nc`` loads are an assumption (the first one
     and its writer), or None when every one is proven read-only."""
@@ -117,4 +136,4 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
     return a.why if a is not None else None
 
 
-__all__ = ["NcAssumption", "unproven_nc", "unproven_nc_loads"]
+__all__ = ["ASSUMES_NOALIAS", "NcAssumption", "nc_evidence", "unproven_nc", "unproven_nc_loads"]

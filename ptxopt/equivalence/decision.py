@@ -42,6 +42,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence
 from ptxopt.equivalence.infer import bounds_problem
 from ptxopt.equivalence.trial_budget import DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.launch import Launch, ceiling
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from ptxopt.equivalence.interpret import VerifyResult
 
 REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per process
-
-ASSUMES_NOALIAS = "assumes noalias"
 
 HINTS_NOTE = ("differs from the original only in cache operators, eviction hints, prefetches or register budgets, "
               "which no result can depend on: equal by construction, not run")
@@ -251,24 +250,18 @@ def assumption_cap(original, candidate, d: Decision, assumption=_UNKNOWN) -> Dec
     a = _nc_assumption(as_reference(original), candidate) if assumption is _UNKNOWN else assumption
     if a is None:
         return d
-    res = d.result
-    ncr = getattr(res, "nc_reads", None)
-    if d.verdict is Verdict.EQUAL and ncr is not None and _nc_checkable(a, res.kernel):
-        ev = ncr.evidence(res.trials)
-        if ev is not None:
-            return replace(d, note=f"{ev}; {d.note}")
-        a_why = f"{a.why} ({ncr.shortfall(res.trials)})"
-    else:
-        a_why = a.why
+    ev, why = nc_evidence(a, d.result if d.verdict is Verdict.EQUAL else None)
+    if ev is not None:
+        return replace(d, note=f"{ev}; {d.note}")
     return replace(d, verdict=Verdict.INCONCLUSIVE,
-                   note=f"{ASSUMES_NOALIAS}: {a_why}; otherwise {d.verdict}: {d.note}")
+                   note=f"{ASSUMES_NOALIAS}: {why}; otherwise {d.verdict}: {d.note}")
 
 
 def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]:
     """The prover's ``proved`` decision, else None and its reason (a note suffix)."""
     from ptxopt.equivalence.prove import prove as prove_pair
 
-    pr = prove_pair(ref.module, candidate, entry=entry)
+    pr = prove_pair(ref.module, candidate, entry=entry, cap=False)  # the caller applies assumption_cap
     if pr.verdict == Verdict.PROVED:
         return Decision(Verdict.PROVED, f"translation validation: {pr.reason} ({pr.seconds:.3f} s); "
                                         "interpreter not run"), ""
@@ -319,7 +312,8 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
         res = verify(ref.program, program, entry, DEFAULT_SEEDS, trials, launch=launch,
                      max_steps=max_steps, reference=_RUNS if ref.key else None,
                      reference_key=f"{ref.key}/{entry}/{launch.key()}" if ref.key else None,
-                     min_coverage=min_coverage, budget=budget, nc_reads=nc_reads)
+                     min_coverage=min_coverage, budget=budget, nc_reads=nc_reads,
+                     cap=False)  # the caller applies assumption_cap (with the footprints nc_reads asks for)
     except InterpError as e:
         return Decision(Verdict.INCONCLUSIVE, f"the original cannot be interpreted with the launch {where}: "
                                               f"{one_line(e)}", launch=launch)

@@ -177,6 +177,7 @@ from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
 from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
+from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence, unproven_nc_loads
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -287,6 +288,8 @@ class VerifyResult:
     budget_spent: bool = False
     #: with ``nc_reads``: what the ``.nc`` read footprints showed (:mod:`ptxopt.equivalence.nc_reads`)
     nc_reads: NcReads | None = None
+    #: why an ``equal`` was capped at ``inconclusive`` ("assumes noalias": :func:`verify`'s ``cap``)
+    assumption: str | None = None
 
     @property
     def equal(self) -> bool:
@@ -712,13 +715,7 @@ def _coverage(acc: dict, span_of=frozenset(), sites=(), executed_o=None, execute
 
 
 def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,
-           trials: int = DEFAULT_TRIALS, *, spec=None, geometry: Geometry | None = None,
-           max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
-           assemble: bool = False, arch: str | None = None,
-           min_coverage: float | None = None, original_text: str | None = None,
-           transformed_text: str | None = None, extra_launches: bool = True,
-           race_check: bool = True, launch=None, budget=None,
-           read_probe: bool = True, nc_reads: bool = False) -> VerifyResult:
+           trials: int = DEFAULT_TRIALS, *, cap: bool = True, **options) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
     (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
@@ -754,11 +751,46 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
 
     ``nc_reads`` compares the bytes the two kernels read through ``.nc`` on
     every launch compared (``result.nc_reads``, :mod:`ptxopt.equivalence.nc_reads`),
-    from the read footprints of the runs the check makes anyway."""
+    from the read footprints of the runs the check makes anyway.
+
+    ``cap``: an ``equal`` whose candidate adds ``ld.global.nc`` loads no
+    analysis proves read-only (:func:`ptxopt.equivalence.assumptions.unproven_nc_loads`:
+    ``nc_ld{assume_noalias=1}``) is ``inconclusive`` (``error``: "assumes
+    noalias: " and why; ``assumption``: why), unless its ``.nc`` footprints
+    lift the cap (:func:`ptxopt.equivalence.assumptions.nc_evidence`; they are
+    recorded whenever they could). This interpreter runs one coherent memory:
+    its ``equal`` cannot see the launch whose buffers alias. Only
+    :mod:`ptxopt.equivalence.decision`, which applies the same cap to its
+    :class:`~ptxopt.equivalence.decision.Decision`, passes ``cap=False``
+    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
+    po, pt = _as_program(original), _as_program(transformed)
+    a = unproven_nc_loads(po.module, pt.module) if cap else None
+    if a is not None and not options.get("nc_reads"):
+        options["nc_reads"] = a.checkable(kernel or next(iter(a.functions)))
+    res = _verify_uncapped(original, transformed, kernel, seeds, trials, programs=(po, pt), **options)
+    if a is not None and res.status == "equal":
+        ev, why = nc_evidence(a, res)
+        if ev is not None:
+            res.notes.append(ev)
+        else:
+            res.status, res.error, res.assumption = "inconclusive", f"{ASSUMES_NOALIAS}: {why}", why
+    return res
+
+
+def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,
+             trials: int = DEFAULT_TRIALS, *, spec=None, geometry: Geometry | None = None,
+             max_steps: int | None = None, reference=None, reference_key=None, layouts: bool = True,
+             assemble: bool = False, arch: str | None = None,
+             min_coverage: float | None = None, original_text: str | None = None,
+             transformed_text: str | None = None, extra_launches: bool = True,
+             race_check: bool = True, launch=None, budget=None,
+             read_probe: bool = True, nc_reads: bool = False, programs=None) -> VerifyResult:
+    """:func:`verify` without the assumption cap (its doc). ``programs``: the
+    two interpreter programs, when the caller built them."""
     if launch is not None:
         given = launch.interp_kwargs()
         spec, geometry = given.get("spec"), given.get("geometry")
-    po, pt = _as_program(original), _as_program(transformed)
+    po, pt = programs or (_as_program(original), _as_program(transformed))
     if kernel is None:
         kernel = spec.entry if spec is not None else po.entry().name
     po.entry(kernel)

@@ -7,8 +7,10 @@ the interpreter finds it computes bit for bit what the original computes
 else -- a crash, a rejected rewrite, a mismatch, an error -- is a
 :class:`Finding`. A result verify calls ``inconclusive`` because a changed
 instruction never ran under the launch (generated kernels guard code with
-predicates the launch never sets) is neither: it is listed in
-:attr:`Outcome.unverified`; any other ``inconclusive`` is a finding.
+predicates the launch never sets), or because the rewrite makes an assumption
+no check establishes (``nc_ld{assume_noalias=1}``: verify caps its ``equal``
+at "assumes noalias"), is neither: it is listed in :attr:`Outcome.unverified`;
+any other ``inconclusive`` is a finding.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class Outcome:
     findings: list[Finding]
     changed: list[str]    # pipelines that changed the module (and were checked)
     unchanged: list[str]
-    #: changed, nothing differed, but a changed instruction never ran: (pipeline, why)
+    #: changed, nothing differed, but a changed instruction never ran or the result assumes what
+    #: no check here establishes ("assumes noalias"): (pipeline, why)
     unverified: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -78,7 +81,8 @@ def check_passes(text: str, geometry, pipelines=None, arch: str = DEFAULT_ARCH, 
             findings.append(Finding(p, "ptxas", str(e).splitlines()[0]))
             continue
         res = verify(module, new, entry, geometry=geometry)
-        if res.status == "inconclusive" and res.coverage is not None and res.coverage.changed_not_run:
+        if res.status == "inconclusive" and (res.assumption is not None or (
+                res.coverage is not None and res.coverage.changed_not_run)):
             unverified.append((p, res.error or ""))
             continue
         if res.status != "equal":

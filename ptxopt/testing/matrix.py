@@ -10,8 +10,9 @@ For one (pass, kernel) pair the outcome is one of:
 * ``no-op``    -- nothing to do (no candidate sites at all);
 * ``unverified`` -- the pass rewrote the kernel, the output re-parses and
   ptxas accepts it, nothing differed in the interpreter, but some changed
-  instruction never ran under the manifest launch (``verify``'s
-  ``inconclusive``): not shown correct, not shown wrong.
+  instruction never ran under the manifest launch, or the rewrite makes an
+  assumption no check establishes (``nc_ld{assume_noalias=1}``: "assumes
+  noalias"): ``verify``'s ``inconclusive``, not shown correct, not shown wrong.
 
 Used by ``tests/test_pass_matrix.py`` (no cell may be broken)
 and ``benchmarks/pass_matrix.py`` (sites changed per pass per family, and time
@@ -28,7 +29,7 @@ from ptxopt.corpus import KernelSpec
 from ptxopt.emit import emit
 from ptxopt.parser import parse
 from ptxopt.passes.base import IllegalPass
-from ptxopt.pipeline import make_pass
+from ptxopt.pipeline import Pipeline, make_pass
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
@@ -63,8 +64,10 @@ def _ptxas_error(text: str, arch: str) -> str | None:
 
 def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_ARCH,
              compile_check: bool = True, equivalence_trials: int = 0) -> Cell:
+    """One (pass, kernel) cell (module doc). ``pass_name``: a pass, or one with
+    parameters (``nc_ld{assume_noalias=1}``)."""
     m = module if module is not None else parse(spec.ptx_text(), spec.id)
-    p = make_pass(pass_name)
+    p = make_pass(pass_name) if "{" not in pass_name else Pipeline.parse(pass_name).passes[0]
     cell = Cell(pass_name, spec.id, spec.family, "no-op")
     t0 = time.perf_counter()
     try:
@@ -106,7 +109,8 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
             return cell
         res = verify(m, out, spec.entry, trials=equivalence_trials, spec=spec)
         if res.status == "inconclusive":
-            # nothing differed, but the launch contract never ran some of what changed: not shown either way
+            # nothing differed, but the launch contract never ran some of what changed, or the candidate
+            # assumes what no launch here can show (verify caps it: "assumes noalias"): not shown either way
             cell.outcome, cell.detail = "unverified", res.error or "inconclusive"
             return cell
         if res.status != "equal":

@@ -75,18 +75,27 @@ _MEMO: OrderedDict[str, ProveResult] = OrderedDict()
 _MEMO_SIZE = 256
 
 
-def prove(original, candidate, *, entry: str | None = None, assume_align: int = 0) -> ProveResult:
+def prove(original, candidate, *, entry: str | None = None, assume_align: int = 0,
+          cap: bool = True) -> ProveResult:
     """Prove ``candidate`` equivalent to ``original`` (parsed modules or PTX text).
 
     ``entry``: compare only this kernel (and every ``.func``); default: every
     function with a body. ``assume_align``: the caller asserts that every
     pointer parameter is aligned to this many bytes (as the ``vec_ld``
     option of that name does); 0 assumes nothing.
-    Results for text inputs are memoised by the digest of both texts."""
+    Results for text inputs are memoised by the digest of both texts.
+
+    ``cap``: a proof of a candidate that adds ``ld.global.nc`` loads no
+    analysis proves read-only (:func:`ptxopt.equivalence.assumptions.unproven_nc_loads`:
+    ``nc_ld{assume_noalias=1}``) is ``inconclusive``, its reason starting
+    "assumes noalias": the prover models one coherent memory, so it cannot
+    see the launch whose buffers alias. Only :mod:`ptxopt.equivalence.decision`,
+    which applies the same cap to its decision, passes ``cap=False``
+    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
     t0 = time.perf_counter()
     key = None
     if isinstance(original, str) and isinstance(candidate, str):
-        key = hashlib.sha256(f"{entry}\0{assume_align}\0{original}\0{candidate}".encode()).hexdigest()
+        key = hashlib.sha256(f"{entry}\0{assume_align}\0{cap}\0{original}\0{candidate}".encode()).hexdigest()
         hit = _MEMO.get(key)
         if hit is not None:
             _MEMO.move_to_end(key)
@@ -94,6 +103,8 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     try:
         mo, mc = _module(original), _module(candidate)
         result = _prove_modules(mo, mc, entry, assume_align)
+        if cap and result.proved:
+            result = _assumption_cap(mo, mc, result)
     except Exception as e:  # noqa: BLE001 - a prover bug must never become a verdict
         from ptxopt.parser import ParseError
 
@@ -106,6 +117,18 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
         if len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)
     return result
+
+
+def _assumption_cap(mo: Module, mc: Module, result: ProveResult) -> ProveResult:
+    """``result`` (proved), or ``inconclusive`` when the candidate's new
+    ``.nc`` loads are an assumption (:func:`prove`'s ``cap``)."""
+    from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, unproven_nc_loads
+
+    a = unproven_nc_loads(mo, mc)
+    if a is None:
+        return result
+    return ProveResult(Verdict.INCONCLUSIVE, f"{ASSUMES_NOALIAS}: {a.why}; otherwise proved: "
+                                             f"{result.reason}", result.functions)
 
 
 def clear_memo() -> None:
