@@ -40,7 +40,11 @@ access left the timed region, or an inserted hint reads a register not
 defined on every path (:func:`ptxopt.equivalence.prove.hints.hints_only_legal`); an
 unchecked launch is a finding when it is trusted (``identical``,
 ``hints-only``, ``proved``, ``equal``) while a real launch tells the two
-apart. ``tests/test_fuzz_trust.py`` runs a few seeds per class;
+apart. The interpreter and the prover carry the "assumes noalias" cap
+(:func:`ptxopt.equivalence.interpret.verify`): a pass result that adds
+``.nc`` loads no analysis proves read-only is never ``equal``/``proved``;
+it is listed in :attr:`Result.assumed`, not a finding (nothing differed).
+``tests/test_fuzz_trust.py`` runs a few seeds per class;
 ``benchmarks/fuzz_trust.py`` runs the campaign.
 """
 
