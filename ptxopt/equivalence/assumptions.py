@@ -73,17 +73,16 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
     every one is proven read-only (module doc)."""
     from ptxopt.analysis.readonly import ReadOnly
 
-    before = {f.name: Counter(_key(i) for i in _nc_loads(f)) for f in original.functions if f.body is not None}
+    before = {f.name: f for f in original.functions if f.body is not None}
     why, where, device, converts = None, set(), False, False
-    plain = None  # the original's loads without .nc, by function (only when some new load is unproven)
     for fn in candidate.functions:
         if fn.body is None:
             continue
         loads = _nc_loads(fn)
         if not loads:
             continue
-        old = before.get(fn.name, Counter())
-        new = Counter(_key(i) for i in loads) - old
+        orig = before.get(fn.name)
+        new = Counter(_key(i) for i in loads) - Counter(_key(i) for i in (_nc_loads(orig) if orig else ()))
         if not new:
             continue
         if fn.kind != ".entry":
@@ -93,24 +92,41 @@ def unproven_nc_loads(original: Module, candidate: Module) -> NcAssumption | Non
             where.add(fn.name)
             device = True
             continue
-        ro = ReadOnly(candidate, fn)
-        for ins in loads:
-            k = _key(ins)
-            if not new[k]:
-                continue
-            w = ro.may_write(ins)
-            if w is not None:
-                why = why or f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {w.describe()} may write"
-                where.add(fn.name)
-                if plain is None:
-                    plain = {f.name: {_key(i) for i in f.instructions() if i.opcode == "ld" and "nc" not in i.modifiers}
-                             for f in original.functions if f.body is not None}
-                converts = converts or any(new[_key(i)] and _key(i) in plain.get(fn.name, ()) for i in loads)
-                break
-            new[k] -= 1
+        found = _first_unproven(ReadOnly(candidate, fn), loads, new)
+        if found is None:
+            continue
+        ins, writer, unproven = found
+        why = why or f"{ins.full_opcode} at {fn.name}:{ins.line} reads bytes {writer.describe()} may write"
+        where.add(fn.name)
+        converts = converts or (orig is not None and not unproven.isdisjoint(_plain_loads(orig)))
     if why is None:
         return None
-    return NcAssumption(why, frozenset(where), device, any(sum(c.values()) for c in before.values()), converts)
+    return NcAssumption(why, frozenset(where), device, any(_nc_loads(f) for f in before.values()), converts)
+
+
+def _first_unproven(ro, loads: list[Instruction], new: Counter):
+    """The first new ``.nc`` load (program order) that ``ro`` (the function's
+    :class:`~ptxopt.analysis.readonly.ReadOnly`) cannot prove read-only, the
+    writer that may reach it, and the keys of the new loads not proven
+    read-only before it (it and every later one: the scan stops there); None
+    when every new load is proven. ``new`` counts the new loads by key: of
+    the candidate's loads with one key, the first ``new[key]`` are the ones
+    checked (copies of one access are interchangeable)."""
+    left = Counter(new)  # new loads by key not yet proven read-only
+    for ins in loads:
+        k = _key(ins)
+        if not left[k]:
+            continue
+        w = ro.may_write(ins)
+        if w is not None:
+            return ins, w, {key for key, n in left.items() if n > 0}
+        left[k] -= 1
+    return None
+
+
+def _plain_loads(fn) -> set:
+    """The keys of ``fn``'s loads without ``.nc``."""
+    return {_key(i) for i in fn.instructions() if i.opcode == "ld" and "nc" not in i.modifiers}
 
 
 def nc_evidence(a: NcAssumption, result) -> tuple[str | None, str | None]:
