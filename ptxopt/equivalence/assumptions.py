@@ -11,7 +11,11 @@ prove read-only; :func:`ptxopt.equivalence.decision.assumption_cap` turns
 that into ``inconclusive`` ("assumes noalias"), unless the interpreter showed
 on every launch it ran that those loads read only bytes the original itself
 reads through ``.nc`` (:mod:`ptxopt.equivalence.nc_reads`: an unrolled loop
-whose body holds nvcc's own ``.nc`` loads).
+whose body holds nvcc's own ``.nc`` loads). :func:`nc_evidence` is that
+rule; the interpreter check and the prover apply the same cap themselves
+(:func:`ptxopt.equivalence.interpret.verify`, :func:`ptxopt.equivalence.prove.prove`,
+``cap=True``), so no caller that skips ``decide`` reads the assumption as
+``equal``/``proved`` (``tests/test_assumption_cap.py``).
 
 ``.nc`` stays observable (:mod:`ptxopt.equivalence.observable` keeps it), so
 an ``.nc`` rewrite never takes the ``hints-only`` shortcut: a proven one is
