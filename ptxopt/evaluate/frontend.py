@@ -59,9 +59,9 @@ from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
 
 from .cache import EvalCache
-from .prefix import PrefixMemo, run_pipeline
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_for, settings_for
 from .keys import given_launch, launch_id, module_key, request_key, sha256
+from .prefix import PrefixMemo, run_pipeline
 from .result import EvalResult
 from .work import Work, one_line
 
