@@ -16,7 +16,7 @@ from ptxopt import emit, memos
 from ptxopt.corpus import get
 from ptxopt.equivalence.launch import Launch
 from ptxopt.evaluate import Candidate, evaluate_many, frontend
-from ptxopt.evaluate.prefix import PrefixMemo, run_pipeline
+from ptxopt.evaluate.prefix import PrefixMemo, key_of, run_pipeline
 from ptxopt.parser import parse
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
 from ptxopt.passmanager import PassFailure, PassManager
@@ -45,7 +45,7 @@ def test_a_pipeline_from_its_prefix_is_the_whole_pipeline(kernel):
     original = emit(m)
     for text in PIPELINES:
         pipe = Pipeline.parse(text)
-        k, _ = memo.longest(pipe.passes)
+        k, _ = memo.longest(key_of(pipe.passes))
         got = run_pipeline(memo, m, pipe)
         want = PassManager(pipe).run(m)
         assert emit(got.module) == emit(want.module), (text, k)
@@ -94,14 +94,14 @@ def test_refusals_crashes_and_unhashable_passes_as_without_the_memo(tmp_path):
     refused = Pipeline(vec + (Refuse(),))
     run_pipeline(memo, m, refused)
     longer = Pipeline(refused.passes + Pipeline.parse("cache_cg").passes)
-    assert memo.longest(longer.passes)[0] == 2
+    assert memo.longest(key_of(longer.passes))[0] == 2
     got, want = run_pipeline(memo, m, longer), PassManager(longer).run(m)
     assert _records(got) == _records(want) and got.records[1].skipped == "illegal: never here"
     assert emit(got.module) == emit(want.module)
 
     crash = Pipeline(vec + (Boom(),))
     run_pipeline(memo, m, Pipeline(vec))
-    assert memo.longest(crash.passes)[0] == 1  # the crash comes after a remembered prefix
+    assert memo.longest(key_of(crash.passes))[0] == 1  # the crash comes after a remembered prefix
     with pytest.raises(PassFailure) as with_memo:
         run_pipeline(memo, m, crash)
     with pytest.raises(PassFailure) as without:
@@ -114,12 +114,28 @@ def test_refusals_crashes_and_unhashable_passes_as_without_the_memo(tmp_path):
     assert all(Listy(sizes=[1]) not in passes for passes, _ in memo.items())
 
 
+def test_a_pass_method_replaced_at_run_time_is_another_key(monkeypatch):
+    """A pass whose ``run`` or ``check_legal`` is replaced (a test's monkeypatch) is not answered
+    with the module its old code built; put back, the old entry serves again."""
+    m, memo = _module("gemm_tile_2x2x2"), PrefixMemo()
+    pipe = Pipeline.parse("vec_ld,cache_cg")
+    run_pipeline(memo, m, Pipeline(pipe.passes[:1]))
+    before = emit(run_pipeline(memo, m, pipe).module)
+    cls = type(pipe.passes[1])
+    monkeypatch.setattr(cls, "check_legal", lambda self, module: (_ for _ in ()).throw(IllegalPass("patched")))
+    assert memo.longest(key_of(pipe.passes))[0] == 1  # vec_ld's code did not change
+    patched = run_pipeline(memo, m, pipe)
+    assert patched.records[1].skipped == "illegal: patched" and _records(patched) == _records(PassManager(pipe).run(m))
+    monkeypatch.undo()
+    assert memo.longest(key_of(pipe.passes))[0] == 2 and emit(run_pipeline(memo, m, pipe).module) == before
+
+
 def test_bounded_least_recently_used_first():
     memo, m = PrefixMemo(max_entries=2), _module("gemm_tile_2x2x2")
     a, b, c = (Pipeline.parse(t) for t in ("vec_ld", "vec_st", "cache_cg"))
     for p in (a, b):
         run_pipeline(memo, m, p)
-    memo.longest(a.passes)  # a is used again: b goes first
+    memo.longest(key_of(a.passes))  # a is used again: b goes first
     run_pipeline(memo, m, c)
     assert [passes for passes, _ in memo.items()] == [a.passes, c.passes]
 
@@ -132,7 +148,7 @@ def test_the_launch_is_part_of_the_key():
     small, big = Launch(grid=(4, 1, 1), block=(64, 1, 1)), Launch(grid=(4, 1, 1), block=(256, 1, 1))
     run_pipeline(memo, m, Pipeline.parse("cache_cg"))
     a = run_pipeline(memo, m, pipe.with_launch(small, "saxpy"))
-    assert memo.longest(pipe.with_launch(big, "saxpy").passes)[0] == 1  # cache_cg alone is shared
+    assert memo.longest(key_of(pipe.with_launch(big, "saxpy").passes))[0] == 1  # cache_cg alone is shared
     b = run_pipeline(memo, m, pipe.with_launch(big, "saxpy"))
     assert ".maxntid 64\n" in emit(a.module) and ".maxntid 256\n" in emit(b.module)
     assert emit(b.module) == emit(PassManager(pipe.with_launch(big, "saxpy")).run(m).module)

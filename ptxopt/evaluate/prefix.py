@@ -17,7 +17,9 @@ Why the result is the one the whole pipeline gives:
   (``launch_bounds`` takes the block, shared bytes and entry) is a
   different key under another launch; the original is the memo's owner
   (one per original text), and a pass reads nothing else: the arch it needs
-  comes from the module's ``.target``;
+  comes from the module's ``.target``. Each pass's methods as its class
+  holds them now are part of the key too (:func:`key_of`): a method
+  replaced at run time is another pass;
 * the pass manager never changes the module it is given (the first pass
   that runs gets a copy), so a remembered module is never changed by the
   passes that extend it; the evaluator and the backends only read the
@@ -28,7 +30,13 @@ Why the result is the one the whole pipeline gives:
   message; a run that raised is not remembered.
 
 Bounded: :data:`ENTRIES` pipelines per original, least recently used out
-first (a greedy step over ~20 actions, a beam's few states of 20 each).
+first: a greedy step's ~25 candidates all stay until the next step picks
+one (a beam of width 4 keeps only part of its ~100; a pipeline whose prefix
+was dropped starts from a shorter one, or from the original). A remembered
+module shares every unchanged instruction with its prefix: about 130 KB
+each on gemm_tile_16x16x16 (5,127 instructions), so the 16 originals of
+:data:`~ptxopt.evaluate.frontend._MEMO_SIZE` hold at most ~140 MB of them on
+the corpus's largest kernel, a few MB on typical ones.
 Emptied with its original (``frontend._MEMO.clear()``) and by
 :func:`ptxopt.memos.clear_front_end` (:func:`clear_all`), so a cold
 measurement starts without any.
@@ -40,23 +48,26 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from types import FunctionType
 
 #: pipelines remembered per original
-ENTRIES = 128
+ENTRIES = 64
 
 _ALL: "weakref.WeakSet[PrefixMemo]" = weakref.WeakSet()
+_CODE = (FunctionType, property, classmethod, staticmethod)
 
 
 @dataclass(frozen=True)
 class Built:
-    """The module after a pipeline and the pass manager's records of it."""
+    """The module after ``passes`` and the pass manager's records of it."""
 
+    passes: tuple
     module: object  # ptxopt.ir.Module; never changed after it is remembered
     records: tuple
 
 
 class PrefixMemo:
-    """Bound pass tuple -> :class:`Built`, least recently used out first."""
+    """:func:`key_of` a pass tuple -> :class:`Built`, least recently used out first."""
 
     __slots__ = ("_entries", "_max", "_lock", "hits", "misses", "__weakref__")
 
@@ -67,31 +78,32 @@ class PrefixMemo:
         self.hits = self.misses = 0  # lookups that found a non-empty prefix / none
         _ALL.add(self)
 
-    def longest(self, passes: tuple) -> tuple[int, Built | None]:
-        """``(k, built)``: the longest remembered ``passes[:k]`` (``k`` may be
-        ``len(passes)``), or ``(0, None)``."""
+    def longest(self, key: tuple) -> tuple[int, Built | None]:
+        """``(k, built)``: the longest remembered ``key[:k]`` (``k`` may be
+        ``len(key)``), or ``(0, None)``."""
         with self._lock:
-            for k in range(len(passes), 0, -1):
-                hit = self._entries.get(passes[:k])
+            for k in range(len(key), 0, -1):
+                hit = self._entries.get(key[:k])
                 if hit is not None:
-                    self._entries.move_to_end(passes[:k])
+                    self._entries.move_to_end(key[:k])
                     self.hits += 1
                     return k, hit
             self.misses += 1
             return 0, None
 
-    def put(self, passes: tuple, built: Built) -> None:
-        if not passes:
+    def put(self, key: tuple, built: Built) -> None:
+        if not key:
             return
         with self._lock:
-            self._entries[passes] = built
-            self._entries.move_to_end(passes)
+            self._entries[key] = built
+            self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
 
     def items(self) -> list[tuple[tuple, Built]]:
+        """``(passes, built)`` for every remembered pipeline, least recently used first."""
         with self._lock:
-            return list(self._entries.items())
+            return [(b.passes, b) for b in self._entries.values()]
 
     def clear(self) -> None:
         with self._lock:
@@ -102,13 +114,18 @@ class PrefixMemo:
         return len(self._entries)
 
 
-def hashable(passes: tuple) -> bool:
-    """Whether ``passes`` can be a key (a plugin pass with a list field cannot)."""
+def key_of(passes: tuple) -> tuple | None:
+    """The memo key of ``passes``: each pass (its class and every field) with
+    the methods its class and bases hold now, so a method replaced in place
+    (a test's monkeypatch of ``run`` or ``check_legal``) is another key;
+    None when a pass cannot be hashed (a plugin pass with a list field)."""
+    key = tuple((p, tuple((n, v) for c in type(p).__mro__[:-1] for n, v in vars(c).items() if isinstance(v, _CODE)))
+                for p in passes)
     try:
-        hash(passes)
+        hash(key)
     except TypeError:
-        return False
-    return True
+        return None
+    return key
 
 
 def run_pipeline(memo: PrefixMemo | None, module, pipeline):
@@ -120,9 +137,10 @@ def run_pipeline(memo: PrefixMemo | None, module, pipeline):
     from ptxopt.pipeline import Pipeline
 
     passes = tuple(pipeline.passes)
-    if memo is None or not passes or not hashable(passes):
+    key = key_of(passes) if memo is not None and passes else None
+    if key is None:
         return PassManager(pipeline).run(module)
-    k, hit = memo.longest(passes)
+    k, hit = memo.longest(key)
     if hit is None:
         run = PassManager(pipeline).run(module)
     else:
@@ -132,7 +150,7 @@ def run_pipeline(memo: PrefixMemo | None, module, pipeline):
             return PassManager(pipeline).run(module)
         run = RunResult(rest.module, pipeline, [*hit.records, *rest.records])
     if k < len(passes):
-        memo.put(passes, Built(run.module, tuple(run.records)))
+        memo.put(key, Built(passes, run.module, tuple(run.records)))
     return run
 
 
@@ -142,4 +160,4 @@ def clear_all() -> None:
         memo.clear()
 
 
-__all__ = ["PrefixMemo", "Built", "ENTRIES", "run_pipeline", "clear_all"]
+__all__ = ["PrefixMemo", "Built", "ENTRIES", "key_of", "run_pipeline", "clear_all"]
