@@ -42,7 +42,8 @@ Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
 there).  Backends: :mod:`ptxopt.measure` (the :class:`Backend`
 protocol, :func:`register_backend`; re-exported here).  The evaluation
 itself: :mod:`ptxopt.evaluate.frontend` (passes, printing, ptxas,
-equivalence), :mod:`ptxopt.evaluate.batch` (measuring and committing a
+equivalence; the passes from the longest evaluated prefix of the pipeline,
+:mod:`ptxopt.evaluate.prefix`), :mod:`ptxopt.evaluate.batch` (measuring and committing a
 batch), :mod:`ptxopt.evaluate.stream` (groups of candidates submitted over time,
 for searches in lockstep), :mod:`ptxopt.evaluate.keys` (cache keys),
 :mod:`ptxopt.evaluate.parallel` (worker processes).

@@ -8,7 +8,10 @@ Per candidate (front half, in order):
 2. the original PTX is parsed (``parse``; parsed modules are memoised per
    process, so the candidates of one kernel parse it once) and the passes run
    through :class:`~ptxopt.passmanager.PassManager` (``illegal`` when a pass
-   refuses the module as a whole, ``internal`` when a pass crashes);
+   refuses the module as a whole, ``internal`` when a pass crashes), from
+   the module of the longest prefix of the pipeline already evaluated on
+   this original (:mod:`ptxopt.evaluate.prefix`: a search's ``P+[p]`` runs
+   ``p`` alone);
 3. the result is printed and the *result key* looked up: a pipeline that
    changed nothing prints the original's text and hits the cache;
 4. ptxas compiles the printed PTX (in a helper thread) while the interpreter
@@ -58,11 +61,15 @@ from ptxopt.equivalence.launch import from_spec
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_for, settings_for
 from .keys import given_launch, launch_id, module_key, request_key, sha256
+from .prefix import PrefixMemo, run_pipeline
 from .result import EvalResult
 from .work import Work, one_line
 
 _MEMO: OrderedDict = OrderedDict()  # sha256(original text) -> Original
 _MEMO_SIZE = 16
+#: start each candidate's passes from its longest evaluated prefix (:mod:`ptxopt.evaluate.prefix`);
+#: False: from the original every time (the tests compare both)
+PREFIXES = True
 _POOL: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
@@ -74,6 +81,8 @@ class Original(Reference):
 
     rejected: dict = field(default_factory=dict)  # arch -> ptxas's error for the original text (None: accepted)
     compiled: dict = field(default_factory=dict)  # arch -> ptxas's CompileResult of the original text
+    #: the module after each pipeline evaluated on this original (:mod:`ptxopt.evaluate.prefix`)
+    prefixes: PrefixMemo = field(default_factory=PrefixMemo, repr=False)
 
 
 def original(text: str, name: str, parsed=None) -> Original:
@@ -119,7 +128,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     from ptxopt.emit import emit
     from ptxopt.parser import ParseError
     from ptxopt.passes.base import PassError
-    from ptxopt.passmanager import PassFailure, PassManager
+    from ptxopt.passmanager import PassFailure
 
     s, cand = w.settings, w.cand
     t = time.perf_counter()
@@ -152,7 +161,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.finish("illegal", error=one_line(e))
         return
     try:
-        run = PassManager(pipeline).run(m)
+        run = run_pipeline(orig.prefixes if PREFIXES else None, m, pipeline)  # from the longest evaluated prefix
     except (PassFailure, PassError, Exception) as e:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("internal", error=f"a pass crashed: {one_line(e)}", cacheable=False)
