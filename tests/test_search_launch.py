@@ -162,3 +162,41 @@ def test_only_launch_bounds_uses_the_launch():
     from ptxopt.passes.registry import pass_registry
 
     assert sorted(k for k, cls in pass_registry().items() if cls().uses_launch) == ["launch_bounds"]
+
+
+def test_optimize_binds_the_performance_launch():
+    """``optimize(..., performance=)`` (the Triton hook's path) applies the
+    pipeline as the evaluator does: bound to the launch's block."""
+    from ptxopt.api import optimize
+    from ptxopt.pipeline import PipelineError
+
+    r = optimize(NVCC, "launch_bounds_2", performance=perf(128), estimate=False)
+    assert r.candidate is not None and ".maxntid 128" in r.candidate, (r.reason, r.records)
+    assert r.pipeline == "launch_bounds_2{block=128}"
+    with pytest.raises(PipelineError, match="names block 256, the performance launch uses 128"):
+        optimize(NVCC, "launch_bounds_2{block=256}", performance=perf(128), estimate=False)
+
+
+def test_explain_applies_the_pipeline_bound():
+    from ptxopt.cli.explain import _apply
+    from ptxopt.pipeline import Pipeline
+
+    out = _apply(Pipeline.parse("launch_bounds_2"), NVCC, "scale.ptx", perf(128), "scale")
+    assert ".maxntid 128" in out and ".minnctapersm 2" in out
+
+
+@pytest.mark.slow
+def test_explain_binds_the_performance_launch():
+    """``ptxopt explain -p launch_bounds{minblocks=4}`` on an nvcc kernel
+    (no .reqntid) estimates the module the evaluator builds: ptxas sees
+    .maxntid 256 .minnctapersm 4 and moves its register count (unbound the
+    pass refused and 'after' was the input)."""
+    import json
+
+    from tests.cli_helpers import run_cli
+
+    r = run_cli("explain", "corpus:cuda_matmul_naive", "-p", "launch_bounds{minblocks=4}", "--json")
+    assert r.exit_code == 0, r.stderr
+    (k,) = json.loads(r.stdout)["kernels"]
+    assert k["before"]["launch"]["block"] == [16, 16, 1]
+    assert k["after"]["registers"] != k["before"]["registers"]
