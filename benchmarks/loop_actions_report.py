@@ -26,8 +26,10 @@ Tables:
 
 1. per kernel: greedy's gain without and with the new actions, each
    pipeline, and the new actions' extra gain (percentage points); where
-   launch_bounds is masked in the search (no ``.reqntid``), greedy with it
-   bound to the performance block; where a new pass is ``inconclusive``,
+   the search masks every launch_bounds action at the root although the
+   evaluator changes the kernel with it (the search's states bind the
+   performance launch as the evaluator does, so this should never run),
+   greedy with them bound as extra actions; where a new pass is ``inconclusive``,
    greedy with inconclusive candidates accepted (UNCHECKED: what the
    validation gap costs, never a result);
 2. headroom (``--headroom`` kernels): exhaustive (``--exhaustive-steps``
@@ -145,9 +147,12 @@ def bound_launch_bounds(spec) -> tuple[str, ...]:
     """The launch_bounds actions with the performance launch's block bound
     (``launch_bounds{minblocks=2,block=...}``), as the evaluator binds them
     for a pipeline it is given (:meth:`ptxopt.pipeline.Pipeline.with_launch`).
-    The search's states apply the actions unbound, so on an entry without
-    ``.reqntid`` (every nvcc kernel) they are masked "no change"; these extra
-    actions measure what binding would give. Empty without a performance launch."""
+    The search's states bind them the same way
+    (:func:`ptxopt.evaluate.candidate.bind_launch`); before they did, on an
+    entry without ``.reqntid`` (every nvcc kernel) the actions were masked
+    "no change", and these extra actions measured what binding would give
+    (run only where the search's own launch_bounds actions are all masked at
+    the root). Empty without a performance launch."""
     from ptxopt.evaluate import Candidate
     from ptxopt.evaluate.candidate import performance_for
     from ptxopt.search.actions import action_pass
@@ -490,6 +495,13 @@ def _summary(rows: list[dict]) -> None:
     lost = [r for r in done if r["extra_pp"] < -1e-9]
     used = Counter(x for r in done for x in r["new_in_pipeline"])
     bound = [r for r in done if r.get("bound_actions") and r.get("extra_bound_pp") is not None]
+    for act in (x for x in NEW_ACTIONS if x.startswith("launch_bounds")):
+        legal = [r for r in done if act in r["root_mask"] and r["root_mask"][act] is None]
+        chose = sum(act in r["new_in_pipeline"] for r in done)
+        helped = sum(act in r["new_in_pipeline"] and r["extra_pp"] > 1e-9 for r in done)
+        print(f"  {act}: legal at the search's root on {len(legal)} of {len(done)} kernels "
+              f"({sum(r['compiler'] == 'nvcc' for r in legal)} nvcc); in greedy's pipeline on {chose}, "
+              f"{helped} of them with a gain over 'without'")
     print(f"\n  {len(done)} kernels searched; the new actions raised greedy's gain on {len(gained)}, "
           f"lowered it on {len(lost)} (greedy is not monotone in its action set)")
     if gained:

@@ -48,7 +48,8 @@ from ptxopt.emit import emit
 from ptxopt.ir import Module
 from ptxopt.parser import parse
 from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.base import PassError
+from ptxopt.pipeline import Pipeline, PipelineError
 
 from ptxopt.equivalence.verdict import ACCEPTED, Verdict
 
@@ -188,6 +189,13 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
                         f"not {type(pipeline).__name__}")
     t0 = time.perf_counter()
     pipe = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
+    if performance is not None:  # a pass that uses the launch (launch_bounds) is bound to it, as the evaluator does
+        from ptxopt.evaluate.candidate import bind_launch
+
+        try:
+            pipe = bind_launch(pipe, performance, performance.entry)
+        except PassError as e:  # a block the launch does not have: the pipeline's error
+            raise PipelineError(str(e)) from None
     module = parsed if parsed is not None else parse(ptx, filename)
     arch = resolve_arch(module, arch)
     run_ptxas = compile or compile_ptx

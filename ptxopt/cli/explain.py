@@ -109,9 +109,6 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
     chosen = [kernel] if kernel else ([spec.entry] if spec is not None else entries)
     contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes, scalars=scalars)
 
-    after_text = None
-    if pl is not None:
-        after_text = _apply(pl, text, src.name)
     docs = []
     for entry in chosen:
         cand = with_contract(Candidate(text, name=src.name, entry=entry, spec=spec), src.name, contract)
@@ -122,6 +119,7 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
             fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
                  "(or a launch contract)")
         before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None)
+        after_text = None if pl is None else _apply(pl, text, src.name, given, entry)
         doc = {"name": entry}
         if after_text is None:
             doc.update(before)
@@ -154,11 +152,19 @@ def _parse(text: str, label: str):
         sys.exit(BAD_INPUT)
 
 
-def _apply(pl, text: str, label: str) -> str:
+def _apply(pl, text: str, label: str, performance, entry: str) -> str:
+    """``text`` after ``pl`` for ``entry``'s performance launch (a pass that
+    uses the launch bound to it, as the evaluator binds it)."""
     from ptxopt.emit import emit
+    from ptxopt.evaluate.candidate import bind_launch
     from ptxopt.parser import parse_bytes
+    from ptxopt.passes.base import PassError
     from ptxopt.passmanager import PassManager
 
+    try:
+        pl = bind_launch(pl, performance, entry)
+    except PassError as e:
+        fail(f"{label}: {entry}: {e}")
     return emit(PassManager(pl).run(parse_bytes(text.encode(), label)).module)
 
 

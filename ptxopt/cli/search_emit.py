@@ -40,7 +40,7 @@ def _safe(label: str) -> str:
 def artefact(cand, pipeline: str, arch: str):
     """``(ptx text, canonical text, CompileResult)`` of ``cand`` after ``pipeline``."""
     from ptxopt.emit import emit
-    from ptxopt.evaluate.candidate import performance_for
+    from ptxopt.evaluate.candidate import bind_launch, entry_of, performance_for
     from ptxopt.layout import preserve_layout
     from ptxopt.parser import parse
     from ptxopt.passmanager import PassManager
@@ -49,11 +49,7 @@ def artefact(cand, pipeline: str, arch: str):
 
     module = parse(cand.ptx, cand.label)
     if pipeline:
-        pl = Pipeline.parse(pipeline)
-        perf = performance_for(cand)
-        entry = cand.entry or (cand.spec.entry if cand.spec is not None else None) or module.entries[0].name
-        if perf is not None:
-            pl = pl.with_launch(perf, entry)
+        pl = bind_launch(Pipeline.parse(pipeline), performance_for(cand), entry_of(cand, module))
         module = PassManager(pl).run(module).module
     canonical = emit(module)
     text = preserve_layout(cand.ptx, module, filename=cand.label).text if pipeline else cand.ptx

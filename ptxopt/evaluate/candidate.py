@@ -158,6 +158,28 @@ def performance_for(cand: Candidate):
     return _manifest_performance(cand.spec) if cand.spec is not None else None
 
 
+def entry_of(cand: Candidate, module) -> str | None:
+    """The entry evaluated (and whose launch binds): the candidate's, else
+    its manifest entry's, else ``module``'s first; None: it has none."""
+    if cand.entry:
+        return cand.entry
+    if cand.spec is not None and cand.spec.entry:
+        return cand.spec.entry
+    return next((f.name for f in module.entries), None)
+
+
+def bind_launch(p, performance, entry: str | None):
+    """``p`` (a pass or a :class:`~ptxopt.pipeline.Pipeline`) as applied for
+    the ``performance`` launch of ``entry``: each pass that uses the launch
+    (:attr:`ptxopt.passes.base.Pass.uses_launch`: ``launch_bounds`` takes
+    its block) bound to it; unchanged when the launch is unknown (None).
+    The one way the evaluator, the search's states and ``search --emit``
+    apply a pipeline, so that a search state is the module the evaluator
+    measures for its pipeline. Raises :class:`~ptxopt.passes.base.PassError`
+    when a pass names a block the launch does not have."""
+    return p if performance is None else p.with_launch(performance, entry)
+
+
 @lru_cache(maxsize=512)
 def _manifest_performance(spec):
     from dataclasses import replace

@@ -59,7 +59,7 @@ from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
 
 from .cache import EvalCache
-from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, performance_for, settings_for
+from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, bind_launch, entry_of, performance_for, settings_for
 from .keys import given_launch, launch_id, module_key, request_key, sha256
 from .prefix import PrefixMemo, run_pipeline
 from .result import EvalResult
@@ -149,13 +149,13 @@ def front(w: Work, cache: EvalCache | None) -> None:
     w.orig = orig
     m = orig.module
     entries = [f.name for f in m.entries]
-    w.entry = cand.entry or (w.spec.entry if w.spec is not None else None) or (entries[0] if entries else None)
+    w.entry = entry_of(cand, m)
     if w.entry not in entries:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("unsupported", error=f"no .entry named {w.entry}" if w.entry else "the module has no .entry")
         return
     try:  # a pass that depends on the launch (launch_bounds) takes the performance launch's block
-        pipeline = cand.parsed if w.performance is None else cand.parsed.with_launch(w.performance, w.entry)
+        pipeline = bind_launch(cand.parsed, w.performance, w.entry)
     except PassError as e:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("illegal", error=one_line(e))

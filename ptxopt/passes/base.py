@@ -113,6 +113,22 @@ class Pass:
     family: ClassVar[str] = ""
     description: ClassVar[str] = ""
     choices: ClassVar[dict[str, Sequence]] = {}
+    #: Does the result depend on the performance launch (the block, its shared
+    #: memory, which entry it is for)? Such a pass overrides :meth:`with_launch`
+    #: and every caller that holds a launch applies it bound
+    #: (:func:`ptxopt.evaluate.candidate.bind_launch`); what is remembered of
+    #: its outcome on a module is remembered per launch (the search's move memo).
+    #: Declared and overridden together: a class that does one without the
+    #: other is refused when it is defined.
+    uses_launch: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        overrides = cls.with_launch is not Pass.with_launch
+        if overrides != cls.uses_launch:
+            raise TypeError(f"pass class {cls.__name__}: uses_launch={cls.uses_launch} but it "
+                            f"{'overrides' if overrides else 'does not override'} with_launch "
+                            "(a pass that depends on the launch declares it and takes it in with_launch)")
 
     def __post_init__(self) -> None:
         for key, legal in self.choices.items():
@@ -133,7 +149,9 @@ class Pass:
         way a pass learns of the launch: a caller that holds one maps every
         pass of a pipeline through this). Most passes do not depend on the
         launch and return themselves; ``launch_bounds`` returns itself with
-        the launch's block as its ``block`` option."""
+        the launch's block as its ``block`` option. An override declares
+        :attr:`uses_launch`, and its canonical string names what it took
+        from the launch (cache keys are made from it)."""
         return self
 
     def apply(self, module: Module) -> tuple[Module, ChangeReport]:

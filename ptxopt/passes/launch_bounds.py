@@ -166,6 +166,7 @@ class LaunchBounds(Pass):
     kind: ClassVar[str] = "launch_bounds"
     family: ClassVar[str] = REGISTER_BUDGET
     choices: ClassVar[dict] = {"minblocks": MINBLOCKS}
+    uses_launch: ClassVar[bool] = True
     minblocks: int
     block: str = ""
     entry: str = ""

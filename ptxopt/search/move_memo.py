@@ -5,14 +5,19 @@ prints the result (:mod:`ptxopt.search.state`): on a 5,000-instruction
 kernel that is a few hundred milliseconds of Python, about half a ptxas
 compile, and a GRPO epoch asks for the masks of the same states in every
 epoch and every new process. What a pass does to a module is decided by the
-module's printed text and the code of the front end (passes, analyses,
-printer) alone, so the answer is remembered under
+module's printed text, the code of the front end (passes, analyses,
+printer) and, for a pass that uses the launch, the launch, so the answer is
+remembered under
 
     sha256(front-end code digest, sha256 of the printed module)
 
 (the second is the state's own :attr:`~ptxopt.search.state.State.digest`,
-so the text is not hashed again)
-as one fact per pass: ``None`` (legal, and the printed module changes) or
+so the text is not hashed again) -- with the kernel's entry and performance
+launch in it when a pass of the action list uses the launch
+(:attr:`ptxopt.passes.base.Pass.uses_launch`: ``launch_bounds`` is applied
+bound to the launch's block, so its outcome on one text differs between
+launches, and with no launch at all; :attr:`~ptxopt.search.state.State.memo_launch`)
+-- as one fact per pass: ``None`` (legal, and the printed module changes) or
 the reason it is masked (``illegal: ...``, ``no change``, ``internal: ...``).
 Conflicts with the pipeline are not facts of the module and are always
 decided live. A state whose facts are known computes its mask without
@@ -61,9 +66,12 @@ def front_digest() -> str:
     return code_digests()["front"]
 
 
-def state_key(digest: str) -> str:
-    """The memo key of a printed module whose sha256 is ``digest``."""
-    return hashlib.sha256(f"{front_digest()}\0{digest}".encode()).hexdigest()
+def state_key(digest: str, launch: str = "") -> str:
+    """The memo key of a printed module whose sha256 is ``digest``, with
+    ``launch`` (non-empty: the entry and performance launch that passes
+    which use the launch were bound to) in it."""
+    tail = f"\0launch\0{launch}" if launch else ""
+    return hashlib.sha256(f"{front_digest()}\0{digest}{tail}".encode()).hexdigest()
 
 
 class MoveMemo:
@@ -138,12 +146,12 @@ class MoveMemo:
                 _NO_WRITES.add(str(self.path))  # busy, read-only or damaged: loses cache entries, nothing else
 
     # -- the interface ----------------------------------------------------------
-    def get(self, digest: str) -> dict[str, str | None] | None:
-        hit = self._load("moves", state_key(digest), _decode_facts)
+    def get(self, digest: str, launch: str = "") -> dict[str, str | None] | None:
+        hit = self._load("moves", state_key(digest, launch), _decode_facts)
         return None if hit is None else dict(hit)
 
-    def put(self, digest: str, facts: dict[str, str | None]) -> None:
-        self._store("moves", state_key(digest), tuple(facts.items()))
+    def put(self, digest: str, facts: dict[str, str | None], launch: str = "") -> None:
+        self._store("moves", state_key(digest, launch), tuple(facts.items()))
 
     def features(self, digest: str, entry: str | None, compute):
         """The feature vector of the module's ``entry``: remembered, or

@@ -14,8 +14,17 @@ The actions, their order and the mask layout are
 :data:`ptxopt.search.actions.ACTIONS`; ``stop`` (the last action) is always
 legal.
 
+A pass that depends on the launch (:attr:`ptxopt.passes.base.Pass.uses_launch`:
+``launch_bounds`` needs the block, which an nvcc entry without ``.reqntid``
+does not state) is applied bound to the kernel's performance launch,
+exactly as the evaluator binds it for the state's pipeline
+(:func:`ptxopt.evaluate.candidate.bind_launch`), so a child is the module
+the evaluator measures for it; the pipeline keeps the action's own string
+(the evaluator binds it again, the same way).
+
 The module-dependent part of that decision (legal? changes the printed
-module?) is remembered per printed module by :mod:`ptxopt.search.move_memo`
+module?) is remembered per printed module -- and per performance launch
+when an action uses the launch -- by :mod:`ptxopt.search.move_memo`
 (in process, and in a file beside the evaluation cache when the state was
 made with one): a state whose facts are known computes its mask without
 applying any pass and builds a child only for the action taken
@@ -32,9 +41,10 @@ from functools import cached_property
 import numpy as np
 
 from ptxopt.evaluate import Candidate
+from ptxopt.evaluate.candidate import bind_launch, entry_of, performance_for
 from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
-from ptxopt.passes.base import IllegalPass
+from ptxopt.passes.base import IllegalPass, PassError
 from ptxopt.pipeline import Pipeline
 from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
 from ptxopt.search.move_memo import MoveMemo
@@ -74,6 +84,13 @@ class State:
     #: the pass actions explored from here: :data:`PASS_ACTIONS`, then any extra ones (a user's plugin
     #: passes, ``search --actions +name``); the learning layer's mask covers :data:`PASS_ACTIONS` only
     actions: tuple[str, ...] = field(default=PASS_ACTIONS, repr=False)
+    #: ``(performance launch or None, entry)``: what passes that use the launch are bound to
+    #: (:func:`ptxopt.evaluate.candidate.bind_launch`); the kernel's, found at the root and handed down
+    binding: tuple | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.binding is None:
+            self.binding = (performance_for(self.kernel), entry_of(self.kernel, self.module))
 
     @classmethod
     def root(cls, kernel: Candidate, memo: MoveMemo | None = None, extra_actions: tuple[str, ...] = ()) -> "State":
@@ -107,10 +124,19 @@ class State:
 
     @property
     def entry(self) -> str | None:
-        if self.kernel.entry:
-            return self.kernel.entry
-        entries = [f.name for f in self.module.entries]
-        return entries[0] if entries else None
+        """The entry evaluated (:func:`ptxopt.evaluate.candidate.entry_of`)."""
+        return self.binding[1]
+
+    @cached_property
+    def memo_launch(self) -> str:
+        """What the move memo's facts of this state depend on besides the
+        printed module: the entry and the performance launch when any of the
+        actions uses the launch, else nothing (a launch-free outcome is never
+        reused for a launch-bound state, nor one launch's for another's)."""
+        perf, entry = self.binding
+        if perf is None or not any(action_pass(a).uses_launch for a in self.actions):
+            return ""
+        return f"{entry}\0{perf.key()}"
 
     def candidate(self) -> Candidate:
         """What the evaluator measures for this state."""
@@ -133,14 +159,14 @@ class State:
         if known != self._facts:
             self._facts = known
             if self.memo is not None:
-                self.memo.put(self.digest, known)
+                self.memo.put(self.digest, known, self.memo_launch)
 
     def facts(self) -> dict:
         """``pass -> None`` (legal and changes the module) or the reason it is
         masked, for every pass that does not conflict with the pipeline;
         from the memo when known, else by applying the passes."""
         if self._facts is None and self.memo is not None:
-            self._facts = self.memo.get(self.digest)
+            self._facts = self.memo.get(self.digest, self.memo_launch)
         if self._facts is not None:
             missing = [n for n in self.actions if n not in self._facts and not self._conflict(n)]
             if not missing:
@@ -164,8 +190,12 @@ class State:
         why = self.pipeline.can_append(p)
         if why:
             return Move(name, reason=f"conflict: {why}")
+        try:  # as the evaluator applies it: a pass that uses the launch bound to the performance launch
+            bound = bind_launch(p, *self.binding)
+        except PassError as e:  # the pass names a block the launch does not have (the evaluator: illegal)
+            return Move(name, reason=f"illegal: {e}")
         try:
-            module, _report = p.apply(self.module)  # check_legal first
+            module, _report = bound.apply(self.module)  # check_legal first
         except IllegalPass as e:
             return Move(name, reason=f"illegal: {e}")
         except Exception as e:  # a crashing pass is masked, never fatal to a search
@@ -178,7 +208,7 @@ class State:
         if same:
             return Move(name, reason="no change")
         return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo,
-                                      actions=self.actions))
+                                      actions=self.actions, binding=self.binding))
 
     def legal_moves(self) -> list[Move]:
         return [m for m in self.moves() if m.legal]
