@@ -87,3 +87,74 @@ def test_a_budgeted_check_never_calls_a_read_difference_equal(softmax):
     r = verify(m, mu.module, spec.entry, spec=spec, budget=StepBudget(10**9))
     assert r.status == "inconclusive", (r.status, r.error)
     assert "read different elements" in r.error
+
+
+# a max over x[0..63] of one thread, each element copied to shared memory by cp.async first;
+# LIMIT is the loop's bound (64: the kernel, 65: a mutant whose extra iteration reads x[64])
+CP_ASYNC_MAX = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry cpmax(.param .u64 px, .param .u64 pout)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<8>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+	.shared .align 16 .b8 sm[16];
+	ld.param.u64 %rd1, [px];
+	ld.param.u64 %rd2, [pout];
+	cvta.to.global.u64 %rd1, %rd1;
+	cvta.to.global.u64 %rd2, %rd2;
+	mov.u32 %r1, sm;
+	mov.f32 %f1, 0fFF800000;
+	mov.u32 %r2, 0;
+$L_loop:
+	mul.wide.u32 %rd3, %r2, 4;
+	add.s64 %rd4, %rd1, %rd3;
+	cp.async.ca.shared.global [%r1], [%rd4], 4;
+	cp.async.wait_all;
+	ld.shared.f32 %f2, [%r1];
+	max.f32 %f1, %f1, %f2;
+	add.s32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, LIMIT;
+	@%p1 bra $L_loop;
+	st.global.f32 [%rd2], %f1;
+	ret;
+}
+"""
+
+
+def test_cp_async_sources_are_in_the_read_footprint():
+    """The bytes a ``cp.async`` copies are read like a load's (with its loop's
+    tag); a zero-filled part (src-size below cp-size) reads nothing."""
+    from ptxopt.equivalence.footprint import loop_tags
+    from ptxopt.interp import Program, run_kernel
+
+    p = Program(parse(CP_ASYNC_MAX.replace("LIMIT", "64")))
+    tags, labels = loop_tags(p, "cpmax")
+    x = np.arange(80, dtype=np.float32)
+    r = run_kernel(p, "cpmax", 1, 1, [x, np.zeros(1, np.float32)], reads=tags)
+    read = r.reads["px"]
+    assert ((read[:256] & labels["$L_loop"]) != 0).all() and not read[256:].any()
+    partial = parse(CP_ASYNC_MAX.replace("LIMIT", "2").replace("[%rd4], 4;", "[%rd4], 4, 2;"))
+    r = run_kernel(partial, "cpmax", 1, 1, [x, np.zeros(1, np.float32)], reads=True)
+    assert list(np.flatnonzero(r.reads["px"])) == [0, 1, 4, 5]  # 2 of each 4 bytes read, 2 zero-filled
+
+
+def test_an_extra_iteration_that_reads_only_through_cp_async_differs():
+    """The loop runs once more and its extra iteration reads x[64] only
+    through ``cp.async``. Random inputs rarely put the maximum there (the
+    plain launches agree); the footprint now holds cp.async sources, so
+    the element read by the candidate alone is spiked and the max moves.
+    Before cp.async sources were recorded this was ``equal`` (the memory
+    layouts, whose overlapping output moves x, are left out: they catch this
+    one by accident)."""
+    from ptxopt.equivalence.interpret import Geometry
+
+    m, mu = (parse(CP_ASYNC_MAX.replace("LIMIT", n)) for n in ("64", "65"))
+    r = verify(m, mu, "cpmax", geometry=Geometry(buffer_bytes=1024), layouts=False)
+    assert r.status == "mismatch", (r.status, r.error)
+    probe = [la["read_probe"] for la in r.launches if "read_probe" in la]
+    assert probe and "read only by the transformed: px (1 elements)" in probe[0], probe
+    assert "read by the transformed only spiked high" in r.mismatch.flavour

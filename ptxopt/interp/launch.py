@@ -106,9 +106,10 @@ class LaunchResult:
     #: races seen (:mod:`ptxopt.interp.races`; at most ``MAX_REPORTS`` described)
     races: tuple | None = None
     #: with ``reads``: the read footprint, per parameter buffer name a uint32
-    #: per byte: the tag bits of the loads that read it, and
+    #: per byte: the tag bits of the loads that read it (``ld``, ``ldu``,
+    #: atomics, the source of a ``cp.async``), and
     #: :data:`~ptxopt.interp.memory.STORED` where a store wrote it (0: never
-    #: loaded nor stored; ``cp.async`` copies are not recorded)
+    #: loaded nor stored)
     reads: dict | None = None
     #: with ``reads``: nonzero when a load tagged :data:`~ptxopt.interp.memory.NC_READ`
     #: read bytes the footprint does not hold (a ``.global`` variable, the

@@ -328,6 +328,7 @@ def c_cp(ins, d):
 def _read_bytes(cta, src, s, site, idx):
     """``s`` bytes at each address (bounds-checked, alignment checked by the caller)."""
     parts = cta.mem.locate(src, s, "global", False, site, idx, align=False)
+    cta.mem.note_reads(parts, s, site)  # the read footprint sees the copy's source bytes
     out = np.zeros((len(src), s), dtype=np.uint8)
     for r, pos, off in parts:
         rows = np.arange(len(src)) if pos is None else pos
