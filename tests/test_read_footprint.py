@@ -158,3 +158,95 @@ def test_an_extra_iteration_that_reads_only_through_cp_async_differs():
     probe = [la["read_probe"] for la in r.launches if "read_probe" in la]
     assert probe and "read only by the transformed: px (1 elements)" in probe[0], probe
     assert "read by the transformed only spiked high" in r.mismatch.flavour
+
+
+# a sum over x[0..n) of one thread, from -0.0 (the additive identity compilers use); each
+# iteration reads x[i] masked by i < n (READ: a cp.async zero-fill or a predicated-off load),
+# LIMIT is the loop's bound: %r5 = n (the kernel) or %r6 = n rounded up to 4 (a mutant whose
+# extra iterations see only masked zeros, as an unrolled loop whose guard was dropped)
+MASKED_SUM = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry msum(.param .u64 px, .param .u64 pout, .param .u32 pn)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+	.shared .align 16 .b8 sm[16];
+	ld.param.u64 %rd1, [px];
+	ld.param.u64 %rd2, [pout];
+	ld.param.u32 %r5, [pn];
+	cvta.to.global.u64 %rd1, %rd1;
+	cvta.to.global.u64 %rd2, %rd2;
+	mov.u32 %r1, sm;
+	add.s32 %r6, %r5, 3;
+	and.b32 %r6, %r6, -4;
+	mov.f32 %f1, 0f80000000;
+	mov.u32 %r2, 0;
+$L_loop:
+	setp.lt.u32 %p2, %r2, %r5;
+	mul.wide.u32 %rd3, %r2, 4;
+	add.s64 %rd4, %rd1, %rd3;
+READ
+	add.f32 %f1, %f1, %f2;
+	add.s32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, LIMIT;
+	@%p1 bra $L_loop;
+	st.global.f32 [%rd2], %f1;
+	ret;
+}
+"""
+MASKED_READS = {
+    "cp.async zero-fill": """	selp.b32 %r3, 4, 0, %p2;
+	cp.async.ca.shared.global [%r1], [%rd4], 4, %r3;
+	cp.async.wait_all;
+	ld.shared.f32 %f2, [%r1];""",
+    "predicated-off load": """	mov.f32 %f2, 0f00000000;
+	@%p2 ld.global.f32 %f2, [%rd4];""",
+}
+
+
+@pytest.mark.parametrize("form", sorted(MASKED_READS))
+def test_extra_iterations_that_see_only_masked_values_are_not_equal(form):
+    """The mutant's extra iterations read nothing (their reads are masked),
+    so the footprint cannot show them and no spike can vary them; they add
+    +0.0, which changes only a -0.0 sum (x[0] = -0.0, n = 1: the original
+    stores -0.0, the mutant +0.0), an input no flavour makes. Before masked
+    reads were counted this was ``equal``; now the counts per loop differ
+    and the check ends ``inconclusive``. A correct unroll of the same loop
+    masks the same reads and stays ``equal``."""
+    from ptxopt.equivalence.interpret import Geometry
+    from ptxopt.interp import run_kernel
+
+    kernel = MASKED_SUM.replace("READ", MASKED_READS[form])
+    m, mu = (parse(kernel.replace("LIMIT", reg)) for reg in ("%r5", "%r6"))
+    x = np.zeros(8, np.float32)
+    x[0] = -0.0
+    a, b = (run_kernel(k, "msum", 1, 1, [x.copy(), np.ones(1, np.float32), 1]).buffers[1] for k in (m, mu))
+    assert a.view(np.uint32)[0] == 0x80000000 and b.view(np.uint32)[0] == 0  # a real difference
+    geo = Geometry(buffer_bytes=1024)
+    r = verify(m, mu, "msum", geometry=geo)
+    assert r.status == "inconclusive", (r.status, r.error)
+    assert "masked global reads differ loop $L_loop: 0 bytes in the original, 12 in the transformed" in r.error
+    assert any("masked_reads" in la for la in r.launches)
+    out, rep = Unroll(factor=4).apply(m)
+    assert rep.changed
+    r = verify(m, out, "msum", geometry=geo)
+    assert r.status == "equal", (r.status, r.error)
+
+
+def test_masked_reads_are_compared_per_loop_and_in_all():
+    from ptxopt.equivalence.footprint import masked_difference
+
+    labels = {"L1": 1, "L2": 2}
+    a = {1: 12, 2: 4, OTHER_READ: 8}
+    assert masked_difference(a, dict(a), labels, labels) is None
+    assert masked_difference(a, {1: 12, 2: 8, OTHER_READ: 8}, labels, labels).startswith(
+        "masked global reads differ loop L2: 4 bytes in the original, 8")
+    # loops matched by label, not by bit; a loop only one kernel has counts in the total
+    assert masked_difference(a, {2: 12, 1: 4, OTHER_READ: 8}, labels, {"L1": 2, "L2": 1}) is None
+    assert "differ: 24 bytes in the original, 28" in masked_difference(a, {1: 12, 2: 4, 4: 4, OTHER_READ: 8},
+                                                                       labels, {**labels, "L3": 4})
+    assert masked_difference(None, a, labels, labels) is None

@@ -175,7 +175,7 @@ from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
-from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
+from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, masked_difference, spiked
 from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
 
 TRIAL_PLAN = (
@@ -825,6 +825,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         tags_t = with_nc_tags(tags_t, pt)
         result.nc_reads = ncr = NcReads()
     probes_left = MAX_READ_PROBES
+    masked_note = None  # the first launch whose masked reads differ (footprint.masked_difference)
     for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
@@ -872,12 +873,12 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         want_reads = probe and layout == "separate" and probes_left > 0
         reads_o = want_reads or nc_o
         kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
-        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[5] is None):
+        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[6] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
                                 coverage=True, races=races, reads=tags_o if reads_o else False, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads, ro.masked)
                 if budget is not None:
                     budget.spend(ro.steps)
             except InterpError as e:
@@ -903,7 +904,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads, ref_masked = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -941,6 +942,11 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
         diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None \
             else ({}, {})
+        if want_reads and mm is None and masked_note is None:
+            masked_note = masked_difference(ref_masked, rt.masked, labels_o, labels_t)
+            if masked_note:
+                launch["masked_reads"] = masked_note
+                masked_note = f"{masked_note} in {where}"
         if (diff[0] or diff[1]) and budget is not None:
             # the spiked reruns are outside the budget's projection: a budgeted check (the Triton hook)
             # does not run them, and a read difference it cannot settle is no 'equal'
@@ -996,6 +1002,11 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         n = c.changed_instructions - c.changed_ran
         result.error = (f"{n} changed instruction{'s' if n != 1 else ''} never ran under this contract, so no "
                         f"launch tested {'them' if n != 1 else 'it'}: {'; '.join(c.changed_not_run)}")
+    elif masked_note is not None:
+        result.status = "inconclusive"
+        result.error = (f"{masked_note}: the extra or missing reads see only values the program fixes "
+                        "(zero-fill, a masked register), which no input varies, so equal outputs do not "
+                        "show the two kernels agree (a -0.0 sum plus a masked +0.0 is +0.0)")
     elif min_coverage is not None:
         if regular_skipped:
             result.status = "inconclusive"

@@ -115,6 +115,10 @@ class LaunchResult:
     #: read bytes the footprint does not hold (a ``.global`` variable, the
     #: bytes before a :class:`Placed` buffer): its ``.nc`` reads are then incomplete
     nc_unrecorded: int = 0
+    #: with ``reads``: ``{read tag: bytes}`` that global reads did not read
+    #: because the program masked them (a false guard, a ``cp.async``
+    #: zero-fill; :meth:`~ptxopt.interp.memory.Memory.note_masked`)
+    masked: dict | None = None
 
 
 class Launch:
@@ -315,6 +319,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         launch.executed = {}
     if reads is not False:
         mem.read_tags = reads if isinstance(reads, dict) else None
+        mem.masked = {}
         for b in buffers:
             if b is not None:
                 b[0].read = np.zeros(b[0].data.shape[1], dtype=np.uint32)
@@ -366,7 +371,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov,
                         (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint,
-                        mem.nc_unrecorded)
+                        mem.nc_unrecorded, dict(mem.masked) if mem.masked is not None else None)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

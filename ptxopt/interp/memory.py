@@ -131,6 +131,9 @@ class Memory:
         self.read_tags: dict | None = None
         # loads tagged NC_READ that read a global region whose reads are not recorded (a .global variable)
         self.nc_unrecorded = 0
+        # masked reads (while reads are recorded): read tag -> bytes a global read did not read because
+        # the program masked it (a false guard, a cp.async zero-fill); see note_masked
+        self.masked: dict | None = None
 
     # -- regions -----------------------------------------------------------
 
@@ -268,6 +271,17 @@ class Memory:
                 r.read[(np.reshape(off, (-1, 1)) + np.arange(nbytes)).ravel()] |= tag
             elif self.read_tags and r.space == "global" and self.read_tags.get(id(site[0]), 0) & NC_READ:
                 self.nc_unrecorded += 1
+
+    def note_masked(self, nbytes: int, ins) -> None:
+        """Count ``nbytes`` of global memory that ``ins`` (a load or a
+        ``cp.async``) did *not* read because the program masked them: threads
+        whose guard is false, the zero-filled part of a copy (src-size below
+        cp-size). Their values are fixed (the register's previous value, zero),
+        so no input can vary them: a candidate whose loop masks more or fewer
+        bytes than the original's runs work whose effect rests on those fixed
+        values alone (:func:`ptxopt.equivalence.footprint.masked_difference`)."""
+        tag = self.read_tags.get(id(ins), OTHER_READ) if self.read_tags else OTHER_READ
+        self.masked[tag] = self.masked.get(tag, 0) + nbytes
 
     def load(self, gaddr, elem: int, count: int, space: str, site, idx):
         """``count`` consecutive elements of ``elem`` bytes per address:
