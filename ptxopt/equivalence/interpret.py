@@ -71,7 +71,13 @@ adding an element, a shifted load) is rerun with the elements only one
 kernel reads spiked above, then below, every other value of their buffer
 (``read_probe`` in the launch says what ran): a max or min reduction that
 lost its extreme then differs. At most
-:data:`MAX_READ_PROBES` launches of one check are rerun so.
+:data:`MAX_READ_PROBES` launches of one check are rerun so. The same
+launches count the bytes each loop's global reads did *not* read because
+the program masked them (a false guard, a ``cp.async`` zero-fill:
+:func:`~ptxopt.equivalence.footprint.masked_difference`); where the counts
+differ the check ends ``inconclusive``: the extra or missing iterations see
+only values the program fixes, which neither the flavours nor a spike can
+vary (``masked_reads`` in the launch).
 
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
