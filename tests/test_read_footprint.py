@@ -250,3 +250,32 @@ def test_masked_reads_are_compared_per_loop_and_in_all():
     assert "differ: 24 bytes in the original, 28" in masked_difference(a, {1: 12, 2: 4, 4: 4, OTHER_READ: 8},
                                                                        labels, {**labels, "L3": 4})
     assert masked_difference(None, a, labels, labels) is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 23, 25, 29])
+def test_random_masked_tails_are_never_equal(seed):
+    """ptxopt.testing.masked_tails: loops whose extra iterations see only
+    masked values, in every masked form (cp.async zero-fill, a guarded
+    cp.async, guarded scalar and vector loads). Each seed here has a witness
+    input that shows a real difference; the check never calls the pair
+    ``equal``, and the correct unroll of the same loop stays ``equal``."""
+    from ptxopt.equivalence.interpret import Geometry
+    from ptxopt.testing.masked_tails import masked_tail_case, witness_differs
+
+    case = masked_tail_case(seed)
+    assert case.witness is not None and witness_differs(case), case.what
+    geo = Geometry(buffer_bytes=1024)
+    m = parse(case.original)
+    r = verify(m, parse(case.mutant), "masked_tail", geometry=geo)
+    assert r.status in ("inconclusive", "mismatch"), (case.what, r.status)
+    if seed in (2, 25):
+        out, rep = Unroll(factor=case.factor).apply(m)
+        assert rep.changed and verify(m, out, "masked_tail", geometry=geo).status == "equal", case.what
+
+
+def test_masked_tail_forms_all_drawn():
+    from ptxopt.testing.masked_tails import ACCUMULATORS, FORMS, masked_tail_case
+
+    cases = [masked_tail_case(s) for s in range(40)]
+    assert {c.form for c in cases} == set(FORMS) and {c.accumulator for c in cases} == set(ACCUMULATORS)
+    assert masked_tail_case(7).original == masked_tail_case(7).original  # deterministic
