@@ -29,7 +29,10 @@ a one-line justification) is the correct verdict: it is counted and listed
 as ``equivalent (reviewed)``, with its justification, never silently. Every
 other ``equal`` is a hole; one the file explains under ``holes`` is listed
 with that explanation but still counts as ``equal``. A reviewed entry whose
-mutant is no longer ``equal`` is reported as stale.
+mutant is now ``differ`` or no longer generated is reported as stale; a
+reviewed equivalent the check calls ``inconclusive`` (extra iterations that
+see only masked values: the check cannot vary them, so it no longer says
+``equal``) is counted as inconclusive and listed with the reason.
 """
 
 from __future__ import annotations
@@ -127,6 +130,8 @@ def main() -> int:
                 v, why = "equivalent", equivalent[(spec.id, mu.line, mu.what)]
             elif v == "equal":
                 why = holes.get((spec.id, mu.line, mu.what))
+            elif v == "inconclusive" and (spec.id, mu.line, mu.what) in equivalent:
+                why = equivalent[(spec.id, mu.line, mu.what)]  # a weaker verdict on an equivalent mutant: sound
             table[mu.operator][v] += 1
             rows.append({"kernel": spec.id, "operator": mu.operator, "line": mu.line,
                          "what": mu.what, "verdict": v, "detail": detail[:200], "reviewed": why})
@@ -151,6 +156,9 @@ def main() -> int:
         if r["verdict"] == "equivalent":
             print(f"  equivalent (reviewed): {r['kernel']}:{r['line']} {r['what']} -- {r['reviewed']}")
     for r in rows:
+        if r["verdict"] == "inconclusive" and r["reviewed"]:
+            print(f"  inconclusive, reviewed equivalent: {r['kernel']}:{r['line']} {r['what']} -- {r['detail'][:120]}")
+    for r in rows:
         if r["verdict"] == "equal":
             print(f"  equal: {r['kernel']}:{r['line']} {r['what']}"
                   + (f" -- known hole: {r['reviewed']}" if r["reviewed"] else " -- not reviewed"))
@@ -158,7 +166,9 @@ def main() -> int:
     kernels = {s.id for s in specs}
     for k in list(equivalent) + list(holes):
         ran = bool(a.loops) if k in loop_keys else a.per_operator > 0  # the kind of mutant this run generates
-        if ran and k[0] in kernels and seen.get(k, "not generated") not in ("equal", "equivalent"):
+        # a reviewed equivalent now inconclusive is not stale: the review holds, the check is weaker
+        fine = ("equal", "equivalent") + (("inconclusive",) if k in equivalent else ())
+        if ran and k[0] in kernels and seen.get(k, "not generated") not in fine:
             print(f"  stale review: {k[0]}:{k[1]} {k[2]} is {seen.get(k, 'not generated')} now")
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
