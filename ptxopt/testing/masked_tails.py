@@ -81,8 +81,8 @@ def _read(form: str, default: str) -> tuple[str, int]:
         return ("\tselp.b32 %r3, 4, 0, %p2;\n\tcp.async.ca.shared.global [%r1], [%rd4], 4, %r3;\n"
                 "\tcp.async.wait_all;\n\tld.shared.f32 %f2, [%r1];"), 4
     if form == "cp_guarded":
-        return ("\tst.shared.f32 [%r1], {d};\n\t@%p2 cp.async.ca.shared.global [%r1], [%rd4], 4;\n"
-                "\tcp.async.wait_all;\n\tld.shared.f32 %f2, [%r1];").format(d=default), 4
+        return (f"\tst.shared.f32 [%r1], {default};\n\t@%p2 cp.async.ca.shared.global [%r1], [%rd4], 4;\n"
+                "\tcp.async.wait_all;\n\tld.shared.f32 %f2, [%r1];"), 4
     if form == "ld_guarded":
         return f"\tmov.f32 %f2, {default};\n\t@%p2 ld.global.f32 %f2, [%rd4];", 4
     if form == "ld_guarded_v2":  # the pair's first element counts, the second is read and dropped
