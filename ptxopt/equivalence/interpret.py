@@ -71,8 +71,8 @@ adding an element, a shifted load) is rerun with the elements only one
 kernel reads spiked above, then below, every other value of their buffer
 (``read_probe`` in the launch says what ran): a max or min reduction that
 lost its extreme then differs. At most
-:data:`MAX_READ_PROBES` launches of one check are rerun so. The same
-launches count the bytes each loop's global reads did *not* read because
+:data:`MAX_READ_PROBES` launches of one check are rerun so. Every launch
+with separate buffers also counts the bytes each loop's global reads did *not* read because
 the program masked them (a false guard, a ``cp.async`` zero-fill:
 :func:`~ptxopt.equivalence.footprint.masked_difference`); where the counts
 differ the check ends ``inconclusive``: the extra or missing iterations see
@@ -876,8 +876,11 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         where = f"launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
         if budget is not None and budget.spent:
             return _budget_stop(result, budget, "before " + where, acc, span_of, sites, executed_o, executed_t)
-        want_reads = probe and layout == "separate" and probes_left > 0
-        reads_o = want_reads or nc_o
+        # reads recorded on every separate-buffer launch (masked-read counts: every launch, the boundary trip
+        # counts above all); footprints compared and spiked only while probes are left
+        record = probe and layout == "separate"
+        want_reads = record and probes_left > 0
+        reads_o = record or nc_o
         kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
         if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[6] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -922,7 +925,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
         kw_t, bound = _budgeted(kw, budget)
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, reads=tags_t if want_reads or nc_reads else False,
+                            executed=True, races=races, reads=tags_t if record or nc_reads else False,
                             **kw_t)
             if budget is not None:
                 budget.spend(rt.steps)
@@ -948,7 +951,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
         diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None \
             else ({}, {})
-        if want_reads and mm is None and masked_note is None:
+        if record and mm is None and masked_note is None:
             masked_note = masked_difference(ref_masked, rt.masked, labels_o, labels_t)
             if masked_note:
                 launch["masked_reads"] = masked_note
