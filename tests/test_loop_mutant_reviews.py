@@ -1,9 +1,10 @@
 """The hand reviews of loop mutants (benchmarks/mutation_reviewed.json, operator
-"loop") checked where a run can check them: the hole is a real difference
-(a concrete input shows it), and the contract-bound equivalence stops at the
-contract's edge."""
+"loop") checked where a run can check them: the closed hole is a real
+difference (a concrete input shows it) that the check no longer calls
+``equal``, and the contract-bound equivalence stops at the contract's edge."""
 
 import numpy as np
+import pytest
 
 from ptxopt import parse
 from ptxopt.corpus import get
@@ -36,6 +37,45 @@ def test_flash_causal_dropped_guard_turns_a_negative_zero_positive():
     a = _run(m, spec, args).buffers[3].reshape(128, d).view(np.uint16)
     b = _run(mu.module, spec, args).buffers[3].reshape(128, d).view(np.uint16)
     assert (a[64:] == 0x8000).all() and (b[64:] == 0).all()
+
+
+def _flash_causal_dropped_guard():
+    spec = get("triton_flash_attn_fwd_causal")
+    m = parse(spec.ptx_text(), spec.path)
+    mu = next(x for x in loop_mutants(m, spec.entry, 4) if x.operator == "dropped_guard" and x.line == 286)
+    return spec, m, mu
+
+
+def test_flash_causal_dropped_guard_masks_more_reads():
+    """What closes the hole: the mutant's extra iterations read nothing
+    (their cp.async copies zero-fill, src-size 0), so the read footprints
+    agree, but they mask 3 more rounds of K and V copies in the loop than
+    the original (one launch of each kernel, random inputs)."""
+    from ptxopt.equivalence.footprint import footprint_difference, loop_tags, masked_difference
+    from ptxopt.interp import Program
+
+    spec, m, mu = _flash_causal_dropped_guard()
+    args = make_args(spec, 0, "random")
+    runs = []
+    for mod in (m, mu.module):
+        p = Program(mod)
+        tags, labels = loop_tags(p, spec.entry)
+        a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        r = run_kernel(p, spec.entry, spec.launch.grid, spec.launch.block, a, spec.launch.shared_bytes, reads=tags)
+        runs.append((r, labels, [q.name for q in p.kernel_params(spec.entry)]))
+    (ro, lo, names), (rt, lt, _) = runs
+    assert footprint_difference(ro.reads, rt.reads, names, lo, lt) == ({}, {})
+    assert masked_difference(ro.masked, rt.masked, lo, lt) == (
+        "masked global reads differ loop $L__BB0_3: 32768 bytes in the original, 114688 in the transformed")
+
+
+@pytest.mark.slow
+def test_flash_causal_dropped_guard_is_not_equal():
+    from ptxopt.equivalence.interpret import verify
+
+    spec, m, mu = _flash_causal_dropped_guard()
+    r = verify(m, mu.module, spec.entry, spec=spec)
+    assert r.status == "inconclusive" and "masked global reads differ" in r.error, (r.status, r.error)
 
 
 def test_attention_step_17_is_equal_only_up_to_the_contract():

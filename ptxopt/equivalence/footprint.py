@@ -87,6 +87,44 @@ def footprint_difference(a: dict | None, b: dict | None, names: list[str], label
     return only_a, only_b
 
 
+def masked_difference(a: dict | None, b: dict | None, labels_a: dict[str, int], labels_b: dict[str, int]
+                      ) -> str | None:
+    """Where the masked reads of two launches differ (``a``, ``b``:
+    :attr:`ptxopt.interp.LaunchResult.masked`, ``{read tag: bytes}``), in
+    words, or None: per loop matched by header label (:func:`loop_tags`),
+    outside every loop, and in all.
+
+    A masked read (a false guard, a ``cp.async`` zero-fill) reads no element,
+    so the footprint cannot show it, and its value is fixed by the program
+    (zero, the register's previous value), so no spike can vary it. An
+    unrolled loop whose guard was dropped runs extra iterations that see only
+    such values (``-inf`` scores, zero-filled ``V``): equal on every input the
+    flavours make, it still differs where the fixed value is not neutral (a
+    ``-0.0`` accumulator plus ``+0.0`` is ``+0.0``). A correct loop rewrite
+    runs the same iterations with the same masks, so the counts agree; where
+    they do not, :func:`ptxopt.equivalence.interpret.verify` ends
+    ``inconclusive`` rather than ``equal``."""
+    from ptxopt.interp.memory import OTHER_READ
+
+    if a is None or b is None:
+        return None
+
+    def total(m, bit):
+        return sum(v for tag, v in m.items() if tag & bit)
+
+    pairs = [(lab, labels_a[lab], labels_b[lab]) for lab in labels_a if lab in labels_b]
+    pairs.append(("outside loops", OTHER_READ, OTHER_READ))
+    for lab, ba, bb in pairs:
+        x, y = total(a, ba), total(b, bb)
+        if x != y:
+            where = lab if lab == "outside loops" else f"loop {lab}"
+            return f"masked global reads differ {where}: {x} bytes in the original, {y} in the transformed"
+    x, y = sum(a.values()), sum(b.values())
+    if x != y:
+        return f"masked global reads differ: {x} bytes in the original, {y} in the transformed"
+    return None
+
+
 def _extreme(arr: np.ndarray, high: bool, rng=None):
     """A value above (``high``) or below every other value of ``arr``, in its
     dtype; with ``rng`` (the input's contract range ``[lo, hi)``) the range's
@@ -126,4 +164,4 @@ def spiked(args: list, diff: dict[int, np.ndarray], direction: str, ranges: dict
     return out if changed else None
 
 
-__all__ = ["SPIKES", "footprint_difference", "loop_tags", "spiked"]
+__all__ = ["SPIKES", "footprint_difference", "loop_tags", "masked_difference", "spiked"]

@@ -71,7 +71,13 @@ adding an element, a shifted load) is rerun with the elements only one
 kernel reads spiked above, then below, every other value of their buffer
 (``read_probe`` in the launch says what ran): a max or min reduction that
 lost its extreme then differs. At most
-:data:`MAX_READ_PROBES` launches of one check are rerun so.
+:data:`MAX_READ_PROBES` launches of one check are rerun so. Every launch
+with separate buffers also counts the bytes each loop's global reads did *not* read because
+the program masked them (a false guard, a ``cp.async`` zero-fill:
+:func:`~ptxopt.equivalence.footprint.masked_difference`); where the counts
+differ the check ends ``inconclusive``: the extra or missing iterations see
+only values the program fixes, which neither the flavours nor a spike can
+vary (``masked_reads`` in the launch).
 
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
@@ -175,7 +181,7 @@ from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
-from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, spiked
+from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, masked_difference, spiked
 from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
 from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence, unproven_nc_loads
 
@@ -857,6 +863,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         tags_t = with_nc_tags(tags_t, pt)
         result.nc_reads = ncr = NcReads()
     probes_left = MAX_READ_PROBES
+    masked_note = None  # the first launch whose masked reads differ (footprint.masked_difference)
     for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
@@ -901,15 +908,18 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         where = f"launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
         if budget is not None and budget.spent:
             return _budget_stop(result, budget, "before " + where, acc, span_of, sites, executed_o, executed_t)
-        want_reads = probe and layout == "separate" and probes_left > 0
-        reads_o = want_reads or nc_o
+        # reads recorded on every separate-buffer launch (masked-read counts: every launch, the boundary trip
+        # counts above all); footprints compared and spiked only while probes are left
+        record = probe and layout == "separate"
+        want_reads = record and probes_left > 0
+        reads_o = record or nc_o
         kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
-        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[5] is None):
+        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[6] is None):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
                                 coverage=True, races=races, reads=tags_o if reads_o else False, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads, ro.masked)
                 if budget is not None:
                     budget.spend(ro.steps)
             except InterpError as e:
@@ -935,7 +945,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads, ref_masked = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -947,7 +957,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         kw_t, bound = _budgeted(kw, budget)
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
-                            executed=True, races=races, reads=tags_t if want_reads or nc_reads else False,
+                            executed=True, races=races, reads=tags_t if record or nc_reads else False,
                             **kw_t)
             if budget is not None:
                 budget.spend(rt.steps)
@@ -973,6 +983,11 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
             mm = compare_globals(po, pt, ref_globals, rt.globals, seed, flavour, schedule)
         diff = footprint_difference(ref_reads, rt.reads, pnames, labels_o, labels_t) if want_reads and mm is None \
             else ({}, {})
+        if record and mm is None and masked_note is None:
+            masked_note = masked_difference(ref_masked, rt.masked, labels_o, labels_t)
+            if masked_note:
+                launch["masked_reads"] = masked_note
+                masked_note = f"{masked_note} in {where}"
         if (diff[0] or diff[1]) and budget is not None:
             # the spiked reruns are outside the budget's projection: a budgeted check (the Triton hook)
             # does not run them, and a read difference it cannot settle is no 'equal'
@@ -1028,6 +1043,11 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         n = c.changed_instructions - c.changed_ran
         result.error = (f"{n} changed instruction{'s' if n != 1 else ''} never ran under this contract, so no "
                         f"launch tested {'them' if n != 1 else 'it'}: {'; '.join(c.changed_not_run)}")
+    elif masked_note is not None:
+        result.status = "inconclusive"
+        result.error = (f"{masked_note}: the extra or missing reads see only values the program fixes "
+                        "(zero-fill, a masked register), which no input varies, so equal outputs do not "
+                        "show the two kernels agree (a -0.0 sum plus a masked +0.0 is +0.0)")
     elif min_coverage is not None:
         if regular_skipped:
             result.status = "inconclusive"

@@ -33,8 +33,8 @@ read seeing a write its own ``.nc`` read came too early for), a byte it
 never reads (a copied load one element too far), a byte a store writes, a
 ``.nc`` read of bytes the footprint does not hold (a ``.global`` variable),
 a launch whose footprints were not compared. A ``proved`` verdict ran no
-launch and stays capped. (``cp.async`` copies are not in the footprint: an
-original's coherent read through one is not seen.)
+launch and stays capped. (The source of a ``cp.async`` copy counts as a
+coherent read: :meth:`ptxopt.interp.memory.Memory.note_reads`.)
 
 Like ``equal`` itself this is evidence on the launches that ran, not a proof
 for every launch: it is reported as such in the verdict's note.

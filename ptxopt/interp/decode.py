@@ -35,6 +35,7 @@ from ptxopt.interp import dtypes
 from ptxopt.interp.dtypes import UINT, SINT
 from ptxopt.interp.errors import InterpError, UnsupportedInstruction, describe
 from ptxopt.interp.memory import WINDOW
+from ptxopt.interp.ops.memory import global_read_bytes
 from ptxopt.interp.state import ALL
 from ptxopt.interp.literals import decl_align, decl_size, imm_array
 from ptxopt.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
@@ -306,7 +307,7 @@ class Decoder:
     def _simple(self, run, ins: Instruction) -> Step:
         if ins.guard:
             g, neg = self.guard_slot(ins)
-            run = _guarded(run, g, neg)
+            run = _guarded(run, g, neg, global_read_bytes(ins), ins)
         return Step(SIMPLE, run, ins)
 
     # -- operand readers ---------------------------------------------------------
@@ -543,8 +544,11 @@ def coerce(v: np.ndarray, vd: np.dtype) -> np.ndarray:
     raise InterpError(f"internal: a {v.dtype} result for a {vd} destination")
 
 
-def _guarded(run, g: int, neg: bool):
-    """Run only for the threads whose guard predicate holds."""
+def _guarded(run, g: int, neg: bool, read_bytes: int = 0, ins=None):
+    """Run only for the threads whose guard predicate holds. ``read_bytes``:
+    what one thread of a global read reads; the threads whose guard is false
+    count that many masked bytes each while reads are recorded
+    (:meth:`ptxopt.interp.memory.Memory.note_masked`)."""
 
     def guarded(fr, sel):
         p = fr.r[g][sel]
@@ -552,6 +556,8 @@ def _guarded(run, g: int, neg: bool):
             p = ~p
         if p.all():
             return run(fr, sel)
+        if read_bytes and fr.cta.mem.masked is not None:
+            fr.cta.mem.note_masked(read_bytes * int(p.size - np.count_nonzero(p)), ins)
         if not p.any():
             return None
         base = fr.cta.all_idx if sel is ALL else sel

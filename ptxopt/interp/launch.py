@@ -106,14 +106,19 @@ class LaunchResult:
     #: races seen (:mod:`ptxopt.interp.races`; at most ``MAX_REPORTS`` described)
     races: tuple | None = None
     #: with ``reads``: the read footprint, per parameter buffer name a uint32
-    #: per byte: the tag bits of the loads that read it, and
+    #: per byte: the tag bits of the loads that read it (``ld``, ``ldu``,
+    #: atomics, the source of a ``cp.async``), and
     #: :data:`~ptxopt.interp.memory.STORED` where a store wrote it (0: never
-    #: loaded nor stored; ``cp.async`` copies are not recorded)
+    #: loaded nor stored)
     reads: dict | None = None
     #: with ``reads``: nonzero when a load tagged :data:`~ptxopt.interp.memory.NC_READ`
     #: read bytes the footprint does not hold (a ``.global`` variable, the
     #: bytes before a :class:`Placed` buffer): its ``.nc`` reads are then incomplete
     nc_unrecorded: int = 0
+    #: with ``reads``: ``{read tag: bytes}`` that global reads did not read
+    #: because the program masked them (a false guard, a ``cp.async``
+    #: zero-fill; :meth:`~ptxopt.interp.memory.Memory.note_masked`)
+    masked: dict | None = None
 
 
 class Launch:
@@ -314,6 +319,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         launch.executed = {}
     if reads is not False:
         mem.read_tags = reads if isinstance(reads, dict) else None
+        mem.masked = {}
         for b in buffers:
             if b is not None:
                 b[0].read = np.zeros(b[0].data.shape[1], dtype=np.uint32)
@@ -365,7 +371,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov,
                         (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint,
-                        mem.nc_unrecorded)
+                        mem.nc_unrecorded, dict(mem.masked) if mem.masked is not None else None)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

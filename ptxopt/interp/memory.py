@@ -131,6 +131,9 @@ class Memory:
         self.read_tags: dict | None = None
         # loads tagged NC_READ that read a global region whose reads are not recorded (a .global variable)
         self.nc_unrecorded = 0
+        # masked reads (while reads are recorded): read tag -> bytes a global read did not read because
+        # the program masked it (a false guard, a cp.async zero-fill); see note_masked
+        self.masked: dict | None = None
 
     # -- regions -----------------------------------------------------------
 
@@ -255,18 +258,38 @@ class Memory:
                 self.race.access(r, off, nbytes, idx if pos is None else idx[pos], write, site,
                                  None if new is None else (new if pos is None else new[pos]))
 
+    def note_reads(self, parts, nbytes: int, site) -> None:
+        """Add the reads of ``nbytes`` at each located address (``parts``, as
+        :meth:`locate` returns them) to the read footprint, tagged with the
+        reading instruction's bit (``read_tags``): every instruction that
+        reads a parameter buffer calls this (``ld``/``ldu``, atomics, and the
+        source side of ``cp.async``), so a loop whose extra iterations read
+        only through ``cp.async`` changes the footprint like any load."""
+        for r, _, off in parts:
+            if r.read is not None:
+                tag = self.read_tags.get(id(site[0]), OTHER_READ) if self.read_tags else OTHER_READ
+                r.read[(np.reshape(off, (-1, 1)) + np.arange(nbytes)).ravel()] |= tag
+            elif self.read_tags and r.space == "global" and self.read_tags.get(id(site[0]), 0) & NC_READ:
+                self.nc_unrecorded += 1
+
+    def note_masked(self, nbytes: int, ins) -> None:
+        """Count ``nbytes`` of global memory that ``ins`` (a load or a
+        ``cp.async``) did *not* read because the program masked them: threads
+        whose guard is false, the zero-filled part of a copy (src-size below
+        cp-size). Their values are fixed (the register's previous value, zero),
+        so no input can vary them: a candidate whose loop masks more or fewer
+        bytes than the original's runs work whose effect rests on those fixed
+        values alone (:func:`ptxopt.equivalence.footprint.masked_difference`)."""
+        tag = self.read_tags.get(id(ins), OTHER_READ) if self.read_tags else OTHER_READ
+        self.masked[tag] = self.masked.get(tag, 0) + nbytes
+
     def load(self, gaddr, elem: int, count: int, space: str, site, idx):
         """``count`` consecutive elements of ``elem`` bytes per address:
         a list of ``count`` unsigned arrays."""
         parts = self.locate(gaddr, elem * count, space, False, site, idx)
         if self.race is not None:
             self._log(parts, elem * count, idx, False, site)
-        for r, _, off in parts:
-            if r.read is not None:
-                tag = self.read_tags.get(id(site[0]), OTHER_READ) if self.read_tags else OTHER_READ
-                r.read[(np.reshape(off, (-1, 1)) + np.arange(elem * count)).ravel()] |= tag
-            elif self.read_tags and r.space == "global" and self.read_tags.get(id(site[0]), 0) & NC_READ:
-                self.nc_unrecorded += 1
+        self.note_reads(parts, elem * count, site)
         if len(parts) == 1:
             r, _, off = parts[0]
             v = r.views[elem]

@@ -28,6 +28,7 @@ from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.ops.common import pack16, split16
 from ptxopt.interp.state import ALL
 from ptxopt.ir import Vec
+from ptxopt.operand_facts import immediate
 
 SPACE_MODS = opcodes.SPACE_MODIFIERS
 MEM_MODS = opcodes.MEMORY_QUALIFIERS
@@ -310,6 +311,10 @@ def c_cp(ins, d):
         sizes = np.broadcast_to(rsrc(fr, sel), (n,)).astype(np.int64) if rsrc is not None else \
             np.full(n, cp_size, dtype=np.int64)
         sizes = np.minimum(sizes, cp_size)
+        if cta.mem.masked is not None and rsrc is not None:
+            zero = int((cp_size - sizes).sum())
+            if zero:
+                cta.mem.note_masked(zero, ins_)  # the zero-filled bytes: masked reads
         data = np.zeros((n, cp_size), dtype=np.uint8)
         mis = ((src & np.uint64(cp_size - 1)) != 0) & (sizes > 0)
         if mis.any():
@@ -325,9 +330,24 @@ def c_cp(ins, d):
     return run
 
 
+def global_read_bytes(ins) -> int:
+    """Bytes of global memory one thread's ``ins`` reads: an ``ld``/``ldu``
+    of the global or generic space (vector width x element size), a
+    ``cp.async`` copy (its cp-size); 0 for every other instruction. A guarded
+    one whose guard is false counts these bytes as masked
+    (:meth:`ptxopt.interp.memory.Memory.note_masked`)."""
+    if ins.opcode in ("ld", "ldu"):
+        return (opcodes.access_bytes(ins) or 0) if opcodes.mem_space(ins) in ("global", "generic") else 0
+    if ins.opcode == "cp" and ins.modifiers[:1] == ("async",) and len(ins.operands) >= 3:
+        size = immediate(ins.operands[2])
+        return size if type(size) is int else 0
+    return 0
+
+
 def _read_bytes(cta, src, s, site, idx):
     """``s`` bytes at each address (bounds-checked, alignment checked by the caller)."""
     parts = cta.mem.locate(src, s, "global", False, site, idx, align=False)
+    cta.mem.note_reads(parts, s, site)  # the read footprint sees the copy's source bytes
     out = np.zeros((len(src), s), dtype=np.uint8)
     for r, pos, off in parts:
         rows = np.arange(len(src)) if pos is None else pos
