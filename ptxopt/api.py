@@ -290,11 +290,14 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
     if estimate:
-        if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
-            pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
-                               objective, performance)
-        est = out.estimate = timed("estimate_wait", pending.result)
-        seconds["estimate"] = pending.seconds
+        if pending is None and _same_code(before, after):  # nothing the estimate could rank: no nvdisasm run
+            est = out.estimate = _same_speed(ptx, objective, performance)
+        else:
+            if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
+                pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
+                                   objective, performance)
+            est = out.estimate = timed("estimate_wait", pending.result)
+            seconds["estimate"] = pending.seconds
         if est.slower and if_slower == "keep":
             return keep_input(f"estimated slower: {est.describe()}")
         if est.slower:
@@ -379,6 +382,33 @@ def _estimate_compiled(ptx: str, text: str, before, after, module: Module, resul
                                  objective=objective, arch=arch, parsed=module, candidate_module=result)
 
     return _per_entry(module, contract, objective, one)
+
+
+#: :func:`optimize`'s estimate when the result's cubin holds the input's machine code
+SAME_CODE = ("the result's cubin holds the input's machine code (the same code sections, constant banks, symbols "
+             "and launch attributes, the same ptxas resources; debug info and the .maxnreg budget aside): "
+             "the same speed, not estimated")
+
+
+def _same_code(before, after) -> bool:
+    """The two ptxas results hold the same machine code and resources
+    (:func:`ptxopt.measure.same_code.same_code`, and every kernel's and
+    function's registers, spills, stack, shared memory, barriers and
+    constant banks as ptxas reported them): the estimate, which reads only
+    the SASS, those resources and the launch, has nothing to rank."""
+    from ptxopt.measure.same_code import same_code
+
+    return (before.arch == after.arch and before.kernels == after.kernels
+            and before.functions == after.functions and same_code(before.cubin, after.cubin))
+
+
+def _same_speed(ptx: str, objective, performance):
+    """The estimate of a result whose cubin holds the input's code: no cycles, not slower."""
+    from ptxopt.evaluate.candidate import Candidate, objective_for
+    from ptxopt.evaluate.pair import PairEstimate
+
+    obj = objective_for(Candidate(ptx, "", performance=performance), objective)
+    return PairEstimate(obj, None, None, None, note=SAME_CODE)
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:

@@ -97,6 +97,7 @@ class KernelReport:
     objective: str = ""  # what the estimates are (latency or throughput)
     launch: str = ""  # the performance launch they are for (Triton's block and shared memory; grid assumed)
     estimate: BeforeAfter = BeforeAfter(None, None)  # cycles, Triton's PTX / the result (ESTIMATES)
+    estimate_note: str = ""  # why there are no cycles (e.g. the result's cubin holds Triton's machine code)
     warnings: list = field(default_factory=list)
     #: optimize()'s own timings: passes, ptxas (both), verify, estimate (its helper thread), estimate_wait, total
     stage_seconds: dict = field(default_factory=dict)
@@ -119,6 +120,8 @@ class KernelReport:
         parts.append(before_after("registers", self.registers))
         if self.estimate.before is not None:
             parts.append(before_after(f"{self.objective} estimate", self.estimate, unit=" cycles") + " (ESTIMATE)")
+        elif self.changed and self.estimate_note:
+            parts.append(f"{self.objective} estimate: none ({self.estimate_note.split(':')[0]})")
         return "; ".join(p for p in parts + self.idle_passes if p)
 
     @property
@@ -323,8 +326,9 @@ class StagesHook:
         rep.stage_seconds = dict(res.seconds)
         est = res.estimate
         if est is not None:
-            rep.objective, rep.launch = est.objective, est.launch or "one warp"
+            rep.objective, rep.launch = est.objective, est.launch or ("one warp" if est.before is not None else "")
             rep.estimate = BeforeAfter(est.before, est.after)
+            rep.estimate_note = est.note
         rep.warnings = list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
