@@ -135,7 +135,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
              parsed: Module | None = None, check_steps: int | None = None,
-             overlap_compiles: bool = True) -> OptimizeResult:
+             overlap_compiles: bool = True, sass_store=None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -164,6 +164,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     of those two runs once the result is accepted; False: the runs one after
     the other and the estimate compiling both texts itself with ptxopt's own
     ptxas, overlapping them (the order before issue 32; for comparisons).
+
+    ``sass_store``: a :class:`~ptxopt.measure.sass_store.SassStore` the
+    estimate of the caller's cubins reads SASS listings from and adds them to
+    (the Triton hook's, kept between processes); None: this process's memo only.
 
     ``check_steps``: a budget of interpreter steps for the whole equivalence
     check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
@@ -295,7 +299,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         else:
             if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
                 pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
-                                   objective, performance)
+                                   objective, performance, sass_store)
             est = out.estimate = timed("estimate_wait", pending.result)
             seconds["estimate"] = pending.seconds
         if est.slower and if_slower == "keep":
@@ -372,16 +376,20 @@ def _per_entry(module: Module, contract, objective, one):
 
 
 def _estimate_compiled(ptx: str, text: str, before, after, module: Module, result: Module, arch: str, contract,
-                       objective, performance):
+                       objective, performance, sass_store=None):
     """:func:`ptxopt.evaluate.pair.estimate_compiled` over every entry (cycles
-    summed): the cubins the caller's ``compile`` made of the two texts."""
+    summed): the cubins the caller's ``compile`` made of the two texts; their
+    SASS also read from and added to ``sass_store`` when one is given."""
     from ptxopt.evaluate.pair import estimate_compiled
 
     def one(fn, check):
         return estimate_compiled(ptx, text, before, after, entry=fn.name, launch=check, performance=performance,
                                  objective=objective, arch=arch, parsed=module, candidate_module=result)
 
-    return _per_entry(module, contract, objective, one)
+    from ptxopt.measure.sass_store import stored
+
+    with stored(sass_store):
+        return _per_entry(module, contract, objective, one)
 
 
 #: :func:`optimize`'s estimate when the result's cubin holds the input's machine code

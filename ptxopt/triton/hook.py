@@ -204,8 +204,10 @@ class StagesHook:
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
-                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True):
+                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, sass_cache=True):
         self.chooser = chooser
+        #: SASS listings kept between processes (:mod:`ptxopt.measure.sass_store`); None: none
+        self.sass_store = _sass_store(sass_cache) if estimate else None
         self.check_steps = check_steps
         self.estimate = estimate
         self.objective = objective
@@ -320,7 +322,7 @@ class StagesHook:
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
-                       overlap_compiles=self.overlap_compiles)
+                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -384,6 +386,15 @@ def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | Non
     return done.cubin
 
 
+def _sass_store(where):
+    """enable()'s ``sass_cache``: a :class:`~ptxopt.measure.sass_store.SassStore`, or None."""
+    if where is False or where is None:
+        return None
+    from ptxopt.measure.sass_store import SassStore
+
+    return SassStore(None if where is True else where)
+
+
 def _signature_of(src):
     """The signature from the first stage's input (an MLIR module), or None."""
     from ptxopt.triton.signature import parse_signature
@@ -408,7 +419,7 @@ _active: StagesHook | None = None
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
-           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True) -> StagesHook:
+           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, sass_cache=True) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -429,7 +440,11 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     nvdisasm run it needs is most of the hook's time on small kernels, ~0.2 s
     of CPU whatever the kernel): every rewrite that passes the checks is
     used, also one a policy or pipelines file chose and the model would rate
-    slower.
+    slower. ``sass_cache``: where the estimate keeps the SASS listings of the
+    cubins it read, for later processes (True: ``sass/`` in ptxopt's cache
+    folder, :func:`ptxopt.measure.sass_store.default_dir`; a path; False:
+    none): a kernel compiled again -- a fresh Triton cache, another pipeline
+    over the same Triton PTX -- needs no nvdisasm run for a cubin seen before.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -453,7 +468,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
-                      estimate=estimate)
+                      estimate=estimate, sass_cache=sass_cache)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
