@@ -77,7 +77,7 @@ def test_optimize_runs_no_nvdisasm_for_a_result_with_the_inputs_code(monkeypatch
     """With the caller's ptxas (the Triton hook), a rewrite whose cubin holds
     the input's code is used without an estimate; one whose code differs is
     still estimated (fails before issue 32's change: nvdisasm ran for both)."""
-    import ptxopt.measure.disasm as disasm
+    from ptxopt.measure import disasm
     from ptxopt.api import ACCEPTED, SAME_CODE
     from ptxopt.measure.sim import clear_memo
 

@@ -43,7 +43,7 @@ def test_damaged_or_foreign_files_are_misses(tmp_path):
 
 
 def test_listings_use_a_store_only_inside_stored(tmp_path, monkeypatch):
-    import ptxopt.measure.disasm as disasm
+    from ptxopt.measure import disasm
 
     cubin = compile_ptx(PTX, "sm_89", memo=False).cubin
     runs = []

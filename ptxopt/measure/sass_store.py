@@ -139,4 +139,4 @@ def active() -> SassStore | None:
     return getattr(_ACTIVE, "store", None)
 
 
-__all__ = ["SassStore", "stored", "active", "default_dir", "PARSER_SOURCES"]
+__all__ = ["PARSER_SOURCES", "SassStore", "active", "default_dir", "stored"]
