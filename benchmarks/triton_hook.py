@@ -30,9 +30,11 @@ equivalence check, the two ptxas runs one after the other and the estimate
 compiling both texts again (``reuse_cubin=False``, ``check_steps=None``,
 ``overlap_compiles=False``), and prints that table first;
 ``--also-no-estimate`` adds ``enable(estimate=False)``; ``--warm`` adds the
-hook with its SASS store (:mod:`ptxopt.measure.sass_store`) already holding
-the kernel's listings, as a later process compiling the same kernels finds it
-(every other hooked compile gets an empty store: cold). Run from another
+hook with its disk cache (``enable(disk_cache=...)``: SASS listings,
+:mod:`ptxopt.measure.sass_store`, and rejected checks,
+:mod:`ptxopt.triton.rejections`) already holding what an earlier compile of
+the kernel left there, as a later process compiling the same kernels finds it
+(every other hooked compile gets an empty folder: cold). Run from another
 checkout (a copy of this script in its ``benchmarks/``), the same figures are
 measured for that checkout's ptxopt.
 
@@ -117,8 +119,8 @@ def _count_hook_cpu() -> None:
 
 
 def _store_kw(pt, where) -> dict:
-    """enable(sass_cache=where) where this ptxopt has a SASS store, else nothing."""
-    return {"sass_cache": where} if "sass_cache" in inspect.signature(pt.enable).parameters else {}
+    """enable(disk_cache=where) where this ptxopt keeps things on disk, else nothing."""
+    return {"disk_cache": where} if "disk_cache" in inspect.signature(pt.enable).parameters else {}
 
 
 def _forget() -> None:
@@ -154,15 +156,15 @@ def _cycles(ptx: str) -> float | None:
 #: two ptxas runs one after the other and the estimate compiling both texts again itself.
 BEFORE = ("before", {"check_steps": None}, {"reuse_cubin": False, "overlap_compiles": False})
 NO_ESTIMATE = ("after, estimate=False", {"estimate": False}, {})
-#: the hook as it is, its SASS store already holding this kernel's listings (a kernel compiled again
-#: in a later process: a fresh Triton cache, or another pipeline over the same Triton PTX); every
-#: other variant gets an empty store per compile (cold)
-WARM = ("after, warm SASS store", {}, {})
+#: the hook as it is, its disk cache already holding what one earlier compile of this kernel left
+#: there (SASS listings, a rejected check): a kernel compiled again in a later process (a fresh
+#: Triton cache); every other variant gets an empty folder per compile (cold)
+WARM = ("after, warm disk cache", {}, {})
 
 
 def _enable(pt, enable_kw: dict, variant, store=None):
     _, kw, attrs = variant
-    store = store if store is not None else tempfile.mkdtemp(prefix="ptxopt-sass-cold-")
+    store = store if store is not None else tempfile.mkdtemp(prefix="ptxopt-hook-cold-")
     hook = pt.enable(**{**enable_kw, **_store_kw(pt, store), **kw})
     for k, v in attrs.items():
         setattr(hook, k, v)
@@ -193,7 +195,7 @@ def bench(names: list[str], enable_kw: dict, repeat: int, extra: tuple = ()) -> 
         triton_s = statistics.median(plain_s)
         warm_store = None
         if any(v[0] == WARM[0] for v in variants):  # one untimed compile fills this kernel's store
-            warm_store = tempfile.mkdtemp(prefix="ptxopt-sass-warm-")
+            warm_store = tempfile.mkdtemp(prefix="ptxopt-hook-warm-")
             _enable(pt, enable_kw, WARM, warm_store)
             _forget()
             with warnings.catch_warnings():
@@ -326,8 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--also-no-estimate", action="store_true",
                     help="also enable(estimate=False), same run, interleaved")
     ap.add_argument("--warm", action="store_true",
-                    help="also the hook with its SASS store already holding the kernel's listings "
-                         "(a later process), same run, interleaved")
+                    help="also the hook with its disk cache already holding what an earlier compile "
+                         "of the kernel left (a later process), same run, interleaved")
     a = ap.parse_args(argv)
     try:
         import triton  # noqa: F401
@@ -353,7 +355,7 @@ def main(argv=None) -> int:
              f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
     heads = {"before": "BEFORE (no cubin reuse, no check budget, estimate compiling again): ", "after": "AFTER: " if extra else "",
              NO_ESTIMATE[0]: "AFTER, enable(estimate=False): ",
-             WARM[0]: "AFTER, SASS store warm (a later process compiling the same kernels): "}
+             WARM[0]: "AFTER, disk cache warm (a later process compiling the same kernels): "}
     for label in sorted(tables, key=lambda x: x != "before"):
         print_table(tables[label], heads[label] + title)
         print()

@@ -360,17 +360,18 @@ def test_a_kernel_compiled_again_reads_its_sass_from_the_store(tcache, tmp_path,
     for i in range(2):
         monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache{i}"))
         clear_memo()
-        hook = pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", sass_cache=store)
+        hook = pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", disk_cache=store)
         compile_kernel("softmax_row")
         reports.append((pt.report()[-1], hook.sass_store))
     (cold, s0), (warm, s1) = reports
     assert cold.changed and cold.estimate.before is not None  # the result's code differs: estimated
     assert runs == [2] and (s0.misses, s0.writes) == (2, 2) and (s1.hits, s1.writes) == (2, 0)
     assert (warm.changed, warm.estimate, warm.ptx) == (cold.changed, cold.estimate, cold.ptx)
-    # sass_cache=False: no store at all (nvdisasm runs again)
+    assert hook.rejections.writes == 0 and not warm.rejection_remembered  # an accepted check: never remembered
+    # disk_cache=False: no store at all (nvdisasm runs again)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache-off"))
     clear_memo()
-    assert pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", sass_cache=False).sass_store is None
+    assert pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", disk_cache=False).sass_store is None
     compile_kernel("softmax_row")
     assert runs == [2, 2]
 
@@ -387,3 +388,38 @@ def test_a_result_with_tritons_machine_code_is_not_estimated(tcache):
     assert rep.changed and rep.verdict in ACCEPTED and rep.estimate.before is None
     assert rep.estimate_note == SAME_CODE and "estimate_wait" not in rep.stage_seconds
     assert "estimate: none (the result's cubin holds the input's machine code" in rep.line()
+
+
+def test_a_rejected_check_is_remembered_for_a_later_compile(tcache, tmp_path, monkeypatch):
+    # matmul_f32_ieee: the check spends its budget (deterministic: counted in steps) and Triton's PTX
+    # is kept. A later process compiling the same kernel (a fresh Triton cache) keeps it at once, with
+    # the same report; nothing is rewritten, compiled or checked again.
+    import ptxopt.api as api
+
+    checks = []
+    real = api.check_equivalence
+    monkeypatch.setattr(api, "check_equivalence", lambda *a, **kw: checks.append(1) or real(*a, **kw))
+    plain = compile_plain("matmul_f32_ieee")
+    root = tmp_path / "hook"
+    reps = []
+    for i in range(2):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache{i}"))
+        hook = pt.enable("reorder_cp", check_steps=500, disk_cache=root)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c = compile_kernel("matmul_f32_ieee")
+        reps.append((pt.report()[-1], c, ptxopt_warnings(w), hook.rejections))
+    (cold, c0, w0, m0), (warm, c1, w1, m1) = reps
+    assert checks == [1] and (m0.writes, m1.hits, m1.writes) == (1, 1, 0)
+    assert not cold.rejection_remembered and warm.rejection_remembered
+    assert c0.asm["ptx"] == c1.asm["ptx"] == plain.asm["ptx"] and c1.asm["cubin"] == plain.asm["cubin"]
+    assert w0 == w1 and len(w1) == 1 and "(budget)" in w1[0]
+    same = ("changed", "verdict", "verdict_note", "reason", "contract", "coverage", "registers", "spills", "passes")
+    assert [getattr(warm, k) for k in same] == [getattr(cold, k) for k in same]
+    # anything the check depended on is in the key: another budget is checked again
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache-budget"))
+    pt.enable("reorder_cp", check_steps=600, disk_cache=root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile_kernel("matmul_f32_ieee")
+    assert checks == [1, 1] and not pt.report()[-1].rejection_remembered

@@ -14,7 +14,7 @@ in a file named by a digest of
 * the cubin's sha256 (the architecture is in its ELF header),
 
 so a listing is only reused for the same bytes, decoded by the same tool and
-parsed by the same code. Only the hook opens a store (``enable(sass_cache=...)``),
+parsed by the same code. Only the hook opens a store (``enable(disk_cache=...)``),
 and only while its estimate runs (:func:`stored`): searches and benchmarks
 that measure a cold start never read one.
 
@@ -40,14 +40,6 @@ PARSER_SOURCES = ("toolchain/sass.py", "toolchain/control.py", "measure/disasm.p
 FORMAT = 1
 
 
-def default_dir() -> Path:
-    """``sass/`` beside the evaluation cache (``$PTXOPT_CACHE``'s folder, else
-    ``$XDG_CACHE_HOME/ptxopt``, ``~/.cache/ptxopt``)."""
-    from ptxopt.evaluate.cache import default_cache_path
-
-    return default_cache_path().parent / "sass"
-
-
 _PARSER: list = []
 
 
@@ -62,8 +54,8 @@ def _parser_digest() -> str:
 class SassStore:
     """Listings by (decoder tag, cubin digest), one file each under ``root``."""
 
-    def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root) if root is not None else default_dir()
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
         self.hits = self.misses = self.writes = 0
 
     def _path(self, key: str) -> tuple[Path, str]:
@@ -139,4 +131,4 @@ def active() -> SassStore | None:
     return getattr(_ACTIVE, "store", None)
 
 
-__all__ = ["PARSER_SOURCES", "SassStore", "active", "default_dir", "stored"]
+__all__ = ["PARSER_SOURCES", "SassStore", "active", "stored"]
