@@ -158,6 +158,7 @@ class KernelReport:
                 "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
                 "ptxopt_seconds": round(self.ptxopt_seconds, 6),
                 "triton_seconds": round(self.triton_seconds, 6), "cubin_reused": self.cubin_reused,
+                "estimate_note": self.estimate_note or None, "rejection_remembered": self.rejection_remembered,
                 "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()}}
 
 
