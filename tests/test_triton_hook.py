@@ -423,3 +423,17 @@ def test_a_rejected_check_is_remembered_for_a_later_compile(tcache, tmp_path, mo
         warnings.simplefilter("ignore")
         compile_kernel("matmul_f32_ieee")
     assert checks == [1, 1] and not pt.report()[-1].rejection_remembered
+
+
+def test_a_user_given_contract_is_never_remembered(tcache, tmp_path):
+    # the memo keys only the contracts the hook derives from Triton's metadata (their repr is all
+    # there is to them); a user's contract (exact buffers, a contract file) is checked every time
+    from ptxopt.equivalence.launch import Launch
+
+    hook = pt.enable("reorder_cp", check_steps=500, disk_cache=tmp_path / "hook",
+                     contracts={"matmul_f32_ieee": Launch((1, 1, 1), (128, 1, 1))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile_kernel("matmul_f32_ieee")
+    [rep] = pt.report()
+    assert rep.verdict and (hook.rejections.hits, hook.rejections.misses, hook.rejections.writes) == (0, 0, 0)
