@@ -14,8 +14,10 @@ Every kernel of ``corpus/triton/*.py`` is compiled by real ``triton.compile``
 
 Per kernel the table prints what changed, the verdict, registers, the ``sim``
 cycle ESTIMATE of Triton's PTX and of the PTX the cubin was built from, and
-two ratios to Triton's own compile time: ``ratio``, the hook's added time
-(``ptxopt_seconds``, inside the ``ptx`` stage), and ``wall``, the hooked
+three ratios to Triton's own compile: ``ratio``, the hook's added time
+(``ptxopt_seconds``, inside the ``ptx`` stage) over Triton's wall time; ``cpu``,
+the hook's CPU (its threads and its ptxas and nvdisasm children) over the CPU
+of Triton's plain compile (its ptxas included); and ``wall``, the hooked
 compile's whole wall time over the plain one (what a user waits for: it also
 counts the ``cubin`` stage's ptxas run the hook saves when it hands Triton
 its own cubin); then the median and geometric mean of the ratio. Nothing is
@@ -27,7 +29,14 @@ assembling again what ptxopt assembled, and no step budget for the
 equivalence check, the two ptxas runs one after the other and the estimate
 compiling both texts again (``reuse_cubin=False``, ``check_steps=None``,
 ``overlap_compiles=False``), and prints that table first;
-``--also-no-estimate`` adds ``enable(estimate=False)``.
+``--also-no-estimate`` adds ``enable(estimate=False)``; ``--warm`` adds the
+hook with its disk cache (``enable(disk_cache=...)``: SASS listings,
+:mod:`ptxopt.measure.sass_store`, and rejected checks,
+:mod:`ptxopt.triton.rejections`) already holding what an earlier compile of
+the kernel left there, as a later process compiling the same kernels finds it
+(every other hooked compile gets an empty folder: cold). Run from another
+checkout (a copy of this script in its ``benchmarks/``), the same figures are
+measured for that checkout's ptxopt.
 
 Run::
 
@@ -43,9 +52,11 @@ Needs ``triton`` (``pip install -e '.[triton]'``).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -64,13 +75,52 @@ def _fresh_cache() -> str:
     return d
 
 
-def _timed_compile(name: str) -> tuple[float, object]:
+def _cpu() -> float:
+    """CPU seconds of this process (every thread) and of its finished children (ptxas, nvdisasm)."""
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+
+
+def _timed_compile(name: str, cpu: list | None = None) -> tuple[float, object]:
     from ptxopt.testing.triton_corpus import compile_kernel
 
     _fresh_cache()
+    c0 = _cpu()
     t = time.perf_counter()
     c = compile_kernel(name)
-    return time.perf_counter() - t, c
+    wall = time.perf_counter() - t
+    if cpu is not None:
+        cpu.append(_cpu() - c0)
+    return wall, c
+
+
+#: CPU seconds of each hooked rewrite (the hook's ``ptx``-stage work: its threads and its ptxas and
+#: nvdisasm children), appended by the wrapper :func:`_count_hook_cpu` installs
+_HOOK_CPU: list = []
+
+
+def _count_hook_cpu() -> None:
+    """Wrap ``StagesHook.rewrite`` (whatever ptxopt is imported: the same measure for a base tree)."""
+    from ptxopt.triton.hook import StagesHook
+
+    if getattr(StagesHook.rewrite, "_cpu_counted", False):
+        return
+    real = StagesHook.rewrite
+
+    def rewrite(self, *a, **kw):
+        c0 = _cpu()
+        try:
+            return real(self, *a, **kw)
+        finally:
+            _HOOK_CPU.append(_cpu() - c0)
+
+    rewrite._cpu_counted = True  # type: ignore[attr-defined]
+    StagesHook.rewrite = rewrite
+
+
+def _store_kw(pt, where) -> dict:
+    """enable(disk_cache=where) where this ptxopt keeps things on disk, else nothing."""
+    return {"disk_cache": where} if "disk_cache" in inspect.signature(pt.enable).parameters else {}
 
 
 def _forget() -> None:
@@ -106,11 +156,16 @@ def _cycles(ptx: str) -> float | None:
 #: two ptxas runs one after the other and the estimate compiling both texts again itself.
 BEFORE = ("before", {"check_steps": None}, {"reuse_cubin": False, "overlap_compiles": False})
 NO_ESTIMATE = ("after, estimate=False", {"estimate": False}, {})
+#: the hook as it is, its disk cache already holding what one earlier compile of this kernel left
+#: there (SASS listings, a rejected check): a kernel compiled again in a later process (a fresh
+#: Triton cache); every other variant gets an empty folder per compile (cold)
+WARM = ("after, warm disk cache", {}, {})
 
 
-def _enable(pt, enable_kw: dict, variant):
+def _enable(pt, enable_kw: dict, variant, store=None):
     _, kw, attrs = variant
-    hook = pt.enable(**{**enable_kw, **kw})
+    store = store if store is not None else tempfile.mkdtemp(prefix="ptxopt-hook-cold-")
+    hook = pt.enable(**{**enable_kw, **_store_kw(pt, store), **kw})
     for k, v in attrs.items():
         setattr(hook, k, v)
     return hook
@@ -123,39 +178,50 @@ def bench(names: list[str], enable_kw: dict, repeat: int, extra: tuple = ()) -> 
 
     variants = [("after", {}, {})] + list(extra)
     out: dict[str, list[dict]] = {v[0]: [] for v in variants}
+    _count_hook_cpu()
     pt.disable()
     _timed_compile(names[0])  # warm-up: imports, libdevice, ptxas version probe ...
-    pt.enable(**enable_kw)
+    pt.enable(**enable_kw, **_store_kw(pt, False))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _timed_compile(names[0])  # ... and ptxopt's lazily imported modules
     pt.disable()
     for name in names:
-        plain_s = []
+        plain_s, plain_cpu = [], []
         for _ in range(repeat):
             pt.disable()
-            s, plain = _timed_compile(name)
+            s, plain = _timed_compile(name, plain_cpu)
             plain_s.append(s)
         triton_s = statistics.median(plain_s)
-        runs = {v[0]: ([], [], []) for v in variants}  # hooked wall, added, (rep, compiled, warnings)
+        warm_store = None
+        if any(v[0] == WARM[0] for v in variants):  # one untimed compile fills this kernel's store
+            warm_store = tempfile.mkdtemp(prefix="ptxopt-hook-warm-")
+            _enable(pt, enable_kw, WARM, warm_store)
+            _forget()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _timed_compile(name)
+            pt.disable()
+        runs = {v[0]: ([], [], [], []) for v in variants}  # hooked wall, added, added CPU, (rep, compiled, warnings)
         for _ in range(repeat):
             for variant in variants:
-                _enable(pt, enable_kw, variant)
+                _enable(pt, enable_kw, variant, warm_store if variant[0] == WARM[0] else None)
                 _forget()
                 with warnings.catch_warnings(record=True) as w:
                     warnings.simplefilter("always")
                     s, hooked = _timed_compile(name)
-                walls, added, last = runs[variant[0]]
+                walls, added, cpu, last = runs[variant[0]]
                 walls.append(s)
                 added.append(pt.report()[-1].ptxopt_seconds)
+                cpu.append(_HOOK_CPU[-1])
                 last[:] = [(pt.report()[-1], hooked, w)]
                 pt.disable()
         for label, r in runs.items():
-            out[label].append(_row(name, plain, triton_s, *r))
+            out[label].append(_row(name, plain, triton_s, statistics.median(plain_cpu), *r))
     return out
 
 
-def _row(name, plain, triton_s, hooked_s, added, last) -> dict:
+def _row(name, plain, triton_s, triton_cpu, hooked_s, added, added_cpu, last) -> dict:
     import ptxopt.triton as pt
     from ptxopt.equivalence.budget import BUDGET_SPENT
     from ptxopt.testing.triton_corpus import specs
@@ -176,6 +242,8 @@ def _row(name, plain, triton_s, hooked_s, added, last) -> dict:
         "vectorizer_notes": notes,
         "triton_compile_s": triton_s, "hooked_compile_s": statistics.median(hooked_s),
         "ptxopt_s": ptxopt_s, "ratio": ptxopt_s / triton_s if triton_s else None,
+        "triton_cpu_s": triton_cpu, "ptxopt_cpu_s": statistics.median(added_cpu),
+        "cpu_ratio": statistics.median(added_cpu) / triton_cpu if triton_cpu else None,
         "warnings": len([x for x in w if issubclass(x.category, pt.PtxoptTritonWarning)]),
         # the hook's own comparison (what decides "never apply a slower choice"): objective, launch, cycles
         "objective": rep.objective or None, "launch": rep.launch or None,
@@ -195,7 +263,7 @@ def print_table(rows: list[dict], title: str) -> None:
     print("sim cycles: Triton's PTX -> the PTX the cubin was built from; + = fewer estimated cycles")
     head = (f"{'kernel':21s} {'family':13s} {'changed':7s} {'verdict':21s} {'regs':>9s} "
             f"{'sim cycles (ESTIMATE)':>22s} {'ptxopt s':>8s} {'triton s':>8s} {'ratio':>6s} {'wall':>6s} "
-            f"{'cubin':>6s}")
+            f"{'cpu':>6s} {'cubin':>6s}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -206,7 +274,8 @@ def print_table(rows: list[dict], title: str) -> None:
             f"{_fmt(r['registers'][0], 'd')}->{_fmt(r['registers'][1], 'd')}"
         print(f"{r['kernel']:21s} {r['family']:13s} {('yes' if r['changed'] else 'no'):7s} {r['verdict']:21s} "
               f"{regs:>9s} {cyc:>22s} {r['ptxopt_s']:8.3f} {r['triton_compile_s']:8.3f} {_fmt(r['ratio'], '.2f'):>6s} "
-              f"{_fmt(r.get('wall'), '.2f'):>6s} {('reused' if r.get('cubin_reused') else 'triton'):>6s}")
+              f"{_fmt(r.get('wall'), '.2f'):>6s} {_fmt(r.get('cpu_ratio'), '.2f'):>6s} "
+              f"{('reused' if r.get('cubin_reused') else 'triton'):>6s}")
     for r in rows:
         if r["reason"]:
             print(f"  {r['kernel']}: kept Triton's PTX: {r['reason'][:160]}")
@@ -228,6 +297,12 @@ def print_table(rows: list[dict], title: str) -> None:
         print(f"hook's added compile time / Triton's own compile time, {label} ({len(ratios)}): "
               f"median {statistics.median(ratios):.2f}, geomean {geo:.2f}, min {min(ratios):.2f}, "
               f"max {max(ratios):.2f}, total {tot:.2f}")
+        cpus = [r["cpu_ratio"] for r in sel if r.get("cpu_ratio") is not None]
+        if cpus:
+            tot = sum(r["ptxopt_cpu_s"] for r in sel) / sum(r["triton_cpu_s"] for r in sel)
+            print(f"hook's added CPU (its threads, ptxas and nvdisasm) / Triton's compile CPU, {label} "
+                  f"({len(cpus)}): median {statistics.median(cpus):.2f}, min {min(cpus):.2f}, "
+                  f"max {max(cpus):.2f}, total {tot:.2f}; kernels over 1x: {sum(x > 1 for x in cpus)}")
         walls = [r["wall"] for r in sel if r.get("wall") is not None]
         if walls:
             print(f"hooked compile wall / plain compile wall, {label} ({len(walls)}): "
@@ -252,6 +327,9 @@ def main(argv=None) -> int:
                     help="also the hook as it was (no cubin reuse, no check budget), same run, interleaved")
     ap.add_argument("--also-no-estimate", action="store_true",
                     help="also enable(estimate=False), same run, interleaved")
+    ap.add_argument("--warm", action="store_true",
+                    help="also the hook with its disk cache already holding what an earlier compile "
+                         "of the kernel left (a later process), same run, interleaved")
     a = ap.parse_args(argv)
     try:
         import triton  # noqa: F401
@@ -267,7 +345,8 @@ def main(argv=None) -> int:
     kw["verify"] = not a.no_verify
     if a.no_estimate:
         kw["estimate"] = False
-    extra = ((BEFORE,) if a.old else ()) + ((NO_ESTIMATE,) if a.also_no_estimate else ())
+    extra = ((BEFORE,) if a.old else ()) + ((NO_ESTIMATE,) if a.also_no_estimate else ()) + \
+        ((WARM,) if a.warm else ())
     tables = bench(names, kw, max(1, a.repeat), extra)
     what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
             else f"pipeline {kw['pipeline']}")
@@ -275,7 +354,8 @@ def main(argv=None) -> int:
              f"median of {a.repeat} "
              f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")
     heads = {"before": "BEFORE (no cubin reuse, no check budget, estimate compiling again): ", "after": "AFTER: " if extra else "",
-             NO_ESTIMATE[0]: "AFTER, enable(estimate=False): "}
+             NO_ESTIMATE[0]: "AFTER, enable(estimate=False): ",
+             WARM[0]: "AFTER, disk cache warm (a later process compiling the same kernels): "}
     for label in sorted(tables, key=lambda x: x != "before"):
         print_table(tables[label], heads[label] + title)
         print()

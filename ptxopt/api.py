@@ -136,7 +136,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
              parsed: Module | None = None, check_steps: int | None = None,
-             overlap_compiles: bool = True) -> OptimizeResult:
+             overlap_compiles: bool = True, sass_store=None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -165,6 +165,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     of those two runs once the result is accepted; False: the runs one after
     the other and the estimate compiling both texts itself with ptxopt's own
     ptxas, overlapping them (the order before issue 32; for comparisons).
+
+    ``sass_store``: a :class:`~ptxopt.measure.sass_store.SassStore` the
+    estimate of the caller's cubins reads SASS listings from and adds them to
+    (the Triton hook's, kept between processes); None: this process's memo only.
 
     ``check_steps``: a budget of interpreter steps for the whole equivalence
     check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
@@ -298,11 +302,14 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
     if estimate:
-        if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
-            pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
-                               objective, performance)
-        est = out.estimate = timed("estimate_wait", pending.result)
-        seconds["estimate"] = pending.seconds
+        if pending is None and _same_code(before, after):  # nothing the estimate could rank: no nvdisasm run
+            est = out.estimate = _same_speed(ptx, objective, performance)
+        else:
+            if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
+                pending = _Pending(_estimate_compiled, ptx, text, before, after, module, run.module, arch, contract,
+                                   objective, performance, sass_store)
+            est = out.estimate = timed("estimate_wait", pending.result)
+            seconds["estimate"] = pending.seconds
         if est.slower and if_slower == "keep":
             return keep_input(f"estimated slower: {est.describe()}")
         if est.slower:
@@ -377,16 +384,47 @@ def _per_entry(module: Module, contract, objective, one):
 
 
 def _estimate_compiled(ptx: str, text: str, before, after, module: Module, result: Module, arch: str, contract,
-                       objective, performance):
+                       objective, performance, sass_store=None):
     """:func:`ptxopt.evaluate.pair.estimate_compiled` over every entry (cycles
-    summed): the cubins the caller's ``compile`` made of the two texts."""
+    summed): the cubins the caller's ``compile`` made of the two texts; their
+    SASS also read from and added to ``sass_store`` when one is given."""
     from ptxopt.evaluate.pair import estimate_compiled
 
     def one(fn, check):
         return estimate_compiled(ptx, text, before, after, entry=fn.name, launch=check, performance=performance,
                                  objective=objective, arch=arch, parsed=module, candidate_module=result)
 
-    return _per_entry(module, contract, objective, one)
+    from ptxopt.measure.sass_store import stored
+
+    with stored(sass_store):
+        return _per_entry(module, contract, objective, one)
+
+
+#: :func:`optimize`'s estimate when the result's cubin holds the input's machine code
+SAME_CODE = ("the result's cubin holds the input's machine code (the same code sections, constant banks, symbols "
+             "and launch attributes, the same ptxas resources; debug info and the .maxnreg budget aside): "
+             "the same speed, not estimated")
+
+
+def _same_code(before, after) -> bool:
+    """The two ptxas results hold the same machine code and resources
+    (:func:`ptxopt.measure.same_code.same_code`, and every kernel's and
+    function's registers, spills, stack, shared memory, barriers and
+    constant banks as ptxas reported them): the estimate, which reads only
+    the SASS, those resources and the launch, has nothing to rank."""
+    from ptxopt.measure.same_code import same_code
+
+    return (before.arch == after.arch and before.kernels == after.kernels
+            and before.functions == after.functions and same_code(before.cubin, after.cubin))
+
+
+def _same_speed(ptx: str, objective, performance):
+    """The estimate of a result whose cubin holds the input's code: no cycles, not slower."""
+    from ptxopt.evaluate.candidate import Candidate, objective_for
+    from ptxopt.evaluate.pair import PairEstimate
+
+    obj = objective_for(Candidate(ptx, "", performance=performance), objective)
+    return PairEstimate(obj, None, None, None, note=SAME_CODE)
 
 
 def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:

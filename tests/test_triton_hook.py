@@ -29,9 +29,11 @@ PIPELINES = ["vec_ld,vec_st", "reorder_cp,maxnreg_128", "cache_cg,st_cache_cs,pr
 
 @pytest.fixture
 def tcache(tmp_path, monkeypatch):
-    """A private, empty Triton cache; the hook removed afterwards."""
+    """A private, empty Triton cache (and ptxopt cache folder: the hook's SASS
+    listings, :mod:`ptxopt.measure.sass_store`); the hook removed afterwards."""
     d = tmp_path / "triton-cache"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(d))
+    monkeypatch.setenv("PTXOPT_CACHE", str(tmp_path / "ptxopt-cache" / "eval.sqlite"))
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
     yield d
     pt.disable()
@@ -341,3 +343,97 @@ def test_no_estimate_skips_the_speed_comparison(tcache):
     [rep] = pt.report()
     assert rep.changed and rep.verdict == "proved" and rep.estimate.before is None
     assert "estimate" not in rep.stage_seconds and rep.cubin_reused
+
+
+def test_a_kernel_compiled_again_reads_its_sass_from_the_store(tcache, tmp_path, monkeypatch):
+    # issue 32: nvdisasm (~0.2 s per run, whatever the cubin) is most of the hook's time on a small
+    # kernel. A second process -- here: a fresh Triton cache, the in-process memos forgotten --
+    # finds both listings in the hook's store and runs no nvdisasm; the estimate is the same.
+    from ptxopt.measure import disasm
+    from ptxopt.measure.sim import clear_memo
+
+    runs = []
+    real = disasm.disassemble_many
+    monkeypatch.setattr(disasm, "disassemble_many", lambda cubins, **kw: runs.append(len(cubins)) or real(cubins, **kw))
+    store = tmp_path / "sass"
+    reports = []
+    for i in range(2):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache{i}"))
+        clear_memo()
+        hook = pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", disk_cache=store)
+        compile_kernel("softmax_row")
+        reports.append((pt.report()[-1], hook.sass_store))
+    (cold, s0), (warm, s1) = reports
+    assert cold.changed and cold.estimate.before is not None  # the result's code differs: estimated
+    assert runs == [2] and (s0.misses, s0.writes) == (2, 2) and (s1.hits, s1.writes) == (2, 0)
+    assert (warm.changed, warm.estimate, warm.ptx) == (cold.changed, cold.estimate, cold.ptx)
+    assert hook.rejections.writes == 0 and not warm.rejection_remembered  # an accepted check: never remembered
+    # disk_cache=False: no store at all (nvdisasm runs again)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache-off"))
+    clear_memo()
+    assert pt.enable("vec_ld,vec_st,reorder_cp,maxnreg_128", disk_cache=False).sass_store is None
+    compile_kernel("softmax_row")
+    assert runs == [2, 2]
+
+
+def test_a_result_with_tritons_machine_code_is_not_estimated(tcache):
+    # maxnreg_128 above what relu_scale uses: ptxas emits the same code; the files differ (line
+    # tables, the budget attribute), the speed cannot: no nvdisasm run, the rewrite is used
+    from ptxopt.api import SAME_CODE
+
+    compile_kernel("relu_scale")
+    pt.enable("maxnreg_128")
+    compile_kernel("relu_scale")
+    [rep] = pt.report()
+    assert rep.changed and rep.verdict in ACCEPTED and rep.estimate.before is None
+    assert rep.estimate_note == SAME_CODE and "estimate_wait" not in rep.stage_seconds
+    assert "estimate: none (the result's cubin holds the input's machine code" in rep.line()
+
+
+def test_a_rejected_check_is_remembered_for_a_later_compile(tcache, tmp_path, monkeypatch):
+    # matmul_f32_ieee: the check spends its budget (deterministic: counted in steps) and Triton's PTX
+    # is kept. A later process compiling the same kernel (a fresh Triton cache) keeps it at once, with
+    # the same report; nothing is rewritten, compiled or checked again.
+    import ptxopt.api as api
+
+    checks = []
+    real = api.check_equivalence
+    monkeypatch.setattr(api, "check_equivalence", lambda *a, **kw: checks.append(1) or real(*a, **kw))
+    plain = compile_plain("matmul_f32_ieee")
+    root = tmp_path / "hook"
+    reps = []
+    for i in range(2):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache{i}"))
+        hook = pt.enable("reorder_cp", check_steps=500, disk_cache=root)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c = compile_kernel("matmul_f32_ieee")
+        reps.append((pt.report()[-1], c, ptxopt_warnings(w), hook.rejections))
+    (cold, c0, w0, m0), (warm, c1, w1, m1) = reps
+    assert checks == [1] and (m0.writes, m1.hits, m1.writes) == (1, 1, 0)
+    assert not cold.rejection_remembered and warm.rejection_remembered
+    assert c0.asm["ptx"] == c1.asm["ptx"] == plain.asm["ptx"] and c1.asm["cubin"] == plain.asm["cubin"]
+    assert w0 == w1 and len(w1) == 1 and "(budget)" in w1[0]
+    same = ("changed", "verdict", "verdict_note", "reason", "contract", "coverage", "registers", "spills", "passes")
+    assert [getattr(warm, k) for k in same] == [getattr(cold, k) for k in same]
+    # anything the check depended on is in the key: another budget is checked again
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache-budget"))
+    pt.enable("reorder_cp", check_steps=600, disk_cache=root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile_kernel("matmul_f32_ieee")
+    assert checks == [1, 1] and not pt.report()[-1].rejection_remembered
+
+
+def test_a_user_given_contract_is_never_remembered(tcache, tmp_path):
+    # the memo keys only the contracts the hook derives from Triton's metadata (their repr is all
+    # there is to them); a user's contract (exact buffers, a contract file) is checked every time
+    from ptxopt.equivalence.launch import Launch
+
+    hook = pt.enable("reorder_cp", check_steps=500, disk_cache=tmp_path / "hook",
+                     contracts={"matmul_f32_ieee": Launch((1, 1, 1), (128, 1, 1))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile_kernel("matmul_f32_ieee")
+    [rep] = pt.report()
+    assert rep.verdict and (hook.rejections.hits, hook.rejections.misses, hook.rejections.writes) == (0, 0, 0)

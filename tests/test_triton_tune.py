@@ -115,6 +115,7 @@ def test_tune_a_triton_cache_then_apply_exactly_those(tmp_path, monkeypatch):
     from ptxopt.testing.triton_corpus import compile_kernel
 
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    monkeypatch.setenv("PTXOPT_CACHE", str(tmp_path / "ptxopt" / "eval.sqlite"))  # the hook's disk cache too
     tune_cache = tmp_path / "tune"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tune_cache))
     pt.disable()

@@ -93,10 +93,17 @@ def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> l
     """A SASS listing (or the error for that cubin) per cubin, in order: the
     cubins not remembered, each distinct one once, in one batched nvdisasm run."""
     from .disasm import disassemble_many
+    from .sass_store import active
 
     tag = decoder_tag()
     keys = [tag + d for d in (digests if digests is not None else [digest(c) for c in cubins])]
     out: list = [_LISTINGS.get(k) for k in keys]
+    store = active()  # the Triton hook's listings on disk (sass_store), only while it estimates
+    if store is not None:
+        for i, k in enumerate(keys):
+            if out[i] is None and (lst := store.get(k)) is not None:
+                _LISTINGS.put(k, lst)
+                out = [lst if kk == k and have is None else have for kk, have in zip(keys, out)]
     todo: dict[str, bytes] = {}
     for k, c, have in zip(keys, cubins, out):
         if have is None:
@@ -106,6 +113,8 @@ def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> l
         for k, lst in got.items():
             if not isinstance(lst, Exception):
                 _LISTINGS.put(k, lst)
+                if store is not None:
+                    store.put(k, lst)
         out = [got[k] if have is None else have for k, have in zip(keys, out)]
     return out
 

@@ -59,6 +59,9 @@ _NVINFO_SIZED = 4
 #: attributes of a function's .nv.info whose value starts with a symbol index: PARAM_CBANK (the
 #: symbol of the function's .nv.constant0 section, then its offset and size)
 _NVINFO_SYMBOL_ATTRS = frozenset({0x0A})
+#: the .nv.info attribute nvdisasm names ``EIATTR_MAXREG_COUNT``: the ``.maxnreg`` budget ptxas was
+#: given (``tests/test_same_code.py`` checks the name against nvdisasm's own listing of the section)
+NVINFO_MAXREG_COUNT = 0x1B
 _PREFIX = "__pxb{}__"
 _PREFIX_RE = re.compile(r"__pxb\d+__")
 _LABEL_RE = re.compile(r"(\.L_[A-Za-z]+_)(\d+)\b")
@@ -146,6 +149,9 @@ def _entries(data: bytes):
             j += 4
         else:
             raise _Unmergeable(f"unknown .nv.info entry format {fmt}")
+
+
+nvinfo_entries = _entries
 
 
 def _symbol_refs(data: bytes) -> list[int]:
@@ -375,4 +381,4 @@ def _batched(chunk: list[_Cubin], timeout: float) -> list[SassListing]:
     return listings
 
 
-__all__ = ["disassemble_many", "merge_cubins", "MAX_BATCH"]
+__all__ = ["disassemble_many", "merge_cubins", "MAX_BATCH", "NVINFO_MAXREG_COUNT", "nvinfo_entries"]

@@ -18,7 +18,15 @@ Cost (issue 32): the text handed to the ``cubin`` stage was already assembled
 by ptxopt with Triton's own ptxas command, so that stage is handed ptxopt's
 cubin (byte-identical, :func:`reusable_cubin`) instead of running ptxas again;
 the equivalence check has a step budget (:data:`HOOK_CHECK_STEPS`); the
-estimate reads the two cubins the hook's ptxas runs made.
+estimate reads the two cubins the hook's ptxas runs made, is skipped when
+the result's cubin holds Triton's machine code (:mod:`ptxopt.measure.same_code`:
+e.g. ``.maxnreg`` above what the kernel uses -- the same speed, nothing to
+rank), and takes SASS listings seen by an earlier process from a store on
+disk (:mod:`ptxopt.measure.sass_store`, ``enable(disk_cache=...)``) instead
+of running nvdisasm (~0.2 s of CPU per run whatever the cubin) again; a check
+that did not accept a rewrite is remembered on disk too, by everything it
+depended on (:mod:`ptxopt.triton.rejections`), so a later compile of the same
+kernel keeps Triton's PTX at once.
 
 Per kernel: the pipeline comes from the chooser (:mod:`ptxopt.triton.choose`),
 the launch contract from Triton's metadata (:mod:`ptxopt.triton.contract`),
@@ -97,11 +105,15 @@ class KernelReport:
     objective: str = ""  # what the estimates are (latency or throughput)
     launch: str = ""  # the performance launch they are for (Triton's block and shared memory; grid assumed)
     estimate: BeforeAfter = BeforeAfter(None, None)  # cycles, Triton's PTX / the result (ESTIMATES)
+    estimate_note: str = ""  # why there are no cycles (e.g. the result's cubin holds Triton's machine code)
     warnings: list = field(default_factory=list)
     #: optimize()'s own timings: passes, ptxas (both), verify, estimate (its helper thread), estimate_wait, total
     stage_seconds: dict = field(default_factory=dict)
     #: Triton's ``cubin`` stage was handed the cubin of ptxopt's own ptxas run (:func:`reusable_cubin`)
     cubin_reused: bool = False
+    #: the outcome is a rejected check remembered from an earlier compile (:mod:`ptxopt.triton.rejections`):
+    #: nothing was rewritten, compiled or checked this time
+    rejection_remembered: bool = False
 
     @property
     def overhead(self) -> float | None:
@@ -119,6 +131,8 @@ class KernelReport:
         parts.append(before_after("registers", self.registers))
         if self.estimate.before is not None:
             parts.append(before_after(f"{self.objective} estimate", self.estimate, unit=" cycles") + " (ESTIMATE)")
+        elif self.changed and self.estimate_note:
+            parts.append(f"{self.objective} estimate: none ({self.estimate_note.split(':')[0]})")
         return "; ".join(p for p in parts + self.idle_passes if p)
 
     @property
@@ -144,6 +158,7 @@ class KernelReport:
                 "registers": list(self.registers), "spill_bytes": list(self.spills), "passes": self.passes,
                 "ptxopt_seconds": round(self.ptxopt_seconds, 6),
                 "triton_seconds": round(self.triton_seconds, 6), "cubin_reused": self.cubin_reused,
+                "estimate_note": self.estimate_note or None, "rejection_remembered": self.rejection_remembered,
                 "stage_seconds": {k: round(v, 6) for k, v in self.stage_seconds.items()}}
 
 
@@ -201,8 +216,16 @@ class StagesHook:
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
-                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True):
+                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True):
+        from ptxopt.measure.sass_store import SassStore
+        from ptxopt.triton.rejections import RejectionMemo
+
         self.chooser = chooser
+        root = _disk_root(disk_cache)
+        #: SASS listings kept between processes (:mod:`ptxopt.measure.sass_store`); None: none
+        self.sass_store = SassStore(root / "sass") if root is not None and estimate else None
+        #: checks that did not accept a rewrite, kept between processes (:mod:`ptxopt.triton.rejections`)
+        self.rejections = RejectionMemo(root / "rejected") if root is not None and verify else None
         self.check_steps = check_steps
         self.estimate = estimate
         self.objective = objective
@@ -313,18 +336,28 @@ class StagesHook:
             params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
         compile = triton_compile(backend, options)
+        memo = None
+        if self.rejections is not None and name not in self.contracts:
+            from ptxopt.triton.rejections import rejection_key
+
+            memo = rejection_key(self.key, ptx, contract, compile.ptxas, compile.flags, rep.arch)
+            known = self.rejections.get(memo) if memo is not None else None
+            if known is not None:  # this very check did not accept the rewrite before: Triton's PTX
+                _from_memo(rep, known)
+                return ptx
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
-                       overlap_compiles=self.overlap_compiles)
+                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
         est = res.estimate
         if est is not None:
-            rep.objective, rep.launch = est.objective, est.launch or "one warp"
+            rep.objective, rep.launch = est.objective, est.launch or ("one warp" if est.before is not None else "")
             rep.estimate = BeforeAfter(est.before, est.after)
+            rep.estimate_note = est.note
         rep.warnings = list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
@@ -336,7 +369,27 @@ class StagesHook:
         rep.coverage = None if res.coverage is None else float(res.coverage.output_bytes)
         rep.registers, rep.spills = res.registers, res.spills
         rep.passes = _summarise(res.records, module)
+        if memo is not None and not res.changed and res.verdict in (Verdict.DIFFER, Verdict.INCONCLUSIVE) \
+                and res.reason.startswith("equivalence "):  # ptxas took the result; the check did not
+            self.rejections.put(memo, _outcome(rep))
         return res.ptx
+
+
+def _outcome(rep: KernelReport) -> dict:
+    """What a rejected check leaves in the report (:mod:`ptxopt.triton.rejections`)."""
+    return {"verdict": str(rep.verdict.value if isinstance(rep.verdict, Verdict) else rep.verdict),
+            "verdict_note": rep.verdict_note, "reason": rep.reason, "contract": rep.contract,
+            "coverage": rep.coverage, "registers": list(rep.registers), "spills": list(rep.spills),
+            "passes": rep.passes}
+
+
+def _from_memo(rep: KernelReport, known: dict) -> None:
+    rep.changed, rep.verdict = False, Verdict(known["verdict"])
+    rep.verdict_note, rep.reason, rep.contract = known["verdict_note"], known["reason"], known["contract"]
+    rep.coverage = known["coverage"]
+    rep.registers, rep.spills = BeforeAfter(*known["registers"]), BeforeAfter(*known["spills"])
+    rep.passes = known["passes"]
+    rep.rejection_remembered = True
 
 
 @dataclass(frozen=True)
@@ -380,6 +433,19 @@ def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | Non
     return done.cubin
 
 
+def _disk_root(where):
+    """enable()'s ``disk_cache``: the hook's folder, or None."""
+    from pathlib import Path
+
+    if where is False or where is None:
+        return None
+    if where is True:
+        from ptxopt.evaluate.cache import default_cache_path
+
+        return default_cache_path().parent / "triton-hook"
+    return Path(where)
+
+
 def _signature_of(src):
     """The signature from the first stage's input (an MLIR module), or None."""
     from ptxopt.triton.signature import parse_signature
@@ -404,7 +470,7 @@ _active: StagesHook | None = None
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
-           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True) -> StagesHook:
+           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -425,7 +491,14 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     nvdisasm run it needs is most of the hook's time on small kernels, ~0.2 s
     of CPU whatever the kernel): every rewrite that passes the checks is
     used, also one a policy or pipelines file chose and the model would rate
-    slower.
+    slower. ``disk_cache``: where the hook keeps, for later processes, the
+    SASS listings its estimates read (:mod:`ptxopt.measure.sass_store`) and
+    the checks that did not accept a rewrite (:mod:`ptxopt.triton.rejections`)
+    -- True: ``triton-hook/`` in ptxopt's cache folder (beside
+    ``$PTXOPT_CACHE``, else ``~/.cache/ptxopt``); a path; False: none. A
+    kernel compiled again (a fresh Triton cache, another pipeline over the
+    same Triton PTX) then needs no nvdisasm run for a cubin seen before, and
+    no check whose rejection is known.
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -449,7 +522,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
-                      estimate=estimate)
+                      estimate=estimate, disk_cache=disk_cache)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
