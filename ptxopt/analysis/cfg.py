@@ -238,6 +238,7 @@ def _flatten(fn: Function):
 
     if fn.body is not None:
         walk(fn.body, (), 0, None)
+    del walk  # walk refers to itself through its closure: a cycle that would keep stmts for the collector
     return stmts, types
 
 
