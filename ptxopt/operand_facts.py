@@ -292,13 +292,13 @@ def _dests(o, out: list) -> None:
         out.append(None)
 
 
-def _address(ins: Instruction, a: Addr) -> Address:
-    space = opcodes.mem_space(ins)
-    width = opcodes.ADDRESS_BITS.get(space, 64)
-    regs = tuple(regs_in(a))
-    size = opcodes.access_bytes(ins)
+def _address(form: _Form, a: Addr) -> Address:
+    space, width, size = form.space, form.width, form.size
     b = a.base
     t = type(b)
+    if t is Reg and not a.extra:  # the common case, inlined
+        return _address_new(Address, (space, "reg", b.name, wrap(a.offset, width), width, size, (b.name,), a))
+    regs = tuple(regs_in(a))
     kind, name, off = "other", None, 0
     if not a.extra:
         if t is Reg:
@@ -320,6 +320,10 @@ class _Form(NamedTuple):
     carry_in: bool
     carry_out: bool
     role: str  # :func:`_role` unless an impure special register is read
+    # an address operand's :class:`Address` fields that depend on the form alone
+    space: str  # :func:`ptxopt.opcodes.mem_space`
+    width: int  # its :data:`ptxopt.opcodes.ADDRESS_BITS`
+    size: int | None  # :func:`ptxopt.opcodes.access_bytes`
 
 
 #: (opcode, modifiers) -> :class:`_Form`: a kernel repeats a few forms
@@ -333,8 +337,10 @@ def _form(ins: Instruction) -> _Form:
     if f is None:
         bare = Instruction(ins.opcode, ins.modifiers, (None,))  # an operand: dest_count asks whether any
         n = opcodes.dest_count(bare)
+        space = opcodes.mem_space(bare)
         f = _FORMS[key] = _Form(n, bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE,
-                                ins.opcode in opcodes.CARRY_IN, opcodes.writes_carry(bare), _role(bare, False))
+                                ins.opcode in opcodes.CARRY_IN, opcodes.writes_carry(bare), _role(bare, False),
+                                space, opcodes.ADDRESS_BITS.get(space, 64), opcodes.access_bytes(bare))
         if len(_FORMS) > 4096:  # a bound on odd inputs; the working set is a few dozen
             _FORMS.clear()
             _FORMS[key] = f
@@ -349,12 +355,17 @@ def _walk(ins: Instruction) -> Facts:
         # the common case, every operand a register (4,096 of the 5,127
         # instructions of the 16x16x16 tile): slices instead of the walk
         names = [o.name for o in ops if type(o) is Reg]
-        if len(names) == len(ops) and _SREGS.isdisjoint(names) and "." not in "".join(names):
+        g = ins.guard
+        if g:
+            names.append(g)  # the guard is read, and checked with the rest
+        if len(names) == len(ops) + bool(g) and _SREGS.isdisjoint(names) and "." not in "".join(names):
             n = form.ndest
             dests = tuple(names[:n])
-            uses = names[n:]
-            if ins.guard:
-                uses.insert(0, ins.guard)
+            if g:
+                uses = names[-1:]
+                uses += names[n:-1]
+            else:
+                uses = names[n:]
             if form.accumulates and n:
                 uses.extend(dests)
             if form.carry_in:
@@ -362,8 +373,10 @@ def _walk(ins: Instruction) -> Facts:
             defs = dests
             if form.carry_out:
                 defs += (opcodes.CARRY_FLAG,)
-            return _facts(Facts, (tuple(dict.fromkeys(defs)) if len(defs) > 1 else defs,
-                                  tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), (), False,
+            # each register once, in first-seen order (as below)
+            return _facts(Facts, (defs if len(defs) < 2 or len(set(defs)) == len(defs) else tuple(dict.fromkeys(defs)),
+                                  tuple(uses) if len(uses) < 2 or len(set(uses)) == len(uses)
+                                  else tuple(dict.fromkeys(uses)), (), False,
                                   form.role, None, (), dests, 1 if n else 0))
     defs: list[str] = []
     uses: list[str] = []
@@ -444,10 +457,10 @@ def _walk(ins: Instruction) -> Facts:
     return _facts(Facts, (tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
                           tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure,
                           "order" if impure else form.role,
-                          _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest))
+                          _address(form, addr) if addr is not None else None, labels, tuple(dests), ndest))
 
 
-_facts = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
+_facts = _address_new = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
 
 
 _SPECIAL: dict[str, bool] = {}

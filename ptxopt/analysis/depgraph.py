@@ -40,7 +40,7 @@ from collections import OrderedDict
 from typing import Sequence
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.analysis.alias import ALIASING_SPACES, Access, address_of, base_key, may_alias
+from ptxopt.analysis.alias import ALIASING_SPACES, Access, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
@@ -197,9 +197,14 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
         du = [instr_defs_uses(ins) for ins in instructions]
     preds: list[list[int]] = [[] for _ in range(n)]
     topo: list[int] = []
-    role_of = operand_facts.role
+    facts = operand_facts.facts
     regs = RegisterWalk()  # the DAG's own register walk
-    version: dict[str, int] = {}
+    step = regs.step_nodes
+    # a register base's value is named by the register's last definition
+    # before the access (-1: none in the block), as build_dag's per-register
+    # version counts do: two accesses see the same value exactly when no
+    # definition lies between them
+    last_def = regs.last_def
     # memory / ordering state, restarted at each ordering point:
     # tables[store?][space][base key] -> _Group
     tables: tuple[dict, dict] = ({}, {})
@@ -209,9 +214,16 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
     for i, ins in enumerate(instructions):
         defs, uses = du[i]
         p = preds[i]
-        p.extend([u for u, _, _ in regs.step(i, defs, uses, ins.guard is not None)])
+        f = ins._facts or facts(ins)
+        role = f.role
+        if role == "load" or role == "store":
+            fa = f.address  # its key before this instruction's own definitions
+            if fa is not None and fa.kind == "reg":
+                key, off = ("reg", fa.name, last_def.get(fa.name, -1)), fa.offset
+            else:
+                key, off = base_key(fa, _NO_VERSIONS)
+        step(i, defs, uses, ins.guard is not None, p)
 
-        role = role_of(ins)
         if role == "order":
             p.extend(range(last_order + 1, i))
             if last_order >= 0:
@@ -228,10 +240,8 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
                     p.append(last_collective)
                 last_collective = i
             elif role == "load" or role == "store":
-                _access(ins, i, role == "store", p, preds, topo, tables, version, roots, noalias, overlap)
+                _access(ins, fa, key, off, i, role == "store", p, preds, topo, tables, roots, noalias, overlap)
         topo.append(i)
-        for r in defs:
-            version[r] = version.get(r, 0) + 1
 
     for v in range(len(preds)):
         p = preds[v]
@@ -240,11 +250,13 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
     return DepGraph(instructions, preds, topo)
 
 
-def _access(ins, i, is_store, p, preds, topo, tables, version, roots, noalias, overlap) -> None:
-    """The memory dependencies of access ``i`` (``p``: its predecessor list)."""
-    fa = address_of(ins)
+_NO_VERSIONS: dict[str, int] = {}  # base_key of a symbol, an absolute address or no address reads none
+
+
+def _access(ins, fa, key, off, i, is_store, p, preds, topo, tables, roots, noalias, overlap) -> None:
+    """The memory dependencies of access ``i`` (``p``: its predecessor list;
+    ``fa``: its address fact, ``key`` and ``off`` its base key and offset)."""
     space = fa.space if fa is not None else opcodes.mem_space(ins)
-    key, off = base_key(fa, version)
     root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
     size = fa.size if fa is not None else opcodes.access_bytes(ins)
     # same-base offsets are compared as integers only inside the window where

@@ -78,7 +78,7 @@ def latency_class(ins: Instruction) -> str:
 def estimated_latency(ins: Instruction) -> int:
     """Rough latency of ``ins`` in cycles (see :data:`LATENCY`)."""
     # the class depends on the opcode, modifiers and role alone: remembered per form
-    key = (ins.opcode, ins.modifiers, operand_facts.role(ins))
+    key = (ins.opcode, ins.modifiers, (ins._facts or operand_facts.facts(ins)).role)
     lat = _BY_FORM.get(key)
     if lat is None:
         if len(_BY_FORM) > 4096:  # a bound on odd inputs; a kernel has a few dozen forms

@@ -58,5 +58,37 @@ class RegisterWalk:
                 reach[r] = [i]
         return out
 
+    def step_nodes(self, i: int, defs: Sequence[str], uses: Sequence[str], guarded: bool, out: list[int]) -> None:
+        """:meth:`step` appending only the earlier instructions to ``out``, in
+        the same order (the DepGraph needs no edge kinds; building a tuple per
+        edge was a third of its cost). It updates the state exactly as
+        :meth:`step` does; ``tests/test_regdeps.py`` checks the two agree on
+        the corpus."""
+        reach, last_def, uses_since = self.reach, self.last_def, self.uses_since
+        for r in uses:
+            d = reach.get(r)
+            if d is not None:
+                out.extend(d)
+            lst = uses_since.get(r)
+            if lst is None:
+                uses_since[r] = [i]
+            else:
+                lst.append(i)
+        for r in defs:
+            lst = uses_since.get(r)
+            if lst:
+                for u in lst:
+                    if u != i:
+                        out.append(u)
+            uses_since[r] = []
+            d = last_def.get(r)
+            if d is not None:
+                out.append(d)
+            last_def[r] = i
+            if guarded:
+                reach.setdefault(r, []).append(i)
+            else:
+                reach[r] = [i]
+
 
 __all__ = ["RegisterWalk", "RAW", "WAW", "WAR"]
