@@ -216,6 +216,12 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
         p = preds[i]
         f = ins._facts or facts(ins)
         role = f.role
+        if role == "pure":  # the common case: registers and the last ordering point only
+            step(i, defs, uses, ins.guard is not None, p)
+            if last_order >= 0:
+                p.append(last_order)
+            topo.append(i)
+            continue
         if role == "load" or role == "store":
             fa = f.address  # its key before this instruction's own definitions
             if fa is not None and fa.kind == "reg":
@@ -245,7 +251,7 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
 
     for v in range(len(preds)):
         p = preds[v]
-        if len(p) > 1:
+        if len(p) > 1 and len(set(p)) != len(p):
             preds[v] = list(dict.fromkeys(p))
     return DepGraph(instructions, preds, topo)
 

@@ -60,10 +60,12 @@ class RegisterWalk:
 
     def step_nodes(self, i: int, defs: Sequence[str], uses: Sequence[str], guarded: bool, out: list[int]) -> None:
         """:meth:`step` appending only the earlier instructions to ``out``, in
-        the same order (the DepGraph needs no edge kinds; building a tuple per
-        edge was a third of its cost). It updates the state exactly as
-        :meth:`step` does; ``tests/test_regdeps.py`` checks the two agree on
-        the corpus."""
+        the same order of first occurrence (the DepGraph needs no edge kinds;
+        building a tuple per edge was a third of its cost), less the waw edge
+        of a register the instruction also reads: the raw edge on it names
+        the same definition earlier (an accumulating ``fma`` then has no
+        duplicate to remove). It updates the state exactly as :meth:`step`
+        does; ``tests/test_regdeps.py`` checks the two agree on the corpus."""
         reach, last_def, uses_since = self.reach, self.last_def, self.uses_since
         for r in uses:
             d = reach.get(r)
@@ -82,7 +84,7 @@ class RegisterWalk:
                         out.append(u)
             uses_since[r] = []
             d = last_def.get(r)
-            if d is not None:
+            if d is not None and r not in uses:  # else its raw edge came first (d ends reach[r])
                 out.append(d)
             last_def[r] = i
             if guarded:

@@ -78,6 +78,12 @@ def _attached(s) -> bool:
 
 
 def _runs(fn: Function, cfg, block) -> list[_Run]:
+    iids = block.iids
+    paths = cfg.sites[iids.start:iids.stop]
+    if paths and max(map(len, paths)) == 1 and paths[-1][0] - paths[0][0] == len(paths) - 1:
+        # the common case: consecutive statements of the body, one run (the
+        # loop below finds the same)
+        return [_Run(fn.body.items, (), list(range(paths[0][0], paths[-1][0] + 1)), 0)]
     runs: list[_Run] = []
     for k, iid in enumerate(block.iids):
         path = cfg.sites[iid]
@@ -116,11 +122,17 @@ def _runs_of(fn: Function, cfg, block) -> tuple[list[_Run], list[tuple[int, list
     return runs, groups
 
 
-def _groups(run: _Run) -> tuple[int, list[list]]:
+def _groups(run: _Run) -> tuple[int, list]:
     """The run's span start and one statement group per instruction: the
-    ``.loc``/comment lines before it, it, its trailing comments."""
+    ``.loc``/comment lines before it, it, its trailing comments. When every
+    group is its instruction alone (nothing attached: the common case), the
+    groups are that flat list of instructions instead (no list per
+    instruction to build, keep and collect)."""
     items, out = run.items, []
-    start = run.indices[0]
+    start, last = run.indices[0], run.indices[-1]
+    if last - start + 1 == len(run.indices) and not (start > 0 and _attached(items[start - 1])) \
+            and not (last + 1 < len(items) and type(items[last + 1]) is Comment and items[last + 1].trailing):
+        return start, _Flat(items[start:last + 1])  # contiguous: only instructions in between
     while start > 0 and _attached(items[start - 1]):
         start -= 1
     lead = start
@@ -131,6 +143,12 @@ def _groups(run: _Run) -> tuple[int, list[list]]:
         out.append(items[lead:end])
         lead = end
     return start, out
+
+
+class _Flat(list):
+    """:func:`_groups` of a run whose every group is its instruction alone."""
+
+    __slots__ = ()
 
 
 def _critical_path(g: DepGraph, runs):
@@ -220,7 +238,10 @@ class Reorder(FunctionPass):
             for r, (start, parts) in zip(runs, groups):
                 if len(r.indices) < 2:
                     continue
-                new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
+                if type(parts) is _Flat:
+                    new = [parts[v - r.lo] for v in order[r.lo:r.hi]]
+                else:
+                    new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
                 r.items[start:start + len(new)] = new
             report.change(fn.name, line, f"block {where}: {moved} of "
                           f"{len(block.instructions)} instructions moved")
