@@ -189,6 +189,19 @@ class _Scope:
         return bool(d) and p in self.prefixes and int(d) < self.prefixes[p]
 
 
+_TOP_PATHS: list[Path] = []
+_TOP_PATHS_MAX = 1 << 17  # larger bodies build their own
+
+
+def _top_paths(n: int) -> list[Path]:
+    """``[(0,), (1,), ...]``, at least ``n`` of them: the paths of a body's
+    own statements, the same tuples for every CFG (a path per instruction
+    was thousands of tuples to allocate and for the collector to visit)."""
+    if len(_TOP_PATHS) < n:
+        _TOP_PATHS.extend((i,) for i in range(len(_TOP_PATHS), n))
+    return _TOP_PATHS
+
+
 def _flatten(fn: Function):
     """Walk the body: statements in textual order with paths, declared
     register types, and per-instruction rename functions for shadowed
@@ -223,6 +236,7 @@ def _flatten(fn: Function):
                 rename = make_rename(tuple(scopes))
         else:
             scope = None
+        top = _top_paths(len(block.items)) if not prefix and len(block.items) <= _TOP_PATHS_MAX else None
         for i, item in enumerate(block.items):
             t = type(item)
             if t is Block:
@@ -230,9 +244,9 @@ def _flatten(fn: Function):
             elif t is Decl:
                 if item.space == ".reg":
                     types.add(item, scope)
-                stmts.append((item, prefix + (i,), rename))
+                stmts.append((item, top[i] if top else prefix + (i,), rename))
             elif t is Instruction or t is Label:
-                stmts.append((item, prefix + (i,), rename))
+                stmts.append((item, top[i] if top else prefix + (i,), rename))
         if scope is not None and scopes and scopes[-1] is scope:
             scopes.pop()
 

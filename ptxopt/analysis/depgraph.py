@@ -187,8 +187,8 @@ def block_depgraph(cfg: CFG, block: int, *, roots: dict[str, str], noalias: froz
     """:func:`build_depgraph` of one block of ``cfg`` with its scope-aware
     defs/uses (the alias facts as :func:`~ptxopt.analysis.dag.block_dag` takes them)."""
     b = cfg.blocks[block]
-    return build_depgraph(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias,
-                          overlap=overlap)
+    return build_depgraph(b.instructions, cfg.du[b.start:b.start + len(b.instructions)], roots=roots,
+                          noalias=noalias, overlap=overlap)
 
 
 def _build(instructions, du, roots, noalias, overlap) -> DepGraph:

@@ -26,10 +26,12 @@ from typing import Callable, Sequence
 from ptxopt.analysis.depgraph import DepGraph
 
 
-def heights(g: DepGraph, latency: Callable) -> list[float]:
+def heights(g: DepGraph, latency: Callable | Sequence) -> list[float]:
     """Longest path from each node (its latency included; join nodes weigh
-    0) to any sink."""
-    n, succs, ins = g.n, g.succs, g.instructions
+    0) to any sink. ``latency``: a function of an instruction, or each real
+    node's latency already."""
+    n, succs = g.n, g.succs
+    lat = [latency(i) for i in g.instructions] if callable(latency) else latency
     out = [0] * g.size
     for v in reversed(g.topo):
         best = 0
@@ -37,7 +39,7 @@ def heights(g: DepGraph, latency: Callable) -> list[float]:
             x = out[w]
             if x > best:
                 best = x
-        out[v] = best + latency(ins[v]) if v < n else best
+        out[v] = best + lat[v] if v < n else best
     return out
 
 
@@ -74,17 +76,27 @@ def list_schedule(g: DepGraph, runs: Sequence[tuple[int, int]], keys: Sequence,
         heap = [rank[v] for v in range(lo, hi) if not waiting[v]]
         heapify(heap)
         order = []
+        joins: list[int] = []
         while heap:
             v = by_key[heappop(heap)]
             order.append(v)
-            stack = [v]
-            while stack:
-                for w in after[stack.pop()]:
+            # release v's successors, and those of join nodes it completes
+            # (the order of the pushes does not matter: ranks are unique)
+            for w in after[v]:
+                c = waiting[w] - 1
+                waiting[w] = c
+                if not c:
+                    if w >= n:
+                        joins.append(w)  # a join node: placed at once
+                    elif lo <= w < hi:
+                        heappush(heap, rank[w])
+            while joins:
+                for w in after[joins.pop()]:
                     c = waiting[w] - 1
                     waiting[w] = c
                     if not c:
                         if w >= n:
-                            stack.append(w)  # a join node: placed at once
+                            joins.append(w)
                         elif lo <= w < hi:
                             heappush(heap, rank[w])
         if len(order) != hi - lo:

@@ -52,7 +52,7 @@ from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.depgraph import DepGraph, block_depgraph
-from ptxopt.analysis.latency import estimated_latency
+from ptxopt.analysis.latency import latencies
 from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
@@ -152,7 +152,7 @@ class _Flat(list):
 
 
 def _critical_path(g: DepGraph, runs):
-    h = heights(g, estimated_latency)
+    h = heights(g, latencies(g.instructions))
     prefetches = opcodes.PREFETCHES
     n = g.n
     top = max(h[:n], default=0) + 1
