@@ -383,6 +383,18 @@ def _walk(ins: Instruction) -> Facts:
                                   tuple(uses) if len(uses) < 2 or len(set(uses)) == len(uses)
                                   else tuple(dict.fromkeys(uses)), (), False,
                                   form.role, None, (), dests, 1 if n else 0))
+        if len(ops) == 2 and len(names) == 1 + bool(g) and not (form.accumulates or form.carry_in or form.carry_out):
+            f = _pair(ops, form, g)
+            if f is not None:
+                return f
+    return _walk_operands(ins, form)
+
+
+def _walk_operands(ins: Instruction, form: _Form) -> Facts:
+    """The walk itself, every operand shape (what :func:`_walk`'s fast paths
+    must agree with: ``tests/test_operand_facts.py`` checks they do)."""
+    ops = ins.operands
+    op = ins.opcode
     defs: list[str] = []
     uses: list[str] = []
     if ins.guard:
@@ -463,6 +475,38 @@ def _walk(ins: Instruction) -> Facts:
                           tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure,
                           "order" if impure else form.role,
                           _address(form, addr) if addr is not None else None, labels, tuple(dests), ndest))
+
+
+def _pair(ops, form: _Form, g: str | None) -> Facts | None:
+    """The walk's answer for ``ld %r, [%rd+8]``, ``st [%rd+8], %r`` (a
+    register and a register-based address, what most memory instructions
+    are) and ``mov %r, 1`` (an immediate is no register), or None for any
+    other pair of operands."""
+    o0, o1 = ops
+    a = None
+    if form.ndest == 1 and type(o0) is Reg and type(o1) is Addr:
+        a, dest, data = o1, o0.name, None
+    elif form.ndest == 0 and type(o0) is Addr and type(o1) is Reg:
+        a, dest, data = o0, None, o1.name
+    elif form.ndest == 1 and type(o0) is Reg and type(o1) is Imm:
+        dest, data = o0.name, None
+    else:
+        return None
+    uses = [g] if g else []
+    if a is not None:
+        b = a.base
+        if type(b) is not Reg or a.extra:
+            return None
+        uses.append(b.name)
+    if data is not None:
+        uses.append(data)
+    names = uses if dest is None else uses + [dest]
+    if not _SREGS.isdisjoint(names) or "." in "".join(names):
+        return None
+    dests = (dest,) if dest is not None else ()
+    return _facts(Facts, (dests, tuple(uses) if len(set(uses)) == len(uses) else tuple(dict.fromkeys(uses)), (),
+                          False, form.role, None if a is None else _address(form, a), (), dests,
+                          1 if dest is not None else 0))
 
 
 _facts = _address_new = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
