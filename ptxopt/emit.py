@@ -99,15 +99,11 @@ def _block(block: Block, out: list[str], indent: str) -> None:
     for s in block.items:
         t = type(s)
         if t is Instruction:
-            hit = memo.get(id(s))
-            if hit is not None and hit[0] is s:
-                append(inner + hit[1])
-            elif len(memo) < _TEXT_ROOM:  # a miss, remembered inline as format_instruction would
+            text = memo.get(id(s))  # the memo keeps its instructions alive: an id found is this one
+            if text is None:
                 text = _format_instruction(s)
-                memo[id(s)] = (s, text)
-                append(inner + text)
-            else:
-                append(inner + format_instruction(s))
+                _TEXT.put(s, text)
+            append(inner + text)
         elif t is Label:
             append(s.name + ":")
         elif t is Decl:
@@ -131,7 +127,6 @@ def _comment(out: list[str], c: Comment, indent: str) -> None:
 #: printed text per instruction: a search state prints its ~20 candidate
 #: modules, which share most instructions, mostly from here
 _TEXT: IdentityMemo[Instruction, str] = IdentityMemo()
-_TEXT_ROOM = _TEXT._max - 1  # below it an inline store cannot overfill the memo
 
 
 def format_instruction(ins: Instruction) -> str:

@@ -284,6 +284,9 @@ class CFG:
 
         cur: BasicBlock | None = None
         prev_label: str | None = None
+        # per-instruction work below: lists and functions bound once
+        instructions, sites, du = self.instructions, self.sites, self.du
+        facts, terminators = operand_facts.facts, opcodes.TERMINATORS
         for stmt, path, rename in stmts:
             t = type(stmt)
             if t is Decl:
@@ -305,22 +308,21 @@ class CFG:
             # an instruction
             if cur is None:
                 cur = self._new_block(())
-            self.instructions.append(stmt)
-            self.sites.append(path)
+            instructions.append(stmt)
+            sites.append(path)
             if rename is None:  # instr_defs_uses inline (one call less per instruction)
-                f = stmt._facts or operand_facts.facts(stmt)
-                self.du.append((f.defs, f.uses))
+                f = stmt._facts or facts(stmt)
+                du.append((f.defs, f.uses))
             else:
-                self.du.append(instr_defs_uses(stmt, rename))
+                du.append(instr_defs_uses(stmt, rename))
             cur.instructions.append(stmt)
-            if stmt.opcode in opcodes.TERMINATORS:
+            if stmt.opcode in terminators:
                 cur = None
         if not self.blocks:
             self._new_block(())
         self.block_of: list[int] = [0] * len(self.instructions)
         for b in self.blocks:
-            for i in b.iids:
-                self.block_of[i] = b.index
+            self.block_of[b.start:b.start + len(b.instructions)] = [b.index] * len(b.instructions)
         self._link()
 
     def _new_block(self, labels: tuple[str, ...]) -> BasicBlock:
