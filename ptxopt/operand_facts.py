@@ -325,6 +325,7 @@ class _Form(NamedTuple):
     carry_in: bool
     carry_out: bool
     role: str  # :func:`_role` unless an impure special register is read
+    plain: bool  # none of the three above (accumulates, carry_in, carry_out), and ndest < 2
     # an address operand's :class:`Address` fields that depend on the form alone
     space: str  # :func:`ptxopt.opcodes.mem_space`
     width: int  # its :data:`ptxopt.opcodes.ADDRESS_BITS`
@@ -343,8 +344,9 @@ def _form(ins: Instruction) -> _Form:
         bare = Instruction(ins.opcode, ins.modifiers, (None,))  # an operand: dest_count asks whether any
         n = opcodes.dest_count(bare)
         space = opcodes.mem_space(bare)
-        f = _FORMS[key] = _Form(n, bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE,
-                                ins.opcode in opcodes.CARRY_IN, opcodes.writes_carry(bare), _role(bare, False),
+        acc, cin, cout = bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE, ins.opcode in opcodes.CARRY_IN, \
+            opcodes.writes_carry(bare)
+        f = _FORMS[key] = _Form(n, acc, cin, cout, _role(bare, False), not (acc or cin or cout) and n < 2,
                                 space, opcodes.ADDRESS_BITS.get(space, 64), opcodes.access_bytes(bare))
         if len(_FORMS) > 4096:  # a bound on odd inputs; the working set is a few dozen
             _FORMS.clear()
@@ -361,6 +363,15 @@ def _walk(ins: Instruction) -> Facts:
         # instructions of the 16x16x16 tile): slices instead of the walk
         names = [o.name for o in ops if type(o) is Reg]
         g = ins.guard
+        if g is None and form.plain and len(names) == len(ops) and _SREGS.isdisjoint(names) \
+                and "." not in "".join(names):
+            # the commonest case of the next one: no guard, carry or accumulation
+            n = form.ndest
+            dests = tuple(names[:n])
+            uses = tuple(names[n:])
+            return _facts(Facts, (dests, uses if len(uses) < 2 or len(set(uses)) == len(uses)
+                                  else tuple(dict.fromkeys(uses)), (), False, form.role, None, (), dests,
+                                  1 if n else 0))
         if g:
             names.append(g)  # the guard is read, and checked with the rest
         if len(names) == len(ops) + bool(g) and _SREGS.isdisjoint(names) and "." not in "".join(names):
@@ -383,7 +394,7 @@ def _walk(ins: Instruction) -> Facts:
                                   tuple(uses) if len(uses) < 2 or len(set(uses)) == len(uses)
                                   else tuple(dict.fromkeys(uses)), (), False,
                                   form.role, None, (), dests, 1 if n else 0))
-        if len(ops) == 2 and len(names) == 1 + bool(g) and not (form.accumulates or form.carry_in or form.carry_out):
+        if len(ops) == 2 and len(names) == 1 + bool(g) and form.plain:
             f = _pair(ops, form, g)
             if f is not None:
                 return f

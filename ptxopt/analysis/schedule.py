@@ -64,13 +64,11 @@ def list_schedule(g: DepGraph, runs: Sequence[tuple[int, int]], keys: Sequence,
     readiness meaning every successor placed."""
     n = g.n
     before, after = (g.succs, g.preds) if bottom_up else (g.preds, g.succs)
-    waiting = [len(p) for p in before]
+    waiting = list(map(len, before))
     # the heap holds each node's rank in key order (ints compare faster than
     # the policies' key tuples; keys are unique, so the order is the same)
     by_key = sorted(range(n), key=keys.__getitem__)
-    rank = [0] * n
-    for r, v in enumerate(by_key):
-        rank[v] = r
+    rank = sorted(range(n), key=by_key.__getitem__)  # the inverse permutation: rank[by_key[r]] == r
     pieces = []
     for lo, hi in (reversed(runs) if bottom_up else runs):
         heap = [rank[v] for v in range(lo, hi) if not waiting[v]]
@@ -111,7 +109,7 @@ def interleave(g: DepGraph, runs: Sequence[tuple[int, int]], mem: Sequence[bool]
     """Top-down, each run in turn: the other kind (memory / arithmetic) than
     the last one placed when one is ready, else the earliest ready node."""
     n, succs = g.n, g.succs
-    waiting = [len(p) for p in g.preds]
+    waiting = list(map(len, g.preds))
     out: list[int] = []
     for lo, hi in runs:
         heaps: tuple[list, list] = ([], [])  # arithmetic, memory
