@@ -95,14 +95,18 @@ def _block(block: Block, out: list[str], indent: str) -> None:
     out.append(indent + "{")
     inner = indent + "\t"
     append = out.append
-    memo = _TEXT._entries  # format_instruction's memo, read inline: one call less per line
+    # format_instruction's memo, read and filled inline (two calls less per line)
+    memo, keep, room = _TEXT._entries, _TEXT._keep.append, _TEXT._max
     for s in block.items:
         t = type(s)
         if t is Instruction:
             text = memo.get(id(s))  # the memo keeps its instructions alive: an id found is this one
             if text is None:
                 text = _format_instruction(s)
-                _TEXT.put(s, text)
+                if len(memo) >= room:
+                    _TEXT.clear()
+                memo[id(s)] = text  # IdentityMemo.put
+                keep(s)
             append(inner + text)
         elif t is Label:
             append(s.name + ":")

@@ -27,7 +27,7 @@ class RegisterWalk:
     def __init__(self) -> None:
         self.reach: dict[str, list[int]] = {}  # definitions that may reach here
         self.last_def: dict[str, int] = {}
-        self.uses_since: dict[str, list[int]] = {}  # uses since the last definition
+        self.uses_since: dict[str, list[int]] = {}  # uses since the last definition (absent: none)
 
     def step(self, i: int, defs: Sequence[str], uses: Sequence[str], guarded: bool) -> list[tuple[int, int, str]]:
         """Instruction ``i`` (after every earlier one): ``(earlier, kind, register)``
@@ -44,10 +44,9 @@ class RegisterWalk:
             else:
                 lst.append(i)
         for r in defs:
-            for u in uses_since.get(r, ()):
+            for u in uses_since.pop(r, ()):  # none since this definition
                 if u != i:
                     out.append((u, WAR, r))
-            uses_since[r] = []
             d = last_def.get(r)
             if d is not None:
                 out.append((d, WAW, r))
@@ -77,12 +76,11 @@ class RegisterWalk:
             else:
                 lst.append(i)
         for r in defs:
-            lst = uses_since.get(r)
+            lst = uses_since.pop(r, None)  # none since this definition
             if lst:
                 for u in lst:
                     if u != i:
                         out.append(u)
-            uses_since[r] = []
             d = last_def.get(r)
             if d is not None and r not in uses:  # else its raw edge came first (d ends reach[r])
                 out.append(d)

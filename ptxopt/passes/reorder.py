@@ -46,6 +46,7 @@ is a fixed point of its own pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import ne
 from typing import ClassVar
 
 from ptxopt import opcodes, operand_facts
@@ -229,7 +230,7 @@ class Reorder(FunctionPass):
                 continue
             g = block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
             order = _POLICIES[self.policy][0](g, [(r.lo, r.hi) for r in runs])
-            moved = sum(1 for k, v in enumerate(order) if k != v)
+            moved = sum(map(ne, order, range(len(order))))  # positions whose instruction changed
             if not moved:
                 continue
             if not respects(g, order):
@@ -239,7 +240,8 @@ class Reorder(FunctionPass):
                 if len(r.indices) < 2:
                     continue
                 if type(parts) is _Flat:
-                    new = [parts[v - r.lo] for v in order[r.lo:r.hi]]
+                    new = list(map(parts.__getitem__, order[:r.hi])) if r.lo == 0 else \
+                        [parts[v - r.lo] for v in order[r.lo:r.hi]]
                 else:
                     new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
                 r.items[start:start + len(new)] = new
