@@ -157,7 +157,7 @@ def _critical_path(g: DepGraph, runs):
     prefetches = opcodes.PREFETCHES
     n = g.n
     top = max(h[:n], default=0) + 1
-    if type(top) is int and all(type(x) is int for x in h):
+    if set(map(type, h)) == {int}:  # integer latencies (every one in the table)
         # the key (not a prefetch, -height, position) as one int, in the same
         # order (sorting ints is several times faster than sorting tuples)
         span = (top + 1) * n  # above every (top - height) * n + position
