@@ -220,6 +220,8 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
             step(i, defs, uses, ins.guard is not None, p)
             if last_order >= 0:
                 p.append(last_order)
+            if len(p) > 1 and len(set(p)) != len(p):  # each pair once (first occurrences, in order)
+                preds[i] = list(dict.fromkeys(p))
             topo.append(i)
             continue
         if role == "load" or role == "store":
@@ -247,12 +249,11 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
                 last_collective = i
             elif role == "load" or role == "store":
                 _access(ins, fa, key, off, i, role == "store", p, preds, topo, tables, roots, noalias, overlap)
-        topo.append(i)
-
-    for v in range(len(preds)):
-        p = preds[v]
         if len(p) > 1 and len(set(p)) != len(p):
-            preds[v] = list(dict.fromkeys(p))
+            preds[i] = list(dict.fromkeys(p))
+        topo.append(i)
+    # (a join node's predecessors are distinct already: accesses of its group
+    # since the previous join node, each added once, and that join node)
     return DepGraph(instructions, preds, topo)
 
 
