@@ -76,7 +76,7 @@ class Access(NamedTuple):
     the same base); ``root``: the pointer parameter the base derives from.
     A named tuple, not a frozen dataclass: the dependency builders make one
     per memory instruction, and the dataclass's guarded ``__init__`` cost
-    five times as much.
+    about three times as much (1.45 against 0.45 us).
     """
 
     node: int

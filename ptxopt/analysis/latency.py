@@ -92,8 +92,8 @@ _BY_FORM: dict[tuple, int] = {}
 
 def latencies(instructions) -> list[int]:
     """:func:`estimated_latency` of each instruction, in one loop (the list
-    schedulers weigh every instruction of a block: a call each was a third of
-    the critical-path heights' cost)."""
+    schedulers weigh every instruction of a block; a remembered form costs
+    a lookup here instead of a call)."""
     by_form, facts = _BY_FORM, operand_facts.facts
     out = []
     for ins in instructions:

@@ -59,8 +59,8 @@ class RegisterWalk:
 
     def step_nodes(self, i: int, defs: Sequence[str], uses: Sequence[str], guarded: bool, out: list[int]) -> None:
         """:meth:`step` appending only the earlier instructions to ``out``, in
-        the same order of first occurrence (the DepGraph needs no edge kinds;
-        building a tuple per edge was a third of its cost), less the waw edge
+        the same order of first occurrence (the DepGraph needs no edge kinds,
+        and a tuple per edge is an allocation per edge), less the waw edge
         of a register the instruction also reads: the raw edge on it names
         the same definition earlier (an accumulating ``fma`` then has no
         duplicate to remove). It updates the state exactly as :meth:`step`
