@@ -95,12 +95,19 @@ def _block(block: Block, out: list[str], indent: str) -> None:
     out.append(indent + "{")
     inner = indent + "\t"
     append = out.append
-    memo = _TEXT._entries  # format_instruction's memo, read inline: one call less per line
+    # format_instruction's memo, read and filled inline (two calls less per line)
+    memo, keep, room = _TEXT._entries, _TEXT._keep.append, _TEXT._max
     for s in block.items:
         t = type(s)
         if t is Instruction:
-            hit = memo.get(id(s))
-            append(inner + (hit[1] if hit is not None and hit[0] is s else format_instruction(s)))
+            text = memo.get(id(s))  # the memo keeps its instructions alive: an id found is this one
+            if text is None:
+                text = _format_instruction(s)
+                if len(memo) >= room:
+                    _TEXT.clear()
+                memo[id(s)] = text  # IdentityMemo.put
+                keep(s)
+            append(inner + text)
         elif t is Label:
             append(s.name + ":")
         elif t is Decl:

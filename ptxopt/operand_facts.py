@@ -22,6 +22,13 @@ depends on operands is derived from it:
   size;
 * ``labels``: the symbols named at the top level (branch targets, callees).
 
+Speed. The walk runs once per instruction of every freshly parsed module
+(a cold pass on the 16x16x16 tile walks 5,127), so :func:`_walk` answers the
+shapes compilers write most -- register-only operand lists, a register with
+a register-based address or an immediate -- from slices, with what the
+opcode and modifiers alone decide remembered per form (:class:`_Form`), and
+leaves every other shape to the full walk, :func:`_walk_operands`.
+
 Caching and invalidation. :class:`~ptxopt.ir.Instruction` and every operand
 are frozen, and the facts are a pure function of them, so they are computed
 lazily on first use and stored in the instruction's ``_facts`` slot
@@ -146,8 +153,13 @@ def facts(ins: Instruction) -> Facts:
     f = ins._facts
     if f is None:
         f = _walk(ins)
-        object.__setattr__(ins, "_facts", f)
+        _set_facts(ins, f)
     return f
+
+
+#: the ``_facts`` slot's own setter: what ``object.__setattr__(ins, "_facts", f)``
+#: does past the frozen dataclass's guard, at a quarter of its cost
+_set_facts = Instruction.__dict__["_facts"].__set__
 
 
 # ---------------------------------------------------------------------------
@@ -292,13 +304,13 @@ def _dests(o, out: list) -> None:
         out.append(None)
 
 
-def _address(ins: Instruction, a: Addr) -> Address:
-    space = opcodes.mem_space(ins)
-    width = opcodes.ADDRESS_BITS.get(space, 64)
-    regs = tuple(regs_in(a))
-    size = opcodes.access_bytes(ins)
+def _address(form: _Form, a: Addr) -> Address:
+    space, width, size = form.space, form.width, form.size
     b = a.base
     t = type(b)
+    if t is Reg and not a.extra:  # the common case, inlined
+        return _address_new(Address, (space, "reg", b.name, wrap(a.offset, width), width, size, (b.name,), a))
+    regs = tuple(regs_in(a))
     kind, name, off = "other", None, 0
     if not a.extra:
         if t is Reg:
@@ -320,6 +332,11 @@ class _Form(NamedTuple):
     carry_in: bool
     carry_out: bool
     role: str  # :func:`_role` unless an impure special register is read
+    plain: bool  # none of the three above (accumulates, carry_in, carry_out), and ndest < 2
+    # an address operand's :class:`Address` fields that depend on the form alone
+    space: str  # :func:`ptxopt.opcodes.mem_space`
+    width: int  # its :data:`ptxopt.opcodes.ADDRESS_BITS`
+    size: int | None  # :func:`ptxopt.opcodes.access_bytes`
 
 
 #: (opcode, modifiers) -> :class:`_Form`: a kernel repeats a few forms
@@ -333,8 +350,11 @@ def _form(ins: Instruction) -> _Form:
     if f is None:
         bare = Instruction(ins.opcode, ins.modifiers, (None,))  # an operand: dest_count asks whether any
         n = opcodes.dest_count(bare)
-        f = _FORMS[key] = _Form(n, bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE,
-                                ins.opcode in opcodes.CARRY_IN, opcodes.writes_carry(bare), _role(bare, False))
+        space = opcodes.mem_space(bare)
+        acc, cin, cout = bool(n) and ins.opcode in opcodes.ACCUMULATES_IN_PLACE, ins.opcode in opcodes.CARRY_IN, \
+            opcodes.writes_carry(bare)
+        f = _FORMS[key] = _Form(n, acc, cin, cout, _role(bare, False), not (acc or cin or cout) and n < 2,
+                                space, opcodes.ADDRESS_BITS.get(space, 64), opcodes.access_bytes(bare))
         if len(_FORMS) > 4096:  # a bound on odd inputs; the working set is a few dozen
             _FORMS.clear()
             _FORMS[key] = f
@@ -344,7 +364,55 @@ def _form(ins: Instruction) -> _Form:
 def _walk(ins: Instruction) -> Facts:
     ops = ins.operands
     op = ins.opcode
-    form = _form(ins)
+    form = _FORMS.get((op, ins.modifiers)) or _form(ins)
+    if ops and op != "call":
+        # the common case, every operand a register (4,096 of the 5,127
+        # instructions of the 16x16x16 tile): slices instead of the walk
+        names = [o.name for o in ops if type(o) is Reg]
+        g = ins.guard
+        if g is None and form.plain and len(names) == len(ops) and _SREGS.isdisjoint(names) \
+                and "." not in "".join(names):
+            # the commonest case of the next one: no guard, carry or accumulation
+            n = form.ndest
+            dests = tuple(names[:n])
+            uses = tuple(names[n:])
+            return _facts(Facts, (dests, uses if len(uses) < 2 or len(set(uses)) == len(uses)
+                                  else tuple(dict.fromkeys(uses)), (), False, form.role, None, (), dests,
+                                  1 if n else 0))
+        if g:
+            names.append(g)  # the guard is read, and checked with the rest
+        if len(names) == len(ops) + bool(g) and _SREGS.isdisjoint(names) and "." not in "".join(names):
+            n = form.ndest
+            dests = tuple(names[:n])
+            if g:
+                uses = names[-1:]
+                uses += names[n:-1]
+            else:
+                uses = names[n:]
+            if form.accumulates and n:
+                uses.extend(dests)
+            if form.carry_in:
+                uses.append(opcodes.CARRY_FLAG)
+            defs = dests
+            if form.carry_out:
+                defs += (opcodes.CARRY_FLAG,)
+            # each register once, in first-seen order (as below)
+            return _facts(Facts, (defs if len(defs) < 2 or len(set(defs)) == len(defs) else tuple(dict.fromkeys(defs)),
+                                  tuple(uses) if len(uses) < 2 or len(set(uses)) == len(uses)
+                                  else tuple(dict.fromkeys(uses)), (), False,
+                                  form.role, None, (), dests, 1 if n else 0))
+        if len(ops) == 2 and len(names) == 1 + bool(g) and form.plain:
+            f = _pair(ops, form, g)
+            if f is not None:
+                return f
+    return _walk_operands(ins, form)
+
+
+def _walk_operands(ins: Instruction, form: _Form) -> Facts:
+    """The walk itself, every operand shape (what :func:`_walk`'s fast paths
+    must agree with: ``tests/test_operand_facts_fast.py`` checks they do)."""
+    ops = ins.operands
+    op = ins.opcode
     defs: list[str] = []
     uses: list[str] = []
     if ins.guard:
@@ -424,13 +492,50 @@ def _walk(ins: Instruction) -> Facts:
     return _facts(Facts, (tuple(dict.fromkeys(defs)) if len(defs) > 1 else tuple(defs),
                           tuple(dict.fromkeys(uses)) if len(uses) > 1 else tuple(uses), sregs, impure,
                           "order" if impure else form.role,
-                          _address(ins, addr) if addr is not None else None, labels, tuple(dests), ndest))
+                          _address(form, addr) if addr is not None else None, labels, tuple(dests), ndest))
 
 
-_facts = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
+def _pair(ops, form: _Form, g: str | None) -> Facts | None:
+    """The walk's answer for ``ld %r, [%rd+8]``, ``st [%rd+8], %r`` (a
+    register and a register-based address, what most memory instructions
+    are) and ``mov %r, 1`` (an immediate is no register), or None for any
+    other pair of operands."""
+    o0, o1 = ops
+    a = None
+    if form.ndest == 1 and type(o0) is Reg and type(o1) is Addr:
+        a, dest, data = o1, o0.name, None
+    elif form.ndest == 0 and type(o0) is Addr and type(o1) is Reg:
+        a, dest, data = o0, None, o1.name
+    elif form.ndest == 1 and type(o0) is Reg and type(o1) is Imm:
+        dest, data = o0.name, None
+    else:
+        return None
+    uses = [g] if g else []
+    if a is not None:
+        b = a.base
+        if type(b) is not Reg or a.extra:
+            return None
+        uses.append(b.name)
+    if data is not None:
+        uses.append(data)
+    names = uses if dest is None else uses + [dest]
+    if not _SREGS.isdisjoint(names) or "." in "".join(names):
+        return None
+    dests = (dest,) if dest is not None else ()
+    return _facts(Facts, (dests, tuple(uses) if len(set(uses)) == len(uses) else tuple(dict.fromkeys(uses)), (),
+                          False, form.role, None if a is None else _address(form, a), (), dests,
+                          1 if dest is not None else 0))
+
+
+_facts = _address_new = tuple.__new__  # Facts(*fields) without the generated __new__'s extra call
 
 
 _SPECIAL: dict[str, bool] = {}
+
+#: :func:`ptxopt.opcodes.is_special_reg` is ``name.split(".")[0] in SPECIAL_REGS``,
+#: so names without a dot none of which is in the set are not special: the fast
+#: path's test, without a per-name cache (which a cold measurement would clear)
+_SREGS = opcodes.SPECIAL_REGS
 
 
 def _role(ins: Instruction, impure_sreg: bool) -> str:

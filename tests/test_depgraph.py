@@ -75,6 +75,7 @@ def _same_partial_order(module) -> None:
     for dag, g in _blocks(module):
         assert g.n == dag.number_of_nodes()
         assert g.precedes() == _dag_closure(dag)
+        assert all(len(set(p)) == len(p) for p in g.preds)  # each pair once, join nodes included
 
 
 def _reorders_respect_the_dag(module) -> None:

@@ -56,3 +56,29 @@ def test_the_carry_flag_chains_add_cc_to_addc():
 def test_a_guard_is_a_use():
     e = _edges("setp.eq.u32 %p1, %r1, 0;\n@%p1 mov.u32 %r2, 1;\nsetp.eq.u32 %p1, %r1, 1;\nret;")
     assert (0, RAW, "%p1") in e[1] and (1, WAR, "%p1") in e[2]
+
+
+def test_step_nodes_is_step_without_the_kinds_on_corpus_blocks():
+    """The DepGraph walks with step_nodes, the DAG with step: the same
+    predecessors in the same order of first occurrence, block by block (a sample of the corpus,
+    guarded definitions and the carry flag included)."""
+    from ptxopt.analysis.cfg import build_cfg
+    from ptxopt.corpus import load_manifest
+
+    blocks = 0
+    for k in load_manifest()[::16]:
+        for fn in parse(k.ptx_text()).functions:
+            if fn.body is None:
+                continue
+            cfg = build_cfg(fn)
+            for b in cfg.blocks:
+                full, ids = RegisterWalk(), RegisterWalk()
+                for i, iid in enumerate(b.iids):
+                    defs, uses = cfg.du[iid]
+                    guarded = cfg.instructions[iid].guard is not None
+                    out: list[int] = []
+                    ids.step_nodes(i, defs, uses, guarded, out)
+                    assert list(dict.fromkeys(out)) == list(dict.fromkeys(u for u, _, _ in full.step(i, defs, uses,
+                                                                                              guarded)))
+                blocks += 1
+    assert blocks > 50

@@ -189,6 +189,19 @@ class _Scope:
         return bool(d) and p in self.prefixes and int(d) < self.prefixes[p]
 
 
+_TOP_PATHS: list[Path] = []
+_TOP_PATHS_MAX = 1 << 17  # larger bodies build their own
+
+
+def _top_paths(n: int) -> list[Path]:
+    """``[(0,), (1,), ...]``, at least ``n`` of them: the paths of a body's
+    own statements, the same tuples for every CFG (a path per instruction
+    was thousands of tuples to allocate and for the collector to visit)."""
+    if len(_TOP_PATHS) < n:
+        _TOP_PATHS.extend((i,) for i in range(len(_TOP_PATHS), n))
+    return _TOP_PATHS
+
+
 def _flatten(fn: Function):
     """Walk the body: statements in textual order with paths, declared
     register types, and per-instruction rename functions for shadowed
@@ -223,6 +236,7 @@ def _flatten(fn: Function):
                 rename = make_rename(tuple(scopes))
         else:
             scope = None
+        top = _top_paths(len(block.items)) if not prefix and len(block.items) <= _TOP_PATHS_MAX else None
         for i, item in enumerate(block.items):
             t = type(item)
             if t is Block:
@@ -230,14 +244,15 @@ def _flatten(fn: Function):
             elif t is Decl:
                 if item.space == ".reg":
                     types.add(item, scope)
-                stmts.append((item, prefix + (i,), rename))
+                stmts.append((item, top[i] if top else prefix + (i,), rename))
             elif t is Instruction or t is Label:
-                stmts.append((item, prefix + (i,), rename))
+                stmts.append((item, top[i] if top else prefix + (i,), rename))
         if scope is not None and scopes and scopes[-1] is scope:
             scopes.pop()
 
     if fn.body is not None:
         walk(fn.body, (), 0, None)
+    del walk  # walk refers to itself through its closure: a cycle that would keep stmts for the collector
     return stmts, types
 
 
@@ -269,6 +284,9 @@ class CFG:
 
         cur: BasicBlock | None = None
         prev_label: str | None = None
+        # per-instruction work below: lists and functions bound once
+        instructions, sites, du = self.instructions, self.sites, self.du
+        facts, terminators = operand_facts.facts, opcodes.TERMINATORS
         for stmt, path, rename in stmts:
             t = type(stmt)
             if t is Decl:
@@ -290,18 +308,21 @@ class CFG:
             # an instruction
             if cur is None:
                 cur = self._new_block(())
-            self.instructions.append(stmt)
-            self.sites.append(path)
-            self.du.append(instr_defs_uses(stmt, rename))
+            instructions.append(stmt)
+            sites.append(path)
+            if rename is None:  # instr_defs_uses inline (one call less per instruction)
+                f = stmt._facts or facts(stmt)
+                du.append((f.defs, f.uses))
+            else:
+                du.append(instr_defs_uses(stmt, rename))
             cur.instructions.append(stmt)
-            if stmt.opcode in opcodes.TERMINATORS:
+            if stmt.opcode in terminators:
                 cur = None
         if not self.blocks:
             self._new_block(())
         self.block_of: list[int] = [0] * len(self.instructions)
         for b in self.blocks:
-            for i in b.iids:
-                self.block_of[i] = b.index
+            self.block_of[b.start:b.start + len(b.instructions)] = [b.index] * len(b.instructions)
         self._link()
 
     def _new_block(self, labels: tuple[str, ...]) -> BasicBlock:

@@ -40,7 +40,7 @@ from collections import OrderedDict
 from typing import Sequence
 
 from ptxopt import opcodes, operand_facts
-from ptxopt.analysis.alias import ALIASING_SPACES, Access, address_of, base_key, may_alias
+from ptxopt.analysis.alias import ALIASING_SPACES, Access, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.ir import Instruction
@@ -187,8 +187,8 @@ def block_depgraph(cfg: CFG, block: int, *, roots: dict[str, str], noalias: froz
     """:func:`build_depgraph` of one block of ``cfg`` with its scope-aware
     defs/uses (the alias facts as :func:`~ptxopt.analysis.dag.block_dag` takes them)."""
     b = cfg.blocks[block]
-    return build_depgraph(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias,
-                          overlap=overlap)
+    return build_depgraph(b.instructions, cfg.du[b.start:b.start + len(b.instructions)], roots=roots,
+                          noalias=noalias, overlap=overlap)
 
 
 def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
@@ -197,9 +197,14 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
         du = [instr_defs_uses(ins) for ins in instructions]
     preds: list[list[int]] = [[] for _ in range(n)]
     topo: list[int] = []
-    role_of = operand_facts.role
+    facts = operand_facts.facts
     regs = RegisterWalk()  # the DAG's own register walk
-    version: dict[str, int] = {}
+    step = regs.step_nodes
+    # a register base's value is named by the register's last definition
+    # before the access (-1: none in the block), as build_dag's per-register
+    # version counts do: two accesses see the same value exactly when no
+    # definition lies between them
+    last_def = regs.last_def
     # memory / ordering state, restarted at each ordering point:
     # tables[store?][space][base key] -> _Group
     tables: tuple[dict, dict] = ({}, {})
@@ -209,9 +214,24 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
     for i, ins in enumerate(instructions):
         defs, uses = du[i]
         p = preds[i]
-        p.extend([u for u, _, _ in regs.step(i, defs, uses, ins.guard is not None)])
+        f = ins._facts or facts(ins)
+        role = f.role
+        if role == "pure":  # the common case: registers and the last ordering point only
+            step(i, defs, uses, ins.guard is not None, p)
+            if last_order >= 0:
+                p.append(last_order)
+            if len(p) > 1 and len(set(p)) != len(p):  # each pair once (first occurrences, in order)
+                preds[i] = list(dict.fromkeys(p))
+            topo.append(i)
+            continue
+        if role == "load" or role == "store":
+            fa = f.address  # its key before this instruction's own definitions
+            if fa is not None and fa.kind == "reg":
+                key, off = ("reg", fa.name, last_def.get(fa.name, -1)), fa.offset
+            else:
+                key, off = base_key(fa, _NO_VERSIONS)
+        step(i, defs, uses, ins.guard is not None, p)
 
-        role = role_of(ins)
         if role == "order":
             p.extend(range(last_order + 1, i))
             if last_order >= 0:
@@ -228,23 +248,22 @@ def _build(instructions, du, roots, noalias, overlap) -> DepGraph:
                     p.append(last_collective)
                 last_collective = i
             elif role == "load" or role == "store":
-                _access(ins, i, role == "store", p, preds, topo, tables, version, roots, noalias, overlap)
+                _access(ins, fa, key, off, i, role == "store", p, preds, topo, tables, roots, noalias, overlap)
+        if len(p) > 1 and len(set(p)) != len(p):
+            preds[i] = list(dict.fromkeys(p))
         topo.append(i)
-        for r in defs:
-            version[r] = version.get(r, 0) + 1
-
-    for v in range(len(preds)):
-        p = preds[v]
-        if len(p) > 1:
-            preds[v] = list(dict.fromkeys(p))
+    # (a join node's predecessors are distinct already: accesses of its group
+    # since the previous join node, each added once, and that join node)
     return DepGraph(instructions, preds, topo)
 
 
-def _access(ins, i, is_store, p, preds, topo, tables, version, roots, noalias, overlap) -> None:
-    """The memory dependencies of access ``i`` (``p``: its predecessor list)."""
-    fa = address_of(ins)
+_NO_VERSIONS: dict[str, int] = {}  # base_key of a symbol, an absolute address or no address reads none
+
+
+def _access(ins, fa, key, off, i, is_store, p, preds, topo, tables, roots, noalias, overlap) -> None:
+    """The memory dependencies of access ``i`` (``p``: its predecessor list;
+    ``fa``: its address fact, ``key`` and ``off`` its base key and offset)."""
     space = fa.space if fa is not None else opcodes.mem_space(ins)
-    key, off = base_key(fa, version)
     root = roots.get(key[1]) if key is not None and key[0] == "reg" else None
     size = fa.size if fa is not None else opcodes.access_bytes(ins)
     # same-base offsets are compared as integers only inside the window where

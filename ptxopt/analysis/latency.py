@@ -78,7 +78,7 @@ def latency_class(ins: Instruction) -> str:
 def estimated_latency(ins: Instruction) -> int:
     """Rough latency of ``ins`` in cycles (see :data:`LATENCY`)."""
     # the class depends on the opcode, modifiers and role alone: remembered per form
-    key = (ins.opcode, ins.modifiers, operand_facts.role(ins))
+    key = (ins.opcode, ins.modifiers, (ins._facts or operand_facts.facts(ins)).role)
     lat = _BY_FORM.get(key)
     if lat is None:
         if len(_BY_FORM) > 4096:  # a bound on odd inputs; a kernel has a few dozen forms
@@ -88,3 +88,15 @@ def estimated_latency(ins: Instruction) -> int:
 
 
 _BY_FORM: dict[tuple, int] = {}
+
+
+def latencies(instructions) -> list[int]:
+    """:func:`estimated_latency` of each instruction, in one loop (the list
+    schedulers weigh every instruction of a block; a remembered form costs
+    a lookup here instead of a call)."""
+    by_form, facts = _BY_FORM, operand_facts.facts
+    out = []
+    for ins in instructions:
+        lat = by_form.get((ins.opcode, ins.modifiers, (ins._facts or facts(ins)).role))
+        out.append(estimated_latency(ins) if lat is None else lat)
+    return out

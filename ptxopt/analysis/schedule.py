@@ -26,10 +26,12 @@ from typing import Callable, Sequence
 from ptxopt.analysis.depgraph import DepGraph
 
 
-def heights(g: DepGraph, latency: Callable) -> list[float]:
+def heights(g: DepGraph, latency: Callable | Sequence) -> list[float]:
     """Longest path from each node (its latency included; join nodes weigh
-    0) to any sink."""
-    n, succs, ins = g.n, g.succs, g.instructions
+    0) to any sink. ``latency``: a function of an instruction, or each real
+    node's latency already."""
+    n, succs = g.n, g.succs
+    lat = [latency(i) for i in g.instructions] if callable(latency) else latency
     out = [0] * g.size
     for v in reversed(g.topo):
         best = 0
@@ -37,7 +39,7 @@ def heights(g: DepGraph, latency: Callable) -> list[float]:
             x = out[w]
             if x > best:
                 best = x
-        out[v] = best + latency(ins[v]) if v < n else best
+        out[v] = best + lat[v] if v < n else best
     return out
 
 
@@ -62,29 +64,37 @@ def list_schedule(g: DepGraph, runs: Sequence[tuple[int, int]], keys: Sequence,
     readiness meaning every successor placed."""
     n = g.n
     before, after = (g.succs, g.preds) if bottom_up else (g.preds, g.succs)
-    waiting = [len(p) for p in before]
+    waiting = list(map(len, before))
     # the heap holds each node's rank in key order (ints compare faster than
     # the policies' key tuples; keys are unique, so the order is the same)
     by_key = sorted(range(n), key=keys.__getitem__)
-    rank = [0] * n
-    for r, v in enumerate(by_key):
-        rank[v] = r
+    rank = sorted(range(n), key=by_key.__getitem__)  # the inverse permutation: rank[by_key[r]] == r
     pieces = []
     for lo, hi in (reversed(runs) if bottom_up else runs):
         heap = [rank[v] for v in range(lo, hi) if not waiting[v]]
         heapify(heap)
         order = []
+        joins: list[int] = []
         while heap:
             v = by_key[heappop(heap)]
             order.append(v)
-            stack = [v]
-            while stack:
-                for w in after[stack.pop()]:
+            # release v's successors, and those of join nodes it completes
+            # (the order of the pushes does not matter: ranks are unique)
+            for w in after[v]:
+                c = waiting[w] - 1
+                waiting[w] = c
+                if not c:
+                    if w >= n:
+                        joins.append(w)  # a join node: placed at once
+                    elif lo <= w < hi:
+                        heappush(heap, rank[w])
+            while joins:
+                for w in after[joins.pop()]:
                     c = waiting[w] - 1
                     waiting[w] = c
                     if not c:
                         if w >= n:
-                            stack.append(w)  # a join node: placed at once
+                            joins.append(w)
                         elif lo <= w < hi:
                             heappush(heap, rank[w])
         if len(order) != hi - lo:
@@ -99,7 +109,7 @@ def interleave(g: DepGraph, runs: Sequence[tuple[int, int]], mem: Sequence[bool]
     """Top-down, each run in turn: the other kind (memory / arithmetic) than
     the last one placed when one is ready, else the earliest ready node."""
     n, succs = g.n, g.succs
-    waiting = [len(p) for p in g.preds]
+    waiting = list(map(len, g.preds))
     out: list[int] = []
     for lo, hi in runs:
         heaps: tuple[list, list] = ([], [])  # arithmetic, memory

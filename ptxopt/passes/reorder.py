@@ -46,13 +46,14 @@ is a fixed point of its own pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import ne
 from typing import ClassVar
 
 from ptxopt import opcodes, operand_facts
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.depgraph import DepGraph, block_depgraph
-from ptxopt.analysis.latency import estimated_latency
+from ptxopt.analysis.latency import latencies
 from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
@@ -78,6 +79,12 @@ def _attached(s) -> bool:
 
 
 def _runs(fn: Function, cfg, block) -> list[_Run]:
+    iids = block.iids
+    paths = cfg.sites[iids.start:iids.stop]
+    if paths and max(map(len, paths)) == 1 and paths[-1][0] - paths[0][0] == len(paths) - 1:
+        # the common case: consecutive statements of the body, one run (the
+        # loop below finds the same)
+        return [_Run(fn.body.items, (), list(range(paths[0][0], paths[-1][0] + 1)), 0)]
     runs: list[_Run] = []
     for k, iid in enumerate(block.iids):
         path = cfg.sites[iid]
@@ -116,11 +123,17 @@ def _runs_of(fn: Function, cfg, block) -> tuple[list[_Run], list[tuple[int, list
     return runs, groups
 
 
-def _groups(run: _Run) -> tuple[int, list[list]]:
+def _groups(run: _Run) -> tuple[int, list]:
     """The run's span start and one statement group per instruction: the
-    ``.loc``/comment lines before it, it, its trailing comments."""
+    ``.loc``/comment lines before it, it, its trailing comments. When every
+    group is its instruction alone (nothing attached: the common case), the
+    groups are that flat list of instructions instead (no list per
+    instruction to build, keep and collect)."""
     items, out = run.items, []
-    start = run.indices[0]
+    start, last = run.indices[0], run.indices[-1]
+    if last - start + 1 == len(run.indices) and not (start > 0 and _attached(items[start - 1])) \
+            and not (last + 1 < len(items) and type(items[last + 1]) is Comment and items[last + 1].trailing):
+        return start, _Flat(items[start:last + 1])  # contiguous: only instructions in between
     while start > 0 and _attached(items[start - 1]):
         start -= 1
     lead = start
@@ -133,10 +146,24 @@ def _groups(run: _Run) -> tuple[int, list[list]]:
     return start, out
 
 
+class _Flat(list):
+    """:func:`_groups` of a run whose every group is its instruction alone."""
+
+    __slots__ = ()
+
+
 def _critical_path(g: DepGraph, runs):
-    h = heights(g, estimated_latency)
+    h = heights(g, latencies(g.instructions))
     prefetches = opcodes.PREFETCHES
-    keys = [(ins.opcode not in prefetches, -h[v], v) for v, ins in enumerate(g.instructions)]
+    n = g.n
+    top = max(h[:n], default=0) + 1
+    if set(map(type, h)) == {int}:  # integer latencies (every one in the table)
+        # the key (not a prefetch, -height, position) as one int, in the same
+        # order (sorting ints is several times faster than sorting tuples)
+        span = (top + 1) * n  # above every (top - height) * n + position
+        keys = [(ins.opcode not in prefetches) * span + (top - h[v]) * n + v for v, ins in enumerate(g.instructions)]
+    else:
+        keys = [(ins.opcode not in prefetches, -h[v], v) for v, ins in enumerate(g.instructions)]
     return list_schedule(g, runs, keys)
 
 
@@ -203,7 +230,7 @@ class Reorder(FunctionPass):
                 continue
             g = block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
             order = _POLICIES[self.policy][0](g, [(r.lo, r.hi) for r in runs])
-            moved = sum(1 for k, v in enumerate(order) if k != v)
+            moved = sum(map(ne, order, range(len(order))))  # positions whose instruction changed
             if not moved:
                 continue
             if not respects(g, order):
@@ -212,7 +239,11 @@ class Reorder(FunctionPass):
             for r, (start, parts) in zip(runs, groups):
                 if len(r.indices) < 2:
                     continue
-                new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
+                if type(parts) is _Flat:
+                    new = list(map(parts.__getitem__, order[:r.hi])) if r.lo == 0 else \
+                        [parts[v - r.lo] for v in order[r.lo:r.hi]]
+                else:
+                    new = [s for v in order[r.lo:r.hi] for s in parts[v - r.lo]]
                 r.items[start:start + len(new)] = new
             report.change(fn.name, line, f"block {where}: {moved} of "
                           f"{len(block.instructions)} instructions moved")
