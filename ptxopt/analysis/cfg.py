@@ -240,7 +240,7 @@ def _flatten(fn: Function):
         for i, item in enumerate(block.items):
             t = type(item)
             if t is Block:
-                walk(item, prefix + (i,), depth + 1, rename)
+                walk(item, prefix + (i,), depth + 1, rename)  # noqa: F821 (bound until the del below)
             elif t is Decl:
                 if item.space == ".reg":
                     types.add(item, scope)
