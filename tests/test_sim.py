@@ -517,10 +517,11 @@ def test_simulation_is_fast_compared_to_ptxas():
     lst = disassemble(compiled.cubin)
     best = min(_timed(lambda: simulate(lst, compiled)) for _ in range(3))
     assert best < 0.5 * compiled.wall_time_s, (best, compiled.wall_time_s)
-    assert best < 0.1
+    # the absolute bound on CPU time: wall time on a loaded CI machine measures the neighbours too
+    assert min(_timed(lambda: simulate(lst, compiled), time.process_time) for _ in range(3)) < 0.1
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
+def _timed(fn, clock=time.perf_counter) -> float:
+    t0 = clock()
     fn()
-    return time.perf_counter() - t0
+    return clock() - t0
