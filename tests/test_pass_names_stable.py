@@ -111,4 +111,4 @@ def test_committed_policy_and_trajectories_give_the_same_results():
     assert hashlib.sha256(obs[[names.index(n) for n in old_names]].tobytes()).hexdigest()[:16] == "69454555d55cf7f5"
     assert hashlib.sha256(obs.tobytes()).hexdigest()[:16] == "f13e7400500df341"
     assert root.action_mask().astype(int).tolist() == [1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1,
-                                                       0, 0, 0, 0, 0, 1]
+                                                       0, 0, 0, 0, 0, 0, 1]  # unroll{factor=8} appended: no loop
