@@ -40,6 +40,7 @@ PASS_ACTIONS: tuple[str, ...] = (
     # action), unrolling. Appended, so the first 20 indices keep their meaning: a checkpoint trained on
     # the list before them is widened to this one (:func:`widen_indices`, ``rl.checkpoint``)
     "launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4",
+    "unroll{factor=8}",  # issue 31, appended later (the committed policy is widened once more)
 )
 
 #: The action space, in index order: the pass actions, then ``stop``.
