@@ -50,10 +50,12 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_path(path: str | Path):
+def atomic_path(path: str | Path, sync: bool = True):
     """A temporary path beside ``path`` for a writer that wants a file name
     (``savefig``, ``torch.save``); renamed over ``path`` once the block ends
-    without an error. Raises :class:`OutputNotWritable`."""
+    without an error. Raises :class:`OutputNotWritable`. ``sync=False`` skips
+    the ``fsync`` calls: for caches, where a file lost in a crash is only
+    recomputed, but a half-written one must still never be read."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:
@@ -62,8 +64,9 @@ def atomic_path(path: str | Path):
         raise OutputNotWritable(path, e) from None
     try:
         yield Path(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        if sync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as e:
         _unlink(tmp)
@@ -71,7 +74,8 @@ def atomic_path(path: str | Path):
     except BaseException:
         _unlink(tmp)
         raise
-    _fsync_dir(folder)
+    if sync:
+        _fsync_dir(folder)
 
 
 def _new_temp(folder: Path, name: str) -> str:
@@ -87,10 +91,11 @@ def _new_temp(folder: Path, name: str) -> str:
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Replace ``path`` by ``data`` (text is written as UTF-8) in one step."""
+def write_atomic(path: str | Path, data: str | bytes, sync: bool = True) -> Path:
+    """Replace ``path`` by ``data`` (text is written as UTF-8) in one step
+    (``sync``: see :func:`atomic_path`)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    with atomic_path(path) as tmp:
+    with atomic_path(path, sync) as tmp:
         with open(tmp, "wb") as f:
             f.write(raw)
     return Path(path)

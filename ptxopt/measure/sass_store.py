@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import zlib
 from contextlib import contextmanager
@@ -79,17 +77,12 @@ class SassStore:
     def put(self, key: str, listing) -> None:
         path, full = self._path(key)
         data = zlib.compress(json.dumps(_document(full, listing), separators=(",", ":")).encode(), 1)
+        from ptxopt.outputs import OutputNotWritable, write_atomic
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".sass.z")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:  # a read-only or full disk: the listing is simply not kept
+            write_atomic(path, data, sync=False)
+        except (OSError, OutputNotWritable):  # a read-only or full disk: the listing is simply not kept
             return
         self.writes += 1
 

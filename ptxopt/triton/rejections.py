@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -80,17 +78,12 @@ class RejectionMemo:
 
     def put(self, key: str, outcome: dict) -> None:
         data = json.dumps({"format": FORMAT, "key": key, "outcome": outcome})
+        from ptxopt.outputs import OutputNotWritable, write_atomic
+
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(data)
-                os.replace(tmp, self.root / f"{key}.json")
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:  # a read-only or full disk: simply not remembered
+            write_atomic(self.root / f"{key}.json", data, sync=False)
+        except (OSError, OutputNotWritable):  # a read-only or full disk: simply not remembered
             return
         self.writes += 1
 
