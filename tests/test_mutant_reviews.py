@@ -51,8 +51,8 @@ def test_layernorm_cross_warp_shuffle_mask_17_is_equivalent():
     seq = np.float32(0)
     for t in totals:
         seq = np.float32(seq + t)
-    pair = lambda i, j: np.float32(totals[i] + totals[j])  # noqa: E731
-    tree = np.float32(np.float32(pair(0, 4) + pair(2, 6)) + np.float32(pair(1, 5) + pair(3, 7)))
+    pair = [np.float32(totals[i] + totals[i + 4]) for i in range(4)]  # the butterfly's xor-4 pairs
+    tree = np.float32(np.float32(pair[0] + pair[2]) + np.float32(pair[1] + pair[3]))
     assert seq != tree  # the input tells association orders apart
     row = np.concatenate([np.repeat(a, 32), -np.repeat(a, 32)]).astype(np.float32)
     x = np.stack([row * np.float32(2.0 ** -r) for r in range(8)]).ravel()
