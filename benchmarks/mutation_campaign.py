@@ -54,18 +54,21 @@ VERDICTS = ("differ", "inconclusive", "equivalent", "equal")  # equivalent: equa
 REVIEWED = Path(__file__).resolve().parent / "mutation_reviewed.json"
 
 
-def load_reviewed(path: Path | None) -> tuple[dict, dict, set]:
-    """``(equivalent, holes, loop)``: (kernel, line, what) -> justification,
-    and the keys of loop mutants (``"operator": "loop"``)."""
+def load_reviewed(path: Path | None) -> tuple[dict, dict, set, dict]:
+    """``(equivalent, holes, loop, counts)``: (kernel, line, what) ->
+    justification, the keys of loop mutants (``"operator": "loop"``), and
+    key -> the ``--per-operator`` count that generates the mutant
+    (``"per_operator"``, default 2: the sites sampled depend on the count)."""
     if path is None or not path.exists():
-        return {}, {}, set()
+        return {}, {}, set(), {}
     d = json.loads(path.read_text())
 
     def key(e):
         return e["kernel"], int(e["line"]), e["what"]
 
     return ({key(e): e["why"] for e in d.get("equivalent", ())}, {key(e): e["why"] for e in d.get("holes", ())},
-            {key(e) for k in ("equivalent", "holes") for e in d.get(k, ()) if e.get("operator") == "loop"})
+            {key(e) for k in ("equivalent", "holes") for e in d.get(k, ()) if e.get("operator") == "loop"},
+            {key(e): int(e.get("per_operator", 2)) for k in ("equivalent", "holes") for e in d.get(k, ())})
 
 
 def verdict(res) -> str:
@@ -107,7 +110,7 @@ def main() -> int:
     ap.add_argument("--reviewed", type=Path, default=REVIEWED,
                     help="hand-reviewed mutants (JSON: 'equivalent' and 'holes' lists)")
     a = ap.parse_args()
-    equivalent, holes, loop_keys = load_reviewed(a.reviewed)
+    equivalent, holes, loop_keys, counts = load_reviewed(a.reviewed)
     if a.selectors is None:
         a.selectors = [] if a.masked_tails and a.per_operator <= 0 and not a.loops else ["nvcc", "triton"]
     specs = [s for sel in a.selectors for s in select(sel)]
@@ -165,7 +168,9 @@ def main() -> int:
     seen = {(r["kernel"], r["line"], r["what"]): r["verdict"] for r in rows}
     kernels = {s.id for s in specs}
     for k in list(equivalent) + list(holes):
-        ran = bool(a.loops) if k in loop_keys else a.per_operator > 0  # the kind of mutant this run generates
+        # the kind of mutant this run generates, at the count that samples it (a review of a mutant
+        # another count samples is not exercised here, not stale)
+        ran = bool(a.loops) if k in loop_keys else (a.per_operator > 0 and (k in seen or counts[k] == a.per_operator))
         # a reviewed equivalent now inconclusive is not stale: the review holds, the check is weaker
         fine = ("equal", "equivalent") + (("inconclusive",) if k in equivalent else ())
         if ran and k[0] in kernels and seen.get(k, "not generated") not in fine:
