@@ -726,6 +726,9 @@ class _Walk:
         self.visits: dict[int, int] = {}
         self._exits: dict[int, list[int]] = {}  # back edge -> its exit branches (unconditional loops)
         self.back_edges = frozenset(program.back_edges)
+        # back edge -> its natural loop's body (flat indices); a jump out of it leaves the loop
+        self._bodies = dict(zip(program.back_edges, program.loop_body)) if program.loop_body else \
+            {b: frozenset(range(program.target[b], b + 1)) for b in program.back_edges}
         self.traffic = _traffic_table(program)
         self.tensor = _tensor_table(program)
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
@@ -827,10 +830,11 @@ class _Walk:
 
     def _leave_loops(self, pc: int, dest: int) -> None:
         """Reset the state of active loops that a jump from ``pc`` to ``dest`` leaves."""
+        bodies = self._bodies
         for b, st in self.loop_state.items():
             if st[3]:
-                h = self.p.target[b]
-                if h <= pc <= b and not h <= dest <= b:
+                body = bodies[b]
+                if pc in body and dest not in body:
                     st[0] = 0
                     st[3] = False
 

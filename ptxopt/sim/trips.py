@@ -88,10 +88,15 @@ def _program(listing: SassListing | Program, kernel: str | None) -> Program:
     return listing if isinstance(listing, Program) else decode(listing, kernel)
 
 
+def _bodies(p: Program) -> list[frozenset[int]]:
+    """Per back edge: its natural loop's body (the decoder's), or the address range [header, branch]."""
+    if p.loop_body:
+        return list(p.loop_body)
+    return [frozenset(range(p.target[b], b + 1)) for b in p.back_edges]
+
+
 def _depth(p: Program, index: int) -> int:
-    ins = p.instructions[index]
-    return sum(1 for b in p.back_edges
-               if p.instructions[b].function == ins.function and p.target[b] <= index <= b)
+    return sum(1 for body in _bodies(p) if index in body)
 
 
 def sass_loops(listing: SassListing | Program, kernel: str | None = None) -> list[SassLoop]:
@@ -176,13 +181,14 @@ def sass_signatures(listing: SassListing | Program, kernel: str | None = None) -
     p = _program(listing, kernel)
     loops = [lp for lp in sass_loops(p) if lp.function == p.kernel]
     index = {(ins.function, ins.offset): i for i, ins in enumerate(p.instructions)}
-    spans = [(index[(lp.function, lp.header_offset)], index[(lp.function, lp.branch_offset)]) for lp in loops]
+    body_of = dict(zip(p.back_edges, _bodies(p)))
+    bodies = [body_of[index[(lp.function, lp.branch_offset)]] for lp in loops]
     out = []
-    for h, b in spans:
-        inner = [(h2, b2) for h2, b2 in spans if (h2, b2) != (h, b) and h <= h2 and b2 <= b]
+    for body in bodies:
+        inner = [b2 for b2 in bodies if b2 is not body and b2 < body]
         sig = [0] * len(SIGNATURE_CLASSES)
-        for i in range(h, b + 1):
-            if any(h2 <= i <= b2 for h2, b2 in inner):
+        for i in sorted(body):
+            if any(i in b2 for b2 in inner):
                 continue
             c = _SASS_CLASS.get(p.instructions[i].opcode.split(".")[0])
             if c is not None:
