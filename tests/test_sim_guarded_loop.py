@@ -122,3 +122,33 @@ def test_unrolled_triton_matmul_is_valued_not_truncated(matmul):
         (rate,) = inner.values()
         assert rate is not None and 0 < rate <= 1, (pipe, inner)
         assert 0.7 * base.cycles < r.cycles < 1.3 * base.cycles, (pipe, r.cycles, base.cycles)
+
+
+#: the same loop as ptxas lays out triton_attention's: copies in line, skipped by a forward branch, the
+#: back edge unconditional and the loop left through a guarded branch on the way round
+INLINE = (
+    ins("IADD3", "R0, R0, 0x1, RZ"),            # 0
+    ins("ISETP.GE.AND", "P0, PT, R0, 0x10, PT"),  # 1 .H
+    ins("BRA", "`(.T)", guard="!P0"),           # 2  skip the copy
+    ins("LDG.E", "R2, [R4.64]", wb=0),          # 3  the copy
+    ins("BAR.SYNC.DEFER_BLOCKING", "0x0"),      # 4
+    ins("LDG.E", "R3, [R4.64]", wb=1),          # 5 .T
+    ins("BAR.SYNC.DEFER_BLOCKING", "0x0", wait=(0, 1)),  # 6
+    ins("ISETP.GE.AND", "P1, PT, R0, 0x20, PT"),  # 7
+    ins("BRA", "`(.X)", guard="P1"),            # 8  the loop's exit
+    ins("BRA", "`(.H)"),                        # 9  unconditional back edge
+    ins("EXIT"),                                # 10 .X
+)
+
+
+@pytest.mark.parametrize("copies_run", [4, 3])
+def test_the_rate_passes_the_loops_exit_on_the_way_round(copies_run):
+    visits = 4
+    loads = visits + copies_run
+    lst = listing(*INLINE, labels={1: ".H", 5: ".T", 10: ".X"})
+    trips = trip_counts_from_loop_profile(lst, [LoopCount(1, visits, work=(loads, 0, 0, loads, 0))],
+                                          signatures=[(2, 0, 0, 2, 0)])
+    assert trips == {("k", 8 * 16): 1 / visits, ("k", 2 * 16): (visits - copies_run) / visits}
+    r = simulate(lst, None, trips)
+    # 7 per visit without the copy, the last visit leaves at 8 (no 9), the copy 2 more, then EXIT
+    assert not r.truncated and r.issued_instructions == 1 + visits * 7 - 1 + copies_run * 2 + 1

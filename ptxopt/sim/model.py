@@ -76,8 +76,12 @@ Straight-line code is walked once.  A conditional branch (``@P0 BRA``,
 outcome: from ``trip_counts`` when given (see :func:`simulate`), otherwise
 from the **static fallback** ``static:N=8``:
 
-* a backward branch (a loop's back edge) is taken N times each time the loop
-  is entered (the body runs N+1 times per entry), then falls through;
+* a loop's back edge is taken N times each time the loop is entered (the
+  body runs N+1 times per entry), then falls through.  Loops are natural
+  loops (:func:`ptxopt.sim.decode.decode`): a backward branch whose target
+  dominates it; a backward jump to a block ptxas placed out of line (before
+  the loop's header, as for ``unroll``'s guarded copies) is an ordinary
+  branch inside the loop;
 * a loop whose back edge is unconditional is left through its exit branch
   once the back edge has been taken N times;
 * every other conditional branch, guarded EXIT/CALL is not taken, and

@@ -299,8 +299,9 @@ def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float
     form: the copies run only when the guard holds), solved from the PTX loop's work: per loop entry
     the SASS loop runs ``visits`` iterations and, over them, the same signature-class instructions as
     the PTX loop (``count.work``), so ``visits * (A + r * D) = work`` where A is one iteration's
-    signature with the branch not taken and A + D with it taken.  None: no such branch, more than one,
-    another conditional branch on the way, no work counted, or no single rate in [0, 1] fits every class."""
+    signature with the branch not taken and A + D with it taken (the loop's exits on the way are passed:
+    an iteration that goes round does not take them).  None: no such branch, more than one, another
+    choice inside the loop on the way, no work counted, or no single rate in [0, 1] fits every class."""
     if not count.work or not count.entries or visits <= 0:
         return None
     by_key = {(ins.function, ins.offset): i for i, ins in enumerate(p.instructions)}
@@ -321,7 +322,7 @@ def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float
         i, steps = p.target[b], 0
         while steps <= 2 * len(body):
             steps += 1
-            if i not in body or (p.ctrl[i] == C_EXIT and p.conditional[i]):
+            if i not in body:
                 return None
             if not any(i in bd for bd in inner):
                 c = _SASS_CLASS.get(p.instructions[i].opcode.split(".")[0])
@@ -330,7 +331,10 @@ def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float
             if i == b:
                 return sig
             c = p.ctrl[i]
-            if c == C_BRA and not p.never[i]:
+            if c in (C_BRA, C_CALL, C_EXIT) and p.conditional[i] and not p.never[i] and i != site \
+                    and i not in inner_edges and (c == C_EXIT or p.target[i] not in body):
+                i += 1  # a way out of the loop (or a call that returns): an iteration goes on past it
+            elif c == C_BRA and not p.never[i]:
                 if i == site:
                     i = p.target[i] if taken else i + 1
                 elif not p.conditional[i]:
@@ -361,7 +365,7 @@ def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float
             return None
     if rate is None or not -1e-9 <= rate <= 1 + 1e-9:
         return None
-    return site, min(max(rate, 0.0), 1.0)
+    return site, 0.0 if rate <= 0 else min(rate, 1.0)
 
 
 def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount],
