@@ -101,8 +101,8 @@ def _estimate(k, perf, pipeline: str):
         text = emit(PassManager(Pipeline.parse(pipeline)).run(parse(text, k.id)).module)
     compiled = compile_ptx(text, k.arch)
     program = decode(disassemble(compiled.cubin), k.entry)
-    trips, source, notes = trip_counts_for(program, parse(text, k.id), k.entry, check={"spec": k},
-                                           performance=perf)
+    trips, source, _ = trip_counts_for(program, parse(text, k.id), k.entry, check={"spec": k},
+                                       performance=perf)
     inner = {s.key for s in branch_sites(program) if s.kind == "forward" and s.depth == 1}
     return simulate(program, compiled, trips, max_steps=200_000), source, {key: trips.get(key) for key in inner}
 

@@ -14,7 +14,12 @@ the entry gets
   header block (iterations), and ``red.global.add.u32 [%ptxopt_lc+8k+4], 1``
   on every back edge into the header (with the branch's guard, or the negated
   guard of a branch that falls through into the header), so
-  ``entries = header count - back-edge count``.
+  ``entries = header count - back-edge count``;
+* the loop's *work*: per signature class (:data:`ptxopt.sim.trips.SIGNATURE_CLASSES`),
+  ``red.global.add.u32 [%ptxopt_lc+...], n`` at the start of every block of
+  its own body holding ``n`` such instructions (guards ignored, as the issue
+  model ignores them), so that a branch inside the loop -- ``unroll``'s
+  guarded copies -- gets its rate (:func:`ptxopt.sim.trips.trip_counts_from_loop_profile`).
 
 The copy runs once in the interpreter with the inputs of
 :func:`ptxopt.equivalence.interpret.verify`'s first trial (seed 0, random inputs, lockstep);
@@ -257,5 +262,5 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     return LoopProfile(read_counts(got, len(headers)), tuple(headers), loop_signatures(module, entry))
 
 
-__all__ = ["loop_profile", "loop_signatures", "instrument_loops", "counter_slots", "read_counts", "loop_headers", "LoopProfile", "LoopProfileError",
-           "COUNTS_PARAM"]
+__all__ = ["loop_profile", "loop_signatures", "instrument_loops", "counter_slots", "read_counts", "loop_headers",
+           "LoopProfile", "LoopProfileError", "COUNTS_PARAM"]

@@ -19,7 +19,10 @@ the PTX loop's), several SASS loops may share one PTX loop (ptxas split it
 into an unrolled main loop and a remainder) and a PTX loop may have none
 (ptxas unrolled it fully).  A k-fold unrolled loop runs 1/k as many
 iterations; a split loop's most unrolled part runs ``floor(T/k)`` and the
-rest the remainder.  Without signatures, or when no alignment exists, the
+rest the remainder.  A loop's counted *work* (its signature-class
+instructions that ran) gives the rate of the one branch inside a SASS loop
+that picks between two paths through it (``unroll``'s guarded copies).
+Loops are natural loops (:func:`ptxopt.sim.decode.decode`).  Without signatures, or when no alignment exists, the
 mapping is by position and refuses (``ValueError``) when the numbers of
 loops differ; the caller then keeps the static fallback.  Limits: a loop
 with no counted instruction matches any such loop with k=1; shared-memory
