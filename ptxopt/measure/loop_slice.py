@@ -40,8 +40,7 @@ from dataclasses import replace
 from ptxopt.ir import Block, Imm, Instruction
 from ptxopt.operand_facts import defs_uses, facts, reg_name
 
-from .loops import BASE_REG, LoopProfile, LoopProfileError, instrument_loops
-from ptxopt.sim.trips import LoopCount
+from .loops import BASE_REG, LoopProfile, LoopProfileError, counter_slots, instrument_loops, read_counts
 
 #: The slice's interpreter step budget (per sample block); a slice that needs more is refused.
 MAX_SLICE_STEPS = 2_000_000
@@ -241,7 +240,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
 
     from ptxopt.emit import emit_function
 
-    total = np.zeros(2 * len(headers), dtype=np.int64)
+    total = np.zeros(counter_slots(len(headers)), dtype=np.int64)
     run_block = _warp_block(block)
     # blocks differ only when the slice reads %ctaid: else the first block stands for all
     symbolic = _filter(body, need, {}, idle)
@@ -260,7 +259,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
         got = _CACHE.get(key)
         if got is None:
             program = Program(inst)
-            counts = np.zeros(2 * len(headers), dtype=np.uint32)
+            counts = np.zeros(counter_slots(len(headers)), dtype=np.uint32)
             try:
                 res = run_kernel(program, entry, (1, 1, 1), run_block, base_args + [counts],
                                  performance.shared_bytes, seed=0, schedule="lockstep", max_steps=max_steps)
@@ -272,13 +271,9 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
             _CACHE[key] = got
         total += got
     fn.body = body
-    loops = []
-    for k in range(len(headers)):
-        iterations, back = int(total[2 * k]), int(total[2 * k + 1])
-        loops.append(LoopCount(entries=max(iterations - back, 0), iterations=iterations))
     from .loops import loop_signatures
 
-    return LoopProfile(tuple(loops), tuple(headers), loop_signatures(module, entry))
+    return LoopProfile(read_counts(total, len(headers)), tuple(headers), loop_signatures(module, entry))
 
 
 

@@ -14,7 +14,12 @@ the entry gets
   header block (iterations), and ``red.global.add.u32 [%ptxopt_lc+8k+4], 1``
   on every back edge into the header (with the branch's guard, or the negated
   guard of a branch that falls through into the header), so
-  ``entries = header count - back-edge count``.
+  ``entries = header count - back-edge count``;
+* the loop's *work*: per signature class (:data:`ptxopt.sim.trips.SIGNATURE_CLASSES`),
+  ``red.global.add.u32 [%ptxopt_lc+...], n`` at the start of every block of
+  its own body holding ``n`` such instructions (guards ignored, as the issue
+  model ignores them), so that a branch inside the loop -- ``unroll``'s
+  guarded copies -- gets its rate (:func:`ptxopt.sim.trips.trip_counts_from_loop_profile`).
 
 The copy runs once in the interpreter with the inputs of
 :func:`ptxopt.equivalence.interpret.verify`'s first trial (seed 0, random inputs, lockstep);
@@ -60,9 +65,21 @@ def loop_signatures(module: Module, entry: str) -> tuple[tuple[int, ...], ...]:
     """Per natural loop of ``entry`` (by header position, as :func:`instrument_loops` numbers them): the
     counts per signature class of the instructions in its body but in no loop nested inside it."""
     from ptxopt.analysis.cfg import build_cfg
-    from ptxopt.sim.trips import SIGNATURE_CLASSES, ptx_signature_class
+    from ptxopt.sim.trips import SIGNATURE_CLASSES
 
     cfg = build_cfg(module.function(entry))
+    out = []
+    for own in _own_blocks(cfg):
+        sig = [0] * len(SIGNATURE_CLASSES)
+        for b in own:
+            for c, k in _block_signature(cfg.blocks[b]).items():
+                sig[c] += k
+        out.append(tuple(sig))
+    return tuple(out)
+
+
+def _own_blocks(cfg) -> list[set[int]]:
+    """Per natural loop, by header position: the blocks of its body that lie in no loop nested in it."""
     bodies: dict[int, set[int]] = {}
     for head, body in cfg.natural_loops():
         bodies.setdefault(head, set()).update(body)
@@ -72,13 +89,40 @@ def loop_signatures(module: Module, entry: str) -> tuple[tuple[int, ...], ...]:
         for h2, b2 in bodies.items():
             if h2 != h and h2 in bodies[h]:
                 own -= b2
-        sig = [0] * len(SIGNATURE_CLASSES)
-        for b in own:
-            for ins in cfg.blocks[b].instructions:
-                c = ptx_signature_class(ins.opcode, ins.modifiers)
-                if c is not None:
-                    sig[c] += 1
-        out.append(tuple(sig))
+        out.append(own)
+    return out
+
+
+def _block_signature(block) -> dict[int, int]:
+    """Signature class -> how many of the block's instructions are in it."""
+    from ptxopt.sim.trips import ptx_signature_class
+
+    sig: dict[int, int] = {}
+    for ins in block.instructions:
+        c = ptx_signature_class(ins.opcode, ins.modifiers)
+        if c is not None:
+            sig[c] = sig.get(c, 0) + 1
+    return sig
+
+
+def counter_slots(loops: int) -> int:
+    """u32 counters the instrumented copy writes for ``loops`` loops (:func:`instrument_loops`)."""
+    from ptxopt.sim.trips import SIGNATURE_CLASSES
+
+    return loops * (2 + len(SIGNATURE_CLASSES))
+
+
+def read_counts(got, loops: int) -> tuple[LoopCount, ...]:
+    """The :class:`LoopCount` of each loop from the counter buffer (int64, summed over runs)."""
+    from ptxopt.sim.trips import SIGNATURE_CLASSES
+
+    nc = len(SIGNATURE_CLASSES)
+    out = []
+    for k in range(loops):
+        iterations, back = int(got[2 * k]), int(got[2 * k + 1])
+        w = 2 * loops + nc * k
+        out.append(LoopCount(entries=max(iterations - back, 0), iterations=iterations,
+                             work=tuple(int(x) for x in got[w:w + nc])))
     return tuple(out)
 
 
@@ -90,15 +134,16 @@ def loop_headers(module: Module, entry: str) -> int:
     return len({h for _, h in cfg.back_edges})
 
 
-def _counter(slot: int, guard: str | None = None, neg: bool = False) -> Instruction:
+def _counter(slot: int, guard: str | None = None, neg: bool = False, by: int = 1) -> Instruction:
     return Instruction("red", ("global", "add", "u32"),
-                       (Addr(Reg(BASE_REG), 4 * slot), Imm("1")), guard, neg)
+                       (Addr(Reg(BASE_REG), 4 * slot), Imm(str(by))), guard, neg)
 
 
 def instrument_loops(module: Module, entry: str) -> tuple[Module, list[str]]:
     """A copy of ``module`` whose ``entry`` counts loop iterations and back
     edges into ``__ptxopt_loop_counts``; returns it and the header labels."""
     from ptxopt.analysis.cfg import build_cfg, dominates
+    from ptxopt.sim.trips import SIGNATURE_CLASSES
 
     m = module.copy()
     fn = m.function(entry)
@@ -130,6 +175,17 @@ def instrument_loops(module: Module, entry: str) -> tuple[Module, list[str]]:
             raise LoopProfileError(f"loop header {hb.label} has no instructions")
         items, i = parent(cfg.sites[hb.start])
         inserts.append((items, i, _counter(2 * slot[h])))
+    # the loop's work: per signature class, how many of its own body's instructions ran (a block's count
+    # added on entry to the block, guards ignored as the issue model ignores them)
+    nc = len(SIGNATURE_CLASSES)
+    for k, own in enumerate(_own_blocks(cfg)):
+        for b in sorted(own):
+            blk = cfg.blocks[b]
+            if not blk.instructions:
+                continue
+            for c, n in sorted(_block_signature(blk).items()):
+                items, i = parent(cfg.sites[blk.start])
+                inserts.append((items, i, _counter(2 * len(headers) + nc * k + c, by=n)))
     for tail, head in cfg.back_edges:
         tb, hb = cfg.blocks[tail], cfg.blocks[head]
         if not tb.instructions:
@@ -191,7 +247,7 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     program = Program(inst)
     flavour, schedule = TRIAL_PLAN[0]
     run_seed = seed * 1000
-    counts = np.zeros(2 * len(headers), dtype=np.uint32)
+    counts = np.zeros(counter_slots(len(headers)), dtype=np.uint32)
     if spec is not None:
         args = list(make_args(spec, run_seed, flavour)) + [counts]
         grid, block, shared = spec.launch.grid, spec.launch.block, spec.launch.shared_bytes
@@ -203,12 +259,8 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
     kw = {} if max_steps is None else {"max_steps": max_steps}
     res = run_kernel(program, entry, grid, block, args, shared, seed=run_seed, schedule=schedule, **kw)
     got = res.buffers[-1].astype(np.int64)
-    loops = []
-    for k in range(len(headers)):
-        iterations, back = int(got[2 * k]), int(got[2 * k + 1])
-        loops.append(LoopCount(entries=max(iterations - back, 0), iterations=iterations))
-    return LoopProfile(tuple(loops), tuple(headers), loop_signatures(module, entry))
+    return LoopProfile(read_counts(got, len(headers)), tuple(headers), loop_signatures(module, entry))
 
 
-__all__ = ["loop_profile", "loop_signatures", "instrument_loops", "loop_headers", "LoopProfile", "LoopProfileError",
-           "COUNTS_PARAM"]
+__all__ = ["loop_profile", "loop_signatures", "instrument_loops", "counter_slots", "read_counts", "loop_headers",
+           "LoopProfile", "LoopProfileError", "COUNTS_PARAM"]

@@ -150,9 +150,11 @@ class Program:
     conditional: tuple[bool, ...]  # a guarded (data-dependent) branch / exit / call
     depbar: tuple[tuple[int, int, tuple[int, ...]] | None, ...]  # (SB, N, extra SBs) of DEPBAR.LE
     loop_of_exit: tuple[int, ...]  # for a loop-exit branch: flat index of the loop's back edge, else -1
-    back_edges: tuple[int, ...]  # flat indices of backward branches (loops), in listing order
+    back_edges: tuple[int, ...]  # flat indices of loop back edges (target dominates the branch), listing order
     kernel_size: int  # static instruction count of the kernel's code section
     unresolved: tuple[str, ...] = field(default=())  # targets that could not be resolved
+    #: per back edge (same order): the flat indices of its natural loop's body, header and branch included
+    loop_body: tuple[frozenset[int], ...] = field(default=())
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -302,6 +304,65 @@ def _latency_class(base: str, mods: tuple[str, ...]) -> int:
     if base == "LDGDEPBAR":
         return K_LDGDEPBAR
     return K_OTHER
+
+
+def _natural_loops(instructions, ctrl, target, conditional, never) -> tuple[list[int], list[frozenset[int]]]:
+    """``(back edges, their bodies)``: the backward branches whose target
+    dominates them (every path from the function's first instruction to the
+    branch passes the target), each with its natural loop's body (the header
+    and every instruction that reaches the branch without passing it)."""
+    n = len(instructions)
+    succ: list[tuple[int, ...]] = []
+    for i in range(n):
+        c, t = ctrl[i], target[i]
+        falls = i + 1 < n and instructions[i + 1].function == instructions[i].function
+        local = 0 <= t < n and instructions[t].function == instructions[i].function
+        if c == C_NONE or never[i]:
+            out = (i + 1,) if falls else ()
+        elif c in (C_BRA, C_DIV):
+            out = ((t,) if local else ()) + ((i + 1,) if falls and (conditional[i] or c == C_DIV) else ())
+        elif c == C_EXIT:
+            out = (i + 1,) if falls and conditional[i] else ()
+        elif c == C_CALL:  # returns (or, CALL.REL.NOINC to a local label, jumps on)
+            out = ((t,) if local else ()) + ((i + 1,) if falls else ())
+        else:  # RET, indirect branch
+            out = ()
+        succ.append(out)
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for i, out in enumerate(succ):
+        for j in out:
+            pred[j].append(i)
+    first: dict[str, int] = {}
+    for i, ins in enumerate(instructions):
+        first.setdefault(ins.function, i)
+    back, bodies = [], []
+    for b in range(n):
+        h = target[b]
+        if ctrl[b] != C_BRA or not 0 <= h <= b or instructions[h].function != instructions[b].function \
+                or (h == b and not conditional[b]) or never[b]:
+            continue
+        # does the function's first instruction reach b without passing h?
+        seen = {h}
+        work = [first[instructions[b].function]]
+        while work:
+            x = work.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            work.extend(succ[x])
+        if b in seen and b != h:
+            continue  # h does not dominate b: an ordinary (out-of-line) jump
+        body = {h}
+        work = [b]
+        while work:
+            x = work.pop()
+            if x in body:
+                continue
+            body.add(x)
+            work.extend(pred[x])
+        back.append(b)
+        bodies.append(frozenset(body))
+    return back, bodies
 
 
 def decode(listing: SassListing, kernel: str | None = None) -> Program:
@@ -510,27 +571,29 @@ def decode(listing: SassListing, kernel: str | None = None) -> Program:
             elif op != V_STORE_SLOT and values[i] is not None:
                 values[i] = None  # its writes are described by the value op, none relevant
 
-    # Loops: a backward branch closes the loop [target, branch].  A conditional
-    # branch (or EXIT) inside a loop that leaves it is an exit of the innermost
-    # loop it leaves.  Only exits of loops whose back edge is unconditional get
-    # the static fallback's "leave after N iterations" rule (otherwise the
-    # conditional back edge itself ends the loop and exits stay not taken).
-    # An unconditional branch to itself is ptxas's trap after the final EXIT
-    # (never reached), not a loop.
-    back_edges = [i for i in range(n) if ctrl[i] == C_BRA and 0 <= target[i] <= i
-                  and instructions[target[i]].function == instructions[i].function
-                  and (target[i] != i or conditional[i])]
+    # Loops: a backward branch whose target dominates it closes a natural loop
+    # (_natural_loops): its body is the header plus every instruction that
+    # reaches the branch without passing the header.  A backward branch whose
+    # target does not dominate it is an ordinary jump: ptxas places a block
+    # out of line, before the loop header, jumps back to it and on again
+    # (unroll's guarded form: the q-guarded copies sit before the header).
+    # A conditional branch (or EXIT) inside a loop that leaves it is an exit
+    # of the innermost loop it leaves.  Only exits of loops whose back edge is
+    # unconditional get the static fallback's "leave after N iterations" rule
+    # (otherwise the conditional back edge itself ends the loop and exits stay
+    # not taken).  An unconditional branch to itself is ptxas's trap after the
+    # final EXIT (never reached), not a loop.
+    back_edges, loop_body = _natural_loops(instructions, ctrl, target, conditional, never)
+    body_of = dict(zip(back_edges, loop_body))
     loop_of_exit = [-1] * n
     for i in range(n):
-        if not conditional[i] or ctrl[i] not in (C_BRA, C_EXIT):
+        if not conditional[i] or ctrl[i] not in (C_BRA, C_EXIT) or i in body_of:
             continue
-        if ctrl[i] == C_BRA and 0 <= target[i] <= i:
-            continue  # a back edge itself
         best = -1
         for b in back_edges:
-            h = target[b]
-            if h <= i < b and (ctrl[i] == C_EXIT or not h <= target[i] <= b):
-                if best < 0 or (b - h) < (best - target[best]):
+            body = body_of[b]
+            if i in body and (ctrl[i] == C_EXIT or target[i] not in body):
+                if best < 0 or len(body) < len(body_of[best]):
                     best = b
         if best >= 0 and not conditional[best]:
             loop_of_exit[i] = best
@@ -555,6 +618,7 @@ def decode(listing: SassListing, kernel: str | None = None) -> Program:
         depbar=tuple(depbar),
         loop_of_exit=tuple(loop_of_exit),
         back_edges=tuple(back_edges),
+        loop_body=tuple(loop_body),
         kernel_size=section_size[kernel],
         unresolved=tuple(unresolved),
     )

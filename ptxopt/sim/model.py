@@ -76,8 +76,12 @@ Straight-line code is walked once.  A conditional branch (``@P0 BRA``,
 outcome: from ``trip_counts`` when given (see :func:`simulate`), otherwise
 from the **static fallback** ``static:N=8``:
 
-* a backward branch (a loop's back edge) is taken N times each time the loop
-  is entered (the body runs N+1 times per entry), then falls through;
+* a loop's back edge is taken N times each time the loop is entered (the
+  body runs N+1 times per entry), then falls through.  Loops are natural
+  loops (:func:`ptxopt.sim.decode.decode`): a backward branch whose target
+  dominates it; a backward jump to a block ptxas placed out of line (before
+  the loop's header, as for ``unroll``'s guarded copies) is an ordinary
+  branch inside the loop;
 * a loop whose back edge is unconditional is left through its exit branch
   once the back edge has been taken N times;
 * every other conditional branch, guarded EXIT/CALL is not taken, and
@@ -726,6 +730,9 @@ class _Walk:
         self.visits: dict[int, int] = {}
         self._exits: dict[int, list[int]] = {}  # back edge -> its exit branches (unconditional loops)
         self.back_edges = frozenset(program.back_edges)
+        # back edge -> its natural loop's body (flat indices); a jump out of it leaves the loop
+        self._bodies = dict(zip(program.back_edges, program.loop_body)) if program.loop_body else \
+            {b: frozenset(range(program.target[b], b + 1)) for b in program.back_edges}
         self.traffic = _traffic_table(program)
         self.tensor = _tensor_table(program)
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
@@ -827,10 +834,11 @@ class _Walk:
 
     def _leave_loops(self, pc: int, dest: int) -> None:
         """Reset the state of active loops that a jump from ``pc`` to ``dest`` leaves."""
+        bodies = self._bodies
         for b, st in self.loop_state.items():
             if st[3]:
-                h = self.p.target[b]
-                if h <= pc <= b and not h <= dest <= b:
+                body = bodies[b]
+                if pc in body and dest not in body:
                     st[0] = 0
                     st[3] = False
 

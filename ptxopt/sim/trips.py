@@ -19,7 +19,10 @@ the PTX loop's), several SASS loops may share one PTX loop (ptxas split it
 into an unrolled main loop and a remainder) and a PTX loop may have none
 (ptxas unrolled it fully).  A k-fold unrolled loop runs 1/k as many
 iterations; a split loop's most unrolled part runs ``floor(T/k)`` and the
-rest the remainder.  Without signatures, or when no alignment exists, the
+rest the remainder.  A loop's counted *work* (its signature-class
+instructions that ran) gives the rate of the one branch inside a SASS loop
+that picks between two paths through it (``unroll``'s guarded copies).
+Loops are natural loops (:func:`ptxopt.sim.decode.decode`).  Without signatures, or when no alignment exists, the
 mapping is by position and refuses (``ValueError``) when the numbers of
 loops differ; the caller then keeps the static fallback.  Limits: a loop
 with no counted instruction matches any such loop with k=1; shared-memory
@@ -34,7 +37,7 @@ from typing import Sequence
 
 from ptxopt.toolchain import SassListing
 
-from .decode import C_BRA, C_CALL, C_DIV, C_EXIT, Program, decode
+from .decode import C_BRA, C_CALL, C_DIV, C_EXIT, C_NONE, Program, decode
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class LoopCount:
     entries: int
     iterations: int
     unroll: int = 1  # SASS iterations per ptxas-unrolled loop trip, if known
+    #: per signature class (:data:`SIGNATURE_CLASSES`): the loop's own body's instructions that ran, in
+    #: total (empty: not counted); gives the rate of a branch inside the loop (:func:`_inner_branch_rate`)
+    work: tuple[int, ...] = ()
 
     @property
     def trips_per_entry(self) -> float:
@@ -88,10 +94,15 @@ def _program(listing: SassListing | Program, kernel: str | None) -> Program:
     return listing if isinstance(listing, Program) else decode(listing, kernel)
 
 
+def _bodies(p: Program) -> list[frozenset[int]]:
+    """Per back edge: its natural loop's body (the decoder's), or the address range [header, branch]."""
+    if p.loop_body:
+        return list(p.loop_body)
+    return [frozenset(range(p.target[b], b + 1)) for b in p.back_edges]
+
+
 def _depth(p: Program, index: int) -> int:
-    ins = p.instructions[index]
-    return sum(1 for b in p.back_edges
-               if p.instructions[b].function == ins.function and p.target[b] <= index <= b)
+    return sum(1 for body in _bodies(p) if index in body)
 
 
 def sass_loops(listing: SassListing | Program, kernel: str | None = None) -> list[SassLoop]:
@@ -176,13 +187,14 @@ def sass_signatures(listing: SassListing | Program, kernel: str | None = None) -
     p = _program(listing, kernel)
     loops = [lp for lp in sass_loops(p) if lp.function == p.kernel]
     index = {(ins.function, ins.offset): i for i, ins in enumerate(p.instructions)}
-    spans = [(index[(lp.function, lp.header_offset)], index[(lp.function, lp.branch_offset)]) for lp in loops]
+    body_of = dict(zip(p.back_edges, _bodies(p)))
+    bodies = [body_of[index[(lp.function, lp.branch_offset)]] for lp in loops]
     out = []
-    for h, b in spans:
-        inner = [(h2, b2) for h2, b2 in spans if (h2, b2) != (h, b) and h <= h2 and b2 <= b]
+    for body in bodies:
+        inner = [b2 for b2 in bodies if b2 is not body and b2 < body]
         sig = [0] * len(SIGNATURE_CLASSES)
-        for i in range(h, b + 1):
-            if any(h2 <= i <= b2 for h2, b2 in inner):
+        for i in sorted(body):
+            if any(i in b2 for b2 in inner):
                 continue
             c = _SASS_CLASS.get(p.instructions[i].opcode.split(".")[0])
             if c is not None:
@@ -284,6 +296,81 @@ def _set_trips(out: dict, lp: SassLoop, trips: float) -> None:
         out[(lp.function, lp.exits[0])] = 1.0 / trips if trips > 0 else 1.0
 
 
+def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float) -> tuple[int, float] | None:
+    """``(flat index, taken rate)`` of the one conditional branch inside the SASS loop ``lp`` that
+    chooses between two paths through its own body (an if/else in the loop, e.g. unroll's guarded
+    form: the copies run only when the guard holds), solved from the PTX loop's work: per loop entry
+    the SASS loop runs ``visits`` iterations and, over them, the same signature-class instructions as
+    the PTX loop (``count.work``), so ``visits * (A + r * D) = work`` where A is one iteration's
+    signature with the branch not taken and A + D with it taken (the loop's exits on the way are passed:
+    an iteration that goes round does not take them).  None: no such branch, more than one, another
+    choice inside the loop on the way, no work counted, or no single rate in [0, 1] fits every class."""
+    if not count.work or not count.entries or visits <= 0:
+        return None
+    by_key = {(ins.function, ins.offset): i for i, ins in enumerate(p.instructions)}
+    b = by_key[(lp.function, lp.branch_offset)]
+    body_of = dict(zip(p.back_edges, _bodies(p)))
+    body = body_of[b]
+    inner = [bd for e, bd in body_of.items() if e != b and bd < body]
+    inner_edges = {e for e, bd in body_of.items() if bd < body}
+    sites = [i for i in sorted(body) if p.ctrl[i] == C_BRA and p.conditional[i] and i not in body_of
+             and not p.never[i] and p.target[i] in body and not any(i in bd for bd in inner)]
+    if len(sites) != 1:
+        return None
+    site = sites[0]
+
+    def iteration(taken: bool) -> list[int] | None:
+        """Signature of one pass from the header to the back edge, ``site`` decided as given."""
+        sig = [0] * len(SIGNATURE_CLASSES)
+        i, steps = p.target[b], 0
+        while steps <= 2 * len(body):
+            steps += 1
+            if i not in body:
+                return None
+            if not any(i in bd for bd in inner):
+                c = _SASS_CLASS.get(p.instructions[i].opcode.split(".")[0])
+                if c is not None:
+                    sig[c] += 1
+            if i == b:
+                return sig
+            c = p.ctrl[i]
+            if c in (C_BRA, C_CALL, C_EXIT) and p.conditional[i] and not p.never[i] and i != site \
+                    and i not in inner_edges and (c == C_EXIT or p.target[i] not in body):
+                i += 1  # a way out of the loop (or a call that returns): an iteration goes on past it
+            elif c == C_BRA and not p.never[i]:
+                if i == site:
+                    i = p.target[i] if taken else i + 1
+                elif not p.conditional[i]:
+                    i = p.target[i]
+                elif i in inner_edges:
+                    i += 1  # an inner loop's back edge: the walk past it (its work is the inner loop's)
+                else:
+                    return None  # another data-dependent choice: no single rate describes the loop
+            elif c in (C_NONE, C_DIV) or (c == C_BRA and p.never[i]):
+                i += 1
+            else:
+                return None
+        return None
+
+    a, t = iteration(False), iteration(True)
+    if a is None or t is None or a == t:
+        return None
+    per = [w / count.entries / visits for w in count.work]
+    rate = None
+    for x, y, w in zip(a, t, per):
+        d = y - x
+        if d:
+            r = (w - x) / d
+            if rate is not None and abs(r - rate) > 1e-6:
+                return None
+            rate = r
+        elif abs(w - x) > 1e-6 * max(1.0, w):
+            return None
+    if rate is None or not -1e-9 <= rate <= 1 + 1e-9:
+        return None
+    return site, 0.0 if rate <= 0 else min(rate, 1.0)
+
+
 def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount],
                   signatures: Sequence[Sequence[int]]) -> dict[tuple[str, int], float]:
     """Trip counts through :func:`match_loops`: a SASS loop that unrolls its PTX loop k-fold runs 1/k
@@ -308,6 +395,9 @@ def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount
         for lp, k in sorted(members, key=lambda t: -t[1]):
             if len(members) == 1:
                 _set_trips(out, lp, left / k)
+                rate = _inner_branch_rate(p, lp, profile[i], left / k)
+                if rate is not None:
+                    out[(lp.function, p.instructions[rate[0]].offset)] = rate[1]
                 continue
             n = math.floor(left / k + 1e-9)
             _set_trips(out, lp, float(n))
