@@ -34,62 +34,98 @@ import numpy as np
 class SharedReads:
     """The recorder of one launch (see module doc): :meth:`start` and
     :meth:`finish` around each CTA, :meth:`barrier` when threads pass a
-    barrier, :meth:`note` for each shared load."""
+    barrier, :meth:`note` for each shared load. A load only appends its
+    offsets (the interpreter issues one per thread group, warp by warp under
+    the warp-serial schedules); :meth:`finish` marks the bytes, a few
+    numpy operations per interval and variable instead of per load."""
 
     def __init__(self) -> None:
         #: per CTA in launch order: ``(ctaid, {(interval, name): packed bytes})``
         self.ctas: list[tuple[tuple, dict]] = []
-        self._count: np.ndarray | None = None  # barriers each thread of the running CTA has passed
+        self._threads = 0
+        self._count: np.ndarray | None = None  # barriers each thread of the running CTA has passed, once they differ
         self._uniform = 0  # the live threads' common count, or -1 once they differ
-        self._cur: dict = {}  # (interval, region) -> bool per byte, for the running CTA
+        self._log: list = []  # (interval, region, bytes per access, byte offsets) of the running CTA
         self._ctaid = None
         self._interned: dict[bytes, bytes] = {}
 
     def start(self, ctaid: tuple, threads: int) -> None:
-        self._count = np.zeros(threads, dtype=np.int64)
+        self._threads = threads
+        self._count = None
         self._uniform = 0
-        self._cur = {}
+        self._log = []
         self._ctaid = tuple(ctaid)
 
     def barrier(self, idx, everyone: bool) -> None:
         """Threads ``idx`` passed a barrier; ``everyone``: they are all the
         CTA's live threads (a ``__syncthreads``), which keeps the counts of
-        the threads that can still read equal."""
-        self._count[idx] += 1
+        the threads that can still read equal: one number until a barrier
+        releases only some (a named barrier with a thread count)."""
         if self._uniform >= 0 and everyone:
             self._uniform += 1
-        else:
-            self._uniform = -1
-
-    def note(self, region, off, nbytes: int, threads) -> None:
-        """Threads ``threads`` read ``nbytes`` at byte offsets ``off`` (one per
-        thread, or one for all) of shared region ``region``."""
-        off = np.asarray(off, dtype=np.intp).reshape(-1)
-        if self._uniform >= 0:
-            self._mark(self._uniform, region, off, nbytes)
             return
-        ep = self._count[np.asarray(threads, dtype=np.intp).reshape(-1)]
+        if self._count is None:
+            self._count = np.full(self._threads, self._uniform, dtype=np.int64)
+            self._uniform = -1
+        self._count[idx] += 1
+
+    def note(self, region, off: np.ndarray, nbytes: int, threads) -> None:
+        """Threads ``threads`` read ``nbytes`` at byte offsets ``off`` (one per
+        thread, or one for all; a fresh array, kept until :meth:`finish`) of
+        shared region ``region``."""
+        if self._uniform >= 0:
+            self._log.append((self._uniform, region, nbytes, off))
+            return
+        ep = self._count[threads]
         off = np.broadcast_to(off, ep.shape)
         for e in np.unique(ep):
-            self._mark(int(e), region, off[ep == e], nbytes)
-
-    def _mark(self, interval: int, region, off, nbytes: int) -> None:
-        key = (interval, region)
-        arr = self._cur.get(key)
-        if arr is None:
-            arr = self._cur[key] = np.zeros(region.data.shape[1], dtype=bool)
-        if nbytes == 1:
-            arr[off] = True
-        else:
-            arr[(off[:, None] + np.arange(nbytes)).ravel()] = True
+            self._log.append((int(e), region, nbytes, off[ep == e]))
 
     def finish(self) -> None:
+        """Close the running CTA's record: per shared variable read, one bool
+        row per interval it was read in, marked with one store per access
+        width, packed row by row."""
+        by_region: dict = {}
+        for entry in self._log:
+            by_region.setdefault(entry[1], []).append(entry)
         rec = {}
-        for (interval, region), arr in self._cur.items():
-            bits = np.packbits(arr[: region.size]).tobytes()
-            rec[(interval, region.name)] = self._interned.setdefault(bits, bits)
+        for region, entries in by_region.items():
+            intervals = sorted({e[0] for e in entries})
+            row = {iv: k for k, iv in enumerate(intervals)}
+            width = region.data.shape[1]
+            marks = np.zeros((len(intervals), width), dtype=bool)
+            for nbytes in {e[2] for e in entries}:
+                group = [e for e in entries if e[2] == nbytes]
+                lens = [len(e[3]) for e in group]
+                off = np.concatenate([e[3] for e in group]) if len(group) > 1 else group[0][3]
+                base = np.repeat(np.array([row[e[0]] * width for e in group], dtype=np.intp), lens)
+                _mark(marks.reshape(-1), off + base, nbytes, region.base)
+            packed = np.packbits(marks[:, : region.size], axis=1)
+            for iv, bits in zip(intervals, packed):
+                b = bits.tobytes()
+                rec[(iv, region.name)] = self._interned.setdefault(b, b)
         self.ctas.append((self._ctaid, rec))
-        self._cur = {}
+        self._log = []
+
+
+#: a word of ``n`` bytes that are all True, per word size: marks an aligned access in one store
+_WORDS = {1: (np.uint8, 1), 2: (np.uint16, 0x0101), 4: (np.uint32, 0x0101_0101),
+          8: (np.uint64, 0x0101_0101_0101_0101)}
+
+
+def _mark(arr: np.ndarray, off: np.ndarray, nbytes: int, base: int) -> None:
+    """Set ``arr[o : o + nbytes]`` for each offset ``o`` of ``off``. Accesses
+    are naturally aligned (checked by :meth:`ptxopt.interp.memory.Memory.locate`),
+    so where the region's base is too, each is a whole word of ``arr``."""
+    word = min(nbytes, 8)
+    if nbytes % word == 0 and base % word == 0 and arr.size % word == 0:
+        dt, ones = _WORDS[word]
+        words = arr.view(dt)
+        first = off // word
+        for k in range(nbytes // word):
+            words[first + k] = ones
+    else:
+        arr[(off[:, None] + np.arange(nbytes)).ravel()] = True
 
 
 __all__ = ["SharedReads"]
