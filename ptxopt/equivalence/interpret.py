@@ -77,7 +77,13 @@ the program masked them (a false guard, a ``cp.async`` zero-fill:
 :func:`~ptxopt.equivalence.footprint.masked_difference`); where the counts
 differ the check ends ``inconclusive``: the extra or missing iterations see
 only values the program fixes, which neither the flavours nor a spike can
-vary (``masked_reads`` in the launch).
+vary (``masked_reads`` in the launch). The same launches record which
+shared-memory bytes each CTA's loads read in each barrier interval
+(:mod:`ptxopt.interp.shared_reads`); where the two kernels' differ and
+nothing else does, the check ends ``inconclusive`` (``shared_reads`` in the
+launch): a shared read shifted onto an element already counted drops a
+partial no input buffer holds, so no spike reaches it
+(:func:`~ptxopt.equivalence.footprint.shared_read_difference`).
 
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
