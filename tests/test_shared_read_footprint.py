@@ -179,3 +179,17 @@ def test_shared_read_difference_words():
     assert shared_read_difference(a, b) == ("shared-memory reads differ in CTA (1, 0, 0), barrier interval 1, 's': "
                                             "byte 0 read only by the original; byte 8 read only by the "
                                             "transformed")
+
+
+def test_marking_any_access_width_sets_exactly_its_bytes():
+    from ptxopt.interp.shared_reads import _mark
+
+    for nbytes in (1, 2, 4, 8, 16, 32, 6):
+        for base in (0, 4):
+            arr = np.zeros(128, dtype=bool)
+            off = np.array([0, nbytes * 2], dtype=np.intp) if nbytes != 6 else np.array([0, 12], dtype=np.intp)
+            _mark(arr, off, nbytes, base)
+            want = np.zeros(128, dtype=bool)
+            for o in off:
+                want[o: o + nbytes] = True
+            assert np.array_equal(arr, want), (nbytes, base)

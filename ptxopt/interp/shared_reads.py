@@ -118,7 +118,7 @@ def _mark(arr: np.ndarray, off: np.ndarray, nbytes: int, base: int) -> None:
     are naturally aligned (checked by :meth:`ptxopt.interp.memory.Memory.locate`),
     so where the region's base is too, each is a whole word of ``arr``."""
     word = min(nbytes, 8)
-    if nbytes % word == 0 and base % word == 0 and arr.size % word == 0:
+    if word in _WORDS and nbytes % word == 0 and base % word == 0 and arr.size % word == 0:
         dt, ones = _WORDS[word]
         words = arr.view(dt)
         first = off // word
