@@ -125,6 +125,60 @@ def masked_difference(a: dict | None, b: dict | None, labels_a: dict[str, int], 
     return None
 
 
+def shared_read_difference(a: list | None, b: list | None) -> str | None:
+    """Where the shared-memory reads of two launches differ
+    (:attr:`ptxopt.interp.LaunchResult.shared_reads`: per CTA, the bytes of
+    each shared variable read in each barrier interval), in words: the first
+    CTA, interval and variable, and the bytes only one kernel read; or None.
+
+    A shared read shifted onto an element already counted (a reduction
+    tree's step reading ``smax[t + 33]``) drops a partial that no input
+    buffer holds, so no spike can reach it, and the outputs differ only
+    when the extreme sits in the lost subtree. A correct rewrite reads the
+    same shared bytes between the same barriers
+    (:mod:`ptxopt.interp.shared_reads`), so where they differ
+    :func:`ptxopt.equivalence.interpret.verify` ends ``inconclusive``
+    rather than ``equal``."""
+    if a is None or b is None:
+        return None
+    for (cta, ra), (_, rb) in zip(a, b):
+        if ra == rb:
+            continue
+        for key in sorted(set(ra) | set(rb)):
+            x, y = ra.get(key), rb.get(key)
+            if x == y:
+                continue
+            interval, name = key
+            n = max(len(x or b""), len(y or b"")) * 8
+            bx = np.unpackbits(np.frombuffer(x, np.uint8), count=n) if x else np.zeros(n, np.uint8)
+            by = np.unpackbits(np.frombuffer(y, np.uint8), count=n) if y else np.zeros(n, np.uint8)
+            parts = []
+            for who, only in (("the original", bx & ~by), ("the transformed", by & ~bx)):
+                if only.any():
+                    word = "byte" if np.count_nonzero(only) == 1 else "bytes"
+                    parts.append(f"{word} {_ranges(np.flatnonzero(only))} read only by {who}")
+            return (f"shared-memory reads differ in CTA {cta}, barrier interval {interval}, {name!r}: "
+                    + "; ".join(parts))
+    if len(a) != len(b):
+        return f"shared-memory reads recorded for {len(a)} CTAs in the original, {len(b)} in the transformed"
+    return None
+
+
+def _ranges(pos: np.ndarray, most: int = 4) -> str:
+    """``[128, 129, 130, 131, 256]`` -> ``"128-131, 256"`` (the first ``most`` runs)."""
+    runs = []
+    start = prev = int(pos[0])
+    for p in pos[1:]:
+        p = int(p)
+        if p != prev + 1:
+            runs.append((start, prev))
+            start = p
+        prev = p
+    runs.append((start, prev))
+    text = ", ".join(f"{s}" if s == e else f"{s}-{e}" for s, e in runs[:most])
+    return text + (f" and {len(runs) - most} more runs" if len(runs) > most else "")
+
+
 def _extreme(arr: np.ndarray, high: bool, rng=None):
     """A value above (``high``) or below every other value of ``arr``, in its
     dtype; with ``rng`` (the input's contract range ``[lo, hi)``) the range's
@@ -164,4 +218,4 @@ def spiked(args: list, diff: dict[int, np.ndarray], direction: str, ranges: dict
     return out if changed else None
 
 
-__all__ = ["SPIKES", "footprint_difference", "loop_tags", "masked_difference", "spiked"]
+__all__ = ["SPIKES", "footprint_difference", "loop_tags", "masked_difference", "shared_read_difference", "spiked"]

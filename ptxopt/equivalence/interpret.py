@@ -77,7 +77,13 @@ the program masked them (a false guard, a ``cp.async`` zero-fill:
 :func:`~ptxopt.equivalence.footprint.masked_difference`); where the counts
 differ the check ends ``inconclusive``: the extra or missing iterations see
 only values the program fixes, which neither the flavours nor a spike can
-vary (``masked_reads`` in the launch).
+vary (``masked_reads`` in the launch). The same launches record which
+shared-memory bytes each CTA's loads read in each barrier interval
+(:mod:`ptxopt.interp.shared_reads`); where the two kernels' differ and
+nothing else does, the check ends ``inconclusive`` (``shared_reads`` in the
+launch): a shared read shifted onto an element already counted drops a
+partial no input buffer holds, so no spike reaches it
+(:func:`~ptxopt.equivalence.footprint.shared_read_difference`).
 
 **Memory layouts** (``layouts=True``, the default): after the regular trials,
 one launch each (first seed, random inputs, lockstep) with
@@ -181,7 +187,8 @@ from ptxopt.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
-from ptxopt.equivalence.footprint import SPIKES, footprint_difference, loop_tags, masked_difference, spiked
+from ptxopt.equivalence.footprint import (SPIKES, footprint_difference, loop_tags, masked_difference,
+                                          shared_read_difference, spiked)
 from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
 from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence, unproven_nc_loads
 
@@ -864,6 +871,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         result.nc_reads = ncr = NcReads()
     probes_left = MAX_READ_PROBES
     masked_note = None  # the first launch whose masked reads differ (footprint.masked_difference)
+    shared_note = None  # the first launch whose shared-memory reads differ (footprint.shared_read_difference)
     for at, (seed, t, flavour, schedule, layout, extra) in enumerate(plan):
         if layout == "unaligned-inputs" and not unaligned_failed:
             continue  # only when the original cannot take every buffer less aligned
@@ -914,12 +922,15 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         want_reads = record and probes_left > 0
         reads_o = record or nc_o
         kw_o, bound = _budgeted(kw if kw or not defaulted else {"max_steps": DEFAULT_SCALAR_STEPS}, budget)
-        if ref is None or (reads_o and not isinstance(ref, InterpError) and ref[6] is None):
+        if ref is None or (not isinstance(ref, InterpError) and ((reads_o and ref[6] is None)
+                                                                 or (record and ref[7] is None))):
             copy = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
             try:
                 ro = run_kernel(po, kernel, grid, block, copy, shared, seed=run_seed, schedule=schedule,
-                                coverage=True, races=races, reads=tags_o if reads_o else False, **kw_o)
-                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads, ro.masked)
+                                coverage=True, races=races, reads=tags_o if reads_o else False,
+                                shared_reads=record, **kw_o)
+                ref = (ro.buffers, ro.steps, ro.globals, ro.coverage, ro.races, ro.reads, ro.masked,
+                       ro.shared_reads)
                 if budget is not None:
                     budget.spend(ro.steps)
             except InterpError as e:
@@ -945,7 +956,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
             unaligned_failed |= layout == "unaligned"
             regular_skipped += layout == "separate" and not extra
             continue
-        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads, ref_masked = ref
+        ref_buffers, ref_steps, ref_globals, ref_cov, ref_races, ref_reads, ref_masked, ref_shared = ref
         if written is None and layout == "separate":
             stored = ref_cov["written"]
             written = [i for i, p in enumerate(po.kernel_params(kernel))
@@ -958,7 +969,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         try:
             rt = run_kernel(pt, kernel, grid, block, args, shared, seed=run_seed, schedule=schedule,
                             executed=True, races=races, reads=tags_t if record or nc_reads else False,
-                            **kw_t)
+                            shared_reads=record, **kw_t)
             if budget is not None:
                 budget.spend(rt.steps)
         except InterpError as e:
@@ -988,6 +999,11 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
             if masked_note:
                 launch["masked_reads"] = masked_note
                 masked_note = f"{masked_note} in {where}"
+        if record and mm is None and shared_note is None:
+            shared_note = shared_read_difference(ref_shared, rt.shared_reads)
+            if shared_note:
+                launch["shared_reads"] = shared_note
+                shared_note = f"{shared_note} in {where}"
         if (diff[0] or diff[1]) and budget is not None:
             # the spiked reruns are outside the budget's projection: a budgeted check (the Triton hook)
             # does not run them, and a read difference it cannot settle is no 'equal'
@@ -1048,6 +1064,11 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
         result.error = (f"{masked_note}: the extra or missing reads see only values the program fixes "
                         "(zero-fill, a masked register), which no input varies, so equal outputs do not "
                         "show the two kernels agree (a -0.0 sum plus a masked +0.0 is +0.0)")
+    elif shared_note is not None:
+        result.status = "inconclusive"
+        result.error = (f"{shared_note}: a shared-memory read moved onto another element drops a value no "
+                        "input buffer holds (a reduction tree's partial), which no spike can reach, so equal "
+                        "outputs do not show the two kernels agree")
     elif min_coverage is not None:
         if regular_skipped:
             result.status = "inconclusive"

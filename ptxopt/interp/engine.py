@@ -314,6 +314,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                         st.run(fr, sel, idx)
                     if cta.mem.race is not None:
                         cta.mem.race.barrier()  # a new barrier interval
+                    if cta.mem.shared_reads is not None:
+                        cta.mem.shared_reads.barrier(idx, True)
                     pc += 1
                     if base + pc in gs.g:
                         idx, sel = _merge(gs, base + pc, idx, T)
@@ -449,6 +451,8 @@ def _release_barrier(fr: Frame, code, gs: _Groups) -> None:
             st.run(fr, esel, everyone)
         for key in keys:
             gs.add(key + 1, gs.waiting.pop(key))
+        if cta.mem.shared_reads is not None:
+            cta.mem.shared_reads.barrier(everyone, len(everyone) == cta.n_alive)
         released = True
     if released:
         if cta.mem.race is not None:

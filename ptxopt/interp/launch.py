@@ -41,6 +41,7 @@ from ptxopt.interp.engine import run_entry
 from ptxopt.interp.errors import InterpError, LaunchError
 from ptxopt.interp.memory import NC_READ, WINDOW, Memory, Region
 from ptxopt.interp.program import DYNAMIC_SHARED, Program
+from ptxopt.interp.shared_reads import SharedReads
 from ptxopt.interp.state import CTA
 
 DEFAULT_MAX_STEPS = 5_000_000
@@ -119,6 +120,10 @@ class LaunchResult:
     #: because the program masked them (a false guard, a ``cp.async``
     #: zero-fill; :meth:`~ptxopt.interp.memory.Memory.note_masked`)
     masked: dict | None = None
+    #: with ``shared_reads=True``: per CTA in launch order, ``(ctaid, {(barrier
+    #: interval, shared variable): packed bits, one per byte read})``
+    #: (:mod:`ptxopt.interp.shared_reads`)
+    shared_reads: list | None = None
 
 
 class Launch:
@@ -207,7 +212,8 @@ def encode_scalar(value, t: str, size: int) -> bytes:
 def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int = 0, *,
                seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS, schedule: str = "lockstep",
                coverage: bool = False, executed: bool = False, races: bool = False,
-               strict_steps: bool = False, reads: bool | dict = False) -> LaunchResult:
+               strict_steps: bool = False, reads: bool | dict = False,
+               shared_reads: bool = False) -> LaunchResult:
     """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
     ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
@@ -221,7 +227,9 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     ``reads`` records which bytes of each
     parameter buffer were loaded (:attr:`LaunchResult.reads`): a dict
     ``{id(instruction): tag bit}`` says which bit each load sets (others set
-    :data:`~ptxopt.interp.memory.OTHER_READ`)."""
+    :data:`~ptxopt.interp.memory.OTHER_READ`). ``shared_reads`` records
+    which bytes of shared memory each CTA's loads read in each barrier
+    interval (:attr:`LaunchResult.shared_reads`)."""
     t0 = time.perf_counter()
     program = module if isinstance(module, Program) else Program(module)
     fn = program.entry(entry)
@@ -317,6 +325,8 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
         launch.branches = {}
     if coverage or executed:
         launch.executed = {}
+    if shared_reads:
+        mem.shared_reads = SharedReads()
     if reads is not False:
         mem.read_tags = reads if isinstance(reads, dict) else None
         mem.masked = {}
@@ -371,7 +381,8 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     return LaunchResult(out, names, launch.steps_before, launch.thread_steps, time.perf_counter() - t0, n,
                         dict(zip(names, out)), gvars, cov,
                         (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint,
-                        mem.nc_unrecorded, dict(mem.masked) if mem.masked is not None else None)
+                        mem.nc_unrecorded, dict(mem.masked) if mem.masked is not None else None,
+                        mem.shared_reads.ctas if mem.shared_reads is not None else None)
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:
@@ -390,8 +401,12 @@ def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None
     if launch.thread_order is not None and linear in launch.serial_ctas:
         cta.thread_rank = launch.thread_order
     mem.thread_base = linear * cta.T
+    if mem.shared_reads is not None:
+        mem.shared_reads.start(ctaid, cta.T)
     try:
         run_entry(cta, launch.dfn)
+        if mem.shared_reads is not None:
+            mem.shared_reads.finish()
     except InterpError:
         raise
     finally:

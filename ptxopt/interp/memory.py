@@ -134,6 +134,8 @@ class Memory:
         # masked reads (while reads are recorded): read tag -> bytes a global read did not read because
         # the program masked it (a false guard, a cp.async zero-fill); see note_masked
         self.masked: dict | None = None
+        # shared-memory read footprints per CTA and barrier interval (ptxopt.interp.shared_reads), None when off
+        self.shared_reads = None
 
     # -- regions -----------------------------------------------------------
 
@@ -258,15 +260,20 @@ class Memory:
                 self.race.access(r, off, nbytes, idx if pos is None else idx[pos], write, site,
                                  None if new is None else (new if pos is None else new[pos]))
 
-    def note_reads(self, parts, nbytes: int, site) -> None:
+    def note_reads(self, parts, nbytes: int, site, idx=None) -> None:
         """Add the reads of ``nbytes`` at each located address (``parts``, as
         :meth:`locate` returns them) to the read footprint, tagged with the
         reading instruction's bit (``read_tags``): every instruction that
         reads a parameter buffer calls this (``ld``/``ldu``, atomics, and the
         source side of ``cp.async``), so a loop whose extra iterations read
-        only through ``cp.async`` changes the footprint like any load."""
-        for r, _, off in parts:
-            if r.read is not None:
+        only through ``cp.async`` changes the footprint like any load.
+        Reads of ``.shared`` memory by threads ``idx`` go to the shared read
+        footprint (:mod:`ptxopt.interp.shared_reads`) when it is recorded."""
+        for r, pos, off in parts:
+            if r.space == "shared":
+                if self.shared_reads is not None and idx is not None:
+                    self.shared_reads.note(r, off, nbytes, idx if pos is None else idx[pos])
+            elif r.read is not None:
                 tag = self.read_tags.get(id(site[0]), OTHER_READ) if self.read_tags else OTHER_READ
                 r.read[(np.reshape(off, (-1, 1)) + np.arange(nbytes)).ravel()] |= tag
             elif self.read_tags and r.space == "global" and self.read_tags.get(id(site[0]), 0) & NC_READ:
@@ -289,7 +296,7 @@ class Memory:
         parts = self.locate(gaddr, elem * count, space, False, site, idx)
         if self.race is not None:
             self._log(parts, elem * count, idx, False, site)
-        self.note_reads(parts, elem * count, site)
+        self.note_reads(parts, elem * count, site, idx)
         if len(parts) == 1:
             r, _, off = parts[0]
             v = r.views[elem]
