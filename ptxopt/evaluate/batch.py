@@ -21,7 +21,7 @@ from ptxopt.measure.registry import get_backend
 
 from .cache import EvalCache
 from .candidate import Candidate, Settings
-from .deadline import CandidateTimeout, at_limit, deadline
+from .deadline import CandidateTimeout, deadline
 from .frontend import assumed_blocks, collect_compile, front, tools
 from .keys import fingerprint
 from .result import OK, EvalResult
@@ -135,10 +135,6 @@ class Batcher:
         except Exception as e:  # a bug in the evaluator: a result, not a crash of the search
             from ptxopt.toolchain import is_transient
 
-            if at_limit(e, settings.timeout):
-                w.timings["limit"] = settings.timeout
-                w.finish("timeout", error=f"the candidate took longer than {settings.timeout:g} s ({what}: {e.tool})")
-                return
             if is_transient(e):  # ptxas crashed or hung inside a check: the tool's failure, never cached
                 w.finish("toolchain", error=f"{what}: {one_line(e)}", cacheable=False)
                 return
@@ -220,11 +216,11 @@ def _with_sass_counts(out: list, chunk: list[Work], need: list[int]) -> list:
 def _backend_failure(w: Work, e: BaseException) -> None:
     from ptxopt.toolchain import ToolchainError, is_transient
 
-    if isinstance(e, CandidateTimeout) or at_limit(e, w.settings.timeout):
+    if is_transient(e):  # nvdisasm crashed, ran out of memory or hung: never cached, never 'unsupported'
+        w.finish("toolchain", error=f"measuring: {one_line(e)}", cacheable=False)
+    elif isinstance(e, CandidateTimeout):
         w.timings["limit"] = w.settings.timeout or 0
         w.finish("timeout", error=f"measuring took longer than {w.settings.timeout:g} s")
-    elif is_transient(e):  # nvdisasm crashed, ran out of memory or hung: never cached, never 'unsupported'
-        w.finish("toolchain", error=f"measuring: {one_line(e)}", cacheable=False)
     elif isinstance(e, MeasureError):
         w.finish(e.category, error=one_line(e))
     elif isinstance(e, BackendUnavailable):

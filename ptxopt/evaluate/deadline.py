@@ -41,15 +41,3 @@ def deadline(seconds: float | None):
 
 
 __all__ = ["CandidateTimeout", "deadline"]
-
-
-def at_limit(e: BaseException, limit: float | None) -> bool:
-    """Whether ``e`` is a tool killed at the candidate's own time limit.
-
-    ptxas and nvdisasm get the candidate's limit as theirs, so whichever timer
-    fires first -- SIGALRM here or the tool's own -- the candidate took longer
-    than its limit: a ``timeout`` result either way, not a tool failure (which
-    of the two fired depends only on how fast the steps before the tool were)."""
-    from ptxopt.toolchain.errors import ToolchainTimeout
-
-    return isinstance(e, ToolchainTimeout) and bool(limit) and e.timeout <= limit

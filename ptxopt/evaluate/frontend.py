@@ -252,12 +252,7 @@ def _toolchain_failure(w: Work, e: BaseException) -> None:
     from ptxopt.toolchain import PtxasError, ToolNotFound, UnsupportedArch, is_transient
     from ptxopt.toolchain import UnsupportedPTXVersion
 
-    from .deadline import at_limit
-
-    if at_limit(e, w.settings.timeout):
-        w.timings["limit"] = w.settings.timeout
-        w.finish("timeout", error=f"the candidate took longer than {w.settings.timeout:g} s ({e.tool})")
-    elif is_transient(e):  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
+    if is_transient(e):  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
         w.finish("toolchain", error=one_line(e), cacheable=False)
     elif isinstance(e, PtxasError):
         why = _original_rejected(w)
