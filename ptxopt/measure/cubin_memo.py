@@ -103,7 +103,9 @@ def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> l
         for i, k in enumerate(keys):
             if out[i] is None and (lst := store.get(k)) is not None:
                 _LISTINGS.put(k, lst)
-                out = [lst if kk == k and have is None else have for kk, have in zip(keys, out)]
+                for j in range(i, len(keys)):  # and every later copy of the same cubin
+                    if keys[j] == k:
+                        out[j] = lst
     todo: dict[str, bytes] = {}
     for k, c, have in zip(keys, cubins, out):
         if have is None:
