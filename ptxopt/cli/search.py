@@ -181,9 +181,10 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
-@click.option("--actions", "extra_actions", default=None, metavar="+NAME[,+NAME...]",
-              help="Explore these passes too, besides the built-in actions (your own passes: the ptxopt.passes "
-                   "entry points; '+mul_pow2'). Not with --policy or --record.")
+@click.option("--actions", "extra_actions", default=None, metavar="[+|-]NAME[,...]",
+              help="+NAME: explore this pass too, besides the built-in actions (your own passes: the ptxopt.passes "
+                   "entry points; '+mul_pow2'); -NAME: leave a built-in action out ('-prefetch_L1'). "
+                   "Not with --policy or --record.")
 @click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
                    "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
@@ -236,11 +237,11 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked, prove=prove, objective=objective)
-    extras = _extra_actions(extra_actions, policy, record)
+    extras, dropped = _extra_actions(extra_actions, policy, record)
     try:
         config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                               beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                              temperature=temperature, extra_actions=extras)
+                              temperature=temperature, extra_actions=extras, dropped_actions=dropped)
     except ValueError as e:
         _fail(f"--actions: {e}")
     if policy:
@@ -281,19 +282,20 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     sys.exit(worst([code, report_unsaved(cache)]))
 
 
-def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:
-    """--actions '+a,+b': the extra pass actions (each written with its '+')."""
+def _extra_actions(value: str | None, policy, record) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--actions '+a,-b': the extra pass actions (each written with its '+')
+    and the built-in actions left out (each written with its '-')."""
     if not value:
-        return ()
+        return (), ()
     words = [w.strip() for w in value.split(",") if w.strip()]
-    bad = [w for w in words if not w.startswith("+") or len(w) < 2]
+    bad = [w for w in words if w[0] not in "+-" or len(w) < 2]
     if bad:
-        _fail(f"--actions: write each extra action as +NAME (got {', '.join(bad)})")
+        _fail(f"--actions: write each action as +NAME (add) or -NAME (leave out) (got {', '.join(bad)})")
     if policy:
         _fail("--actions: not with --policy (a policy chooses among the actions it was trained on)")
     if record:
         _fail("--actions: not with --record (trajectories are over the learning layer's fixed action list)")
-    return tuple(w[1:] for w in words)
+    return tuple(w[1:] for w in words if w[0] == "+"), tuple(w[1:] for w in words if w[0] == "-")
 
 
 def _policy_path(value: str | None) -> str | None:

@@ -62,6 +62,8 @@ class SearchConfig:
     #: pass actions explored besides the learning layer's (a user's plugin passes: ``--actions +name``);
     #: not for the policy, whose action list is fixed
     extra_actions: tuple[str, ...] = ()
+    #: built-in pass actions left out of the search (``--actions -name``)
+    dropped_actions: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.strategy == "policy":
@@ -81,6 +83,15 @@ class SearchConfig:
                     raise ValueError(f"action {a!r}: {e}") from None
                 if not one:
                     raise ValueError(f"action {a!r} is not one pass")
+        if self.dropped_actions:
+            from ptxopt.search.actions import PASS_ACTIONS
+
+            if self.strategy == "policy":
+                raise ValueError("dropped actions are not for --policy: its action list is the one it was trained on")
+            unknown = [a for a in self.dropped_actions if a not in PASS_ACTIONS]
+            if unknown:
+                raise ValueError(f"cannot drop {', '.join(map(repr, unknown))}: not a built-in action "
+                                 f"(actions: {', '.join(PASS_ACTIONS)})")
         if isinstance(self.budget, str) and self.budget not in STRATEGIES:
             raise ValueError(f"budget must be a number or a strategy name, not {self.budget!r}")
 
@@ -173,7 +184,8 @@ _FATAL = (CacheError, BackendUnavailable)
 
 def _prepare(kernel: Candidate, config: SearchConfig, res: KernelResult) -> tuple[State, Meter]:
     """The root state (parsed) and the meter a kernel's search runs with (its budget resolved)."""
-    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
+    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions,
+                      dropped_actions=config.dropped_actions)
     budget = config.budget
     if isinstance(budget, str):
         ref = Meter(config.options)
