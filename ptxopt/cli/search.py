@@ -188,13 +188,17 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
                    "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
+@click.option("--min-improvement", "min_improvement", default=None, type=click.FloatRange(min=0), metavar="PCT",
+              help="Report (and --emit, --pipelines-out) a pipeline only when it gains at least PCT percent of "
+                   "the baseline's cycles; below it the kernel says 'no change worth making' [default: 1.0, "
+                   "see ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT].")
 @prove_option
 @objective_option
 @perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
-               objective=None, as_json=None, **perf):
+               objective=None, as_json=None, min_improvement=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -241,7 +245,8 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     try:
         config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                               beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                              temperature=temperature, extra_actions=extras, dropped_actions=dropped)
+                              temperature=temperature, extra_actions=extras, dropped_actions=dropped,
+                              min_improvement=min_improvement)
     except ValueError as e:
         _fail(f"--actions: {e}")
     if policy:

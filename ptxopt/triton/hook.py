@@ -216,7 +216,8 @@ class StagesHook:
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
-                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True):
+                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
+                 min_improvement: float | None = None):
         from ptxopt.measure.sass_store import SassStore
         from ptxopt.triton.rejections import RejectionMemo
 
@@ -230,10 +231,12 @@ class StagesHook:
         self.estimate = estimate
         self.objective = objective
         self.if_slower = if_slower
+        self.min_improvement = min_improvement
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
-                    f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0"))
+                    f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0")
+                    + ("" if min_improvement is None else f"-min_improvement={min_improvement:g}"))
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
@@ -349,7 +352,8 @@ class StagesHook:
                        filename=f"{name}.ptx", objective=self.objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
-                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store)
+                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store,
+                       min_improvement=self.min_improvement)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -470,7 +474,8 @@ _active: StagesHook | None = None
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
-           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True) -> StagesHook:
+           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
+           min_improvement: float | None = None) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -499,6 +504,10 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     kernel compiled again (a fresh Triton cache, another pipeline over the
     same Triton PTX) then needs no nvdisasm run for a cubin seen before, and
     no check whose rejection is known.
+    ``min_improvement``: the smallest estimated gain (percent) for which a
+    ``policy``'s or ``pipelines``' choice replaces Triton's PTX (None:
+    :data:`ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT`); below it the report
+    says "no change worth making".
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -522,7 +531,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
-                      estimate=estimate, disk_cache=disk_cache)
+                      estimate=estimate, disk_cache=disk_cache, min_improvement=min_improvement)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
