@@ -324,9 +324,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
             floor = MIN_IMPROVEMENT_PCT if min_improvement is None else min_improvement
             if est.change is not None and not worth_making(est.change, floor):
-                why = f"no change worth making: {est.describe()} is below the minimum gain of {floor:g}%"
+                why = (f"estimated to gain {-100 * est.change:.2f}%, below the minimum gain of {floor:g}% "
+                       f"(min_improvement): {est.describe()}")
                 if if_slower == "keep":
-                    return keep_input(why)
+                    return keep_input(f"no change worth making: {why}")
                 out.warnings.append(f"applied as asked, but {why}")
     regs1, spill1 = _resources(after)
     out.ptx, out.changed, out.cubin = text, True, after.cubin

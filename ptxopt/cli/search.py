@@ -344,7 +344,13 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         except ParseError as e:
             click.echo(str(e), err=True)
             sys.exit(BAD_INPUT)
-        out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch), None))
+        # the performance launch the hook judges by (Triton's block and shared memory): tuning and
+        # applying optimise the same objective on the same launch
+        from ptxopt.parser import parse
+        from ptxopt.triton.contract import triton_performance
+
+        perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)
+        out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch, performance=perf), None))
         by_label[k.label] = k
     return out, by_label
 
@@ -367,7 +373,8 @@ def _pipelines_writer(by_label: dict, path: str, target: str, config):
                                      verdict=(r.verdict or "") if better else "",
                                      baseline_cycles=r.baseline_cycles, best_cycles=r.best_cycles,
                                      cycles_kind="estimate" if r.estimate else "measurement",
-                                     arch=r.arch or "", path=str(k.path)))
+                                     arch=r.arch or "", path=str(k.path), objective=r.objective or "",
+                                     launch=r.performance or ""))
         write_pipelines(path, tuned, source=str(Path(target).resolve()), strategy=config.strategy,
                         backend=config.options.backend, interrupted=interrupted)
         click.echo(f"ptxopt: wrote {len(tuned)} kernels' pipelines to {path}", err=True)

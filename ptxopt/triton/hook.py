@@ -328,6 +328,16 @@ class StagesHook:
 
         pipe, why = self.chooser.choose(name, ptx)
         rep.why_pipeline = why
+        objective = self.objective
+        tuned = getattr(self.chooser, "tuned_objective", None)
+        tuned_objective, tuned_launch = tuned(name, ptx) if tuned is not None and pipe is not None else ("", "")
+        if tuned_objective:  # judged under what tuning optimised, never silently under another objective
+            if objective is not None and objective != tuned_objective:
+                rep.why_pipeline += (f"; tuned under {tuned_objective}, but enable(objective={objective!r}) "
+                                     f"was asked: judged under {tuned_objective}, as tuned")
+            else:
+                rep.why_pipeline += f"; judged under {tuned_objective}, as tuned"
+            objective = tuned_objective
         if pipe is None or len(pipe) == 0:
             return ptx
         rep.pipeline = str(pipe)
@@ -349,7 +359,7 @@ class StagesHook:
                 _from_memo(rep, known)
                 return ptx
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
-                       filename=f"{name}.ptx", objective=self.objective,
+                       filename=f"{name}.ptx", objective=objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
                        overlap_compiles=self.overlap_compiles, sass_store=self.sass_store,
@@ -362,6 +372,8 @@ class StagesHook:
             rep.objective, rep.launch = est.objective, est.launch or ("one warp" if est.before is not None else "")
             rep.estimate = BeforeAfter(est.before, est.after)
             rep.estimate_note = est.note
+            if tuned_launch and est.launch and est.launch != tuned_launch:
+                res.warnings.append(f"tuned on {tuned_launch}, judged on {est.launch}: the launches differ")
         rep.warnings = list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
