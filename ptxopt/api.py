@@ -136,7 +136,8 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
              parsed: Module | None = None, check_steps: int | None = None,
-             overlap_compiles: bool = True, sass_store=None) -> OptimizeResult:
+             overlap_compiles: bool = True, sass_store=None,
+             min_improvement: float | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -156,6 +157,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     returned and ``reason`` says by how much), or used with a warning
     (``if_slower="apply"``: the caller asked for exactly this pipeline).
     ``estimate`` is the comparison; every figure is the sim model's ESTIMATE.
+    ``min_improvement`` (percent; None:
+    :data:`~ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT`): with ``if_slower="keep"``, a
+    result estimated faster by less is not used either (``reason``: "no change
+    worth making"); with ``"apply"`` it is used with a warning.
 
     ``parsed``: the caller's own ``parse(ptx, filename)`` (not modified), so
     that the text is not parsed twice.
@@ -314,6 +319,16 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
             return keep_input(f"estimated slower: {est.describe()}")
         if est.slower:
             out.warnings.append(f"applied as asked, but estimated {100 * est.change:.1f}% slower: {est.describe()}")
+        else:
+            from ptxopt.evaluate.pair import MIN_IMPROVEMENT_PCT, worth_making
+
+            floor = MIN_IMPROVEMENT_PCT if min_improvement is None else min_improvement
+            if est.change is not None and not worth_making(est.change, floor):
+                why = (f"estimated to gain {-100 * est.change:.2f}%, below the minimum gain of {floor:g}% "
+                       f"(min_improvement): {est.describe()}")
+                if if_slower == "keep":
+                    return keep_input(f"no change worth making: {why}")
+                out.warnings.append(f"applied as asked, but {why}")
     regs1, spill1 = _resources(after)
     out.ptx, out.changed, out.cubin = text, True, after.cubin
     out.registers, out.spills = BeforeAfter(regs0, regs1), BeforeAfter(spill0, spill1)

@@ -108,6 +108,20 @@ def test_stats_json_counts_fma_and_loads():
     assert e["dag"]["nodes_max"] == e["instructions"]
 
 
+def test_stats_lists_the_parameters_a_launch_names():
+    """The names a contract's scalars must use, as the PTX declares them (nvcc's NAME_param_N)."""
+    r = run("stats", "corpus:gemm_tile_4x4x4", "--json")
+    e = json.loads(r.output)["entries"]["gemm_tile_4x4x4"]
+    from ptxopt.corpus import corpus_file, get
+    from ptxopt.parser import parse
+
+    fn = next(iter(parse(corpus_file(get("gemm_tile_4x4x4").path).read_text()).entries))
+    assert [p["name"] for p in e["parameters"]] == fn.param_names() != []
+    assert all(p["type"] for p in e["parameters"])
+    r = run("stats", "corpus:gemm_tile_4x4x4")
+    assert e["parameters"][0]["name"] in r.output
+
+
 def test_stats_table_runs():
     r = run("stats", "corpus:cuda_softmax_row")
     assert r.exit_code == 0 and "has a loop" in r.output

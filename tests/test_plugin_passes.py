@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -156,7 +157,6 @@ def test_cli_run_eval_explain_take_a_plugin_pass(mul_pow2, tmp_path):
 
 
 def test_search_explores_a_plugin_pass_as_an_extra_action(mul_pow2, tmp_path):
-    import json
 
     args = ["search", str(SCALE), "-q", "--max-steps", "2", "--cache", str(tmp_path / "c.sqlite")]
     r = CliRunner().invoke(cli, [*args, "--json", "-"])
@@ -169,15 +169,28 @@ def test_search_explores_a_plugin_pass_as_an_extra_action(mul_pow2, tmp_path):
 
 
 @pytest.mark.parametrize("extra, why", [
-    (["--actions", "mul_pow2"], "write each extra action as +NAME"),
+    (["--actions", "mul_pow2"], "write each action as +NAME (add) or -NAME"),
     (["--actions", "+no_such_pass"], "unknown pass 'no_such_pass'"),
-    (["--actions", "+mul_pow2,maxnreg_128"], "write each extra action as +NAME"),
+    (["--actions", "+mul_pow2,maxnreg_128"], "write each action as +NAME (add) or -NAME"),
+    (["--actions", "-no_such_pass"], "cannot drop 'no_such_pass': not a built-in action"),
     (["--actions", "+mul_pow2", "--record", "t.jsonl"], "not with --record"),
 ])
 def test_search_actions_errors_are_one_line_exit_2(mul_pow2, extra, why, tmp_path):
     r = CliRunner().invoke(cli, ["search", str(SCALE), "-q", "--cache", str(tmp_path / "c.sqlite"),
                                  *[str(tmp_path / a) if a.endswith(".jsonl") else a for a in extra]])
     assert r.exit_code == 2 and why in r.output, r.output
+
+
+def test_dropped_action_is_never_tried(tmp_path):
+    """--actions -NAME: the action greedy takes first is left out of the search."""
+    args = ["search", "gemm_tile_2x2x2", "-q", "--max-steps", "1", "--cache", str(tmp_path / "c.sqlite"), "--json", "-"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.stdout)["kernels"][0]["pipeline"]
+    assert first, "the kernel must have a first greedy step for this test to mean anything"
+    r = CliRunner().invoke(cli, [*args, "--actions", f"-{first}"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["kernels"][0]["pipeline"] != first
 
 
 def test_extra_actions_leave_the_learning_layers_mask_alone(mul_pow2):

@@ -197,3 +197,16 @@ def test_a_kernel_list_longer_than_a_file_name_is_a_selector_not_a_crash():
     res = run(selector, "-q")
     assert res.exit_code == 2, res.output
     assert "not a corpus selector" in res.output and "internal error" not in res.output
+
+
+def test_min_improvement_reports_the_baseline_when_the_gain_is_smaller(shared_cache):
+    d = search_json(SMALL, "--cache", shared_cache, "--max-steps", "2", "--min-improvement", "0")
+    [k] = d["kernels"]
+    assert k["pipeline"] and k["improvement_pct"] > 0, "the kernel must gain something for this test to mean anything"
+    high = k["improvement_pct"] + 1
+    d = search_json(SMALL, "--cache", shared_cache, "--max-steps", "2", "--min-improvement", f"{high:.3f}")
+    [k2] = d["kernels"]
+    assert k2["pipeline"] == "" and k2["best_cycles"] == k2["baseline_cycles"] == k["baseline_cycles"]
+    assert "no change worth making" in k2["note"] and k["pipeline"] in k2["note"]
+    r = run(SMALL, "--cache", shared_cache, "--min-improvement", "-1")
+    assert r.exit_code == 2

@@ -103,6 +103,18 @@ def test_a_crash_is_retried_once_and_then_raised(tmp_path):
     with pytest.raises(ToolCrashed) as err:
         run_tool([always], timeout=5)
     assert err.value.transient and "SIGSEGV" in str(err.value)
+    assert err.value.repeated and "deterministic on this input" in str(err.value)
+    assert "run again" not in str(err.value)
+
+
+def test_two_different_crashes_are_not_called_deterministic(tmp_path):
+    once = tmp_path / "once"
+    script = tmp_path / "t.sh"
+    script.write_text(f'#!/bin/bash\nif [ -e {once} ]; then kill -ABRT $$; fi\n: > {once}\nkill -SEGV $$\n')
+    script.chmod(0o755)
+    with pytest.raises(ToolCrashed) as err:
+        run_tool([script], timeout=5)
+    assert not err.value.repeated and "retried once" in str(err.value)
 
 
 def test_time_limit_caps_every_child(tmp_path):
@@ -184,3 +196,15 @@ def test_optimize_raises_a_crash_as_it_is_not_as_bad_input(fake_ptxas, monkeypat
     monkeypatch.setenv("FAKE_MODE", "segv")
     with pytest.raises(ToolCrashed):
         ptxopt.optimize(_unique().ptx, "vec_ld")
+
+
+def test_nvdisasm_refusing_an_old_target_says_which_arch_to_use(tmp_path):
+    from ptxopt.toolchain.locate import Tool
+    from ptxopt.toolchain.sass import NvdisasmError, disassemble
+
+    fake = tmp_path / "nvdisasm"
+    fake.write_text('#!/bin/bash\necho "nvdisasm fatal   : SM60 is deprecated and not supported"\nexit 1\n')
+    fake.chmod(0o755)
+    with pytest.raises(NvdisasmError) as err:
+        disassemble(b"\x7fELF", nvdisasm=Tool("nvdisasm", fake, (13, 0), "13.0.0"))
+    assert "SM60 is deprecated" in str(err.value) and "--arch sm_89" in str(err.value)

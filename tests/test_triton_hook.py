@@ -240,10 +240,14 @@ def test_kernels_through_the_hook(tcache, pipeline):
                 assert f"{p['pass']}: " in rep.line()  # ... and the one-line report says it
     # one warning per kernel that kept Triton's PTX, and one per explicit pipeline applied although
     # estimated slower (enable(pipeline=...) applies what was asked, and says by how much)
-    slower = [n for n in KERNELS if reports[n].warnings]
-    assert all("applied as asked, but estimated" in x for n in slower for x in reports[n].warnings)
-    assert all(reports[n].estimate.after > reports[n].estimate.before for n in slower)
-    assert len(ptxopt_warnings(w)) == len(kept) + sum(len(reports[n].warnings) for n in slower)
+    # (or estimated to gain less than the minimum gain, min_improvement)
+    warned = [n for n in KERNELS if reports[n].warnings]
+    assert all("applied as asked, but estimated" in x for n in warned for x in reports[n].warnings)
+    for n in warned:
+        e = reports[n].estimate
+        small = any("below the minimum gain" in x for x in reports[n].warnings)
+        assert e.after > e.before if not small else e.before >= e.after > 0.99 * e.before, (n, e)
+    assert len(ptxopt_warnings(w)) == len(kept) + sum(len(reports[n].warnings) for n in warned)
     if pipeline != "vec_ld,vec_st":
         assert sum(r.changed for r in reports.values()) >= 6
 

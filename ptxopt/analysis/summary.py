@@ -30,6 +30,9 @@ def function_summary(fa: FunctionAnalysis) -> dict:
     lat = [c.length for c in fa.latency_paths]
     return {
         "kind": fa.function.kind,
+        # the names a contract's or a performance launch's scalars refer to (nvcc writes NAME_param_N)
+        "parameters": [{"name": it.name, "type": (d.dtype or "").lstrip(".")}
+                       for d in fa.function.params or () for it in d.items],
         "blocks": len(cfg.blocks),
         "instructions": len(cfg.instructions),
         "has_loop": cfg.has_loop,

@@ -187,6 +187,7 @@ def _print_stats(name: str, s: dict) -> None:
         t = Table(title=f"{name}: {entry}", show_header=False, box=None)
         t.add_column(style="bold")
         t.add_column(justify="right")
+        t.add_row("parameters", ", ".join(f"{p['name']} ({p['type']})" for p in e["parameters"]) or "none")
         t.add_row("instructions", str(e["instructions"]))
         t.add_row("basic blocks", f"{e['blocks']}" + (" (has a loop)" if e["has_loop"] else ""))
         lp = e["loops"]

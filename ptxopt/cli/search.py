@@ -181,19 +181,24 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="With a Triton cache directory as TARGET: write the best verified pipeline per kernel "
                    "here (the file ptxopt.triton.enable(pipelines=...) reads) [default: "
                    "ptxopt-triton-pipelines.json].")
-@click.option("--actions", "extra_actions", default=None, metavar="+NAME[,+NAME...]",
-              help="Explore these passes too, besides the built-in actions (your own passes: the ptxopt.passes "
-                   "entry points; '+mul_pow2'). Not with --policy or --record.")
+@click.option("--actions", "extra_actions", default=None, metavar="[+|-]NAME[,...]",
+              help="+NAME: explore this pass too, besides the built-in actions (your own passes: the ptxopt.passes "
+                   "entry points; '+mul_pow2'); -NAME: leave a built-in action out ('-prefetch_L1'). "
+                   "Not with --policy or --record.")
 @click.option("--emit", "emit_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Write per kernel the best PTX (in the source's layout) and its cubin for the target, and "
                    "DIR/manifest.json: source digest, pipeline, verdict, objective, launch, estimates, ptxas version.")
+@click.option("--min-improvement", "min_improvement", default=None, type=click.FloatRange(min=0), metavar="PCT",
+              help="Report (and --emit, --pipelines-out) a pipeline only when it gains at least PCT percent of "
+                   "the baseline's cycles; below it the kernel says 'no change worth making' [default: 1.0, "
+                   "see ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT].")
 @prove_option
 @objective_option
 @perf_launch_options
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
-               objective=None, as_json=None, **perf):
+               objective=None, as_json=None, min_improvement=None, **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -236,11 +241,12 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked, prove=prove, objective=objective)
-    extras = _extra_actions(extra_actions, policy, record)
+    extras, dropped = _extra_actions(extra_actions, policy, record)
     try:
         config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
                               beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                              temperature=temperature, extra_actions=extras)
+                              temperature=temperature, extra_actions=extras, dropped_actions=dropped,
+                              min_improvement=min_improvement)
     except ValueError as e:
         _fail(f"--actions: {e}")
     if policy:
@@ -281,19 +287,20 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     sys.exit(worst([code, report_unsaved(cache)]))
 
 
-def _extra_actions(value: str | None, policy, record) -> tuple[str, ...]:
-    """--actions '+a,+b': the extra pass actions (each written with its '+')."""
+def _extra_actions(value: str | None, policy, record) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--actions '+a,-b': the extra pass actions (each written with its '+')
+    and the built-in actions left out (each written with its '-')."""
     if not value:
-        return ()
+        return (), ()
     words = [w.strip() for w in value.split(",") if w.strip()]
-    bad = [w for w in words if not w.startswith("+") or len(w) < 2]
+    bad = [w for w in words if w[0] not in "+-" or len(w) < 2]
     if bad:
-        _fail(f"--actions: write each extra action as +NAME (got {', '.join(bad)})")
+        _fail(f"--actions: write each action as +NAME (add) or -NAME (leave out) (got {', '.join(bad)})")
     if policy:
         _fail("--actions: not with --policy (a policy chooses among the actions it was trained on)")
     if record:
         _fail("--actions: not with --record (trajectories are over the learning layer's fixed action list)")
-    return tuple(w[1:] for w in words)
+    return tuple(w[1:] for w in words if w[0] == "+"), tuple(w[1:] for w in words if w[0] == "-")
 
 
 def _policy_path(value: str | None) -> str | None:
@@ -337,7 +344,13 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         except ParseError as e:
             click.echo(str(e), err=True)
             sys.exit(BAD_INPUT)
-        out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch), None))
+        # the performance launch the hook judges by (Triton's block and shared memory): tuning and
+        # applying optimise the same objective on the same launch
+        from ptxopt.parser import parse
+        from ptxopt.triton.contract import triton_performance
+
+        perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)
+        out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch, performance=perf), None))
         by_label[k.label] = k
     return out, by_label
 
@@ -360,7 +373,8 @@ def _pipelines_writer(by_label: dict, path: str, target: str, config):
                                      verdict=(r.verdict or "") if better else "",
                                      baseline_cycles=r.baseline_cycles, best_cycles=r.best_cycles,
                                      cycles_kind="estimate" if r.estimate else "measurement",
-                                     arch=r.arch or "", path=str(k.path)))
+                                     arch=r.arch or "", path=str(k.path), objective=r.objective or "",
+                                     launch=r.performance or ""))
         write_pipelines(path, tuned, source=str(Path(target).resolve()), strategy=config.strategy,
                         backend=config.options.backend, interrupted=interrupted)
         click.echo(f"ptxopt: wrote {len(tuned)} kernels' pipelines to {path}", err=True)

@@ -209,7 +209,11 @@ class UnknownPass(KeyError):
         self.name = name
 
     def __str__(self) -> str:
+        import difflib
+
         sigs = [signature(k) for k in _PASSES]
-        return (f"unknown pass '{self.name}'; valid passes: {', '.join(pass_names())}; "
+        close = difflib.get_close_matches(self.name, pass_names(), n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        return (f"unknown pass '{self.name}'{hint}; valid passes: {', '.join(pass_names())}; "
                 f"with parameters: {', '.join(s for s, k in zip(sigs, _PASSES) if s != k)} "
                 f"(your own passes: the entry-point group {ENTRY_POINT_GROUP} or ptxopt.passes.register)")

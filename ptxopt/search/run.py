@@ -62,6 +62,11 @@ class SearchConfig:
     #: pass actions explored besides the learning layer's (a user's plugin passes: ``--actions +name``);
     #: not for the policy, whose action list is fixed
     extra_actions: tuple[str, ...] = ()
+    #: built-in pass actions left out of the search (``--actions -name``)
+    dropped_actions: tuple[str, ...] = ()
+    #: the smallest gain (percent of the baseline's cycles) reported as the kernel's pipeline;
+    #: None: :data:`ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT`
+    min_improvement: float | None = None
 
     def __post_init__(self):
         if self.strategy == "policy":
@@ -81,6 +86,15 @@ class SearchConfig:
                     raise ValueError(f"action {a!r}: {e}") from None
                 if not one:
                     raise ValueError(f"action {a!r} is not one pass")
+        if self.dropped_actions:
+            from ptxopt.search.actions import PASS_ACTIONS
+
+            if self.strategy == "policy":
+                raise ValueError("dropped actions are not for --policy: its action list is the one it was trained on")
+            unknown = [a for a in self.dropped_actions if a not in PASS_ACTIONS]
+            if unknown:
+                raise ValueError(f"cannot drop {', '.join(map(repr, unknown))}: not a built-in action "
+                                 f"(actions: {', '.join(PASS_ACTIONS)})")
         if isinstance(self.budget, str) and self.budget not in STRATEGIES:
             raise ValueError(f"budget must be a number or a strategy name, not {self.budget!r}")
 
@@ -173,7 +187,8 @@ _FATAL = (CacheError, BackendUnavailable)
 
 def _prepare(kernel: Candidate, config: SearchConfig, res: KernelResult) -> tuple[State, Meter]:
     """The root state (parsed) and the meter a kernel's search runs with (its budget resolved)."""
-    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions)
+    root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions,
+                      dropped_actions=config.dropped_actions)
     budget = config.budget
     if isinstance(budget, str):
         ref = Meter(config.options)
@@ -189,12 +204,31 @@ def _failed(res: KernelResult, e: BaseException, seconds: float) -> KernelResult
     return res
 
 
+def _below_min_improvement(out, config: SearchConfig) -> str | None:
+    """Why the best pipeline is not worth reporting (its gain under the minimum), else None."""
+    from ptxopt.evaluate.pair import MIN_IMPROVEMENT_PCT, worth_making
+
+    floor = MIN_IMPROVEMENT_PCT if config.min_improvement is None else config.min_improvement
+    before, after = out.baseline.cycles, out.best_result.cycles
+    if not out.baseline.ok or not out.best.pipeline or not before or after is None:
+        return None
+    change = after / before - 1.0
+    if worth_making(change, floor):
+        return None
+    return (f"no change worth making: the best pipeline {out.best.pipeline} gains {-100 * change:.3g}% "
+            f"({before:g} -> {after:g} cycles), below --min-improvement {floor:g}%")
+
+
 def _report(res: KernelResult, root: State, meter: Meter, out, config: SearchConfig, seconds: float) -> KernelResult:
     """Fill ``res`` from a strategy's outcome."""
     guard = None
     if out.baseline.ok and not meter.usable(out.best_result):  # never ship what was not checked
         guard = (f"the {config.strategy} strategy proposed {out.best.pipeline} "
                  f"({out.best_result.status}, {out.best_result.equivalence}): refused, baseline reported")
+        out.best, out.best_result = root, out.baseline
+    small = _below_min_improvement(out, config)
+    if small:
+        guard = "; ".join(filter(None, [guard, small]))
         out.best, out.best_result = root, out.baseline
     res.pipeline = str(out.best.pipeline)
     res.baseline_cycles = out.baseline.cycles

@@ -93,7 +93,8 @@ class State:
             self.binding = (performance_for(self.kernel), entry_of(self.kernel, self.module))
 
     @classmethod
-    def root(cls, kernel: Candidate, memo: MoveMemo | None = None, extra_actions: tuple[str, ...] = ()) -> "State":
+    def root(cls, kernel: Candidate, memo: MoveMemo | None = None, extra_actions: tuple[str, ...] = (),
+             dropped_actions: tuple[str, ...] = ()) -> "State":
         """The unoptimised kernel (raises the parser's error for bad PTX).
         ``memo`` remembers which passes change which modules (see the module doc);
         default: this process only."""
@@ -101,7 +102,8 @@ class State:
         from ptxopt.parser import parse
 
         module = parse(kernel.ptx, filename=kernel.label)
-        actions = PASS_ACTIONS + tuple(a for a in extra_actions if a not in PASS_ACTIONS)
+        actions = tuple(a for a in PASS_ACTIONS if a not in dropped_actions)
+        actions += tuple(a for a in extra_actions if a not in actions)
         return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None), actions=actions)
 
     @property

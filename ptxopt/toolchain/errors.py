@@ -55,11 +55,19 @@ class ToolCrashed(ToolchainError):
 
     transient = True
 
-    def __init__(self, tool: str, why: str, log: str = ""):
+    def __init__(self, tool: str, why: str, log: str = "", *, repeated: bool = False):
         self.tool = tool
         self.why = why
         self.log = log
-        super().__init__(f"{tool} {why} (a toolchain failure, not a verdict on the PTX; retried once)")
+        #: both tries failed the same way: most likely the tool's bug on this very input, which running
+        #: again will not cure (still never cached: the next tool version may not have it)
+        self.repeated = repeated
+        if repeated:
+            tail = ("on both tries, the same way: deterministic on this input, a bug of the tool rather than "
+                    "a verdict on the PTX; running again will not help (try another --arch or tool version)")
+        else:
+            tail = "(a toolchain failure, not a verdict on the PTX; retried once)"
+        super().__init__(f"{tool} {why} {tail}")
 
 
 def is_transient(e: BaseException) -> bool:

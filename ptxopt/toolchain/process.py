@@ -102,7 +102,7 @@ def run_tool(
     again = crash_reason(run.returncode, run.output)
     if again is None:
         return run
-    raise ToolCrashed(tool, again, run.output)
+    raise ToolCrashed(tool, again, run.output, repeated=again == why)
 
 
 def _run_once(argv: list[str], tool: str, timeout: float, cwd) -> ToolRun:

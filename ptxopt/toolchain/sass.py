@@ -174,8 +174,12 @@ def disassemble(cubin: bytes, *, timeout: float = 60.0, nvdisasm: Tool | None = 
         run = run_tool([tool.path, *NVDISASM_ARGS, "kernel.cubin"], timeout=timeout, cwd=tmp)
     if run.returncode != 0:
         detail = run.output.strip().splitlines()
+        hint = ""
+        if re.search(r"\bSM\d+\b.*\b(deprecated|not supported|unsupported)", run.output, re.IGNORECASE):
+            hint = ("; this nvdisasm decodes sm_75 and newer only: compile for a newer target "
+                    "(e.g. --arch sm_89) to get an estimate")
         raise NvdisasmError(
-            f"nvdisasm {tool.version} failed: {detail[0] if detail else f'exit status {run.returncode}'}",
+            f"nvdisasm {tool.version} failed: {detail[0] if detail else f'exit status {run.returncode}'}{hint}",
             run.output,
         )
     return parse_nvdisasm(run.output)

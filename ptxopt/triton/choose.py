@@ -47,6 +47,11 @@ class TunedPipelines:
             return None, f"{name}: tuning found nothing better than Triton's PTX"
         return self.table.parsed[k.key], f"tuned pipeline from {self.table.path}"
 
+    def tuned_objective(self, name: str, ptx: str) -> tuple[str, str]:
+        """``(objective, launch in words)`` the kernel was tuned under (``""``: not recorded)."""
+        k = self.table.lookup(name, ptx)
+        return (k.objective, k.launch) if k is not None else ("", "")
+
 
 class PolicyPipelines:
     MAX_STEPS = 6

@@ -216,7 +216,8 @@ class StagesHook:
 
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
-                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True):
+                 check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
+                 min_improvement: float | None = None):
         from ptxopt.measure.sass_store import SassStore
         from ptxopt.triton.rejections import RejectionMemo
 
@@ -230,10 +231,12 @@ class StagesHook:
         self.estimate = estimate
         self.objective = objective
         self.if_slower = if_slower
+        self.min_improvement = min_improvement
         self.verify = verify
         self.contracts = dict(contracts or {})
         self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
-                    f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0"))
+                    f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0")
+                    + ("" if min_improvement is None else f"-min_improvement={min_improvement:g}"))
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
@@ -325,6 +328,16 @@ class StagesHook:
 
         pipe, why = self.chooser.choose(name, ptx)
         rep.why_pipeline = why
+        objective = self.objective
+        tuned = getattr(self.chooser, "tuned_objective", None)
+        tuned_objective, tuned_launch = tuned(name, ptx) if tuned is not None and pipe is not None else ("", "")
+        if tuned_objective:  # judged under what tuning optimised, never silently under another objective
+            if objective is not None and objective != tuned_objective:
+                rep.why_pipeline += (f"; tuned under {tuned_objective}, but enable(objective={objective!r}) "
+                                     f"was asked: judged under {tuned_objective}, as tuned")
+            else:
+                rep.why_pipeline += f"; judged under {tuned_objective}, as tuned"
+            objective = tuned_objective
         if pipe is None or len(pipe) == 0:
             return ptx
         rep.pipeline = str(pipe)
@@ -346,10 +359,11 @@ class StagesHook:
                 _from_memo(rep, known)
                 return ptx
         res = optimize(ptx, pipe, contract=contract, verify=self.verify, compile=compile,
-                       filename=f"{name}.ptx", objective=self.objective,
+                       filename=f"{name}.ptx", objective=objective,
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
-                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store)
+                       overlap_compiles=self.overlap_compiles, sass_store=self.sass_store,
+                       min_improvement=self.min_improvement)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -358,6 +372,8 @@ class StagesHook:
             rep.objective, rep.launch = est.objective, est.launch or ("one warp" if est.before is not None else "")
             rep.estimate = BeforeAfter(est.before, est.after)
             rep.estimate_note = est.note
+            if tuned_launch and est.launch and est.launch != tuned_launch:
+                res.warnings.append(f"tuned on {tuned_launch}, judged on {est.launch}: the launches differ")
         rep.warnings = list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
@@ -470,7 +486,8 @@ _active: StagesHook | None = None
 
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
-           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True) -> StagesHook:
+           check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
+           min_improvement: float | None = None) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -499,6 +516,10 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     kernel compiled again (a fresh Triton cache, another pipeline over the
     same Triton PTX) then needs no nvdisasm run for a cubin seen before, and
     no check whose rejection is known.
+    ``min_improvement``: the smallest estimated gain (percent) for which a
+    ``policy``'s or ``pipelines``' choice replaces Triton's PTX (None:
+    :data:`ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT`); below it the report
+    says "no change worth making".
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -522,7 +543,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
-                      estimate=estimate, disk_cache=disk_cache)
+                      estimate=estimate, disk_cache=disk_cache, min_improvement=min_improvement)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook

@@ -14,7 +14,8 @@ chosen, and verified, for the old text. Format (JSON)::
      "kernels": [{"name": "add_kernel", "source_hash": "9f2c...",
                   "pipeline": "vec_ld,maxnreg_128", "verdict": "equal",
                   "baseline_cycles": 812.0, "best_cycles": 640.0,
-                  "cycles_kind": "estimate", "arch": "sm_89", "path": "..."}]}
+                  "cycles_kind": "estimate", "arch": "sm_89", "path": "...",
+                  "objective": "throughput", "launch": "block (128, 1, 1), ..."}]}
 
 ``pipeline`` ``""`` records that nothing helped (the kernel is left as is).
 """
@@ -55,6 +56,10 @@ class TunedKernel:
     cycles_kind: str = ""  # "estimate" (sim) or "measurement" (gpu)
     arch: str = ""
     path: str = ""
+    #: what tuning optimised (``latency`` / ``throughput``) and, for throughput, the performance launch
+    #: in words: the hook judges this kernel's pipeline under the same ("" in files written before)
+    objective: str = ""
+    launch: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
