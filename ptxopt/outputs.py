@@ -14,6 +14,11 @@ on; :class:`StreamLock` keeps two live runs from interleaving them: a sidecar
 ``PATH.lock`` held with ``flock`` for the run's lifetime (the kernel drops it
 when the process ends, however it ends), and :func:`append_synced` appends
 and fsyncs each record.
+
+No output may name what the run reads or keeps: :func:`collision` says
+which protected file or folder an output path would overwrite, comparing
+resolved paths (symlinks) and inodes (hard links); the command line applies
+it to every output option before any work (:mod:`ptxopt.cli.output_rule`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ class OutputNotWritable(InputError):
 
     def __init__(self, path, err: OSError | str):
         why = err if isinstance(err, str) else (err.strerror or str(err))
-        kept = " (the previous file is kept)" if Path(path).exists() else ""
+        try:  # a name no file system holds (ENAMETOOLONG) must not raise again here
+            kept = " (the previous file is kept)" if Path(path).exists() else ""
+        except OSError:
+            kept = ""
         super().__init__(f"output not writable: {path}: {why}{kept}")
         self.path = Path(path)
 
@@ -176,4 +184,46 @@ def append_synced(f, text: str) -> None:
         raise OutputNotWritable(getattr(f, "name", "?"), e) from None
 
 
-__all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced"]
+# -- the one rule for outputs: never an input, the cache or a store ------------
+
+def _resolved(path) -> Path | None:
+    try:
+        return Path(os.path.abspath(path)).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def same_file(a, b) -> bool:
+    """``a`` and ``b`` name one file: the same resolved path (symlinks
+    followed), or the same inode (hard links, bind mounts)."""
+    ra, rb = _resolved(a), _resolved(b)
+    if ra is not None and ra == rb:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def inside(path, folder) -> bool:
+    """``path`` (resolved) lies in ``folder`` (resolved) or is it."""
+    rp, rf = _resolved(path), _resolved(folder)
+    if rp is None or rf is None:
+        return False
+    return rp == rf or rf in rp.parents
+
+
+def collision(out, protected) -> str | None:
+    """What ``out`` would overwrite among ``protected`` -- ``(what, path,
+    is_folder)`` triples: a file it names (:func:`same_file`), or a folder
+    it lies in -- or None."""
+    for what, path, folder in protected:
+        if path is None:
+            continue
+        if same_file(out, path) or (folder and inside(out, path)):
+            return what
+    return None
+
+
+__all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced", "same_file",
+           "inside", "collision"]
