@@ -42,7 +42,8 @@ def world(tmp_path, monkeypatch):
     os.symlink(k, tmp_path / "link.json")
     os.link(k, tmp_path / "hard.json")
     traj = tmp_path / "t.jsonl"
-    traj.write_text("")
+    traj.write_bytes((Path(__file__).resolve().parent.parent / "corpus" / "trajectories" / "greedy_sm_89.jsonl")
+                     .read_bytes()[:20000].rsplit(b"\n", 1)[0] + b"\n")  # a real (short) trajectory file
     monkeypatch.setenv("PTXOPT_CACHE", str(cache))
     return {"K": k, "D": d, "C": cache, "M": Path(str(cache) + ".moves.sqlite"), "S": store, "T": traj,
             "L": tmp_path / "link.json", "H": tmp_path / "hard.json", "O": tmp_path / "o"}
