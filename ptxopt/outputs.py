@@ -213,17 +213,62 @@ def inside(path, folder) -> bool:
     return rp == rf or rf in rp.parents
 
 
-def collision(out, protected) -> str | None:
-    """What ``out`` would overwrite among ``protected`` -- ``(what, path,
-    is_folder)`` triples: a file it names (:func:`same_file`), or a folder
-    it lies in -- or None."""
-    for what, path, folder in protected:
+def _inode(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Protected:
+    """Files and folders no output may overwrite, indexed for many lookups:
+    ``entries`` are ``(what, path, is_folder)``; :meth:`hit` says what an
+    output path would overwrite -- a file it names (:func:`same_file`: the
+    resolved path or the inode), or a folder it lies in -- or None."""
+
+    def __init__(self, entries=()):
+        self.by_path: dict[Path, str] = {}
+        self.by_inode: dict[tuple[int, int], str] = {}
+        self.folders: list[tuple[str, Path]] = []
+        for what, path, folder in entries:
+            self.add(what, path, folder)
+
+    def add(self, what: str, path, folder: bool = False) -> None:
         if path is None:
-            continue
-        if same_file(out, path) or (folder and inside(out, path)):
-            return what
-    return None
+            return
+        r = _resolved(path)
+        if folder:
+            if r is not None:
+                self.folders.append((what, r))
+            return
+        if r is not None:
+            self.by_path.setdefault(r, what)
+        ino = _inode(path)
+        if ino is not None:
+            self.by_inode.setdefault(ino, what)
+
+    def hit(self, out) -> str | None:
+        r = _resolved(out)
+        if r is not None and r in self.by_path:
+            return self.by_path[r]
+        ino = _inode(out)
+        if ino is not None and ino in self.by_inode:
+            return self.by_inode[ino]
+        if r is not None:
+            for what, folder in self.folders:
+                if r == folder or folder in r.parents:
+                    return what
+        return None
+
+
+def collision(out, protected) -> str | None:
+    """What ``out`` would overwrite among ``protected`` (``(what, path,
+    is_folder)`` triples or a :class:`Protected`), or None."""
+    if not isinstance(protected, Protected):
+        protected = Protected(protected)
+    return protected.hit(out)
 
 
 __all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced", "same_file",
-           "inside", "collision"]
+           "inside", "collision", "Protected"]

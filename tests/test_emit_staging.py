@@ -129,3 +129,7 @@ def test_a_run_killed_while_placing_leaves_no_stale_manifest(tmp_path, cache, mo
     monkeypatch.setattr(os, "replace", real)
     assert r.exit_code == 137 and len(placed) == 2
     _consistent(out)  # no manifest, or one whose every file is there with its digest
+    # a staging folder a killed run left behind is removed by the next emit
+    (out / ".ptxopt-emit-999999999-x").mkdir()
+    assert _search(src, out, cache).exit_code == 0
+    assert len(_consistent(out)) == 2 and not list(out.glob(".ptxopt-emit-*"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ptxopt.outputs import collision, same_file
+from ptxopt.outputs import Protected, same_file
 
 #: the files SQLite may keep beside a database
 _SQLITE_SIDECARS = ("", "-wal", "-shm", "-journal")
@@ -85,18 +85,22 @@ def output_problem(outputs: dict, inputs=(), cache: str | None = None,
     given = [(opt, v) for opt, value in outputs.items() for v in _values(value) if v != "-"]
     if not given:
         return None
-    protected = protected_paths(inputs, cache)
+    entries = protected_paths(inputs, cache)
+    protected = Protected(entries)
     for opt, path in given:
         ok = (allowed or {}).get(opt)
-        keep = [t for t in protected if not (ok is not None and not t[2] and same_file(ok, t[1]))]
-        what = collision(path, keep)
+        what = protected.hit(path)
+        if what and ok is not None and same_file(ok, path):  # run FILE -o FILE: only FILE's own name is allowed
+            what = Protected([t for t in entries if t[2] or not same_file(ok, t[1])]).hit(path)
         if what:
             return (f"{opt} {path}: is {what}; an output never overwrites an input, the evaluation cache "
                     "or a store: give another path")
-    for i, (opt, path) in enumerate(given):
-        for opt2, path2 in given[i + 1:]:
-            if same_file(path, path2):
-                return f"{opt} {path} and {opt2} {path2} name the same file: give each output its own path"
+    seen = Protected()
+    for opt, path in given:
+        other = seen.hit(path)
+        if other:
+            return f"{other} and {opt} {path} name the same file: give each output its own path"
+        seen.add(f"{opt} {path}", path)
     return None
 
 

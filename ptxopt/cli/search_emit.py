@@ -21,7 +21,8 @@ Writing is staged so that a manifest never describes files that are not
 there: every artefact is written into a temporary folder inside DIR first,
 then the old ``manifest.json`` is removed, the artefacts are renamed into
 place, and the new manifest is written last. A kill in between leaves DIR
-with no manifest, never a stale one. An artefact that cannot be written is
+with no manifest, never a stale one (and a staging folder the next emit
+removes). An artefact that cannot be written is
 an error in its kernel's entry (its stale files are removed), the others
 are still shipped, and the command exits 2 after its report is written.
 
@@ -48,6 +49,7 @@ from ptxopt.equivalence.verdict import Verdict
 
 SCHEMA = 1
 MANIFEST = "manifest.json"
+STAGE_PREFIX = ".ptxopt-emit-"
 #: longest file-name component written (bytes; file systems take 255), the ``.cubin`` suffix included
 MAX_COMPONENT = 200
 #: longest kernel name recorded (characters)
@@ -191,6 +193,21 @@ def _unlink(p: Path) -> None:
         pass
 
 
+def _remove_dead_stages(out: Path) -> None:
+    """Staging folders a killed run left in ``out`` (its pid no longer alive)."""
+    for d in out.glob(STAGE_PREFIX + "*"):
+        pid = d.name[len(STAGE_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # that run is alive
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def _place(stage: Path, out: Path, rel: str) -> None:
     dest = out / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +227,8 @@ def emit_writer(kernels, out_dir: str, config, plan: dict[str, Planned]):
         out = Path(out_dir)
         try:
             out.mkdir(parents=True, exist_ok=True)
-            stage = Path(tempfile.mkdtemp(prefix=".ptxopt-emit-", dir=out))
+            _remove_dead_stages(out)
+            stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=out))
         except OSError as e:
             raise OutputNotWritable(out, e) from None
         entries, failed, stale = [], [], []
