@@ -9,7 +9,6 @@ no schema library): apply reads only the fields below, and each is bounded.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
