@@ -195,3 +195,25 @@ def test_output_not_writable_survives_a_name_too_long(tmp_path):
 
     e = OutputNotWritable(tmp_path / ("x" * 300) / "k.ptx", "File name too long")
     assert "File name too long" in str(e)
+
+
+def test_a_launch_dependent_pass_is_rebuilt_for_the_recorded_performance_launch(shipped):
+    """The manifest records the performance launch the search bound ``launch_bounds`` to; apply binds it the same."""
+    from ptxopt.equivalence.launch import Launch, Origin, Role
+    from ptxopt.passmanager import PassManager
+    from ptxopt.pipeline import Pipeline
+
+    perf = Launch(grid=(4, 1, 1), block=(128, 1, 1), role=Role.PERFORMANCE, origin=Origin.OPTIONS, source="options")
+    pipeline = "launch_bounds{minblocks=2}"
+    bound = PassManager(Pipeline.parse(pipeline).with_launch(perf, None)).run(parse(shipped["text"])).module
+    doc = copy.deepcopy(shipped["doc"])
+    doc["kernels"][0].update(pipeline=pipeline, evaluated_sha256=_sha(emit(bound)), performance_launch=perf.to_json())
+    man = shipped["tmp"] / "perf.json"
+    man.write_text(json.dumps(doc))
+    r = _apply(man, shipped["src"], shipped["tmp"] / "out")
+    assert r.exit_code == 0, r.output
+    assert ".maxntid 128" in (shipped["tmp"] / "out" / "k.ptx").read_text()
+    doc["kernels"][0]["performance_launch"]["block"] = [0, 1, 1]  # damaged: named, exit 2
+    man.write_text(json.dumps(doc))
+    r = _apply(man, shipped["src"], shipped["tmp"] / "out2")
+    assert r.exit_code == 2 and "kernels[0].performance_launch.block" in r.output

@@ -30,7 +30,26 @@ from ptxopt.cli.common import fail
 from ptxopt.cli.exitcodes import BAD_INPUT
 
 
-def _candidate(kernel: str, source: Path, text: str):
+def _performance(doc: dict | None):
+    """The performance launch the manifest recorded (validated by the schema), or None."""
+    if doc is None:
+        return None
+    from ptxopt.equivalence.launch import Launch, Origin, Role
+
+    try:
+        origin = Origin(doc.get("origin", "contract"))
+    except ValueError:
+        origin = Origin.CONTRACT
+    grid = doc.get("grid")
+    return Launch(grid=tuple(grid) if grid is not None else None, block=tuple(doc["block"]),
+                  shared_bytes=doc.get("shared_bytes", 0), scalars=dict(doc.get("scalars", {})), origin=origin,
+                  role=Role.PERFORMANCE, source=doc.get("source", "the manifest"))
+
+
+def _candidate(kernel: str, text: str, performance: dict | None = None):
+    """The kernel as the search saw it: a corpus kernel's entry and launches,
+    else the performance launch the manifest recorded (passes that use the
+    launch are bound to it, as they were in the search)."""
     from ptxopt.corpus import CorpusError, get
     from ptxopt.evaluate import Candidate
 
@@ -40,7 +59,7 @@ def _candidate(kernel: str, source: Path, text: str):
         spec = None
     if spec is not None and spec.ptx_text() == text:  # a corpus kernel: its entry and performance launch
         return Candidate(text, name=kernel, entry=spec.entry, spec=spec)
-    return Candidate(text, name=kernel)
+    return Candidate(text, name=kernel, performance=_performance(performance))
 
 
 def _source_file(src_dir: Path, source: str) -> tuple[Path | None, str]:
@@ -119,7 +138,14 @@ def apply_cmd(manifest, src_dir, out_dir):
                        "search it again", err=True)
             refused += 1
             continue
-        ptx, canonical, res = artefact(_candidate(name, src, text), k["pipeline"], k["arch"])
+        try:
+            ptx, canonical, res = artefact(_candidate(name, text, k.get("performance_launch")), k["pipeline"],
+                                           k["arch"])
+        except Exception as e:  # noqa: BLE001  (one kernel that cannot be rebuilt is refused, not fatal)
+            click.echo(f"ptxopt: {name}: refused: re-applying {k['pipeline'] or '(nothing)'} failed: "
+                       f"{type(e).__name__}: {e}", err=True)
+            refused += 1
+            continue
         if _sha(canonical) != k["evaluated_sha256"]:
             click.echo(f"ptxopt: {name}: refused: re-applying {k['pipeline'] or '(nothing)'} does not give the "
                        "module the search evaluated (a different ptxopt or plugin pass?)", err=True)

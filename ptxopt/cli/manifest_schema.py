@@ -68,6 +68,32 @@ def _kind(value) -> str:
                                          list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
+def _dims(value, where: str, limit: int) -> None:
+    if type(value) is not list or len(value) != 3 or any(type(v) is not int or not 1 <= v <= limit for v in value):
+        raise ManifestError(f"{where}: expected three whole numbers from 1 to {limit}")
+
+
+def _launch(value, where: str) -> None:
+    """A performance launch as ``search --emit`` records it (what apply binds launch-dependent passes to)."""
+    if type(value) is not dict:
+        raise ManifestError(f"{where}: expected an object, got {_kind(value)}")
+    if value.get("grid") is not None:
+        _dims(value["grid"], f"{where}.grid", 2**31 - 1)
+    if "block" not in value:
+        raise ManifestError(f"{where}.block: missing")
+    _dims(value["block"], f"{where}.block", 1024)
+    shared = value.get("shared_bytes", 0)
+    if type(shared) is not int or not 0 <= shared <= 1 << 31:
+        raise ManifestError(f"{where}.shared_bytes: expected a whole number of bytes, at most 2 GiB")
+    scalars = value.get("scalars", {})
+    if type(scalars) is not dict or len(scalars) > 1024 or any(
+            type(k) is not str or len(k) > 255 or type(v) not in (int, float) for k, v in scalars.items()):
+        raise ManifestError(f"{where}.scalars: expected an object of at most 1024 name: number pairs")
+    for key in ("source", "origin"):
+        if key in value:
+            _text(4096)(value[key], f"{where}.{key}")
+
+
 #: per kernel: field -> (required, check)
 ENTRY = {
     "kernel": (True, _text(255, what="a kernel name")),
@@ -80,6 +106,7 @@ ENTRY = {
     "evaluated_sha256": (False, _text(64, _SHA256, "a sha256 in hex")),
     "ptx": (False, _relative(4096)),
     "cubin": (False, _relative(4096)),
+    "performance_launch": (False, _optional(_launch)),
 }
 
 
