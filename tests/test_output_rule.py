@@ -45,7 +45,11 @@ def world(tmp_path, monkeypatch):
     traj.write_bytes((Path(__file__).resolve().parent.parent / "corpus" / "trajectories" / "greedy_sm_89.jsonl")
                      .read_bytes()[:20000].rsplit(b"\n", 1)[0] + b"\n")  # a real (short) trajectory file
     monkeypatch.setenv("PTXOPT_CACHE", str(cache))
-    return {"K": k, "D": d, "C": cache, "M": Path(str(cache) + ".moves.sqlite"), "S": store, "T": traj,
+    from test_triton_tune import fake_entry
+
+    tc = tmp_path / "triton"
+    fake_entry(tc, "AAAA", "vector_add", "vector_add.ptx")
+    return {"TC": tc, "K": k, "D": d, "C": cache, "M": Path(str(cache) + ".moves.sqlite"), "S": store, "T": traj,
             "L": tmp_path / "link.json", "H": tmp_path / "hard.json", "O": tmp_path / "o"}
 
 
@@ -65,6 +69,8 @@ ROWS = [
     ("search {D} --cache {C} --emit {D}", "D/a.ptx"),  # emit over the sources
     ("search {K} --cache {C} --emit {K_dir}", "K"),
     ("search {K} --cache {C} --json-out {S}/x.json", "S/x.json"),
+    ("search {TC} --cache {C} --pipelines-out {TC}/AAAA/vector_add.json", "TC/AAAA/vector_add.json"),
+    ("search {TC} --cache {C} --emit {TC}/AAAA", "TC/AAAA/vector_add.ptx"),
     ("eval {K} --cache {C} --json-out {K}", "K"),
     ("eval {K} --cache {C} --json-out {C}", "C"),
     ("verify {K} {K} --json-out {K}", "K"),

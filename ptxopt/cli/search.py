@@ -259,24 +259,24 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         except CheckpointError as e:
             _fail(str(e))
 
+    from .output_rule import check_outputs
+    from .search_emit import emit_plan, emit_writer, planned_files
     from .search_report import run_and_report
 
-    on_results = None
-    out_path = None
+    on_results, plan = None, {}
+    out_path = (pipelines_out or "ptxopt-triton-pipelines.json") if tcache is not None else None
+    if emit_dir is not None:
+        plan = emit_plan(kernels, target, {k: v.path for k, v in tcache[1].items()} if tcache else None)
+    # the outputs known only now (the default pipelines file, --emit's files), by the same rule, before any work
+    if out_path or plan:
+        check_outputs({"--json-out": json_out, "--record": record, "--plot": plot, "--pipelines-out": out_path,
+                       **{f"--emit ({n})": str(Path(emit_dir) / n) for n in (planned_files(plan) if emit_dir else ())}},
+                      [target, contract_file, policy], cache)
     if tcache is not None:
-        out_path = pipelines_out or "ptxopt-triton-pipelines.json"
         on_results = _pipelines_writer(tcache[1], out_path, target, config)
     if emit_dir is not None:
         from ptxopt.cli.common import output_dir_problem
 
-        from .output_rule import check_outputs
-        from .search_emit import emit_plan, emit_writer, planned_files
-
-        plan = emit_plan(kernels, target, {k: v.path for k, v in tcache[1].items()} if tcache else None)
-        check_outputs({"--json-out": json_out, "--record": record, "--plot": plot,
-                       "--pipelines-out": out_path if tcache is not None else None,
-                       **{f"--emit ({n})": str(Path(emit_dir) / n) for n in planned_files(plan)}},
-                      [target, contract_file, policy], cache)
         why = output_dir_problem(emit_dir)
         if why:
             _fail(f"--emit: {why}")
