@@ -197,7 +197,7 @@ def _remove_dead_stages(out: Path) -> None:
     """Staging folders a killed run left in ``out`` (its pid no longer alive)."""
     for d in out.glob(STAGE_PREFIX + "*"):
         pid = d.name[len(STAGE_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit():
+        if not pid.isdigit() or not d.is_dir():
             continue
         try:
             os.kill(int(pid), 0)
@@ -244,6 +244,7 @@ def emit_writer(kernels, out_dir: str, config, plan: dict[str, Planned]):
                     text, canonical, res = artefact(cand, pipeline, arch)
                 except Exception as e:  # noqa: BLE001  (one kernel's artefact failing is reported, not fatal)
                     entry["error"] = entry["error"] or f"writing the artefacts failed: {type(e).__name__}: {e}"
+                    stale += [planned.ptx, planned.cubin]
                     continue
                 try:
                     for rel, data in ((planned.ptx, text), (planned.cubin, res.cubin)):
