@@ -14,6 +14,11 @@ on; :class:`StreamLock` keeps two live runs from interleaving them: a sidecar
 ``PATH.lock`` held with ``flock`` for the run's lifetime (the kernel drops it
 when the process ends, however it ends), and :func:`append_synced` appends
 and fsyncs each record.
+
+No output may name what the run reads or keeps: :func:`collision` says
+which protected file or folder an output path would overwrite, comparing
+resolved paths (symlinks) and inodes (hard links); the command line applies
+it to every output option before any work (:mod:`ptxopt.cli.output_rule`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ class OutputNotWritable(InputError):
 
     def __init__(self, path, err: OSError | str):
         why = err if isinstance(err, str) else (err.strerror or str(err))
-        kept = " (the previous file is kept)" if Path(path).exists() else ""
+        try:  # a name no file system holds (ENAMETOOLONG) must not raise again here
+            kept = " (the previous file is kept)" if Path(path).exists() else ""
+        except OSError:
+            kept = ""
         super().__init__(f"output not writable: {path}: {why}{kept}")
         self.path = Path(path)
 
@@ -176,4 +184,91 @@ def append_synced(f, text: str) -> None:
         raise OutputNotWritable(getattr(f, "name", "?"), e) from None
 
 
-__all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced"]
+# -- the one rule for outputs: never an input, the cache or a store ------------
+
+def _resolved(path) -> Path | None:
+    try:
+        return Path(os.path.abspath(path)).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def same_file(a, b) -> bool:
+    """``a`` and ``b`` name one file: the same resolved path (symlinks
+    followed), or the same inode (hard links, bind mounts)."""
+    ra, rb = _resolved(a), _resolved(b)
+    if ra is not None and ra == rb:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def inside(path, folder) -> bool:
+    """``path`` (resolved) lies in ``folder`` (resolved) or is it."""
+    rp, rf = _resolved(path), _resolved(folder)
+    if rp is None or rf is None:
+        return False
+    return rp == rf or rf in rp.parents
+
+
+def _inode(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Protected:
+    """Files and folders no output may overwrite, indexed for many lookups:
+    ``entries`` are ``(what, path, is_folder)``; :meth:`hit` says what an
+    output path would overwrite -- a file it names (:func:`same_file`: the
+    resolved path or the inode), or a folder it lies in -- or None."""
+
+    def __init__(self, entries=()):
+        self.by_path: dict[Path, str] = {}
+        self.by_inode: dict[tuple[int, int], str] = {}
+        self.folders: list[tuple[str, Path]] = []
+        for what, path, folder in entries:
+            self.add(what, path, folder)
+
+    def add(self, what: str, path, folder: bool = False) -> None:
+        if path is None:
+            return
+        r = _resolved(path)
+        if folder:
+            if r is not None:
+                self.folders.append((what, r))
+            return
+        if r is not None:
+            self.by_path.setdefault(r, what)
+        ino = _inode(path)
+        if ino is not None:
+            self.by_inode.setdefault(ino, what)
+
+    def hit(self, out) -> str | None:
+        r = _resolved(out)
+        if r is not None and r in self.by_path:
+            return self.by_path[r]
+        ino = _inode(out)
+        if ino is not None and ino in self.by_inode:
+            return self.by_inode[ino]
+        if r is not None:
+            for what, folder in self.folders:
+                if r == folder or folder in r.parents:
+                    return what
+        return None
+
+
+def collision(out, protected) -> str | None:
+    """What ``out`` would overwrite among ``protected`` (``(what, path,
+    is_folder)`` triples or a :class:`Protected`), or None."""
+    if not isinstance(protected, Protected):
+        protected = Protected(protected)
+    return protected.hit(out)
+
+
+__all__ = ["OutputNotWritable", "write_atomic", "atomic_path", "StreamLock", "append_synced", "same_file",
+           "inside", "collision", "Protected"]

@@ -19,6 +19,7 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                cache_option, check_arch, check_backend, emit_json, json_options, json_target,
                                objective_option, output_dir, prepare_cache, stdin_once)
 from ptxopt.cli.common import fail as _fail
+from ptxopt.cli.output_rule import writes
 
 _POSITIVE = FiniteFloat(0, min_open=True)  # learning rates, clip ranges, sampling temperatures
 _NON_NEGATIVE = FiniteFloat(0)
@@ -68,6 +69,9 @@ _NON_NEGATIVE = FiniteFloat(0)
 @cache_option
 @objective_option
 @json_options(legacy_path=True, what="the summary (--eval: the comparison; else train.json's content)")
+@writes({"json_out": "--json-out", "as_json": "--json", "out_dir": "--out"}, ("trajectories", "checkpoint"),
+        folder_files={"out_dir": lambda kw: () if kw.get("do_eval") else
+                      ("bc.pt", "policy.pt", "grpo_log.csv", "grpo_curves.png", "train.json")})
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,

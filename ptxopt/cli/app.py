@@ -19,6 +19,7 @@ import click
 
 from ptxopt.cli.common import (contract_options, emit_json, fail, json_options, json_target, output_dir, output_file,
                                prove_option, stdin_once)
+from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.inputs import InputError, read_one, read_targets
@@ -128,6 +129,7 @@ def _print_json(obj, as_json=True, json_out=None) -> bool:
 @click.argument("file")
 @click.option("--emit", "do_emit", is_flag=True, help="Print the module back as canonical PTX.")
 @json_options(what="a summary of the module")
+@writes({"json_out": "--json-out"}, ("file",))
 def parse_cmd(file, do_emit, as_json, json_out=None):
     """Parse FILE; report syntax errors as FILE:LINE:COL (exit 2)."""
     from ptxopt.emit import emit
@@ -167,6 +169,7 @@ def module_summary(m) -> dict:
 @cli.command("stats")
 @click.argument("file")
 @json_options(what="the statistics")
+@writes({"json_out": "--json-out"}, ("file",))
 def stats_cmd(file, as_json, json_out=None):
     """Kernel statistics: features, blocks, DAG size, critical path, register pressure."""
     from ptxopt.analysis import summary
@@ -233,6 +236,7 @@ def _print_stats(name: str, s: dict) -> None:
 @click.option("--sass", is_flag=True, help="Also print the SASS listing with decoded control fields.")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False), callback=output_file(),
               help="Write the cubin ptxas produced here.")
+@writes({"json_out": "--json-out", "output": "-o"}, ("file",))
 def compile_cmd(file, arch, as_json, sass, output=None, json_out=None):
     """Compile FILE with ptxas: registers, spills, SASS count, ptxas time."""
     from ptxopt.toolchain import UnsupportedArch, UnsupportedPTXVersion, compile_ptx, disassemble
@@ -302,6 +306,7 @@ def _sass_json(i) -> dict:
 @click.option("--no-sass", is_flag=True, help="Skip the ptxas comparison; check the IR only.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(0, 256), help="Worker processes (0: CPU count).")
 @json_options(what="the per-kernel results")
+@writes({"json_out": "--json-out"}, ("targets",))
 def roundtrip_cmd(targets, archs, no_sass, jobs, as_json, json_out=None):
     """Check the front end on TARGETS (default: the whole corpus).
 
@@ -416,6 +421,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
               help="Print the whole module in ptxopt's canonical layout (by default the input's lines are kept "
                    "byte for byte where the transformed module has the same statement: a minimal diff).")
 @prove_option
+@writes({"json_out": "--json-out", "output": "-o"}, ("file", "contract_file"), in_place={"output": "file"})
 def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contract_file, grid, block, shared_bytes,
             scalars, allow_unchecked, print_changed, print_after_all, time_passes, stats, opt_bisect_limit,
             reproducer_dir, as_json, as_diff=False, canonical=False, prove=True, json_out=None):
@@ -531,6 +537,7 @@ def _compile_check(text: str, module, arch: str | None, src) -> None:
 
 @cli.command("passes")
 @json_options(what="the pass list")
+@writes({"json_out": "--json-out"})
 def passes_cmd(as_json, json_out=None):
     """List the named passes in registry order: name, family, conflicts,
     description; then the parametric kinds with their legal values."""
@@ -570,6 +577,7 @@ def corpus_grp():
 @corpus_grp.command("list")
 @click.option("--family", default=None, help="Only this family, compiler or id (e.g. gemm_tile, triton).")
 @json_options(what="the manifest entries")
+@writes({"json_out": "--json-out"})
 def corpus_list(family, as_json, json_out=None):
     """List corpus kernels with their family, compiler, check launch (the
     interpreter's) and performance launch (what users run; none for gemm_tile)."""

@@ -36,6 +36,7 @@ from ptxopt.cli.common import (arch_option, backend_option, cache_option,
                                fresh_cache_option, json_options, json_target,
                                objective_option, prepare_cache, prove_option, report_unsaved, timeout_option, trials_option,
                                perf_launch_options, with_contract, with_performance)
+from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, result_code, worst
 from ptxopt.cli.executor_option import executor_option
 from ptxopt.cli.common import fail as _fail
@@ -61,6 +62,7 @@ from ptxopt.cli.common import fail as _fail
 @prove_option
 @objective_option
 @perf_launch_options
+@writes({"json_out": "--json-out"}, ("file", "contract_file"))
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, executor, timeout, trials, contract_file,
              grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.

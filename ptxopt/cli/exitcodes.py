@@ -39,6 +39,9 @@ TABLE: dict[str, tuple[int, str]] = {
     "bad-checkpoint": (BAD_INPUT, "a policy checkpoint or trajectory file that cannot be used"),
     "unusable-cache": (BAD_INPUT, "the evaluation cache cannot be opened, is damaged, or has a newer schema"),
     "output-not-writable": (BAD_INPUT, "-o, --json-out, --plot, --record or --out cannot be written"),
+    "output-is-input": (BAD_INPUT, "an output path is an input, the evaluation cache, the move memo, the Triton "
+                                   "store or another output (also through a link)"),
+    "bad-manifest": (BAD_INPUT, "an apply manifest that is damaged (a field missing, mistyped or too long)"),
     "toolchain-failed": (TOOLCHAIN, "ptxas or nvdisasm was killed by a signal, ran out of memory, hit an internal "
                                     "error (each retried once) or ran past --timeout: nothing was cached, run "
                                     "again"),

@@ -35,6 +35,7 @@ import click
 from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, emit_json, fail, json_options,
                                json_target, output_file,
                                perf_launch_options, performance_launch, with_contract)
+from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT
 
 #: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
@@ -58,6 +59,7 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 @json_options(what="{\"kernels\": [...]}")
 @click.option("--plot", "plot_path", default=None, metavar="FILE.png", callback=output_file(),
               help="Also draw the bounds as bars (matplotlib) into FILE.png.")
+@writes({"json_out": "--json-out", "plot_path": "--plot"}, ("file", "contract_file"))
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
                 perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path, json_out=None):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""

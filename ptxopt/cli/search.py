@@ -42,6 +42,7 @@ from ptxopt.cli.common import (FiniteFloat, allow_unchecked_option, arch_option,
                                trials_option,
                                perf_launch_options, with_contract, with_performance)
 from ptxopt.cli.common import fail as _fail
+from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, worst
 from ptxopt.cli.executor_option import executor_option
 
@@ -195,6 +196,8 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @prove_option
 @objective_option
 @perf_launch_options
+@writes({"json_out": "--json-out", "as_json": "--json", "record": "--record", "plot": "--plot",
+         "pipelines_out": "--pipelines-out"}, ("target", "contract_file", "policy"))
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
@@ -262,21 +265,28 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
         except CheckpointError as e:
             _fail(str(e))
 
+    from .output_rule import check_outputs
+    from .search_emit import emit_plan, emit_writer, planned_files
     from .search_report import run_and_report
 
-    on_results = None
+    on_results, plan = None, {}
+    out_path = (pipelines_out or "ptxopt-triton-pipelines.json") if tcache is not None else None
+    if emit_dir is not None:
+        plan = emit_plan(kernels, target, {k: v.path for k, v in tcache[1].items()} if tcache else None)
+    # the outputs known only now (the default pipelines file, --emit's files), by the same rule, before any work
+    if out_path or plan:
+        check_outputs({"--json-out": json_out, "--record": record, "--plot": plot, "--pipelines-out": out_path,
+                       **{f"--emit ({n})": str(Path(emit_dir) / n) for n in (planned_files(plan) if emit_dir else ())}},
+                      [target, contract_file, policy], cache)
     if tcache is not None:
-        out_path = pipelines_out or "ptxopt-triton-pipelines.json"
         on_results = _pipelines_writer(tcache[1], out_path, target, config)
     if emit_dir is not None:
         from ptxopt.cli.common import output_dir_problem
 
-        from .search_emit import emit_writer
-
         why = output_dir_problem(emit_dir)
         if why:
             _fail(f"--emit: {why}")
-        writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config)) if w is not None]
+        writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config, plan)) if w is not None]
         on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
     try:
         code = run_and_report(kernels, config, workers=workers, executor=executor, record=record, json_out=json_out, as_json=as_json,

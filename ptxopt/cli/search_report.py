@@ -78,7 +78,10 @@ def run_and_report(kernels, config, *, workers: int, executor=None, record: str 
     order = {k.label: i for i, (k, _) in enumerate(kernels)}
     results.sort(key=lambda r: order.get(r.kernel, 0))
     if on_results is not None:
-        on_results(results, interrupted)
+        try:
+            on_results(results, interrupted)
+        except OutputNotWritable as e:  # the report is still written, then exit 2
+            unwritten.append(str(e))
     summary = summarize(results)
     doc = {
         "target": target, "strategy": config.strategy, "max_steps": config.max_steps, "budget": config.budget,

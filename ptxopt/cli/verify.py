@@ -41,6 +41,7 @@ import sys
 import click
 
 from ptxopt.cli.common import FiniteFloat, emit_json, json_options, json_target, stdin_once
+from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
 from ptxopt.inputs import InputError, read_one
 from ptxopt.parser import ParseError, parse_bytes
@@ -103,6 +104,7 @@ def _scalars(items) -> dict:
               help="First try to prove the two equivalent for all inputs (translation validation, "
                    "ptxopt.equivalence.prove): 'proved' exits 0 without running the interpreter; otherwise the "
                    "prover's reason is shown and the interpreter decides as usual.")
+@writes({"json_out": "--json-out"}, ("original", "transformed", "contract_file"))
 def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid, block, shared_bytes,
                buffer_bytes, scalars, arch, no_ptxas, layouts, min_coverage, as_json, prove=False,
                contract_file=None, json_out=None):

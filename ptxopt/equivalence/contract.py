@@ -307,8 +307,11 @@ def _contract_file(ptx_path, contract_file, auto: bool):
         return contract_file
     if auto and ptx_path and ptx_path != "-" and not str(ptx_path).startswith("corpus:"):
         cand = contract_path_for(ptx_path)
-        if cand.is_file():
-            return cand
+        try:
+            if cand.is_file():
+                return cand
+        except OSError:  # KERNEL.contract.json longer than a file name may be: there is none
+            pass
     return None
 
 
