@@ -40,9 +40,9 @@ def one_epoch(selector: str, cache: str, group: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from ptxopt.corpus import select
     from ptxopt.search.measure import EvalOptions
-    from rl.checkpoint import load_trainable
-    from rl.env import PipelineEnv
-    from rl.grpo import GRPOConfig, GRPOTrainer
+    from ptxopt_rl.checkpoint import load_trainable
+    from ptxopt_rl.env import PipelineEnv
+    from ptxopt_rl.grpo import GRPOConfig, GRPOTrainer
 
     kernels = [k.id for k in select(selector)]
     t0 = time.perf_counter()

@@ -43,12 +43,12 @@ import torch  # noqa: E402
 from ptxopt.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, default_cache_path  # noqa: E402
 from ptxopt.search import EvalOptions  # noqa: E402
-from rl.bc import leave_one_kernel_out, load_dataset  # noqa: E402
-from rl.checkpoint import load_policy, load_trainable  # noqa: E402
-from rl.env import PipelineEnv  # noqa: E402
-from rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
-from rl.protocol import compare  # noqa: E402
-from rl.train import DEFAULT_TRAJECTORIES  # noqa: E402
+from ptxopt_rl.bc import leave_one_kernel_out, load_dataset  # noqa: E402
+from ptxopt_rl.checkpoint import load_policy, load_trainable  # noqa: E402
+from ptxopt_rl.env import PipelineEnv  # noqa: E402
+from ptxopt_rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
+from ptxopt_rl.protocol import compare  # noqa: E402
+from ptxopt_rl.train import DEFAULT_TRAJECTORIES  # noqa: E402
 
 TRAIN_FAMILIES = ("gemm_tile", "elementwise")
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 GROUP = "ptxopt.plugins"
 #: plugins loaded even when the installed metadata does not declare them: name -> "module:attr"
-FALLBACK = {"rl": "rl.plugin:register"}
+FALLBACK = {"rl": "ptxopt_rl.plugin:register"}
 
 
 class Registry:

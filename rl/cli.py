@@ -87,9 +87,9 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     as_json, json_out = json_target(as_json, json_out)
     say = _to_stderr if as_json else click.echo  # stdout holds only the JSON
     try:
-        from rl.checkpoint import CheckpointError, load_policy
-        from rl.grpo import GRPOConfig
-        from rl.train import DEFAULT_TRAJECTORIES, QUICK_KERNELS, run_bc, run_grpo, write_summary
+        from .checkpoint import CheckpointError, load_policy
+        from .grpo import GRPOConfig
+        from .train import DEFAULT_TRAJECTORIES, QUICK_KERNELS, run_bc, run_grpo, write_summary
     except ImportError as e:
         _fail(f"training needs the learning layer (pip install 'ptxopt[rl]'): {e}")
     from ptxopt.corpus import CorpusError, select
@@ -118,7 +118,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
 
     if do_eval:
         from ptxopt.evaluate import Candidate
-        from rl.protocol import compare
+        from .protocol import compare
 
         result = compare(checkpoint, [(Candidate.from_corpus(s), s.family) for s in specs], options,
                          samples=samples, seed=seed,
@@ -164,7 +164,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
         cfg = GRPOConfig(epochs=epochs, group_size=group_size, batch_kernels=batch_kernels, **hyper)
     say(f"GRPO on {len(train_kernels)} kernels, {cfg.epochs} epochs, G={cfg.group_size} "
                f"({backend} backend; cycles are {'an ESTIMATE' if options.estimate else 'MEASURED'})")
-    from rl.grpo import TrainingInterrupted, shielded
+    from .grpo import TrainingInterrupted, shielded
 
     try:
         path, rows = run_grpo(bc_path, train_kernels, out, cfg, options, log=say, executor=executor,

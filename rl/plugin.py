@@ -11,10 +11,10 @@ from __future__ import annotations
 
 def register(registry) -> None:
     """Register with :class:`ptxopt.plugins.Registry`."""
-    registry.command("train", "rl.cli:train_cmd")
-    registry.strategy("policy", "rl.rollout:policy_search")
-    registry.object("load_policy", "rl.checkpoint:load_policy")
-    registry.object("CheckpointError", "rl.checkpoint:CheckpointError")
+    registry.command("train", "ptxopt_rl.cli:train_cmd")
+    registry.strategy("policy", "ptxopt_rl.rollout:policy_search")
+    registry.object("load_policy", "ptxopt_rl.checkpoint:load_policy")
+    registry.object("CheckpointError", "ptxopt_rl.checkpoint:CheckpointError")
 
 
 __all__ = ["register"]

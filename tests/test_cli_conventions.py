@@ -146,7 +146,7 @@ def test_search_json_flag_and_the_deprecated_path(tmp_path):
 
 
 def test_train_json_options():
-    train_cmd = pytest.importorskip("rl.cli").train_cmd  # torch is imported only when the command runs
+    train_cmd = pytest.importorskip("ptxopt_rl.cli").train_cmd  # torch is imported only when the command runs
 
     assert {"--json", "--json-out"} <= _opts(train_cmd)
 

@@ -19,9 +19,9 @@ def test_ci_runs_quick_start_command_2_exactly():
     assert one.split(" && ptxopt")[0] == two.split(" && python -m pytest")[0]  # the same install
 
 
-def test_the_triton_and_ray_extras_are_installed_and_pinned():
+def test_the_learning_triton_and_ray_extras_are_installed_and_pinned():
     one, two = quick_start()
-    assert "pip install -e '.[dev,triton,ray]'" in two
+    assert "pip install -e '.[dev,rl,triton,ray]'" in two  # the learning layer (ptxopt train) named, not implied
     cfg = (ROOT / "setup.cfg").read_text()
     assert re.search(r"^triton = triton==3\.9\.0$", cfg, re.M)
     assert re.search(r"^ray = ray\[default\]==2\.60\.0$", cfg, re.M)

@@ -134,13 +134,15 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
     work = tmp_path / "elsewhere"
     work.mkdir()
     probe = subprocess.run(
-        [str(py), "-c", "import ptxopt, rl.train as t; from ptxopt.corpus import corpus_root, committed_policy;"
+        [str(py), "-c", "import ptxopt, ptxopt_rl.train as t, importlib.util as u; "
+         "from ptxopt.corpus import corpus_root, committed_policy;"
          f"print(ptxopt.__file__); print(corpus_root()); print(committed_policy({POLICY!r})); "
-         "print(t.DEFAULT_TRAJECTORIES.is_file())"],
+         "print(t.DEFAULT_TRAJECTORIES.is_file()); print(u.find_spec('rl') is None)"],
         check=True, capture_output=True, text=True, env=env, cwd=work, timeout=120).stdout.split()
     assert probe[0].startswith(str(site)) and probe[1] == str(site / "ptxopt" / "_corpus")
     installed_policy = site / "ptxopt" / "_corpus" / "policies" / f"{POLICY}.pt"
     assert probe[2] == str(installed_policy) and probe[3] == "True"
+    assert probe[4] == "True"  # the learning layer is ptxopt_rl: no top-level "rl" to collide with
 
     ptxopt = venv / "bin" / "ptxopt"
     for policy in (str(installed_policy), POLICY):  # by the installed path and by name

@@ -161,8 +161,8 @@ def test_a_checkpoint_on_a_full_disk_keeps_the_previous_one(small_disk):
     """train --out on a full disk: exit 2 naming the path (OutputNotWritable), no half checkpoint, no .tmp left."""
     pytest.importorskip("torch")
     from ptxopt.search import observation_names
-    from rl.checkpoint import load_policy, save_policy
-    from rl.policy import Policy, PolicyConfig
+    from ptxopt_rl.checkpoint import load_policy, save_policy
+    from ptxopt_rl.policy import Policy, PolicyConfig
 
     policy = Policy(PolicyConfig(obs_dim=len(observation_names()), hidden=4, layers=1))
     path = small_disk / "bc.pt"

@@ -155,7 +155,7 @@ def test_observation_family_slots_derive_from_the_actions():
 
 def test_policy_output_size_is_the_action_count():
     pytest.importorskip("torch")
-    from rl.policy import PolicyConfig
+    from ptxopt_rl.policy import PolicyConfig
 
     assert PolicyConfig(obs_dim=3).n_actions == N_ACTIONS
 

@@ -20,16 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_learning_layer_registers_what_ptxopt_used_to_import():
     reg = plugins.registry()
-    assert reg.entries["command"] == {"train": "rl.cli:train_cmd"}
-    assert reg.entries["strategy"] == {"policy": "rl.rollout:policy_search"}
+    assert reg.entries["command"] == {"train": "ptxopt_rl.cli:train_cmd"}
+    assert reg.entries["strategy"] == {"policy": "ptxopt_rl.rollout:policy_search"}
     assert set(reg.entries["object"]) == {"load_policy", "CheckpointError"}
     assert plugins.commands() == ["train"]
 
 
 def test_references_resolve_to_the_learning_layer():
     pytest.importorskip("torch")
-    from rl.checkpoint import CheckpointError, load_policy
-    from rl.rollout import policy_search
+    from ptxopt_rl.checkpoint import CheckpointError, load_policy
+    from ptxopt_rl.rollout import policy_search
 
     assert plugins.strategy("policy") is policy_search
     assert plugins.obj("load_policy") is load_policy
@@ -47,7 +47,7 @@ def _without(blocked: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
 
 
-@pytest.mark.parametrize("blocked", ["rl.plugin", "torch"])
+@pytest.mark.parametrize("blocked", ["ptxopt_rl.plugin", "torch"])
 def test_without_the_learning_layer_train_and_policy_fail_clearly(blocked, tmp_path):
     r = _without(blocked, "train", "--bc-only")
     assert r.returncode == 2, r.stderr

@@ -20,7 +20,7 @@ pytest.importorskip("gymnasium")
 
 from ptxopt.cli import cli  # noqa: E402
 from ptxopt.search import read_jsonl  # noqa: E402
-from rl.checkpoint import load_policy, save_policy  # noqa: E402
+from ptxopt_rl.checkpoint import load_policy, save_policy  # noqa: E402
 
 K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
 
@@ -247,7 +247,7 @@ def test_grpo_from_a_checkpoint(bc_ckpt, cache, tmp_path, trajectories):
 
 def test_saved_random_policy_drives_a_search(tmp_path, cache):
     from ptxopt.search import observation_names
-    from rl.policy import Policy, PolicyConfig
+    from ptxopt_rl.policy import Policy, PolicyConfig
 
     ckpt = save_policy(tmp_path / "random.pt", Policy(PolicyConfig(obs_dim=len(observation_names()))))
     r = run("search", K4, "--policy", ckpt, "--cache", cache, "--json", "-")
@@ -261,7 +261,7 @@ def test_interrupted_grpo_keeps_the_finished_epochs(bc_ckpt, cache, tmp_path, tr
     curves and a train.json marked interrupted are written; exit 130."""
     import copy
 
-    from rl import grpo
+    from ptxopt_rl import grpo
 
     after_epoch, real_epoch, real_update = {}, grpo.GRPOTrainer.epoch, grpo.grpo_update
 

@@ -1,4 +1,4 @@
-"""rl.env: the Gymnasium environment over pass pipelines.
+"""ptxopt_rl.env: the Gymnasium environment over pass pipelines.
 
 Every environment here evaluates through a temporary SQLite cache shared by
 the rl test modules of this session (never ~/.cache), on the smallest
@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 import ptxopt.search.measure as measure_mod  # noqa: E402
 from ptxopt.evaluate import Candidate, EvalResult  # noqa: E402
 from ptxopt.search import ACTIONS, N_ACTIONS, STEP_COST, STOP, STOP_INDEX, EvalOptions, State, observation_names  # noqa: E402,E501
-from rl.env import PipelineEnv, actions_to_pipeline, pipeline_to_actions  # noqa: E402
+from ptxopt_rl.env import PipelineEnv, actions_to_pipeline, pipeline_to_actions  # noqa: E402
 
 K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
 A = {name: i for i, name in enumerate(ACTIONS)}

@@ -22,13 +22,13 @@ from ptxopt.evaluate import Candidate  # noqa: E402
 from ptxopt.search import (ACTIONS, N_ACTIONS, STOP, EvalOptions, Meter, SearchConfig, State, Step, episodes,  # noqa: E402
                            observation_names, read_jsonl, reward, search_kernel, write_jsonl)
 from ptxopt.search import STOP_INDEX  # noqa: E402
-from rl.bc import Dataset, _masked_argmax, accuracy, leave_one_kernel_out, load_dataset, predict, train_bc  # noqa: E402
-from rl.checkpoint import FORMAT, CheckpointError, load_policy, save_policy  # noqa: E402
-from rl.env import PipelineEnv, env_for  # noqa: E402
-from rl.grpo import GRPOConfig, GRPOTrainer, group_advantages, grpo_update, masked_kl  # noqa: E402
-from rl.policy import NEG_INF, Policy, PolicyConfig, scale  # noqa: E402
-from rl.protocol import summarize as protocol_summary  # noqa: E402
-from rl.rollout import Episode, policy_search, rollout  # noqa: E402
+from ptxopt_rl.bc import Dataset, _masked_argmax, accuracy, leave_one_kernel_out, load_dataset, predict, train_bc  # noqa: E402
+from ptxopt_rl.checkpoint import FORMAT, CheckpointError, load_policy, save_policy  # noqa: E402
+from ptxopt_rl.env import PipelineEnv, env_for  # noqa: E402
+from ptxopt_rl.grpo import GRPOConfig, GRPOTrainer, group_advantages, grpo_update, masked_kl  # noqa: E402
+from ptxopt_rl.policy import NEG_INF, Policy, PolicyConfig, scale  # noqa: E402
+from ptxopt_rl.protocol import summarize as protocol_summary  # noqa: E402
+from ptxopt_rl.rollout import Episode, policy_search, rollout  # noqa: E402
 
 N_OBS = len(observation_names())
 N_ACT = N_ACTIONS

@@ -12,10 +12,10 @@ torch = pytest.importorskip("torch")
 
 from ptxopt.executor import LocalExecutor  # noqa: E402
 from ptxopt.search import EvalOptions  # noqa: E402
-from rl.env import PipelineEnv  # noqa: E402
-from rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
-from rl.policy import Policy, PolicyConfig  # noqa: E402
-from rl.remote import group_seed  # noqa: E402
+from ptxopt_rl.env import PipelineEnv  # noqa: E402
+from ptxopt_rl.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
+from ptxopt_rl.policy import Policy, PolicyConfig  # noqa: E402
+from ptxopt_rl.remote import group_seed  # noqa: E402
 
 from ptxopt.search.state import observation_names  # noqa: E402
 

@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 
 from ptxopt.search import ACTIONS  # noqa: E402
 from ptxopt.search import Step, reward  # noqa: E402
-from rl.bc import Dataset, soft_targets, step_values, train_bc  # noqa: E402
+from ptxopt_rl.bc import Dataset, soft_targets, step_values, train_bc  # noqa: E402
 
 NAMES = ACTIONS
 

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ptxopt.search import ACTIONS, STOP, observation_names
-from rl.checkpoint import CheckpointError, load_policy, widen
-from rl.policy import NEG_INF, Policy, PolicyConfig
+from ptxopt_rl.checkpoint import CheckpointError, load_policy, widen
+from ptxopt_rl.policy import NEG_INF, Policy, PolicyConfig
 
 COMMITTED = Path(__file__).resolve().parents[1] / "corpus" / "policies" / "gemm_elementwise_sm_89.pt"
 

@@ -241,7 +241,7 @@ def test_truncated_candidate_is_never_best(monkeypatch, tmp_path):
 
 
 def test_env_gives_an_unchecked_candidate_no_reward(monkeypatch, tmp_path):
-    from rl.env import ACTIONS, PipelineEnv
+    from ptxopt_rl.env import ACTIONS, PipelineEnv
 
     monkeypatch.setattr(measure_mod, "evaluate_many", Fake())
     for allow in (False, True):

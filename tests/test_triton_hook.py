@@ -268,6 +268,16 @@ def test_policy_checkpoint_chooses_per_kernel(tcache):
     assert c.asm["cubin"][:4] == b"\x7fELF"
 
 
+def test_a_committed_policy_by_name_as_the_cli_takes_it(tcache):
+    pytest.importorskip("torch")
+    ckpt = Path(__file__).resolve().parent.parent / "corpus" / "policies" / "gemm_elementwise_sm_89.pt"
+    hook = pt.enable(policy="gemm_elementwise_sm_89")
+    try:
+        assert "policy=" + hashlib.sha256(ckpt.read_bytes()).hexdigest() in hook()[0]
+    finally:
+        pt.disable()
+
+
 def test_bad_sources_are_clear_errors(tcache, tmp_path):
     from ptxopt.pipeline import PipelineError
     from ptxopt.triton.pipelines import PipelinesError

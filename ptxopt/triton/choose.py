@@ -60,6 +60,10 @@ class PolicyPipelines:
         from ptxopt import plugins
 
         load_policy = plugins.obj("load_policy")  # the learning layer's (rl.plugin); ImportError without it
+        if not Path(checkpoint).is_file():  # a committed policy by name, as ``search --policy NAME`` finds it
+            from ptxopt.corpus import committed_policy
+
+            checkpoint = committed_policy(str(checkpoint)) or checkpoint
         self.policy, _meta = load_policy(checkpoint)
         self.key = "policy=" + hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
         self.path = str(checkpoint)
