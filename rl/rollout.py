@@ -71,6 +71,11 @@ def rollout(policy: Policy, env: PipelineEnv, kernel, *, temperature: float = EX
     return ep
 
 
+#: best-of-K sampling ends once this many rollouts in a row only repeat pipelines already seen:
+#: a policy that is sure of itself (one that stops at once with p >= 0.9) has nothing more to offer
+REPEATS_BEFORE_STOP = 3
+
+
 def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 0, max_steps: int = 6,
                   seed: int = 0, temperature: float = EXPLOIT_T, **_) -> Outcome:
     """``samples=0``: one greedy-decoded rollout; ``K``: the best of K
@@ -88,6 +93,7 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
         return out
     env = env_for(root, meter, max_steps=max_steps)
     gen = torch.Generator().manual_seed(int(kernel_rng(seed, root.kernel.label).integers(2**62)))
+    seen, repeats = set(), 0
     for i in range(max(1, samples)):
         ep = rollout(policy, env, root.kernel.label, temperature=temperature, greedy=i == 0, generator=gen,
                      episode=i)
@@ -98,6 +104,13 @@ def policy_search(root: State, meter: Meter, *, checkpoint: str, samples: int = 
         if meter.better(r, out.best_result):
             out.best, out.best_result = ep.state, r
         if out.note:
+            break
+        key = str(ep.state.pipeline)
+        repeats = repeats + 1 if key in seen else 0
+        seen.add(key)
+        if repeats >= REPEATS_BEFORE_STOP and i + 1 < samples:
+            out.note = (f"sampling stopped after {i + 1} of {samples} rollouts: the policy repeated "
+                        f"itself {repeats} times in a row (pipelines seen: {len(seen)})")
             break
     return out
 

@@ -628,6 +628,17 @@ def test_policy_search_best_of_k(saved_policy, options, tmp_path):
     assert [s.to_json() for s in read_jsonl(path)] == [s.to_json() for s in out.steps]
 
 
+def test_best_of_k_stops_when_the_policy_repeats_itself(saved_policy, options):
+    """Samples at a near-zero temperature are the greedy rollout again: no point in eight of them."""
+    from ptxopt_rl.rollout import REPEATS_BEFORE_STOP
+
+    root = State.root(Candidate.from_corpus(K2))
+    out = policy_search(root, Meter(options), checkpoint=str(saved_policy), samples=8, max_steps=3, seed=1,
+                        temperature=1e-4)
+    assert {s.episode for s in out.steps} == set(range(1 + REPEATS_BEFORE_STOP))
+    assert "the policy repeated itself" in out.note
+
+
 @pytest.mark.parametrize("budget", [1, 2, 4])
 def test_policy_search_never_exceeds_the_meter_budget(saved_policy, tmp_path, budget):
     """(A fresh cache per budget: evaluations count modules, cached or not.)"""
