@@ -116,6 +116,21 @@ def test_text_output_and_plot(tmp_path):
     assert png.stat().st_size > 0
 
 
+def test_plot_draws_before_and_after_on_one_scale(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from ptxopt.cli.explain import _plot
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    before = {"bounds": {"issue": 100.0, "DRAM": 900.0}, "binding": "DRAM", "objective": "throughput"}
+    after = {"bounds": {"issue": 100.0, "DRAM": 300.0}, "binding": "DRAM", "objective": "throughput"}
+    _plot([{"name": "k", "pipeline": "vec_ld", "before": before, "after": after}], str(tmp_path / "p.png"))
+    [fig] = figs
+    a, b = fig.axes
+    assert a.get_xlim() == b.get_xlim() and a.get_xlim()[1] >= 900
+
+
 @pytest.mark.parametrize("args, message", [
     (("corpus:cuda_saxpy", "--device", "V100"), "unknown device"),
     (("corpus:cuda_saxpy", "--device", "H100-SXM", "--arch", "sm_89"), "sm_90"),

@@ -321,17 +321,21 @@ def _plot(docs: list, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = []
+    panels = []  # (title, bounds doc, the largest bound of its kernel's panels: before and after share a scale)
     for d in docs:
         if "before" in d:
-            panels += [(f"{d['name']} before", d["before"]), (f"{d['name']} after {d['pipeline']}", d["after"])]
+            top = max([*d["before"]["bounds"].values(), *d["after"]["bounds"].values(), 0])
+            panels += [(f"{d['name']} before", d["before"], top),
+                       (f"{d['name']} after {d['pipeline']}", d["after"], top)]
         else:
-            panels.append((d["name"], d))
+            panels.append((d["name"], d, max([*d["bounds"].values(), 0])))
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.2 * len(panels)), squeeze=False)
-    for ax, (title, d) in zip(axes[:, 0], panels):
+    for ax, (title, d, top) in zip(axes[:, 0], panels):
         names = list(d["bounds"])
         vals = [d["bounds"][k] for k in names]
         ax.barh(names, vals, color=["tab:red" if k == d["binding"] else "tab:gray" for k in names])
+        if top > 0:
+            ax.set_xlim(0, 1.05 * top)
         ax.set_title(f"{title} ({d['objective']}, ESTIMATE)", fontsize=9)
         ax.set_xlabel("cycles")
         ax.invert_yaxis()
