@@ -71,8 +71,16 @@ def run_and_report(kernels, config, *, workers: int, executor=None, record: str 
             imp = r.improvement_pct
             bar.update(task, advance=1, description=f"{r.kernel}: {_fmt(imp, '+.1f')}%")
 
+        def evaluated(state, r) -> None:  # per candidate, in this process: which one, how long it took
+            took = r.timings.get("total") or 0.0
+            what = f"{state.kernel.label} [{state.pipeline or 'baseline'}]"
+            bar.update(task, description=f"{what} {r.status} {'(cached)' if r.cache_hit else f'{took:.1f}s'}")
+
+        from ptxopt.search.measure import evaluation_progress
+
         try:
-            search_many(kernels, config, workers=workers, on_result=done, executor=executor)
+            with evaluation_progress(evaluated):
+                search_many(kernels, config, workers=workers, on_result=done, executor=executor)
         except KeyboardInterrupt:
             interrupted = True
     order = {k.label: i for i, (k, _) in enumerate(kernels)}

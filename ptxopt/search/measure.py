@@ -26,8 +26,9 @@ unoptimised kernel (the root state) is ``identical`` by definition.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.evaluate import EvalResult, evaluate_many
@@ -62,6 +63,22 @@ class EvalOptions:
 
 class BudgetExhausted(Exception):
     """The strategy's evaluation budget is spent (strategies catch it and finish)."""
+
+
+#: Who hears of each evaluation of this process's meters (``search``'s progress bar); empty: nobody.
+_LISTENERS: list[Callable[[State, EvalResult], None]] = []
+
+
+@contextmanager
+def evaluation_progress(listener: Callable[[State, EvalResult], None]) -> Iterator[None]:
+    """Call ``listener(state, result)`` after each candidate a meter of this
+    process evaluates, while the block runs (searches in worker processes
+    report per kernel only)."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
 
 
 @dataclass
@@ -128,6 +145,8 @@ class Meter:
                 why = r.equivalence + (f": {r.equivalence_note}" if r.equivalence_note else "")
                 self.unchecked_reasons.setdefault(why, []).append(r.pipeline or str(s.pipeline))
             self.seen[s.digest] = r
+            for listener in tuple(_LISTENERS):
+                listener(s, r)
 
     def answer(self, states: Sequence[State]) -> list[EvalResult | None]:
         """What is known of ``states``, in order (None: not measured)."""
