@@ -782,7 +782,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     if a is not None and not options.get("nc_reads"):
         options["nc_reads"] = a.checkable(kernel or next(iter(a.functions)))
     res = _verify_uncapped(original, transformed, kernel, seeds, trials, programs=(po, pt), **options)
-    if res.status == "mismatch":
+    if res.status == "mismatch" or (res.status == "error" and res.error_kind in _VALUE_FAULTS):
         _attribute_to_approximations(res, original, transformed, kernel, seeds, trials, po, pt, options)
     if a is not None and res.status == "equal":
         ev, why = nc_evidence(a, res)
@@ -797,8 +797,13 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     return res
 
 
+#: Candidate failures a value can cause (an index or a trip count computed from an approximate result).
+_VALUE_FAULTS = frozenset({"fault", "barrier", "warp-sync", "trap", "step-limit", "error"})
+
+
 def _attribute_to_approximations(res, original, transformed, kernel, seeds, trials, po, pt, options) -> None:
-    """A ``mismatch`` between kernels that compute approximate float forms
+    """A ``mismatch`` (or a candidate failure a value can cause) between
+    kernels that compute approximate float forms
     (``rcp.approx``, ``div.full``...: :data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`)
     may come from the interpreter's model of their undocumented bits
     (:func:`ptxopt.interp.fp.model_error`: the same form on the same inputs
@@ -819,8 +824,9 @@ def _attribute_to_approximations(res, original, transformed, kernel, seeds, tria
     if plain.status in ("mismatch", "error"):
         return
     mm = res.mismatch
-    shown = f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed} (seed {mm.seed}, {mm.flavour} inputs)"
-    res.status = "inconclusive"
+    shown = (f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed} (seed {mm.seed}, {mm.flavour} inputs)"
+             if mm is not None else f"the candidate fails: {res.error}")
+    res.status, res.error_kind = "inconclusive", None
     res.error = (f"{INEXACT}: the outputs differ only where approximate float results (whose bits the PTX manual "
                  f"does not define) are modelled, e.g. {shown}; with correctly rounded stand-ins they agree: "
                  f"{'; '.join(approx[:4])}{' ...' if len(approx) > 4 else ''}")
