@@ -822,6 +822,7 @@ def _attribute_to_approximations(res, original, transformed, kernel, seeds, tria
     with fp.exact_approximations():
         plain = _verify_uncapped(original, transformed, kernel, seeds, trials, programs=(po, pt), **again)
     if plain.status in ("mismatch", "error"):
+        res.notes.append("the difference stays with correctly rounded stand-ins for the approximate float results")
         return
     mm = res.mismatch
     shown = (f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed} (seed {mm.seed}, {mm.flavour} inputs)"

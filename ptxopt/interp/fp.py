@@ -543,32 +543,39 @@ def _bits64(x: np.ndarray) -> np.ndarray:
     return u.astype(np.uint64)
 
 
+#: value dtype -> (bits dtype, the bits of +infinity) of the formats model_error steps
+_LAYOUT = {np.dtype(np.float32): (np.uint32, 0x7F800000), np.dtype(np.float64): (np.uint64, 0x7FF0000000000000)}
+
+
 def model_error(key: int, out: np.ndarray, *args, fmt: str = "") -> np.ndarray:
     """``out`` (an approximate form's correctly rounded result: float32,
     float64, or ``fmt`` bits as uint16 for ``f16``/``bf16``) moved by -1, 0 or
-    +1 ulp, chosen by a hash of ``key`` (:func:`form_key`) and the bits of
-    ``args`` (the inputs); zeros, infinities and NaNs stay (the manual
-    defines them). Unchanged inside :func:`exact_approximations`."""
+    +1 ulp in magnitude, chosen by a hash of ``key`` (:func:`form_key`) and
+    the bits of ``args`` (the inputs); zeros, infinities and NaNs stay (the
+    manual defines them), and no finite result becomes zero or infinite.
+    Unchanged inside :func:`exact_approximations`."""
     if not _MODELLED.get():
         return out
     out = np.asarray(out)
+    if out.dtype == np.uint16:
+        ut, inf, bits = np.uint16, (0x7C00 if fmt == "f16" else 0x7F80), out
+    else:
+        ut, inf = _LAYOUT[out.dtype]
+        bits = out.view(ut)
     with np.errstate(all="ignore"):
-        h = np.full(out.shape, np.uint64(key), dtype=np.uint64)
-        for a in args:
-            h = _mix(h ^ np.broadcast_to(_bits64(a), out.shape))
-        step = (_mix(h) % np.uint64(3)).astype(np.int64) - 1  # -1, 0, +1
-        if out.dtype == np.uint16:  # 16-bit float bits: step the magnitude, keep it finite and nonzero
-            limit = 0x7C00 if fmt == "f16" else 0x7F80
-            mag = (out & np.uint16(0x7FFF)).astype(np.int64)
-            new = mag + step
-            ok = (mag > 0) & (mag < limit) & (new > 0) & (new < limit)
-            return np.where(ok, (out.astype(np.int64) & 0x8000) | new, out.astype(np.int64)).astype(np.uint16)
-        ok = np.isfinite(out) & (out != 0)
-        up = np.nextafter(out, np.array(np.inf, dtype=out.dtype))
-        down = np.nextafter(out, np.array(-np.inf, dtype=out.dtype))
-        moved = np.where(step > 0, up, np.where(step < 0, down, out))
-        moved = np.where(ok & np.isfinite(moved), moved, out).astype(out.dtype)
-        return moved
+        h = np.uint64(key)
+        for x in args:
+            h = _mix(np.broadcast_to(_bits64(x), out.shape) ^ h)
+        step = (h % np.uint64(3)).astype(np.int64) - 1  # -1, 0, +1
+        b = bits.view(np.int64) if ut is np.uint64 else bits.astype(np.int64)
+        magnitude = (1 << (8 * out.dtype.itemsize - 1)) - 1
+        mag = b & magnitude
+        new = mag + step
+        ok = (mag > 0) & (mag < inf) & (new > 0) & (new < inf)
+        moved = np.where(ok, (b & ~magnitude) | new, b)
+    if ut is np.uint64:
+        return moved.view(np.uint64).view(out.dtype)
+    return moved.astype(ut).view(out.dtype)
 
 
 def approx_f32(fn: str, x: np.ndarray, ftz: bool = False, key: int = 0) -> np.ndarray:
