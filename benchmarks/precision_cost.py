@@ -9,7 +9,8 @@ the kernel's manifest launch: with the interpreter's modelled approximate
 bits (:func:`ptxopt.interp.fp.model_error`, what every check runs now) and
 with the plain correctly rounded stand-in (:func:`ptxopt.interp.fp.exact_approximations`,
 what the interpreter computed before). Prints both times (the best of
-``--repeat``), their ratio, both verdicts (they must agree on a rewrite that
+``--repeat``, interleaved), their ratio, the share of the modelled check's
+time spent in the model (cProfile), both verdicts (they must agree on a rewrite that
 keeps every form), and the time of the static precision rule
 (:func:`ptxopt.equivalence.assumptions.precision_change`). Process CPU times
 on this machine (steadier than wall-clock on a shared one), not a model estimate.
@@ -32,14 +33,23 @@ KERNELS = ("cuda_softmax_row", "cuda_gelu_tanh", "cuda_layernorm_row", "triton_s
            "cuda_cross_entropy")
 
 
-def _best(fn, repeat: int):
-    best, out = None, None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        out = fn()
-        dt = time.process_time() - t0
-        best = dt if best is None else min(best, dt)
-    return best, out
+def _cpu(fn):
+    t0 = time.process_time()
+    out = fn()
+    return time.process_time() - t0, out
+
+
+def _share(fn) -> float:
+    """The fraction of ``fn``'s CPU time spent in :func:`ptxopt.interp.fp.model_error`."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(fn)
+    st = pstats.Stats(prof)
+    total = max(st.total_tt, 1e-9)
+    own = sum(v[3] for k, v in st.stats.items() if k[2] == "model_error")
+    return own / total
 
 
 def main() -> int:
@@ -49,7 +59,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     a = ap.parse_args()
     ratios = []
-    print(f"{'kernel':24s} {'modelled cpu s':>14s} {'stand-in cpu s':>14s} {'ratio':>6s}  verdicts        static rule")
+    print(f"{'kernel':24s} {'modelled cpu s':>14s} {'stand-in cpu s':>14s} {'ratio':>6s}  {'model':>6s}  verdicts        static rule")
     for kid in a.kernels.split(","):
         spec = get(kid)
         text = spec.ptx_text()
@@ -58,17 +68,26 @@ def main() -> int:
             print(f"{kid:24s} {a.pass_name} changes nothing: skipped")
             continue
         mo, mc = parse(text), parse(cand)
-        t_rule, why = _best(lambda: precision_change(mo, mc), 5)
-        t_model, r_model = _best(lambda: verify(text, cand, spec.entry, spec=spec), a.repeat)
+        t_rule = min(_cpu(lambda: precision_change(mo, mc))[0] for _ in range(5))
+        why = precision_change(mo, mc)
+
+        def modelled():
+            return verify(text, cand, spec.entry, spec=spec)
 
         def plain():
             with fp.exact_approximations():
                 return verify(text, cand, spec.entry, spec=spec)
 
-        t_plain, r_plain = _best(plain, a.repeat)
+        t_model = t_plain = None
+        for _ in range(a.repeat):  # interleaved, the best of each: the machine's load drifts
+            dt, r_model = _cpu(modelled)
+            t_model = dt if t_model is None else min(t_model, dt)
+            dt, r_plain = _cpu(plain)
+            t_plain = dt if t_plain is None else min(t_plain, dt)
+        share = _share(modelled)
         ratios.append(t_model / t_plain)
         print(f"{kid:24s} {t_model:14.3f} {t_plain:14.3f} {t_model / t_plain:6.2f}  "
-              f"{r_model.status:7s}/{r_plain.status:7s} {t_rule * 1e3:6.2f} ms ({'flags' if why else 'none'})")
+              f"{share:6.1%}  {r_model.status:7s}/{r_plain.status:7s} {t_rule * 1e3:6.2f} ms ({'flags' if why else 'none'})")
     if ratios:
         print(f"mean ratio modelled / stand-in: {sum(ratios) / len(ratios):.2f} over {len(ratios)} kernels")
     return 0

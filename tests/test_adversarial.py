@@ -480,9 +480,11 @@ def test_adversarial_all_passes(name, pass_name):
 # not call it equal.
 
 REWRITES = sorted((HERE / "rewrites").glob("*.ptx"))
+REWRITES_FAST = ("readonly_ldu_other_param", "precision_rcp_rn_to_approx")  # one per class; the rest: slow tier
 
 
-@pytest.mark.parametrize("path", REWRITES, ids=[p.stem for p in REWRITES])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[] if p.stem in REWRITES_FAST else [pytest.mark.slow])
+                                  for p in REWRITES])
 def test_adversarial_rewrite_is_never_trusted(path):
     from ptxopt.equivalence.prove import prove
     from ptxopt.equivalence.verdict import Verdict

@@ -60,19 +60,34 @@ def fast_rcp():
     unregister("fast_rcp")
 
 
-def test_run_verify_each_refuses_a_precision_change(fast_rcp):
+@pytest.mark.slow
+def test_run_verify_each_refuses_a_precision_change_in_softmax(fast_rcp):
+    """The user's report: ``ptxopt run -p fast_rcp --verify-each`` on a softmax row
+    said ``equal (6 launches)`` and exit 0."""
     r = run("run", "-p", "fast_rcp", "--verify-each", SOFTMAX)
     assert r.exit_code != 0, r.stderr
     assert "rcp.approx.f32" in r.stderr and ("precision" in r.stderr or "approximate" in r.stderr), r.stderr
     assert "equal (" not in r.stderr
 
 
+@pytest.mark.slow
 def test_optimize_does_not_apply_a_precision_change(fast_rcp):
     from ptxopt.api import optimize
 
     res = optimize(SOFTMAX.read_text(), "fast_rcp", estimate=False)
     assert "rcp.approx" not in res.ptx and "rcp.rn.f32" in res.ptx
     assert res.verdict not in TRUSTED
+
+
+def test_run_verify_each_refuses_a_precision_change(fast_rcp, tmp_path):
+    """The same plugin on a one-warp normalisation: not verified (exit 4, as any
+    check that cannot decide), the reason names the op."""
+    src = tmp_path / "k.ptx"
+    src.write_text(KERNEL.replace("OP", "rcp.rn.f32 %f2, %f1;"))
+    r = run("run", "-p", "fast_rcp", "--verify-each", "--grid", "1", "--block", "32", src)
+    assert r.exit_code == 4, r.stderr
+    assert "inconclusive: after 'fast_rcp'" in r.stderr and "rcp.approx.f32" in r.stderr, r.stderr
+    assert "approximate float results" in r.stderr and "verified:" not in r.stderr
 
 
 def test_the_interpreter_models_approximate_bits():
