@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli as run
 
-from ptxopt import emit, opcodes, parse
+from ptxopt import opcodes, parse
 from ptxopt.equivalence.assumptions import CHANGES_PRECISION, INEXACT, precision_change, unproven_nc_loads
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.equivalence.prove import prove
@@ -34,7 +34,6 @@ from ptxopt.passes import FunctionPass, register, unregister
 
 ROOT = Path(__file__).resolve().parent.parent
 SOFTMAX = ROOT / "corpus" / "cuda" / "softmax_row.ptx"
-ADV = Path(__file__).parent / "adversarial"
 
 
 @dataclass(frozen=True)

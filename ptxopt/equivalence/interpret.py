@@ -165,6 +165,15 @@ Outcomes (:class:`VerifyResult`):
   failed under the default scalars; ``error`` says which. Without
   ``min_coverage`` such a result is ``equal`` (with ``notes``).
 
+**Float precision.** Approximate float forms (``rcp.approx``, ``div.full``...)
+are modelled within one ulp, keyed by the form and the inputs
+(:func:`ptxopt.interp.fp.model_error`): a ``mismatch`` (or a candidate fault)
+that disappears when the check is rerun with correctly rounded stand-ins is
+``inconclusive`` ("depends on approximate float results", naming them). With
+``cap``, an ``equal`` whose candidate uses a float precision form the original
+does not (:func:`ptxopt.equivalence.assumptions.precision_change`) is
+``inconclusive`` ("changes float precision").
+
 If the *original* kernel fails on every launch, or on one whose scalars
 were all given (a manifest entry, ``scalars``, ``int_scalar``), there is
 nothing to compare against and :func:`verify` raises the interpreter's error.
