@@ -4,9 +4,11 @@
 
 For every class of :mod:`ptxopt.testing.trust_fuzz` (``.func`` exits, nested
 special registers, wrapping offsets, misaligned scalars, mixed-width vectors,
-hints before definitions, kernels without a contract) and every seed, one
+hints before definitions, kernels without a contract, read-only load forms
+after an aliasing store, changed float precision forms) and every seed, one
 random case and its oracle (the interpreter on a real launch, ptxas, the
-timed-region order, the hint well-formedness rule). Prints per class: cases,
+timed-region order, the hint well-formedness rule; for the last two: any
+``proved`` or ``equal``, since those pairs differ on a GPU by construction). Prints per class: cases,
 cases with a finding, their seeds, and the first finding; exit 1 when
 anything was found. Run it against another checkout with
 ``PYTHONPATH=<that checkout>`` (copying ``ptxopt/testing/trust_fuzz.py`` and

@@ -139,6 +139,90 @@ NC_LOAD_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32"
 NC_LOAD_EXCLUDED_MODS = frozenset({"unified"})
 CACHE_OPERATORS = frozenset(LOAD_CACHE_OPS + STORE_CACHE_OPS)
 
+# Loads on the read-only / non-coherent path, one row per form: opcode -> the
+# modifier that makes it one (None: every form). Each promises that the bytes
+# it reads are not written while the kernel runs (PTX ISA "ld.global.nc":
+# "the data ... is read-only for the lifetime of the kernel"; "ldu": "load
+# read-only data from an address that is common across threads in the warp";
+# "tex"/"tld4": texture memory, read-only in a kernel), so a store that may
+# alias them makes the read stale on a GPU while one coherent memory (the
+# interpreter, the prover) sees the new value. The assumption cap
+# (ptxopt.equivalence.assumptions), the SMT encoding's read-only memory and
+# the interpreter's .nc footprints all read this table.
+READ_ONLY_LOADS = {"ld": "nc", "ldu": None, "tex": None, "tld4": None}
+
+
+def is_read_only_load(ins: Instruction) -> bool:
+    """A load on the read-only path (:data:`READ_ONLY_LOADS`): ``ld.global.nc``,
+    ``ldu``, a texture fetch."""
+    op = ins.opcode
+    if op not in READ_ONLY_LOADS:
+        return False
+    need = READ_ONLY_LOADS[op]
+    return need is None or need in ins.modifiers
+
+
+# Float precision (PTX ISA, "Floating-Point Instructions" and "Half
+# Precision Floating-Point Instructions", each instruction's Description and
+# Notes). Modifiers that choose *which* function a float instruction
+# computes: the rounding of a correctly rounded result (.rn .rz .rm .rp, .rna
+# and the integer roundings of cvt), subnormal flushing (.ftz; ``.noftz``
+# keeps them), clamping to [0, 1] (.sat, .satfinite), and the approximate
+# forms (.approx, div's .full). A float instruction without a rounding
+# modifier is not the .rn one either: ptxas may contract a ``mul``/``add``
+# without one into an ``fma`` ("mul/add ... with no rounding modifier may be
+# optimized aggressively by the code generator"), so dropping or adding
+# ``.rn`` changes the result bits a GPU computes.
+PRECISION_MODIFIERS = frozenset({"approx", "full", "rn", "rz", "rm", "rp", "rna", "rni", "rzi", "rmi", "rpi",
+                                 "ftz", "noftz", "sat", "satfinite"})
+# Float instructions whose result depends on those modifiers (cvt only where a
+# float type is involved: ``cvt.rn.f32.s32``, ``cvt.rzi.s32.f32``).
+PRECISION_OPCODES = frozenset({"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2",
+                               "sin", "cos", "tanh", "min", "max", "abs", "neg", "cvt", "setp", "set"})
+# The approximate forms: the manual states an error bound, not the bits, which
+# are the special function unit's (they may differ between GPU generations).
+# (opcode, the modifier that selects the form) -> the bound the manual states
+# (quoted from memory of the manual's Notes, for reports; no check here reads
+# the number: every approximate form is modelled within one ulp and a change
+# of form is never trusted, whatever its bound).
+# Every other form of these opcodes (and every other float instruction) is
+# exact: IEEE 754 correctly rounded in its rounding mode, with .ftz and .sat
+# applied to inputs and result as documented, which the interpreter
+# computes bit for bit (ptxopt.interp.fp).
+APPROXIMATE_FLOAT_OPS = {
+    ("rcp", "approx"): "f32: at most 1 ulp over the full range; .ftz.f64: the hardware's raw approximation",
+    ("sqrt", "approx"): "f32: relative error within about 2^-23",
+    ("rsqrt", "approx"): "f32: relative error within about 2^-22.9; .ftz.f64: the hardware's raw approximation",
+    ("ex2", "approx"): "f32: within about 2 ulp; f16/bf16: relative error within about 2^-9.9",
+    ("lg2", "approx"): "f32: absolute error within about 2^-22 near 1, relative elsewhere",
+    ("sin", "approx"): "f32: absolute error within about 2^-20.9 in [-pi, pi]",
+    ("cos", "approx"): "f32: absolute error within about 2^-20.9 in [-pi, pi]",
+    ("tanh", "approx"): "f32: relative error within about 2^-11",
+    ("div", "approx"): "f32: at most 2 ulp for |b| in [2^-126, 2^126]",
+    ("div", "full"): "f32: at most 2 ulp over the full range",
+}
+
+
+def precision_form(ins: Instruction) -> tuple | None:
+    """``(opcode, types, precision modifiers)`` of a float instruction whose
+    result depends on them (:data:`PRECISION_OPCODES` with a float type), in
+    a canonical order; None for every other instruction. Two instructions of
+    one form compute the same function (the approximate ones too: the same
+    hardware unit on the same inputs)."""
+    if ins.opcode not in PRECISION_OPCODES:
+        return None
+    types = tuple(m for m in ins.modifiers if m in TYPE_BITS)
+    if not any(t in FLOAT_TYPES for t in types):
+        return None
+    return ins.opcode, types, tuple(sorted(m for m in ins.modifiers if m in PRECISION_MODIFIERS))
+
+
+def is_approximate(ins: Instruction) -> bool:
+    """A float instruction whose result bits the manual does not define
+    (:data:`APPROXIMATE_FLOAT_OPS`)."""
+    op = ins.opcode
+    return any((op, m) in APPROXIMATE_FLOAT_OPS for m in ins.modifiers) and precision_form(ins) is not None
+
 # Cache-policy qualifiers that change performance only and take no operand
 # (PTX ISA ld/st/prefetch: eviction priorities, L2 prefetch sizes). Not
 # ``.L2::cache_hint``: it comes with a cache-policy operand, so dropping the

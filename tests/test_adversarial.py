@@ -469,3 +469,37 @@ def test_adversarial_all_passes(name, pass_name):
     errs = legality_errors(spec, pass_name)
     errs += check_orders(Spec(name, "", [], "", "", order=spec.order, nxt=spec.nxt), out.text, lenient=True)
     assert not errs, f"{name} / {pass_name}:\n  " + "\n  ".join(errs)
+
+
+# -- rewrites no check may trust ------------------------------------------------------------------------------
+# tests/adversarial/rewrites/*.ptx: ``// rewrite: FROM => TO; expect: untrusted; why: ...`` (FROM, TO: an instruction
+# without its semicolon; the kernel, and the
+# candidate with its one line FROM replaced by TO) and ``// block: X``. The candidate differs from the kernel on a
+# GPU (a read-only load after a store that may alias it; a float instruction in another precision form) in a way
+# one coherent memory and sampled inputs need not show: the prover must not prove it, the interpreter check must
+# not call it equal.
+
+REWRITES = sorted((HERE / "rewrites").glob("*.ptx"))
+REWRITES_FAST = ("readonly_ldu_other_param", "precision_rcp_rn_to_approx")  # one per class; the rest: slow tier
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=[] if p.stem in REWRITES_FAST else [pytest.mark.slow])
+                                  for p in REWRITES])
+def test_adversarial_rewrite_is_never_trusted(path):
+    from ptxopt.equivalence.prove import prove
+    from ptxopt.equivalence.verdict import Verdict
+
+    text = path.read_text()
+    head = [ln[2:].strip() for ln in text.splitlines() if ln.startswith("//")]
+    m = re.match(r"rewrite:\s*(.+?)\s*=>\s*(.+?);\s*expect:\s*untrusted;\s*why:\s*(.+)", head[0])
+    assert m, f"{path.name}: first line must be '// rewrite: FROM => TO; expect: untrusted; why: ...'"
+    before, after = m.group(1), m.group(2)
+    block = next((_dims(h.partition(":")[2]) for h in head[1:] if h.startswith("block:")), (1, 1, 1))
+    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("//"))
+    assert body.count(before) == 1, f"{path.name}: {before!r} must occur once"
+    cand = body.replace(before, after)
+    compile_ptx(body, DEFAULT_ARCH)
+    compile_ptx(cand, DEFAULT_ARCH)
+    assert prove(body, cand).verdict != Verdict.PROVED, m.group(3)
+    res = verify(body, cand, "k", geometry=Geometry(block=block))
+    assert res.status != "equal", m.group(3)

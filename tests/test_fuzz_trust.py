@@ -73,3 +73,30 @@ def test_fixed_classes_campaign(cls):
 def test_every_class_is_named_in_the_module_doc():
     for cls in CLASSES:
         assert f"``{cls}``" in trust_fuzz.__doc__
+
+
+def test_the_untrusted_oracle_can_fail(monkeypatch):
+    """A prover that proves everything is caught on the read-only and precision
+    classes, and so is an interpreter check that calls everything equal (the
+    pairs differ on a GPU by construction)."""
+    import ptxopt.equivalence.interpret as interpret
+    import ptxopt.equivalence.prove as prove_pkg
+    from ptxopt.equivalence.prove import ProveResult
+
+    monkeypatch.setattr(prove_pkg, "prove", lambda a, b, **kw: ProveResult("proved", "stub"))
+    monkeypatch.setattr(interpret, "verify", lambda *a, **kw: interpret.VerifyResult("k", "equal", 1))
+    for cls in ("read_only_load", "precision"):
+        r = check_case(make_case(cls, 0))
+        assert {f.what for f in r.findings} == {"false proof", "false equal"}, cls
+
+
+def test_the_generators_reach_every_form():
+    """Every read-only load form and every precision form is drawn by some seed."""
+    ro, prec = set(), set()
+    for s in range(300):
+        ro.add(make_case("read_only_load", s).what.split(" -> ")[1].split(" after")[0].rsplit(".", 1)[0])
+        prec.add(make_case("precision", s).what.split(" -> ")[1])
+    assert {f.split(".v")[0] for f in ro} == set(trust_fuzz.READ_ONLY_FORMS)
+    assert {p.split(".")[0] for p in prec} == set(trust_fuzz.PRECISION_FORMS)
+    drawn = {p.split(".", 1)[1] if "." in p else "" for p in prec}
+    assert any("approx" in d for d in drawn) and any("ftz" in d for d in drawn) and any("sat" in d for d in drawn)

@@ -212,3 +212,55 @@ def test_block_uniform_special_registers(sreg, uniform):
     from ptxopt import opcodes
 
     assert opcodes.is_block_uniform_sreg(sreg) is uniform
+
+
+def _float_kernel(line: str) -> str:
+    return (HEAD + ".visible .entry k(.param .u64 p)\n{\n\t.reg .f32 %f<4>;\n\t.reg .b32 %r<4>;\n"
+            "\t.reg .b64 %rd<4>;\n\tld.param.u64 %rd1, [p];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+            f"\tld.global.f32 %f1, [%rd2];\n\t{line}\n\tst.global.f32 [%rd2+4], %f2;\n\tret;\n}}\n")
+
+
+@pytest.mark.parametrize("form", ["ld.global.nc.f32", "ldu.global.f32", "ld.global.ca.nc.f32", "ldu.global.v2.f32"])
+def test_read_only_load_rows_are_forms_ptxas_accepts(form):
+    """Each row of ``READ_ONLY_LOADS`` names a load ptxas takes, and the
+    table says it is on the read-only path."""
+    from ptxopt import opcodes
+    from ptxopt.toolchain import compile_ptx
+
+    dest = "{%f2, %f3}" if ".v2" in form else "%f2"
+    text = _float_kernel(f"{form} {dest}, [%rd2+8];")
+    compile_ptx(text, "sm_90a")
+    ins = next(i for i in parse(text).entries[0].instructions() if i.full_opcode == form)
+    assert opcodes.is_read_only_load(ins) and ins.opcode in opcodes.READ_ONLY_LOADS
+
+
+@pytest.mark.parametrize("op, mod", sorted(__import__("ptxopt.opcodes", fromlist=["x"]).APPROXIMATE_FLOAT_OPS))
+def test_approximate_rows_are_forms_ptxas_accepts(op, mod):
+    """Each approximate row is an f32 form ptxas takes, and the precision facts
+    call it approximate and give it a form distinct from the exact ones."""
+    from ptxopt import opcodes
+    from ptxopt.toolchain import compile_ptx
+
+    srcs = "%f1, %f1" if op == "div" else "%f1"
+    text = _float_kernel(f"{op}.{mod}.f32 %f2, {srcs};")
+    compile_ptx(text, "sm_90a")
+    ins = next(i for i in parse(text).entries[0].instructions() if i.opcode == op)
+    assert opcodes.is_approximate(ins)
+    assert opcodes.precision_form(ins) == (op, ("f32",), (mod,))
+
+
+def test_a_missing_rounding_modifier_is_its_own_form():
+    """``add.f32`` may be contracted into an fma by ptxas, ``add.rn.f32`` may not
+    (PTX ISA add: "add{.rnd} ... with no rounding modifier ... may be optimized
+    aggressively"): two forms. ``.ftz``/``.sat`` are part of the form; the order
+    of modifiers is not."""
+    from ptxopt import opcodes
+
+    def form(line):
+        return opcodes.precision_form(one(line))
+
+    assert form("add.f32 %f1, %f2, %f3;") != form("add.rn.f32 %f1, %f2, %f3;")
+    assert form("add.rn.ftz.f32 %f1, %f2, %f3;") == ("add", ("f32",), ("ftz", "rn"))
+    assert form("cvt.rzi.s32.f32 %r1, %f1;") == ("cvt", ("s32", "f32"), ("rzi",))
+    assert form("add.s32 %r1, %r2, %r3;") is None and form("mov.f32 %f1, %f2;") is None
+    assert not opcodes.is_approximate(one("rcp.rn.f32 %f1, %f2;"))

@@ -1,6 +1,11 @@
 """Assumptions a candidate makes that no check here can establish.
 
-One so far: a load on the read-only path (``ld.global.nc``) is only correct
+Two: reading through the read-only path where the kernel may write, and
+changing the precision of a float operation (:func:`precision_change`).
+
+A load on the read-only path (``ld.global.nc``, ``ldu``, a texture fetch:
+every form is one row of :data:`ptxopt.opcodes.READ_ONLY_LOADS`; "``.nc``" below
+means any of them) is only correct
 when nothing writes its bytes while the kernel runs. The interpreter and the
 prover model one coherent memory, so they see ``ld.global.nc`` as a plain
 load and would call a forced rewrite ``equal``/``proved`` even where a
@@ -35,13 +40,15 @@ ASSUMES_NOALIAS = "assumes noalias"
 
 
 def _key(ins: Instruction) -> tuple:
-    """The load without ``.nc`` and hints: the same access in both modules."""
+    """The load without ``.nc`` and hints, ``ldu`` as ``ld``: the same access
+    in both modules, whichever read-only form reads it."""
     mods = tuple(m for m in ins.modifiers if m != "nc" and m != "weak" and not opcodes.is_perf_hint(m))
-    return ins.opcode, mods, ins.operands, ins.guard, ins.guard_neg
+    return "ld" if ins.opcode == "ldu" else ins.opcode, mods, ins.operands, ins.guard, ins.guard_neg
 
 
 def _nc_loads(fn) -> list[Instruction]:
-    return [i for i in fn.instructions() if i.opcode == "ld" and "nc" in i.modifiers]
+    """Every load on the read-only path, whatever its form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`)."""
+    return [i for i in fn.instructions() if opcodes.is_read_only_load(i)]
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,7 @@ def _first_unproven(ro, loads: list[Instruction], new: Counter):
 
 def _plain_loads(fn) -> set:
     """The keys of ``fn``'s loads without ``.nc``."""
-    return {_key(i) for i in fn.instructions() if i.opcode == "ld" and "nc" not in i.modifiers}
+    return {_key(i) for i in fn.instructions() if i.opcode == "ld" and not opcodes.is_read_only_load(i)}
 
 
 def nc_evidence(a: NcAssumption, result) -> tuple[str | None, str | None]:
@@ -156,4 +163,71 @@ def unproven_nc(original: Module, candidate: Module) -> str | None:
     return a.why if a is not None else None
 
 
-__all__ = ["ASSUMES_NOALIAS", "NcAssumption", "nc_evidence", "unproven_nc", "unproven_nc_loads"]
+#: How a verdict capped for a change of float precision starts (its note or error).
+CHANGES_PRECISION = "changes float precision"
+#: How an interpreter difference that only the hardware's undocumented bits could settle starts.
+INEXACT = "depends on approximate float results"
+
+
+def _forms(module: Module) -> dict:
+    """``{(opcode, types): {precision modifiers, ...}}`` of every float
+    instruction of ``module`` (:func:`ptxopt.opcodes.precision_form`)."""
+    out: dict = {}
+    for fn in module.functions:
+        if fn.body is None:
+            continue
+        for ins in fn.instructions():
+            f = opcodes.precision_form(ins)
+            if f is not None:
+                out.setdefault(f[:2], set()).add(f[2])
+    return out
+
+
+def precision_change(original: Module, candidate: Module) -> str | None:
+    """Why the candidate computes a float function the original does not, or
+    None: the first candidate instruction whose precision form (its rounding,
+    ``.ftz``, ``.sat``, ``.approx``/``.full``:
+    :func:`ptxopt.opcodes.precision_form`) the original never uses although it
+    uses that operation with other modifiers (``rcp.rn.f32`` ->
+    ``rcp.approx.f32``, ``add.rn.f32`` -> ``add.f32``, ``.ftz`` added), or
+    that is approximate (:data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`) and new
+    to the module. Such a rewrite changes what a GPU computes on some inputs
+    -- a different rounding, the special function unit's undocumented bits,
+    subnormals flushed -- which a check that samples inputs, or models the
+    approximate forms, cannot rule out: no ``equal``/``proved`` stands on it.
+    A new instruction of an operation the original does not use at all, in a
+    form whose bits are documented (``mul.f32 x, 2`` -> ``add.f32 x, x``),
+    is an ordinary rewrite the checks decide."""
+    before = _forms(original)
+    for fn in candidate.functions:
+        if fn.body is None:
+            continue
+        for ins in fn.instructions():
+            f = opcodes.precision_form(ins)
+            if f is None:
+                continue
+            had = before.get(f[:2])
+            if had is not None and f[2] in had:
+                continue
+            if had is None and not opcodes.is_approximate(ins):
+                continue
+            were = ", ".join(sorted(".".join((f[0], *m, *f[1])) for m in had)) if had else "none"
+            what = "approximate (" + _stated(ins) + ")" if opcodes.is_approximate(ins) else "exact"
+            return (f"{ins.full_opcode} at {fn.name}:{ins.line} is a precision form the original does not use "
+                    f"({what}; the original's {f[0]}.{'.'.join(f[1])}: {were})")
+    return None
+
+
+def _stated(ins: Instruction) -> str:
+    return next(opcodes.APPROXIMATE_FLOAT_OPS[(ins.opcode, m)] for m in ins.modifiers
+                if (ins.opcode, m) in opcodes.APPROXIMATE_FLOAT_OPS)
+
+
+def approximate_instructions(module: Module) -> list[str]:
+    """``opcode at function:line`` of every approximate float instruction."""
+    return [f"{i.full_opcode} at {fn.name}:{i.line}" for fn in module.functions if fn.body is not None
+            for i in fn.instructions() if opcodes.is_approximate(i)]
+
+
+__all__ = ["ASSUMES_NOALIAS", "CHANGES_PRECISION", "INEXACT", "NcAssumption", "approximate_instructions",
+           "nc_evidence", "precision_change", "unproven_nc", "unproven_nc_loads"]

@@ -23,7 +23,10 @@
    interpreter ``equal`` whose every launch showed those loads reading just
    bytes the original reads through ``.nc`` itself (an unrolled copy of
    nvcc's own ``.nc`` loads: :mod:`ptxopt.equivalence.nc_reads`) keeps its
-   verdict, and says so.
+   verdict, and says so. A candidate that changes the precision of a float
+   operation (``rcp.rn`` -> ``rcp.approx``, ``.ftz`` added:
+   :func:`ptxopt.equivalence.assumptions.precision_change`) is capped the
+   same way ("changes float precision").
 
 :func:`decide_module` is the same question for every entry of a module (the
 module's verdict is its weakest entry's), trying alternative launches while
@@ -42,7 +45,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence
+from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, CHANGES_PRECISION, nc_evidence, precision_change
 from ptxopt.equivalence.infer import bounds_problem
 from ptxopt.equivalence.trial_budget import DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.launch import Launch, ceiling
@@ -247,6 +250,10 @@ def assumption_cap(original, candidate, d: Decision, assumption=_UNKNOWN) -> Dec
     ran no launch and stays capped."""
     if d.verdict not in (Verdict.PROVED, Verdict.EQUAL):
         return d
+    changed = precision_change(as_reference(original).module, candidate)
+    if changed is not None:  # a float instruction computes another function: no check here settles it
+        return replace(d, verdict=Verdict.INCONCLUSIVE,
+                       note=f"{CHANGES_PRECISION}: {changed}; otherwise {d.verdict}: {d.note}")
     a = _nc_assumption(as_reference(original), candidate) if assumption is _UNKNOWN else assumption
     if a is None:
         return d

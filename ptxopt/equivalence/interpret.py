@@ -165,6 +165,15 @@ Outcomes (:class:`VerifyResult`):
   failed under the default scalars; ``error`` says which. Without
   ``min_coverage`` such a result is ``equal`` (with ``notes``).
 
+**Float precision.** Approximate float forms (``rcp.approx``, ``div.full``...)
+are modelled within one ulp, keyed by the form and the inputs
+(:func:`ptxopt.interp.fp.model_error`): a ``mismatch`` (or a candidate fault)
+that disappears when the check is rerun with correctly rounded stand-ins is
+``inconclusive`` ("depends on approximate float results", naming them). With
+``cap``, an ``equal`` whose candidate uses a float precision form the original
+does not (:func:`ptxopt.equivalence.assumptions.precision_change`) is
+``inconclusive`` ("changes float precision").
+
 If the *original* kernel fails on every launch, or on one whose scalars
 were all given (a manifest entry, ``scalars``, ``int_scalar``), there is
 nothing to compare against and :func:`verify` raises the interpreter's error.
@@ -190,7 +199,8 @@ from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS,
 from ptxopt.equivalence.footprint import (SPIKES, footprint_difference, loop_tags, masked_difference,
                                           shared_read_difference, spiked)
 from ptxopt.equivalence.nc_reads import NcReads, has_nc_loads, with_nc_tags
-from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, nc_evidence, unproven_nc_loads
+from ptxopt.equivalence.assumptions import (ASSUMES_NOALIAS, CHANGES_PRECISION, INEXACT, approximate_instructions,
+                                            nc_evidence, precision_change, unproven_nc_loads)
 
 TRIAL_PLAN = (
     ("random", "lockstep"), ("random", "warps"), ("edge", "lockstep"), ("scales", "warps-reversed"),
@@ -572,7 +582,7 @@ def _trip_plan(po, pt, kernel, spec, geometry, seed: int, first: int) -> list:
 
 def _reads_noncoherent(fn) -> bool:
     for ins in iter_instructions(fn.body) if fn.body is not None else ():
-        if ins.opcode == "ldu" or (ins.opcode == "ld" and "nc" in ins.modifiers):
+        if opcodes.is_read_only_load(ins):
             return True
     return False
 
@@ -781,13 +791,57 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     if a is not None and not options.get("nc_reads"):
         options["nc_reads"] = a.checkable(kernel or next(iter(a.functions)))
     res = _verify_uncapped(original, transformed, kernel, seeds, trials, programs=(po, pt), **options)
+    if res.status == "mismatch" or (res.status == "error" and res.error_kind in _VALUE_FAULTS):
+        _attribute_to_approximations(res, original, transformed, kernel, seeds, trials, po, pt, options)
     if a is not None and res.status == "equal":
         ev, why = nc_evidence(a, res)
         if ev is not None:
             res.notes.append(ev)
         else:
             res.status, res.error, res.assumption = "inconclusive", f"{ASSUMES_NOALIAS}: {why}", why
+    if cap and res.status == "equal":
+        why = precision_change(po.module, pt.module)
+        if why is not None:
+            res.status, res.error, res.assumption = "inconclusive", f"{CHANGES_PRECISION}: {why}", why
     return res
+
+
+#: Candidate failures a value can cause (an index or a trip count computed from an approximate result).
+_VALUE_FAULTS = frozenset({"fault", "barrier", "warp-sync", "trap", "step-limit", "error"})
+
+
+def _attribute_to_approximations(res, original, transformed, kernel, seeds, trials, po, pt, options) -> None:
+    """A ``mismatch`` (or a candidate failure a value can cause) between
+    kernels that compute approximate float forms
+    (``rcp.approx``, ``div.full``...: :data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`)
+    may come from the interpreter's model of their undocumented bits
+    (:func:`ptxopt.interp.fp.model_error`: the same form on the same inputs
+    agrees, anything else need not). The check is run again with the
+    correctly rounded stand-in; a difference that disappears there depends on
+    bits only the hardware defines, so ``res`` becomes ``inconclusive``
+    (:data:`~ptxopt.equivalence.assumptions.INEXACT`), naming the approximate
+    instructions and the modelled difference. One that stays is a mismatch.
+    The rerun memoises nothing (the memo holds modelled runs)."""
+    from ptxopt.interp import fp
+
+    approx = approximate_instructions(po.module) + [f"{w} (candidate)" for w in approximate_instructions(pt.module)]
+    if not approx:
+        return
+    again = dict(options, reference=None, reference_key=None)
+    with fp.exact_approximations():
+        plain = _verify_uncapped(original, transformed, kernel, seeds, trials, programs=(po, pt), **again)
+    if plain.status in ("mismatch", "error"):
+        res.notes.append("the difference stays with correctly rounded stand-ins for the approximate float results")
+        return
+    mm = res.mismatch
+    shown = (f"{mm.buffer}[{mm.index}] {mm.original} -> {mm.transformed} (seed {mm.seed}, {mm.flavour} inputs)"
+             if mm is not None else f"the candidate fails: {res.error}")
+    res.status, res.error_kind = "inconclusive", None
+    res.error = (f"{INEXACT}: the outputs differ only where approximate float results (whose bits the PTX manual "
+                 f"does not define) are modelled, e.g. {shown}; with correctly rounded stand-ins they agree: "
+                 f"{'; '.join(approx[:4])}{' ...' if len(approx) > 4 else ''}")
+    res.notes.append(f"the modelled difference: {shown}")
+    res.mismatch = None
 
 
 def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS,

@@ -46,11 +46,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ptxopt import opcodes
+
 from ptxopt.interp.memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
 
 
 def is_nc_load(ins) -> bool:
-    return ins.opcode == "ld" and "nc" in ins.modifiers
+    """A load on the read-only path, any form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`)."""
+    return opcodes.is_read_only_load(ins)
 
 
 def has_nc_loads(module) -> bool:

@@ -31,6 +31,15 @@ its shape and numbers from a seeded ``random.Random``:
 ``no_contract``     ``mul.lo x, %tid.x, 2**k`` vs ``shl x, %tid.x, k±1``
                     checked by :func:`ptxopt.api.check_equivalence` without
                     a contract
+``read_only_load``  a plain ``ld.global`` (scalar or vector) after a store
+                    that may alias it (through the other parameter or the
+                    same one) vs the same load in a read-only form: each row
+                    of :data:`ptxopt.opcodes.READ_ONLY_LOADS` (``ldu``,
+                    ``ld.global.nc`` with each cache operator or hint)
+``precision``       a float instruction in one precision form vs another
+                    form of it (:func:`ptxopt.opcodes.precision_form`:
+                    rounding, ``.ftz``, ``.sat``, ``.approx``/``.full``, no
+                    rounding modifier) -- every pair of :data:`PRECISION_FORMS`
 
 Oracles: a pair is a *false proof* when the prover says ``proved`` and the
 interpreter, on a real launch, says anything but ``equal``; a pass result is
@@ -44,6 +53,11 @@ apart. The interpreter and the prover carry the "assumes noalias" cap
 (:func:`ptxopt.equivalence.interpret.verify`): a pass result that adds
 ``.nc`` loads no analysis proves read-only is never ``equal``/``proved``;
 it is listed in :attr:`Result.assumed`, not a finding (nothing differed).
+The ``read_only_load`` and ``precision`` pairs differ on a GPU by
+construction (a stale read; another rounding, flush or hardware
+approximation) where one coherent memory and sampled inputs need not show
+it, so their oracle is the construction: any ``proved`` or ``equal`` of the
+pair is a finding (``untrusted``).
 ``tests/test_fuzz_trust.py`` runs a few seeds per class;
 ``benchmarks/fuzz_trust.py`` runs the campaign.
 """
@@ -57,7 +71,7 @@ from ptxopt.equivalence.verdict import TRUSTED, Verdict
 from ptxopt.passes.families import PREFETCH, REORDER
 
 CLASSES = ("func_exit", "nested_sreg", "wrap_offset", "misaligned", "mixed_width", "hint_before_def",
-           "no_contract")
+           "no_contract", "read_only_load", "precision")
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
 def _family(family: str) -> tuple[str, ...]:
@@ -81,6 +95,7 @@ class Case:
     block: int = 32
     region: tuple[str, str] | None = None  # (first, last) marker of a timed region
     unchecked: bool = False  # the pair is decided without a contract (no_contract)
+    untrusted: bool = False  # the pair differs on a GPU by construction: no proof or equal may stand
 
 
 @dataclass
@@ -287,6 +302,76 @@ def _no_contract(rng: random.Random) -> tuple[str, str, str]:
             _entry(head + f"\tshl.b32 %r2, %r1, {wrong};\n" + tail), f"x*{1 << k} vs x<<{wrong} of {src}")
 
 
+#: A plain global load turned into each read-only form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`).
+READ_ONLY_FORMS = ("ldu.global", "ld.global.nc", "ld.global.nc.ca", "ld.global.nc.cg", "ld.global.nc.cs",
+                   "ld.global.nc.L1::evict_last", "ld.global.nc.L1::no_allocate", "ld.global.nc.L2::128B")
+_RO_TYPES = (("u32", "%r", 4), ("f32", "%f", 4), ("u64", "%rd", 8))
+
+
+def _read_only_load(rng: random.Random) -> tuple[str, str, str]:
+    t, reg, size = rng.choice(_RO_TYPES)
+    n = rng.choice((1, 2, 4)) if t != "u64" else rng.choice((1, 2))
+    form = rng.choice(READ_ONLY_FORMS)
+    first = 8 if reg == "%rd" else 2
+    dests = [f"{reg}{first + k}" for k in range(n)]
+    dest = dests[0] if n == 1 else "{" + ", ".join(dests) + "}"
+    vec = "" if n == 1 else f".v{n}"
+    at = size * n * rng.randrange(4)
+    through = rng.choice(("the other parameter", "the same parameter", "the same bytes"))
+    base, off = {"the other parameter": ("%rd3", 4 * rng.randrange(16)), "the same parameter": ("%rd4", 64 + 4 * rng.randrange(8)),
+                 "the same bytes": ("%rd4", at)}[through]
+    store = f"\tmov.u32 %r1, {rng.randrange(1 << 16)};\n\tst.global.u32 [{base}+{off}], %r1;\n"
+    pre = f"\tld.global.u32 %r12, [%rd4+{4 * rng.randrange(16)}];\n" if rng.random() < 0.5 else ""
+    out = "".join(f"\tst.global.{t} [%rd3+{32 + size * k}], {d};\n" for k, d in enumerate(dests)).rstrip("\n")
+
+    def body(op: str) -> str:
+        return pre + store + f"\t{op}{vec}.{t} {dest}, [%rd4+{at}];\n" + out
+
+    return (_entry(body("ld.global")), _entry(body(form)),
+            f"ld.global{vec}.{t} -> {form}{vec}.{t} after a store through {through}")
+
+
+#: Precision forms of float instructions (PTX ISA: ``add{.rnd}{.ftz}{.sat}.f32``, ``div.approx``/``.full``/
+#: ``.rnd``, ``rcp.approx``/``.rnd``, ``cvt.frnd2{.ftz}{.sat}``...): opcode -> (operands, forms, result type).
+PRECISION_FORMS = {
+    "add": (2, ("", "rn", "rz", "rm", "rp", "ftz", "rn.ftz", "sat", "rn.sat", "rz.ftz.sat"), "f32"),
+    "mul": (2, ("", "rn", "rz", "rm", "rp", "ftz", "rn.ftz", "sat"), "f32"),
+    "sub": (2, ("", "rn", "rm", "ftz", "sat"), "f32"),
+    "fma": (3, ("rn", "rz", "rm", "rp", "rn.ftz", "rn.sat", "rn.ftz.sat"), "f32"),
+    "div": (2, ("rn", "rz", "rm", "rp", "rn.ftz", "approx", "approx.ftz", "full", "full.ftz"), "f32"),
+    "rcp": (1, ("rn", "rz", "rm", "rp", "rn.ftz", "approx", "approx.ftz"), "f32"),
+    "sqrt": (1, ("rn", "rz", "rm", "rp", "rn.ftz", "approx", "approx.ftz"), "f32"),
+    "rsqrt": (1, ("approx", "approx.ftz"), "f32"),
+    "ex2": (1, ("approx", "approx.ftz"), "f32"),
+    "lg2": (1, ("approx", "approx.ftz"), "f32"),
+    "sin": (1, ("approx", "approx.ftz"), "f32"),
+    "cos": (1, ("approx", "approx.ftz"), "f32"),
+    "cvt": (1, ("rni", "rzi", "rmi", "rpi", "rni.ftz", "rzi.sat"), "s32"),
+}
+_NONNEGATIVE = frozenset({"sqrt", "rsqrt", "lg2"})
+
+
+def _precision(rng: random.Random) -> tuple[str, str, str]:
+    op = rng.choice(sorted(PRECISION_FORMS))
+    arity, forms, rtype = PRECISION_FORMS[op]
+    before, after = rng.sample(forms, 2)
+    srcs = ["%f1", "%f2", "%f3"][:arity]
+    loads = "".join(f"\tld.global.f32 %f{1 + k}, [%rd4+{4 * k}];\n" for k in range(arity))
+    pre = "".join(f"\tabs.f32 {r}, {r};\n" for r in srcs) if op in _NONNEGATIVE else ""
+    if rng.random() < 0.5:  # a scaled input: subnormal, huge or exactly 1
+        scale = rng.choice(("0f00800000", "0f7e800000", "0f3f800000", "0f34000000"))
+        pre += f"\tmul.rn.f32 %f1, %f1, {scale};\n"
+    dest, store = ("%r5", "\tst.global.u32 [%rd3], %r5;") if rtype == "s32" else ("%f5", "\tst.global.f32 [%rd3], %f5;")
+    types = ".s32.f32" if op == "cvt" else ".f32"
+
+    def body(form: str) -> str:
+        mods = f".{form}" if form else ""
+        return loads + pre + f"\t{op}{mods}{types} {dest}, {', '.join(srcs)};\n" + store
+
+    return (_entry(body(before)), _entry(body(after)),
+            f"{op}{'.' + before if before else ''}{types} -> {op}{'.' + after if after else ''}{types}")
+
+
 def make_case(cls: str, seed: int) -> Case:
     """The case of class ``cls`` for ``seed`` (deterministic)."""
     rng = random.Random(f"{cls}/{seed}")
@@ -314,6 +399,12 @@ def make_case(cls: str, seed: int) -> Case:
     if cls == "no_contract":
         a, b, what = _no_contract(rng)
         return Case(cls, seed, what, a, b, block=64, unchecked=True)
+    if cls == "read_only_load":
+        a, b, what = _read_only_load(rng)
+        return Case(cls, seed, what, a, b, block=1, untrusted=True)
+    if cls == "precision":
+        a, b, what = _precision(rng)
+        return Case(cls, seed, what, a, b, block=1, untrusted=True)
     raise ValueError(f"unknown class {cls!r}; known: {', '.join(CLASSES)}")
 
 
@@ -350,7 +441,25 @@ def _describe(res) -> str | None:
             else f"{res.status}: {res.error or ''}".strip())
 
 
+def _check_untrusted(case: Case) -> list[Finding]:
+    """A pair that differs on a GPU by construction: a ``proved`` or an
+    ``equal`` (the interpreter's, on every default trial) is a finding."""
+    from ptxopt.equivalence.interpret import verify
+    from ptxopt.equivalence.prove import prove
+
+    out = []
+    r = prove(case.original, case.candidate)
+    if r.verdict == Verdict.PROVED:
+        out.append(Finding(case.cls, case.seed, "false proof", f"{case.what}: {r.reason}"))
+    res = verify(case.original, case.candidate, "k", geometry=_geometry(case))
+    if res.status == "equal":
+        out.append(Finding(case.cls, case.seed, "false equal", f"{case.what}: {res.trials} launches"))
+    return out
+
+
 def _check_pair(case: Case) -> list[Finding]:
+    if case.untrusted:
+        return _check_untrusted(case)
     if case.unchecked:
         from ptxopt import parse
         from ptxopt.api import check_equivalence
@@ -449,4 +558,5 @@ def campaign(classes=CLASSES, seeds=range(10)) -> dict[str, list[Result]]:
     return {c: [check_case(make_case(c, s)) for s in seeds] for c in classes}
 
 
-__all__ = ["CLASSES", "Case", "Finding", "Result", "campaign", "check_case", "make_case"]
+__all__ = ["CLASSES", "PRECISION_FORMS", "READ_ONLY_FORMS", "Case", "Finding", "Result", "campaign", "check_case",
+           "make_case"]

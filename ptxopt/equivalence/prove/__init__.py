@@ -122,8 +122,12 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
 def _assumption_cap(mo: Module, mc: Module, result: ProveResult) -> ProveResult:
     """``result`` (proved), or ``inconclusive`` when the candidate's new
     ``.nc`` loads are an assumption (:func:`prove`'s ``cap``)."""
-    from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, unproven_nc_loads
+    from ptxopt.equivalence.assumptions import ASSUMES_NOALIAS, CHANGES_PRECISION, precision_change, unproven_nc_loads
 
+    changed = precision_change(mo, mc)
+    if changed is not None:
+        return ProveResult(Verdict.INCONCLUSIVE, f"{CHANGES_PRECISION}: {changed}; otherwise proved: "
+                                                 f"{result.reason}", result.functions)
     a = unproven_nc_loads(mo, mc)
     if a is None:
         return result

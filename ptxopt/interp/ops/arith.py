@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ptxopt import opcodes
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding, wide_type
@@ -371,7 +372,8 @@ def c_div(ins, d):
     if t == "f32":
         if "approx" in flags or "full" in flags:
             _refuse(d, flags, {"approx", "full", "ftz"})
-            return elementwise(d, ins, t, (t, t), lambda a, b: fp.approx_div_f32(a, b, ftz))
+            key = fp.form_key(opcodes.precision_form(ins))  # the hardware's bits: modelled (fp.model_error)
+            return elementwise(d, ins, t, (t, t), lambda a, b: fp.approx_div_f32(a, b, ftz, key))
         _refuse(d, flags, {"rn", "rz", "rm", "rp", "ftz"})
         mode = rounding(ins)
         return elementwise(d, ins, t, (t, t), lambda a, b: fp.div_f32(a, b, mode, ftz))

@@ -2,17 +2,19 @@
 
 Correctly rounded forms (``rcp.rn``, ``sqrt.rn``, any ``.f64`` but
 ``.approx``) are exact. The ``.approx`` forms are the GPU's special function
-unit, which PTX specifies only to within some ulp; here they are
-deterministic float64 evaluations rounded to nearest
-(:data:`ptxopt.interp.fp.APPROX`), documented as approximate: equivalence
-checking runs both kernels through the same functions, so the choice cannot
-make two equal kernels differ.
+unit, which PTX specifies only to within a stated error
+(:data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`); here they are float64
+evaluations rounded to nearest (:data:`ptxopt.interp.fp.APPROX`) with a
+modelled error of up to one ulp keyed by the form and the inputs
+(:func:`ptxopt.interp.fp.model_error`): the same form on the same inputs
+gives the same bits, a changed form does not.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ptxopt import opcodes
 from ptxopt.interp import fp
 from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding
 
@@ -27,11 +29,12 @@ def c_unary(ins, d, fn: str):
     flags = _flags(ins, types)
     ftz = "ftz" in flags
     approx = "approx" in flags
+    key = fp.form_key(opcodes.precision_form(ins)) if approx else 0
     if t == "f32":
         if approx or fn in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt"):
             if not approx:
                 raise d.unsupported(f"{fn}.f32 needs .approx")
-            return elementwise(d, ins, t, (t,), lambda a: fp.approx_f32(fn, a, ftz))
+            return elementwise(d, ins, t, (t,), lambda a: fp.approx_f32(fn, a, ftz, key))
         mode = rounding(ins)
         if fn == "rcp":
             one = np.ones(1, dtype=np.float32)
@@ -47,7 +50,7 @@ def c_unary(ins, d, fn: str):
             def ap(a):
                 with np.errstate(all="ignore"):
                     x = fp.flush(a, "f64") if ftz else a
-                    return fp.canon(fp.APPROX[fn](x), "f64")
+                    return fp.canon(fp.model_error(key, fp.APPROX[fn](x), x), "f64")
 
             return elementwise(d, ins, t, (t,), ap)
         mode = rounding(ins)
@@ -63,7 +66,7 @@ def c_unary(ins, d, fn: str):
         def lane(x):
             with np.errstate(all="ignore"):
                 v = fp.from_bits16(x, fmt)
-                return fp.to_bits16(fp.APPROX[fn](v), fmt, ftz=ftz)
+                return fp.model_error(key, fp.to_bits16(fp.APPROX[fn](v), fmt, ftz=ftz), x, fmt=fmt)
 
         f = packed(lane) if t.endswith("x2") else lane
         bt = "b32" if t.endswith("x2") else "b16"

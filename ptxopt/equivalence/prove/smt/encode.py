@@ -23,7 +23,9 @@ What a block is, as terms:
   same operator on the same bits, in the same operand order; no identity of
   real arithmetic is assumed. ``mov``, ``selp`` and loads/stores of floats move
   bits and are exact.
-* **memory**: one byte array per state space (``global``, ``shared``,
+* **memory**: one byte array per state space, and one more, ``global.nc``,
+  that every read-only load reads (:data:`ptxopt.opcodes.READ_ONLY_LOADS`:
+  ``ld.global.nc``, ``ldu``), untouched by stores (``global``, ``shared``,
   ``local``, ``param``, ``const``: distinct memories), indexed by the address
   modulo the space's address width (32 bits for ``shared``/``local``: an
   address in a 64-bit register is truncated, which can only make two
@@ -550,9 +552,12 @@ class BlockEncoder:
         g = self.guard(ins)
         access = Access("st" if store else "ld", space, size * width, self.epoch, addr, g)
         self.out.accesses.append(access)
-        if not store and "nc" in ins.modifiers:
-            # the non-coherent path: read-only data, reached by no store of this kernel, so a
-            # separate memory (an ld.nc and an ld of one address are not assumed to agree)
+        if not store and opcodes.is_read_only_load(ins):
+            # the read-only path (every form: ld.global.nc, ldu; opcodes.READ_ONLY_LOADS): data
+            # no store of this kernel reaches, so a separate memory (a read-only load and a
+            # coherent one of one address are not assumed to agree)
+            if space != "global":
+                raise Unsupported(f"a read-only load of {space} memory")
             space = f"{space}.nc"
         m = self.memory(space)
         signed = _kind(t) == "s"
