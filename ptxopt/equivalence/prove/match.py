@@ -209,13 +209,20 @@ def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume
                  failed: FunctionDetail) -> FunctionDetail:
     """Where blocks do not correspond (a loop unrolled), the bounded
     whole-path proof of :mod:`ptxopt.equivalence.prove.loops`; ``failed`` when it cannot prove."""
-    from ptxopt.equivalence.prove import loops
+    from ptxopt.equivalence.prove import loop_sim, loops
 
+    sim = ""
+    if loop_sim.worth_trying(so.cfg):  # any trip count, by the SMT solver
+        d = loop_sim.prove_by_simulation(so.fn, sc.fn)
+        if d.verdict == Verdict.PROVED:
+            return d
+        sim = f"; {d.reason}"
     if not loops.worth_trying(so):
-        return failed
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}", failed.blocks) if sim else failed
     ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check)
     if not ok:
-        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}; whole paths: {why}", failed.blocks)
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}; whole paths: {why}",
+                              failed.blocks)
     return FunctionDetail(failed.name, Verdict.PROVED, f"whole paths: {why}",
                           [BlockDetail(b.index, b.label, True, "whole paths") for b in so.cfg.blocks])
 

@@ -1,0 +1,215 @@
+"""The inductive loop simulation (ptxopt.equivalence.prove.loop_sim) and the
+gates that require a structural rewrite to be proved (``ptxopt run``,
+``ptxopt.passmanager.optimize``, ``ptxopt.optimize``).
+
+The unrolled kernels here are written by :func:`guarded` (the guarded
+form of an unrolled loop, by hand, independent of the pass), with the knobs
+an unroller gets wrong: how far ahead the guard looks, the base offset of
+the value it tests, its comparison, the guard itself, a lost instruction in a
+copy. Which settings are right is known from the loop's semantics, so the
+table asserts ``proved`` exactly for the right ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from ptxopt.equivalence.prove import clear_memo, prove
+from ptxopt.equivalence.prove.smt import solver as solvers
+
+pytestmark = pytest.mark.skipif(not solvers.available(), reason="no SMT solver installed")
+
+HEAD = """.version 8.0
+.target sm_89
+.address_size 64
+
+.visible .entry k(
+	.param .u64 p,
+	.param .u32 n
+)
+{
+"""
+DECLS = """	.reg .pred %p<2>;
+	.reg .f32 %f<3>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+"""
+PRE = """	ld.param.u64 %rd1, [p];
+	ld.param.u32 %r2, [n];
+	ld.global.f32 %f2, [%rd1];
+	mov.f32 %f1, 0f00000000;
+	mov.u32 %r1, 0;
+L_top:
+"""
+BODY = ["add.f32 %f1, %f1, %f2;", "add.s32 %r1, %r1, 1;", "setp.lt.u32 %p1, %r1, %r2;"]
+TAIL = """	@%p1 bra L_top;
+	st.global.f32 [%rd1], %f1;
+	st.global.u32 [%rd1+4], %r1;
+	ret;
+}
+"""
+ORIGINAL = HEAD + DECLS + PRE + "".join(f"\t{x}\n" for x in BODY) + TAIL
+
+
+def guarded(k: int, *, base: int = 0, ahead: int | None = None, cmp: str = "lt", guard: bool = True,
+            drop: int | None = None) -> str:
+    """The original's loop unrolled ``k`` times in the guarded form:
+    ``t0 = i + base; t1 = t0 + ahead; q = t1 CMP n && t1 >= t0``; ``@!q`` runs
+    one iteration, else ``k`` copies. ``drop``: the index of a copied body
+    instruction left out of the first copy."""
+    ahead = k - 1 if ahead is None else ahead
+    check = [f"add.u32 %t0, %r1, {base};", f"add.u32 %t1, %t0, {ahead};", f"setp.{cmp}.u32 %q0, %t1, %r2;",
+             "setp.ge.u32 %q1, %t1, %t0;", "and.pred %q0, %q0, %q1;"]
+    if guard:
+        check.append("@!%q0 bra L_top_last;")
+    copies = []
+    for c in range(k - 1):
+        copies += [x for j, x in enumerate(BODY) if not (c == 0 and j == drop)]
+    lines = check + copies + ["L_top_last:"] + BODY
+    decls = "\t.reg .b32 %t<2>;\n\t.reg .pred %q<2>;\n" + DECLS
+    return HEAD + decls + PRE + "".join(x + "\n" if x.endswith(":") else f"\t{x}\n" for x in lines) + TAIL
+
+
+def _proved(candidate: str, original: str = ORIGINAL) -> tuple[bool, str]:
+    clear_memo()
+    r = prove(original, candidate)
+    return r.proved, r.reason
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_a_guarded_unroll_with_a_runtime_trip_count_is_proved(k):
+    ok, why = _proved(guarded(k))
+    assert ok, why
+    assert "inductive simulation" in why
+
+
+WRONG = {  # class -> the knobs that make it (each wrong for some trip count)
+    "guard one step short": dict(ahead=-2),
+    "remainder base one behind": dict(base=-1),
+    "guard compare weakened to <=": dict(cmp="le"),
+    "guard dropped": dict(guard=False),
+    "copy loses its accumulate": dict(drop=0),
+    "copy loses its induction step": dict(drop=1),
+}
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+@pytest.mark.parametrize("cls", sorted(WRONG))
+def test_a_wrong_unroll_is_never_proved(cls, k):
+    knobs = dict(WRONG[cls])
+    if "ahead" in knobs:
+        knobs["ahead"] = k + knobs["ahead"]
+    ok, why = _proved(guarded(k, **knobs))
+    assert not ok, f"{cls} (k={k}) proved: {why}"
+
+
+def test_a_conservative_guard_is_still_right():
+    # looking one step further than needed runs the copies less often: still every iteration, in order
+    ok, why = _proved(guarded(4, ahead=4))
+    assert ok, why
+
+
+def test_the_loop_mutants_of_the_pass_are_never_proved():
+    from ptxopt import emit, parse
+    from ptxopt.testing.loop_mutants import loop_mutants
+
+    mutants = loop_mutants(parse(ORIGINAL), "k", 4)
+    assert mutants, "unroll_4 changes this loop: there are mutants to check"
+    for mu in mutants:
+        ok, why = _proved(emit(mu.module))
+        assert not ok, f"{mu.operator} proved: {why}"
+
+
+def test_a_solver_timeout_is_inconclusive_with_the_reason(monkeypatch):
+    from ptxopt.equivalence.prove import loop_sim
+
+    monkeypatch.setattr(loop_sim.solvers, "solve",
+                        lambda text, ms, *a: solvers.Answer("unknown", note="bitwuzla: unknown (time limit)"))
+    clear_memo()
+    r = prove(ORIGINAL, guarded(4))
+    assert r.verdict == "inconclusive"
+    assert "solver timeout" in r.reason
+
+
+def test_a_candidate_only_register_live_at_the_header_is_refused():
+    # the check's %t0 is read at the header before it is written: not the identity relation
+    bad = guarded(2).replace("add.u32 %t0, %r1, 0;", "add.u32 %t0, %t0, 0;")
+    ok, why = _proved(bad)
+    assert not ok
+    assert "%t0" in why
+
+
+# -- the gates --------------------------------------------------------------------------
+
+
+def _wrong_unroll(monkeypatch):
+    """Make ``unroll`` write a wrong loop: its result, then the guard's value one behind."""
+    from ptxopt.passes.unroll import Unroll
+
+    real = Unroll.run_function
+
+    def broken(self, fn, report, module):
+        from ptxopt import emit, parse
+
+        real(self, fn, report, module)
+        text = emit(module)
+        import re
+
+        wrong = re.sub(r"(add\.[us]32\s+(%unroll\w*0), %r1), 0;", r"\1, -1;", text)
+        assert wrong != text
+        fn.body.items[:] = parse(wrong).pick_entry(fn.name).body.items
+    monkeypatch.setattr(Unroll, "run_function", broken)
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    p = tmp_path / "k.ptx"
+    p.write_text(ORIGINAL)
+    return p
+
+
+def test_run_writes_a_proved_unroll(kernel):
+    from ptxopt.cli import cli
+
+    r = CliRunner().invoke(cli, ["run", "--no-compile-check", "-p", "unroll_4", str(kernel)])
+    assert r.exit_code == 0, r.output
+    assert "L_top_last" in r.stdout
+    assert "ptxopt: proved: unroll_4" in r.stderr
+
+
+def test_run_refuses_an_unproved_unroll_unless_allowed(kernel, monkeypatch, tmp_path):
+    from ptxopt.cli import cli
+
+    _wrong_unroll(monkeypatch)
+    out = tmp_path / "out.ptx"
+    r = CliRunner().invoke(cli, ["run", "--no-compile-check", "-p", "unroll_4", str(kernel), "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    assert not out.exists()
+    assert "not proved" in r.stderr and "--allow-unchecked" in r.stderr
+    r = CliRunner().invoke(cli, ["run", "--no-compile-check", "--allow-unchecked", "-p", "unroll_4", str(kernel),
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.exists()
+    assert "NOT PROVED" in r.stderr
+
+
+def test_the_unchecked_entry_point_refuses_a_structural_rewrite():
+    from ptxopt.passmanager import UnprovedStructuralRewrite, optimize
+
+    with pytest.raises(UnprovedStructuralRewrite, match="allow_unchecked"):
+        optimize(ORIGINAL, "unroll_4")
+    assert "L_top_last" in optimize(ORIGINAL, "unroll_4", allow_unchecked=True)
+    assert optimize(ORIGINAL, "cache_cg") is not None  # not structural: as before
+
+
+@pytest.mark.slow
+def test_the_checked_entry_point_applies_only_a_proved_unroll(monkeypatch):
+    import ptxopt
+
+    good = ptxopt.optimize(ORIGINAL, "unroll_4", estimate=False)
+    assert good.changed and str(good.verdict) == "proved", good.reason
+    _wrong_unroll(monkeypatch)
+    for verify in (True, False):
+        bad = ptxopt.optimize(ORIGINAL, "unroll_4", estimate=False, verify=verify)
+        assert not bad.changed and bad.ptx == ORIGINAL, bad.reason
