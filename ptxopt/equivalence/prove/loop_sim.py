@@ -35,8 +35,9 @@ set of free SMT variables named by the cut point, shared by both kernels:
   after iteration ``n_p`` goes where the trip goes (back to the header, or to
   the exit block ``M`` maps to), and the states there are equal as above.
   ``n_p`` is found by trying the counts whose state agrees best term for
-  term (:data:`ATTEMPTS` of them); any ``n_p`` that discharges the
-  obligation is a valid simulation step.
+  term first (:data:`ATTEMPTS` of them), then the others up to
+  :data:`MAX_COPIES`; any ``n_p`` that discharges the obligation is a valid
+  simulation step.
 
 For the guarded form this is exactly: the ``k``-copy path (guard true) is
 ``k`` original iterations and the original's tests after copies
@@ -65,7 +66,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ptxopt.equivalence.prove.match import BlockDetail, FunctionDetail
+from ptxopt import opcodes
+from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.check import Side, _covered, _same_memory, _written
 from ptxopt.equivalence.prove.smt.encode import SPACES, BlockTerms, Unsupported
@@ -80,7 +82,8 @@ MAX_COPIES = 16
 MAX_TRIP_PATHS = 32
 #: Most blocks one trip may pass through (more: a loop inside the candidate's region).
 MAX_TRIP_BLOCKS = 64
-#: Iteration counts tried per trip path (best term-for-term agreement first).
+#: Iteration counts tried first per trip path (best term-for-term agreement); the others follow,
+#: nearest the trip's length first (any count that discharges the obligation is a valid step).
 ATTEMPTS = 3
 #: The solver's limit on one obligation, and the budget of one function's proof.
 QUERY_TIMEOUT_MS = 4000
@@ -189,7 +192,7 @@ class _Proof:
                            f"{len(plain_c)} in the candidate, or other labels)")
         self.map = dict(zip(plain_o, plain_c)) | {h: hc for h, (hc, _) in regions.items()}
         self.regions = regions
-        only = _names(list(iter_decls(sc.fn.body))) - _names(list(iter_decls(so.fn.body)))
+        only = self.only = frozenset(_names(list(iter_decls(sc.fn.body))) - _names(list(iter_decls(so.fn.body))))
         for x, y in self.map.items():
             live = sc.live_in(y) & only
             if live:
@@ -279,7 +282,7 @@ class _Proof:
         eo.begin(tag)
         iters: list[tuple[BlockTerms, str]] = []  # (state after iteration j, 1-bit "goes back to H")
         body = so.cfg.blocks[h].instructions
-        per_iter = max(1, sum(1 for i in body if i.opcode not in ("bra",)))
+        per_iter = max(1, sum(1 for i in body if i.opcode not in opcodes.TERMINATORS))
 
         def iteration(j: int) -> tuple[BlockTerms, str]:
             while len(iters) < j:
@@ -308,9 +311,11 @@ class _Proof:
                 tries.append((-(same - len(obs)), abs(n * per_iter - run.steps), n, obs))
             if not tries:
                 raise _Refused(f"{where}: no count of original iterations makes the same ordering points")
+            # the best-agreeing counts first (ATTEMPTS of them), then the others nearest the path's length
             tries.sort(key=lambda t: t[:3])
+            tries = tries[:ATTEMPTS] + sorted(tries[ATTEMPTS:], key=lambda t: t[1:3])
             first_fail = None
-            for _, _, n, obs in tries[:ATTEMPTS]:
+            for _, _, n, obs in tries:
                 stays = [(f"the original's exit test after iteration {j} stays in the loop",
                           iteration(j)[1], "#b1", 1) for j in range(1, n)]
                 last = (f"the original's exit test after iteration {n} {'stays in' if back else 'leaves'} "
@@ -337,13 +342,17 @@ class _Proof:
             ec.begin(tag)
             made: list[int] = []
             conds: list[str] = []
-            b, seen = hc, 0
+            b, seen, steps = hc, 0, 0
             while True:
                 seen += 1
                 if seen > MAX_TRIP_BLOCKS:
                     raise _Refused(f"a trip of the candidate's loop at block {hc} passes more than "
                                    f"{MAX_TRIP_BLOCKS} blocks (a loop inside it)")
-                outs = self._outcomes(ec, sc, b, ec.block(sc.cfg.blocks[b].instructions))
+                blk = sc.cfg.blocks[b]
+                outs = self._outcomes(ec, sc, b, ec.block(blk.instructions))
+                # the work that is the loop's own: not the check's temporaries (candidate-only registers)
+                steps += sum(1 for i in blk.iids if sc.cfg.instructions[i].opcode not in opcodes.TERMINATORS
+                             and not (sc.cfg.du[i][0] and set(sc.cfg.du[i][0]) <= self.only))
                 if len(outs) == 1:
                     cond, dest = outs[0]
                 else:
@@ -358,7 +367,7 @@ class _Proof:
                 if dest[0] == _END or dest[1] == hc or dest[1] not in region:
                     break
                 b = dest[1]
-            out.append(_Run(ec.snapshot(), dest, conds, ec.steps))
+            out.append(_Run(ec.snapshot(), dest, conds, steps))
             if len(out) + len(todo) > MAX_TRIP_PATHS:
                 raise _Refused(f"more than {MAX_TRIP_PATHS} paths through one trip of the candidate's loop")
         return out

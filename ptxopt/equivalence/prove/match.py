@@ -48,26 +48,11 @@ from ptxopt.analysis.defuse import liveness
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.equivalence.prove import original_memo
+from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.memory import AliasOracle
 from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
 from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.equivalence.prove.values import Graph
-
-
-@dataclass
-class BlockDetail:
-    block: int
-    label: str | None
-    proved: bool
-    reason: str = ""
-
-
-@dataclass
-class FunctionDetail:
-    name: str
-    verdict: str  # Verdict.PROVED or Verdict.INCONCLUSIVE
-    reason: str
-    blocks: list[BlockDetail]
 
 
 class _Side:

@@ -30,7 +30,6 @@ class PathEncoder(BlockEncoder):
         self.epoch = 0
         self.mem = {}
         self.out = BlockTerms(self.regs, self.mem)
-        self.steps = 0
 
     def block(self, instructions) -> object | None:
         """Encode ``instructions`` (one block) into the running state; the
@@ -44,7 +43,6 @@ class PathEncoder(BlockEncoder):
                 self._step(ins)
             except Unsupported as e:
                 raise Unsupported(f"line {ins.line}: {ins.full_opcode}: {e}") from None
-            self.steps += 1
         return None
 
     def branch(self, ins) -> tuple[str | None, str | None]:
