@@ -213,3 +213,35 @@ def test_the_checked_entry_point_applies_only_a_proved_unroll(monkeypatch):
     for verify in (True, False):
         bad = ptxopt.optimize(ORIGINAL, "unroll_4", estimate=False, verify=verify)
         assert not bad.changed and bad.ptx == ORIGINAL, bad.reason
+
+
+# -- a reproducer: the exit test reads the value computed after it (the previous iteration's) ---------
+
+PREV = HEAD + """	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	ld.param.u32 %r2, [n];
+	ld.global.u32 %r4, [%rd1+8];
+	mov.u32 %r3, 0;
+	mov.u32 %r1, 0;
+L_top:
+"""
+PREV_BODY = ["add.s32 %r3, %r3, %r1;", "setp.lt.s32 %p1, %r4, %r2;", "add.s32 %r4, %r1, 1;", "add.s32 %r1, %r1, 1;"]
+PREV_TAIL = TAIL.replace("st.global.f32 [%rd1], %f1;", "st.global.u32 [%rd1], %r3;")
+PREV_ORIGINAL = PREV + "".join(f"\t{x}\n" for x in PREV_BODY) + PREV_TAIL
+
+
+def test_an_unroll_that_guards_on_the_wrong_iterations_value_is_not_proved():
+    # what unroll_2 wrote before its loop facts came from def-use: the guard tests i+1 < n, but the
+    # exit test after copy 1 reads %r4 as the *previous* iteration left it (on the first trip: a
+    # value loaded before the loop), so the copies can run past the exit
+    check = ["add.s32 %t0, %r1, 0;", "add.s32 %t1, %t0, 1;", "setp.lt.s32 %q0, %t1, %r2;",
+             "setp.ge.s32 %q1, %t1, %t0;", "and.pred %q0, %q0, %q1;", "@!%q0 bra L_top_last;"]
+    lines = check + PREV_BODY + ["L_top_last:"] + PREV_BODY
+    decls = "\t.reg .b32 %t<2>;\n\t.reg .pred %q<2>;\n"
+    wrong = (PREV.replace("{\n", "{\n" + decls, 1) + "".join(x + "\n" if x.endswith(":") else f"\t{x}\n"
+                                                              for x in lines) + PREV_TAIL)
+    ok, why = _proved(wrong, PREV_ORIGINAL)
+    assert not ok, why
+    assert "exit test" in why

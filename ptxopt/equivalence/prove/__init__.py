@@ -205,7 +205,7 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
         todo.append((f, g, False))
     details = []
     for f, g, new_regs in todo:
-        d = prove_by_simulation(f, g) if new_regs else prove_function(f, mo, g, mc, assume_align=assume_align)
+        d = _simulate(f, mo, g, mc) if new_regs else prove_function(f, mo, g, mc, assume_align=assume_align)
         details.append(d)
         if d.verdict != Verdict.PROVED:
             return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {d.reason}", details)
@@ -224,6 +224,19 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
                                        f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)
+
+
+def _simulate(f: Function, mo: Module, g: Function, mc: Module) -> FunctionDetail:
+    """The loop simulation alone (the candidate declares new registers), after
+    the block matcher's own precondition on variable declarations."""
+    from ptxopt.equivalence.prove.match import _variable_clash
+
+    for fn, m, what in ((f, mo, "original"), (g, mc, "candidate")):
+        clash = _variable_clash(fn, m)
+        if clash:
+            return FunctionDetail(f.name, Verdict.INCONCLUSIVE, f"the {what} declares variable {clash} more than "
+                                                                f"once (not modelled)", [])
+    return prove_by_simulation(f, g)
 
 
 def _globals(m: Module) -> list:

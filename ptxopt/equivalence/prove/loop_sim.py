@@ -147,6 +147,8 @@ def prove_by_simulation(fo, fc) -> FunctionDetail:
         blocks, how = _Proof(Side(fo), Side(fc), t0).run()
     except (_Refused, Unsupported) as e:
         return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"loop simulation: {e}", [])
+    except ValueError as e:  # one name with two widths in the two kernels (terms.Query)
+        return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"loop simulation: {e}", [])
     except _Timeout as e:
         return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"loop simulation: solver timeout: {e}", [])
     return FunctionDetail(fo.name, Verdict.PROVED, f"inductive simulation: {how}", blocks)
@@ -166,6 +168,9 @@ class _Proof:
         bo, bc = so.cfg.blocks, sc.cfg.blocks
         if not bo or not bc:
             raise _Refused("a function without instructions")
+        for side in (so, sc):
+            if any("@" in r for d, u in side.cfg.du for r in d + u):
+                raise _Refused("a nested { } scope redeclares a register name (not modelled)")
         for side, what in ((so, "original"), (sc, "candidate")):
             undefined = sorted(side.live_in(0) - side.reg_params)
             if undefined:
