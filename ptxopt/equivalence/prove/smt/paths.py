@@ -16,7 +16,9 @@ additions: ``mma``/``wmma.mma`` (which :mod:`.encode` refuses as float operation
 does not model) are warp collectives: a lane's result depends on the other
 lanes' registers, so both kernels must run the same ones in the same order
 with equal operands; ``cvt`` packing two floats into a pair
-(``cvt.rn.f16x2.f32``) is an uninterpreted function like every float operation;
+(``cvt.rn.f16x2.f32``) and the integer operations :mod:`.encode` does not
+model (``prmt``, ``lop3``, ``popc``... :data:`_OPAQUE_INT`) are
+uninterpreted functions keyed by the whole opcode, as every float operation;
 and an ordering point's second address (``cp.async``'s source) is compared
 as the value of its base plus offset.
 """
@@ -32,6 +34,11 @@ from ptxopt.ir import Addr, Reg, Sym
 
 #: warp-level matrix multiplies: collectives (see :meth:`PathEncoder._step`)
 _MATRIX = frozenset({"mma", "wmma"})
+#: integer operations :mod:`.encode` does not model, each a deterministic function of its operands'
+#: bits in one thread: an uninterpreted function keyed by the whole opcode (equal only for the same
+#: operation on the same bits). Not ``div``/``rem`` (a zero divisor's result is not specified).
+_OPAQUE_INT = frozenset({"prmt", "bfi", "bfind", "brev", "clz", "popc", "lop3", "shf", "dp4a", "dp2a", "sad",
+                         "mul24", "mad24", "bmsk", "szext"})
 
 
 class PathEncoder(BlockEncoder):
@@ -92,6 +99,13 @@ class PathEncoder(BlockEncoder):
         if ins.opcode == "cvt" and len(ins.operands) == 3:
             self._pack(ins)
             return
+        if ins.opcode in _OPAQUE_INT and not opcodes.writes_carry(ins):
+            f = operand_facts.facts(ins)
+            if f.role == "pure" and len(f.dests) == 1 and f.dests[0] is not None:
+                srcs = [self._any(o) for o in ins.operands[f.ndest:]]
+                d = f.dests[0]
+                self.write(d, self.q.uf(ins.full_opcode, srcs, self.width(d)), self.guard(ins))
+                return
         super()._step(ins)
 
     def _pack(self, ins) -> None:
