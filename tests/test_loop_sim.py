@@ -349,3 +349,44 @@ def test_an_unmodelled_integer_operation_is_compared_as_a_function_of_its_operan
     assert ok, why
     ok, why = _proved(with_prmt(guarded(4), "0x3201", first_only=True), original)
     assert not ok, why
+
+
+NESTED = HEAD.replace(".param .u32 n\n", ".param .u32 n,\n\t.param .u32 m\n") + """	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	ld.param.u32 %r2, [n];
+	ld.param.u32 %r5, [m];
+	mov.u32 %r3, 0;
+	mov.u32 %r4, 0;
+L_outer:
+	mov.u32 %r1, 0;
+L_inner:
+INNER	@%p1 bra L_inner;
+	add.s32 %r4, %r4, 1;
+	setp.lt.u32 %p2, %r4, %r5;
+	@%p2 bra L_outer;
+	st.global.u32 [%rd1], %r3;
+	ret;
+}
+"""
+INNER = ["add.s32 %r3, %r3, %r1;", "add.s32 %r1, %r1, 1;", "setp.lt.u32 %p1, %r1, %r2;"]
+
+
+def _nested(k: int | None, ahead: int | None = None) -> str:
+    """NESTED, its inner loop unrolled ``k`` times in the guarded form (None: as it is)."""
+    if k is None:
+        return NESTED.replace("INNER", "".join(f"\t{x}\n" for x in INNER))
+    check = ["add.u32 %t0, %r1, 0;", f"add.u32 %t1, %t0, {k - 1 if ahead is None else ahead};",
+             "setp.lt.u32 %q0, %t1, %r2;", "setp.ge.u32 %q1, %t1, %t0;", "and.pred %q0, %q0, %q1;",
+             "@!%q0 bra L_inner_last;"]
+    lines = check + INNER * (k - 1) + ["L_inner_last:"] + INNER
+    text = NESTED.replace("INNER", "".join(x + "\n" if x.endswith(":") else f"\t{x}\n" for x in lines))
+    return text.replace("\t.reg .pred %p<3>;", "\t.reg .b32 %t<2>;\n\t.reg .pred %q<2>;\n\t.reg .pred %p<3>;")
+
+
+def test_an_inner_loop_unrolled_inside_an_outer_loop_is_proved():
+    ok, why = _proved(_nested(4), _nested(None))
+    assert ok, why
+    ok, why = _proved(_nested(4, ahead=2), _nested(None))  # one step short
+    assert not ok, why

@@ -12,7 +12,8 @@ and nothing the pass says about what it did.
 its own successor (a loop of one block, ``H``) is a *loop header*. In the
 candidate, the header is the block with ``H``'s labels, and its *region* is
 its strongly connected component (the blocks reachable from it that reach
-it): entered only through the header, else refused. The other blocks of
+it) without the blocks that carry an original plain block's labels (an
+outer loop's header): entered only through the header, else refused. The other blocks of
 both kernels must pair up in order with the same labels (the map ``M``).
 The hypothesis at every cut point is the **identity relation**: the same
 value in every register live there in either kernel, the same memory (one
@@ -178,11 +179,15 @@ class _Proof:
         heads = [b.index for b in bo if b.index in b.succs]
         regions: dict[int, tuple[int, frozenset[int]]] = {}  # original header -> (candidate header, region)
         by_labels = {b.labels: b.index for b in bc if b.labels}
+        # the candidate's blocks that carry an original plain block's labels are never inside a loop's
+        # region: an outer loop's header closes a cycle through an inner header, not part of its trip
+        plain_labels = {b.labels for b in bo if b.labels and b.index not in heads}
+        fixed = frozenset(b.index for b in bc if b.labels in plain_labels)
         for h in heads:
             hc = by_labels.get(bo[h].labels)
             if hc is None:
                 raise _Refused(f"the candidate has no block labelled {bo[h].label} (the loop's header)")
-            region = _scc(bc, hc)
+            region = _scc(bc, hc, fixed)
             for r in region:
                 if r != hc and any(p not in region for p in bc[r].preds):
                     raise _Refused(f"the candidate's loop {bo[h].label} is entered elsewhere than at its header")
@@ -458,18 +463,18 @@ class _Proof:
         return why
 
 
-def _scc(blocks, h: int) -> frozenset[int]:
-    """The blocks reachable from ``h`` that reach ``h``."""
+def _scc(blocks, h: int, outside: frozenset[int]) -> frozenset[int]:
+    """The blocks reachable from ``h`` that reach ``h``, not passing through ``outside``."""
     fwd, todo = {h}, [h]
     while todo:
         for s in blocks[todo.pop()].succs:
-            if s not in fwd:
+            if s not in fwd and s not in outside:
                 fwd.add(s)
                 todo.append(s)
     back, todo = {h}, [h]
     while todo:
         for p in blocks[todo.pop()].preds:
-            if p not in back:
+            if p not in back and p not in outside:
                 back.add(p)
                 todo.append(p)
     return frozenset(fwd & back)
