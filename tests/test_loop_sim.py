@@ -390,3 +390,16 @@ def test_an_inner_loop_unrolled_inside_an_outer_loop_is_proved():
     assert ok, why
     ok, why = _proved(_nested(4, ahead=2), _nested(None))  # one step short
     assert not ok, why
+
+
+def test_the_exact_form_is_proved_and_a_dropped_copy_is_not():
+    const = [x.replace("%r2;", "8;") for x in BODY]
+    original = ORIGINAL.replace(BODY[2], const[2])
+    pre, tail = original.split("L_top:\n")[0] + "L_top:\n", TAIL
+
+    def exact(copies: int) -> str:
+        return pre + "".join(f"\t{x}\n" for x in const * copies) + tail
+    ok, why = _proved(exact(4), original)
+    assert ok, why
+    ok, why = _proved(exact(3), original)  # 3 of 4 copies: a trip past 8 iterations
+    assert not ok, why
