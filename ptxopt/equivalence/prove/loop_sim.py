@@ -456,8 +456,11 @@ class _Proof:
         if ans.status == "unknown":
             raise _Timeout(f"{where}: {ans.note or 'unknown'} (limit {QUERY_TIMEOUT_MS} ms per query)")
         fails = [o[0] for i, o in enumerate(obs) if ans.model.get(f"ob.{i}", 1) == 0]
+        state = [f"{name.split('.', 2)[2]} = {v:#x}" for name, v in sorted(ans.model.items())
+                 if name.startswith("in.") and name.count(".") >= 2]
         why = f"{where}: the solver found a state at the cut point where {fails[0] if fails else 'an obligation'} " \
-              f"fails" + (f" (and {len(fails) - 1} more)" if len(fails) > 1 else "")
+              f"fails" + (f" (and {len(fails) - 1} more)" if len(fails) > 1 else "") + \
+              (f", e.g. {', '.join(state[:6])}" if state else "")
         if final:
             raise _Refused(why)
         return why
