@@ -28,7 +28,9 @@ What :func:`optimize` does, in order:
 
 The result is used only when it assembled and its verdict is trusted
 (``identical``, ``hints-only``, ``proved``, ``equal``, or ``unchecked`` when the
-caller asked for no check); otherwise :attr:`OptimizeResult.ptx` is the
+caller asked for no check) -- but a pipeline in which a pass that changes
+control flow (``unroll``: :attr:`ptxopt.passes.base.Pass.structural`) changed
+the module is used only when ``proved``; otherwise :attr:`OptimizeResult.ptx` is the
 input text, byte for byte, and :attr:`OptimizeResult.reason` says why.
 A pass that crashes is caught the same way (its reproducer path is in the
 reason). Registers and spill bytes come from ptxas ``-v`` for the input
@@ -47,7 +49,7 @@ from typing import Callable, NamedTuple
 from ptxopt.emit import emit
 from ptxopt.ir import Module
 from ptxopt.parser import parse
-from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord
+from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
 from ptxopt.passes.base import PassError
 from ptxopt.pipeline import Pipeline, PipelineError
 
@@ -299,6 +301,12 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
     else:
         out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
+    moved = structural_changes(run)
+    if moved and out.verdict in ACCEPTED and out.verdict is not Verdict.PROVED:
+        # a pass that changes control flow is applied only when proved (ptxopt.equivalence.prove.structural):
+        # launches that agreed at a few trip counts are no evidence for every trip count
+        return keep_input(f"{', '.join(moved)} changed control flow and the result was not proved equivalent "
+                          f"({out.verdict}: {out.verdict_note})")
     if out.verdict not in ACCEPTED:
         from ptxopt.equivalence.budget import BUDGET_SPENT
 

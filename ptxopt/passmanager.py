@@ -77,7 +77,7 @@ from ptxopt.emit import emit
 from ptxopt.inputs import InputError
 from ptxopt.ir import Module
 from ptxopt.parser import parse
-from ptxopt.passes.base import ChangeReport, IllegalPass, Pass, Site
+from ptxopt.passes.base import ChangeReport, IllegalPass, Pass, PassError, Site
 from ptxopt.pipeline import Pipeline
 
 
@@ -354,13 +354,37 @@ class PassManager:
             return None
 
 
-def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>") -> str:
+class UnprovedStructuralRewrite(PassError):
+    """:func:`optimize` (no checks) was asked for a pipeline in which a
+    structural pass (:attr:`ptxopt.passes.base.Pass.structural`) changed the
+    module: it cannot prove the rewrite, so it does not return it."""
+
+
+def structural_changes(result: RunResult) -> list[str]:
+    """The names of the structural passes (they change control flow) that changed the module."""
+    return [r.name for r, p in zip(result.records, result.pipeline.passes)
+            if r.changed and getattr(p, "structural", False)]
+
+
+def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>",
+             allow_unchecked: bool = False) -> str:
     """Internal text-in/text-out helper: the pipeline's output, printed, with
     no ptxas or equivalence check. Callers outside ptxopt use
     :func:`ptxopt.optimize` (:mod:`ptxopt.api`), which checks both and keeps
-    the input when the result is not safe."""
+    the input when the result is not safe.
+
+    A structural pass (one that changes control flow, e.g. ``unroll``) that
+    changed the module raises :class:`UnprovedStructuralRewrite`: nothing
+    here proves it. ``allow_unchecked=True`` returns it anyway."""
     m = parse(ptx_text, filename)
-    return emit(PassManager(pipeline).run(m).module)
+    result = PassManager(pipeline).run(m)
+    unproved = structural_changes(result)
+    if unproved and not allow_unchecked:
+        raise UnprovedStructuralRewrite(
+            f"pass{'es' if len(unproved) > 1 else ''} {', '.join(unproved)} changed control flow and "
+            f"this entry point proves nothing: use ptxopt.optimize (which proves the rewrite) or pass "
+            f"allow_unchecked=True")
+    return emit(result.module)
 
 
 # --------------------------------------------------------------------------
@@ -429,5 +453,6 @@ class Stats(Instrument):
 
 
 __all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass", "VerificationError",
+           "UnprovedStructuralRewrite", "structural_changes",
            "Instrument", "PassInstrumentation", "BisectLimit", "MODULE_SITE",
            "PrintChanged", "PrintAfterAll", "TimePasses", "Stats", "optimize"]

@@ -46,10 +46,9 @@ def test_unrolled_constant_trip_loops_are_proved(name, factor):
     text = KERNEL if name == "test_unroll.KERNEL" else GUARDED if name == "GUARDED" else (ROOT / name).read_text()
     if name.endswith("refuses.ptx") and factor == 4:
         # 6 is not a multiple of 4: the guarded form declares fresh registers for
-        # its look-ahead test, which the prover does not match yet -- it must say
-        # so (inconclusive), never guess; the interpreter decides this one.
+        # its look-ahead test; the inductive loop simulation proves it (prove.loop_sim)
         r = prove(text, unrolled(text, factor))
-        assert r.verdict == Verdict.INCONCLUSIVE and "declarations" in r.reason, r.reason
+        assert r.verdict == Verdict.PROVED and "inductive simulation" in r.reason, r.reason
         return
     r = prove(text, unrolled(text, factor))
     assert r.verdict == Verdict.PROVED, r.reason

@@ -405,7 +405,9 @@ def _run_parallel(sources, archs, jobs, progress: bool):
 @contract_options
 @click.option("--allow-unchecked", is_flag=True,
               help="With --verify-each, exit 0 (not 4) even when equivalence could not be checked for an entry "
-                   "(the original cannot run under the contract); the 'inconclusive' lines are still printed.")
+                   "(the original cannot run under the contract); the 'inconclusive' lines are still printed. "
+                   "Also write the result of a pass that changes control flow (unroll) whose proof failed "
+                   "(by default: exit 1, nothing written); the output then says it is not proved.")
 @click.option("--print-changed", is_flag=True, help="Print a diff (stderr) after every pass that changed the module.")
 @click.option("--print-after-all", is_flag=True, help="Print the module (stderr) after every pass.")
 @click.option("--time-passes", is_flag=True, help="Print how long each pass took (stderr).")
@@ -430,6 +432,10 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     The output is assembled with ptxas first (unless --no-compile-check):
     when ptxas rejects it, exit 1 with ptxas's message and no output (when
     ptxas rejects the input as well, exit 2: the input's problem).
+    A pass that changes control flow (unroll) has its result proved
+    equivalent to its input before anything is written: when the proof
+    fails, exit 1 with the reason and no output (--allow-unchecked writes it,
+    saying it is not proved).
     With --verify-each, exit 0: every changed entry was decided equivalent
     (identical, hints-only, proved, or equal in the interpreter); 1: a pass broke the kernel (a reproducer is written); 2: bad
     input, including PTX that ptxas rejects before any pass ran; 4:
@@ -464,9 +470,29 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
         instruments.append(Stats())
     if time_passes:
         instruments.append(TimePasses())
+    structural = None
+    if any(getattr(p, "structural", False) for p in pl):  # a rewrite of control flow is proved, not sampled
+        from ptxopt.equivalence.prove.structural import StructuralProofs
+
+        structural = StructuralProofs()
+        instruments.append(structural)
     pm = PassManager(pl, instruments=instruments, bisect_limit=opt_bisect_limit,
                      reproducer_dir=reproducer_dir)
     result = pm.run(m)
+    unproved = structural.unproved if structural is not None else []
+    for pr in structural.proofs if structural is not None else ():
+        if pr.proved:
+            click.echo(f"ptxopt: proved: {pr.line()}", err=True)
+        elif allow_unchecked:
+            click.echo(f"ptxopt: warning: NOT PROVED, written because of --allow-unchecked: {pr.line()}", err=True)
+        else:
+            click.echo(f"ptxopt: not proved: {pr.line()}", err=True)
+    if unproved and not allow_unchecked:
+        click.echo(f"ptxopt: error: pass{'es' if len(unproved) > 1 else ''} "
+                   f"{', '.join(dict.fromkeys(u.name for u in unproved))} changed control flow and the result "
+                   f"was not proved equivalent (see the 'not proved:' line{'s' if len(unproved) > 1 else ''}); "
+                   f"nothing written; pass --allow-unchecked to write it anyway", err=True)
+        sys.exit(CHECK_FAILED)
     inconclusive = []
     if verifier is not None:
         for c in verifier.checks:
@@ -489,6 +515,9 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     stdout_json = False
     if as_json or json_out:
         doc = {"file": src.name, **result.to_json()}
+        if structural is not None:
+            doc["structural"] = {"proofs": [pr.to_json() for pr in structural.proofs],
+                                 "allow_unchecked": allow_unchecked, "unproved_written": bool(unproved)}
         if verifier is not None:
             doc["verify"] = verifier.to_json()
             doc["verify"]["allow_unchecked"] = allow_unchecked

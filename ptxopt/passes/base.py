@@ -121,6 +121,13 @@ class Pass:
     #: Declared and overridden together: a class that does one without the
     #: other is refused when it is defined.
     uses_launch: ClassVar[bool] = False
+    #: Does the pass change control flow (blocks, branches, loops)? A structural
+    #: rewrite is written by ``ptxopt run`` only once the prover has shown its
+    #: result equivalent (:mod:`ptxopt.equivalence.prove.structural`), and the
+    #: unchecked :func:`ptxopt.passmanager.optimize` refuses it unless told
+    #: ``allow_unchecked=True``: sampling launches is not evidence enough for a
+    #: rewrite of the loops themselves.
+    structural: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -93,6 +93,7 @@ class Unroll(FunctionPass):
     kind: ClassVar[str] = "unroll"
     family: ClassVar[str] = UNROLL
     choices: ClassVar[dict] = {"factor": (2, 4, 8)}
+    structural: ClassVar[bool] = True  # it rewrites loops: proved before ``run`` writes it
     factor: int
 
     @property

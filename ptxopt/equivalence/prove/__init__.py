@@ -10,7 +10,9 @@ control-flow graphs are matched block by block with live-in/live-out
 correspondence (:mod:`.match`). Where blocks no longer correspond because a
 loop was unrolled, loops with constant trip counts are run out instead
 (:mod:`.loops`: a one-block loop as a region, else both functions path by
-path).
+path), and loops with any trip count are proved by an inductive simulation
+at their headers, discharged by the SMT solver (:mod:`.loop_sim`; also the
+only proof tried when the candidate declares new ``.reg`` temporaries).
 
 Verdicts (:class:`ProveResult.verdict`):
 
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Decl, Function, Module
 from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
+from ptxopt.equivalence.prove.loop_sim import extra_registers_only, prove_by_simulation
 from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
 
 VERDICTS = (Verdict.PROVED.value, Verdict.INCONCLUSIVE.value, Verdict.DIFFER.value)  # what the prover answers
@@ -198,11 +201,15 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
         if f.body is None or (f.is_entry and entry is not None and name != entry):
             continue
         if not same_declarations(f, g):
-            return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: declarations in the body differ")
-        todo.append((f, g))
+            if not extra_registers_only(f, g):
+                return ProveResult(Verdict.INCONCLUSIVE, f"function {name}: declarations in the body differ")
+            # only new .reg temporaries (an unrolled loop's check): the loop simulation's case
+            todo.append((f, g, True))
+            continue
+        todo.append((f, g, False))
     details = []
-    for f, g in todo:
-        d = prove_function(f, mo, g, mc, assume_align=assume_align)
+    for f, g, new_regs in todo:
+        d = _simulate(f, mo, g, mc) if new_regs else prove_function(f, mo, g, mc, assume_align=assume_align)
         details.append(d)
         if d.verdict != Verdict.PROVED:
             return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {d.reason}", details)
@@ -214,11 +221,26 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
     loops = [b for d in details for b in d.blocks if b.reason.startswith("loop:")]
     solver += f", {len(loops)} loop{'s' if len(loops) != 1 else ''} run out (a block whose iterations differ)" \
         if loops else ""
+    sim = [d.name for d in details if d.reason.startswith("inductive simulation")]
+    solver += f"; {', '.join(sim)} proved by inductive simulation at the loop headers (SMT)" if sim else ""
     whole = [d.name for d in details if d.reason.startswith("whole paths")]
     solver += f"; {', '.join(whole)} proved by executing whole paths (loops run out)" if whole else ""
     return ProveResult(Verdict.PROVED, f"equivalent for all inputs: {len(details)} function"
                                        f"{'s' if len(details) != 1 else ''} ({scope}), {blocks} blocks matched{solver}",
                        details)
+
+
+def _simulate(f: Function, mo: Module, g: Function, mc: Module) -> FunctionDetail:
+    """The loop simulation alone (the candidate declares new registers), after
+    the block matcher's own precondition on variable declarations."""
+    from ptxopt.equivalence.prove.match import _variable_clash
+
+    for fn, m, what in ((f, mo, "original"), (g, mc, "candidate")):
+        clash = _variable_clash(fn, m)
+        if clash:
+            return FunctionDetail(f.name, Verdict.INCONCLUSIVE, f"the {what} declares variable {clash} more than "
+                                                                f"once (not modelled)", [])
+    return prove_by_simulation(f, g)
 
 
 def _globals(m: Module) -> list:

@@ -48,26 +48,11 @@ from ptxopt.analysis.defuse import liveness
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.equivalence.prove import original_memo
+from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.memory import AliasOracle
 from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
 from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.equivalence.prove.values import Graph
-
-
-@dataclass
-class BlockDetail:
-    block: int
-    label: str | None
-    proved: bool
-    reason: str = ""
-
-
-@dataclass
-class FunctionDetail:
-    name: str
-    verdict: str  # Verdict.PROVED or Verdict.INCONCLUSIVE
-    reason: str
-    blocks: list[BlockDetail]
 
 
 class _Side:
@@ -209,13 +194,20 @@ def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume
                  failed: FunctionDetail) -> FunctionDetail:
     """Where blocks do not correspond (a loop unrolled), the bounded
     whole-path proof of :mod:`ptxopt.equivalence.prove.loops`; ``failed`` when it cannot prove."""
-    from ptxopt.equivalence.prove import loops
+    from ptxopt.equivalence.prove import loop_sim, loops
 
+    sim = ""
+    if loop_sim.worth_trying(so.cfg):  # any trip count, by the SMT solver
+        d = loop_sim.prove_by_simulation(so.fn, sc.fn)
+        if d.verdict == Verdict.PROVED:
+            return d
+        sim = f"; {d.reason}"
     if not loops.worth_trying(so):
-        return failed
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}", failed.blocks) if sim else failed
     ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check)
     if not ok:
-        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}; whole paths: {why}", failed.blocks)
+        return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}; whole paths: {why}",
+                              failed.blocks)
     return FunctionDetail(failed.name, Verdict.PROVED, f"whole paths: {why}",
                           [BlockDetail(b.index, b.label, True, "whole paths") for b in so.cfg.blocks])
 
