@@ -366,10 +366,10 @@ def structural_changes(result: RunResult) -> list[str]:
             if r.changed and getattr(p, "structural", False)]
 
 
-def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>",
-             allow_unchecked: bool = False) -> str:
-    """Internal text-in/text-out helper: the pipeline's output, printed, with
-    no ptxas or equivalence check. Callers outside ptxopt use
+def run_passes_unchecked(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input>",
+                         allow_unchecked: bool = False) -> str:
+    """Text in, text out: the pipeline's output, printed, with no ptxas or
+    equivalence check (the name says so). Callers outside ptxopt use
     :func:`ptxopt.optimize` (:mod:`ptxopt.api`), which checks both and keeps
     the input when the result is not safe.
 
@@ -385,6 +385,16 @@ def optimize(ptx_text: str, pipeline: str | Pipeline, *, filename: str = "<input
             f"this entry point proves nothing: use ptxopt.optimize (which proves the rewrite) or pass "
             f"allow_unchecked=True")
     return emit(result.module)
+
+
+def optimize(ptx_text: str, pipeline: str | Pipeline, **kw) -> str:
+    """Deprecated name of :func:`run_passes_unchecked`: ``ptxopt.optimize``
+    is the one ``optimize`` (checked, an :class:`~ptxopt.api.OptimizeResult`)."""
+    import warnings
+
+    warnings.warn("ptxopt.passmanager.optimize is unchecked and deprecated: use ptxopt.optimize (checked) or "
+                  "ptxopt.passmanager.run_passes_unchecked", DeprecationWarning, stacklevel=2)
+    return run_passes_unchecked(ptx_text, pipeline, **kw)
 
 
 # --------------------------------------------------------------------------
@@ -452,7 +462,7 @@ class Stats(Instrument):
                 self.out.write(f"  refused {s}\n")
 
 
-__all__ = ["PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass", "VerificationError",
+__all__ = ["run_passes_unchecked", "PassManager", "RunResult", "PassRecord", "PassFailure", "InputRejected", "RevertPass", "VerificationError",
            "UnprovedStructuralRewrite", "structural_changes",
            "Instrument", "PassInstrumentation", "BisectLimit", "MODULE_SITE",
            "PrintChanged", "PrintAfterAll", "TimePasses", "Stats", "optimize"]

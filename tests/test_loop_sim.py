@@ -195,7 +195,8 @@ def test_run_refuses_an_unproved_unroll_unless_allowed(kernel, monkeypatch, tmp_
 
 
 def test_the_unchecked_entry_point_refuses_a_structural_rewrite():
-    from ptxopt.passmanager import UnprovedStructuralRewrite, optimize
+    from ptxopt.passmanager import UnprovedStructuralRewrite
+    from ptxopt.passmanager import run_passes_unchecked as optimize
 
     with pytest.raises(UnprovedStructuralRewrite, match="allow_unchecked"):
         optimize(ORIGINAL, "unroll_4")

@@ -124,7 +124,7 @@ class Pass:
     #: Does the pass change control flow (blocks, branches, loops)? A structural
     #: rewrite is written by ``ptxopt run`` only once the prover has shown its
     #: result equivalent (:mod:`ptxopt.equivalence.prove.structural`), and the
-    #: unchecked :func:`ptxopt.passmanager.optimize` refuses it unless told
+    #: unchecked :func:`ptxopt.passmanager.run_passes_unchecked` refuses it unless told
     #: ``allow_unchecked=True``: sampling launches is not evidence enough for a
     #: rewrite of the loops themselves.
     structural: ClassVar[bool] = False
