@@ -7,6 +7,11 @@ nvdisasm get the limit as their own time limit; the interpreter and the
 model also stop at their step budgets.  The worker pool
 (:mod:`ptxopt.evaluate.parallel`) is the backstop: it kills a worker whose
 current step overruns the limit and records ``timeout`` for the candidate.
+
+A timer that was already armed (the host program's, or an enclosing
+deadline's) is stopped meanwhile and re-armed afterwards with its time left;
+if that ran out meanwhile, its handler gets the signal on exit
+(:func:`ptxopt.host_state.resume_alarm`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+
+from ptxopt.host_state import resume_alarm, suspend_alarm
 
 
 class CandidateTimeout(BaseException):
@@ -31,6 +38,7 @@ def deadline(seconds: float | None):
     def _ring(signum, frame):
         raise CandidateTimeout()
 
+    outer = suspend_alarm()
     old = signal.signal(signal.SIGALRM, _ring)
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     try:
@@ -38,6 +46,7 @@ def deadline(seconds: float | None):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        resume_alarm(outer)
 
 
 __all__ = ["CandidateTimeout", "deadline"]
