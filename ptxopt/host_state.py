@@ -45,13 +45,15 @@ def suspend_alarm() -> tuple[float, float, float] | None:
     :func:`resume_alarm`, or None when it was not armed (or not the main thread)."""
     if not _main_thread():
         return None
+    when = time.monotonic()  # before stopping it: the time left is never overstated
     left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
-    return (left, interval, time.monotonic()) if left > 0 else None
+    return (left, interval, when) if left > 0 else None
 
 
 def resume_alarm(saved: tuple[float, float, float] | None) -> None:
     """Re-arm a timer :func:`suspend_alarm` stopped with its time left minus the
-    time since; when none is left, raise ``SIGALRM`` now (the handler in place
+    time since (not counting a preemption between reading the clock and
+    re-arming); when none is left, raise ``SIGALRM`` now (the handler in place
     runs as if the timer had just rung), then re-arm a periodic timer with its
     interval. Call it after the host's ``SIGALRM`` handler is back."""
     if saved is None:
