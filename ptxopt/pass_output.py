@@ -11,8 +11,9 @@ warning per pass and process on stderr (:func:`report`), or handed to the
 caller that asked with :func:`collecting` (:func:`ptxopt.optimize` puts it
 in its result's ``warnings``).
 
-Cost: a flush, ``dup``/``dup2`` and two ``lseek``s per pass application
-(microseconds against the pass's own hundreds), so every pass is captured,
+Cost: switching costs ``dup``/``dup2`` and a signal mask (~30 us), so it
+is done once per action mask or pipeline, and each pass inside only looks
+at two offsets (~3 us) to tell what it printed; every pass is captured,
 not only plugins. Worker processes (``-j``) run passes the same way: the
 temporary file is made per process (a forked child never shares its
 parent's). The capture is process-wide and counted: passes running in two
@@ -42,9 +43,10 @@ class _Capture:
     depth = 0
     pid = -1
     tmp: int | None = None  # this process's temporary file
-    saved_fd: int | None = None  # fd 1 as it was
+    saved_fd: int | None = None  # fd 1 as it was (None: fd 1 is not redirected)
     saved_stdout = None  # sys.stdout as it was
     buffer: io.StringIO | None = None
+    claimed = (0, 0)  # how much of (buffer, temporary file) was already reported
 
 
 _cap = _Capture()
@@ -52,53 +54,53 @@ _reported: set[str] = set()
 
 
 def _begin() -> None:
-    with _lock:
-        _cap.depth += 1
-        if _cap.depth > 1:
-            return
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001  (a closed or odd stdout: nothing to flush)
-            pass
-        _cap.saved_stdout = sys.stdout
-        _cap.buffer = sys.stdout = io.StringIO()
-        try:
-            _cap.saved_fd = os.dup(1)
-        except OSError:  # no fd 1: only the Python level is captured
-            _cap.saved_fd = None
-            return
-        if _cap.pid != os.getpid():  # made here, after any fork: a child never writes into its parent's
-            fd, path = tempfile.mkstemp(prefix="ptxopt-pass-stdout-")
-            os.unlink(path)
-            _cap.tmp, _cap.pid = fd, os.getpid()
-        os.dup2(_cap.tmp, 1)
+    """Point sys.stdout and fd 1 at the capture (the outermost :func:`captured`)."""
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001  (a closed or odd stdout: nothing to flush)
+        pass
+    _cap.saved_stdout = sys.stdout
+    _cap.buffer = sys.stdout = io.StringIO()
+    _cap.claimed = (0, 0)
+    try:
+        _cap.saved_fd = os.dup(1)
+    except OSError:  # no fd 1: only the Python level is captured
+        _cap.saved_fd = None
+        return
+    if _cap.pid != os.getpid():  # made here, after any fork: a child never writes into its parent's
+        fd, path = tempfile.mkstemp(prefix="ptxopt-pass-stdout-")
+        os.unlink(path)
+        _cap.tmp, _cap.pid = fd, os.getpid()
+    os.ftruncate(_cap.tmp, 0)
+    os.lseek(_cap.tmp, 0, os.SEEK_SET)
+    os.dup2(_cap.tmp, 1)
+
+
+def _ends() -> tuple[int, int]:
+    """How much the capture holds now: (characters in the buffer, bytes in the file)."""
+    py = _cap.buffer.tell() if _cap.buffer is not None else 0
+    return py, (os.lseek(_cap.tmp, 0, os.SEEK_CUR) if _cap.saved_fd is not None else 0)
+
+
+def _claim() -> str:
+    """What was printed since the last claim (and claim it)."""
+    (py0, fd0), (py1, fd1) = _cap.claimed, _ends()
+    text = _cap.buffer.getvalue()[py0:py1] if py1 > py0 else ""
+    if fd1 > fd0:
+        text += os.pread(_cap.tmp, fd1 - fd0, fd0).decode("utf-8", "replace")
+    _cap.claimed = (py1, fd1)
+    return text
 
 
 def _end() -> str:
-    with _lock:
-        _cap.depth -= 1
-        if _cap.depth > 0:
-            return ""
-        text = _cap.buffer.getvalue() if _cap.buffer is not None else ""
-        sys.stdout, _cap.saved_stdout, _cap.buffer = _cap.saved_stdout, None, None
-        if _cap.saved_fd is None:
-            return text
+    """Put sys.stdout and fd 1 back; what was printed and not yet claimed."""
+    text = _claim()
+    sys.stdout, _cap.saved_stdout, _cap.buffer = _cap.saved_stdout, None, None
+    if _cap.saved_fd is not None:
         os.dup2(_cap.saved_fd, 1)
         os.close(_cap.saved_fd)
         _cap.saved_fd = None
-        size = os.lseek(_cap.tmp, 0, os.SEEK_CUR)
-        if not size:
-            return text
-        os.lseek(_cap.tmp, 0, os.SEEK_SET)
-        data = b""
-        while len(data) < size:
-            chunk = os.read(_cap.tmp, size - len(data))
-            if not chunk:
-                break
-            data += chunk
-        os.ftruncate(_cap.tmp, 0)
-        os.lseek(_cap.tmp, 0, os.SEEK_SET)
-        return text + data.decode("utf-8", "replace")
+    return text
 
 
 @contextmanager
@@ -117,14 +119,31 @@ def _no_alarm():
 @contextmanager
 def captured(label: str):
     """Run the block with stdout captured; what it printed is :func:`report`-ed
-    as coming from ``label`` (e.g. ``"pass 'noisy'"``)."""
-    with _no_alarm():
-        _begin()
+    as coming from ``label`` (e.g. ``"pass 'noisy'"``). Inside another
+    :func:`captured` block (a pipeline, an action mask around each pass) it
+    costs a look at two offsets: it reports what its block printed and the
+    outer block what is left."""
+    with _lock:
+        outer = _cap.depth == 0
+        _cap.depth += 1
+        if outer:
+            with _no_alarm():
+                _begin()
     try:
         yield
     finally:
-        with _no_alarm():
-            text = _end()
+        with _lock:
+            if outer:
+                _cap.depth = 0
+                with _no_alarm():
+                    text = _end()
+            elif _cap.buffer is None:  # the outer block (another thread's) has ended
+                _cap.depth, text = max(0, _cap.depth - 1), ""
+            else:
+                _cap.depth -= 1
+                if sys.stdout is not _cap.buffer:  # the pass replaced it: the capture's again
+                    sys.stdout = _cap.buffer
+                text = _claim()
         if text:
             report(label, text)
 

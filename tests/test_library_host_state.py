@@ -141,6 +141,7 @@ def host(monkeypatch, tmp_path):
     gc.set_threshold(1234, 11, 12)
     monkeypatch.setenv("PTXOPT_HOST_VAR", "kept")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
     monkeypatch.setenv("PTXOPT_CACHE", str(tmp_path / "ptxopt" / "c.sqlite"))
     register(Tamper, replace=True)
     register(Sleep, replace=True)
@@ -215,3 +216,23 @@ def test_a_call_from_another_thread_leaves_the_hosts_timer_running(host):
     # what a thread can put back is put back; the handlers the plugin changed from a
     # thread (it may not: signal.signal raises there, a pass failure) are the host's
     assert after == before
+
+
+def test_a_deadline_inside_another_timer_gives_it_back(host):
+    """ptxopt's own time limit (:func:`ptxopt.evaluate.deadline.deadline`, used
+    without the library guard, e.g. by the CLI) re-arms a timer that was
+    running; an enclosing deadline that ran out meanwhile rings on exit."""
+    from ptxopt.evaluate.deadline import CandidateTimeout, deadline
+
+    signal.setitimer(signal.ITIMER_REAL, HOST_TIMER)
+    with deadline(5):
+        time.sleep(SLEEP_S)
+    left, _ = signal.getitimer(signal.ITIMER_REAL)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    assert 0 < left <= HOST_TIMER - SLEEP_S + SLEEP_S / 2 and host == []
+    with pytest.raises(CandidateTimeout):
+        with deadline(SHORT_TIMER):
+            with deadline(5):
+                time.sleep(SLEEP_S)
+            pytest.fail("the enclosing limit ran out inside: it rings when the inner one ends")
+    assert signal.getsignal(signal.SIGALRM) is not None and host == []

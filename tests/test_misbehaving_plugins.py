@@ -168,9 +168,9 @@ def test_search_json_with_worker_processes_from_an_installed_plugin(plugin_dir, 
 # -- never returns ------------------------------------------------------------------------------------------
 
 
-def test_a_pass_that_does_not_return_is_stopped_and_masked(plugin):
+def test_a_pass_that_does_not_return_is_stopped_and_masked(plugin, capfd):
     """Stopped at the limit (it never finishes), masked; the other states of
-    the search mask it without applying it again."""
+    the search mask it without applying it again; stdout is whole afterwards."""
     root = _root(0.2, "hang_plugin")
     reasons = {m.action: m.reason for m in root.moves()}
     assert reasons["hang_plugin"].startswith("timeout: the pass took longer than 0.2 s")
@@ -178,6 +178,9 @@ def test_a_pass_that_does_not_return_is_stopped_and_masked(plugin):
     assert {m.action: m.reason for m in child.moves()}["hang_plugin"].startswith("timeout: ")
     assert plugin.finished == []  # no application was waited for
     assert any(m.legal for m in root.moves())  # the rest of the mask is untouched
+    print("stdout-after")
+    os.write(1, b"fd-after\n")
+    assert capfd.readouterr().out == "stdout-after\nfd-after\n"
 
 
 def test_search_timeout_stops_a_pass_that_does_not_return(plugin, tmp_path):
@@ -209,3 +212,18 @@ def test_a_pass_that_raises_is_masked_and_reported(plugin, tmp_path):
                                  "--cache", str(tmp_path / "c.sqlite"), "--json"])
     assert r.exit_code == 0, r.output
     assert "boom_plugin" not in json.loads(r.stdout)["kernels"][0]["pipeline"]
+
+
+def test_output_is_told_to_the_pass_that_printed_it(plugin, capfd):
+    """Inside one capture (an action mask), each pass is named for its own output."""
+    from ptxopt.pass_output import captured, collecting
+
+    with collecting() as said, captured("the mask"):
+        with captured("pass 'a'"):
+            os.write(1, b"from a\n")
+        with captured("pass 'b'"):
+            pass
+        print("from the mask")
+    assert [line.split(" wrote")[0] for line in said] == ["pass 'a'", "the mask"]
+    assert "from a" in said[0] and "from the mask" in said[1]
+    assert capfd.readouterr().out == ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from contextlib import contextmanager
 
 from ptxopt.host_state import resume_alarm, suspend_alarm
@@ -35,18 +36,25 @@ def deadline(seconds: float | None):
         yield
         return
 
-    def _ring(signum, frame):
-        raise CandidateTimeout()
-
-    outer = suspend_alarm()
-    old = signal.signal(signal.SIGALRM, _ring)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    if signal.getsignal(signal.SIGALRM) is _ring:  # inside another deadline: swap the timers (one call)
+        old, when = None, time.monotonic()
+        left, interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+        outer = (left, interval, when) if left > 0 else None
+    else:  # the host's timer stopped before the handler is ours: it never rings into ptxopt
+        outer = suspend_alarm()
+        old = signal.signal(signal.SIGALRM, _ring)
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        if old is not None:
+            signal.signal(signal.SIGALRM, old)
         resume_alarm(outer)
+
+
+def _ring(signum, frame):
+    raise CandidateTimeout()
 
 
 __all__ = ["CandidateTimeout", "deadline"]

@@ -43,6 +43,7 @@ stdout (:mod:`ptxopt.pass_output`).
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -53,6 +54,7 @@ from ptxopt.evaluate.candidate import DEFAULT_TIMEOUT, bind_launch, entry_of, pe
 from ptxopt.evaluate.deadline import CandidateTimeout, deadline
 from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
+from ptxopt.pass_output import captured
 from ptxopt.passes.base import IllegalPass, PassError
 from ptxopt.pipeline import Pipeline
 from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
@@ -171,7 +173,7 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            with gc_paused():  # every pass applied: one burst of allocation (see ptxopt.gc_pause)
+            with self._applying(len(self.actions)):
                 self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _not_a_fact(m)})
@@ -196,12 +198,22 @@ class State:
             if not missing:
                 return self._facts
             if len(missing) < len(self.actions):
-                for n in missing:
-                    self._kids[n] = self._move(n)
+                with self._applying(len(missing)):
+                    for n in missing:
+                        self._kids[n] = self._move(n)
                 self._remember({n: self._kids[n].reason for n in missing if not _not_a_fact(self._kids[n])})
                 return self._facts
         self.moves()
         return self._facts or {}
+
+    @contextmanager
+    def _applying(self, n: int):
+        """Around applying ``n`` passes: one burst of allocation (see
+        :mod:`ptxopt.gc_pause`), one capture of stdout and one timer for all
+        (each pass's own limit and capture inside then cost a few syscalls)."""
+        s = self.limit.seconds
+        with gc_paused(), captured("a pass of the action mask"), deadline(s * n if s else None):
+            yield
 
     def _conflict(self, name: str) -> str | None:
         return self.pipeline.can_append(action_pass(name))
