@@ -11,10 +11,11 @@ warning per pass and process on stderr (:func:`report`), or handed to the
 caller that asked with :func:`collecting` (:func:`ptxopt.optimize` puts it
 in its result's ``warnings``).
 
-Cost: switching costs ``dup``/``dup2`` and a signal mask (~30 us), so it
-is done once per action mask or pipeline, and each pass inside only looks
-at two offsets (~3 us) to tell what it printed; every pass is captured,
-not only plugins. Worker processes (``-j``) run passes the same way: the
+Cost: switching costs ``dup``/``dup2`` and a signal mask (~50 us on this
+machine), so an action mask switches once and each pass inside only looks at
+two offsets (~6 us) to tell what it printed; a pipeline (the pass manager)
+switches per pass, so that its instruments' output (``--print-changed``...)
+is never captured. Every pass is captured, not only plugins. Worker processes (``-j``) run passes the same way: the
 temporary file is made per process (a forked child never shares its
 parent's). The capture is process-wide and counted: passes running in two
 threads at once share one capture, and anything another thread prints to
