@@ -57,4 +57,33 @@ def _ring(signum, frame):
     raise CandidateTimeout()
 
 
-__all__ = ["CandidateTimeout", "deadline"]
+class StepClock:
+    """The time limit of one step in a loop of steps (:func:`per_step`)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = max(seconds, 0.001) if seconds else None
+
+    def start(self) -> None:
+        """The next step has ``seconds`` from now (:class:`CandidateTimeout` after)."""
+        if self.seconds:
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def stop(self) -> None:
+        if self.seconds:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+@contextmanager
+def per_step(seconds: float | None):
+    """:func:`deadline` for a loop whose every step may take ``seconds``: the
+    handler is installed once, and each step costs one timer call to start
+    and one to stop (:class:`StepClock`; main thread only, else a no-op)."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield StepClock(None)
+        return
+    with deadline(seconds):
+        signal.setitimer(signal.ITIMER_REAL, 0)  # no step running yet
+        yield StepClock(seconds)
+
+
+__all__ = ["CandidateTimeout", "deadline", "per_step", "StepClock"]

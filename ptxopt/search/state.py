@@ -51,7 +51,7 @@ import numpy as np
 
 from ptxopt.evaluate import Candidate
 from ptxopt.evaluate.candidate import DEFAULT_TIMEOUT, bind_launch, entry_of, performance_for
-from ptxopt.evaluate.deadline import CandidateTimeout, deadline
+from ptxopt.evaluate.deadline import CandidateTimeout, StepClock, per_step
 from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
 from ptxopt.pass_output import captured
@@ -81,6 +81,7 @@ class PassLimit:
 
     seconds: float | None = DEFAULT_TIMEOUT
     overran: set = field(default_factory=set)
+    clock: StepClock = field(default_factory=lambda: StepClock(None))  # the running one (:meth:`State._applying`)
 
 
 @dataclass(eq=False)
@@ -173,7 +174,7 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            with self._applying(len(self.actions)):
+            with self._applying():
                 self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
             self._remember({m.action: m.reason for m in self._moves if not _not_a_fact(m)})
@@ -198,7 +199,7 @@ class State:
             if not missing:
                 return self._facts
             if len(missing) < len(self.actions):
-                with self._applying(len(missing)):
+                with self._applying():
                     for n in missing:
                         self._kids[n] = self._move(n)
                 self._remember({n: self._kids[n].reason for n in missing if not _not_a_fact(self._kids[n])})
@@ -207,13 +208,17 @@ class State:
         return self._facts or {}
 
     @contextmanager
-    def _applying(self, n: int):
-        """Around applying ``n`` passes: one burst of allocation (see
-        :mod:`ptxopt.gc_pause`), one capture of stdout and one timer for all
-        (each pass's own limit and capture inside then cost a few syscalls)."""
-        s = self.limit.seconds
-        with gc_paused(), captured("a pass of the action mask"), deadline(s * n if s else None):
-            yield
+    def _applying(self):
+        """Around applying passes (:meth:`_move`): one burst of allocation (see
+        :mod:`ptxopt.gc_pause`), one capture of stdout and one timer handler for
+        all; each pass's own limit and capture inside then cost a few syscalls."""
+        limit = self.limit
+        with gc_paused(), captured("a pass of the action mask"), per_step(limit.seconds) as clock:
+            outer, limit.clock = limit.clock, clock
+            try:
+                yield
+            finally:
+                limit.clock = outer
 
     def _conflict(self, name: str) -> str | None:
         return self.pipeline.can_append(action_pass(name))
@@ -234,8 +239,11 @@ class State:
         if name in limit.overran:
             return Move(name, reason=f"timeout: took longer than {limit.seconds:g} s on an earlier state")
         try:
-            with deadline(limit.seconds):
+            limit.clock.start()
+            try:
                 module, _report = bound.apply(self.module)  # check_legal first
+            finally:
+                limit.clock.stop()
         except CandidateTimeout:
             limit.overran.add(name)
             return Move(name, reason=f"timeout: the pass took longer than {limit.seconds:g} s")
@@ -280,7 +288,8 @@ class State:
         else:
             m = self._kids.get(action)
             if m is None:
-                m = self._kids[action] = self._move(action)
+                with self._applying():
+                    m = self._kids[action] = self._move(action)
                 if not _not_a_fact(m):
                     known = (self._facts or {}).get(action, m.reason)
                     if (known is None) != (m.reason is None):  # the memo disagrees with the pass: trust the pass
