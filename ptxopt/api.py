@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from ptxopt.emit import emit
+from ptxopt.host_state import library_call
 from ptxopt.ir import Module
 from ptxopt.parser import parse
 from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
@@ -133,13 +134,19 @@ def _resources(res) -> tuple[int | None, int | None]:
     return (max(regs) if regs else None), sum(k.spill_store_bytes + k.spill_load_bytes for k in ks)
 
 
+#: seconds :func:`optimize`'s passes may take by default (the evaluator's per-candidate limit)
+PASS_TIMEOUT = 600.0
+
+
+@library_call
 def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
              parsed: Module | None = None, check_steps: int | None = None,
              overlap_compiles: bool = True, sass_store=None,
-             min_improvement: float | None = None) -> OptimizeResult:
+             min_improvement: float | None = None,
+             timeout: float | None = PASS_TIMEOUT) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -181,6 +188,14 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
     it is ``inconclusive`` and the input is kept, the reason saying
     ``inconclusive (budget)``; nothing it did not run is claimed.
+
+    ``timeout``: seconds the passes may take (None: no limit); passes that
+    take longer are stopped and the input kept, ``inconclusive``. The limit
+    is a ``SIGALRM`` timer, so it holds only when called from the main
+    thread. What a pass prints is kept off stdout and becomes one of the
+    result's ``warnings``. The caller's signal handlers, ``ITIMER_REAL``,
+    ``sys.stdout``, GC state and environment are as they were on return
+    (:mod:`ptxopt.host_state`).
 
     Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
     :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
@@ -237,10 +252,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
             input_seconds[0] = time.perf_counter() - t
 
     input_run = _helper("input").submit(run_input) if compile is not None and overlap_compiles else None
-    try:
-        run, failure = timed("passes", PassManager(pipe).run, module), None
-    except Exception as e:  # reported after ptxas has judged the input, as before
-        run, failure = None, e
+    run, failure, printed = _run_passes(pipe, module, timeout, timed)
     printed_in = text = None
     pending = None
     if run is not None:
@@ -268,12 +280,16 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
                          registers=BeforeAfter(regs0, regs0), spills=BeforeAfter(spill0, spill0),
                          ptxas=f"{before.ptxas_path} ({before.ptxas_version})", cubin=before.cubin,
                          seconds=seconds)
+    out.warnings.extend(printed)
 
     def keep_input(reason: str) -> OptimizeResult:
         out.reason = reason
         seconds["total"] = time.perf_counter() - t0
         return out
 
+    if isinstance(failure, str):  # the passes ran out of time
+        out.verdict = Verdict.INCONCLUSIVE
+        return keep_input(failure)
     if failure is not None:
         if not isinstance(failure, PassFailure):
             raise failure
@@ -342,6 +358,23 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     out.registers, out.spills = BeforeAfter(regs0, regs1), BeforeAfter(spill0, spill1)
     seconds["total"] = time.perf_counter() - t0
     return out
+
+
+def _run_passes(pipe: Pipeline, module: Module, timeout: float | None, timed):
+    """``(run, failure, printed)``: the pass manager's result, or the exception
+    it raised (reported after ptxas has judged the input), or a string when
+    the passes ran out of ``timeout``; ``printed``: what passes wrote to stdout."""
+    from ptxopt.evaluate.deadline import CandidateTimeout, deadline
+    from ptxopt.pass_output import collecting
+
+    with collecting() as printed:
+        try:
+            with deadline(timeout):
+                return timed("passes", PassManager(pipe).run, module), None, printed
+        except CandidateTimeout:
+            return None, f"the passes took longer than {timeout:g} s", printed
+        except Exception as e:  # noqa: BLE001
+            return None, e, printed
 
 
 def _helper(kind: str):

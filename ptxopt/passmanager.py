@@ -77,6 +77,7 @@ from ptxopt.emit import emit
 from ptxopt.inputs import InputError
 from ptxopt.ir import Module
 from ptxopt.parser import parse
+from ptxopt.pass_output import captured
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass, PassError, Site
 from ptxopt.pipeline import Pipeline
 
@@ -289,7 +290,8 @@ class PassManager:
                 continue
             t0 = time.perf_counter()
             try:
-                p.check_legal(current)
+                with captured(f"pass '{p.kind}'"):  # stdout is the output's (ptxopt.pass_output)
+                    p.check_legal(current)
             except IllegalPass as e:
                 report = ChangeReport(p.name, [], [Site(MODULE_SITE, 0, str(e))])
                 result.records.append(PassRecord(p.name, report, time.perf_counter() - t0,
@@ -305,7 +307,8 @@ class PassManager:
             if keep_before or not owned:
                 current, owned = current.copy(), True
             try:
-                report = p.run(current)
+                with captured(f"pass '{p.kind}'"):
+                    report = p.run(current)
             except Exception as e:  # a bug in the pass (IllegalPass belongs in check_legal): keep the evidence
                 self._crashed(module, p, e)
             record = PassRecord(p.name, report, seconds + time.perf_counter() - t0)

@@ -58,6 +58,8 @@ from ptxopt.measure.base import Backend, BackendUnavailable, MeasureError, Measu
 from ptxopt.measure.registry import backend_names, get_backend, register_backend
 from ptxopt.measure.sim import SimBackend
 
+from ptxopt.host_state import library_call
+
 from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
 from .candidate import DEFAULT_BATCH, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
 from .keys import module_key, pipeline_key
@@ -90,11 +92,14 @@ def _cache_path(cache) -> Path | None:
     return Path(cache).expanduser()
 
 
+@library_call
 def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **options) -> EvalResult:
     """Evaluate one candidate in this process.
 
     ``candidate``: a :class:`Candidate`, PTX text (then ``pipeline`` is the
     pipeline string), ``corpus:ID``, or a corpus KernelSpec.
+    The caller's signal handlers, ``ITIMER_REAL``, ``sys.stdout``, GC state
+    and environment are as they were on return (:mod:`ptxopt.host_state`).
     """
     if not isinstance(candidate, Candidate):
         candidate = as_candidate((candidate, pipeline or ""))
@@ -105,6 +110,7 @@ def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **o
     return evaluate_many([candidate], workers=0, cache=cache, **options)[0]
 
 
+@library_call
 def evaluate_many(items: Iterable, *, workers: int = 0, cache=DEFAULT_CACHE,
                   on_result: Callable[[int, EvalResult], None] | None = None, executor=None,
                   **options) -> list[EvalResult]:

@@ -32,6 +32,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
 from ptxopt.gc_pause import gc_paused
+from ptxopt.pass_output import captured
 from ptxopt.ir import Module
 from ptxopt.passes.aliases import alias_of
 
@@ -164,8 +165,9 @@ class Pass:
     def apply(self, module: Module) -> tuple[Module, ChangeReport]:
         """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
         module and the report; ``module`` is untouched (also when the pass
-        raises or refuses)."""
-        with gc_paused():  # a burst of small acyclic objects (see ptxopt.gc_pause)
+        raises or refuses). What the pass prints is kept off stdout
+        (:mod:`ptxopt.pass_output`)."""
+        with gc_paused(), captured(f"pass '{self.kind}'"):  # a burst of small acyclic objects (ptxopt.gc_pause)
             self.check_legal(module)
             out = module.copy()
             report = self.run(out)

@@ -35,6 +35,7 @@ from importlib import import_module
 from typing import Callable
 
 from ptxopt import digests
+from ptxopt.pass_output import captured
 from ptxopt.passes.aliases import _ALIASES, alias_of  # noqa: F401  (registry.alias_of)
 from ptxopt.passes.base import Pass
 
@@ -114,7 +115,8 @@ def _load_plugin(kind: str) -> type[Pass]:
     ref = _pending()[kind]
     module, _, attr = ref.partition(":")
     try:
-        obj = import_module(module)
+        with captured(f"plugin pass '{kind}' ({ref})"):  # an import that prints: kept off stdout
+            obj = import_module(module)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
     except Exception as e:  # noqa: BLE001  (a broken plugin: one line naming it, not a traceback)

@@ -188,7 +188,7 @@ _FATAL = (CacheError, BackendUnavailable)
 def _prepare(kernel: Candidate, config: SearchConfig, res: KernelResult) -> tuple[State, Meter]:
     """The root state (parsed) and the meter a kernel's search runs with (its budget resolved)."""
     root = State.root(kernel, memo=memo_beside(config.options.cache), extra_actions=config.extra_actions,
-                      dropped_actions=config.dropped_actions)
+                      dropped_actions=config.dropped_actions, timeout=config.options.timeout)
     budget = config.budget
     if isinstance(budget, str):
         ref = Meter(config.options)

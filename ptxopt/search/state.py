@@ -30,20 +30,31 @@ made with one): a state whose facts are known computes its mask without
 applying any pass and builds a child only for the action taken
 (:meth:`State.child`); :meth:`State.moves` still builds every child, for
 strategies that measure them all.
+
+Each pass application of a mask runs under the evaluator's per-candidate
+time limit (:class:`PassLimit`, ``search --timeout``; SIGALRM, so in the
+main thread only: elsewhere a pass is not interrupted): a pass that overruns
+it is masked (``timeout: ...``) here and, without being applied again, in
+every other state of the same search. A timeout is not a fact about the
+module, so the move memo does not keep it. What a pass prints is kept off
+stdout (:mod:`ptxopt.pass_output`).
 """
 
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from ptxopt.evaluate import Candidate
-from ptxopt.evaluate.candidate import bind_launch, entry_of, performance_for
+from ptxopt.evaluate.candidate import DEFAULT_TIMEOUT, bind_launch, entry_of, performance_for
+from ptxopt.evaluate.deadline import CandidateTimeout, StepClock, per_step
 from ptxopt.gc_pause import gc_paused
 from ptxopt.ir import Module
+from ptxopt.pass_output import captured
 from ptxopt.passes.base import IllegalPass, PassError
 from ptxopt.pipeline import Pipeline
 from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
@@ -61,6 +72,16 @@ class Move:
     @property
     def legal(self) -> bool:
         return self.child is not None
+
+
+@dataclass
+class PassLimit:
+    """How long one pass application of an action mask may take (None: no
+    limit), and the passes that took longer in this search (masked from then on)."""
+
+    seconds: float | None = DEFAULT_TIMEOUT
+    overran: set = field(default_factory=set)
+    clock: StepClock = field(default_factory=lambda: StepClock(None))  # the running one (:meth:`State._applying`)
 
 
 @dataclass(eq=False)
@@ -87,6 +108,8 @@ class State:
     #: ``(performance launch or None, entry)``: what passes that use the launch are bound to
     #: (:func:`ptxopt.evaluate.candidate.bind_launch`); the kernel's, found at the root and handed down
     binding: tuple | None = field(default=None, repr=False)
+    #: the time limit of a pass application, shared by the whole tree
+    limit: PassLimit = field(default_factory=PassLimit, repr=False)
 
     def __post_init__(self) -> None:
         if self.binding is None:
@@ -94,17 +117,19 @@ class State:
 
     @classmethod
     def root(cls, kernel: Candidate, memo: MoveMemo | None = None, extra_actions: tuple[str, ...] = (),
-             dropped_actions: tuple[str, ...] = ()) -> "State":
+             dropped_actions: tuple[str, ...] = (), timeout: float | None = DEFAULT_TIMEOUT) -> "State":
         """The unoptimised kernel (raises the parser's error for bad PTX).
         ``memo`` remembers which passes change which modules (see the module doc);
-        default: this process only."""
+        default: this process only. ``timeout``: seconds one pass application may
+        take (the evaluator's per-candidate limit; None: no limit)."""
         from ptxopt.emit import emit
         from ptxopt.parser import parse
 
         module = parse(kernel.ptx, filename=kernel.label)
         actions = tuple(a for a in PASS_ACTIONS if a not in dropped_actions)
         actions += tuple(a for a in extra_actions if a not in actions)
-        return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None), actions=actions)
+        return cls(kernel, Pipeline(), module, emit(module), memo=memo or MoveMemo(None), actions=actions,
+                   limit=PassLimit(timeout))
 
     @property
     def printed(self) -> str:
@@ -149,10 +174,10 @@ class State:
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
         if self._moves is None:
-            with gc_paused():  # every pass applied: one burst of allocation (see ptxopt.gc_pause)
+            with self._applying():
                 self._moves = [self._kids.get(name) or self._move(name) for name in self.actions]
             self._kids.clear()
-            self._remember({m.action: m.reason for m in self._moves if not _is_conflict(m)})
+            self._remember({m.action: m.reason for m in self._moves if not _not_a_fact(m)})
         return self._moves
 
     def _remember(self, facts: dict) -> None:
@@ -174,12 +199,26 @@ class State:
             if not missing:
                 return self._facts
             if len(missing) < len(self.actions):
-                for n in missing:
-                    self._kids[n] = self._move(n)
-                self._remember({n: self._kids[n].reason for n in missing})
+                with self._applying():
+                    for n in missing:
+                        self._kids[n] = self._move(n)
+                self._remember({n: self._kids[n].reason for n in missing if not _not_a_fact(self._kids[n])})
                 return self._facts
         self.moves()
         return self._facts or {}
+
+    @contextmanager
+    def _applying(self):
+        """Around applying passes (:meth:`_move`): one burst of allocation (see
+        :mod:`ptxopt.gc_pause`), one capture of stdout and one timer handler for
+        all; each pass's own limit and capture inside then cost a few syscalls."""
+        limit = self.limit
+        with gc_paused(), captured("a pass of the action mask"), per_step(limit.seconds) as clock:
+            outer, limit.clock = limit.clock, clock
+            try:
+                yield
+            finally:
+                limit.clock = outer
 
     def _conflict(self, name: str) -> str | None:
         return self.pipeline.can_append(action_pass(name))
@@ -196,8 +235,18 @@ class State:
             bound = bind_launch(p, *self.binding)
         except PassError as e:  # the pass names a block the launch does not have (the evaluator: illegal)
             return Move(name, reason=f"illegal: {e}")
+        limit = self.limit
+        if name in limit.overran:
+            return Move(name, reason=f"timeout: took longer than {limit.seconds:g} s on an earlier state")
         try:
-            module, _report = bound.apply(self.module)  # check_legal first
+            limit.clock.start()
+            try:
+                module, _report = bound.apply(self.module)  # check_legal first
+            finally:
+                limit.clock.stop()
+        except CandidateTimeout:
+            limit.overran.add(name)
+            return Move(name, reason=f"timeout: the pass took longer than {limit.seconds:g} s")
         except IllegalPass as e:
             return Move(name, reason=f"illegal: {e}")
         except Exception as e:  # a crashing pass is masked, never fatal to a search
@@ -210,7 +259,7 @@ class State:
         if same:
             return Move(name, reason="no change")
         return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo,
-                                      actions=self.actions, binding=self.binding))
+                                      actions=self.actions, binding=self.binding, limit=limit))
 
     def legal_moves(self) -> list[Move]:
         return [m for m in self.moves() if m.legal]
@@ -239,8 +288,9 @@ class State:
         else:
             m = self._kids.get(action)
             if m is None:
-                m = self._kids[action] = self._move(action)
-                if not _is_conflict(m):
+                with self._applying():
+                    m = self._kids[action] = self._move(action)
+                if not _not_a_fact(m):
                     known = (self._facts or {}).get(action, m.reason)
                     if (known is None) != (m.reason is None):  # the memo disagrees with the pass: trust the pass
                         self._facts = None
@@ -269,8 +319,10 @@ class State:
         return np.concatenate([self.features, self.active_families(), [float(self.depth)]])
 
 
-def _is_conflict(m: Move) -> bool:
-    return m.reason is not None and m.reason.startswith("conflict: ")
+def _not_a_fact(m: Move) -> bool:
+    """A masked move whose reason is not a fact about the module (the move memo
+    keeps no such reason): a conflict with the pipeline, or a timeout."""
+    return m.reason is not None and m.reason.startswith(("conflict: ", "timeout: "))
 
 
 def new_children(states, skip: set[str]) -> list["State"]:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ptxopt.equivalence.verdict import Verdict
+from ptxopt.host_state import library_call
 
 from ptxopt.api import BeforeAfter
 
@@ -75,6 +76,11 @@ from ptxopt.api import BeforeAfter
 #: five pipelines, no rewrite needed the interpreter to be accepted.
 #: ``enable(check_steps=None)`` removes the budget, a larger number raises it.
 HOOK_CHECK_STEPS = 10_000
+
+#: The hook's default time limit, in seconds, for the passes of one kernel
+#: (``enable(timeout=...)``; a ``SIGALRM`` timer: it holds when Triton compiles
+#: on the main thread). Passes that take longer keep Triton's PTX.
+HOOK_PASS_TIMEOUT = 60.0
 
 
 class PtxoptTritonWarning(UserWarning):
@@ -217,7 +223,7 @@ class StagesHook:
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
                  check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
-                 min_improvement: float | None = None):
+                 min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT):
         from ptxopt.measure.sass_store import SassStore
         from ptxopt.triton.rejections import RejectionMemo
 
@@ -228,6 +234,7 @@ class StagesHook:
         #: checks that did not accept a rewrite, kept between processes (:mod:`ptxopt.triton.rejections`)
         self.rejections = RejectionMemo(root / "rejected") if root is not None and verify else None
         self.check_steps = check_steps
+        self.timeout = timeout
         self.estimate = estimate
         self.objective = objective
         self.if_slower = if_slower
@@ -291,6 +298,7 @@ class StagesHook:
         return stage
 
     # -- one kernel ---------------------------------------------------------
+    @library_call
     def rewrite(self, ptx: str, metadata: dict, box: dict, backend, options) -> str:
         from ptxopt.triton.pipelines import source_hash
 
@@ -308,7 +316,7 @@ class StagesHook:
         rep.ptx = out
         if rep.reason:
             warnings.warn(f"ptxopt: {name}: kept Triton's own PTX: {_one_line(rep.reason)}",
-                          PtxoptTritonWarning, stacklevel=2)
+                          PtxoptTritonWarning, stacklevel=3)  # the stage that called rewrite (library_call between)
         try:
             metadata["ptxopt"] = {"version": code_digest(), "pipeline": rep.pipeline, "changed": rep.changed,
                                   "verdict": rep.verdict, "source_hash": rep.source_hash,
@@ -363,7 +371,7 @@ class StagesHook:
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
                        overlap_compiles=self.overlap_compiles, sass_store=self.sass_store,
-                       min_improvement=self.min_improvement)
+                       min_improvement=self.min_improvement, timeout=self.timeout)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -487,7 +495,7 @@ _active: StagesHook | None = None
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
            check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
-           min_improvement: float | None = None) -> StagesHook:
+           min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -520,6 +528,12 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     ``policy``'s or ``pipelines``' choice replaces Triton's PTX (None:
     :data:`ptxopt.evaluate.pair.MIN_IMPROVEMENT_PCT`); below it the report
     says "no change worth making".
+    ``timeout``: seconds the passes of one kernel may take
+    (:data:`HOOK_PASS_TIMEOUT`; None: no limit; enforced when Triton compiles
+    on the main thread); what a pass prints is kept off stdout and reported
+    as a :class:`PtxoptTritonWarning`. Each kernel's rewrite leaves the
+    program's signal handlers, ``ITIMER_REAL``, stdout, GC state and
+    environment as they were (:mod:`ptxopt.host_state`).
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -543,7 +557,8 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
                            "ptxopt will not replace it")
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
-                      estimate=estimate, disk_cache=disk_cache, min_improvement=min_improvement)
+                      estimate=estimate, disk_cache=disk_cache, min_improvement=min_improvement,
+                      timeout=timeout)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
@@ -574,4 +589,4 @@ _last_reports: list[KernelReport] = []
 
 
 __all__ = ["enable", "disable", "report", "KernelReport", "PtxoptTritonWarning", "StagesHook", "code_digest",
-           "HOOK_CHECK_STEPS", "reusable_cubin"]
+           "HOOK_CHECK_STEPS", "HOOK_PASS_TIMEOUT", "reusable_cubin"]
