@@ -146,7 +146,7 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              parsed: Module | None = None, check_steps: int | None = None,
              overlap_compiles: bool = True, sass_store=None,
              min_improvement: float | None = None,
-             timeout: float | None = PASS_TIMEOUT) -> OptimizeResult:
+             timeout: float | None = PASS_TIMEOUT, budget_s: float | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
 
@@ -188,6 +188,13 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
     check (:mod:`ptxopt.equivalence.budget`; None: none). A check that spends
     it is ``inconclusive`` and the input is kept, the reason saying
     ``inconclusive (budget)``; nothing it did not run is claimed.
+
+    ``budget_s``: seconds the whole call may take (None: no limit), the
+    Triton hook's compile-time budget. It caps ``timeout`` and is checked
+    between the stages (after the passes and ptxas, before the check, before
+    the estimate): past it the input is kept at once (``reason``: "over the
+    compile-time budget"). A stage already running finishes first: the
+    interpreter check is bounded by ``check_steps``, ptxas by its own limit.
 
     ``timeout``: seconds the passes may take (None: no limit); passes that
     take longer are stopped and the input kept, ``inconclusive``. The limit
@@ -252,7 +259,12 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
             input_seconds[0] = time.perf_counter() - t
 
     input_run = _helper("input").submit(run_input) if compile is not None and overlap_compiles else None
+    capped = budget_s is not None and (timeout is None or budget_s <= timeout)
+    if capped:
+        timeout = budget_s
     run, failure, printed = _run_passes(pipe, module, timeout, timed)
+    if capped and isinstance(failure, str):
+        failure = f"over the compile-time budget of {budget_s:g} s ({failure})"
     printed_in = text = None
     pending = None
     if run is not None:
@@ -312,6 +324,17 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
             raise
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
+
+    def over_budget(before_stage: str) -> str | None:
+        spent = time.perf_counter() - t0
+        if budget_s is None or spent <= budget_s:
+            return None
+        return f"over the compile-time budget of {budget_s:g} s ({spent:.2f} s spent before {before_stage})"
+
+    late = over_budget("the equivalence check")
+    if late:
+        out.verdict = Verdict.INCONCLUSIVE
+        return keep_input(late)
     if verify:
         chk = timed("verify", check_equivalence, module, run.module, contract, prove, check_steps)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
@@ -330,6 +353,9 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
         return keep_input(f"equivalence {why}: {out.verdict_note}")
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
+    late = over_budget("the estimate") if estimate else None
+    if late:
+        return keep_input(late)
     if estimate:
         if pending is None and _same_code(before, after):  # nothing the estimate could rank: no nvdisasm run
             est = out.estimate = _same_speed(ptx, objective, performance)

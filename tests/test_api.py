@@ -198,3 +198,12 @@ def test_a_gain_below_the_minimum_is_no_change_worth_making():
     assert "no change worth making" in res.reason and res.estimate.change == 0
     forced = ptxopt.optimize(src, "reorder_cp", contract=geo, prove=False, if_slower="apply")
     assert forced.changed and any("below the minimum gain of 1%" in w for w in forced.warnings)
+
+
+def test_a_spent_compile_time_budget_keeps_the_input_at_once():
+    src = text(NODIV)
+    geo = Launch(block=(128, 1, 1), origin="contract", source="test")
+    res = ptxopt.optimize(src, "reorder_cp", contract=geo, prove=False, min_improvement=0, budget_s=1e-6)
+    assert res.ptx is src and not res.changed
+    assert "over the compile-time budget" in res.reason and res.verdict == "inconclusive"
+    assert "verify" not in res.seconds  # nothing after the budget ran out

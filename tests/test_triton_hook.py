@@ -102,6 +102,7 @@ def test_one_kernel_through_the_hook(tcache):
     md = next(m for m in mds if "ptxopt" in m)
     assert md["hash"] == c.metadata.hash and md["ptxopt"]["pipeline"] == "reorder_cp,maxnreg_128" and md["ptxopt"]["changed"] is True
     assert "relu_scale: [reorder_cp,maxnreg_128] rewritten; verdict proved" in rep.line()
+    assert f"ptxopt added {rep.ptxopt_seconds:.2f} s" in rep.line()  # the hook's cost, said per kernel
     pt.disable()
     assert knobs.runtime.add_stages_inspection_hook is None
     assert [r.name for r in pt.report()] == ["relu_scale"]  # the last enable()'s, after disable()

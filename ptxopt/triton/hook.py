@@ -139,7 +139,16 @@ class KernelReport:
             parts.append(before_after(f"{self.objective} estimate", self.estimate, unit=" cycles") + " (ESTIMATE)")
         elif self.changed and self.estimate_note:
             parts.append(f"{self.objective} estimate: none ({self.estimate_note.split(':')[0]})")
-        return "; ".join(p for p in parts + self.idle_passes if p)
+        return "; ".join(p for p in parts + self.idle_passes + [self.cost] if p)
+
+    @property
+    def cost(self) -> str:
+        """What this kernel's pass through ptxopt added to its compile, in words."""
+        if not self.ptxopt_seconds:
+            return ""
+        ratio = self.overhead
+        return f"ptxopt added {self.ptxopt_seconds:.2f} s" + (f" ({ratio:.1f}x Triton's own compile)"
+                                                              if ratio is not None else "")
 
     @property
     def idle_passes(self) -> list[str]:
@@ -223,7 +232,8 @@ class StagesHook:
     def __init__(self, chooser, *, verify: bool = True, contracts: dict | None = None,
                  objective: str | None = None, if_slower: str = "keep",
                  check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
-                 min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT):
+                 min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT,
+                 budget_s: float | None = None):
         from ptxopt.measure.sass_store import SassStore
         from ptxopt.triton.rejections import RejectionMemo
 
@@ -235,6 +245,7 @@ class StagesHook:
         self.rejections = RejectionMemo(root / "rejected") if root is not None and verify else None
         self.check_steps = check_steps
         self.timeout = timeout
+        self.budget_s = budget_s
         self.estimate = estimate
         self.objective = objective
         self.if_slower = if_slower
@@ -243,7 +254,8 @@ class StagesHook:
         self.contracts = dict(contracts or {})
         self.key = (f"ptxopt-{code_digest()}-{chooser.key}-verify={int(verify)}-objective={objective}"
                     f"-if_slower={if_slower}-check_steps={check_steps}" + ("" if estimate else "-estimate=0")
-                    + ("" if min_improvement is None else f"-min_improvement={min_improvement:g}"))
+                    + ("" if min_improvement is None else f"-min_improvement={min_improvement:g}")
+                    + ("" if budget_s is None else f"-budget_s={budget_s:g}"))
         self.hash = hashlib.sha256(self.key.encode()).hexdigest()  # asked on every JIT launch
         self.reports: list[KernelReport] = []
         self._lock = threading.Lock()
@@ -371,7 +383,7 @@ class StagesHook:
                        performance=triton_performance(module, dict(metadata)), if_slower=self.if_slower,
                        parsed=module, check_steps=self.check_steps, estimate=self.estimate,
                        overlap_compiles=self.overlap_compiles, sass_store=self.sass_store,
-                       min_improvement=self.min_improvement, timeout=self.timeout)
+                       min_improvement=self.min_improvement, timeout=self.timeout, budget_s=self.budget_s)
         if res.cubin:  # ptxas's output for res.ptx, from exactly this command line
             box["cubin"] = Assembled(res.ptx, rep.arch, compile.ptxas, tuple(compile.flags), res.cubin)
         rep.stage_seconds = dict(res.seconds)
@@ -495,7 +507,8 @@ _active: StagesHook | None = None
 def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
            contracts: dict | None = None, objective: str | None = None,
            check_steps: int | None = HOOK_CHECK_STEPS, estimate: bool = True, disk_cache=True,
-           min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT) -> StagesHook:
+           min_improvement: float | None = None, timeout: float | None = HOOK_PASS_TIMEOUT,
+           budget_s: float | None = None) -> StagesHook:
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
@@ -534,6 +547,10 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     as a :class:`PtxoptTritonWarning`. Each kernel's rewrite leaves the
     program's signal handlers, ``ITIMER_REAL``, stdout, GC state and
     environment as they were (:mod:`ptxopt.host_state`).
+    ``budget_s``: the most seconds ptxopt may add to one kernel's compile
+    (None: no limit); past it, checked between stages, Triton's PTX is kept
+    at once and the report says so. Each kernel's report says what ptxopt
+    added (:attr:`KernelReport.cost`).
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
     from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
@@ -558,7 +575,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     hook = StagesHook(chooser, verify=verify, contracts=contracts, objective=objective,
                       if_slower="apply" if pipeline is not None else "keep", check_steps=check_steps,
                       estimate=estimate, disk_cache=disk_cache, min_improvement=min_improvement,
-                      timeout=timeout)
+                      timeout=timeout, budget_s=budget_s)
     knobs.runtime.add_stages_inspection_hook = hook
     _active = hook
     return hook
