@@ -1,0 +1,1125 @@
+"""The distinct global bytes one launch reads and writes, per buffer, from the kernel's address expressions.
+
+Why: a roofline needs the bytes a launch must move between DRAM and the chip (a cold L2, as GPU
+benchmarks flush it).  Per-thread traffic is no substitute: it counts data that threads share once per
+thread, an upper bound on bytes and so no lower bound on time.  The footprint here is the UNION over
+every thread, block and loop iteration of the bytes each global access touches -- never a sum of
+per-block footprints.
+
+How: every register is given an affine form ``base + sum(coef * var) + const`` in the launch's index
+variables -- ``%tid.{x,y,z}`` in ``[0, ntid)``, ``%ctaid.{x,y,z}`` in ``[0, nctaid)`` and one counter
+``k`` per loop in ``[0, trips)`` -- with ``%ntid``/``%nctaid`` and the launch's scalar parameters
+substituted, and ``base`` a pointer parameter.  Loop counters come from the induction variables of
+:mod:`ptxopt.analysis.loops`; the iterations a loop runs come from its one exit test (``iv CMP
+bound``, monotone in ``k``) as a linear constraint, so a grid-stride loop whose trip depends on the
+thread is exact.  Each access is also constrained by the branches that guard it (``setp`` of affine
+values: ``if (i < n)``) and by its own guard predicate.
+
+Counting, exactly: index variables that every form and constraint uses only together as one
+mixed-radix number (``ctaid.x * ntid.x + tid.x``; a grid-stride counter after its start) are merged,
+single-variable constraints clip their variable's range, and the image of the remaining box under the
+address form is counted with interval arithmetic (a pattern either tiles, is disjoint, or is an
+interval that overlaps itself).  Several accesses of one buffer whose forms differ only by a constant
+step (a stencil's neighbours, an unrolled loop) form one more variable.  Where this algebra cannot
+decide, small launches (a check launch) are enumerated point by point, exactly.  Bytes are also
+counted in 32-byte sectors (buffers aligned to 256 B, as ``cudaMalloc`` gives them), the unit DRAM
+moves.
+
+The answer's ``source`` per buffer:
+
+* ``exact``: computed as above; it feeds the DRAM floor.
+* ``extrapolated``: the address forms are affine but a guard could not be applied exactly (a
+  condition on loaded data, a constraint over several variables at a size too large to enumerate):
+  the count is an UPPER bound (every guard taken), so it sets no floor.
+* ``unknown``: an address that is not affine in the launch (a gather through loaded indices, a shift
+  or mask of an index, a loop whose trip is not found).
+
+Known limits: integer wrap-around in address arithmetic is assumed not to happen (the forms are taken
+over the integers), and a narrowing ``cvt`` is taken as lossless.  The test against the interpreter's
+recorded bytes (tests/test_global_footprint.py) checks both on the check launches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+
+from ptxopt.analysis.cfg import dominates
+from ptxopt.analysis.defuse import reaching_definitions
+from ptxopt.analysis.loops import loops_of
+from ptxopt.ir import Addr, Imm, Reg, Sym
+
+#: The DRAM transfer unit (bytes).
+SECTOR = 32
+#: Points (index-variable combinations) an access may enumerate when the algebra cannot decide.
+MAX_ENUMERATE = 1 << 21
+#: Largest explicit pattern (bytes or sectors) the interval algebra keeps as an array.
+MAX_EXPLICIT = 1 << 16
+
+SOURCES = ("counts", "exact", "extrapolated", "unknown")
+_SPECIAL = {"%tid": "tid", "%ctaid": "ctaid"}
+_DIMS = {"x": 0, "y": 1, "z": 2}
+_INT = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64"}
+_PTR_PARAM = {"u64", "b64", "s64"}
+_WIDTH = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+
+
+class NotAffine(Exception):
+    """An address or a loop bound that is not affine in the launch's index variables."""
+
+
+class Inexact(Exception):
+    """A guard the counting cannot apply exactly: the count is an upper bound."""
+
+
+# -- affine forms ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Form:
+    """``base + sum(coef * var) + const``; ``base`` a pointer parameter name or None."""
+
+    terms: tuple = ()  # sorted (var, coef), coef != 0
+    const: int = 0
+    base: str | None = None
+
+    @staticmethod
+    def of(terms: dict, const: int = 0, base: str | None = None) -> "Form":
+        return Form(tuple(sorted((v, c) for v, c in terms.items() if c)), int(const), base)
+
+    @property
+    def coefs(self) -> dict:
+        return dict(self.terms)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms and self.base is None
+
+    def add(self, other: "Form", sign: int = 1) -> "Form":
+        t = self.coefs
+        for v, c in other.terms:
+            t[v] = t.get(v, 0) + sign * c
+        if sign > 0:
+            if self.base and other.base:
+                raise NotAffine("a sum of two pointers")
+            base = self.base or other.base
+        else:
+            if other.base and other.base != self.base:
+                raise NotAffine("a difference of unrelated pointers")
+            base = None if other.base else self.base
+        return Form.of(t, self.const + sign * other.const, base)
+
+    def scale(self, k: int) -> "Form":
+        if self.base is not None and k != 1:
+            raise NotAffine("a scaled pointer")
+        return Form.of({v: c * k for v, c in self.terms}, self.const * k, self.base)
+
+    def substitute(self, var: str, shift: int) -> "Form":
+        """``var -> var + shift``."""
+        return Form(self.terms, self.const + self.coefs.get(var, 0) * shift, self.base)
+
+
+def _free_low_bits(f: Form) -> int:
+    """How many low bits of ``f`` are always zero (every coefficient and the constant divisible)."""
+    g = 0
+    for _, c in f.terms:
+        g = math.gcd(g, c)
+    g = math.gcd(g, f.const)
+    return 64 if g == 0 else (g & -g).bit_length() - 1
+
+
+def _bounds(form: Form, ranges: dict) -> tuple[int, int]:
+    lo = hi = form.const
+    for v, c in form.terms:
+        n = ranges[v]
+        lo += min(0, c * (n - 1))
+        hi += max(0, c * (n - 1))
+    return lo, hi
+
+
+# -- the per-function analysis --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    """One global access: ``kind`` read/write/both, its address form, width and constraints (forms that
+    must be >= 0), or ``why`` it is not affine / ``inexact`` why a guard was dropped."""
+
+    iid: int
+    buffer: str | None
+    kind: str
+    form: Form | None
+    width: int
+    constraints: tuple = ()
+    why: str = ""
+    inexact: str = ""
+
+
+class _Kernel:
+    def __init__(self, fn, grid, block, scalars: dict) -> None:
+        self.fn = fn
+        self.grid, self.block = tuple(grid), tuple(block)
+        self.scalars = dict(scalars)
+        self.params = {p.name: p for p in _params(fn)}
+        self.cfg, self.info = loops_of(fn)
+        cfg = self.cfg
+        self.defs: dict[str, list[int]] = {}
+        for iid, (defs, _) in enumerate(cfg.du):
+            for r in defs:
+                self.defs.setdefault(r, []).append(iid)
+        self.idom = cfg.dominators()
+        self.rd = reaching_definitions(cfg)
+        self.loop_of_iid: dict[int, list[int]] = {}  # iid -> loops holding it, outermost first
+        for li, lp in enumerate(self.info.loops):
+            for i in lp.iids:
+                self.loop_of_iid.setdefault(i, []).append(li)
+        self.ivs: dict[str, tuple[int, object]] = {}  # reg -> (loop index, InductionVar)
+        for li, lp in enumerate(self.info.loops):
+            for iv in lp.ivs:
+                self.ivs.setdefault(iv.reg, (li, iv))
+        self.ranges: dict[str, int] = {}
+        for d, name in enumerate("xyz"):
+            self.ranges[f"tid.{name}"] = self.block[d] if d < len(self.block) else 1
+            self.ranges[f"ctaid.{name}"] = self.grid[d] if d < len(self.grid) else 1
+        self.loop_cons: dict[int, tuple] = {}  # loop index -> (constraints before exit / after exit, branch iid)
+        self._memo: dict = {}
+        self._busy: set = set()
+        for li in sorted(range(len(self.info.loops)), key=lambda i: self.info.loops[i].depth):
+            self._loop_range(li)
+
+    # -- forms ------------------------------------------------------------------------------------
+    def kvar(self, li: int) -> str:
+        lp = self.info.loops[li]
+        return f"k:{self.cfg.blocks[lp.header].label or lp.header}"
+
+    def operand(self, op, at: int) -> Form:
+        if isinstance(op, Imm):
+            v = op.value()
+            if not isinstance(v, int):
+                raise NotAffine(f"float operand {op}")
+            return Form(const=v)
+        if isinstance(op, Reg):
+            return self.reg(op.name, at)
+        raise NotAffine(f"operand {op}")
+
+    def reg(self, name: str, at: int) -> Form:
+        if name.startswith("%"):
+            head, _, dim = name.partition(".")
+            if head in _SPECIAL and dim in _DIMS:
+                return Form.of({f"{_SPECIAL[head]}.{dim}": 1})
+            if head == "%ntid" and dim in _DIMS:
+                return Form(const=self.ranges[f"tid.{dim}"])
+            if head == "%nctaid" and dim in _DIMS:
+                return Form(const=self.ranges[f"ctaid.{dim}"])
+        if name in self.ivs and at in set(self.info.loops[self.ivs[name][0]].iids):
+            return self._iv(name, at)
+        sites = self.defs.get(name, [])
+        if len(sites) > 1:
+            sites = list(self.rd.reaching(at, name)) if at >= 0 else sites
+        if len(sites) != 1:
+            raise NotAffine(f"{name}: {len(sites)} definitions reach line {self.cfg.instructions[at].line}")
+        return self.at(sites[0])
+
+    def _iv(self, name: str, at: int) -> Form:
+        li, iv = self.ivs[name]
+        lp = self.info.loops[li]
+        inside = set(lp.iids)
+        outside = [i for i in self.defs.get(name, []) if i not in inside]
+        if len(outside) != 1:
+            raise NotAffine(f"induction variable {name} starts from {len(outside)} definitions")
+        init = self.at(outside[0])
+        upd = self.cfg.instructions[iv.update]
+        step = None
+        for x, y in ((1, 2), (2, 1)):
+            if len(upd.operands) == 3 and isinstance(upd.operands[x], Reg) and upd.operands[x].name == name:
+                step = self.operand(upd.operands[y], iv.update)
+        if step is None or not step.is_const:
+            raise NotAffine(f"induction variable {name}: step not constant at this launch")
+        s = step.const * (-1 if upd.opcode == "sub" else 1)
+        k = self.kvar(li)
+        after = iv.update < at  # a use after the update sees the next iteration's value
+        return init.add(Form.of({k: s}, s if after else 0))
+
+    def at(self, iid: int) -> Form:
+        if iid in self._memo:
+            r = self._memo[iid]
+            if isinstance(r, Exception):
+                raise r
+            return r
+        if iid in self._busy:
+            raise NotAffine("a cyclic definition")
+        self._busy.add(iid)
+        try:
+            r = self._eval(self.cfg.instructions[iid], iid)
+        except NotAffine as e:
+            self._memo[iid] = e
+            raise
+        finally:
+            self._busy.discard(iid)
+        self._memo[iid] = r
+        return r
+
+    def _eval(self, ins, iid: int) -> Form:
+        op, mods, ops = ins.opcode, ins.modifiers, ins.operands
+        ty = next((m for m in reversed(mods) if m in _INT), None)
+        if op == "ld" and "param" in mods:
+            a = ops[1]
+            if not isinstance(a, Addr) or not isinstance(a.base, Sym):
+                raise NotAffine("ld.param of a computed address")
+            name = a.base.name
+            if name in self.scalars:
+                v = self.scalars[name]
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise NotAffine(f"scalar {name} is not an integer")
+                return Form(const=int(v))
+            p = self.params.get(name)
+            if p is not None and p.dtype in _PTR_PARAM and not a.offset:
+                return Form(base=name)
+            raise NotAffine(f"parameter {name} has no value at this launch")
+        if op in ("mov", "cvta", "cvt") and len(ops) == 2:
+            if op == "cvt" and not all(m in _INT for m in mods if m not in ("sat",)) or "sat" in mods:
+                raise NotAffine("a float or saturating conversion")
+            if op == "cvta" and "to" not in mods and "global" not in mods:
+                raise NotAffine("a generic address conversion")
+            return self.operand(ops[1], iid)
+        if ty is None:
+            raise NotAffine(f"{ins.full_opcode} is not integer arithmetic")
+        if op in ("add", "sub") and len(ops) == 3 and "sat" not in mods and "cc" not in mods:
+            return self.operand(ops[1], iid).add(self.operand(ops[2], iid), -1 if op == "sub" else 1)
+        if op == "neg" and len(ops) == 2:
+            return self.operand(ops[1], iid).scale(-1)
+        if op in ("mul", "mad") and ("lo" in mods or "wide" in mods):
+            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            if not a.is_const and not b.is_const:
+                raise NotAffine("a product of two variables")
+            p = b.scale(a.const) if a.is_const else a.scale(b.const)
+            return p.add(self.operand(ops[3], iid)) if op == "mad" and len(ops) == 4 else p
+        if op == "shl" and len(ops) == 3:
+            sh = self.operand(ops[2], iid)
+            if not sh.is_const or not 0 <= sh.const < 64:
+                raise NotAffine("a shift by a variable")
+            return self.operand(ops[1], iid).scale(1 << sh.const)
+        if op in ("or", "and") and len(ops) == 3:
+            return self._bits(op, self.operand(ops[1], iid), self.operand(ops[2], iid))
+        raise NotAffine(f"{ins.full_opcode} of an index")
+
+    def _bits(self, op: str, a: Form, b: Form) -> Form:
+        """``or`` of values with disjoint bits (an add), ``and`` with a mask that keeps every bit the
+        value can have (the value itself): what Triton writes for ``pid * BLOCK | lane``."""
+        if a.base is not None or b.base is not None:
+            raise NotAffine(f"{op} of a pointer")
+        ma, mb = self._may_bits(a), self._may_bits(b)
+        if op == "or" and ma is not None and mb is not None and not ma & mb:
+            return a.add(b)
+        for x, mx, y in ((a, ma, b), (b, mb, a)):
+            if op == "and" and y.is_const and y.const >= 0 and mx is not None and not mx & ~y.const:
+                return x
+        raise NotAffine(f"{op} of an index whose bits overlap")
+
+    def _may_bits(self, f: Form) -> int | None:
+        """The bits ``f`` may have set over the launch (None: it may be negative).  Terms whose bit
+        ranges do not overlap add without carries; else the whole range up to the largest value."""
+        if f.const < 0 or any(c < 0 for _, c in f.terms):
+            return None
+        hi = self._range(f)[1]
+        parts = [f.const] + [((1 << (c * (self.ranges[v] - 1)).bit_length()) - 1) & ~((c & -c) - 1)
+                             for v, c in f.terms if self.ranges[v] > 1]
+        acc = 0
+        for m in parts:
+            if acc & m:
+                low = min((c & -c) for _, c in f.terms) if f.terms else 1
+                return ((1 << hi.bit_length()) - 1) & ~(low - 1) if not f.const & (low - 1) else \
+                    (1 << hi.bit_length()) - 1
+            acc |= m
+        return acc
+
+    def _range(self, f: Form) -> tuple[int, int]:
+        try:
+            return _bounds(f, self.ranges_for(f))
+        except Inexact as e:
+            raise NotAffine(str(e)) from None
+
+    # -- conditions ---------------------------------------------------------------------------------
+    def condition(self, pred: str, want: bool, at: int) -> list[Form]:
+        """Constraints (forms >= 0) equivalent to ``pred == want``; Inexact when not expressible."""
+        sites = self.defs.get(pred, [])
+        if len(sites) != 1:
+            raise Inexact(f"predicate {pred} has {len(sites)} definitions")
+        ins = self.cfg.instructions[sites[0]]
+        if ins.opcode == "not" and len(ins.operands) == 2 and isinstance(ins.operands[1], Reg):
+            return self.condition(ins.operands[1].name, not want, at)
+        if ins.opcode in ("and", "or") and "pred" in ins.modifiers and len(ins.operands) == 3:
+            conj = (ins.opcode == "and") == want  # and==true, or==false: both parts
+            if not conj:
+                raise Inexact("a disjunction of conditions")
+            out = []
+            for o in ins.operands[1:]:
+                if not isinstance(o, Reg):
+                    raise Inexact("a predicate operand")
+                out += self.condition(o.name, want, sites[0])
+            return out
+        if ins.opcode != "setp" or len(ins.operands) != 3 or ins.guard is not None:
+            raise Inexact(f"{ins.full_opcode} condition")
+        cmp = next((m for m in ins.modifiers if m in _CMPS), None)
+        ty = next((m for m in ins.modifiers if m in _INT), None)
+        if cmp is None or ty is None or any(m in ("and", "or", "xor") for m in ins.modifiers):
+            raise Inexact(f"{ins.full_opcode} condition")
+        try:
+            a, b = self.operand(ins.operands[1], sites[0]), self.operand(ins.operands[2], sites[0])
+        except NotAffine as e:
+            raise Inexact(f"a condition on a non-affine value ({e})") from None
+        if not want:
+            cmp = _NEGATE[cmp]
+        if cmp in ("lo", "ls", "hi", "hs"):
+            for f in (a, b):
+                if f.base is not None or _bounds(f, self.ranges_for(f))[0] < 0:
+                    raise Inexact("an unsigned comparison of values that may be negative")
+            cmp = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
+        d = b.add(a, -1)  # b - a
+        if d.base is not None:
+            raise Inexact("a comparison of a pointer with a number")
+        if cmp == "lt":
+            return [d.add(Form(const=-1))]
+        if cmp == "le":
+            return [d]
+        if cmp == "gt":
+            return [d.scale(-1).add(Form(const=-1))]
+        if cmp == "ge":
+            return [d.scale(-1)]
+        if cmp == "eq":
+            return [d, d.scale(-1)]
+        return [_NE(d)]  # ne: kept as a marker, decided at counting time when it is constant
+
+    def ranges_for(self, f: Form) -> dict:
+        out = {}
+        for v, _ in f.terms:
+            if v not in self.ranges:
+                raise Inexact(f"loop {v} has no trip count")
+            out[v] = self.ranges[v]
+        return out
+
+    # -- loops --------------------------------------------------------------------------------------
+    def _loop_range(self, li: int) -> None:
+        """The range of loop ``li``'s counter and the constraint its exit test puts on an iteration."""
+        cfg, lp = self.cfg, self.info.loops[li]
+        k = self.kvar(li)
+        if len(lp.exits) != 1:
+            return
+        blk = cfg.blocks[lp.exits[0]]
+        term = blk.instructions[-1] if blk.instructions else None
+        if term is None or term.opcode != "bra" or term.guard is None:
+            return
+        br = blk.iids[-1]
+        label = term.operands[0].name if isinstance(term.operands[0], Sym) else None
+        target = cfg.label_block.get(label)
+        stays_if_taken = target in lp.blocks
+        want = stays_if_taken != term.guard_neg  # the predicate value that keeps the loop going
+        try:
+            cons = self.condition(term.guard, want, br)
+        except Inexact:
+            return
+        if len(cons) != 1 or isinstance(cons[0], _NE):
+            return self._ne_loop(li, cons, k)
+        c = cons[0]
+        a = c.coefs.get(k, 0)
+        if a >= 0:
+            return  # not a loop whose test ends it as k grows
+        rest = Form.of({v: x for v, x in c.terms if v != k}, c.const)
+        try:
+            hi = _bounds(rest, self.ranges_for(rest))[1]
+        except Inexact:
+            return
+        # an iteration whose test passes runs the next one: the test at k holds for k <= hi // -a
+        last = hi // -a if hi >= 0 else -1
+        self.ranges[k] = max(1, last + 2)
+        self.loop_cons[li] = (c, br)
+
+    def _ne_loop(self, li: int, cons, k: str) -> None:
+        """``setp.ne`` exit tests (counted loops): only a uniform, constant trip."""
+        if len(cons) != 1 or not isinstance(cons[0], _NE):
+            return
+        d = cons[0].form
+        a = d.coefs.get(k, 0)
+        if a == 0 or any(v != k for v, _ in d.terms):
+            return
+        # the loop goes on while a*k + const != 0 (the test seen at iteration k)
+        if (-d.const) % a or -d.const // a < 0:
+            return
+        stop = -d.const // a
+        self.ranges[k] = stop + 1
+        self.loop_cons[li] = (None, None)
+
+    def loop_constraints(self, iid: int) -> list[Form]:
+        """The exit tests of the loops holding ``iid``: iteration ``k`` runs while the tests passed."""
+        out = []
+        for li in self.loop_of_iid.get(iid, []):
+            k = self.kvar(li)
+            if k not in self.ranges:
+                continue
+            c, br = self.loop_cons.get(li, (None, None))
+            if c is None:
+                continue
+            # before the exit branch in the iteration: the test of iteration k-1 let k run
+            out.append(c if br < iid else _Entry(c.substitute(k, -1), k))
+        return out
+
+    # -- accesses -----------------------------------------------------------------------------------
+    def guards(self, iid: int) -> list[Form]:
+        """Constraints of the conditional branches that decide whether ``iid`` runs (and its own guard)."""
+        cfg = self.cfg
+        out: list[Form] = []
+        ins = cfg.instructions[iid]
+        if ins.guard is not None:
+            out += self.condition(ins.guard, not ins.guard_neg, iid)
+        blk = cfg.block_of[iid]
+        exits = {self.cfg.blocks[lp.exits[0]].iids[-1] for lp in self.info.loops if len(lp.exits) == 1}
+        for b in cfg.blocks:
+            term = b.instructions[-1] if b.instructions else None
+            if term is None or term.opcode != "bra" or term.guard is None or b.index == blk and False:
+                continue
+            if not dominates(self.idom, b.index, blk) or b.index == blk:
+                continue
+            if b.iids[-1] in exits and b.index in self._loops_blocks(iid):
+                continue  # the loop's own exit test: loop_constraints
+            label = term.operands[0].name if isinstance(term.operands[0], Sym) else None
+            taken = cfg.label_block.get(label)
+            fall = [s for s in b.succs if s != taken]
+            via_t = taken is not None and self._reaches(taken, blk, b.index)
+            via_f = bool(fall) and self._reaches(fall[0], blk, b.index)
+            if via_t == via_f:
+                continue
+            out += self.condition(term.guard, via_t != term.guard_neg, b.iids[-1])
+        return out
+
+    def _loops_blocks(self, iid: int) -> set:
+        s: set = set()
+        for li in self.loop_of_iid.get(iid, []):
+            s |= self.info.loops[li].blocks
+        return s
+
+    def _reaches(self, start: int, goal: int, avoid: int) -> bool:
+        key = ("reach", start, goal, avoid)
+        if key in self._memo:
+            return self._memo[key]
+        seen, todo = {start}, [start]
+        found = False
+        while todo:
+            b = todo.pop()
+            if b == goal:
+                found = True
+                break
+            for s in self.cfg.blocks[b].succs:
+                if s != avoid and s not in seen:
+                    seen.add(s)
+                    todo.append(s)
+        self._memo[key] = found
+        return found
+
+    def accesses(self) -> list[Access]:
+        out = []
+        for iid, ins in enumerate(self.cfg.instructions):
+            kind = _kind(ins)
+            if kind is None:
+                continue
+            addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+            width = _width(ins)
+            if addr is None or width is None:
+                out.append(Access(iid, None, kind, None, 0, why=f"line {ins.line}: {ins.full_opcode} without a plain address"))
+                continue
+            if isinstance(addr.base, Sym):
+                if "global" in ins.modifiers:
+                    continue  # a module .global variable: not a parameter buffer
+                continue
+            try:
+                form = self.operand(addr.base, iid).add(Form(const=addr.offset))
+            except NotAffine as e:
+                if "global" in ins.modifiers or ins.opcode in ("red", "atom"):
+                    out.append(Access(iid, None, kind, None, width, why=f"line {ins.line}: {e}"))
+                continue
+            if form.base is None:
+                if "global" in ins.modifiers:
+                    out.append(Access(iid, None, kind, None, width, why=f"line {ins.line}: address without a buffer"))
+                continue
+            if not _is_global(ins) and form.base not in self.params:
+                continue
+            try:
+                cons = self.guards(iid) + self.loop_constraints(iid)
+                for f in [form] + [c for c in cons if isinstance(c, Form)]:
+                    missing = [v for v, _ in f.terms if v not in self.ranges]
+                    if missing:
+                        raise NotAffine(f"loop {missing[0]} has no trip count")
+                out.append(Access(iid, form.base, kind, form, width, tuple(cons)))
+            except Inexact as e:
+                out.append(Access(iid, form.base, kind, form, width, inexact=f"line {ins.line}: {e}"))
+            except NotAffine as e:
+                out.append(Access(iid, form.base, kind, None, width, why=f"line {ins.line}: {e}"))
+        return out
+
+
+@dataclass(frozen=True)
+class _NE:
+    """``form != 0``."""
+
+    form: Form
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """``form >= 0`` for iterations ``k >= 1``; at ``k = 0`` the loop's entry decides."""
+
+    form: Form
+    k: str
+
+
+_CMPS = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
+_NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
+           "lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
+
+
+def _params(fn):
+    for d in fn.params or ():
+        for it in d.items:
+            yield _P(it.name, (d.dtype or "").lstrip("."))
+
+
+@dataclass(frozen=True)
+class _P:
+    name: str
+    dtype: str | None
+
+
+def _kind(ins) -> str | None:
+    op, mods = ins.opcode, ins.modifiers
+    if any(m in ("shared", "local", "param", "const") for m in mods):
+        return None
+    if op in ("ld", "ldu"):
+        return "read"
+    if op == "st":
+        return "write"
+    if op in ("atom", "red"):
+        return "both"
+    return None
+
+
+def _is_global(ins) -> bool:
+    return "global" in ins.modifiers or ins.opcode == "ldu"
+
+
+def _width(ins) -> int | None:
+    lanes = 1
+    for m in ins.modifiers:
+        if m in ("v2", "v4", "v8"):
+            lanes = int(m[1:])
+    for m in reversed(ins.modifiers):
+        if m[:1] in "subf" and m[1:] in _WIDTH and m[0] != "f" or m in ("f16", "f32", "f64", "bf16", "f16x2",
+                                                                          "bf16x2", "b128"):
+            bits = {"f16": "16", "bf16": "16", "f16x2": "32", "bf16x2": "32", "f32": "32", "f64": "64",
+                    "b128": "128"}.get(m, m[1:])
+            return lanes * _WIDTH[bits]
+    return None
+
+
+# -- counting ---------------------------------------------------------------------------------------
+
+
+class _Pattern:
+    """A set of integers: an interval ``[0, span)``, or a small explicit sorted array, or a summary
+    (count, span) of disjoint translates."""
+
+    def __init__(self, arr=None, count=0, span=0, interval=False):
+        if arr is not None:
+            count = len(arr)
+            span = int(arr[-1] - arr[0] + 1) if count else 0
+            interval = count == span
+            if interval or count > MAX_EXPLICIT:
+                arr = None
+        self.arr = arr
+        self.count, self.span, self.interval = count, span, interval
+
+    def add(self, c: int, n: int) -> "_Pattern":
+        """The union of ``self + c*x`` for ``x`` in ``[0, n)`` (``c > 0``)."""
+        if n <= 1 or self.count == 0:
+            return self
+        if c >= self.span:  # disjoint translates, in order
+            count, span = self.count * n, c * (n - 1) + self.span
+            if self.interval and c == self.span:
+                return _Pattern(None, count, span, True)
+            if self.arr is not None and count <= MAX_EXPLICIT:
+                return _Pattern((self.arr[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
+            if self.interval and count <= MAX_EXPLICIT:
+                base = np.arange(self.span, dtype=np.int64)
+                return _Pattern((base[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
+            return _Pattern(None, count, span, False)
+        if self.interval:  # overlapping translates of an interval: one interval
+            span = c * (n - 1) + self.span
+            return _Pattern(None, span, span, True)
+        if self.arr is not None and self.arr.size * n <= 4 * MAX_EXPLICIT:
+            return _Pattern(np.unique((self.arr[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel()))
+        raise Inexact("an overlapping pattern too large to enumerate")
+
+
+def _image(terms: list, const: int, width: int) -> tuple[int, int | None]:
+    """(bytes, sectors) of ``{const + sum(c*x) + [0, width)}`` over ``x`` in ``[0, n)``, terms ``(c, n)``;
+    sectors None when only the bytes could be decided."""
+    pos = []
+    for c, n in terms:
+        if n <= 0:
+            return 0, 0
+        if c < 0:
+            const += c * (n - 1)
+            c = -c
+        if c and n > 1:
+            pos.append((c, n))
+    pos.sort()
+    p = _Pattern(None, width, width, True)
+    for c, n in pos:
+        p = p.add(c, n)
+    nbytes = p.count
+    # sectors: the terms whose coefficient is a multiple of the sector move whole sectors
+    split = len(pos)
+    while split and pos[split - 1][0] % SECTOR == 0:
+        split -= 1
+    inner = _Pattern(None, width, width, True)
+    try:
+        for c, n in pos[:split]:
+            inner = inner.add(c, n)
+    except Inexact:
+        return nbytes, None
+    if inner.interval:
+        first, last = const // SECTOR, (const + inner.span - 1) // SECTOR
+        q = _Pattern(None, last - first + 1, last - first + 1, True)
+    elif inner.arr is not None:
+        q = _Pattern(np.unique((inner.arr + const) // SECTOR))
+    else:
+        return nbytes, None  # bytes exact; sectors not decided (the floor then counts bytes)
+    try:
+        for c, n in pos[split:]:
+            q = q.add(c // SECTOR, n)
+    except Inexact:
+        return nbytes, None
+    return nbytes, q.count
+
+
+def _merge(form: Form, cons: list, ranges: dict):
+    """Merge variables used only as one mixed-radix number; returns (form, cons, ranges)."""
+    forms = [form] + cons
+    changed = True
+    while changed:
+        changed = False
+        vs = sorted({v for f in forms for v, _ in f.terms}, key=lambda v: (min(abs(f.coefs.get(v, 0)) or 1 << 62
+                                                                              for f in forms), v))
+        for u in vs:
+            nu = ranges[u]
+            for w in vs:
+                if w == u:
+                    continue
+                if all(f.coefs.get(w, 0) == f.coefs.get(u, 0) * nu for f in forms):
+                    name = f"({u}+{nu}*{w})"
+                    ranges = {**ranges, name: nu * ranges[w]}
+                    forms = [Form.of({**{v: c for v, c in f.terms if v not in (u, w)},
+                                      **({name: f.coefs[u]} if f.coefs.get(u) else {})}, f.const, f.base)
+                             for f in forms]
+                    changed = True
+                    break
+            if changed:
+                break
+    return forms[0], forms[1:], ranges
+
+
+def _clip(form: Form, cons: list, ranges: dict):
+    """Apply single-variable constraints to their variable's range; drop those always true.
+    Returns (form, remaining constraints, ranges) or None when the access never runs."""
+    ranges = dict(ranges)
+    rest = []
+    for c in cons:
+        lo, hi = _bounds(c, ranges)
+        if lo >= 0:
+            continue
+        if hi < 0:
+            return None
+        if len(c.terms) != 1:
+            rest.append(c)
+            continue
+        (v, a), = c.terms
+        n = ranges[v]
+        # a*v + const >= 0
+        vlo, vhi = (max(0, -(c.const // a)), n - 1) if a > 0 else (0, min(n - 1, c.const // -a))
+        if vhi < vlo:
+            return None
+        if vlo:
+            form = form.substitute(v, vlo)
+            cons = [x.substitute(v, vlo) for x in cons]
+            rest = [x.substitute(v, vlo) for x in rest]
+        ranges[v] = vhi - vlo + 1
+    # a clip may make another constraint decidable
+    out = []
+    for c in rest:
+        lo, hi = _bounds(c, ranges)
+        if lo >= 0:
+            continue
+        if hi < 0:
+            return None
+        out.append(c)
+    return form, out, ranges
+
+
+def _resolve(cons: list, ranges: dict) -> list:
+    """``_NE``/``_Entry`` markers to plain constraints where that is exact, else Inexact."""
+    plain = [c for c in cons if isinstance(c, Form)]
+    out = list(plain)
+    for c in cons:
+        if isinstance(c, _NE):
+            lo, hi = _bounds(c.form, ranges)
+            if lo > 0 or hi < 0:
+                continue
+            raise Inexact("a != condition on a varying value")
+        if isinstance(c, _Entry):
+            # for k = 0 the entry decides: exact when the test at k=0 is implied (always true, or a guard)
+            at0 = c.form.substitute(c.k, 0) if False else Form.of({v: x for v, x in c.form.terms if v != c.k},
+                                                                  c.form.const)
+            if _bounds(at0, ranges)[0] >= 0 or any(at0 == p for p in plain):
+                out.append(c.form)
+                continue
+            raise Inexact("a loop entered without its test (a do-while over a varying start)")
+    return out
+
+
+def _count(acc: Access, ranges: dict) -> tuple[int, int]:
+    """(bytes, sectors) one access touches over the launch, exactly; Inexact when not decidable."""
+    cons = _resolve(list(acc.constraints), ranges)
+    used = {v for f in [acc.form] + cons for v, _ in f.terms}
+    rng = {v: ranges[v] for v in used}
+    form = Form.of(acc.form.coefs, acc.form.const)
+    form, cons, rng = _merge(form, cons, rng)
+    clipped = _clip(form, cons, rng)
+    if clipped is None:
+        return 0, 0
+    form, cons, rng = clipped
+    if not cons:
+        return _image([(c, rng[v]) for v, c in form.terms], form.const, acc.width)
+    return _enumerate([form], [cons], rng, acc.width)
+
+
+def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int, int]:
+    """Exact (bytes, sectors) of the union of several accesses by listing every point (small launches)."""
+    vs = sorted({v for f, cs in zip(forms, conses) for g in [f] + list(cs) for v, _ in g.terms})
+    points = math.prod(ranges[v] for v in vs) if vs else 1
+    if points * len(forms) > MAX_ENUMERATE:
+        raise Inexact(f"a guard over several index variables at {points:,} points (too many to enumerate)")
+    grids = np.indices([ranges[v] for v in vs], dtype=np.int64).reshape(len(vs), -1) if vs else np.zeros((0, 1),
+                                                                                                          np.int64)
+
+    def value(f: Form):
+        out = np.full(grids.shape[1], f.const, dtype=np.int64)
+        for v, c in f.terms:
+            out += c * grids[vs.index(v)]
+        return out
+
+    addrs = []
+    for f, cs in zip(forms, conses):
+        a = value(f)
+        mask = np.ones(a.shape, dtype=bool)
+        for c in cs:
+            mask &= value(c) >= 0
+        addrs.append(a[mask])
+    a = np.unique(np.concatenate(addrs)) if addrs else np.zeros(0, np.int64)
+    b = np.unique((a[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()) if a.size else a
+    return int(b.size), int(np.unique(b // SECTOR).size) if b.size else 0
+
+
+def _union(accs: list, ranges: dict) -> tuple[int, int]:
+    """(bytes, sectors) of the union of the accesses of one buffer and kind; Inexact when undecidable."""
+    accs = _distinct(accs, ranges)
+    if len(accs) == 1:
+        return _count(accs[0], ranges)
+    # one variable more: accesses that differ only by a constant step (in the address and in each guard)
+    stepped = _stepped(accs, ranges)
+    if stepped is not None:
+        return _count(*stepped)
+    # accesses over the same index box that differ only by their constants: one pattern of offsets
+    shifted = _offsets(accs, ranges)
+    if shifted is not None:
+        return shifted
+    # disjoint address ranges: a plain sum
+    spans = []
+    for a in accs:
+        used = {v for f in [a.form] for v, _ in f.terms}
+        spans.append(_bounds(Form.of(a.form.coefs, a.form.const), {v: ranges[v] for v in used}))
+    spans_sorted = sorted((lo, hi + accs[i].width, i) for i, (lo, hi) in enumerate(spans))
+    if all(spans_sorted[i][0] >= spans_sorted[i - 1][1] and spans_sorted[i][0] // SECTOR
+           > (spans_sorted[i - 1][1] - 1) // SECTOR for i in range(1, len(spans_sorted))):
+        parts = [_count(a, ranges) for a in accs]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    # small launches: list every point of every access
+    forms, conses, rng, width = [], [], {}, max(a.width for a in accs)
+    if any(a.width != width for a in accs):
+        raise Inexact("overlapping accesses of different widths")
+    for a in accs:
+        cons = _resolve(list(a.constraints), ranges)
+        forms.append(Form.of(a.form.coefs, a.form.const))
+        conses.append(cons)
+        for g in [a.form] + cons:
+            for v, _ in g.terms:
+                rng[v] = ranges[v]
+    return _enumerate(forms, conses, rng, width)
+
+
+def _reduced(acc: Access, ranges: dict):
+    """The access's form, merged and clipped, when its guards leave no constraint (else None)."""
+    cons = _resolve(list(acc.constraints), ranges)
+    used = {v for f in [acc.form] + cons for v, _ in f.terms}
+    form, cons, rng = _merge(Form.of(acc.form.coefs, acc.form.const), cons, {v: ranges[v] for v in used})
+    clipped = _clip(form, cons, rng)
+    if clipped is None or clipped[1]:
+        return None
+    return clipped[0], {v: clipped[2][v] for v, _ in clipped[0].terms}
+
+
+def _offsets(accs: list, ranges: dict):
+    """(bytes, sectors) of accesses whose reduced forms share every term and range and differ only in
+    their constants: the union of the offsets (a small explicit pattern) swept by the common terms."""
+    red = [_reduced(a, ranges) for a in accs]
+    if any(r is None for r in red):
+        return None
+    terms, rng = red[0][0].terms, red[0][1]
+    if any(f.terms != terms or r != rng for f, r in red):
+        return None
+    consts = sorted({f.const for f, _ in red})
+    widths = {a.width for a in accs}
+    lo = consts[0]
+    if consts[-1] - lo + max(widths) > MAX_EXPLICIT:
+        return None
+    seed = np.unique(np.concatenate([np.arange(f.const - lo, f.const - lo + a.width, dtype=np.int64)
+                                     for (f, _), a in zip(red, accs)]))
+    pos = []
+    for v, c in terms:
+        n = rng[v]
+        if c < 0:
+            lo += c * (n - 1)
+            c = -c
+        if n > 1:
+            pos.append((c, n))
+    pos.sort()
+    p = _Pattern(seed)
+    for c, n in pos:
+        p = p.add(c, n)
+    split = len(pos)
+    while split and pos[split - 1][0] % SECTOR == 0:
+        split -= 1
+    inner = _Pattern(seed)
+    for c, n in pos[:split]:
+        inner = inner.add(c, n)
+    if inner.interval:
+        first, last = lo // SECTOR, (lo + inner.span - 1) // SECTOR
+        q = _Pattern(None, last - first + 1, last - first + 1, True)
+    elif inner.arr is not None:
+        q = _Pattern(np.unique((inner.arr + lo) // SECTOR))
+    else:
+        return p.count, None
+    for c, n in pos[split:]:
+        q = q.add(c // SECTOR, n)
+    return p.count, q.count
+
+
+def _canonical(acc: Access, ranges: dict):
+    """The access with its loop counters renamed in order of appearance (two loops over one row read
+    the same bytes), and the renamed counters' ranges."""
+    names: dict = {}
+    for f in [acc.form] + [c if isinstance(c, Form) else c.form for c in acc.constraints]:
+        for v, _ in f.terms:
+            if v.startswith("k:") and v not in names:
+                names[v] = f"k#{len(names)}"
+
+    def ren(f: Form) -> Form:
+        return Form.of({names.get(v, v): c for v, c in f.terms}, f.const, f.base)
+
+    cons = tuple(ren(c) if isinstance(c, Form) else
+                 (_Entry(ren(c.form), names.get(c.k, c.k)) if isinstance(c, _Entry) else _NE(ren(c.form)))
+                 for c in acc.constraints)
+    return (ren(acc.form), cons, acc.width, tuple(sorted((n, ranges[v]) for v, n in names.items())))
+
+
+def _distinct(accs: list, ranges: dict) -> list:
+    """``accs`` less those touching exactly the bytes of an earlier one (the same form up to loop names)."""
+    seen, out = set(), []
+    for a in accs:
+        key = _canonical(a, ranges)
+        if key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out
+
+
+def _stepped(accs: list, ranges: dict):
+    """``(access, ranges)``: the accesses as one with a variable ``u`` more, when every access has the
+    same terms and width and its constant (and each guard's constant) is ``first + step * u``; None
+    otherwise."""
+    first = accs[0]
+    if any(a.width != first.width or a.form.terms != first.form.terms or len(a.constraints) !=
+           len(first.constraints) for a in accs):
+        return None
+    order = sorted(accs, key=lambda a: a.form.const)
+    offs = [a.form.const for a in order]
+    if len(set(offs)) != len(offs):
+        return None
+    step = offs[1] - offs[0]
+    if any(offs[i] - offs[i - 1] != step for i in range(1, len(offs))):
+        return None
+    u = f"u:{first.iid}"
+    cons = []
+    for j, c0 in enumerate(order[0].constraints):
+        cs = [a.constraints[j] for a in order]
+        if any(type(c) is not type(c0) for c in cs):
+            return None
+        fs = [c.form if not isinstance(c, Form) else c for c in cs]
+        if any(f.terms != fs[0].terms for f in fs):
+            return None
+        d = fs[1].const - fs[0].const
+        if any(fs[i].const - fs[i - 1].const != d for i in range(1, len(fs))):
+            return None
+        f = Form.of({**fs[0].coefs, u: d}, fs[0].const)
+        cons.append(f if isinstance(c0, Form) else type(c0)(f, *([c0.k] if isinstance(c0, _Entry) else [])))
+    f = Form.of({**order[0].form.coefs, u: step}, offs[0], first.form.base)
+    return Access(first.iid, first.buffer, first.kind, f, first.width, tuple(cons)), {**ranges, u: len(offs)}
+
+
+# -- the answer ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferFootprint:
+    """Distinct bytes (and 32-byte sectors) one launch reads and writes in one pointer parameter."""
+
+    name: str
+    source: str  # exact | extrapolated | unknown
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    read_sectors: int | None = None
+    write_sectors: int | None = None
+    why: str = ""
+
+    @property
+    def dram_bytes(self) -> int | None:
+        """What DRAM must move for this buffer (cold L2): every sector read once, every sector written once
+        (the bytes where the sectors were not decided)."""
+        if self.read_bytes is None or self.write_bytes is None:
+            return None
+        r = self.read_bytes if self.read_sectors is None else SECTOR * self.read_sectors
+        w = self.write_bytes if self.write_sectors is None else SECTOR * self.write_sectors
+        return r + w
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "source": self.source, "read_bytes": self.read_bytes,
+                "write_bytes": self.write_bytes, "read_sectors": self.read_sectors,
+                "write_sectors": self.write_sectors, "dram_bytes": self.dram_bytes, "why": self.why}
+
+
+@dataclass(frozen=True)
+class LaunchFootprint:
+    """The footprint of one launch: per buffer, the overall ``source`` (the weakest buffer's) and the
+    DRAM floor's bytes (``floor_bytes``: the ``exact`` buffers' sectors read + written; None when no
+    buffer is exact)."""
+
+    buffers: tuple
+    source: str
+    floor_bytes: int | None
+    notes: tuple = ()
+    launch: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "floor_bytes": self.floor_bytes,
+                "buffers": [b.to_json() for b in self.buffers], "notes": list(self.notes), "launch": self.launch}
+
+    def describe(self) -> str:
+        """One line for ``explain``."""
+        n = len(self.buffers)
+        exact = [b for b in self.buffers if b.source == "exact"]
+        if self.floor_bytes is None:
+            why = next((b.why for b in self.buffers if b.why), "")
+            return f"footprint {self.source}: no DRAM floor" + (f" ({why})" if why else "")
+        part = "" if len(exact) == n else f" ({len(exact)} of {n} buffers exact; the others: " + \
+            "; ".join(f"{b.name} {b.source}" for b in self.buffers if b.source != "exact") + ")"
+        return f"footprint {self.source}: DRAM floor {self.floor_bytes:,} B (distinct sectors read + written){part}"
+
+
+def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFootprint:
+    """The footprint of ``fn`` (an entry :class:`~ptxopt.ir.Function`) launched on ``grid`` x
+    ``block`` with ``scalars`` (parameter name -> value; integer ones matter)."""
+    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
+    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
+    launch = {"grid": list(grid), "block": list(block)}
+    try:
+        k = _Kernel(fn, grid, block, scalars or {})
+        accs = k.accesses()
+    except (NotAffine, Inexact, RecursionError) as e:
+        return LaunchFootprint((), "unknown", None, (f"analysis failed: {e}",), launch)
+    params = [p.name for p in _params(fn)]
+    unknown_any = [a for a in accs if a.buffer is None]
+    bufs = []
+    for name in params:
+        mine = [a for a in accs if a.buffer == name]
+        if not mine and not unknown_any:
+            continue
+        if not mine:
+            continue
+        bufs.append(_buffer(name, mine, k.ranges))
+    notes = tuple(a.why for a in unknown_any)
+    if unknown_any:
+        # an access whose buffer is unknown (a gather through loaded indices) adds bytes no count holds
+        bufs.append(BufferFootprint("?", "unknown", why=unknown_any[0].why))
+    source = "exact"
+    for b in bufs:
+        if b.source == "unknown":
+            source = "unknown"
+        elif b.source == "extrapolated" and source == "exact":
+            source = "extrapolated"
+    exact = [b for b in bufs if b.source == "exact" and b.dram_bytes is not None]
+    # the exact buffers' sectors are a lower bound on what DRAM moves even where other accesses are not
+    # known (they only add bytes)
+    floor = sum(b.dram_bytes for b in exact) if exact else None
+    if not bufs:
+        floor = 0
+    return LaunchFootprint(tuple(bufs), source, floor, notes, launch)
+
+
+def _buffer(name: str, accs: list, ranges: dict) -> BufferFootprint:
+    bad = next((a for a in accs if a.form is None), None)
+    if bad is not None:
+        return BufferFootprint(name, "unknown", why=bad.why)
+    out: dict = {}
+    source, why = "exact", ""
+    for kind in ("read", "write"):
+        mine = [a for a in accs if a.kind in (kind, "both")]
+        if not mine:
+            out[kind] = (0, 0)
+            continue
+        inexact = next((a for a in mine if a.inexact), None)
+        try:
+            if inexact is not None:
+                raise Inexact(inexact.inexact)
+            out[kind] = _union(mine, ranges)
+        except Inexact as e:
+            source, why = ("unknown" if source == "unknown" else "extrapolated"), str(e)
+            # an upper bound: every guard taken, accesses summed
+            try:
+                parts = [_count(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine]
+                out[kind] = (sum(p[0] for p in parts), sum(p[1] for p in parts))
+            except (Inexact, KeyError):
+                out[kind] = (None, None)
+                source = "unknown"
+    (rb, rs), (wb, ws) = out["read"], out["write"]
+    return BufferFootprint(name, source, rb, wb, rs, ws, why)
+
+
+def footprint_of_text(ptx_text: str, entry: str | None, grid, block, scalars: dict | None = None) -> LaunchFootprint:
+    """:func:`launch_footprint` of ``entry`` in a PTX text."""
+    from ptxopt.parser import parse
+
+    module = parse(ptx_text, "footprint")
+    return launch_footprint(module.pick_entry(entry, "footprint"), grid, block, scalars)
+
+
+__all__ = ["SECTOR", "SOURCES", "BufferFootprint", "LaunchFootprint", "launch_footprint", "footprint_of_text"]
