@@ -42,7 +42,10 @@ def _touched(module, entry, grid, block, args, names, shared=0):
 
 
 def _check(fp, touched):
-    assert fp.buffers or not touched
+    """Exact counts equal what was touched, upper bounds are not below it, and the DRAM floor never
+    exceeds the sectors the launch touched."""
+    if fp.floor_bytes is not None:
+        assert fp.floor_bytes <= SECTOR * sum(t[2] + t[3] for t in touched.values()), (fp, touched)
     for b in fp.buffers:
         if b.name not in touched:
             continue

@@ -184,6 +184,7 @@ class _Kernel:
         for d, name in enumerate("xyz"):
             self.ranges[f"tid.{name}"] = self.block[d] if d < len(self.block) else 1
             self.ranges[f"ctaid.{name}"] = self.grid[d] if d < len(self.grid) else 1
+        self.splits: dict[str, set] = {}  # variable -> the bits it is split at (digits)
         self.loop_cons: dict[int, tuple] = {}  # loop index -> (constraints before exit / after exit, branch iid)
         self._memo: dict = {}
         self._busy: set = set()
@@ -303,8 +304,99 @@ class _Kernel:
                 raise NotAffine("a shift by a variable")
             return self.operand(ops[1], iid).scale(1 << sh.const)
         if op in ("or", "and") and len(ops) == 3:
-            return self._bits(op, self.operand(ops[1], iid), self.operand(ops[2], iid))
+            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            try:
+                return self._bits(op, a, b)
+            except NotAffine:
+                for x, y in ((a, b), (b, a)):
+                    if op == "and" and y.is_const and y.const > 0 and y.const & (y.const + 1) == 0:
+                        return self._low(x, y.const.bit_length())  # a mask of low bits: x mod 2^m
+                raise
+        if op in ("shr", "div", "rem") and len(ops) == 3 and (op == "shr" or ty[0] == "u" or
+                                                                 self._range(self.operand(ops[1], iid))[0] >= 0):
+            x, y = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            if not y.is_const or y.const <= 0 or (op != "shr" and y.const & (y.const - 1)):
+                raise NotAffine(f"{ins.full_opcode} by a variable or a non-power of two")
+            m = y.const if op == "shr" else y.const.bit_length() - 1
+            return self._low(x, m) if op == "rem" else self._high(x, m)
+        if op == "bfe" and len(ops) == 4 and ty[0] == "u":
+            x, pos, ln = (self.operand(o, iid) for o in ops[1:])
+            if not (pos.is_const and ln.is_const) or ln.const <= 0:
+                raise NotAffine("bfe of variable bits")
+            return self._low(self._high(x, pos.const), ln.const)
         raise NotAffine(f"{ins.full_opcode} of an index")
+
+    # -- bit fields of an index: split a variable into digits ------------------------------------------
+    def _parts(self, x: Form):
+        """``x`` as parts with disjoint bit ranges (no carries): ``(var, coef)`` with ``coef`` a power of
+        two; NotAffine otherwise (a negative value, overlapping parts, an odd multiplier)."""
+        if x.base is not None or x.const < 0 or any(c <= 0 or c & (c - 1) for _, c in x.terms):
+            raise NotAffine("bits of an index that is not a sum of disjoint power-of-two parts")
+        m = self._may_bits(Form(x.terms, 0))
+        if m is None or m & x.const or sum(((1 << (c * (self.ranges[v] - 1)).bit_length()) - 1) & ~(c - 1)
+                                           for v, c in x.terms) != m:
+            raise NotAffine("bits of an index whose parts overlap")
+        return x.terms
+
+    def _split(self, var: str, k: int) -> tuple[str, str]:
+        """``var`` (a variable or a digit ``X[a:b]``) as ``lo + 2^k * hi``: the digit names."""
+        base, a, b = _digit(var)
+        cut = a + k
+        n = self.ranges[_digit_name(base, 0, None)]
+        if n % (1 << cut):
+            raise NotAffine(f"{base} (range {n}) does not split at bit {cut}")
+        self.splits.setdefault(base, set()).add(cut)
+        lo, hi = _digit_name(base, a, cut), _digit_name(base, cut, b)
+        self.ranges[lo] = 1 << k
+        self.ranges[hi] = (1 << (b - cut)) if b is not None else n >> cut
+        return lo, hi
+
+    def _high(self, x: Form, m: int) -> Form:
+        """``x >> m`` for ``x >= 0`` made of disjoint power-of-two parts."""
+        terms: dict = {}
+        const = x.const >> m
+        for v, c in self._parts(x):
+            s = c.bit_length() - 1
+            top = s + max(1, (self.ranges[v] - 1).bit_length())
+            if s >= m:
+                terms[v] = terms.get(v, 0) + (c >> m)
+            elif top > m and self.ranges[v] > 1:
+                _, hi = self._split(v, m - s)
+                terms[hi] = terms.get(hi, 0) + 1
+        return Form.of(terms, const)
+
+    def _low(self, x: Form, m: int) -> Form:
+        """``x mod 2^m`` for ``x >= 0`` made of disjoint power-of-two parts."""
+        terms: dict = {}
+        for v, c in self._parts(x):
+            s = c.bit_length() - 1
+            top = s + max(1, (self.ranges[v] - 1).bit_length())
+            if top <= m or self.ranges[v] <= 1:
+                terms[v] = terms.get(v, 0) + c
+            elif s < m:
+                lo, _ = self._split(v, m - s)
+                terms[lo] = terms.get(lo, 0) + c
+        return Form.of(terms, x.const & ((1 << m) - 1))
+
+    def refine(self, f):
+        """``f`` (a Form or a marker) over the final digits: a digit later split is a sum of its parts."""
+        if not isinstance(f, Form):
+            return type(f)(self.refine(f.form), *([f.k] if isinstance(f, _Entry) else []))
+        terms: dict = {}
+        for v, c in f.terms:
+            base, a, b = _digit(v)
+            cuts = sorted(p for p in self.splits.get(base, ()) if a < p and (b is None or p < b))
+            if not cuts:
+                terms[v] = terms.get(v, 0) + c
+                continue
+            edges = [a] + cuts + [b]
+            for lo, hi in zip(edges, edges[1:]):
+                d = _digit_name(base, lo, hi)
+                if d not in self.ranges:
+                    n = self.ranges[_digit_name(base, 0, None)]
+                    self.ranges[d] = (1 << (hi - lo)) if hi is not None else n >> lo
+                terms[d] = terms.get(d, 0) + c * (1 << (lo - a))
+        return Form.of(terms, f.const, f.base)
 
     def _bits(self, op: str, a: Form, b: Form) -> Form:
         """``or`` of values with disjoint bits (an add), ``and`` with a mask that keeps every bit the
@@ -494,6 +586,29 @@ class _Kernel:
             out += self.condition(term.guard, via_t != term.guard_neg, b.iids[-1])
         return out
 
+    def _base_of(self, reg, at: int, depth: int = 0) -> str | None:
+        """The pointer parameter an address that is not affine starts from (a gather's buffer): followed
+        through moves, conversions and adds; None when not found or when its definitions disagree."""
+        if depth > 64 or not isinstance(reg, Reg):
+            return None
+        sites = self.defs.get(reg.name, [])
+        if len(sites) > 1:
+            sites = [i for i in self.rd.reaching(at, reg.name) if i != at] or sites
+        found = set()
+        for d in sites:
+            ins = self.cfg.instructions[d]
+            if ins.opcode == "ld" and "param" in ins.modifiers:
+                a = ins.operands[1]
+                p = self.params.get(a.base.name) if isinstance(a, Addr) and isinstance(a.base, Sym) else None
+                found.add(p.name if p is not None and p.dtype in _PTR_PARAM else None)
+            elif ins.opcode in ("mov", "cvta", "cvt", "add", "sub") and len(ins.operands) >= 2:
+                bases = {self._base_of(o, d, depth + 1) for o in ins.operands[1:] if isinstance(o, Reg)}
+                bases.discard(None)
+                found.add(bases.pop() if len(bases) == 1 else None)
+            else:
+                found.add(None)
+        return found.pop() if len(found) == 1 else None
+
     def _loops_blocks(self, iid: int) -> set:
         s: set = set()
         for li in self.loop_of_iid.get(iid, []):
@@ -519,6 +634,13 @@ class _Kernel:
         return found
 
     def accesses(self) -> list[Access]:
+        """Every global access, its forms over the final digits of the index variables."""
+        raw = self._accesses()
+        return [a if a.form is None else Access(a.iid, a.buffer, a.kind, self.refine(a.form), a.width,
+                                                tuple(self.refine(c) for c in a.constraints), a.why, a.inexact)
+                for a in raw]
+
+    def _accesses(self) -> list[Access]:
         out = []
         for iid, ins in enumerate(self.cfg.instructions):
             kind = _kind(ins)
@@ -536,8 +658,9 @@ class _Kernel:
             try:
                 form = self.operand(addr.base, iid).add(Form(const=addr.offset))
             except NotAffine as e:
-                if "global" in ins.modifiers or ins.opcode in ("red", "atom"):
-                    out.append(Access(iid, None, kind, None, width, why=f"line {ins.line}: {e}"))
+                base = self._base_of(addr.base, iid) if isinstance(addr.base, Reg) else None
+                if base is not None or "global" in ins.modifiers or ins.opcode in ("red", "atom"):
+                    out.append(Access(iid, base, kind, None, width, why=f"line {ins.line}: {e}"))
                 continue
             if form.base is None:
                 if "global" in ins.modifiers:
@@ -557,6 +680,19 @@ class _Kernel:
             except NotAffine as e:
                 out.append(Access(iid, form.base, kind, None, width, why=f"line {ins.line}: {e}"))
         return out
+
+
+def _digit(name: str) -> tuple[str, int, int | None]:
+    """``X[a:b]`` -> (X, a, b); a plain variable is its whole ``[0:]``."""
+    if name.endswith("]") and "[" in name:
+        base, _, rng = name[:-1].rpartition("[")
+        a, _, b = rng.partition(":")
+        return base, int(a), (int(b) if b else None)
+    return name, 0, None
+
+
+def _digit_name(base: str, a: int, b: int | None) -> str:
+    return base if a == 0 and b is None else f"{base}[{a}:{'' if b is None else b}]"
 
 
 @dataclass(frozen=True)
@@ -830,6 +966,11 @@ def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int
     return int(b.size), int(np.unique(b // SECTOR).size) if b.size else 0
 
 
+def _sum(parts: list) -> tuple[int, int | None]:
+    """Summed (bytes, sectors); sectors None when one part's are."""
+    return sum(p[0] for p in parts), (None if any(p[1] is None for p in parts) else sum(p[1] for p in parts))
+
+
 def _union(accs: list, ranges: dict) -> tuple[int, int]:
     """(bytes, sectors) of the union of the accesses of one buffer and kind; Inexact when undecidable."""
     accs = _distinct(accs, ranges)
@@ -851,8 +992,7 @@ def _union(accs: list, ranges: dict) -> tuple[int, int]:
     spans_sorted = sorted((lo, hi + accs[i].width, i) for i, (lo, hi) in enumerate(spans))
     if all(spans_sorted[i][0] >= spans_sorted[i - 1][1] and spans_sorted[i][0] // SECTOR
            > (spans_sorted[i - 1][1] - 1) // SECTOR for i in range(1, len(spans_sorted))):
-        parts = [_count(a, ranges) for a in accs]
-        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return _sum([_count(a, ranges) for a in accs])
     # small launches: list every point of every access
     forms, conses, rng, width = [], [], {}, max(a.width for a in accs)
     if any(a.width != width for a in accs):
@@ -1065,10 +1205,18 @@ def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFoot
             continue
         if not mine:
             continue
-        bufs.append(_buffer(name, mine, k.ranges))
+        try:
+            bufs.append(_buffer(name, mine, k.ranges))
+        except (ArithmeticError, KeyError, ValueError, MemoryError) as e:  # never a crash: an unknown buffer
+            bufs.append(BufferFootprint(name, "unknown", why=f"analysis failed: {type(e).__name__}: {e}"))
     notes = tuple(a.why for a in unknown_any)
+    exact = [b for b in bufs if b.source == "exact" and b.dram_bytes is not None]
     if unknown_any:
-        # an access whose buffer is unknown (a gather through loaded indices) adds bytes no count holds
+        # an access whose buffer is not found may touch any buffer: no count is exact any more (each is
+        # still a lower bound, so the floor stands), and the access adds bytes no count holds
+        why = f"an access of an unknown buffer ({unknown_any[0].why})"
+        bufs = [BufferFootprint(b.name, "unknown", b.read_bytes, b.write_bytes, b.read_sectors, b.write_sectors,
+                                b.why or why) for b in bufs]
         bufs.append(BufferFootprint("?", "unknown", why=unknown_any[0].why))
     source = "exact"
     for b in bufs:
@@ -1076,7 +1224,6 @@ def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFoot
             source = "unknown"
         elif b.source == "extrapolated" and source == "exact":
             source = "extrapolated"
-    exact = [b for b in bufs if b.source == "exact" and b.dram_bytes is not None]
     # the exact buffers' sectors are a lower bound on what DRAM moves even where other accesses are not
     # known (they only add bytes)
     floor = sum(b.dram_bytes for b in exact) if exact else None
@@ -1105,8 +1252,7 @@ def _buffer(name: str, accs: list, ranges: dict) -> BufferFootprint:
             source, why = ("unknown" if source == "unknown" else "extrapolated"), str(e)
             # an upper bound: every guard taken, accesses summed
             try:
-                parts = [_count(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine]
-                out[kind] = (sum(p[0] for p in parts), sum(p[1] for p in parts))
+                out[kind] = _sum([_count(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine])
             except (Inexact, KeyError):
                 out[kind] = (None, None)
                 source = "unknown"
@@ -1123,3 +1269,25 @@ def footprint_of_text(ptx_text: str, entry: str | None, grid, block, scalars: di
 
 
 __all__ = ["SECTOR", "SOURCES", "BufferFootprint", "LaunchFootprint", "launch_footprint", "footprint_of_text"]
+
+
+def footprint_for_launch(module, entry: str | None, launch, counts_bytes: int | None = None) -> LaunchFootprint:
+    """What the DRAM floor reads for a performance ``launch`` (anything with ``grid``/``block``/
+    ``scalars``): the user's byte counts when given (source ``counts``: they override the analysis),
+    else the kernel's footprint (:func:`launch_footprint`); ``unknown`` when the grid is unknown (the
+    blocks are then assumed, not the user's).  ``module`` is a parsed module or PTX text."""
+    grid, block = getattr(launch, "grid", None), getattr(launch, "block", None)
+    if counts_bytes is not None:
+        return LaunchFootprint((), "counts", int(counts_bytes), ("the user's per-buffer counts",),
+                               {"grid": None if grid is None else list(grid), "block": list(block or ())})
+    if grid is None or block is None:
+        return LaunchFootprint((), "unknown", None, ("grid unknown: no footprint for an assumed grid",))
+    if isinstance(module, str):
+        from ptxopt.parser import parse
+
+        module = parse(module, "footprint")
+    return launch_footprint(module.pick_entry(entry, "footprint"), grid, block,
+                            dict(getattr(launch, "scalars", None) or {}))
+
+
+__all__ += ["footprint_for_launch"]
