@@ -241,7 +241,7 @@ class _Kernel:
             raise NotAffine(f"induction variable {name}: step not constant at this launch")
         s = step.const * (-1 if upd.opcode == "sub" else 1)
         k = self.kvar(li)
-        after = iv.update < at  # a use after the update sees the next iteration's value
+        after = self._runs_before(iv.update, at)  # a use after the update sees the next iteration's value
         return init.add(Form.of({k: s}, s if after else 0))
 
     def at(self, iid: int) -> Form:
@@ -555,7 +555,7 @@ class _Kernel:
             if c is None:
                 continue
             # before the exit branch in the iteration: the test of iteration k-1 let k run
-            out.append(c if br < iid else _Entry(c.substitute(k, -1), k))
+            out.append(c if self._runs_before(br, iid) else _Entry(c.substitute(k, -1), k))
         return out
 
     # -- accesses -----------------------------------------------------------------------------------
@@ -608,6 +608,15 @@ class _Kernel:
             else:
                 found.add(None)
         return found.pop() if len(found) == 1 else None
+
+    def _runs_before(self, a: int, b: int) -> bool:
+        """Instruction ``a`` runs before ``b`` in the same loop iteration: same block and earlier, or
+        ``a``'s block dominates ``b``'s (the text order says nothing: a rotated loop puts its latch
+        before its header)."""
+        ba, bb = self.cfg.block_of[a], self.cfg.block_of[b]
+        if ba == bb:
+            return a < b
+        return dominates(self.idom, ba, bb)
 
     def _loops_blocks(self, iid: int) -> set:
         s: set = set()

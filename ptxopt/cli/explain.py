@@ -130,7 +130,10 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
             b, a = before["estimate"]["cycles"], after["estimate"]["cycles"]
             doc.update({"objective": obj, "pipeline": str(pl), "before": before, "after": after,
                         "change": {"cycles": a - b, "relative": (a - b) / b if b else None,
-                                   "kind": "estimate"}})
+                                   "kind": "estimate",
+                                   "dram_floor": obj != "throughput" or all(
+                                       (x.get("footprint") or {}).get("floor_bytes") is not None
+                                       for x in (before, after))}})
         docs.append(doc)
 
     as_json, json_out = json_target(as_json, json_out)
@@ -324,7 +327,18 @@ def _print(d: dict) -> None:
     click.echo("\n".join(_section(d["after"], "    ")))
     c = d["change"]
     rel = "" if c["relative"] is None else f" ({100 * c['relative']:+.1f}%)"
-    click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)")
+    click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)"
+               + _floor_caveat(d["before"], d["after"]))
+
+
+def _floor_caveat(before: dict, after: dict) -> str:
+    """What a gain shown without a DRAM floor must say: the estimate may beat DRAM."""
+    missing = [w for w, x in (("before", before), ("after", after))
+               if x.get("objective") == "throughput" and (x.get("footprint") or {}).get("floor_bytes") is None]
+    if not missing:
+        return ""
+    src = (after.get("footprint") or before.get("footprint") or {}).get("source", "unknown")
+    return f"; NO DRAM floor ({' and '.join(missing)}: footprint {src}): the gain may be below what DRAM allows"
 
 
 def _plot(docs: list, path: str) -> None:

@@ -387,6 +387,7 @@ def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, not
         notes.append(f"no DRAM floor: footprint {floor.source} (an upper bound on bytes is no lower bound "
                      "on time; give the buffers' counts with --perf-bytes)")
         return dram
+    notes[:] = [n for n in notes if not n.startswith("footprint unknown")]  # the floor gives the bytes
     cycles = floor.floor_bytes / (device.sms * device.dram_bytes_per_cycle)
     if cycles > bounds["DRAM bandwidth"]:
         bounds["DRAM bandwidth"] = cycles
