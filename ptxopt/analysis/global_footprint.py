@@ -55,7 +55,9 @@ from ptxopt.ir import Addr, Imm, Reg, Sym
 #: The DRAM transfer unit (bytes).
 SECTOR = 32
 #: Points (index-variable combinations) an access may enumerate when the algebra cannot decide.
-MAX_ENUMERATE = 1 << 21
+MAX_ENUMERATE = 1 << 20
+#: Widest byte range an enumeration marks in a bitmap.
+MAX_BITMAP = 1 << 28
 #: Largest explicit pattern (bytes or sectors) the interval algebra keeps as an array.
 MAX_EXPLICIT = 1 << 16
 
@@ -609,6 +611,24 @@ class _Kernel:
                 found.add(None)
         return found.pop() if len(found) == 1 else None
 
+    def _src_size(self, op, width: int, iid: int, depth: int = 0) -> list:
+        """Constraints under which a ``cp.async`` with a source size reads its ``width`` bytes (Triton
+        masks with ``selp size, 0, p``, nested: a zero size reads nothing)."""
+        if isinstance(op, Imm):
+            if op.value() == width:
+                return []
+            raise Inexact("a cp.async reading part of its size")
+        sites = self.defs.get(op.name, []) if isinstance(op, Reg) and depth < 16 else []
+        ins = self.cfg.instructions[sites[0]] if len(sites) == 1 else None
+        if ins is None or ins.opcode != "selp" or len(ins.operands) != 4 or not isinstance(ins.operands[3], Reg):
+            raise Inexact("a cp.async source size not known")
+        a, b, p = ins.operands[1], ins.operands[2], ins.operands[3].name
+        if isinstance(b, Imm) and b.value() == 0:
+            return self.condition(p, True, sites[0]) + self._src_size(a, width, sites[0], depth + 1)
+        if isinstance(a, Imm) and a.value() == 0:
+            return self.condition(p, False, sites[0]) + self._src_size(b, width, sites[0], depth + 1)
+        raise Inexact("a cp.async source size not known")
+
     def _runs_before(self, a: int, b: int) -> bool:
         """Instruction ``a`` runs before ``b`` in the same loop iteration: same block and earlier, or
         ``a``'s block dominates ``b``'s (the text order says nothing: a rotated loop puts its latch
@@ -654,9 +674,16 @@ class _Kernel:
         for iid, ins in enumerate(self.cfg.instructions):
             kind = _kind(ins)
             if kind is None:
+                if _other_global(ins):  # a global access this analysis does not model (bulk copies, tex)
+                    out.append(Access(iid, None, "both", None, 0, why=f"line {ins.line}: {ins.full_opcode}"))
                 continue
             addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
             width = _width(ins)
+            if ins.opcode == "cp":  # cp.async.*.shared.global [dst], [src], size: the source is read
+                addrs = [o for o in ins.operands if isinstance(o, Addr)]
+                size = ins.operands[2] if len(ins.operands) > 2 else None
+                addr = addrs[1] if len(addrs) > 1 else None
+                width = size.value() if isinstance(size, Imm) and isinstance(size.value(), int) else None
             if addr is None or width is None:
                 out.append(Access(iid, None, kind, None, 0, why=f"line {ins.line}: {ins.full_opcode} without a plain address"))
                 continue
@@ -679,6 +706,8 @@ class _Kernel:
                 continue
             try:
                 cons = self.guards(iid) + self.loop_constraints(iid)
+                if ins.opcode == "cp" and len(ins.operands) > 3:
+                    cons += self._src_size(ins.operands[3], width, iid)
                 for f in [form] + [c for c in cons if isinstance(c, Form)]:
                     missing = [v for v, _ in f.terms if v not in self.ranges]
                     if missing:
@@ -738,6 +767,8 @@ class _P:
 
 def _kind(ins) -> str | None:
     op, mods = ins.opcode, ins.modifiers
+    if op == "cp" and "async" in mods and "global" in mods and "bulk" not in mods and "tensor" not in mods:
+        return "read"
     if any(m in ("shared", "local", "param", "const") for m in mods):
         return None
     if op in ("ld", "ldu"):
@@ -746,7 +777,17 @@ def _kind(ins) -> str | None:
         return "write"
     if op in ("atom", "red"):
         return "both"
+    if op == "cp" and "async" in mods and "global" in mods and "bulk" not in mods and "tensor" not in mods:
+        return "read"
     return None
+
+
+def _other_global(ins) -> bool:
+    """An instruction that touches global memory in a way :func:`_kind` does not model."""
+    op, mods = ins.opcode, ins.modifiers
+    if op == "cp" and "async" in mods and "global" in mods:
+        return "bulk" in mods or "tensor" in mods
+    return op in ("tex", "tld4", "suld", "sust", "sured", "multimem") or (op == "cp" and "bulk" in mods)
 
 
 def _is_global(ins) -> bool:
@@ -970,9 +1011,18 @@ def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int
         for c in cs:
             mask &= value(c) >= 0
         addrs.append(a[mask])
-    a = np.unique(np.concatenate(addrs)) if addrs else np.zeros(0, np.int64)
-    b = np.unique((a[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()) if a.size else a
-    return int(b.size), int(np.unique(b // SECTOR).size) if b.size else 0
+    a = np.concatenate(addrs) if addrs else np.zeros(0, np.int64)
+    if not a.size:
+        return 0, 0
+    lo, hi = int(a.min()), int(a.max()) + width
+    if hi - lo > MAX_BITMAP:
+        raise Inexact(f"accesses spread over {hi - lo:,} bytes (too many to mark)")
+    mark = np.zeros(hi - lo, dtype=bool)
+    for j in range(width):
+        mark[a - lo + j] = True
+    where = np.flatnonzero(mark) + lo
+    sectors = where // SECTOR
+    return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
 
 
 def _sum(parts: list) -> tuple[int, int | None]:

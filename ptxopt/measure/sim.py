@@ -136,7 +136,7 @@ class SimBackend:
                    "facts": KernelFacts.of(r).to_json(),
                    "objective": job.objective, "performance": _describe(job, kw),
                    # where the DRAM floor's bytes come from (counts / exact / extrapolated / unknown)
-                   "footprint": kw["dram_floor"].to_json() if "dram_floor" in kw else None},
+                   "footprint": kw["dram_floor"].to_json() if kw.get("dram_floor") is not None else None},
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:
