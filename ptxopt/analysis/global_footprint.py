@@ -1350,3 +1350,49 @@ def footprint_for_launch(module, entry: str | None, launch, counts_bytes: int | 
 
 
 __all__ += ["footprint_for_launch"]
+
+
+def uniform_trips(fn, grid, block, scalars: dict | None = None) -> dict[int, int]:
+    """Per loop header (block index) whose exit test depends on no thread or block index: how many
+    times the loop's counter takes a value per entry at this launch (at least the body's iterations
+    plus one; the header-test form runs its body one time fewer)."""
+    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
+    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
+    try:
+        k = _Kernel(fn, grid, block, scalars or {})
+    except (NotAffine, Inexact, RecursionError):
+        return {}
+    out = {}
+    for li, lp in enumerate(k.info.loops):
+        var = k.kvar(li)
+        c, _ = k.loop_cons.get(li, (None, None))
+        if var in k.ranges and (c is None or all(v == var for v, _ in c.terms)):
+            out[lp.header] = k.ranges[var]
+    return out
+
+
+def decided_branches(fn, grid, block, scalars: dict | None = None) -> dict[int, bool]:
+    """Per block (index) ending in a conditional branch that this launch decides for every thread (a
+    test of scalars and launch sizes only, ``K > 0``): whether it is taken."""
+    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
+    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
+    try:
+        k = _Kernel(fn, grid, block, scalars or {})
+    except (NotAffine, Inexact, RecursionError):
+        return {}
+    out = {}
+    for b in k.cfg.blocks:
+        term = b.instructions[-1] if b.instructions else None
+        if term is None or term.opcode != "bra" or term.guard is None:
+            continue
+        try:
+            cons = k.condition(term.guard, not term.guard_neg, b.iids[-1])
+        except (Inexact, NotAffine):
+            continue
+        if any(not isinstance(c, Form) or c.terms for c in cons):
+            continue
+        out[b.index] = all(c.const >= 0 for c in cons)
+    return out
+
+
+__all__ += ["uniform_trips", "decided_branches"]

@@ -10,7 +10,8 @@ estimate below one of them is a model error by physics, not by opinion:
 * **L2**: the same sectors cross L2 at least once: over the whole chip's L2 bandwidth;
 * **arithmetic**: FP32 and FP16 operations and tensor-core MMA work that every thread (warp) of the
   launch must execute -- counted in the PTX in blocks that run on every path to the exit, times the
-  constant trip counts of the loops around them (loops whose trip is not constant count once) --
+  trip counts of the loops around them at this launch (where the exit test depends on no thread
+  index; one less than the counter's values, a lower bound; other loops count once) --
   over the device's peak per SM per cycle.  A lower bound: work on some paths only, or in loops whose
   trip is not known, is left out.  Integer work sets no floor: ptxas folds PTX address arithmetic
   into instruction offsets and ``IMAD``/``LEA`` forms, so a PTX count is no lower bound.
@@ -25,8 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt.analysis.cfg import dominates
-from ptxopt.analysis.global_footprint import footprint_for_launch
+from ptxopt.analysis.global_footprint import decided_branches, footprint_for_launch, uniform_trips
 from ptxopt.analysis.loops import loops_of
 
 from .device import Device
@@ -86,7 +86,9 @@ def launch_floors(module, entry: str | None, launch, device: Device) -> Floors:
     l2_cycles = None if dram is None else dram / (device.sms * device.l2_bytes_per_cycle)
     threads = _prod(launch.grid) * _prod(launch.block)
     warps = _prod(launch.grid) * -(-_prod(launch.block) // 32)
-    per_thread, per_warp = _work(fn)
+    sc = dict(launch.scalars or {})
+    per_thread, per_warp = _work(fn, uniform_trips(fn, launch.grid, launch.block, sc),
+                                 decided_branches(fn, launch.grid, launch.block, sc))
     work, arith = {}, {}
     lanes = FP32_LANES.get(device.arch, 128)
     for cls, n in per_thread.items():
@@ -108,25 +110,56 @@ def _prod(dims) -> int:
     return out
 
 
-def _work(fn) -> tuple[dict, dict]:
-    """(per-thread FP32/FP16 operations, per-warp tensor operations by precision) that every thread
-    runs: blocks on every path to the exit, times the constant trips of the loops around them."""
-    cfg, info = loops_of(fn)
-    idom = cfg.dominators()
+def _always(cfg, decided: dict) -> set:
+    """Blocks every thread runs at this launch: on every path from the entry to an exit, with the
+    branches the launch decides (``decided``: block -> taken) followed one way."""
     exits = [b.index for b in cfg.blocks if b.instructions and b.instructions[-1].opcode in ("ret", "exit")
              and b.instructions[-1].guard is None]
-    if not exits:
-        return {}, {}
+
+    def succs(b):
+        blk = cfg.blocks[b]
+        if b not in decided or len(blk.succs) < 2:
+            return blk.succs
+        term = blk.instructions[-1]
+        label = term.operands[0].name if term.operands and hasattr(term.operands[0], "name") else None
+        taken = cfg.label_block.get(label)
+        return [s for s in blk.succs if (s == taken) == decided[b]]
+
+    def reaches_exit(avoid):
+        seen, todo = {0}, [0]
+        if avoid == 0:
+            return False
+        while todo:
+            b = todo.pop()
+            if b in exits:
+                return True
+            for s in succs(b):
+                if s != avoid and s not in seen:
+                    seen.add(s)
+                    todo.append(s)
+        return False
+
+    if not exits or not reaches_exit(None):
+        return set()
+    return {b.index for b in cfg.blocks if not reaches_exit(b.index)}
+
+
+def _work(fn, trips: dict, decided: dict | None = None) -> tuple[dict, dict]:
+    """(per-thread FP32/FP16 operations, per-warp tensor operations by precision) that every thread
+    runs: blocks on every path to the exit, times the trips of the loops around them (``trips``: per
+    loop header, the counter's values at this launch, :func:`uniform_trips`; else a constant trip)."""
+    cfg, info = loops_of(fn)
+    always = _always(cfg, decided or {})
     per_thread: dict = {}
     per_warp: dict = {}
     for b in cfg.blocks:
-        if not all(dominates(idom, b.index, e) for e in exits):
+        if b.index not in always:
             continue
         times = 1
         for lp in info.loops:
             if b.index in lp.blocks:
-                t = lp.trip.value if lp.trip.kind == "constant" and lp.trip.value else 1
-                times *= max(1, t - 1)  # header runs t times; a body at least t - 1: a lower bound
+                t = trips.get(lp.header) or (lp.trip.value if lp.trip.kind == "constant" and lp.trip.value else 1)
+                times *= max(1, t - 1)  # the counter takes t values; a body runs at least t - 1: a lower bound
         for ins in b.instructions:
             if ins.guard is not None:
                 continue
