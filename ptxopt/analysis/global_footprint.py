@@ -190,6 +190,8 @@ class _Kernel:
         self.loop_cons: dict[int, tuple] = {}  # loop index -> (constraints before exit / after exit, branch iid)
         self._memo: dict = {}
         self._busy: set = set()
+        self._probe: dict = {}  # register -> the symbol its header value stands for while its update is read
+        self._chains: dict = {}  # header symbol -> (start, step, loop index)
         for li in sorted(range(len(self.info.loops)), key=lambda i: self.info.loops[i].depth):
             self._loop_range(li)
 
@@ -222,9 +224,64 @@ class _Kernel:
         sites = self.defs.get(name, [])
         if len(sites) > 1:
             sites = list(self.rd.reaching(at, name)) if at >= 0 else sites
+        if name in self._probe and len(sites) == 2:
+            return Form.of({self._probe[name]: 1})
+        if len(sites) == 2 and at >= 0:
+            return self._chain_iv(name, at, sites)
         if len(sites) != 1:
             raise NotAffine(f"{name}: {len(sites)} definitions reach line {self.cfg.instructions[at].line}")
-        return self.at(sites[0])
+        return self._unprobe(self.at(sites[0]))
+
+    def _unprobe(self, f: Form) -> Form:
+        """``f`` with each header symbol ``h:NAME`` (outside its own probe) replaced by its value."""
+        for v, c in f.terms:
+            if v.startswith("h:") and v[2:] not in self._probe:
+                if v not in self._chains:
+                    raise NotAffine(f"{v[2:]}: not advanced by a constant step in its loop")
+                init, step, li = self._chains[v]
+                rest = Form.of({x: y for x, y in f.terms if x != v}, f.const, f.base)
+                f = rest.add(init.add(Form.of({self.kvar(li): step})).scale(c) if c != 1 else
+                             init.add(Form.of({self.kvar(li): step})))
+                return self._unprobe(f)
+        return f
+
+    def _chain_iv(self, name: str, at: int, sites: list) -> Form:
+        """A register that a loop advances through a chain of adds (``p1 = p + s; p2 = p1 + s; p = p2``:
+        an unrolled pointer walk), read where both its start and its update reach: its value at the
+        loop's header in iteration ``k``, ``start + step * k``.  Found by evaluating the update with the
+        header's value as a symbol ``h:NAME``; NotAffine unless that gives ``h:NAME + constant``."""
+        line = self.cfg.instructions[at].line
+        lps = [li for li in self.loop_of_iid.get(at, []) if sum(s in set(self.info.loops[li].iids)
+                                                                 for s in sites) == 1]
+        if not lps:
+            raise NotAffine(f"{name}: 2 definitions reach line {line}")
+        li = lps[-1]
+        inside = set(self.info.loops[li].iids)
+        d_in = next(s for s in sites if s in inside)
+        d_out = next(s for s in sites if s not in inside)
+        key = ("chain", name, li)
+        if key not in self._memo:
+            self._memo[key] = None
+            sym = f"h:{name}"
+            self._probe[name] = sym
+            try:
+                upd = self.at(d_in)
+            except NotAffine as e:
+                self._memo[key] = e
+            else:
+                rest = Form.of({v: c for v, c in upd.terms if v != sym}, upd.const, upd.base)
+                if upd.coefs.get(sym) != 1 or not rest.is_const and not (rest.base and not rest.terms):
+                    self._memo[key] = NotAffine(f"{name}: not advanced by a constant step in its loop")
+                else:
+                    self._memo[key] = (self.at(d_out), rest.const, d_in)
+                    self._chains[sym] = (self._memo[key][0], rest.const, li)
+            finally:
+                del self._probe[name]
+        got = self._memo[key]
+        if isinstance(got, Exception) or got is None:
+            raise got if isinstance(got, Exception) else NotAffine(f"{name}: a cyclic definition")
+        init, step, _ = got
+        return init.add(Form.of({self.kvar(li): step}))
 
     def _iv(self, name: str, at: int) -> Form:
         li, iv = self.ivs[name]
