@@ -1018,6 +1018,19 @@ def _resolve(cons: list, ranges: dict) -> list:
             lo, hi = _bounds(c.form, ranges)
             if lo > 0 or hi < 0:
                 continue
+            if len(c.form.terms) == 1:  # one value of one variable left out: at an end, a clip
+                (v, a), = c.form.terms
+                if c.form.const % a:
+                    continue  # never zero
+                v0, n = -c.form.const // a, ranges[v]
+                if not 0 <= v0 < n:
+                    continue
+                if v0 == 0:
+                    out.append(Form.of({v: 1}, -1))
+                    continue
+                if v0 == n - 1:
+                    out.append(Form.of({v: -1}, n - 2))
+                    continue
             raise Inexact("a != condition on a varying value")
         if isinstance(c, _Entry):
             # for k = 0 the entry decides: exact when the test at k=0 is implied (always true, or a guard)
