@@ -297,7 +297,8 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
         lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}")
     fp = d.get("footprint")
     if fp is not None:
-        lines.append(f"{indent}footprint   {fp['source']}: " + (f"DRAM floor {fp['floor_bytes']:,} B (cold L2)"
+        lines.append(f"{indent}footprint   {fp['source']}: " + (f"{'' if fp['source'] in ('exact', 'counts') else 'partial: the exact buffers only: '}"
+                                                               f"DRAM floor {fp['floor_bytes']:,} B (cold L2)"
                                                               if fp["floor_bytes"] is not None else
                                                               "NO DRAM floor (the estimate may beat DRAM)"))
     if d.get("loop_trips") and not str(d["loop_trips"]).startswith("none needed"):

@@ -592,7 +592,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
             + (f" ({e.full_waves} full + a tail of {e.tail_blocks} blocks)" if e.tail_blocks and e.full_waves else "")
             + f"; per wave: LSU {w['LSU issue']:.0f}, L1 {w['L1 bandwidth']:.0f}, L2 {w['L2 bandwidth']:.0f} cycles; "
             f"DRAM for the launch {e.bounds['DRAM bandwidth']:.0f} cycles ("
-            + ("no footprint given: data assumed L2-resident)" if footprint is None else
+            + (("no footprint given: data assumed L2-resident)" if not getattr(dram_floor, "floor_bytes", None)
+                else "the DRAM floor's bytes)") if footprint is None else
                f"footprint {footprint} B {'>' if streams else '<='} L2 {dev.l2_bytes} B)"))
     note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor")))
     return e, waves, note
