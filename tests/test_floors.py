@@ -40,7 +40,7 @@ FAST_PASSES = ("prefetch_L1",)
 #: the fast tier's slice of tests/corpus_tiers.py's fast corpus (one pointwise, one reduction, one Triton)
 FAST_FLOORS = ("cuda_saxpy", "cuda_reduce_sum_smem", "triton_softmax_row")
 #: the slow tier's kernels x every pass (the whole corpus x every pass: benchmarks/floors_sweep.py)
-SLOW_FLOORS = ("cuda_transpose_smem", "triton_matmul_f16", "cuda_softmax_row", "triton_reduce_sum")
+SLOW_FLOORS = ("cuda_transpose_smem", "triton_matmul_f16")
 
 
 def outside(name: str):

@@ -15,15 +15,12 @@ bound``, monotone in ``k``) as a linear constraint, so a grid-stride loop whose 
 thread is exact.  Each access is also constrained by the branches that guard it (``setp`` of affine
 values: ``if (i < n)``) and by its own guard predicate.
 
-Counting, exactly: index variables that every form and constraint uses only together as one
-mixed-radix number (``ctaid.x * ntid.x + tid.x``; a grid-stride counter after its start) are merged,
-single-variable constraints clip their variable's range, and the image of the remaining box under the
-address form is counted with interval arithmetic (a pattern either tiles, is disjoint, or is an
-interval that overlaps itself).  Several accesses of one buffer whose forms differ only by a constant
-step (a stencil's neighbours, an unrolled loop) form one more variable.  Where this algebra cannot
-decide, small launches (a check launch) are enumerated point by point, exactly.  Bytes are also
-counted in 32-byte sectors (buffers aligned to 256 B, as ``cudaMalloc`` gives them), the unit DRAM
-moves.
+Register forms also see through Triton's lane arithmetic (``or`` of disjoint bits, ``and`` with a
+mask that keeps every bit), bit fields of an index (``shr``/``and``/``bfe``/power-of-two ``div``
+and ``rem`` split a variable into digits), pointers a loop advances through a chain of adds, and
+``cp.async`` reads masked by ``selp size, 0, p``.  Counting the union of every access of a buffer,
+exactly or not at all, is :mod:`ptxopt.analysis.affine_count`'s; bytes are also counted in 32-byte
+sectors (buffers aligned to 256 B, as ``cudaMalloc`` gives them), the unit DRAM moves.
 
 The answer's ``source`` per buffer:
 
@@ -31,8 +28,10 @@ The answer's ``source`` per buffer:
 * ``extrapolated``: the address forms are affine but a guard could not be applied exactly (a
   condition on loaded data, a constraint over several variables at a size too large to enumerate):
   the count is an UPPER bound (every guard taken), so it sets no floor.
-* ``unknown``: an address that is not affine in the launch (a gather through loaded indices, a shift
-  or mask of an index, a loop whose trip is not found).
+* ``unknown``: an address that is not affine in the launch (a gather through loaded indices, a
+  ``selp`` of indices, a loop whose trip is not found), or an access whose buffer is not found (then
+  no buffer of the launch is exact: that access could touch any of them; the exact buffers' bytes
+  still bound DRAM from below).
 
 Known limits: integer wrap-around in address arithmetic is assumed not to happen (the forms are taken
 over the integers), and a narrowing ``cvt`` is taken as lossless.  The test against the interpreter's
@@ -41,25 +40,16 @@ recorded bytes (tests/test_global_footprint.py) checks both on the check launche
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from itertools import product
 
 import numpy as np
 
+from ptxopt.analysis.affine_count import (SECTOR, Access, Form, Inexact, NotAffine, bounds, count_access, AfterEntry, NotEqual,
+                                          sum_counts, count_union)
 from ptxopt.analysis.cfg import dominates
 from ptxopt.analysis.defuse import reaching_definitions
 from ptxopt.analysis.loops import loops_of
 from ptxopt.ir import Addr, Imm, Reg, Sym
-
-#: The DRAM transfer unit (bytes).
-SECTOR = 32
-#: Points (index-variable combinations) an access may enumerate when the algebra cannot decide.
-MAX_ENUMERATE = 1 << 20
-#: Widest byte range an enumeration marks in a bitmap.
-MAX_BITMAP = 1 << 28
-#: Largest explicit pattern (bytes or sectors) the interval algebra keeps as an array.
-MAX_EXPLICIT = 1 << 16
 
 SOURCES = ("counts", "exact", "extrapolated", "unknown")
 _SPECIAL = {"%tid": "tid", "%ctaid": "ctaid"}
@@ -69,95 +59,7 @@ _PTR_PARAM = {"u64", "b64", "s64"}
 _WIDTH = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 
-class NotAffine(Exception):
-    """An address or a loop bound that is not affine in the launch's index variables."""
-
-
-class Inexact(Exception):
-    """A guard the counting cannot apply exactly: the count is an upper bound."""
-
-
-# -- affine forms ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Form:
-    """``base + sum(coef * var) + const``; ``base`` a pointer parameter name or None."""
-
-    terms: tuple = ()  # sorted (var, coef), coef != 0
-    const: int = 0
-    base: str | None = None
-
-    @staticmethod
-    def of(terms: dict, const: int = 0, base: str | None = None) -> "Form":
-        return Form(tuple(sorted((v, c) for v, c in terms.items() if c)), int(const), base)
-
-    @property
-    def coefs(self) -> dict:
-        return dict(self.terms)
-
-    @property
-    def is_const(self) -> bool:
-        return not self.terms and self.base is None
-
-    def add(self, other: "Form", sign: int = 1) -> "Form":
-        t = self.coefs
-        for v, c in other.terms:
-            t[v] = t.get(v, 0) + sign * c
-        if sign > 0:
-            if self.base and other.base:
-                raise NotAffine("a sum of two pointers")
-            base = self.base or other.base
-        else:
-            if other.base and other.base != self.base:
-                raise NotAffine("a difference of unrelated pointers")
-            base = None if other.base else self.base
-        return Form.of(t, self.const + sign * other.const, base)
-
-    def scale(self, k: int) -> "Form":
-        if self.base is not None and k != 1:
-            raise NotAffine("a scaled pointer")
-        return Form.of({v: c * k for v, c in self.terms}, self.const * k, self.base)
-
-    def substitute(self, var: str, shift: int) -> "Form":
-        """``var -> var + shift``."""
-        return Form(self.terms, self.const + self.coefs.get(var, 0) * shift, self.base)
-
-
-def _free_low_bits(f: Form) -> int:
-    """How many low bits of ``f`` are always zero (every coefficient and the constant divisible)."""
-    g = 0
-    for _, c in f.terms:
-        g = math.gcd(g, c)
-    g = math.gcd(g, f.const)
-    return 64 if g == 0 else (g & -g).bit_length() - 1
-
-
-def _bounds(form: Form, ranges: dict) -> tuple[int, int]:
-    lo = hi = form.const
-    for v, c in form.terms:
-        n = ranges[v]
-        lo += min(0, c * (n - 1))
-        hi += max(0, c * (n - 1))
-    return lo, hi
-
-
 # -- the per-function analysis --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Access:
-    """One global access: ``kind`` read/write/both, its address form, width and constraints (forms that
-    must be >= 0), or ``why`` it is not affine / ``inexact`` why a guard was dropped."""
-
-    iid: int
-    buffer: str | None
-    kind: str
-    form: Form | None
-    width: int
-    constraints: tuple = ()
-    why: str = ""
-    inexact: str = ""
 
 
 class _Kernel:
@@ -440,7 +342,7 @@ class _Kernel:
     def refine(self, f):
         """``f`` (a Form or a marker) over the final digits: a digit later split is a sum of its parts."""
         if not isinstance(f, Form):
-            return type(f)(self.refine(f.form), *([f.k] if isinstance(f, _Entry) else []))
+            return type(f)(self.refine(f.form), *([f.k] if isinstance(f, AfterEntry) else []))
         terms: dict = {}
         for v, c in f.terms:
             base, a, b = _digit(v)
@@ -489,7 +391,7 @@ class _Kernel:
 
     def _range(self, f: Form) -> tuple[int, int]:
         try:
-            return _bounds(f, self.ranges_for(f))
+            return bounds(f, self.ranges_for(f))
         except Inexact as e:
             raise NotAffine(str(e)) from None
 
@@ -526,7 +428,7 @@ class _Kernel:
             cmp = _NEGATE[cmp]
         if cmp in ("lo", "ls", "hi", "hs"):
             for f in (a, b):
-                if f.base is not None or _bounds(f, self.ranges_for(f))[0] < 0:
+                if f.base is not None or bounds(f, self.ranges_for(f))[0] < 0:
                     raise Inexact("an unsigned comparison of values that may be negative")
             cmp = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}[cmp]
         d = b.add(a, -1)  # b - a
@@ -542,7 +444,7 @@ class _Kernel:
             return [d.scale(-1)]
         if cmp == "eq":
             return [d, d.scale(-1)]
-        return [_NE(d)]  # ne: kept as a marker, decided at counting time when it is constant
+        return [NotEqual(d)]  # ne: kept as a marker, decided at counting time when it is constant
 
     def ranges_for(self, f: Form) -> dict:
         out = {}
@@ -572,7 +474,7 @@ class _Kernel:
             cons = self.condition(term.guard, want, br)
         except Inexact:
             return
-        if len(cons) != 1 or isinstance(cons[0], _NE):
+        if len(cons) != 1 or isinstance(cons[0], NotEqual):
             return self._ne_loop(li, cons, k)
         c = cons[0]
         a = c.coefs.get(k, 0)
@@ -580,7 +482,7 @@ class _Kernel:
             return  # not a loop whose test ends it as k grows
         rest = Form.of({v: x for v, x in c.terms if v != k}, c.const)
         try:
-            hi = _bounds(rest, self.ranges_for(rest))[1]
+            hi = bounds(rest, self.ranges_for(rest))[1]
         except Inexact:
             return
         # an iteration whose test passes runs the next one: the test at k holds for k <= hi // -a
@@ -590,7 +492,7 @@ class _Kernel:
 
     def _ne_loop(self, li: int, cons, k: str) -> None:
         """``setp.ne`` exit tests (counted loops): only a uniform, constant trip."""
-        if len(cons) != 1 or not isinstance(cons[0], _NE):
+        if len(cons) != 1 or not isinstance(cons[0], NotEqual):
             return
         d = cons[0].form
         a = d.coefs.get(k, 0)
@@ -614,7 +516,7 @@ class _Kernel:
             if c is None:
                 continue
             # before the exit branch in the iteration: the test of iteration k-1 let k run
-            out.append(c if self._runs_before(br, iid) else _Entry(c.substitute(k, -1), k))
+            out.append(c if self._runs_before(br, iid) else AfterEntry(c.substitute(k, -1), k))
         return out
 
     # -- accesses -----------------------------------------------------------------------------------
@@ -790,21 +692,6 @@ def _digit_name(base: str, a: int, b: int | None) -> str:
     return base if a == 0 and b is None else f"{base}[{a}:{'' if b is None else b}]"
 
 
-@dataclass(frozen=True)
-class _NE:
-    """``form != 0``."""
-
-    form: Form
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """``form >= 0`` for iterations ``k >= 1``; at ``k = 0`` the loop's entry decides."""
-
-    form: Form
-    k: str
-
-
 _CMPS = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
            "lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
@@ -863,396 +750,6 @@ def _width(ins) -> int | None:
                     "b128": "128"}.get(m, m[1:])
             return lanes * _WIDTH[bits]
     return None
-
-
-# -- counting ---------------------------------------------------------------------------------------
-
-
-class _Pattern:
-    """A set of integers: an interval ``[0, span)``, or a small explicit sorted array, or a summary
-    (count, span) of disjoint translates."""
-
-    def __init__(self, arr=None, count=0, span=0, interval=False):
-        if arr is not None:
-            count = len(arr)
-            span = int(arr[-1] - arr[0] + 1) if count else 0
-            interval = count == span
-            if interval or count > MAX_EXPLICIT:
-                arr = None
-        self.arr = arr
-        self.count, self.span, self.interval = count, span, interval
-
-    def add(self, c: int, n: int) -> "_Pattern":
-        """The union of ``self + c*x`` for ``x`` in ``[0, n)`` (``c > 0``)."""
-        if n <= 1 or self.count == 0:
-            return self
-        if c >= self.span:  # disjoint translates, in order
-            count, span = self.count * n, c * (n - 1) + self.span
-            if self.interval and c == self.span:
-                return _Pattern(None, count, span, True)
-            if self.arr is not None and count <= MAX_EXPLICIT:
-                return _Pattern((self.arr[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
-            if self.interval and count <= MAX_EXPLICIT:
-                base = np.arange(self.span, dtype=np.int64)
-                return _Pattern((base[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
-            return _Pattern(None, count, span, False)
-        if self.interval:  # overlapping translates of an interval: one interval
-            span = c * (n - 1) + self.span
-            return _Pattern(None, span, span, True)
-        if self.arr is not None and self.arr.size * n <= 4 * MAX_EXPLICIT:
-            return _Pattern(np.unique((self.arr[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel()))
-        raise Inexact("an overlapping pattern too large to enumerate")
-
-
-def _image(terms: list, const: int, width: int) -> tuple[int, int | None]:
-    """(bytes, sectors) of ``{const + sum(c*x) + [0, width)}`` over ``x`` in ``[0, n)``, terms ``(c, n)``;
-    sectors None when only the bytes could be decided."""
-    pos = []
-    for c, n in terms:
-        if n <= 0:
-            return 0, 0
-        if c < 0:
-            const += c * (n - 1)
-            c = -c
-        if c and n > 1:
-            pos.append((c, n))
-    pos.sort()
-    p = _Pattern(None, width, width, True)
-    for c, n in pos:
-        p = p.add(c, n)
-    nbytes = p.count
-    # sectors: the terms whose coefficient is a multiple of the sector move whole sectors
-    split = len(pos)
-    while split and pos[split - 1][0] % SECTOR == 0:
-        split -= 1
-    inner = _Pattern(None, width, width, True)
-    try:
-        for c, n in pos[:split]:
-            inner = inner.add(c, n)
-    except Inexact:
-        return nbytes, None
-    if inner.interval:
-        first, last = const // SECTOR, (const + inner.span - 1) // SECTOR
-        q = _Pattern(None, last - first + 1, last - first + 1, True)
-    elif inner.arr is not None:
-        q = _Pattern(np.unique((inner.arr + const) // SECTOR))
-    else:
-        return nbytes, None  # bytes exact; sectors not decided (the floor then counts bytes)
-    try:
-        for c, n in pos[split:]:
-            q = q.add(c // SECTOR, n)
-    except Inexact:
-        return nbytes, None
-    return nbytes, q.count
-
-
-def _merge(form: Form, cons: list, ranges: dict):
-    """Merge variables used only as one mixed-radix number; returns (form, cons, ranges)."""
-    forms = [form] + cons
-    changed = True
-    while changed:
-        changed = False
-        vs = sorted({v for f in forms for v, _ in f.terms}, key=lambda v: (min(abs(f.coefs.get(v, 0)) or 1 << 62
-                                                                              for f in forms), v))
-        for u in vs:
-            nu = ranges[u]
-            for w in vs:
-                if w == u:
-                    continue
-                if all(f.coefs.get(w, 0) == f.coefs.get(u, 0) * nu for f in forms):
-                    name = f"({u}+{nu}*{w})"
-                    ranges = {**ranges, name: nu * ranges[w]}
-                    forms = [Form.of({**{v: c for v, c in f.terms if v not in (u, w)},
-                                      **({name: f.coefs[u]} if f.coefs.get(u) else {})}, f.const, f.base)
-                             for f in forms]
-                    changed = True
-                    break
-            if changed:
-                break
-    return forms[0], forms[1:], ranges
-
-
-def _clip(form: Form, cons: list, ranges: dict):
-    """Apply single-variable constraints to their variable's range; drop those always true.
-    Returns (form, remaining constraints, ranges) or None when the access never runs."""
-    ranges = dict(ranges)
-    rest = []
-    for c in cons:
-        lo, hi = _bounds(c, ranges)
-        if lo >= 0:
-            continue
-        if hi < 0:
-            return None
-        if len(c.terms) != 1:
-            rest.append(c)
-            continue
-        (v, a), = c.terms
-        n = ranges[v]
-        # a*v + const >= 0
-        vlo, vhi = (max(0, -(c.const // a)), n - 1) if a > 0 else (0, min(n - 1, c.const // -a))
-        if vhi < vlo:
-            return None
-        if vlo:
-            form = form.substitute(v, vlo)
-            cons = [x.substitute(v, vlo) for x in cons]
-            rest = [x.substitute(v, vlo) for x in rest]
-        ranges[v] = vhi - vlo + 1
-    # a clip may make another constraint decidable
-    out = []
-    for c in rest:
-        lo, hi = _bounds(c, ranges)
-        if lo >= 0:
-            continue
-        if hi < 0:
-            return None
-        out.append(c)
-    return form, out, ranges
-
-
-def _resolve(cons: list, ranges: dict) -> list:
-    """``_NE``/``_Entry`` markers to plain constraints where that is exact, else Inexact."""
-    plain = [c for c in cons if isinstance(c, Form)]
-    out = list(plain)
-    for c in cons:
-        if isinstance(c, _NE):
-            lo, hi = _bounds(c.form, ranges)
-            if lo > 0 or hi < 0:
-                continue
-            if len(c.form.terms) == 1:  # one value of one variable left out: at an end, a clip
-                (v, a), = c.form.terms
-                if c.form.const % a:
-                    continue  # never zero
-                v0, n = -c.form.const // a, ranges[v]
-                if not 0 <= v0 < n:
-                    continue
-                if v0 == 0:
-                    out.append(Form.of({v: 1}, -1))
-                    continue
-                if v0 == n - 1:
-                    out.append(Form.of({v: -1}, n - 2))
-                    continue
-            raise Inexact("a != condition on a varying value")
-        if isinstance(c, _Entry):
-            # for k = 0 the entry decides: exact when the test at k=0 is implied (always true, or a guard)
-            at0 = c.form.substitute(c.k, 0) if False else Form.of({v: x for v, x in c.form.terms if v != c.k},
-                                                                  c.form.const)
-            if _bounds(at0, ranges)[0] >= 0 or any(at0 == p for p in plain):
-                out.append(c.form)
-                continue
-            raise Inexact("a loop entered without its test (a do-while over a varying start)")
-    return out
-
-
-def _count(acc: Access, ranges: dict) -> tuple[int, int]:
-    """(bytes, sectors) one access touches over the launch, exactly; Inexact when not decidable."""
-    cons = _resolve(list(acc.constraints), ranges)
-    used = {v for f in [acc.form] + cons for v, _ in f.terms}
-    rng = {v: ranges[v] for v in used}
-    form = Form.of(acc.form.coefs, acc.form.const)
-    form, cons, rng = _merge(form, cons, rng)
-    clipped = _clip(form, cons, rng)
-    if clipped is None:
-        return 0, 0
-    form, cons, rng = clipped
-    if not cons:
-        return _image([(c, rng[v]) for v, c in form.terms], form.const, acc.width)
-    return _enumerate([form], [cons], rng, acc.width)
-
-
-def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int, int]:
-    """Exact (bytes, sectors) of the union of several accesses by listing every point (small launches)."""
-    vs = sorted({v for f, cs in zip(forms, conses) for g in [f] + list(cs) for v, _ in g.terms})
-    points = math.prod(ranges[v] for v in vs) if vs else 1
-    if points * len(forms) > MAX_ENUMERATE:
-        raise Inexact(f"a guard over several index variables at {points:,} points (too many to enumerate)")
-    grids = np.indices([ranges[v] for v in vs], dtype=np.int64).reshape(len(vs), -1) if vs else np.zeros((0, 1),
-                                                                                                          np.int64)
-
-    def value(f: Form):
-        out = np.full(grids.shape[1], f.const, dtype=np.int64)
-        for v, c in f.terms:
-            out += c * grids[vs.index(v)]
-        return out
-
-    addrs = []
-    for f, cs in zip(forms, conses):
-        a = value(f)
-        mask = np.ones(a.shape, dtype=bool)
-        for c in cs:
-            mask &= value(c) >= 0
-        addrs.append(a[mask])
-    a = np.concatenate(addrs) if addrs else np.zeros(0, np.int64)
-    if not a.size:
-        return 0, 0
-    lo, hi = int(a.min()), int(a.max()) + width
-    if hi - lo > MAX_BITMAP:
-        raise Inexact(f"accesses spread over {hi - lo:,} bytes (too many to mark)")
-    mark = np.zeros(hi - lo, dtype=bool)
-    for j in range(width):
-        mark[a - lo + j] = True
-    where = np.flatnonzero(mark) + lo
-    sectors = where // SECTOR
-    return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
-
-
-def _sum(parts: list) -> tuple[int, int | None]:
-    """Summed (bytes, sectors); sectors None when one part's are."""
-    return sum(p[0] for p in parts), (None if any(p[1] is None for p in parts) else sum(p[1] for p in parts))
-
-
-def _union(accs: list, ranges: dict) -> tuple[int, int]:
-    """(bytes, sectors) of the union of the accesses of one buffer and kind; Inexact when undecidable."""
-    accs = _distinct(accs, ranges)
-    if len(accs) == 1:
-        return _count(accs[0], ranges)
-    # one variable more: accesses that differ only by a constant step (in the address and in each guard)
-    stepped = _stepped(accs, ranges)
-    if stepped is not None:
-        return _count(*stepped)
-    # accesses over the same index box that differ only by their constants: one pattern of offsets
-    shifted = _offsets(accs, ranges)
-    if shifted is not None:
-        return shifted
-    # disjoint address ranges: a plain sum
-    spans = []
-    for a in accs:
-        used = {v for f in [a.form] for v, _ in f.terms}
-        spans.append(_bounds(Form.of(a.form.coefs, a.form.const), {v: ranges[v] for v in used}))
-    spans_sorted = sorted((lo, hi + accs[i].width, i) for i, (lo, hi) in enumerate(spans))
-    if all(spans_sorted[i][0] >= spans_sorted[i - 1][1] and spans_sorted[i][0] // SECTOR
-           > (spans_sorted[i - 1][1] - 1) // SECTOR for i in range(1, len(spans_sorted))):
-        return _sum([_count(a, ranges) for a in accs])
-    # small launches: list every point of every access
-    forms, conses, rng, width = [], [], {}, max(a.width for a in accs)
-    if any(a.width != width for a in accs):
-        raise Inexact("overlapping accesses of different widths")
-    for a in accs:
-        cons = _resolve(list(a.constraints), ranges)
-        forms.append(Form.of(a.form.coefs, a.form.const))
-        conses.append(cons)
-        for g in [a.form] + cons:
-            for v, _ in g.terms:
-                rng[v] = ranges[v]
-    return _enumerate(forms, conses, rng, width)
-
-
-def _reduced(acc: Access, ranges: dict):
-    """The access's form, merged and clipped, when its guards leave no constraint (else None)."""
-    cons = _resolve(list(acc.constraints), ranges)
-    used = {v for f in [acc.form] + cons for v, _ in f.terms}
-    form, cons, rng = _merge(Form.of(acc.form.coefs, acc.form.const), cons, {v: ranges[v] for v in used})
-    clipped = _clip(form, cons, rng)
-    if clipped is None or clipped[1]:
-        return None
-    return clipped[0], {v: clipped[2][v] for v, _ in clipped[0].terms}
-
-
-def _offsets(accs: list, ranges: dict):
-    """(bytes, sectors) of accesses whose reduced forms share every term and range and differ only in
-    their constants: the union of the offsets (a small explicit pattern) swept by the common terms."""
-    red = [_reduced(a, ranges) for a in accs]
-    if any(r is None for r in red):
-        return None
-    terms, rng = red[0][0].terms, red[0][1]
-    if any(f.terms != terms or r != rng for f, r in red):
-        return None
-    consts = sorted({f.const for f, _ in red})
-    widths = {a.width for a in accs}
-    lo = consts[0]
-    if consts[-1] - lo + max(widths) > MAX_EXPLICIT:
-        return None
-    seed = np.unique(np.concatenate([np.arange(f.const - lo, f.const - lo + a.width, dtype=np.int64)
-                                     for (f, _), a in zip(red, accs)]))
-    pos = []
-    for v, c in terms:
-        n = rng[v]
-        if c < 0:
-            lo += c * (n - 1)
-            c = -c
-        if n > 1:
-            pos.append((c, n))
-    pos.sort()
-    p = _Pattern(seed)
-    for c, n in pos:
-        p = p.add(c, n)
-    split = len(pos)
-    while split and pos[split - 1][0] % SECTOR == 0:
-        split -= 1
-    inner = _Pattern(seed)
-    for c, n in pos[:split]:
-        inner = inner.add(c, n)
-    if inner.interval:
-        first, last = lo // SECTOR, (lo + inner.span - 1) // SECTOR
-        q = _Pattern(None, last - first + 1, last - first + 1, True)
-    elif inner.arr is not None:
-        q = _Pattern(np.unique((inner.arr + lo) // SECTOR))
-    else:
-        return p.count, None
-    for c, n in pos[split:]:
-        q = q.add(c // SECTOR, n)
-    return p.count, q.count
-
-
-def _canonical(acc: Access, ranges: dict):
-    """The access with its loop counters renamed in order of appearance (two loops over one row read
-    the same bytes), and the renamed counters' ranges."""
-    names: dict = {}
-    for f in [acc.form] + [c if isinstance(c, Form) else c.form for c in acc.constraints]:
-        for v, _ in f.terms:
-            if v.startswith("k:") and v not in names:
-                names[v] = f"k#{len(names)}"
-
-    def ren(f: Form) -> Form:
-        return Form.of({names.get(v, v): c for v, c in f.terms}, f.const, f.base)
-
-    cons = tuple(ren(c) if isinstance(c, Form) else
-                 (_Entry(ren(c.form), names.get(c.k, c.k)) if isinstance(c, _Entry) else _NE(ren(c.form)))
-                 for c in acc.constraints)
-    return (ren(acc.form), cons, acc.width, tuple(sorted((n, ranges[v]) for v, n in names.items())))
-
-
-def _distinct(accs: list, ranges: dict) -> list:
-    """``accs`` less those touching exactly the bytes of an earlier one (the same form up to loop names)."""
-    seen, out = set(), []
-    for a in accs:
-        key = _canonical(a, ranges)
-        if key not in seen:
-            seen.add(key)
-            out.append(a)
-    return out
-
-
-def _stepped(accs: list, ranges: dict):
-    """``(access, ranges)``: the accesses as one with a variable ``u`` more, when every access has the
-    same terms and width and its constant (and each guard's constant) is ``first + step * u``; None
-    otherwise."""
-    first = accs[0]
-    if any(a.width != first.width or a.form.terms != first.form.terms or len(a.constraints) !=
-           len(first.constraints) for a in accs):
-        return None
-    order = sorted(accs, key=lambda a: a.form.const)
-    offs = [a.form.const for a in order]
-    if len(set(offs)) != len(offs):
-        return None
-    step = offs[1] - offs[0]
-    if any(offs[i] - offs[i - 1] != step for i in range(1, len(offs))):
-        return None
-    u = f"u:{first.iid}"
-    cons = []
-    for j, c0 in enumerate(order[0].constraints):
-        cs = [a.constraints[j] for a in order]
-        if any(type(c) is not type(c0) for c in cs):
-            return None
-        fs = [c.form if not isinstance(c, Form) else c for c in cs]
-        if any(f.terms != fs[0].terms for f in fs):
-            return None
-        d = fs[1].const - fs[0].const
-        if any(fs[i].const - fs[i - 1].const != d for i in range(1, len(fs))):
-            return None
-        f = Form.of({**fs[0].coefs, u: d}, fs[0].const)
-        cons.append(f if isinstance(c0, Form) else type(c0)(f, *([c0.k] if isinstance(c0, _Entry) else [])))
-    f = Form.of({**order[0].form.coefs, u: step}, offs[0], first.form.base)
-    return Access(first.iid, first.buffer, first.kind, f, first.width, tuple(cons)), {**ranges, u: len(offs)}
 
 
 # -- the answer ---------------------------------------------------------------------------------------
@@ -1376,12 +873,12 @@ def _buffer(name: str, accs: list, ranges: dict) -> BufferFootprint:
         try:
             if inexact is not None:
                 raise Inexact(inexact.inexact)
-            out[kind] = _union(mine, ranges)
+            out[kind] = count_union(mine, ranges)
         except Inexact as e:
             source, why = ("unknown" if source == "unknown" else "extrapolated"), str(e)
             # an upper bound: every guard taken, accesses summed
             try:
-                out[kind] = _sum([_count(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine])
+                out[kind] = sum_counts([count_access(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine])
             except (Inexact, KeyError):
                 out[kind] = (None, None)
                 source = "unknown"
