@@ -270,8 +270,10 @@ class _Kernel:
                 return self._bits(op, a, b)
             except NotAffine:
                 for x, y in ((a, b), (b, a)):
-                    if op == "and" and y.is_const and y.const > 0 and y.const & (y.const + 1) == 0:
-                        return self._low(x, y.const.bit_length())  # a mask of low bits: x mod 2^m
+                    run = y.const >> ((y.const & -y.const).bit_length() - 1) if y.is_const and y.const > 0 else 0
+                    if op == "and" and run and run & (run + 1) == 0:  # a mask of contiguous bits [lo, lo + m)
+                        lo = (y.const & -y.const).bit_length() - 1
+                        return self._low(self._high(x, lo), run.bit_length()).scale(1 << lo)
                 raise
         if op in ("shr", "div", "rem") and len(ops) == 3 and (op == "shr" or ty[0] == "u" or
                                                                  self._range(self.operand(ops[1], iid))[0] >= 0):
