@@ -262,29 +262,41 @@ def _clip(form: Form, cons: list, ranges: dict):
     return form, out, ranges
 
 
-def _resolve(cons: list, ranges: dict) -> list:
-    """``NotEqual``/``AfterEntry`` markers to plain constraints where that is exact, else Inexact."""
+def _not_equal(f: Form, ranges: dict) -> list | None:
+    """``f != 0`` as plain constraints: [] when it always holds, a clip when it leaves out an end of one
+    variable's range; None when neither (an inner value, several variables)."""
+    lo, hi = bounds(f, ranges)
+    if lo > 0 or hi < 0:
+        return []
+    if len(f.terms) != 1:
+        return None
+    (v, a), = f.terms
+    if f.const % a:
+        return []  # never zero
+    v0, n = -f.const // a, ranges[v]
+    if not 0 <= v0 < n:
+        return []
+    if v0 == 0:
+        return [Form.of({v: 1}, -1)]
+    if v0 == n - 1:
+        return [Form.of({v: -1}, n - 2)]
+    return None
+
+
+def _resolve(cons: list, ranges: dict, keep_ne: bool = False) -> list:
+    """``NotEqual``/``AfterEntry`` markers to plain constraints where that is exact, else Inexact
+    (``keep_ne``: a ``NotEqual`` not decided here stays, for after the merge)."""
     plain = [c for c in cons if isinstance(c, Form)]
     out = list(plain)
     for c in cons:
         if isinstance(c, NotEqual):
-            lo, hi = bounds(c.form, ranges)
-            if lo > 0 or hi < 0:
-                continue
-            if len(c.form.terms) == 1:  # one value of one variable left out: at an end, a clip
-                (v, a), = c.form.terms
-                if c.form.const % a:
-                    continue  # never zero
-                v0, n = -c.form.const // a, ranges[v]
-                if not 0 <= v0 < n:
-                    continue
-                if v0 == 0:
-                    out.append(Form.of({v: 1}, -1))
-                    continue
-                if v0 == n - 1:
-                    out.append(Form.of({v: -1}, n - 2))
-                    continue
-            raise Inexact("a != condition on a varying value")
+            got = _not_equal(c.form, ranges)
+            if got is not None:
+                out += got
+            elif keep_ne:
+                out.append(c)
+            else:
+                raise Inexact("a != condition on a varying value")
         if isinstance(c, AfterEntry):
             # for k = 0 the entry decides: exact when the test at k=0 is implied (always true, or a guard)
             at0 = c.form.substitute(c.k, 0) if False else Form.of({v: x for v, x in c.form.terms if v != c.k},
@@ -298,11 +310,19 @@ def _resolve(cons: list, ranges: dict) -> list:
 
 def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
     """(bytes, sectors) one access touches over the launch, exactly; Inexact when not decidable."""
-    cons = _resolve(list(acc.constraints), ranges)
-    used = {v for f in [acc.form] + cons for v, _ in f.terms}
+    cons = _resolve(list(acc.constraints), ranges, keep_ne=True)
+    nes = [c.form for c in cons if isinstance(c, NotEqual)]
+    cons = [c for c in cons if isinstance(c, Form)]
+    used = {v for f in [acc.form] + cons + nes for v, _ in f.terms}
     rng = {v: ranges[v] for v in used}
     form = Form.of(acc.form.coefs, acc.form.const)
-    form, cons, rng = _merge(form, cons, rng)
+    form, merged, rng = _merge(form, cons + nes, rng)  # a != over a merged number may be one variable's
+    cons = merged[:len(cons)]
+    for f in merged[len(cons):]:
+        got = _not_equal(f, rng)
+        if got is None:
+            raise Inexact("a != condition on a varying value")
+        cons += got
     clipped = _clip(form, cons, rng)
     if clipped is None:
         return 0, 0
