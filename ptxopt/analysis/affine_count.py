@@ -230,7 +230,9 @@ def _clip(form: Form, cons: list, ranges: dict):
     Returns (form, remaining constraints, ranges) or None when the access never runs."""
     ranges = dict(ranges)
     rest = []
-    for c in cons:
+    cons = list(cons)
+    for i in range(len(cons)):
+        c = cons[i]  # the later constraints are shifted with each clip: read them from the list
         lo, hi = bounds(c, ranges)
         if lo >= 0:
             continue
@@ -373,9 +375,23 @@ def sum_counts(parts: list) -> tuple[int, int | None]:
     return sum(p[0] for p in parts), (None if any(p[1] is None for p in parts) else sum(p[1] for p in parts))
 
 
+def _simplified(acc: Access, ranges: dict) -> Access:
+    """``acc`` less the guards that hold everywhere in the box (so that accesses compare equal)."""
+    def always(c) -> bool:
+        f = c if isinstance(c, Form) else c.form
+        if any(v not in ranges for v, _ in f.terms):
+            return False
+        lo, hi = bounds(f, ranges)
+        return lo >= 0 if isinstance(c, Form) else (lo > 0 or hi < 0) if isinstance(c, NotEqual) else False
+
+    kept = tuple(c for c in acc.constraints if not always(c))
+    return acc if len(kept) == len(acc.constraints) else Access(acc.iid, acc.buffer, acc.kind, acc.form, acc.width,
+                                                                 kept, acc.why, acc.inexact)
+
+
 def count_union(accs: list, ranges: dict) -> tuple[int, int]:
     """(bytes, sectors) of the union of the accesses of one buffer and kind; Inexact when undecidable."""
-    accs = _distinct(accs, ranges)
+    accs = _distinct([_simplified(a, ranges) for a in accs], ranges)
     if len(accs) == 1:
         return count_access(accs[0], ranges)
     # one variable more: accesses that differ only by a constant step (in the address and in each guard)
@@ -386,6 +402,10 @@ def count_union(accs: list, ranges: dict) -> tuple[int, int]:
     shifted = _offsets(accs, ranges)
     if shifted is not None:
         return shifted
+    # one merged variable each, one stride, their own intervals (a stencil's halo): segment by segment
+    segments = _segments(accs, ranges)
+    if segments is not None:
+        return segments
     # disjoint address ranges: a plain sum
     spans = []
     for a in accs:
@@ -420,10 +440,51 @@ def _reduced(acc: Access, ranges: dict):
     return clipped[0], {v: clipped[2][v] for v, _ in clipped[0].terms}
 
 
+def _segments(accs: list, ranges: dict):
+    """(bytes, sectors) of accesses that each reduce to ``c * x + d`` over one interval of one variable,
+    with one stride ``c`` for all and ``d mod c + width <= c`` (no access spills into the next period):
+    between the intervals' ends the same accesses are active, so each stretch is a pattern of one
+    period repeated.  Sectors need ``c`` a multiple of the sector (else None: bytes only).  None when
+    the accesses are not of this form."""
+    segs, stride = [], None
+    for a in accs:
+        try:
+            red = _reduced(a, ranges)
+        except Inexact:
+            return None
+        if red is None or len(red[0].terms) != 1:
+            return None
+        (v, c), = red[0].terms
+        if c <= 0 or (stride is not None and c != stride):
+            return None
+        stride = c
+        q, r = divmod(red[0].const, c)
+        if r + a.width > c:
+            return None
+        segs.append((q, q + red[1][v], r, a.width))
+    if stride is None or stride > MAX_EXPLICIT:
+        return None
+    edges = sorted({e for s in segs for e in s[:2]})
+    nbytes, nsect = 0, 0
+    for lo, hi in zip(edges, edges[1:]):
+        active = [s for s in segs if s[0] <= lo and hi <= s[1]]
+        if not active:
+            continue
+        mask = np.zeros(stride, dtype=bool)
+        for _, _, r, w in active:
+            mask[r:r + w] = True
+        nbytes += int(mask.sum()) * (hi - lo)
+        nsect += int(np.unique(np.flatnonzero(mask) // SECTOR).size) * (hi - lo)
+    return nbytes, (nsect if stride % SECTOR == 0 else None)
+
+
 def _offsets(accs: list, ranges: dict):
     """(bytes, sectors) of accesses whose reduced forms share every term and range and differ only in
     their constants: the union of the offsets (a small explicit pattern) swept by the common terms."""
-    red = [_reduced(a, ranges) for a in accs]
+    try:
+        red = [_reduced(a, ranges) for a in accs]
+    except Inexact:
+        return None
     if any(r is None for r in red):
         return None
     terms, rng = red[0][0].terms, red[0][1]
