@@ -403,6 +403,9 @@ _PERF_LAUNCH_OPTIONS = (
                  help="Performance launch: dynamic shared memory per block in bytes."),
     click.option("--perf-scalar", "perf_scalars", multiple=True, metavar="NAME=VALUE",
                  help="Performance launch: value of a scalar parameter (repeatable)."),
+    click.option("--perf-bytes", "perf_bytes", multiple=True, metavar="NAME=BYTES",
+                 help="Performance launch: bytes a buffer moves to/from DRAM (read + written; repeatable). "
+                      "Overrides the footprint found from the kernel for the DRAM floor (source 'counts')."),
 )
 
 
@@ -431,9 +434,37 @@ def performance_launch(path: str, perf: dict, *, contract_file: str | None = Non
                                      scalars=perf.get("perf_scalars") or (), entry=entry, base=base)
         if launch is not None and fn is not None:
             launch = check_performance(launch, fn)
+        if perf.get("perf_bytes"):
+            launch = _with_bytes(launch, perf["perf_bytes"], fn)
     except ContractError as e:
         fail(f"{path}: {e}" if not str(e).startswith(str(path)) else str(e))
     return launch
+
+
+def _with_bytes(launch, items, fn):
+    """``launch`` with ``footprint_bytes`` the sum of ``--perf-bytes NAME=BYTES`` (the user's counts)."""
+    from dataclasses import replace
+
+    from ptxopt.equivalence.contract import ContractError
+
+    if launch is None:
+        raise ContractError("--perf-bytes needs a performance launch: give --perf-block X,Y,Z (and --perf-grid)")
+    names = set(fn.param_names()) if fn is not None else None
+    total = 0
+    for item in items:
+        name, sep, value = str(item).partition("=")
+        name = name.strip()
+        try:
+            n = int(value.strip(), 0)
+        except ValueError:
+            n = -1
+        if not sep or not name or n < 0:
+            raise ContractError(f"--perf-bytes {item!r}: expected NAME=BYTES (a parameter name and a byte count >= 0)")
+        if names is not None and name not in names:
+            raise ContractError(f"--perf-bytes {name}: the entry has no parameter of that name "
+                                f"(parameters: {', '.join(sorted(names)) or 'none'})")
+        total += n
+    return replace(launch, footprint_bytes=total)
 
 
 def with_performance(cand, path: str, perf: dict, contract_file: str | None = None):
@@ -446,7 +477,7 @@ def with_performance(cand, path: str, perf: dict, contract_file: str | None = No
 
     from ptxopt.equivalence.launch import performance_of
 
-    given = any(perf.get(k) for k in ("perf_grid", "perf_block", "perf_shared_bytes", "perf_scalars"))
+    given = any(perf.get(k) for k in ("perf_grid", "perf_block", "perf_shared_bytes", "perf_scalars", "perf_bytes"))
     if cand.spec is not None and not given:
         return cand
     base = performance_of(cand.spec) if cand.spec is not None else None

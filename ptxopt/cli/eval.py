@@ -241,6 +241,11 @@ def _print_one(r, cache, baseline=None) -> None:
                                  "the equivalence launches"))
     if r.trip_counts:
         rows.append(("loop trips", r.trip_counts))
+    if r.footprint is not None:
+        fb = r.footprint.get("floor_bytes")
+        rows.append(("footprint", f"{r.footprint.get('source')}: " + (f"{'' if r.footprint.get('source') in ('exact', 'counts') else 'partial '}DRAM floor {fb:,} B "
+                                                                       "(cold L2)" if fb is not None
+                                                                       else "NO DRAM floor")))
     rows.append(("changed", {True: "yes", False: "no (the pipeline left the module unchanged)", None: "-"}[r.changed]))
     rows.append(("cache", ("hit" if r.cache_hit else "miss") + (f"  ({cache})" if cache else "  (disabled)")))
     t = r.timings
@@ -260,6 +265,9 @@ def _baseline_row(b, r) -> str:
     out = f"{b.cycles:g} cycles, {_s(b.registers)} registers"
     if r.ok and r.cycles is not None and b.cycles:
         out += f"; the pipeline: {100 * (r.cycles - b.cycles) / b.cycles:+.1f}% cycles (negative = faster)"
+        if r.objective == "throughput" and (r.footprint or {}).get("floor_bytes") is None:
+            out += (f"; NO DRAM floor (footprint {(r.footprint or {}).get('source', 'unknown')}): the gain may be "
+                    "below what DRAM allows")
     return out
 
 

@@ -61,7 +61,7 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
               help="Also draw the bounds as bars (matplotlib) into FILE.png.")
 @writes({"json_out": "--json-out", "plot_path": "--plot"}, ("file", "contract_file"))
 def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
-                perf_scalars, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path, json_out=None):
+                perf_scalars, perf_bytes, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path, json_out=None):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
     from dataclasses import replace
 
@@ -83,7 +83,7 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
         except PipelineError as e:
             fail(str(e))
     perf = dict(perf_grid=perf_grid, perf_block=perf_block, perf_shared_bytes=perf_shared_bytes,
-                perf_scalars=perf_scalars)
+                perf_scalars=perf_scalars, perf_bytes=perf_bytes)
     try:
         dev = device_named(device_name) if device_name else None
     except ValueError as e:
@@ -120,18 +120,22 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
         if obj == "throughput" and (launch is None or launch.block is None):
             fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
                  "(or a launch contract)")
-        before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None)
+        counts = given.footprint_bytes if given is not None else None
+        before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None, counts=counts)
         after_text = None if pl is None else _apply(pl, text, src.name, given, entry)
         doc = {"name": entry}
         if after_text is None:
             doc.update(before)
         else:
             blocks = before["launch"]["blocks"] if before["launch"] and before["launch"]["assumed"] else None
-            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks)
+            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks, counts=counts)
             b, a = before["estimate"]["cycles"], after["estimate"]["cycles"]
             doc.update({"objective": obj, "pipeline": str(pl), "before": before, "after": after,
                         "change": {"cycles": a - b, "relative": (a - b) / b if b else None,
-                                   "kind": "estimate"}})
+                                   "kind": "estimate",
+                                   "dram_floor": obj != "throughput" or all(
+                                       (x.get("footprint") or {}).get("floor_bytes") is not None
+                                       for x in (before, after))}})
         docs.append(doc)
 
     as_json, json_out = json_target(as_json, json_out)
@@ -226,7 +230,7 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None):
     return simulate(program, compiled, trips or None), compiled.kernels[entry], how
 
 
-def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict:
+def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None) -> dict:
     from ptxopt.sim.occupancy import dram_bytes_of_spec
     from ptxopt.sim.throughput import estimate
 
@@ -240,8 +244,15 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict
         if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
                 and dict(launch.scalars) == cand.spec.performance.scalars:
             footprint = dram_bytes_of_spec(big)
+    floor = None
+    if objective == "throughput" and launch is not None:
+        from ptxopt.analysis.global_footprint import footprint_for_launch
+
+        floor = footprint_for_launch(text, entry, launch, footprint if footprint is not None else counts)
+        if counts is not None and footprint is None:
+            footprint = counts
     try:
-        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint)
+        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint, dram_floor=floor)
     except ValueError as exc:
         fail(f"{entry}: {exc}")
     j = e.to_json()
@@ -250,6 +261,7 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks) -> dict
         "spills": {"store_bytes": res.spill_store_bytes, "load_bytes": res.spill_load_bytes},
         "occupancy": j["occupancy"], "binding": j["binding"], "bounds": j["bounds"], "estimate": j["estimate"],
         "dram_bytes": j["dram_bytes"], "device": j["device"], "waves": j["waves"],
+        "footprint": None if floor is None else floor.to_json(),
         "single_warp_cycles": sim.single_warp_cycles, "loop_trips": trips,
         "notes": list(e.notes) + [n for n in sim.notes if not n.startswith("no trip counts")],
     }
@@ -285,6 +297,12 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
                  f"{d['objective']}; ESTIMATE)")
     if d["waves"] is not None:
         lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}")
+    fp = d.get("footprint")
+    if fp is not None:
+        lines.append(f"{indent}footprint   {fp['source']}: " + (f"{'' if fp['source'] in ('exact', 'counts') else 'partial: the exact buffers only: '}"
+                                                               f"DRAM floor {fp['floor_bytes']:,} B (cold L2)"
+                                                              if fp["floor_bytes"] is not None else
+                                                              "NO DRAM floor (the estimate may beat DRAM)"))
     if d.get("loop_trips") and not str(d["loop_trips"]).startswith("none needed"):
         lines.append(f"{indent}loop trips  {d['loop_trips']}")
     dev = d["device"]
@@ -312,7 +330,18 @@ def _print(d: dict) -> None:
     click.echo("\n".join(_section(d["after"], "    ")))
     c = d["change"]
     rel = "" if c["relative"] is None else f" ({100 * c['relative']:+.1f}%)"
-    click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)")
+    click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)"
+               + _floor_caveat(d["before"], d["after"]))
+
+
+def _floor_caveat(before: dict, after: dict) -> str:
+    """What a gain shown without a DRAM floor must say: the estimate may beat DRAM."""
+    missing = [w for w, x in (("before", before), ("after", after))
+               if x.get("objective") == "throughput" and (x.get("footprint") or {}).get("floor_bytes") is None]
+    if not missing:
+        return ""
+    src = (after.get("footprint") or before.get("footprint") or {}).get("source", "unknown")
+    return f"; NO DRAM floor ({' and '.join(missing)}: footprint {src}): the gain may be below what DRAM allows"
 
 
 def _plot(docs: list, path: str) -> None:

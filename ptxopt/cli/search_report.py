@@ -174,6 +174,9 @@ def print_table(results, config) -> None:
     for r in results:
         if r.note:
             click.echo(f"{r.kernel}: {r.note}")
+        if r.objective == "throughput" and r.improvement_pct and (r.footprint_after or {}).get("floor_bytes") is None:
+            click.echo(f"{r.kernel}: NO DRAM floor (footprint {(r.footprint_after or {}).get('source', 'unknown')}): "
+                       "the improvement may be below what DRAM allows")
 
 
 def print_summary(s: dict, config) -> None:

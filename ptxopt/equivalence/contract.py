@@ -30,8 +30,10 @@ A contract may also give the *performance* launch, what the user really runs
 (role ``performance``; never run by the interpreter, it is the throughput
 estimate's): ``"performance": {"grid": [x, y, z], "block": [x, y, z],
 "shared_bytes": n, "scalars": {".param name": value}, "counts": {...},
-"problem": "..."}`` (``counts`` and ``problem``, as in the corpus manifest,
-are checked and not used here).
+"problem": "..."}`` (``counts`` and ``problem`` as in the corpus manifest: ``counts``, the
+elements of each buffer at that size, with the buffers' ``dtype``/``role`` from ``params``, give
+the bytes the launch moves to/from DRAM and override the footprint found from the kernel for the
+DRAM floor, as ``--perf-bytes NAME=BYTES`` does; ``problem`` is not used here).
 Only ``block`` is required; no ``grid`` means the grid is unknown (the
 estimate then assumes full waves and says so). An entry may give only a
 performance launch (no ``launch``); it then gives no check launch. Options
@@ -223,7 +225,28 @@ def performance_from_json(d: dict, source: str) -> Launch | None:
     if entry is not None and not isinstance(entry, str):
         raise ContractError(f"{source}: entry must be a string")
     return Launch(grid, block, shared, scalars, origin=Origin.CONTRACT, role=Role.PERFORMANCE,
-                  source=source, entry=entry)
+                  source=source, entry=entry, footprint_bytes=_counted_bytes(counts, d.get("params")))
+
+
+def _counted_bytes(counts: dict, params) -> int | None:
+    """DRAM bytes of ``performance.counts`` (elements per buffer) with the dtypes and roles of
+    ``params``: every counted buffer once, an ``inout`` one twice (read and written back), as
+    :func:`ptxopt.sim.occupancy.dram_bytes_of_spec` counts a corpus kernel.  The user's counts override
+    the footprint found from the kernel (the DRAM floor's source ``counts``).  None when nothing is
+    counted or a counted buffer's dtype is not described (the kernel's footprint then applies)."""
+    if not counts:
+        return None
+    from ptxopt.sim.occupancy import _DTYPE_BYTES
+
+    described = {p.get("name"): p for p in params or () if isinstance(p, dict)}
+    total = 0
+    for name, n in counts.items():
+        p = described.get(name)
+        size = _DTYPE_BYTES.get(p.get("dtype")) if p is not None else None
+        if size is None:
+            return None
+        total += size * n * (2 if p.get("role") == "inout" else 1)
+    return total
 
 
 def _has_check_launch(d) -> bool:

@@ -123,6 +123,9 @@ class EvalResult:
     objective: str | None = None
     #: the performance launch a throughput figure is for, in words (None: latency)
     performance: str | None = None
+    #: throughput: the DRAM floor's input, ``{"source": counts|exact|extrapolated|unknown, "floor_bytes"}``
+    #: (floor_bytes None: the estimate has no DRAM floor)
+    footprint: dict | None = None
 
     @property
     def error_text(self) -> str:

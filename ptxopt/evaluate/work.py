@@ -98,6 +98,7 @@ class Work:
             spread=m.spread if m is not None else None, cacheable=cacheable,
             expected_error=(m.extra or {}).get("expected_error") if (m is not None and status == OK) else None,
             objective=s.objective, performance=(m.extra or {}).get("performance") if m is not None else None,
+            footprint=(m.extra or {}).get("footprint") if m is not None else None,
         )
         self.result = r
         return r

@@ -17,7 +17,7 @@ from ptxopt.digests import source_digest
 from .base import MeasureError, MeasureJob, Measurement
 
 #: The source the model's estimates depend on (its digest is the backend's version).
-SOURCES = ("sim",)
+SOURCES = ("sim", "analysis/global_footprint.py")
 
 
 class SimBackend:
@@ -134,7 +134,9 @@ class SimBackend:
                    # what ptxopt.sim.throughput.estimate needs to re-score this candidate under
                    # another launch or objective: KernelFacts.of(extra["facts"])
                    "facts": KernelFacts.of(r).to_json(),
-                   "objective": job.objective, "performance": _describe(job, kw)},
+                   "objective": job.objective, "performance": _describe(job, kw),
+                   # where the DRAM floor's bytes come from (counts / exact / extrapolated / unknown)
+                   "footprint": kw["dram_floor"].to_json() if kw.get("dram_floor") is not None else None},
         )
 
     def _trip_counts(self, job: MeasureJob, program, entry) -> tuple[dict, str, list[str]]:
@@ -190,7 +192,22 @@ def _objective_kw(job: MeasureJob) -> dict:
         kw["blocks"] = job.blocks
     if perf is not None and perf.footprint_bytes is not None:
         kw["footprint_bytes"] = perf.footprint_bytes
+    kw["dram_floor"] = _dram_floor(job, perf)
     return kw
+
+
+def _dram_floor(job: MeasureJob, perf):
+    """The DRAM floor's input for the job's performance launch: the user's counts (``counts``), else
+    the footprint of the job's own (transformed) PTX (:mod:`ptxopt.analysis.global_footprint`)."""
+    from ptxopt.analysis.global_footprint import footprint_for_launch
+    from ptxopt.sim.throughput import DramFloor
+
+    counts = perf.footprint_bytes if perf is not None else None
+    launch = perf if perf is not None else None
+    if launch is None:
+        return DramFloor(None, "unknown")
+    fp = footprint_for_launch(job.module if job.module is not None else job.ptx_text, job.entry, launch, counts)
+    return DramFloor.of(fp)
 
 
 def clear_memo() -> None:

@@ -119,6 +119,11 @@ class KernelResult:
     launch: str | None = None  # the launch the equivalence check used
     objective: str | None = None  # what the cycles are: latency (one warp) or throughput (the whole launch)
     performance: str | None = None  # the performance launch a throughput figure is for
+    #: throughput: the DRAM floor's input of the baseline and of the best pipeline
+    #: (``{"source": counts|exact|extrapolated|unknown, "floor_bytes"}``; floor_bytes None: no DRAM floor,
+    #: the gain may be below what DRAM allows)
+    footprint_before: dict | None = None
+    footprint_after: dict | None = None
     arch: str | None = None  # the architecture compiled for (resolved)
     budget: int | None = None
     wall_s: float = 0.0
@@ -240,6 +245,7 @@ def _report(res: KernelResult, root: State, meter: Meter, out, config: SearchCon
     best = out.best_result
     res.unchecked, res.arch = meter.unchecked_total, best.arch
     res.objective, res.performance = out.baseline.objective, out.baseline.performance
+    res.footprint_before, res.footprint_after = out.baseline.footprint, out.best_result.footprint
     if best.ok:
         res.verdict, res.verdict_note = best.equivalence, best.equivalence_note
         res.coverage, res.launch = best.coverage, best.launch

@@ -367,7 +367,7 @@ def simulate(listing: SassListing | Program,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
-             steady_state: bool = True) -> SimResult:
+             steady_state: bool = True, dram_floor=None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -399,6 +399,8 @@ def simulate(listing: SassListing | Program,
       (with ``launch``).  Above the L2 capacity they stream from DRAM once
       (the DRAM bound); None: the data is assumed L2-resident, as in the
       GPU backend's warm timing loop.
+    * ``dram_floor``: with ``launch``, the DRAM floor's input
+      (:class:`ptxopt.sim.throughput.DramFloor`): the launch's distinct DRAM bytes, cold L2.
     * ``steady_state``: extrapolate each loop entry from a few replayed
       iterations (:data:`STEADY_WARMUP`, :data:`STEADY_MEASURE`; the result
       notes how many iterations were extrapolated); False replays every one.
@@ -440,7 +442,7 @@ def simulate(listing: SassListing | Program,
                      "many-warp model skipped, single-warp estimate")
         launch = None
     if launch is not None:
-        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks)
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor)
         notes.append(note)
         warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
         bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
@@ -566,7 +568,7 @@ def _dims(x) -> tuple[int, ...]:
     return tuple(int(v) for v in x)
 
 
-def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None):
+def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None, dram_floor=None):
     """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
     estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
     for this module's result.  ``footprint`` None: the data is L2-resident."""
@@ -580,7 +582,7 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
                         res.registers, res.shared_bytes or 0,
                         tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v})
     e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0,
-                 blocks=blocks)
+                 blocks=blocks, dram_floor=dram_floor)
     occ, w = e.occupancy, e.wave_bounds
     waves = e.full_waves + (1 if e.tail_blocks else 0)
     streams = e.dram_bytes > 0
@@ -590,9 +592,10 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
             + (f" ({e.full_waves} full + a tail of {e.tail_blocks} blocks)" if e.tail_blocks and e.full_waves else "")
             + f"; per wave: LSU {w['LSU issue']:.0f}, L1 {w['L1 bandwidth']:.0f}, L2 {w['L2 bandwidth']:.0f} cycles; "
             f"DRAM for the launch {e.bounds['DRAM bandwidth']:.0f} cycles ("
-            + ("no footprint given: data assumed L2-resident)" if footprint is None else
+            + (("no footprint given: data assumed L2-resident)" if not getattr(dram_floor, "floor_bytes", None)
+                else "the DRAM floor's bytes)") if footprint is None else
                f"footprint {footprint} B {'>' if streams else '<='} L2 {dev.l2_bytes} B)"))
-    note += "".join(f"; {n}" for n in e.notes if n.startswith("WARNING"))
+    note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor")))
     return e, waves, note
 
 

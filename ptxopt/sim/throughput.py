@@ -40,6 +40,13 @@ thread: an upper bound on bytes gives no lower bound on time).  A footprint
 that fits in L2 is taken as L2-resident (repeated launches, as in a warm
 timing loop), so nothing is charged to DRAM.
 
+DRAM floor (:class:`DramFloor`, the one input it reads): the launch's distinct global bytes, every
+sector read once and written once, as :mod:`ptxopt.analysis.global_footprint` finds them from the
+kernel's address expressions (``exact``) or as the user counts them (contract ``counts``,
+``--perf-bytes``).  The launch can never beat them over the device's DRAM bandwidth with a cold L2
+(GPU benchmarks flush it between runs), so the DRAM bound is at least that; an ``extrapolated`` or
+``unknown`` footprint sets no floor, and the estimate says so.
+
 When the grid is unknown, the estimate assumes ``blocks`` given by the caller
 -- :func:`assumed_blocks` of the ORIGINAL kernel, so that every candidate of
 one search does the same work -- and says ``assumed``.
@@ -153,6 +160,30 @@ def launch_shape(launch=None, *, grid=None, block=None, shared_bytes=None, scala
     return LaunchShape(_dims(g), _dims(b), int(sh or 0), sc, org)
 
 
+@dataclass(frozen=True)
+class DramFloor:
+    """What the DRAM floor reads: ``floor_bytes`` the launch must move between DRAM and the chip with
+    a cold L2 (None: no floor), and ``source`` where they come from: ``counts`` (the user's per-buffer
+    counts), ``exact`` (the kernel's affine address expressions), ``extrapolated`` / ``unknown`` (no
+    floor: an upper bound on bytes is no lower bound on time)."""
+
+    floor_bytes: int | None
+    source: str = "unknown"
+
+    @classmethod
+    def of(cls, obj) -> "DramFloor | None":
+        """From a DramFloor, a :class:`~ptxopt.analysis.global_footprint.LaunchFootprint`, a dict with
+        ``floor_bytes``/``source``, or None."""
+        if obj is None or isinstance(obj, DramFloor):
+            return obj
+        get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+        fb = get("floor_bytes")
+        return cls(None if fb is None else int(fb), str(get("source", "unknown") or "unknown"))
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "floor_bytes": self.floor_bytes}
+
+
 def default_objective(launch) -> str:
     """``throughput`` when the launch's block size is known, ``latency`` otherwise."""
     if launch is None:
@@ -185,6 +216,7 @@ class Estimate:
     wave_bounds: dict = field(default_factory=dict)  # bounds of the first (fullest) wave, cycles
     notes: tuple[str, ...] = ()
     kind: str = "estimate"
+    dram_floor: DramFloor | None = None  # the DRAM floor's input (None: none given)
 
     @property
     def error_text(self) -> str:
@@ -202,6 +234,7 @@ class Estimate:
             "estimate": {"cycles": self.cycles, "seconds": self.seconds, "kind": self.kind,
                          "expected_error": "uncalibrated" if self.expected_error is None else self.expected_error},
             "dram_bytes": self.dram_bytes,
+            "footprint": (self.dram_floor or DramFloor(None)).to_json(),
             "waves": self.waves,
             "device": self.device.to_json(),
         }
@@ -229,7 +262,8 @@ def _occ_json(occ, device: Device) -> dict:
 
 
 def estimate(facts, launch=None, device: Device | None = None, objective: str | None = None, *,
-             blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None) -> Estimate:
+             blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None,
+             dram_floor=None) -> Estimate:
     """Estimate ``facts`` (a SimResult or :class:`KernelFacts`) under ``launch``.
 
     * ``launch``: anything :func:`launch_shape` accepts; its grid may be None.
@@ -242,6 +276,8 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
       occupancy x :data:`ASSUMED_WAVES` (fine for a lone kernel, not for
       comparing candidates).
     * ``footprint_bytes``: bytes the launch must move from/to DRAM (0: none).
+    * ``dram_floor``: a :class:`DramFloor` (or anything :meth:`DramFloor.of` takes): the DRAM bound
+      is at least its bytes over the bandwidth (throughput only).
     """
     if device is None:
         from .device import device_for
@@ -260,7 +296,7 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
         raise ValueError("the throughput objective needs the block size of the launch")
     if occ is None:
         raise ValueError("the throughput objective needs the kernel's registers per thread (ptxas resources)")
-    return _throughput(facts, shape, device, occ, blocks, footprint_bytes)
+    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, DramFloor.of(dram_floor))
 
 
 def _latency(facts, shape, device: Device, occ) -> Estimate:
@@ -295,7 +331,7 @@ def tensor_cycles(facts, device: Device) -> float:
     return sum(ops / rates[p] for p, ops in (getattr(facts, "tensor_flops", None) or {}).items() if p in rates)
 
 
-def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint) -> Estimate:
+def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint, floor=None) -> Estimate:
     notes: list[str] = []
     assumed = shape.grid is None
     if not assumed:
@@ -330,6 +366,7 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
                          "(repeated launches), no DRAM time")
         dram = 0
     bounds["DRAM bandwidth"] = dram / (device.sms * device.dram_bytes_per_cycle)
+    dram = _apply_dram_floor(floor, bounds, device, notes, dram)
     cycles = max(sm_cycles, bounds["DRAM bandwidth"])
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
     resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
@@ -339,8 +376,25 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
               "measured on a GPU",
         _occ_json(occ, device), bounds, binding, dram, blocks / (device.sms * fits), blocks,
         resident_warps=resident, warps_per_scheduler=-(-resident // device.limits.schedulers),
-        full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes))
+        full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes), dram_floor=floor)
 
 
-__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate",
+def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list, dram: int) -> int:
+    """Raise the DRAM bound to the floor's bytes over the bandwidth (cold L2); returns the bytes charged."""
+    if floor is None:
+        return dram
+    if floor.floor_bytes is None:
+        notes.append(f"no DRAM floor: footprint {floor.source} (an upper bound on bytes is no lower bound "
+                     "on time; give the buffers' counts with --perf-bytes)")
+        return dram
+    notes[:] = [n for n in notes if not n.startswith("footprint unknown")]  # the floor gives the bytes
+    cycles = floor.floor_bytes / (device.sms * device.dram_bytes_per_cycle)
+    if cycles > bounds["DRAM bandwidth"]:
+        bounds["DRAM bandwidth"] = cycles
+        dram = floor.floor_bytes
+    notes.append(f"DRAM floor: {floor.floor_bytes:,} B ({floor.source}; cold L2) = {cycles:,.0f} cycles")
+    return dram
+
+
+__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate", "DramFloor",
            "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate", "tensor_cycles"]

@@ -1,0 +1,135 @@
+"""Floors the throughput estimate can never beat (ptxopt.sim.floors), as a property of corpus kernels
+and kernels written outside the corpus, under every pass, ESTIMATES.
+
+For each kernel at its performance launch and each pass: the estimate is at least the launch's exact
+distinct DRAM bytes over the DRAM bandwidth (cold L2), the same sectors over the L2 bandwidth, and its
+FP32 / FP16 / tensor work over the device's peak; and a pass that does not change which addresses
+are accessed (every pass here) leaves the exact DRAM bytes unchanged.  A violation fails.
+
+The fast tier sweeps a small slice (``tests/corpus_tiers.py``'s fast corpus, a few passes); the slow
+tier every pass; ``benchmarks/floors_sweep.py`` the corpus x every pass and records the violations.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ptxopt.corpus import get
+from ptxopt.emit import emit
+from ptxopt.equivalence.launch import Launch, Origin, Role
+from ptxopt.evaluate.candidate import _manifest_performance
+from ptxopt.measure.base import MeasureJob
+from ptxopt.measure.sim import SimBackend
+from ptxopt.parser import parse
+from ptxopt.passes.base import PassError
+from ptxopt.passes.registry import pass_names
+from ptxopt.passmanager import PassManager
+from ptxopt.pipeline import Pipeline
+from ptxopt.sim.device import device_for
+from ptxopt.sim.floors import launch_floors
+
+from corpus_tiers import FAST_CORPUS
+
+OUTSIDE = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels"
+#: passes the fast tier tries on each fast kernel (the slow tier: every pass)
+FAST_PASSES = ("prefetch_L1",)
+#: the fast tier's slice of tests/corpus_tiers.py's fast corpus (one pointwise, one reduction, one Triton)
+FAST_FLOORS = ("cuda_saxpy", "cuda_reduce_sum_smem", "triton_softmax_row")
+#: the slow tier's kernels x every pass (the whole corpus x every pass: benchmarks/floors_sweep.py)
+SLOW_FLOORS = ("cuda_transpose_smem", "triton_matmul_f16")
+
+
+def outside(name: str):
+    """(ptx text, entry, performance launch) of a kernel in benchmarks/outside_kernels/ (no byte counts)."""
+    text = (OUTSIDE / f"{name}.ptx").read_text()
+    perf = json.loads((OUTSIDE / f"{name}.contract.json").read_text())["performance"]
+    launch = Launch(tuple(perf["grid"]), tuple(perf["block"]), 0, perf["scalars"], origin=Origin.CONTRACT,
+                    role=Role.PERFORMANCE, source=f"{name}.contract.json", entry=name)
+    return text, name, launch
+
+
+def estimate_cycles(text: str, arch: str, entry: str, launch, spec=None) -> float:
+    """The sim backend's throughput estimate of ``text`` under ``launch`` (what eval and search see)."""
+    job = MeasureJob(text, arch, spec, entry, module=parse(text, entry), objective="throughput",
+                     performance=launch, check_block=launch.block)
+    (m,) = SimBackend().measure_many([job])
+    if isinstance(m, Exception):
+        raise m
+    return m.cycles
+
+
+def applied(text: str, name: str, launch, entry: str) -> str | None:
+    """``text`` after pass ``name`` (bound to the launch); None when it does not apply or changes nothing."""
+    from ptxopt.evaluate.candidate import bind_launch
+
+    try:
+        pl = bind_launch(Pipeline.parse(name), launch, entry)
+        out = emit(PassManager(pl).run(parse(text, name)).module)
+    except PassError:
+        return None
+    return None if out == text else out
+
+
+def check(text: str, arch: str, entry: str, launch, spec, passes) -> list[str]:
+    """Every floor violation of the kernel and of each pass's output (empty: none)."""
+    dev = device_for(arch)
+    base = launch_floors(text, entry, launch, dev)
+    problems = [f"original: {v}" for v in base.violations(estimate_cycles(text, arch, entry, launch, spec))]
+    for name in passes:
+        out = applied(text, name, launch, entry)
+        if out is None:
+            continue
+        fl = launch_floors(out, entry, launch, dev)
+        problems += [f"{name}: {v}" for v in fl.violations(estimate_cycles(out, arch, entry, launch, spec))]
+        if base.footprint_source == fl.footprint_source == "exact" and base.dram_bytes != fl.dram_bytes:
+            problems.append(f"{name}: DRAM bytes {base.dram_bytes:,} -> {fl.dram_bytes:,} (addresses unchanged)")
+    return problems
+
+
+def _corpus():
+    assert set(FAST_FLOORS) <= set(FAST_CORPUS)
+    return [pytest.param(k, id=k) for k in FAST_FLOORS] + [pytest.param(k, id=k, marks=pytest.mark.slow)
+                                                            for k in SLOW_FLOORS]
+
+
+@pytest.mark.parametrize("kid", _corpus())
+def test_corpus_estimates_never_beat_the_floors(kid):
+    spec = get(kid)
+    perf = _manifest_performance(spec)
+    passes = FAST_PASSES if kid in FAST_FLOORS else pass_names()
+    assert check(spec.ptx_text(), spec.arch, spec.entry, perf, spec, passes) == []
+
+
+@pytest.mark.parametrize("name", ["transpose", "bitmix", "warp_reduce", pytest.param("sgemm_reg", marks=[
+    pytest.mark.slow,
+    pytest.mark.xfail(strict=True, reason="the model counts the K loop's body once (256 trips at the performance "
+                                          "launch): 8.6 G FMAs need 1.15 M cycles, the estimate is the DRAM "
+                                          "floor; loop trips x bodies in every bound is the model's part")])])
+def test_outside_kernels_never_beat_the_floors(name):
+    """Kernels nobody here wrote, with a performance launch but no byte counts: the footprint comes
+    from the kernel, and a prefetch hint cannot take the estimate below DRAM."""
+    text, entry, launch = outside(name)
+    assert check(text, "sm_89", entry, launch, None, FAST_PASSES) == []
+
+
+def test_a_floor_violation_is_found():
+    """The check can fail: an estimate with the DRAM floor's input taken away (the model before the
+    footprint fed it) is below the transpose's 512 MiB over 300 GB/s."""
+    text, entry, launch = outside("transpose")
+    fl = launch_floors(text, entry, launch, device_for("sm_89"))
+    job = MeasureJob(text, "sm_89", None, entry, module=parse(text, entry), objective="throughput",
+                     performance=launch, check_block=launch.block)
+    import ptxopt.measure.sim as sim_backend
+
+    old = sim_backend._dram_floor
+    sim_backend._dram_floor = lambda job, perf: None
+    try:
+        (m,) = SimBackend().measure_many([replace(job)])
+    finally:
+        sim_backend._dram_floor = old
+    assert fl.dram_bytes == 2 * 8192 * 8192 * 4
+    assert any(v.startswith("DRAM floor") for v in fl.violations(m.cycles))
