@@ -14,7 +14,7 @@ on its slow path), which raises
 * :class:`Stopped` in every thread once :func:`stop` was called (the CLI's
   SIGTERM and Ctrl-C handling: the process is ending).
 
-Both are ``BaseException`` so that ``except Exception`` in a step cannot
+Neither is an ``Exception``, so that ``except Exception`` in a step cannot
 swallow them.
 """
 
@@ -33,8 +33,10 @@ _stopping = False
 _local = threading.local()
 
 
-class Stopped(BaseException):
-    """The process is stopping (SIGTERM, Ctrl-C): a helper thread's loop ends now."""
+class Stopped(KeyboardInterrupt):
+    """The process is stopping (SIGTERM, Ctrl-C): a helper thread's loop ends now
+    (a ``KeyboardInterrupt``: where it reaches the main thread, the CLI's
+    interrupt handling reports it, exit 130 or 143)."""
 
 
 def stop() -> None:
