@@ -20,11 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "ptxopt"
 
 #: Reached from the evaluator but deciding nothing of a result: process plumbing (workers, fork
-#: safety, atomic output files) and JSON reading (the launch a contract file yields is in every key).
+#: safety, stopping a run (cancel.py), atomic output files) and JSON reading (the launch a
+#: contract file yields is in every key).
 # Plumbing that moves results without deciding them: the worker set-up, the
 # executors (they run a function and hand back its return value and cache
 # rows) and the move memo (itself keyed by the front end's code digest).
-NOT_RESULTS = {"workers.py", "forksafe.py", "outputs.py", "jsontext.py", "search/move_memo.py",
+NOT_RESULTS = {"workers.py", "forksafe.py", "cancel.py", "outputs.py", "jsontext.py", "search/move_memo.py",
                *(f"executor/{f.name}" for f in (PKG / "executor").glob("*.py"))}
 
 

@@ -66,6 +66,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         from ptxopt.corpus import CorpusError
+        from ptxopt.executor.raycluster import RayUnreachable
         from ptxopt.passes.base import PassError
         from ptxopt.passmanager import PassFailure
         from ptxopt.toolchain import ToolchainError
@@ -75,7 +76,7 @@ class _Group(click.Group):
         except ParseError as e:
             click.echo(str(e), err=True)
             sys.exit(BAD_INPUT)
-        except (InputError, CorpusError, ToolchainError, PassError) as e:
+        except (InputError, CorpusError, ToolchainError, PassError, RayUnreachable) as e:
             click.echo(f"ptxopt: error: {e}", err=True)
             sys.exit(TOOLCHAIN if getattr(e, "transient", False) else BAD_INPUT)  # a crashed tool: not bad input
         except PassFailure as e:  # a pass broke the kernel: a failed check, not bad input

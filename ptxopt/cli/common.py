@@ -373,6 +373,26 @@ trials_option = click.option(
     "--trials", default=None, type=click.IntRange(1, 1000),
     help="Interpreter launches compared for equivalence [default: ptxopt.equivalence.interpret's].")
 
+def _set_interp_memory(ctx, param, value):
+    """``--interp-memory GiB``: the interpreter's memory budget, passed on in the
+    environment so that worker processes get it too (:mod:`ptxopt.interp.limits`)."""
+    import os
+
+    from ptxopt.interp.limits import ENV
+
+    if value is not None:
+        os.environ[ENV] = repr(float(value))
+    return value
+
+
+#: ``--interp-memory GiB`` (see :func:`_set_interp_memory`); the commands that run the interpreter take it.
+interp_memory_option = click.option(
+    "--interp-memory", type=click.FloatRange(min=0, min_open=True), default=None, metavar="GiB",
+    expose_value=False, callback=_set_interp_memory,
+    help="Memory the PTX interpreter may use for one launch, in GiB (buffers, shared, local and per-thread "
+         "state, counted before anything is allocated; a larger launch is refused, naming the limit) "
+         "[default: $PTXOPT_INTERP_MEMORY, else 4].")
+
 _CONTRACT_OPTIONS = (
     click.option("--contract", "contract_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
                  help="Launch contract for the equivalence check of PTX files (JSON, a corpus manifest entry's "
@@ -384,6 +404,7 @@ _CONTRACT_OPTIONS = (
                  help="Contract: dynamic shared memory in bytes."),
     click.option("--scalar", "scalars", multiple=True, metavar="NAME=VALUE",
                  help="Contract: value of a scalar parameter (repeatable)."),
+    interp_memory_option,
 )
 
 
@@ -530,4 +551,4 @@ __all__ = ["fail", "check_backend", "json_options", "json_target", "emit_json", 
            "toolchain_problem",
            "backend_option",
            "cache_option", "timeout_option", "trials_option", "prove_option", "objective_option", "arch_option",
-           "allow_unchecked_option", "contract_options", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]
+           "allow_unchecked_option", "contract_options", "interp_memory_option", "perf_launch_options", "performance_launch", "with_contract", "with_performance"]

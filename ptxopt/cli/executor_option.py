@@ -1,8 +1,9 @@
 """``--executor local|ray|ray:ADDRESS``: where ``search`` and ``eval`` (and ``train``'s evaluations) run.
 
-Checked when the command line is read: an unknown executor, or ``ray``
-without the ``ray`` package, is a usage error (exit 2), not a traceback
-after the work has started.
+Checked when the command line is read: an unknown executor, ``ray``
+without the ``ray`` package, or a cluster address where nothing answers
+(:func:`ptxopt.executor.raycluster.unreachable`) is a usage error (exit 2),
+not a traceback (or minutes of silent retries) after the work has started.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ def _check(ctx, param, value):
         raise click.BadParameter(str(e)) from None
     if importlib.util.find_spec("ray") is None:
         raise click.BadParameter("the ray executor needs Ray: pip install 'ptxopt[ray]'")
+    from ptxopt.executor.raycluster import unreachable
+
+    why = unreachable(value.partition(":")[2] or None)
+    if why is not None:
+        raise click.BadParameter(why)
     return value
 
 

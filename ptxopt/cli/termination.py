@@ -8,6 +8,11 @@ the CLI's entry point) turns SIGTERM in the main thread into
 finished on Ctrl-C does so on SIGTERM too, and :func:`interrupted_code`
 gives the exit code to report -- 143 (``terminated``) after a SIGTERM, 130
 (``interrupted``) after a Ctrl-C.
+
+Helper threads get neither signal: both handlers also call
+:func:`ptxopt.cancel.stop`, so an interpreter running in a helper thread
+(the measure thread's loop profile) ends at its next poll instead of
+holding the process's exit (which joins those threads) until it finishes.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import signal
 import threading
 
+from ptxopt import cancel
 from ptxopt.cli.exitcodes import INTERRUPTED, TERMINATED
 
 _received = False
@@ -29,13 +35,21 @@ def _on_sigterm(signum, frame) -> None:
     if _received:  # a second SIGTERM while what finished is written: that clean-up goes on
         return
     _received = True
+    cancel.stop()
     raise Terminated("terminated (SIGTERM)")
+
+
+def _on_sigint(signum, frame) -> None:
+    cancel.stop()
+    signal.default_int_handler(signum, frame)
 
 
 def install() -> None:
     """Handle SIGTERM as described above (main thread only; idempotent)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_sigint)
 
 
 def received() -> bool:

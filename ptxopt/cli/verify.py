@@ -40,7 +40,7 @@ import sys
 
 import click
 
-from ptxopt.cli.common import FiniteFloat, emit_json, json_options, json_target, stdin_once
+from ptxopt.cli.common import FiniteFloat, emit_json, interp_memory_option, json_options, json_target, stdin_once
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
 from ptxopt.inputs import InputError, read_one
@@ -70,6 +70,7 @@ def _scalars(items) -> dict:
 @click.command("verify")
 @click.argument("original")
 @click.argument("transformed")
+@interp_memory_option
 @click.option("--kernel", default=None, help="Kernel entry to compare (default: the only one).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Base seed for the inputs.")
 @click.option("--trials", default=4, show_default=True, type=click.IntRange(1, 1000),

@@ -189,6 +189,7 @@ import numpy as np
 from ptxopt import opcodes
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.interp import InterpError, Program, run_kernel
+from ptxopt.interp import limits
 from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
@@ -418,6 +419,9 @@ def _args_for_geometry(program: Program, entry: str, geo: Geometry, seed: int, f
     scalars that took the trial's default (``choice``, one of ``SCALAR_PLAN``)."""
     params = program.kernel_params(entry)
     threads = int(np.prod(geo.grid) * np.prod(geo.block))
+    pointers = sum(1 for p in params if p.name not in geo.scalars and p.size == 8 and p.dtype in ("u64", "b64", "s64"))
+    limits.require(pointers * max(4, geo.buffer_bytes // 4 * 4),
+                   f"{pointers} buffer(s) of {geo.buffer_bytes:,} bytes (buffer_bytes)")
     out, defaulted = [], []
     for p in params:
         if p.name in geo.scalars:

@@ -2,7 +2,7 @@
 
 ``Settings.timeout`` bounds each step of one candidate.  The passes, the
 equivalence check and the measurement run under ``SIGALRM`` (when evaluating
-on the main thread; elsewhere :func:`deadline` is a no-op); ptxas and
+on the main thread; elsewhere the interpreter polls :mod:`ptxopt.cancel`); ptxas and
 nvdisasm get the limit as their own time limit; the interpreter and the
 model also stop at their step budgets.  The worker pool
 (:mod:`ptxopt.evaluate.parallel`) is the backstop: it kills a worker whose
@@ -21,6 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from ptxopt import cancel
 from ptxopt.host_state import resume_alarm, suspend_alarm
 
 
@@ -31,9 +32,14 @@ class CandidateTimeout(BaseException):
 
 @contextmanager
 def deadline(seconds: float | None):
-    """Raise :class:`CandidateTimeout` after ``seconds`` (main thread only; else a no-op)."""
-    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+    """Raise :class:`CandidateTimeout` after ``seconds``: by SIGALRM in the main
+    thread; elsewhere from the interpreter's next poll (:mod:`ptxopt.cancel`)."""
+    if not seconds:
         yield
+        return
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        with cancel.limit(seconds, CandidateTimeout):  # no signal here: the interpreter's polls stop it
+            yield
         return
 
     if signal.getsignal(signal.SIGALRM) is _ring:  # inside another deadline: swap the timers (one call)

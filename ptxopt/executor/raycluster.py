@@ -8,7 +8,11 @@ executor and the rest of the toolkit never need it (``pip install
   cluster this process already joined, else ``$RAY_ADDRESS``, else a
   private Ray instance on this machine, ``workers`` CPUs), ``auto``,
   ``HOST:6379`` or ``ray://HOST:10001``. A cluster this process did not
-  start is left running on :meth:`RayExecutor.close`.
+  start is left running on :meth:`RayExecutor.close`.  A ``HOST:PORT``
+  address (also ``ray://`` and ``$RAY_ADDRESS``) is probed first with a TCP
+  connection of :data:`CONNECT_TIMEOUT` seconds (:func:`unreachable`):
+  ``ray.init`` itself retries an address where nothing listens for minutes,
+  silently, with the driver's SIGTERM handler replaced by its own.
 * **Code and corpus.** They travel through Ray's runtime environment
   (:func:`runtime_env`): from a checkout, its root as ``working_dir`` (the
   ``ptxopt`` and ``rl`` packages and ``corpus/``; virtual environments,
@@ -47,8 +51,48 @@ EXCLUDES = [".venv", "venv", ".git", "__pycache__", "*.pyc", "*.sqlite", "*.sqli
             "tests", "benchmarks/out", ".pytest_cache", "build", "dist", "*.egg-info", "docs"]
 
 
+#: seconds the TCP probe of a cluster's address may take (:func:`unreachable`)
+CONNECT_TIMEOUT = 5.0
+
+
 class RayNotInstalled(RuntimeError):
     """``--executor ray`` without the ``ray`` package."""
+
+
+class RayUnreachable(ConnectionError):
+    """Nothing answers at the Ray cluster's address."""
+
+
+def _host_port(address: str | None) -> tuple[str, int] | None:
+    """``(host, port)`` of a ``HOST:PORT`` or ``ray://HOST:PORT`` address; None for
+    ``auto``, no address, or one without a port (Ray resolves those itself)."""
+    if not address or address == "auto" or address == "local":
+        return None
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def unreachable(address: str | None, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why the cluster at ``address`` (``None``: ``$RAY_ADDRESS``) cannot be
+    reached (a TCP connection within ``timeout`` seconds), else None."""
+    import os
+    import socket
+
+    if address is None:
+        address = os.environ.get("RAY_ADDRESS") or None
+    hp = _host_port(address)
+    if hp is None:
+        return None
+    try:
+        socket.create_connection(hp, timeout=timeout).close()
+    except socket.timeout:
+        return f"cannot reach the Ray cluster at {address}: no answer within {timeout:g} s"
+    except OSError as e:
+        return f"cannot reach the Ray cluster at {address}: {e.strerror or e}"
+    return None
 
 
 def _ray():
@@ -117,13 +161,20 @@ class RayExecutor(Executor):
         t0 = time.perf_counter()
         env = self.env if self.env is not None else runtime_env()
         if not ray.is_initialized():
+            why = unreachable(self.address)
+            if why is not None:
+                raise RayUnreachable(why)
             kw = dict(address=self.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
                       logging_level="ERROR")  # Ray's own notices would fill the report's stderr
             if self.address is None and self.requested:
                 kw["num_cpus"] = self.requested
             kw.update(self.init_kwargs)
             with _keeping_signal_handlers():
-                ray.init(**kw)
+                try:
+                    ray.init(**kw)
+                except ConnectionError as e:  # something answered, but not a Ray cluster (or it gave up)
+                    raise RayUnreachable(f"cannot connect to the Ray cluster at {self.address or 'RAY_ADDRESS'}: "
+                                         f"{e}") from None
             self._owned = True
         # joined by the caller (ray.init before us): the job's runtime env is the caller's, and Ray uploads
         # local directories only at the job level -- the caller passes runtime_env=runtime_env() to ray.init
@@ -191,4 +242,5 @@ class RayExecutor(Executor):
         return died
 
 
-__all__ = ["RayExecutor", "RayNotInstalled", "runtime_env", "EXCLUDES"]
+__all__ = ["RayExecutor", "RayNotInstalled", "RayUnreachable", "unreachable", "runtime_env", "EXCLUDES",
+           "CONNECT_TIMEOUT"]

@@ -58,6 +58,9 @@ import heapq
 
 import numpy as np
 
+from ptxopt.cancel import POLL_STEPS
+from ptxopt.cancel import check as check_cancel
+from ptxopt.interp import limits
 from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE
 from ptxopt.interp.errors import (BarrierError, InterpError, StepLimit, UnsupportedInstruction, WarpSyncError,
                                   describe)
@@ -83,6 +86,9 @@ def new_frame(dfn, cta) -> Frame:
     vars_ = list(dfn.frame_vars)
     vars_ += [(n, "param", _param_size(d), d.align or 1) for n, d in dfn.formals]
     vars_ += [(n, "param", _param_size(d), d.align or 1) for n, d in dfn.returns]
+    local = sum(size for _, space, size, _ in vars_ if space == "local")
+    if local:  # the thread's whole local stack: a recursion deepens it
+        limits.check_local(cta.stack_top["local"] + local, dfn.name)
     for name, space, size, align in vars_:
         top = cta.stack_top[space]
         off = round_up(top, max(256, align))
@@ -192,6 +198,18 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                                      f"{type(e).__name__}: {e})") from e
 
 
+def _poll(cta, limit: int, st) -> int:
+    """At a backward branch once ``cta.steps`` passed the last poll: raise
+    :class:`StepLimit` past the step budget, let :func:`ptxopt.cancel.check`
+    stop a run past its time limit or in an ending process; else the step
+    count of the next poll.  Kept off the hot path: one comparison per
+    backward branch, as before."""
+    if cta.steps > limit:
+        raise StepLimit(f"step limit of {limit} exceeded (endless loop?) at {describe(st.ins)}")
+    check_cancel()
+    return min(limit, cta.steps + POLL_STEPS)
+
+
 def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     """:func:`run_function` without the conversion of unexpected exceptions.
 
@@ -205,6 +223,7 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
     _start(gs, cta, 0, idx)
     returned: list[np.ndarray] = []
     limit = cta.launch.max_steps
+    poll = min(limit, cta.steps + POLL_STEPS)  # next backward branch past this: _poll (budget, stop, time limit)
     branches = cta.launch.branches  # coverage, when tracked
     fname = fr.fn.name
     executed = cta.launch.executed  # coverage: pc -> ran with a true guard in some thread
@@ -273,10 +292,8 @@ def _run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
                         gs.add(base + st.target, idx[p])
                         gs.add(base + pc + 1, idx[~p])
                         break
-                if new <= pc:
-                    if cta.steps > limit:
-                        raise StepLimit(f"step limit of {limit} exceeded (endless loop?) at "
-                                        f"{describe(st.ins)}")
+                if new <= pc and cta.steps > poll:
+                    poll = _poll(cta, limit, st)
                 pc = new
                 if base + pc in gs.g:
                     idx, sel = _merge(gs, base + pc, idx, T)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptxopt.interp import dtypes
+from ptxopt.interp import dtypes, limits
 from ptxopt.interp.decode import BRANCH
 from ptxopt.interp.engine import run_entry
 from ptxopt.interp.errors import InterpError, LaunchError
@@ -249,6 +249,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
     dfn = program.decoded(fn.name)
     launch = Launch(program, dfn, grid, block, int(shared_bytes), max_steps, schedule)
     launch.strict_steps = bool(strict_steps)
+    _check_size(launch, args, coverage, reads is not False)
 
     mem = Memory()
     if races:
@@ -383,6 +384,31 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
                         (mem.race.count, list(mem.race.reports)) if mem.race is not None else None, footprint,
                         mem.nc_unrecorded, dict(mem.masked) if mem.masked is not None else None,
                         mem.shared_reads.ctas if mem.shared_reads is not None else None)
+
+
+def _check_size(launch: Launch, args, coverage: bool, reads: bool) -> None:
+    """Refuse a launch over the hardware's or the memory budget's limits before
+    allocating anything (:mod:`ptxopt.interp.limits`)."""
+    program, dfn = launch.program, launch.dfn
+    limits.check_shared(launch.total_shared)
+    local = sum(size for _, space, size, _ in dfn.frame_vars if space == "local")
+    limits.check_local(local, dfn.name)
+    buffers = 0
+    for a in args:
+        if isinstance(a, Placed):
+            buffers += int(a.offset) + np.asarray(a.array).nbytes
+        elif isinstance(a, np.ndarray):
+            buffers += a.nbytes
+    statics = sum(v.size for v in program.statics.values() if v.space in ("global", "const"))
+    block_threads = launch.block[0] * launch.block[1] * launch.block[2]
+    grid_threads = block_threads * launch.grid[0] * launch.grid[1] * launch.grid[2]
+    per_thread = sum(np.dtype(dt).itemsize for dt in dfn.slot_dtypes) + sum(size for _, _, size, _ in dfn.frame_vars)
+    need = limits.launch_bytes(buffers=buffers, statics=statics, grid_threads=grid_threads,
+                               block_threads=block_threads, shared=launch.total_shared, per_thread=per_thread,
+                               coverage=coverage, reads=reads)
+    g, b = launch.grid, launch.block
+    limits.require(need, f"a launch of grid ({g[0]},{g[1]},{g[2]}) x block ({b[0]},{b[1]},{b[2]}) "
+                         f"with {buffers:,} bytes of buffers")
 
 
 def _run_cta(launch: Launch, mem: Memory, ctaid, seed: int, linear: int) -> None:

@@ -138,6 +138,7 @@ def make_args(spec, seed: int = 0, flavour: str = "random") -> list:
     """Arguments for every parameter of corpus kernel ``spec``, in order."""
     if flavour not in FLAVOURS + EXTRA_FLAVOURS:
         raise ValueError(f"unknown flavour {flavour!r} (choose from {', '.join(FLAVOURS + EXTRA_FLAVOURS)})")
+    _check_buffers(spec)
     out = []
     for p in spec.params:
         extra = dict(p.extra)
@@ -156,6 +157,21 @@ def make_args(spec, seed: int = 0, flavour: str = "random") -> list:
         else:
             out.append(input_values(p.dtype, p.count, rng, flavour, extra.get("range")))
     return out
+
+
+def _check_buffers(spec) -> None:
+    """Refuse buffers over the interpreter's memory budget before allocating them (:mod:`ptxopt.interp.limits`)."""
+    from ptxopt.interp.limits import require
+
+    total = 0
+    for p in spec.params:
+        if p.role == "scalar":
+            continue
+        if p.role == "scratch":
+            total += int(dict(p.extra).get("bytes", p.count or 0))
+        else:
+            total += int(p.count or 0) * np_dtype(p.dtype).itemsize
+    require(total, f"the buffers of {spec.id}")
 
 
 def launch_from_manifest(spec, seed: int = 0, *, module=None, flavour: str = "random",
