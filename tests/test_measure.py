@@ -25,7 +25,10 @@ PKG = REPO / "ptxopt"
 # Plumbing that moves results without deciding them: the worker set-up, the
 # executors (they run a function and hand back its return value and cache
 # rows) and the move memo (itself keyed by the front end's code digest).
+# The host's state around a library call (host_state.py) and what a pass prints (pass_output.py)
+# are kept apart from results: neither decides one.
 NOT_RESULTS = {"workers.py", "forksafe.py", "cancel.py", "outputs.py", "jsontext.py", "search/move_memo.py",
+               "host_state.py", "pass_output.py",
                *(f"executor/{f.name}" for f in (PKG / "executor").glob("*.py"))}
 
 
