@@ -111,3 +111,35 @@ def test_forms_table(name):
         return
     assert lp.test is not None and lp.test.base == base, (lp.trip, lp.test)
     assert lp.trip.kind == "constant" and lp.trip.value == run(parse(text), 1)[1]
+
+
+def nested(pre_inner: str, after_inner: str, start: str = "\tmov.b32 %r1, %r8;\n") -> str:
+    """An outer loop of 3 (``%r8`` grows by 5 each time) around an inner loop from ``start``, whose
+    test reads ``%r2`` = the previous inner iteration's ``i + 1``."""
+    return kernel("\tadd.s32 %r8, %r8, 5;\n" + start + pre_inner +
+                  "L_in:\n\tsetp.lt.s32 %p2, %r2, %r10;\n\tadd.s32 %r5, %r5, %r1;\n\tadd.s32 %r6, %r6, 1;\n"
+                  "\tadd.s32 %r2, %r1, 1;\n\tadd.s32 %r1, %r1, 1;\n\t@%p2 bra L_in;\n" + after_inner +
+                  "\tadd.s32 %r7, %r7, 1;\n\tsetp.lt.s32 %p1, %r7, 3;\n",
+                  pre="\tmov.u32 %r7, 0;\n\tand.b32 %r8, %r9, 7;\n\tadd.s32 %r10, %r8, 20;\n")
+
+
+def inner(text: str):
+    cfg, info = loops_of(parse(text).entries[0])
+    return next(lp for lp in info.loops if cfg.blocks[lp.header].label == "L_in")
+
+
+def test_a_start_set_in_the_outer_loop_before_the_inner_one_fits():
+    text = nested("\tmov.b32 %r2, %r1;\n", "", start="\tand.b32 %r1, %r9, 7;\n")
+    lp = inner(text)
+    assert lp.trip.kind == "parametric" and lp.test.reads_previous and lp.test.base == 0, lp.trip
+    for f in (2, 4):
+        out, rep = Unroll(factor=f).apply(parse(text))
+        assert rep.changed
+        for a in INPUTS:
+            assert run(parse(emit(out)), a) == run(parse(text), a)
+
+
+def test_a_start_set_after_the_inner_loop_is_from_the_previous_outer_iteration():
+    # %r2 reaches L_in from the end of the outer body: the previous outer iteration's start, not this one's
+    lp = inner(nested("", "\tmov.b32 %r2, %r8;\n"))
+    assert lp.trip.kind == "unknown" and "before the loop" in lp.trip.why, lp.trip

@@ -718,36 +718,53 @@ class _Facts:
                     f"value), and {reg}'s value before the loop is not shown to be {iv.reg}'s start {base:+d}")
         return None
 
-    def _pre(self, lp: Loop, reg: str, depth: int = 0):
+    def _pre(self, lp, reg: str):
         """``(root, c)``: ``reg`` enters the loop as ``c`` plus the value of definition ``root``
-        (``"const"``: the constant ``c``), followed through copies and adds of constants
-        outside every loop; None when it does not come from one such definition."""
+        (``"const"``: the constant ``c``), followed through copies and adds of constants; None when
+        it does not come from one such definition. Every definition on the way runs once before
+        each entry into the loop (:meth:`_entered_once`) and after the one it reads, so two
+        registers traced to one root hold values of the same execution of it."""
         defs = {d for d in self._start_defs(lp, reg) if d not in lp.iidset}
-        return self._pre_def(defs.pop(), 0) if len(defs) == 1 else None
+        if len(defs) != 1:
+            return None
+        d = defs.pop()
+        return self._pre_def(d, 0, lp) if self._entered_once(d, lp) else None
 
-    def _pre_def(self, d: int, depth: int):
-        if depth > 16 or self.cfg.block_of[d] in self.looped:
-            return None
+    def _entered_once(self, d: int, lp) -> bool:
+        """Definition ``d`` runs on every path into ``lp`` (its block dominates the header) and
+        in no loop that does not also hold ``lp``: it ran last in the same pass over the code
+        that enters the loop."""
+        b = self.cfg.block_of[d]
+        return self._dominates_block(b, lp.header) and all(
+            lp.header in other.blocks for other in self.loops if b in other.blocks)
+
+    def _pre_def(self, d: int, depth: int, lp):
         ins = self.cfg.instructions[d]
-        if ins.guard is not None:
+        if depth > 16 or ins.guard is not None:
             return None
+
+        def source(src):  # the one definition ``d`` reads ``src`` from, when it runs before d each time
+            if not src or opcodes.is_special_reg(src):
+                return None
+            defs = self.rd.reaching(d, src)
+            if len(defs) != 1 or self._before(defs[0], d, lp) is not True or not self._entered_once(defs[0], lp):
+                return None
+            return self._pre_def(defs[0], depth + 1, lp)
+
         ops = ins.operands
         if ins.opcode == "mov" and len(ops) == 2 and len(ins.modifiers) == 1 and ins.modifiers[0] in _INT_TYPES:
             c = operand_facts.immediate(ops[1])
             if type(c) is int:
                 return "const", c
-            src = operand_facts.reg_name(ops[1])
-            defs = self.rd.reaching(d, src) if src and not opcodes.is_special_reg(src) else ()
-            if len(defs) == 1:
-                return self._pre_def(defs[0], depth + 1)
+            inner = source(operand_facts.reg_name(ops[1]))
+            if inner is not None:
+                return inner
         if ins.opcode in ("add", "sub") and len(ops) == 3 and len(ins.modifiers) == 1 \
                 and ins.modifiers[0] in _INT_TYPES:
-            c, src = operand_facts.immediate(ops[2]), operand_facts.reg_name(ops[1])
-            defs = self.rd.reaching(d, src) if src else ()
-            if type(c) is int and len(defs) == 1:
-                inner = self._pre_def(defs[0], depth + 1)
-                if inner is not None:
-                    return inner[0], inner[1] + (c if ins.opcode == "add" else -c)
+            c = operand_facts.immediate(ops[2])
+            inner = source(operand_facts.reg_name(ops[1])) if type(c) is int else None
+            if inner is not None:
+                return inner[0], inner[1] + (c if ins.opcode == "add" else -c)
         return d, 0
 
     def _dominates_block(self, a: int, b: int) -> bool:
