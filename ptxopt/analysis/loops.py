@@ -198,6 +198,8 @@ class Loop:
                                     for iv in self.ivs],
             "trip_count": {"kind": self.trip.kind, "value": self.trip.value, "params": list(self.trip.params),
                            "why": self.trip.why},
+            "exit_test": None if self.test is None else {
+                "tested": self.test.tested, "base": self.test.base, "reads_previous": self.test.reads_previous},
             "uniform_trip_count": self.uniform,
             "carried_registers": list(self.carried_regs),
             "carried_memory": len(self.carried_mem),
@@ -714,7 +716,8 @@ class _Facts:
             self.cfg.instructions[iv.update].modifiers[-1] in _INT_TYPES else 64
         if mine is None or theirs is None or mine[0] != theirs[0] \
                 or (mine[1] - theirs[1] - base) % (1 << bits):
-            return (f"the test reads {tested} from {reg} before the loop writes it (the previous iteration's "
+            what = tested if tested == reg else f"{tested} (from {reg})"
+            return (f"the test reads {what} before the loop body writes it (the previous iteration's "
                     f"value), and {reg}'s value before the loop is not shown to be {iv.reg}'s start {base:+d}")
         return None
 
