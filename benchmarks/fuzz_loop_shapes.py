@@ -8,8 +8,8 @@ from inputs, unsigned wrap, steps != 1, down-counting, nested loops) and
 every seed: one random kernel, ``unroll_2``/``unroll_4``/``unroll{factor=8}``
 applied, and the interpreter run on the original and each result that
 changed it. Prints per class: kernels, unrolls applied, refused, wrong
-unrolls (and the seeds of the kernels with one); exit 1 when any unroll was
-wrong. Run it against another checkout with ``PYTHONPATH=<that checkout>``
+unrolls, kernels whose constant trip count the loop facts got wrong (and
+the seeds of the kernels with either); exit 1 when anything was wrong. Run it against another checkout with ``PYTHONPATH=<that checkout>``
 (copying ``ptxopt/testing/loop_shapes.py`` there) to count what the code
 before a fix let through.
 """
@@ -34,7 +34,7 @@ def main() -> int:
     report, total = {}, 0
     for cls in a.classes.split(","):
         t0 = time.perf_counter()
-        applied = refused = wrong = 0
+        applied = refused = wrong = trips = 0
         seeds, first, reasons = [], None, {}
         for s in range(a.first, a.first + a.seeds):
             r = check_shape(make_shape(cls, s))
@@ -44,15 +44,19 @@ def main() -> int:
                 for w in why:
                     key = w.split(": ", 1)[-1][:90]
                     reasons[key] = reasons.get(key, 0) + 1
-            bad = {w.pipeline for w in r.wrong}
+            bad = {w.pipeline for w in r.wrong if w.pipeline != "trip count"}
             wrong += len(bad)
-            if bad:
+            trips += any(w.pipeline == "trip count" for w in r.wrong)
+            if r.wrong:
                 seeds.append(s)
-                first = first or f"seed {s}: {r.shape.what}: {r.wrong[0].pipeline} {r.wrong[0].inputs} {r.wrong[0].detail}"
-        total += wrong
+                w = r.wrong[0]
+                first = first or f"seed {s}: {r.shape.what}: {w.pipeline} {w.inputs} {w.detail}"
+        total += wrong + trips
         report[cls] = {"kernels": a.seeds, "applied": applied, "refused": refused, "wrong_unrolls": wrong,
+                       "wrong_trip_counts": trips,
                        "seeds": seeds, "first": first, "refusals": reasons, "seconds": round(time.perf_counter() - t0, 1)}
         print(f"{cls:15s} kernels {a.seeds:3d}  applied {applied:3d}  refused {refused:3d}  wrong {wrong:3d}"
+              f"  wrong trip counts {trips:3d}"
               f"  seeds {seeds}" + (f"\n    {first}" if first else ""), flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -28,11 +28,13 @@ rewrites):
 
 The bound is ``n + %tid.x`` scaled onto the tested sequence (or, for some
 draws, a constant), so one launch of 17 threads runs trip counts 0..16 at
-once (more with ``n > 0``). The oracle (:func:`check_shape`): every
+once (more with ``n > 0``). The oracles (:func:`check_shape`): every
 ``unroll`` result (:data:`PIPELINES`) that changes the kernel must store the
 same bytes as the original for every input (:data:`INPUTS`); a difference is
-a *wrong unroll*. A launch the original cannot finish (a step limit) is
-skipped. ``benchmarks/fuzz_loop_shapes.py`` runs the campaign;
+a *wrong unroll*. Where the loop facts give a constant trip count, it must be
+the number of iterations the interpreter counted (a *wrong trip count*,
+pipeline ``"trip count"``). A launch the original cannot finish (a step
+limit) is skipped. ``benchmarks/fuzz_loop_shapes.py`` runs the campaign;
 ``tests/test_loop_shapes.py`` a few seeds per class.
 """
 
@@ -222,6 +224,16 @@ def check_shape(shape: Shape, pipelines=PIPELINES) -> ShapeResult:
             ref[(n, a)] = _launch(original, n, a)
         except InterpError:
             res.skipped += 1
+    # the loop facts' constant trip count against the iterations the interpreter counted (%r11)
+    from ptxopt.analysis.loops import loops_of
+
+    _, info = loops_of(original.entries[0])
+    if shape.cls != "nested" and len(info.loops) == 1 and info.loops[0].trip.kind == "constant":
+        for key, got in ref.items():
+            if int(got[1]) != info.loops[0].trip.value:
+                res.wrong.append(Wrong("trip count", key, f"the loop facts say {info.loops[0].trip.value} "
+                                                          f"iterations, the interpreter ran {int(got[1])}"))
+                break
     for pipe in pipelines:
         out, rep = Unroll(factor=FACTORS[pipe]).apply(original)
         refused = [s.what for s in rep.refused]
