@@ -660,7 +660,7 @@ class _Facts:
         init = self._traced(tuple(dict.fromkeys(init_defs)), False, 0) if init_defs else Value()
         return InductionVar(r, init, step, update)
 
-    def _tested(self, lp: Loop, reg: str, at: int, ivs: dict) -> tuple[InductionVar, int, bool] | str:
+    def _tested(self, lp, reg: str, at: int, ivs: dict) -> tuple[InductionVar, int, bool, int] | str:
         """``(iv, base, previous, steps)``: the exit test at ``at`` reads ``reg`` = the IV's value at
         the top of the iteration plus ``base`` plus ``steps`` times its (register) step (the same in
         every iteration, the first included);
@@ -700,6 +700,8 @@ class _Facts:
             steps, terms = terms[0][1] * step_terms[0][1], ()
         if terms:
             return f"the test compares the induction variable {iv.reg} plus a register ({terms[0][0]})"
+        if prev and steps:
+            return f"the test reads {reg} from the previous iteration, offset by the register step of {iv.reg}"
         if prev:
             why = self._pre_loop_fits(lp, first[0], iv, base_c - first[1], reg)
             if why:
