@@ -182,7 +182,7 @@ def make_shape(cls: str, seed: int) -> Shape:
     pre, loop, what = _loop(rng, inner_cls, "%r1", "%r2", "%p1", "L_in", "\t")
     body = ["ld.param.u64 %rd1, [out];", "ld.param.u32 %r20, [n];", "ld.param.u32 %r21, [a];",
             "cvta.to.global.u64 %rd2, %rd1;", "mov.u32 %r22, %tid.x;", "mov.u32 %r10, 0;", "mov.u32 %r11, 0;",
-            "mov.u32 %r2, 0;"]
+            "mov.u32 %r12, 0;", "mov.u32 %r2, 0;"]
     text_loop = [("\t" + l if not l.endswith(":") else l) for l in pre] + loop
     if cls == "nested":
         outer = rng.randrange(2, 4)
