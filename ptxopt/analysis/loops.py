@@ -9,24 +9,41 @@ checks) need to know, computed once from the :class:`~ptxopt.analysis.cfg.CFG`:
   (their bodies united). Irreducible cycles have no natural loop and are
   counted in :attr:`LoopInfo.irreducible`. ``parent``/``depth`` give the
   nesting (depth 1 = outermost).
-* **Basic induction variables.** A register whose only definitions in the
-  loop are one unguarded ``add``/``sub`` of itself and a loop-invariant
-  step (an immediate, or a register no instruction of the loop writes), or
-  a ``mov`` of such a sum computed earlier in the iteration (Triton's
-  ``x = r + 16; ...; r = x``), in a block that runs in every iteration
-  (it dominates every latch). Its
-  *initial value* is the definition(s) reaching the header from outside.
+* **Values from def-use.** Every fact below is derived from the reaching
+  definitions (:func:`ptxopt.analysis.defuse.reaching_definitions`), never
+  from the order of the instructions: a register read in the loop is
+  followed through its one reaching definition -- an unguarded integer
+  ``mov``, ``add`` or ``sub`` of a constant or of a register the loop does not
+  write -- back to the value some register held at the *top of the
+  iteration*. A read that more than one definition may reach (a guarded or
+  conditional update), another opcode, a nested loop, or mixed widths is not
+  understood, and the fact that needs it is unknown with the reason.
+* **Basic induction variables.** A register whose value at the end of every
+  latch is its value at the top of the iteration plus a loop-invariant step
+  (an immediate, or a register no instruction of the loop writes), through
+  any copies (LLVM's ``add x, i, 1; mov i, x`` phi copy, Triton's
+  ``x = r + 16; ...; r = x``). Its *initial value* is the definition(s)
+  reaching the header from outside.
 * **Trip count** from the loop's exit test: the one conditional branch
-  leaving the loop is ``@p bra`` with ``p = setp.CMP a, b``, one side a
-  basic IV (or the IV plus a constant), the other loop-invariant. Constant
-  when init, step and bound are all immediates (counted by running the
-  test, at most :data:`MAX_CONSTANT_TRIP` iterations, in the compare's
-  integer width; the count is how many times the header runs per entry,
-  which for a test at the bottom is the number of iterations and for a
-  test in the header one more than the body's); *parametric* when the values are invariant and trace to
-  ``ld.param`` (the parameters are named); otherwise unknown. Loops with
-  more than one exit, or whose test is not of this form (a ``while`` loop
-  on a loaded value), have an unknown trip count.
+  leaving the loop is ``@p bra`` with ``p = setp.CMP x, b``, ``b``
+  loop-invariant and ``x``, in every iteration, an IV's value at the top of
+  the iteration plus a constant ``base`` (:attr:`ExitTest.base`): a test
+  before the update (``base`` 0), after it (the step), of ``add x, i, C``
+  computed before the update (``C``: the *old* ``i``), or of a register the
+  body writes *after* the test (the previous iteration's value: one step
+  less; on the first iteration the test reads the value from before the
+  loop, which must be shown to be the same function of the IV's start --
+  both traced to one definition or constants -- else the test is not
+  understood). Constant when init, step and bound are all immediates
+  (counted by running the test, at most :data:`MAX_CONSTANT_TRIP`
+  iterations, in the compare's integer width; the count is how many times
+  the header runs per entry); *parametric* when the values are invariant
+  and trace to ``ld.param`` (the parameters are named); otherwise unknown,
+  with the reason (:attr:`TripCount.why`). Loops with more than one exit,
+  or whose test is not of this form (a ``while`` loop on a loaded value),
+  have an unknown trip count. This is the one place these facts are
+  computed: ``stats``, ``unroll`` and the boundary trip counts of the checks
+  (:mod:`ptxopt.equivalence.boundary`) read them.
 * **Loop-carried dependences.** Through registers: registers written in
   the loop and live into its header (the value of one iteration reaches the
   next). Through memory: pairs of a store/atomic and another access in the
@@ -117,12 +134,22 @@ class TripCount:
 
 @dataclass(frozen=True)
 class ExitTest:
-    """The loop's one exit test, ``setp.CMP.TY p, iv+off, bound; @p bra``
-    oriented IV-first: the loop goes on while ``(iv + off) CMP bound`` is
-    ``stay_when``. ``setp``/``branch``: their iids; ``bound_index``: which
-    setp operand (1 or 2) is the bound; ``updated_first``: the IV's update
-    runs before the test in each iteration (the test sees the new value).
-    What a pass that rewrites the loop's control needs to rebuild the test."""
+    """The loop's one exit test, ``setp.CMP.TY p, x, bound; @p bra``
+    oriented IV-first: the loop goes on while ``x CMP bound`` is
+    ``stay_when``, where ``x`` (register ``tested``) is, in every iteration,
+    the IV's value at the top of the iteration plus ``base`` (in the
+    compare's width): derived from the reaching definitions of ``x``, so
+    copies (``add x, i, 1; mov i, x``), a test before or after the update
+    and a test of a register written later in the body (``reads_previous``:
+    the previous iteration's value, and on the first iteration the value from
+    before the loop, which was shown to fit) all give the value the test
+    really reads. ``setp``/``branch``: their iids; ``bound_index``: which
+    setp operand (1 or 2) is the bound. What a pass that rewrites the loop's
+    control needs to rebuild the test.
+
+    ``off`` and ``updated_first`` are the older spelling of the same fact:
+    ``off == base`` and ``updated_first`` is always False (the tested value
+    is given relative to the IV at the top of the iteration)."""
 
     iv: InductionVar
     cmp: str
@@ -133,7 +160,11 @@ class ExitTest:
     setp: int
     branch: int
     bound_index: int
-    updated_first: bool | None
+    updated_first: bool | None = False
+    base: int = 0
+    tested: str | None = None
+    reads_previous: bool = False
+    base_steps: int = 0  # with a register step: the tested value also holds this many steps
 
 
 @dataclass
@@ -167,6 +198,8 @@ class Loop:
                                     for iv in self.ivs],
             "trip_count": {"kind": self.trip.kind, "value": self.trip.value, "params": list(self.trip.params),
                            "why": self.trip.why},
+            "exit_test": None if self.test is None else {
+                "tested": self.test.tested, "base": self.test.base, "reads_previous": self.test.reads_previous},
             "uniform_trip_count": self.uniform,
             "carried_registers": list(self.carried_regs),
             "carried_memory": len(self.carried_mem),
@@ -183,6 +216,72 @@ class LoopInfo:
     def to_json(self, cfg: CFG) -> dict:
         return {"count": len(self.loops), "irreducible": self.irreducible,
                 "loops": [lp.to_json(cfg) for lp in self.loops]}
+
+
+@dataclass(frozen=True)
+class _Aff:
+    """A register's value as ``header(base) + c + sum(sign * reg)``: ``base``'s value at the
+    top of the iteration, a constant and invariant registers (``terms``, sorted), in ``bits``
+    wide arithmetic (None: no instruction fixed the width yet)."""
+
+    base: str
+    c: int
+    terms: tuple[tuple[str, int], ...]
+    bits: int | None
+
+    def plus(self, c: int, terms: tuple, bits: int | None) -> "_Aff | str":
+        if bits is not None and self.bits is not None and bits != self.bits:
+            return f"the value of {self.base} passes through {self.bits}- and {bits}-bit arithmetic"
+        w = bits if bits is not None else self.bits
+        return _Aff(self.base, self.c + c, _add_terms(self.terms, terms), w)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One loop as the def-use facts see it: its instructions, the registers it writes,
+    and the blocks of loops nested in it."""
+
+    loop: Loop
+    iidset: frozenset[int]
+    written: frozenset[str]
+    inner: frozenset[int]
+
+    @property
+    def header(self) -> int:
+        return self.loop.header
+
+    @property
+    def latches(self) -> tuple[int, ...]:
+        return self.loop.latches
+
+    @property
+    def blocks(self) -> frozenset[int]:
+        return self.loop.blocks
+
+    @property
+    def iids(self) -> tuple[int, ...]:
+        return self.loop.iids
+
+    @property
+    def ivs(self) -> tuple[InductionVar, ...]:
+        return self.loop.ivs
+
+
+def _add_terms(a: tuple, b: tuple) -> tuple:
+    acc: dict[str, int] = dict(a)
+    for r, k in b:
+        acc[r] = acc.get(r, 0) + k
+    return tuple(sorted((r, k) for r, k in acc.items() if k))
+
+
+def _sub_terms(a: tuple, b: tuple) -> tuple:
+    return _add_terms(a, tuple((r, -k) for r, k in b))
+
+
+def _signed(v: int, bits: int) -> int:
+    """``v`` modulo ``2**bits`` as the nearest signed value."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
 
 
 # ---------------------------------------------------------------------------
@@ -247,8 +346,12 @@ class _Facts:
         self.overlap = overlapping_symbols(fn)
         self.roots = pointer_roots(cfg)
         self.idom = cfg.dominators()
+        self.loops: list[Loop] = []
+        self.looped: frozenset[int] = frozenset()
 
     def fill(self, loops: list[Loop]) -> None:
+        self.loops = loops
+        self.looped = frozenset(b for lp in loops for b in lp.blocks)
         for lp in loops:
             self._one(lp)
 
@@ -310,47 +413,9 @@ class _Facts:
             ins = cfg.instructions[i]
             lp.barriers |= opcodes.is_barrier(ins)
             lp.collectives |= operand_facts.facts(ins).role == "collective"
-        # induction variables
-        ivs = []
-        for r, sites in written.items():
-            if len(sites) != 1:
-                continue
-            ins = cfg.instructions[sites[0]]
-            if ins.opcode == "mov" and ins.guard is None and len(ins.operands) == 2:
-                # Triton's form: x = r + C ... r = x (the copy is the update)
-                x = operand_facts.reg_name(ins.operands[1])
-                xs = written.get(x, []) if x is not None else []
-                if len(xs) != 1 or not self._before(xs[0], sites[0], lp):
-                    continue
-                ins = cfg.instructions[xs[0]]
-                d_ok = operand_facts.reg_name(ins.operands[0]) == x if ins.operands else False
-            else:
-                d_ok = bool(ins.operands) and operand_facts.reg_name(ins.operands[0]) == r
-            if ins.opcode not in ("add", "sub") or ins.guard is not None or len(ins.operands) != 3 \
-                    or ins.modifiers[-1:] and ins.modifiers[-1] not in _INT_TYPES \
-                    or "cc" in ins.modifiers or "sat" in ins.modifiers \
-                    or not d_ok:
-                continue
-            d, a, b = ins.operands
-            names = [operand_facts.reg_name(o) for o in (a, b)]
-            if r not in names:
-                continue
-            other = b if names[0] == r else a
-            if ins.opcode == "sub" and names[0] != r:
-                continue
-            oreg = operand_facts.reg_name(other)
-            if oreg is not None and oreg in written:
-                continue
-            if not all(self._dominates_block(cfg.block_of[sites[0]], t) for t in lp.latches):
-                continue  # not updated in every iteration
-            step = self.value(oreg, operand_facts.immediate(other), sites[0], lp)
-            if ins.opcode == "sub":
-                step = Value(const=-step.const, known=True, uniform=True) if step.const is not None else step
-            hdr = cfg.blocks[lp.header]
-            init_defs = tuple(d for p in hdr.preds if p not in lp.blocks
-                              for d in self._reaching_end(p, r))
-            init = self._traced(tuple(dict.fromkeys(init_defs)), False, 0) if init_defs else Value()
-            ivs.append(InductionVar(r, init, step, sites[0]))
+        # induction variables, from def-use (:meth:`_induction`)
+        scope = _Scope(lp, frozenset(in_loop), frozenset(written), self._inner(lp))
+        ivs = [iv for r in written if r in self.live.live_in[lp.header] for iv in (self._induction(scope, r),) if iv]
         lp.ivs = tuple(ivs)
         # loop-carried registers: written in the loop and live into its header
         live_in = self.live.live_in[lp.header]
@@ -377,7 +442,7 @@ class _Facts:
                     carried.append((i, j) if wi else (j, i))
         lp.carried_mem = tuple(carried)
         # trip count and uniformity
-        lp.trip, exit_preds = self._trip(lp, in_loop)
+        lp.trip, exit_preds = self._trip(scope)
         lp.uniform = exit_preds is not None and all(
             p not in self.nonuniform or self._iv_uniform(lp, p) for p in exit_preds)
 
@@ -401,56 +466,53 @@ class _Facts:
         iv, _, bound, _ = test
         return iv.init.uniform and iv.step.uniform and bound.uniform
 
-    def _exit_test(self, lp: Loop, pred: str):
-        """``(iv, cmp, bound, offset)`` when ``pred`` is ``setp.cmp (iv+offset), bound``
-        defined once in the loop; the comparison is oriented IV-first."""
+    def _exit_test(self, lp, pred: str):
+        """``(iv, (cmp, ty), bound, base)`` when ``pred`` is ``setp.cmp x, bound`` defined once in
+        the loop and ``x`` is an induction variable's value at the top of the iteration plus
+        ``base`` in every iteration (:meth:`_tested`); the comparison is oriented IV-first.
+        None when it is not; :meth:`_counted_test` says why."""
+        t = self._counted_test(lp if type(lp) is _Scope else self._scope(lp), pred)
+        return None if type(t) is str else (t[0], (t[1], t[2]), t[3], t[4])
+
+    def _counted_test(self, sc, pred: str):
+        """``(iv, cmp, ty, bound, base, setp iid, bound index, previous, steps)`` or why the exit test is
+        not an induction variable against an invariant."""
         cfg = self.cfg
-        sites = [i for i in lp.iids if pred in cfg.du[i][0]]
+        sites = [i for i in sc.iids if pred in cfg.du[i][0]]
         if len(sites) != 1:
-            return None
+            return f"the exit predicate {pred} is written {len(sites)} times in the loop"
         s = cfg.instructions[sites[0]]
         if s.opcode != "setp" or s.guard is not None or len(s.operands) != 3 or len(s.modifiers) != 2 \
                 or operand_facts.reg_name(s.operands[0]) != pred:
-            return None  # a ``%p|%q`` destination: %q is the complement
+            return f"the exit predicate {pred} is not written by one unguarded setp.CMP.TYPE"
         cmp, ty = s.modifiers
         if cmp not in _CMP or ty not in _INT_TYPES:
-            return None
-        ivs = {iv.reg: iv for iv in lp.ivs}
-        a, b = s.operands[1], s.operands[2]
-        for x, y, c in ((a, b, cmp), (b, a, _SWAP[cmp])):
-            xr = operand_facts.reg_name(x)
-            iv, off = self._iv_plus(lp, xr, sites[0], ivs)
-            if iv is None:
+            return f"the exit test compares {cmp}.{ty} (not an integer comparison)"
+        if cfg.block_of[sites[0]] in sc.inner:
+            return "the exit test is in a nested loop"
+        ivs = {iv.reg: iv for iv in sc.ivs}
+        why = "the exit test is not an induction variable against an invariant"
+        for k, c in ((1, cmp), (2, _SWAP[cmp])):
+            x, y = s.operands[k], s.operands[3 - k]
+            xr, yr = operand_facts.reg_name(x), operand_facts.reg_name(y)
+            if xr is None or xr not in sc.written or (yr is not None and yr in sc.written):
                 continue
-            yr = operand_facts.reg_name(y)
-            if yr is not None and any(yr in cfg.du[i][0] for i in lp.iids):
+            t = self._tested(sc, xr, sites[0], ivs)
+            if type(t) is str:
+                why = "the exit test is not an induction variable against an invariant: " + t
                 continue
-            bound = self.value(yr, operand_facts.immediate(y), sites[0], lp)
-            return iv, (c, ty), bound, off
-        return None
+            iv, base, prev, steps = t
+            bits = _INT_TYPES[ty][0]
+            upd = cfg.instructions[iv.update]
+            if upd.modifiers[-1:] and upd.modifiers[-1] in _INT_TYPES and _INT_TYPES[upd.modifiers[-1]][0] != bits:
+                why = f"the induction variable {iv.reg} is updated in another width than its {ty} exit test"
+                continue
+            bound = self.value(yr, operand_facts.immediate(y), sites[0], sc.loop)
+            return iv, c, ty, bound, _signed(base, bits), sites[0], 3 - k, prev, steps
+        return why
 
-    def _iv_plus(self, lp: Loop, reg: str | None, at: int, ivs) -> tuple[InductionVar | None, int]:
-        """``reg`` is a basic IV (offset 0) or ``add reg, iv, C`` defined once in the loop."""
-        if reg is None:
-            return None, 0
-        if reg in ivs:
-            return ivs[reg], 0
-        cfg = self.cfg
-        sites = [i for i in lp.iids if reg in cfg.du[i][0]]
-        if len(sites) != 1:
-            return None, 0
-        ins = cfg.instructions[sites[0]]
-        if ins.opcode != "add" or ins.guard is not None or len(ins.operands) != 3:
-            return None, 0
-        a, b = ins.operands[1], ins.operands[2]
-        for x, y in ((a, b), (b, a)):
-            xr, c = operand_facts.reg_name(x), operand_facts.immediate(y)
-            if xr in ivs and type(c) is int:
-                return ivs[xr], c
-        return None, 0
-
-    def _trip(self, lp: Loop, in_loop: set[int]) -> tuple[TripCount, list[str] | None]:
-        cfg = self.cfg
+    def _trip(self, sc) -> tuple[TripCount, list[str] | None]:
+        cfg, lp = self.cfg, sc.loop
         exiting = []
         for b in lp.exits:
             t = cfg.blocks[b].instructions[-1] if cfg.blocks[b].instructions else None
@@ -465,33 +527,250 @@ class _Facts:
         b, br = exiting[0]
         if not all(self._dominates_block(b, t) for t in lp.latches):
             return TripCount("unknown", why="the exit test is not reached in every iteration"), preds
-        test = self._exit_test(lp, br.guard)
-        if test is None:
-            return TripCount("unknown", why="the exit test is not an induction variable against an invariant"), preds
-        iv, (cmp, ty), bound, off = test
-        setp_iid = next(i for i in lp.iids if br.guard in cfg.du[i][0])
-        bidx = 1 if operand_facts.reg_name(cfg.instructions[setp_iid].operands[1]) != _iv_name(self, lp, setp_iid, iv) \
-            else 2
+        t = self._counted_test(sc, br.guard)
+        if type(t) is str:
+            return TripCount("unknown", why=t), preds
+        iv, cmp, ty, bound, base, setp_iid, bidx, prev, steps = t
         taken = cfg.branch_targets(br) or []
         taken_in = bool(taken) and taken[0] in cfg.label_block and cfg.label_block[taken[0]] in lp.blocks
         # continue while (cond xor guard_neg) when the taken edge stays in the loop
         stay_when = taken_in != br.guard_neg
         br_iid = cfg.blocks[b].iids[-1]
-        lp.test = ExitTest(iv, cmp, ty, bound, off, stay_when, setp_iid, br_iid, bidx,
-                           self._before(iv.update, setp_iid, lp))
+        tested = operand_facts.reg_name(cfg.instructions[setp_iid].operands[3 - bidx])
+        lp.test = ExitTest(iv, cmp, ty, bound, base, stay_when, setp_iid, br_iid, bidx, False,
+                           base=base, tested=tested, reads_previous=prev, base_steps=steps)
         if not (iv.init.known and iv.step.known and bound.known):
             return TripCount("unknown", why="the induction variable's start, step or bound is not traced"), preds
         params = tuple(dict.fromkeys(iv.init.params + iv.step.params + bound.params))
         if iv.init.const is None or iv.step.const is None or bound.const is None:
             return TripCount("parametric", params=params), preds
-        # where the update sits relative to the test
-        updated_first = self._before(iv.update, setp_iid, lp)
-        if updated_first is None:
-            return TripCount("unknown", why="the update does not dominate the test"), preds
-        n = _count(iv.init.const, iv.step.const, bound.const, off, cmp, ty, stay_when, updated_first)
+        n = _count(iv.init.const, iv.step.const, bound.const, base, cmp, ty, stay_when)
         if n is None:
             return TripCount("unknown", why=f"more than {MAX_CONSTANT_TRIP} iterations"), preds
         return TripCount("constant", value=n), preds
+
+    def _inner(self, lp: Loop) -> frozenset[int]:
+        """Blocks of ``lp`` inside a loop nested in it."""
+        return frozenset(b for other in self.loops if other is not lp and other.blocks < lp.blocks
+                         for b in other.blocks)
+
+    def _scope(self, lp: Loop) -> "_Scope":
+        written = {r for i in lp.iids for r in self.cfg.du[i][0]}
+        return _Scope(lp, frozenset(lp.iids), frozenset(written), self._inner(lp))
+
+    # -- values relative to the loop header (def-use) ------------------------------
+
+    def _defs_at(self, point, reg: str) -> tuple[int, ...]:
+        """Definitions of ``reg`` reaching ``point``: an instruction's use, or ``("end", block)``."""
+        return self.rd.reaching(point, reg) if type(point) is int else self._reaching_end(point[1], reg)
+
+    def _runs_before(self, d: int, point, lp: Loop) -> bool:
+        """Does definition ``d`` (in ``lp``) run before ``point`` in every iteration?"""
+        if type(point) is int:
+            return self._before(d, point, lp) is True
+        return self._dominates_block(self.cfg.block_of[d], point[1])
+
+    def _start_defs(self, lp: Loop, reg: str) -> set[int]:
+        """Definitions of ``reg`` reaching the start of the header (from outside and around the latches)."""
+        return {iid for d in self.rd.reach_in[lp.header] for iid, r in (self.rd.def_sites[d],) if r == reg}
+
+    def _aff(self, lp: Loop, reg: str, point, depth: int = 0) -> _Aff | str:
+        """The value of ``reg`` at ``point`` as ``header(base) + c + terms`` (:class:`_Aff`),
+        followed through its reaching definitions, or why it cannot be."""
+        if depth > 24:
+            return f"{reg}'s definitions are nested too deeply"
+        if opcodes.is_special_reg(reg):
+            return f"{reg} is a special register"
+        defs = self._defs_at(point, reg)
+        inl = [d for d in defs if d in lp.iidset]
+        if any(self._runs_before(d, point, lp) for d in inl):
+            if len(defs) != 1:
+                return f"{reg} has {len(defs)} definitions that may reach its use (a guarded or conditional update)"
+            return self._aff_def(lp, defs[0], reg, depth)
+        # the value the register held when this iteration started
+        if not defs:
+            return f"{reg} is read before any definition"
+        if set(defs) != self._start_defs(lp, reg) or (type(point) is int and any(
+                d != point and self._before(point, d, lp) is not True for d in inl)):
+            return f"{reg} is not the value it held at the top of the iteration on every path"
+        return _Aff(reg, 0, (), None)
+
+    def _aff_def(self, lp: Loop, d: int, reg: str, depth: int) -> _Aff | str:
+        ins = self.cfg.instructions[d]
+        if ins.guard is not None:
+            return f"{reg} is written by a guarded instruction"
+        if self.cfg.block_of[d] in lp.inner:
+            return f"{reg} is written in a nested loop"
+        ty = ins.modifiers[-1] if ins.modifiers else None
+        if ty not in _INT_TYPES or len(ins.modifiers) != 1:
+            return f"{reg} is written by {ins.opcode}{''.join('.' + m for m in ins.modifiers)}, " \
+                   "not an integer add, sub or mov"
+        bits = _INT_TYPES[ty][0]
+        ops = ins.operands
+        if ins.opcode == "mov" and len(ops) == 2 and operand_facts.reg_name(ops[1]) is not None:
+            a = self._aff(lp, operand_facts.reg_name(ops[1]), d, depth + 1)
+            return a if type(a) is str else a.plus(0, (), bits)
+        if ins.opcode not in ("add", "sub") or len(ops) != 3:
+            return f"{reg} is written by {ins.opcode}, not an integer add, sub or mov"
+        orders = ((ops[1], ops[2]),) if ins.opcode == "sub" else ((ops[1], ops[2]), (ops[2], ops[1]))
+        sign = -1 if ins.opcode == "sub" else 1
+        why = f"{reg} = {ins.opcode} of two values that change in the loop"
+        for x, y in orders:
+            xr = operand_facts.reg_name(x)
+            if xr is None or xr not in lp.written:
+                continue
+            c, yr = operand_facts.immediate(y), operand_facts.reg_name(y)
+            if type(c) is int:
+                term: tuple = ()
+            elif yr is not None and yr not in lp.written and not opcodes.is_special_reg(yr):
+                term, c = ((yr, sign),), 0
+            else:
+                continue
+            a = self._aff(lp, xr, d, depth + 1)
+            if type(a) is str:
+                why = a
+                continue
+            return a.plus(sign * c, term, bits)
+        return why
+
+    def _induction(self, lp: Loop, r: str) -> InductionVar | None:
+        """``r`` as a basic IV: its value at the end of every latch is its value at the top of
+        the iteration plus an invariant step (through copies and intermediate registers)."""
+        if not lp.latches:
+            return None
+        vals = [self._aff(lp, r, ("end", t)) for t in lp.latches]
+        a = vals[0]
+        if type(a) is str or a.base != r or any(v != a for v in vals) or a.bits is None:
+            return None
+        if a.terms and (a.c or len(a.terms) != 1 or abs(a.terms[0][1]) != 1):
+            return None
+        if not a.terms and a.c % (1 << a.bits) == 0:
+            return None
+        ups = self._reaching_end(lp.latches[0], r)
+        update = ups[0]
+        if a.terms:
+            sreg, sign = a.terms[0]
+            step = self.value(sreg, None, update, lp)
+            if sign < 0:
+                step = Value(const=-step.const, known=True, uniform=True) if step.const is not None else step
+        else:
+            step = Value(const=_signed(a.c, a.bits), known=True, uniform=True)
+        hdr = self.cfg.blocks[lp.header]
+        init_defs = tuple(d for p in hdr.preds if p not in lp.blocks for d in self._reaching_end(p, r))
+        init = self._traced(tuple(dict.fromkeys(init_defs)), False, 0) if init_defs else Value()
+        return InductionVar(r, init, step, update)
+
+    def _tested(self, lp, reg: str, at: int, ivs: dict) -> tuple[InductionVar, int, bool, int] | str:
+        """``(iv, base, previous, steps)``: the exit test at ``at`` reads ``reg`` = the IV's value at
+        the top of the iteration plus ``base`` plus ``steps`` times its (register) step (the same in
+        every iteration, the first included);
+        ``previous``: ``reg`` is written after the test (the test reads the previous iteration's
+        value, and on the first one the value from before the loop, checked to fit)."""
+        a = self._aff(lp, reg, at)
+        if type(a) is str:
+            return a
+        if a.base in ivs:
+            iv, prev, first = ivs[a.base], False, None
+        elif a.base in lp.written:
+            if len(lp.latches) != 1:
+                return f"the test reads {reg} from the previous iteration of a loop with several latches"
+            p = self._aff(lp, a.base, ("end", lp.latches[0]))
+            if type(p) is str:
+                return f"the test reads {reg} from the previous iteration: {p}"
+            if p.base not in ivs:
+                return f"the test reads {reg} from the previous iteration, not a function of an induction variable"
+            iv, prev, first = ivs[p.base], True, (a.base, a.c)
+            a = p.plus(a.c, a.terms, a.bits)
+            if type(a) is str:
+                return a
+        else:
+            return f"{reg} does not change in the loop"
+        step_terms: tuple = ()
+        if iv.step.const is None:  # a register step: the base may hold whole steps of it
+            upd = self._aff(lp, iv.reg, ("end", lp.latches[0]))
+            step_terms = upd.terms if type(upd) is not str else ()
+        base_c, terms = a.c, a.terms
+        if prev:  # one step less than the value the same code gives in this iteration
+            if iv.step.const is not None:
+                base_c -= iv.step.const
+            else:
+                terms = _sub_terms(terms, step_terms)
+        steps = 0  # whole register steps in the base
+        if terms and len(step_terms) == 1 and len(terms) == 1 and terms[0][0] == step_terms[0][0]:
+            steps, terms = terms[0][1] * step_terms[0][1], ()
+        if terms:
+            return f"the test compares the induction variable {iv.reg} plus a register ({terms[0][0]})"
+        if prev and steps:
+            return f"the test reads {reg} from the previous iteration, offset by the register step of {iv.reg}"
+        if prev:
+            why = self._pre_loop_fits(lp, first[0], iv, base_c - first[1], reg)
+            if why:
+                return why
+        return iv, base_c, prev, steps
+
+    def _pre_loop_fits(self, lp: Loop, reg: str, iv: InductionVar, base: int, tested: str) -> str | None:
+        """On the first iteration the test reads ``reg``'s value from before the loop: it must be
+        the IV's start plus ``base`` (both traced to one definition, or constants), else why not."""
+        mine = self._pre(lp, reg)
+        theirs = self._pre(lp, iv.reg)
+        bits = _INT_TYPES[self.cfg.instructions[iv.update].modifiers[-1]][0] \
+            if self.cfg.instructions[iv.update].modifiers[-1:] and \
+            self.cfg.instructions[iv.update].modifiers[-1] in _INT_TYPES else 64
+        if mine is None or theirs is None or mine[0] != theirs[0] \
+                or (mine[1] - theirs[1] - base) % (1 << bits):
+            what = tested if tested == reg else f"{tested} (from {reg})"
+            return (f"the test reads {what} before the loop body writes it (the previous iteration's "
+                    f"value), and {reg}'s value before the loop is not shown to be {iv.reg}'s start {base:+d}")
+        return None
+
+    def _pre(self, lp, reg: str):
+        """``(root, c)``: ``reg`` enters the loop as ``c`` plus the value of definition ``root``
+        (``"const"``: the constant ``c``), followed through copies and adds of constants; None when
+        it does not come from one such definition. Every definition on the way runs once before
+        each entry into the loop (:meth:`_entered_once`) and after the one it reads, so two
+        registers traced to one root hold values of the same execution of it."""
+        defs = {d for d in self._start_defs(lp, reg) if d not in lp.iidset}
+        if len(defs) != 1:
+            return None
+        d = defs.pop()
+        return self._pre_def(d, 0, lp) if self._entered_once(d, lp) else None
+
+    def _entered_once(self, d: int, lp) -> bool:
+        """Definition ``d`` runs on every path into ``lp`` (its block dominates the header) and
+        in no loop that does not also hold ``lp``: it ran last in the same pass over the code
+        that enters the loop."""
+        b = self.cfg.block_of[d]
+        return self._dominates_block(b, lp.header) and all(
+            lp.header in other.blocks for other in self.loops if b in other.blocks)
+
+    def _pre_def(self, d: int, depth: int, lp):
+        ins = self.cfg.instructions[d]
+        if depth > 16 or ins.guard is not None:
+            return None
+
+        def source(src):  # the one definition ``d`` reads ``src`` from, when it runs before d each time
+            if not src or opcodes.is_special_reg(src):
+                return None
+            defs = self.rd.reaching(d, src)
+            if len(defs) != 1 or self._before(defs[0], d, lp) is not True or not self._entered_once(defs[0], lp):
+                return None
+            return self._pre_def(defs[0], depth + 1, lp)
+
+        ops = ins.operands
+        if ins.opcode == "mov" and len(ops) == 2 and len(ins.modifiers) == 1 and ins.modifiers[0] in _INT_TYPES:
+            c = operand_facts.immediate(ops[1])
+            if type(c) is int:
+                return "const", c
+            inner = source(operand_facts.reg_name(ops[1]))
+            if inner is not None:
+                return inner
+        if ins.opcode in ("add", "sub") and len(ops) == 3 and len(ins.modifiers) == 1 \
+                and ins.modifiers[0] in _INT_TYPES:
+            c = operand_facts.immediate(ops[2])
+            inner = source(operand_facts.reg_name(ops[1])) if type(c) is int else None
+            if inner is not None:
+                return inner[0], inner[1] + (c if ins.opcode == "add" else -c)
+        return d, 0
 
     def _dominates_block(self, a: int, b: int) -> bool:
         from ptxopt.analysis.cfg import dominates
@@ -514,21 +793,10 @@ class _Facts:
         return None
 
 
-def _iv_name(facts: "_Facts", lp: Loop, setp_iid: int, iv: InductionVar) -> str | None:
-    """The register in the exit test that carries the IV: the IV itself or
-    ``add x, iv, C`` (operand 1 or 2 of the setp; the other is the bound)."""
-    s = facts.cfg.instructions[setp_iid]
-    for k in (1, 2):
-        r = operand_facts.reg_name(s.operands[k])
-        if r == iv.reg or facts._iv_plus(lp, r, setp_iid, {iv.reg: iv})[0] is not None:
-            return r
-    return None
-
-
-def _count(init: int, step: int, bound: int, off: int, cmp: str, ty: str, stay_when: bool,
-           updated_first: bool) -> int | None:
+def _count(init: int, step: int, bound: int, base: int, cmp: str, ty: str, stay_when: bool) -> int | None:
     """How many times the exit test runs per entry into the loop (= times the
-    header runs: the test is in every iteration, as the only exit)."""
+    header runs: the test is in every iteration, as the only exit); the k-th
+    test (from 0) compares ``init + k*step + base`` (:attr:`ExitTest.base`)."""
     bits, signed = _INT_TYPES[ty]
 
     def norm(v: int) -> int:
@@ -539,8 +807,7 @@ def _count(init: int, step: int, bound: int, off: int, cmp: str, ty: str, stay_w
     v = init
     for k in range(1, MAX_CONSTANT_TRIP + 1):
         # the k-th execution of the test; the header has run k times
-        seen = v + step if updated_first else v
-        if test(norm(seen + off), norm(bound)) != stay_when:
+        if test(norm(v + base), norm(bound)) != stay_when:
             return k
         v += step
     return None

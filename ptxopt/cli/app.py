@@ -201,7 +201,7 @@ def _print_stats(name: str, s: dict) -> None:
             trip = x["trip_count"]
             trip_s = (str(trip["value"]) if trip["kind"] == "constant" else
                       "from " + (", ".join(trip["params"]) or "launch values") if trip["kind"] == "parametric"
-                      else "unknown")
+                      else f"unknown ({trip['why']})" if trip.get("why") else "unknown")
             ivs = ", ".join(f"{iv['reg']}+={iv['step']}" for iv in x["induction_variables"]) or "none"
             extra = "".join(s for s, on in ((", barrier", x["barriers"]), (", warp collective", x["collectives"]))
                             if on)

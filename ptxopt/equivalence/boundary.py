@@ -229,11 +229,14 @@ class _Eval:
         return None
 
 
-def for_trips(lp, start: int, bound: int, cap: int = max(TRIP_TARGETS) + 1) -> int:
-    """How many iterations the loop's test allows from ``start`` against
-    ``bound``, counted as a ``for`` loop (the first test sees the start):
-    ``j`` such that the tested values ``start + off + i*step``, ``i < j``,
-    all stay in the loop (at most ``cap``)."""
+def for_trips(lp, start: int, bound: int, cap: int = max(TRIP_TARGETS) + 1, bottom: bool = True) -> int:
+    """How many times the loop's body runs from ``start`` against ``bound``,
+    counted as a ``for`` loop: the number of tests that stay in the loop,
+    with a test at the bottom (``bottom``: the exit branch ends a latch) also
+    taken once before the first iteration, on the value it would read one
+    step earlier (0: a ``for`` loop would not run). The tested values are
+    the loop facts' (:attr:`ptxopt.analysis.loops.ExitTest.base`): ``start +
+    base + i*step`` at the ``i``-th test (at most ``cap``)."""
     from ptxopt.analysis.loops import _CMP, _INT_TYPES
 
     t = lp.test
@@ -243,7 +246,7 @@ def for_trips(lp, start: int, bound: int, cap: int = max(TRIP_TARGETS) + 1) -> i
         v &= (1 << bits) - 1
         return v - (1 << bits) if signed and v >> (bits - 1) else v
 
-    x = start + t.off
+    x = start + t.base - (t.iv.step.const if bottom else 0)
     for j in range(cap):
         if _CMP[t.cmp](norm(x + j * t.iv.step.const), norm(bound)) != t.stay_when:
             return j
@@ -292,7 +295,7 @@ def trip_scalars(fn, original_changed: list, current: dict[str, int | None]) -> 
                 if v == 0:
                     break
                 continue
-            n = for_trips(lp, start, bound)
+            n = for_trips(lp, start, bound, bottom=cfg.block_of[t.branch] in lp.latches)
             if n in wanted:
                 wanted.discard(n)
                 launches.setdefault((name, v), f"{label} x{n}")

@@ -5,6 +5,11 @@ The loop (:func:`ptxopt.analysis.loops.find_loops`) must be one block,
 ``L: body; setp ...; @%p bra L;``, whose exit test is the loop's only exit
 and has the counted form (:class:`ptxopt.analysis.loops.ExitTest`: an
 induction variable with a constant step against a loop-invariant bound).
+Every count, guard and offset below comes from those facts, which derive
+the value the test reads from its reaching definitions (copies, a test
+before or after the update, a test of the previous iteration's value); a
+loop whose test they do not understand has no counted trip count and is
+refused with their reason.
 
 **Exact form** -- the trip count ``T`` is a constant with ``T % factor == 0``:
 the body (``setp`` included) is repeated ``factor`` times and only the last
@@ -16,7 +21,7 @@ per group.
 **Guarded form** -- any other counted trip count (a runtime bound, or a
 constant not divisible by the factor)::
 
-    L:      t0 = iv + base; t1 = t0 + (factor-1)*step   // what tests 1..factor-1 will compare
+    L:      t0 = iv + base - step; t1 = t0 + (factor-1)*step   // t1: what the last dropped test compares
             q  = t1 CMP bound  and  no wrap from t0 to t1 (ordered tests)
                | (bound - t0) > (factor-1)*|step| unsigned (a != test)
             @!q bra L_last
@@ -167,7 +172,7 @@ class Unroll(FunctionPass):
         check(t is not None, "the exit test is not an induction variable against an invariant")
         step = t.iv.step.const
         check(step is not None and step != 0, f"the step is not a nonzero constant ({t.iv.step.describe()})")
-        check(t.updated_first is not None, "the induction variable's update does not dominate the exit test")
+        check(t.base_steps == 0, "the exit test's value holds a register step")
         bits, signed = _INT_TYPES[t.ty]
         upd = cfg.instructions[t.iv.update]
         check(upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits,
@@ -184,7 +189,9 @@ class Unroll(FunctionPass):
               f"the exit test {cmp} does not match the step's direction ({step})")
         aty = ("s" if signed else "u") + str(bits)
         uty = "u" + str(bits)
-        base = t.off if t.updated_first else t.off - step
+        # the k-th test compares iv_top(k) + t.base (the loop facts, from def-use); the check at the top
+        # of a trip reads iv_top(k) and looks at tests k .. k+f-2: from t0 = iv + base - step, one step at a time
+        base = t.base - step
         pfx = f"%unroll{n}_"
         taken = _declared(cfg.function.body)
         while {pfx + "0", pfx + "1", pfx + "p0", pfx + "p1"} & taken:
