@@ -133,10 +133,9 @@ def test_a_start_set_in_the_outer_loop_before_the_inner_one_fits():
     lp = inner(text)
     assert lp.trip.kind == "parametric" and lp.test.reads_previous and lp.test.base == 0, lp.trip
     for f in (2, 4):
+        # the facts understand it; the pass refuses it because the unrolled loop cannot be proved yet
         out, rep = Unroll(factor=f).apply(parse(text))
-        assert rep.changed
-        for a in INPUTS:
-            assert run(parse(emit(out)), a) == run(parse(text), a)
+        assert not rep.changed and any("previous iteration's value" in s.what for s in rep.refused)
 
 
 def test_a_start_set_after_the_inner_loop_is_from_the_previous_outer_iteration():

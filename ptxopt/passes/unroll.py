@@ -155,6 +155,11 @@ class Unroll(FunctionPass):
               "a declaration in the loop's block (copies would redeclare it)")
         check(not (lp.barriers or lp.collectives) or lp.uniform,
               "a barrier or warp collective in a loop whose trip count is not uniform across the block")
+        # the loop facts relate such a test to the IV through the pre-loop value; the proof of an unrolled
+        # loop starts from a symbolic header state without that relation, so the rewrite could not be
+        # proved and ``run`` would refuse it: the pass does not write what nothing can check
+        check(lp.test is None or not lp.test.reads_previous,
+              "the exit test reads the previous iteration's value (correct to unroll, but not provable yet)")
         line = hdr.instructions[0].line if hdr.instructions else 0
         f = self.factor
         check(trip.kind != "constant" or trip.value >= f,
