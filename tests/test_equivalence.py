@@ -138,7 +138,7 @@ def test_under_a_guessed_launch_nothing_interpreted_is_trusted():
     res = ptxopt.optimize(SCALE, "reorder_cp", contract=guessed(), prove=False)
     assert res.verdict == "inconclusive" and "guessed launch" in res.verdict_note
     assert res.ptx is SCALE and not res.changed
-    res = ptxopt.optimize(SCALE, "reorder_cp", prove=False)
+    res = ptxopt.optimize(SCALE, "reorder_cp", prove=False, min_improvement=0)  # 344 -> 344 cycles
     assert res.verdict == "equal" and res.changed and "inferred" in res.contract
     assert "100% of the written buffers' bytes stored" in res.verdict_note
 

@@ -376,11 +376,11 @@ trials_option = click.option(
 def _set_interp_memory(ctx, param, value):
     """``--interp-memory GiB``: the interpreter's memory budget, passed on in the
     environment so that worker processes get it too (:mod:`ptxopt.interp.limits`)."""
-    import os
+    if value is not None:  # imported only then: ptxopt.interp (numpy) stays out of a start-up that needs none
+        import os
 
-    from ptxopt.interp.limits import ENV
+        from ptxopt.interp.limits import ENV
 
-    if value is not None:
         os.environ[ENV] = repr(float(value))
     return value
 

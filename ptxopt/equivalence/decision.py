@@ -209,9 +209,9 @@ def decide(original, candidate, entry: str, launch: Launch | None = None, *, pro
         return hints
     nc = _nc_assumption(ref, candidate)
     if prove:
-        proved, why = _prove(ref, candidate, entry)
+        proved, why = _prove_or_fall_back(ref, candidate, entry, nc)
         if proved is not None:
-            return assumption_cap(ref, candidate, proved, nc)
+            return proved
     d = _interpret(ref, candidate, entry, launch or guessed_launch(entry), trials, min_coverage, max_steps,
                    nc_reads=_nc_checkable(nc, entry))
     return assumption_cap(ref, candidate, replace(d, note=d.note + why) if prove else d, nc)
@@ -262,6 +262,22 @@ def assumption_cap(original, candidate, d: Decision, assumption=_UNKNOWN) -> Dec
         return replace(d, note=f"{ev}; {d.note}")
     return replace(d, verdict=Verdict.INCONCLUSIVE,
                    note=f"{ASSUMES_NOALIAS}: {why}; otherwise {d.verdict}: {d.note}")
+
+
+def _prove_or_fall_back(ref: Reference, candidate, entry: str, nc) -> tuple[Decision | None, str]:
+    """The prover's decision with :func:`assumption_cap` applied, else None and
+    why. A proof capped only by the ``.nc`` assumption is None too: a proof
+    runs no launch, but the interpreter's ``.nc`` footprints can lift that cap
+    (copies of the original's own ``.nc`` loads: :func:`assumption_cap`'s
+    exception), so the interpreter decides, and its note says it was proved."""
+    proved, why = _prove(ref, candidate, entry)
+    if proved is None:
+        return None, why
+    capped = assumption_cap(ref, candidate, proved, nc)
+    if capped.verdict is not Verdict.INCONCLUSIVE or not _nc_checkable(nc, entry) \
+            or precision_change(ref.module, candidate) is not None:
+        return capped, ""
+    return None, f"; prover: proved, but {capped.note.split('; otherwise')[0]}"
 
 
 def _prove(ref: Reference, candidate, entry: str) -> tuple[Decision | None, str]:
@@ -402,7 +418,7 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     nc = _nc_assumption(ref, candidate)
     worst: Decision | None = None
     for entry in entries:
-        d, why = _prove(ref, candidate, entry) if prove else (None, "")
+        d, why = _prove_or_fall_back(ref, candidate, entry, nc) if prove else (None, "")
         if d is None:
             for alt in (launches(entry) if launches else None) or [None]:
                 if isinstance(alt, Exception):  # the given launch does not fit this entry: no verdict from it
