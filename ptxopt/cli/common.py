@@ -358,12 +358,23 @@ allow_unchecked_option = click.option(
     help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "
          "the original cannot be interpreted under the launch, ...) be kept and reported as best. Off: such "
          "candidates are counted and never chosen.")
-objective_option = click.option(
+_objective = click.option(
     "--objective", type=click.Choice(["latency", "throughput"]), default=None,
     help="What the cycles are: 'latency' (one warp, the measure of the published sm_89 figures) or "
          "'throughput' (the whole performance launch: occupancy, waves, bandwidth bounds). "
          "[default: throughput when a performance launch is known (--perf-*, a contract's \"performance\", "
          "the manifest), latency otherwise and for the gemm_tile family]")
+#: ``--l2 cold|warm``: the L2 at the start of a throughput launch (ptxopt.sim.throughput); part of the cache key
+l2_option = click.option(
+    "--l2", "l2", type=click.Choice(["cold", "warm"]), default="cold", show_default=True,
+    help="Throughput objective: the L2 at the launch's start. 'cold' (as GPU benchmarks measure: Triton's "
+         "do_bench flushes L2): the footprint comes from DRAM and first touches pay the DRAM latency; 'warm': "
+         "a footprint that fits in L2 is already there. The latency objective stays as calibrated (warm).")
+
+
+def objective_option(f):
+    """``--objective`` and ``--l2`` (the throughput objective's L2 state)."""
+    return _objective(l2_option(f))
 
 prove_option = click.option(
     "--prove/--no-prove", "prove", default=True, show_default=True,

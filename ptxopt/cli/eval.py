@@ -62,7 +62,8 @@ from ptxopt.cli.common import fail as _fail
 @objective_option
 @perf_launch_options
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, executor, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, **perf):
+             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, l2="cold",
+             **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -133,7 +134,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     if cache is not None:
         prepare_cache(cache, fresh_cache)
     options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective,
-                   executor=executor)
+                   executor=executor, l2=l2)
     as_json, json_out = json_target(as_json, json_out)
     try:
         if len(candidates) <= 2 or as_json:
