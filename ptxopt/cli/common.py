@@ -425,8 +425,25 @@ def perf_launch_options(f):
     return f
 
 
+def _ptx_block(fn, ptx: str | None, entry: str | None):
+    """A callable giving the block the entry's PTX states (:func:`ptxopt.equivalence.infer.ptx_block`),
+    from ``fn`` or, parsed only when asked, from ``ptx`` (the entry named ``fn`` or the first)."""
+    def block():
+        from ptxopt.equivalence.infer import ptx_block
+
+        f = fn
+        if f is None and ptx is not None:
+            from ptxopt.parser import parse_bytes
+
+            entries = parse_bytes(ptx.encode(), "<perf-block>").entries
+            f = next((e for e in entries if entry is None or e.name == entry), None)
+        return None if f is None else ptx_block(f)
+
+    return block
+
+
 def performance_launch(path: str, perf: dict, *, contract_file: str | None = None, entry: str | None = None,
-                       base=None, fn=None):
+                       base=None, fn=None, ptx: str | None = None):
     """The performance launch (role ``performance``) for ``path`` from the
     :func:`perf_launch_options` values in ``perf`` (``perf_grid``, ``perf_block``,
     ``perf_shared_bytes``, ``perf_scalars``) over the contract file's
@@ -439,7 +456,8 @@ def performance_launch(path: str, perf: dict, *, contract_file: str | None = Non
     try:
         launch = resolve_performance(path, contract_file=contract_file, grid=perf.get("perf_grid"),
                                      block=perf.get("perf_block"), shared_bytes=perf.get("perf_shared_bytes"),
-                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base)
+                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base,
+                                     ptx_block=_ptx_block(fn, ptx, entry))
         if launch is not None and fn is not None:
             launch = check_performance(launch, fn)
     except ContractError as e:
@@ -462,7 +480,7 @@ def with_performance(cand, path: str, perf: dict, contract_file: str | None = No
         return cand
     base = performance_of(cand.spec) if cand.spec is not None else None
     launch = performance_launch(path if cand.spec is None else f"corpus:{cand.spec.id}", perf,
-                                contract_file=contract_file, entry=cand.entry, base=base)
+                                contract_file=contract_file, entry=cand.entry, base=base, ptx=cand.ptx)
     return cand if launch is None else replace(cand, performance=launch)
 
 
