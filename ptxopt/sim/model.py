@@ -22,8 +22,10 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
 * **Global loads** distinguish where the data comes from.  L1-cacheable
   loads (``LDG.E``, ``.STRONG.SM``, ``.EF``, ``.LU``, ``.EL``, ``.CONSTANT``)
   track 32-byte sectors: the first touch of a sector in the launch is an L2
-  hit (the data is L2-warm: the hardware timing of BRIEF section 3 runs many
-  warm-up launches, and L1 does not keep global data across launches); it
+  hit with ``l2="warm"`` (the default: the hardware timing of BRIEF section 3
+  runs many warm-up launches, and L1 does not keep global data across
+  launches) and a DRAM access with ``l2="cold"`` (the throughput objective's
+  default, ``--l2``: L2 flushed before the launch); it
   starts an L1 fill, and later loads of the sector complete at
   ``max(issue + L1 hit, fill time)``.  L1-bypassing loads
   (``.STRONG.GPU``/``.STRONG.SYS`` = PTX ``.cg``/``.cv``/volatile) always
@@ -31,7 +33,13 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
   sector is already there.  ``CCTL.E.PF1`` (prefetch to L1) starts the fill
   of the 32-byte sector holding its address (``prefetch_fill_bytes``; a
   whole-line fill was the old assumption, see :mod:`ptxopt.sim.latency`); ``CCTL.E.PF2`` (to L2) changes nothing for L2-warm
-  data; ``CCTL.IVALL`` empties L1.  A sector is identified by the *values*
+  data; ``CCTL.IVALL`` empties L1.  **Traffic is conserved**: every transfer
+  between L1 and L2 is charged once -- an L1 miss, a bypassing load, a global
+  or local store (write-through; a spill is memory traffic like any other),
+  and a prefetch fill (a thread's share of the sector, :data:`PREFETCH_SHARING`,
+  charged when it is issued); the load that then finds the prefetched sector
+  is that same transfer, so it pays only what its own size exceeds the share
+  by: a prefetch moves bytes earlier and never removes them.  A sector is identified by the *values*
   of the address registers, the immediate offset and the access size,
   assuming the base is sector-aligned (cudaMalloc returns >= 256-byte aligned
   buffers).  Values are numbered: a register loaded from a constant-bank
@@ -134,8 +142,9 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
    global stores: L1 is write-through) at the device's L2 bandwidth per SM.
 3. ``cycles = max(sum of the waves, DRAM time)``; the DRAM time applies only
    when the caller gives the launch's footprint (distinct bytes; the sim
-   backend sums a corpus kernel's buffers) and it exceeds the L2 capacity:
-   the footprint streams from DRAM once, over all SMs.  With one wave this is the duration of a
+   backend sums a corpus kernel's buffers): with ``l2="cold"`` it streams
+   from DRAM once, over all SMs; with ``warm`` only when it exceeds the L2
+   capacity.  With one wave this is the duration of a
    warp that shares the SM with the other resident warps -- what the GPU
    backend's per-thread ``%clock64`` measures; with several waves it is the
    SM's busy time for its share of the grid, which the per-thread clock does
