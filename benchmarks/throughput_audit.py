@@ -131,7 +131,10 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=4)
     ap.add_argument("--cache", default=None, help="evaluator cache (default: none, every figure computed)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput_audit"))
-    ap.add_argument("--only", default=None, help="comma list of kernel names (a quick look; not for the table)")
+    ap.add_argument("--only", default=None, help="comma list of kernel names (a quick look; not for the table "
+                                                 "unless --merge)")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --only: replace those kernels' rows in the existing --out table (same label)")
     ap.add_argument("--explain-arg", action="append", default=[],
                     help="extra argument for every `ptxopt explain` call (e.g. --explain-arg=--l2=cold)")
     args = ap.parse_args()
@@ -169,29 +172,40 @@ def main() -> None:
         print(f"{cand.label:<32}{group:<18}{(gain if gain is not None else float('nan')):>8.2f}%  "
               f"{r.pipeline or '-':<40}{row.get('binding_before', ''):<14}{row.get('mechanism', r.error or '')}",
               flush=True)
-    by_group: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        if row["gain_pct"] is not None:
-            by_group[row["group"]].append(row["gain_pct"])
-    summary = {g: {"kernels": len(v), "mean_gain_pct": sum(v) / len(v)} for g, v in sorted(by_group.items())}
-    allg = [x for v in by_group.values() for x in v]
-    doc = {"label": args.label, "objective": "throughput", "strategy": "greedy", "max_steps": args.max_steps,
-           "per_group": args.per_group, "kind": "estimate", "search_wall_s": search_s,
-           "mean_gain_pct": sum(allg) / len(allg) if allg else None, "groups": summary, "kernels": rows}
-    print(f"mean gain {doc['mean_gain_pct']:.2f}% over {len(allg)} kernels; search {search_s:.0f} s")
-    if args.only:
-        return
+    doc = summarise({"label": args.label, "objective": "throughput", "strategy": "greedy",
+                     "max_steps": args.max_steps, "per_group": args.per_group, "kind": "estimate",
+                     "search_wall_s": search_s, "kernels": rows})
+    print(f"mean gain {doc['mean_gain_pct'] or 0:.2f}% over {len(rows)} kernels; search {search_s:.0f} s")
     out = Path(args.out)
+    if args.only and not args.merge:
+        return
+    if args.only:
+        old = json.loads(out.with_suffix(".json").read_text())
+        new = {r["kernel"]: r for r in rows}
+        rows = [new.pop(r["kernel"], r) for r in old["kernels"]] + list(new.values())
+        doc = summarise(old | {"kernels": rows})
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     out.with_suffix(".md").write_text(markdown(doc))
+
+
+def summarise(doc: dict) -> dict:
+    """``doc`` with the mean gain per group and over all kernels (from its ``kernels`` rows)."""
+    by_group: dict[str, list[float]] = defaultdict(list)
+    for row in doc["kernels"]:
+        if row["gain_pct"] is not None:
+            by_group[row["group"]].append(row["gain_pct"])
+    allg = [x for v in by_group.values() for x in v]
+    return {**doc, "mean_gain_pct": sum(allg) / len(allg) if allg else None,
+            "groups": {g: {"kernels": len(v), "mean_gain_pct": sum(v) / len(v)} for g, v in sorted(by_group.items())}}
 
 
 def markdown(doc: dict) -> str:
     lines = [f"# Throughput audit ({doc['label']}): greedy, max {doc['max_steps']} steps, objective throughput",
              "", "Every cycle figure is an ESTIMATE of the sim model (throughput: uncalibrated). "
              "Written by `benchmarks/throughput_audit.py`.", "",
-             f"Mean gain {doc['mean_gain_pct']:.2f}%.", "", "| group | kernels | mean gain % |", "|---|---:|---:|"]
+             f"Mean gain {doc['mean_gain_pct'] or 0:.2f}%.", "", "| group | kernels | mean gain % |", "|---|---:|---:|"]
     lines += [f"| {g} | {s['kernels']} | {s['mean_gain_pct']:.2f} |" for g, s in doc["groups"].items()]
     lines += ["", "| kernel | group | gain % | pipeline | binding before | binding after | mechanism |",
               "|---|---|---:|---|---|---|---|"]

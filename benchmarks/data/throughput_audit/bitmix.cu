@@ -1,5 +1,6 @@
 // Bit manipulation per element: popcount, reverse, funnel shifts, xorshift rounds.
-extern "C" __global__ void bitmix(const unsigned* __restrict__ in, unsigned* __restrict__ out, int n) {
+// No __restrict__: plain ld.global, as a user often writes it (nvcc then emits no ld.global.nc).
+extern "C" __global__ void bitmix(const unsigned* in, unsigned* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     unsigned v = in[i];
