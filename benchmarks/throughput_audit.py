@@ -150,7 +150,9 @@ def main() -> None:
     options = EvalOptions(backend="sim", cache=args.cache, objective="throughput")
     cfg = SearchConfig("greedy", max_steps=args.max_steps, options=options)
     t0 = time.perf_counter()
-    results = search_many([(c, g) for c, g, _ in kernels], cfg, workers=0)
+    results = search_many([(c, g) for c, g, _ in kernels], cfg, workers=0,
+                          on_result=lambda r: print(f"searched {r.kernel}: {r.improvement_pct or 0:.2f}% "
+                                                    f"{r.pipeline or '-'}", file=sys.stderr, flush=True))
     search_s = time.perf_counter() - t0
     rows = []
     for (cand, group, target), r in zip(kernels, results):
