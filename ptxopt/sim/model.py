@@ -887,7 +887,10 @@ class _Walk:
         cold = self.cold
         first = lat.dram if cold else l2
         pf_share = sector // PREFETCH_SHARING  # one thread's share of the sector a prefetch fills
-        seen: set = set()  # sectors already brought into L2 by this warp (cold L2 only)
+        # cold L2 only: sector -> when its data is in L2 (the first touch's DRAM access lands); a later
+        # access, a bypassing load after a prefetch included, waits for it: an early request hides
+        # latency only by the time it was issued ahead, never the whole DRAM trip
+        in_l2: dict = {}
         oread = lat.operand_read
         oreads = self.oread
         breads = self.bank_reads
@@ -1007,11 +1010,13 @@ class _Walk:
                             key = (rk, s)
                             f = fill.get(key)
                             if f is None:
-                                if cold and key not in seen:
-                                    seen.add(key)
-                                    f = t + first
-                                else:
-                                    f = t + l2
+                                f = t + l2
+                                if cold:
+                                    r2 = in_l2.get(key)
+                                    if r2 is None:
+                                        f = in_l2[key] = t + first
+                                    elif r2 > f:
+                                        f = r2
                                 src = K_GLOBAL if allocate else K_GLOBAL_NA
                                 owed = True
                                 if allocate:
@@ -1040,9 +1045,11 @@ class _Walk:
                         else:
                             rk = tuple([val_get(r, r) for r in a[0]])
                             for s in range(a[1] // sector, (a[1] + a[2] - 1) // sector + 1):
-                                if (rk, s) not in seen:
-                                    seen.add((rk, s))
-                                    release = t + first
+                                r2 = in_l2.get((rk, s))
+                                if r2 is None:
+                                    r2 = in_l2[(rk, s)] = t + first
+                                if r2 > release:
+                                    release = r2
                     if m == M_LDGSTS_L2:
                         if release > group_release:
                             group_release = release
@@ -1062,11 +1069,14 @@ class _Walk:
                         for s in range(s0, s0 + max(1, pf_bytes // sector)):
                             key = (rk, s)
                             if key not in fill:  # a fill: a transfer from L2, charged now, once
-                                if cold and key not in seen:
-                                    seen.add(key)
-                                    fill[key] = t + first
-                                else:
-                                    fill[key] = t + l2
+                                f = t + l2
+                                if cold:
+                                    r2 = in_l2.get(key)
+                                    if r2 is None:
+                                        f = in_l2[key] = t + first
+                                    elif r2 > f:
+                                        f = r2
+                                fill[key] = f
                                 prefetched[key] = pf_share
                                 l2_acc += pf_share
                 elif m == M_INVALIDATE_L1:
@@ -1139,6 +1149,8 @@ class _Walk:
                                     lst[:] = [(e[0] + delta,) + tuple(e[1:]) for e in lst]
                             for key in fill:
                                 fill[key] += delta
+                            for key in in_l2:
+                                in_l2[key] += delta
                             if group_release:
                                 group_release += delta
                             steps += round((steps - s0[1]) * f)
