@@ -136,9 +136,17 @@ def test_roofline_no_estimate_beats_dram_bytes_over_bandwidth():
     assert e.dram_bytes == big and e.binding == "DRAM bandwidth"
     assert e.seconds >= big / (L4.dram_gbps * 1e9) * (1 - 1e-9)
     assert e.seconds == pytest.approx(big / (L4.dram_gbps * 1e9))
-    # a footprint that fits in L2 is L2-resident (repeated launches): nothing charged to DRAM
-    small = estimate(f, (58 * 6 * 100, 256), L4, "throughput", footprint_bytes=L4.l2_bytes // 2)
-    assert small.dram_bytes == 0 and small.bounds["DRAM bandwidth"] == 0
+    # L2 residency is a stated choice: cold (the default, L2 flushed as benchmarks do) streams even a
+    # footprint that fits in L2 from DRAM; warm keeps it there, and says which it took
+    half = L4.l2_bytes // 2
+    cold = estimate(f, (58 * 6 * 100, 256), L4, "throughput", footprint_bytes=half)
+    assert cold.l2 == "cold" and cold.dram_bytes == half
+    assert cold.seconds >= half / (L4.dram_gbps * 1e9) * (1 - 1e-9)
+    warm = estimate(f, (58 * 6 * 100, 256), L4, "throughput", footprint_bytes=half, l2="warm")
+    assert warm.dram_bytes == 0 and warm.bounds["DRAM bandwidth"] == 0
+    assert any("L2 warm (chosen)" in n for n in warm.notes) and warm.to_json()["l2"] == "warm"
+    with pytest.raises(ValueError, match="L2 state"):
+        estimate(f, (58 * 6 * 100, 256), L4, "throughput", footprint_bytes=half, l2="hot")
     # unknown footprint: no DRAM bound, and it says so
     none = estimate(f, (58 * 6 * 100, 256), L4, "throughput")
     assert none.bounds["DRAM bandwidth"] == 0 and any("footprint unknown" in n for n in none.notes)

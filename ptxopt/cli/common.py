@@ -358,12 +358,23 @@ allow_unchecked_option = click.option(
     help="Let a candidate whose equivalence with the original was not established (verdict 'inconclusive': "
          "the original cannot be interpreted under the launch, ...) be kept and reported as best. Off: such "
          "candidates are counted and never chosen.")
-objective_option = click.option(
+_objective = click.option(
     "--objective", type=click.Choice(["latency", "throughput"]), default=None,
     help="What the cycles are: 'latency' (one warp, the measure of the published sm_89 figures) or "
          "'throughput' (the whole performance launch: occupancy, waves, bandwidth bounds). "
          "[default: throughput when a performance launch is known (--perf-*, a contract's \"performance\", "
          "the manifest), latency otherwise and for the gemm_tile family]")
+#: ``--l2 cold|warm``: the L2 at the start of a throughput launch (ptxopt.sim.throughput); part of the cache key
+l2_option = click.option(
+    "--l2", "l2", type=click.Choice(["cold", "warm"]), default="cold", show_default=True,
+    help="Throughput objective: the L2 at the launch's start. 'cold' (as GPU benchmarks measure: Triton's "
+         "do_bench flushes L2): the footprint comes from DRAM and first touches pay the DRAM latency; 'warm': "
+         "a footprint that fits in L2 is already there. The latency objective stays as calibrated (warm).")
+
+
+def objective_option(f):
+    """``--objective`` and ``--l2`` (the throughput objective's L2 state)."""
+    return _objective(l2_option(f))
 
 prove_option = click.option(
     "--prove/--no-prove", "prove", default=True, show_default=True,
@@ -438,8 +449,25 @@ def perf_launch_options(f):
     return f
 
 
+def _ptx_block(fn, ptx: str | None, entry: str | None):
+    """A callable giving the block the entry's PTX states (:func:`ptxopt.equivalence.infer.ptx_block`),
+    from ``fn`` or, parsed only when asked, from ``ptx`` (the entry named ``fn`` or the first)."""
+    def block():
+        from ptxopt.equivalence.infer import ptx_block
+
+        f = fn
+        if f is None and ptx is not None:
+            from ptxopt.parser import parse_bytes
+
+            entries = parse_bytes(ptx.encode(), "<perf-block>").entries
+            f = next((e for e in entries if entry is None or e.name == entry), None)
+        return None if f is None else ptx_block(f)
+
+    return block
+
+
 def performance_launch(path: str, perf: dict, *, contract_file: str | None = None, entry: str | None = None,
-                       base=None, fn=None):
+                       base=None, fn=None, ptx: str | None = None):
     """The performance launch (role ``performance``) for ``path`` from the
     :func:`perf_launch_options` values in ``perf`` (``perf_grid``, ``perf_block``,
     ``perf_shared_bytes``, ``perf_scalars``) over the contract file's
@@ -452,7 +480,8 @@ def performance_launch(path: str, perf: dict, *, contract_file: str | None = Non
     try:
         launch = resolve_performance(path, contract_file=contract_file, grid=perf.get("perf_grid"),
                                      block=perf.get("perf_block"), shared_bytes=perf.get("perf_shared_bytes"),
-                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base)
+                                     scalars=perf.get("perf_scalars") or (), entry=entry, base=base,
+                                     ptx_block=_ptx_block(fn, ptx, entry))
         if launch is not None and fn is not None:
             launch = check_performance(launch, fn)
         if perf.get("perf_bytes"):
@@ -503,7 +532,7 @@ def with_performance(cand, path: str, perf: dict, contract_file: str | None = No
         return cand
     base = performance_of(cand.spec) if cand.spec is not None else None
     launch = performance_launch(path if cand.spec is None else f"corpus:{cand.spec.id}", perf,
-                                contract_file=contract_file, entry=cand.entry, base=base)
+                                contract_file=contract_file, entry=cand.entry, base=base, ptx=cand.ptx)
     return cand if launch is None else replace(cand, performance=launch)
 
 

@@ -64,7 +64,8 @@ from ptxopt.cli.common import fail as _fail
 @perf_launch_options
 @writes({"json_out": "--json-out"}, ("file", "contract_file"))
 def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no_cache, workers, executor, timeout, trials, contract_file,
-             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, **perf):
+             grid, block, shared_bytes, scalars, as_json, prove=True, objective=None, json_out=None, l2="cold",
+             **perf):
     """Evaluate FILE (a path or corpus:ID/corpus:FAMILY) under each --passes pipeline.
 
     Reports cycles (ESTIMATE with --backend sim, MEASUREMENT with gpu),
@@ -135,7 +136,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     if cache is not None:
         prepare_cache(cache, fresh_cache)
     options = dict(arch=arch, backend=backend, timeout=timeout, trials=trials, prove=prove, objective=objective,
-                   executor=executor)
+                   executor=executor, l2=l2)
     as_json, json_out = json_target(as_json, json_out)
     try:
         if len(candidates) <= 2 or as_json:

@@ -33,14 +33,14 @@ import sys
 import click
 
 from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, emit_json, fail, json_options,
-                               json_target, output_file,
+                               json_target, l2_option, output_file,
                                perf_launch_options, performance_launch, with_contract)
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT
 
 #: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
 ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "binding", "bounds", "estimate",
-              "dram_bytes", "device")
+              "dram_bytes", "l2", "device")
 
 
 @click.command("explain")
@@ -51,6 +51,7 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 @click.option("--objective", type=click.Choice(["latency", "throughput"]), default=None,
               help="latency: one warp's time; throughput: the whole launch "
                    "[default: throughput when a block size is known, else latency].")
+@l2_option
 @click.option("--device", "device_name", default=None, metavar="NAME",
               help="Device table to use (L4, H100-SXM, A100-SXM4-80GB) [default: the architecture's: sm_89 -> L4].")
 @arch_option
@@ -60,8 +61,9 @@ ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "bindin
 @click.option("--plot", "plot_path", default=None, metavar="FILE.png", callback=output_file(),
               help="Also draw the bounds as bars (matplotlib) into FILE.png.")
 @writes({"json_out": "--json-out", "plot_path": "--plot"}, ("file", "contract_file"))
-def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
-                perf_scalars, perf_bytes, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path, json_out=None):
+def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_grid, perf_block, perf_shared_bytes,
+                perf_scalars, perf_bytes, contract_file, grid, block, shared_bytes, scalars, as_json, plot_path,
+                json_out=None):
     """Explain FILE's estimated time: occupancy, bounds, the binding one (ESTIMATES)."""
     from dataclasses import replace
 
@@ -121,14 +123,14 @@ def explain_cmd(file, kernel, pipeline, objective, device_name, arch, perf_grid,
             fail(f"{src.name}: {entry}: the throughput objective needs a block size: give --perf-block X,Y,Z "
                  "(or a launch contract)")
         counts = given.footprint_bytes if given is not None else None
-        before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None, counts=counts)
+        before = _explain(text, arch, entry, cand, launch, obj, dev, blocks=None, counts=counts, l2=l2)
         after_text = None if pl is None else _apply(pl, text, src.name, given, entry)
         doc = {"name": entry}
         if after_text is None:
             doc.update(before)
         else:
             blocks = before["launch"]["blocks"] if before["launch"] and before["launch"]["assumed"] else None
-            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks, counts=counts)
+            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks, counts=counts, l2=l2)
             b, a = before["estimate"]["cycles"], after["estimate"]["cycles"]
             doc.update({"objective": obj, "pipeline": str(pl), "before": before, "after": after,
                         "change": {"cycles": a - b, "relative": (a - b) / b if b else None,
@@ -205,7 +207,7 @@ def _check_launch(cand, spec):
     return None
 
 
-def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None):
+def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2: str = "warm"):
     """ptxas resources and the single-warp walk of ``entry``; loop trips by the
     evaluator's rule (:func:`ptxopt.measure.loop_slice.trip_counts_for`): the
     performance ``launch``'s, else the check launch's, else the static fallback."""
@@ -227,14 +229,15 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None):
         how += ": " + notes[-1].rsplit("): ", 1)[-1]
     if source.startswith("static") and notes:
         how = f"static fallback ({notes[-1].split('(', 1)[-1].rstrip(')')})"
-    return simulate(program, compiled, trips or None), compiled.kernels[entry], how
+    return simulate(program, compiled, trips or None, l2=l2), compiled.kernels[entry], how
 
 
-def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None) -> dict:
+def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None, l2: str = "cold") -> dict:
     from ptxopt.sim.occupancy import dram_bytes_of_spec
     from ptxopt.sim.throughput import estimate
 
-    sim, res, trips = _facts(text, arch, entry, cand, launch, blocks)
+    l2 = l2 if objective == "throughput" else "warm"  # the latency objective is calibrated warm
+    sim, res, trips = _facts(text, arch, entry, cand, launch, blocks, l2)
     footprint = None
     if cand.spec is not None and cand.launch is None and launch is not None and launch.grid is not None \
             and tuple(launch.grid) == tuple(cand.spec.launch.grid):
@@ -252,7 +255,7 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=
         if counts is not None and footprint is None:
             footprint = counts
     try:
-        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint, dram_floor=floor)
+        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint, dram_floor=floor, l2=l2)
     except ValueError as exc:
         fail(f"{entry}: {exc}")
     j = e.to_json()
@@ -260,7 +263,7 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=
         "launch": j["launch"], "objective": objective, "registers": res.registers,
         "spills": {"store_bytes": res.spill_store_bytes, "load_bytes": res.spill_load_bytes},
         "occupancy": j["occupancy"], "binding": j["binding"], "bounds": j["bounds"], "estimate": j["estimate"],
-        "dram_bytes": j["dram_bytes"], "device": j["device"], "waves": j["waves"],
+        "dram_bytes": j["dram_bytes"], "l2": l2, "device": j["device"], "waves": j["waves"],
         "footprint": None if floor is None else floor.to_json(),
         "single_warp_cycles": sim.single_warp_cycles, "loop_trips": trips,
         "notes": list(e.notes) + [n for n in sim.notes if not n.startswith("no trip counts")],
@@ -296,7 +299,7 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
     lines.append(f"{indent}estimate    {e['cycles']:,.0f} cycles = {1e6 * e['seconds']:,.2f} us ({err}; "
                  f"{d['objective']}; ESTIMATE)")
     if d["waves"] is not None:
-        lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}")
+        lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}; L2 {d['l2']} at the start")
     fp = d.get("footprint")
     if fp is not None:
         lines.append(f"{indent}footprint   {fp['source']}: " + (f"{'' if fp['source'] in ('exact', 'counts') else 'partial: the exact buffers only: '}"

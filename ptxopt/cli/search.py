@@ -201,7 +201,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
-               objective=None, as_json=None, min_improvement=None, **perf):
+               objective=None, as_json=None, min_improvement=None, l2="cold", **perf):
     """Search pass pipelines for every kernel of TARGET and report the best.
 
     TARGET: a PTX file, a folder, a Triton cache directory, or a corpus
@@ -243,7 +243,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     cache = cache_path or str(default_cache_path())
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
-                          allow_unchecked=allow_unchecked, prove=prove, objective=objective)
+                          allow_unchecked=allow_unchecked, prove=prove, objective=objective, l2=l2)
     extras, dropped = _extra_actions(extra_actions, policy, record)
     try:
         config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,

@@ -373,7 +373,7 @@ def resolve_contracts(ptx_path: str | None = None, *, contract_file: str | None 
 def resolve_performance(ptx_path: str | None = None, *, contract_file: str | None = None,
                         grid: str | tuple | None = None, block: str | tuple | None = None,
                         shared_bytes: int | None = None, scalars=(), entry: str | None = None,
-                        base: Launch | None = None, auto: bool = True) -> Launch | None:
+                        base: Launch | None = None, auto: bool = True, ptx_block=None) -> Launch | None:
     """The performance launch for one input, mirroring :func:`resolve_contracts`:
     the ``"performance"`` entry of ``--contract`` FILE, else of
     ``KERNEL.contract.json`` next to ``ptx_path`` (when ``auto``), else
@@ -381,7 +381,12 @@ def resolve_performance(ptx_path: str | None = None, *, contract_file: str | Non
     the options ``grid``/``block``/``shared_bytes``/``scalars`` (``--perf-grid``
     ...) override its fields. Options alone (origin ``options``) need
     ``block``; without ``grid`` the grid is unknown. ``entry`` picks one
-    entry's launch from a file with several. None when nothing gives one."""
+    entry's launch from a file with several. None when nothing gives one.
+    ``ptx_block``: a callable giving the entry's own ``(block, why)``
+    (:func:`ptxopt.equivalence.infer.ptx_block`: ``.reqntid``, or ``.maxntid``
+    as a labelled assumption), the block of options that give none; it only
+    completes a launch the caller partly gave (``--perf-grid``, ``--perf-scalar``
+    ...), it never makes one from the PTX alone."""
     path = _contract_file(ptx_path, contract_file, auto)
     found: list[Launch] = load_performance_file(path) if path is not None else []
     known = _for_entry(found, entry) if found else base
@@ -393,11 +398,17 @@ def resolve_performance(ptx_path: str | None = None, *, contract_file: str | Non
     if g is None and b is None and shared_bytes is None and not sc:
         return known
     if known is None:
+        source = "options"
         if b is None:
-            raise ContractError("--perf-grid/--perf-shared-bytes/--perf-scalar need the block size: give "
-                                "--perf-block X,Y,Z (or a contract file with a \"performance\" entry)")
+            found_block = ptx_block() if ptx_block is not None else None
+            if found_block is None:
+                raise ContractError("--perf-grid/--perf-shared-bytes/--perf-scalar need the block size: give "
+                                    "--perf-block X,Y,Z (or a contract file with a \"performance\" entry; "
+                                    "the entry states no .reqntid or .maxntid)")
+            b, why = found_block
+            source = f"options, {why}"
         return Launch(g, b, shared_bytes or 0, dict(sc), origin=Origin.OPTIONS, role=Role.PERFORMANCE,
-                      source="options", entry=entry)
+                      source=source, entry=entry)
     return replace(known, grid=g or known.grid, block=b or known.block,
                    shared_bytes=known.shared_bytes if shared_bytes is None else shared_bytes,
                    scalars={**known.scalars, **sc}, source=f"{known.source} + options")

@@ -75,6 +75,20 @@ def infer_launch(fn, module=None) -> Launch:
                   f"{BLOCKS} blocks, {BUFFER_BYTES // 1024} KiB buffers", entry=fn.name, buffer_bytes=BUFFER_BYTES)
 
 
+def ptx_block(fn) -> tuple[tuple[int, int, int], str] | None:
+    """``(block, why)``: the block the entry's PTX states for its launches -- ``.reqntid`` (every
+    launch has exactly that block; Triton writes it as ``32 * num_warps``), else ``.maxntid`` as a
+    labelled ASSUMPTION (the most threads it allows; a launch may use fewer); None: neither."""
+    req = _directive(fn, "reqntid")
+    if req is not None:
+        return req, f"block from the PTX's .reqntid {req[0]},{req[1]},{req[2]}"
+    cap = _directive(fn, "maxntid")
+    if cap is not None:
+        return cap, (f"block ASSUMED from the PTX's .maxntid {cap[0]},{cap[1]},{cap[2]} (the most threads it "
+                     "allows; give --perf-block if the launch uses fewer)")
+    return None
+
+
 def bounds_problem(fn, launch) -> str | None:
     """Why ``launch`` could not run the entry ``fn`` on hardware (its block
     breaks the entry's ``.reqntid`` or ``.maxntid``), else None. The
@@ -90,4 +104,4 @@ def bounds_problem(fn, launch) -> str | None:
     return None
 
 
-__all__ = ["infer_launch", "bounds_problem", "THREADS", "BLOCKS", "BUFFER_BYTES"]
+__all__ = ["infer_launch", "ptx_block", "bounds_problem", "THREADS", "BLOCKS", "BUFFER_BYTES"]

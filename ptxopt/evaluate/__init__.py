@@ -70,16 +70,19 @@ DEFAULT_CACHE = "default"
 
 
 def _settings(arch=None, backend="sim", trials=None, timeout=DEFAULT_TIMEOUT, batch=DEFAULT_BATCH,
-              profile_loops=True, min_coverage=Settings.min_coverage, prove=True, objective=None) -> Settings:
+              profile_loops=True, min_coverage=Settings.min_coverage, prove=True, objective=None,
+              l2="cold") -> Settings:
     from ptxopt.equivalence.trial_budget import DEFAULT_TRIALS
 
     from .candidate import OBJECTIVES
 
     if objective is not None and objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r} (one of: {', '.join(OBJECTIVES)})")
+    if l2 not in ("cold", "warm"):
+        raise ValueError(f"unknown L2 state {l2!r} (cold or warm)")
     return Settings(arch=arch, backend=backend, trials=trials or DEFAULT_TRIALS, timeout=timeout,
                     batch=batch, profile_loops=profile_loops, min_coverage=min_coverage, prove=prove,
-                    objective=objective)
+                    objective=objective, l2=l2)
 
 
 def _cache_path(cache) -> Path | None:

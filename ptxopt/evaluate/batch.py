@@ -167,7 +167,8 @@ def _job(w: Work, settings: Settings) -> MeasureJob:
     spec = w.spec if w.spec is not None else given.get("spec")
     return MeasureJob(w.printed, w.settings.arch, spec, w.entry, w.compiled, w.module, given.get("geometry"),
                       settings.profile_loops, objective=w.settings.objective or "latency",
-                      performance=w.performance, blocks=assumed_blocks(w), check_block=w.check.block)
+                      performance=w.performance, blocks=assumed_blocks(w), check_block=w.check.block,
+                      l2=settings.l2)
 
 
 def _measure(backend, chunk: list[Work], settings: Settings) -> list:

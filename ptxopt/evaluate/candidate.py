@@ -116,6 +116,9 @@ class Settings:
     #: ``latency`` (one warp, the published sm_89 measure) or ``throughput`` (the whole performance launch);
     #: None: each candidate's default (:func:`objective_for`)
     objective: str | None = None
+    #: the throughput objective's L2 at the launch's start: ``cold`` (flushed, as GPU benchmarks measure) or
+    #: ``warm`` (:mod:`ptxopt.sim.throughput`); the latency objective is calibrated warm and ignores it
+    l2: str = "cold"
 
 
 def canonical_pipeline(pipeline) -> "tuple[Pipeline | None, str, PipelineError | None]":

@@ -45,6 +45,7 @@ def fingerprint(settings: Settings) -> dict:
             "min_coverage": settings.min_coverage,
             "prove": settings.prove,
             "objective": settings.objective,
+            "l2": settings.l2,
             "code": evaluator_digest(),
         }
     return fp

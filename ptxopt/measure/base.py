@@ -106,6 +106,7 @@ class MeasureJob:
     performance: Any = None  # the performance Launch (grid may be None: then ``blocks`` are assumed)
     blocks: int | None = None  # grid blocks to assume when the performance grid is unknown
     check_block: Any = None  # the check launch's block: throughput without a performance launch assumes it
+    l2: str = "cold"  # throughput: the L2 at the launch's start, cold or warm (ptxopt.sim.throughput)
 
 
 def is_pipelined(backend) -> bool:

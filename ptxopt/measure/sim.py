@@ -168,7 +168,7 @@ def _describe(job: MeasureJob, kw: dict) -> str | None:
     if grid is None:
         n = kw.get("blocks")
         src += f"; grid assumed: {n} blocks" if n else "; grid assumed"
-    return src
+    return src + f"; L2 {kw.get('l2', 'cold')}"
 
 
 def _objective_kw(job: MeasureJob) -> dict:
@@ -187,7 +187,7 @@ def _objective_kw(job: MeasureJob) -> dict:
         raise MeasureError("unsupported", "the throughput objective needs the block size of the performance "
                                           "launch (--perf-block, a contract's \"performance\", the manifest)")
     grid = perf.grid if perf is not None else None
-    kw = {"launch": (grid, tuple(block), int(perf.shared_bytes if perf is not None else 0))}
+    kw = {"launch": (grid, tuple(block), int(perf.shared_bytes if perf is not None else 0)), "l2": job.l2}
     if grid is None:
         kw["blocks"] = job.blocks
     if perf is not None and perf.footprint_bytes is not None:

@@ -48,6 +48,7 @@ class EvalOptions:
     allow_unchecked: bool = False  # may a candidate whose equivalence was not established win?
     prove: bool = True  # the evaluator tries the translation validator before the interpreter
     objective: str | None = None  # latency / throughput; None: each kernel's default (evaluate.objective_for)
+    l2: str = "cold"  # throughput: the L2 at the launch's start (cold / warm; ptxopt.sim.throughput)
 
     @property
     def estimate(self) -> bool:
@@ -58,7 +59,7 @@ class EvalOptions:
 
     def kwargs(self) -> dict:  # what the evaluator takes (allow_unchecked is the search's)
         return dict(arch=self.arch, backend=self.backend, cache=self.cache, trials=self.trials,
-                    timeout=self.timeout, prove=self.prove, objective=self.objective)
+                    timeout=self.timeout, prove=self.prove, objective=self.objective, l2=self.l2)
 
 
 class BudgetExhausted(Exception):

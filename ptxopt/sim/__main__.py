@@ -31,7 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grid", type=int, help="blocks in the grid (turns on the many-warp model)")
     ap.add_argument("--block", type=int, help="threads per block (with --grid)")
     ap.add_argument("--shared", type=int, default=0, help="dynamic shared memory per block, bytes")
-    ap.add_argument("--footprint", type=int, help="distinct global bytes the launch touches (DRAM bound above L2)")
+    ap.add_argument("--footprint", type=int, help="distinct global bytes the launch touches (the DRAM bound)")
+    ap.add_argument("--l2", choices=("cold", "warm"), default=None,
+                    help="L2 at the start: cold (first touches from DRAM; the default with --grid) or warm "
+                         "(the single-warp calibration's state; the default without)")
     ap.add_argument("--explain", nargs="?", const=-1, type=int, metavar="N")
     ap.add_argument("--branches", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -59,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         result = simulate(listing, compiled, trips or None, kernel=args.kernel, warps=args.warps,
                           explain=args.explain is not None, loop_trips=args.loop_trips,
                           launch=(args.grid, args.block, args.shared) if args.grid and args.block else None,
-                          footprint_bytes=args.footprint)
+                          footprint_bytes=args.footprint,
+                          l2=args.l2 or ("cold" if args.grid and args.block else "warm"))
     except (KeyError, ValueError) as e:
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2

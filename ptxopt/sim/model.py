@@ -22,8 +22,10 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
 * **Global loads** distinguish where the data comes from.  L1-cacheable
   loads (``LDG.E``, ``.STRONG.SM``, ``.EF``, ``.LU``, ``.EL``, ``.CONSTANT``)
   track 32-byte sectors: the first touch of a sector in the launch is an L2
-  hit (the data is L2-warm: the hardware timing of BRIEF section 3 runs many
-  warm-up launches, and L1 does not keep global data across launches); it
+  hit with ``l2="warm"`` (the default: the hardware timing of BRIEF section 3
+  runs many warm-up launches, and L1 does not keep global data across
+  launches) and a DRAM access with ``l2="cold"`` (the throughput objective's
+  default, ``--l2``: L2 flushed before the launch); it
   starts an L1 fill, and later loads of the sector complete at
   ``max(issue + L1 hit, fill time)``.  L1-bypassing loads
   (``.STRONG.GPU``/``.STRONG.SYS`` = PTX ``.cg``/``.cv``/volatile) always
@@ -31,7 +33,13 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
   sector is already there.  ``CCTL.E.PF1`` (prefetch to L1) starts the fill
   of the 32-byte sector holding its address (``prefetch_fill_bytes``; a
   whole-line fill was the old assumption, see :mod:`ptxopt.sim.latency`); ``CCTL.E.PF2`` (to L2) changes nothing for L2-warm
-  data; ``CCTL.IVALL`` empties L1.  A sector is identified by the *values*
+  data; ``CCTL.IVALL`` empties L1.  **Traffic is conserved**: every transfer
+  between L1 and L2 is charged once -- an L1 miss, a bypassing load, a global
+  or local store (write-through; a spill is memory traffic like any other),
+  and a prefetch fill (a thread's share of the sector, :data:`PREFETCH_SHARING`,
+  charged when it is issued); the load that then finds the prefetched sector
+  is that same transfer, so it pays only what its own size exceeds the share
+  by: a prefetch moves bytes earlier and never removes them.  A sector is identified by the *values*
   of the address registers, the immediate offset and the access size,
   assuming the base is sector-aligned (cudaMalloc returns >= 256-byte aligned
   buffers).  Values are numbered: a register loaded from a constant-bank
@@ -134,8 +142,9 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
    global stores: L1 is write-through) at the device's L2 bandwidth per SM.
 3. ``cycles = max(sum of the waves, DRAM time)``; the DRAM time applies only
    when the caller gives the launch's footprint (distinct bytes; the sim
-   backend sums a corpus kernel's buffers) and it exceeds the L2 capacity:
-   the footprint streams from DRAM once, over all SMs.  With one wave this is the duration of a
+   backend sums a corpus kernel's buffers): with ``l2="cold"`` it streams
+   from DRAM once, over all SMs; with ``warm`` only when it exceeds the L2
+   capacity.  With one wave this is the duration of a
    warp that shares the SM with the other resident warps -- what the GPU
    backend's per-thread ``%clock64`` measures; with several waves it is the
    SM's busy time for its share of the grid, which the per-thread clock does
@@ -227,6 +236,11 @@ DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends w
 #: iteration's cost includes its inner loops' extrapolation).  None: replay every iteration.
 STEADY_WARMUP = 2
 STEADY_MEASURE = 2
+#: Lanes of a warp that share the 32-byte sector one prefetch fills when the warp's accesses are
+#: coalesced 4-byte words (8 x 4 B = 32 B): a thread's share of the fill is ``sector / 8`` = 4 B,
+#: what the load of one 4-byte word that follows it would have charged on a miss.  The load then
+#: pays the rest of its own size (a 16-byte load after a prefetch is charged 16 B, not 4 + 0).
+PREFETCH_SHARING = 8
 
 # Waits are attributed to where the data came from; global loads split by source.
 _SRC_L1 = 100  # global load completed from L1 (hit, or a fill already under way)
@@ -367,7 +381,7 @@ def simulate(listing: SassListing | Program,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
-             steady_state: bool = True, dram_floor=None) -> SimResult:
+             steady_state: bool = True, dram_floor=None, l2: str = "warm") -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -396,11 +410,17 @@ def simulate(listing: SassListing | Program,
     * ``blocks``: with a ``launch`` whose grid is None, the grid blocks to
       assume (:func:`ptxopt.sim.throughput.assumed_blocks` of the original).
     * ``footprint_bytes``: distinct global bytes the whole launch touches
-      (with ``launch``).  Above the L2 capacity they stream from DRAM once
-      (the DRAM bound); None: the data is assumed L2-resident, as in the
-      GPU backend's warm timing loop.
+      (with ``launch``): the DRAM bound (:mod:`ptxopt.sim.throughput`; under
+      ``l2="warm"`` only above the L2 capacity); None: unknown, no DRAM bound
+      (said so in the notes).
     * ``dram_floor``: with ``launch``, the DRAM floor's input
       (:class:`ptxopt.sim.throughput.DramFloor`): the launch's distinct DRAM bytes, cold L2.
+    * ``l2``: ``warm`` (default: the single-warp calibration's state, the
+      latency objective's) or ``cold`` (the throughput objective's default,
+      ``--l2``): with ``cold`` the walked warp's first touch of each sector
+      pays the DRAM latency instead of L2's (data another warp brought in
+      first is counted as a miss too: an over-estimate for shared data), and
+      the launch's footprint comes from DRAM whatever its size.
     * ``steady_state``: extrapolate each loop entry from a few replayed
       iterations (:data:`STEADY_WARMUP`, :data:`STEADY_MEASURE`; the result
       notes how many iterations were extrapolated); False replays every one.
@@ -424,7 +444,9 @@ def simulate(listing: SassListing | Program,
     res = _kernel_resources(resources, program.kernel)
     profile = _normalise_trip_counts(trip_counts, program)
 
-    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state)
+    if l2 not in ("cold", "warm"):
+        raise ValueError(f"unknown L2 state {l2!r} (cold or warm)")
+    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2)
     walk.run()
     notes.extend(walk.notes)
     if walk.extrapolated:
@@ -442,7 +464,7 @@ def simulate(listing: SassListing | Program,
                      "many-warp model skipped, single-warp estimate")
         launch = None
     if launch is not None:
-        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor)
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor, l2)
         notes.append(note)
         warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
         bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
@@ -568,10 +590,11 @@ def _dims(x) -> tuple[int, ...]:
     return tuple(int(v) for v in x)
 
 
-def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None, dram_floor=None):
+def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None, dram_floor=None,
+                l2: str = "warm"):
     """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
     estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
-    for this module's result.  ``footprint`` None: the data is L2-resident."""
+    for this module's result.  ``footprint`` None: unknown (no DRAM bound)."""
     from .device import device_for
     from .throughput import KernelFacts, estimate
 
@@ -581,8 +604,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
     facts = KernelFacts(walk.end_time, walk.steps, walk.memory_instructions, walk.l1_bytes, walk.l2_bytes,
                         res.registers, res.shared_bytes or 0,
                         tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v})
-    e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint if footprint is not None else 0,
-                 blocks=blocks, dram_floor=dram_floor)
+    e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint, blocks=blocks, dram_floor=dram_floor,
+                 l2=l2)
     occ, w = e.occupancy, e.wave_bounds
     waves = e.full_waves + (1 if e.tail_blocks else 0)
     streams = e.dram_bytes > 0
@@ -591,16 +614,18 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
             f"{e.resident_warps} warps resident ({e.warps_per_scheduler} per scheduler), {waves} wave(s)"
             + (f" ({e.full_waves} full + a tail of {e.tail_blocks} blocks)" if e.tail_blocks and e.full_waves else "")
             + f"; per wave: LSU {w['LSU issue']:.0f}, L1 {w['L1 bandwidth']:.0f}, L2 {w['L2 bandwidth']:.0f} cycles; "
-            f"DRAM for the launch {e.bounds['DRAM bandwidth']:.0f} cycles ("
-            + (("no footprint given: data assumed L2-resident)" if not getattr(dram_floor, "floor_bytes", None)
+            f"DRAM for the launch {e.bounds['DRAM bandwidth']:.0f} cycles (L2 {l2}; "
+            + (("footprint unknown: no DRAM bound)" if not getattr(dram_floor, "floor_bytes", None)
                 else "the DRAM floor's bytes)") if footprint is None else
-               f"footprint {footprint} B {'>' if streams else '<='} L2 {dev.l2_bytes} B)"))
+               f"footprint {footprint} B, {'streamed from DRAM' if streams else 'L2-resident'})"))
     note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor")))
     return e, waves, note
 
 
-_L2_SIDE = frozenset({"STG", "ST", "RED", "ATOMG", "ATOM"})  # global stores/atomics: L1 is write-through
-_L1_SIDE = frozenset({"STL", "LDL", "LDS", "STS", "LDSM", "ATOMS"})  # local (L1-cached) and shared
+#: Global stores/atomics (L1 is write-through) and local stores (spills, local arrays: memory traffic
+#: like any other -- a spilled line is written back to L2 once per store; its reload hits L1).
+_L2_SIDE = frozenset({"STG", "ST", "RED", "ATOMG", "ATOM", "STL"})
+_L1_SIDE = frozenset({"LDL", "LDS", "STS", "LDSM", "ATOMS"})  # local reloads (L1-cached) and shared
 _LOADS = frozenset({"LDG", "LD", "LDGSTS"})  # L2 side counted in the walk: misses only
 
 
@@ -709,8 +734,9 @@ class _Walk:
     """State of one walk; ``run`` is the hot loop."""
 
     def __init__(self, program: Program, lat: ArchLatencies, profile: dict[int, float], loop_trips: int,
-                 explain: bool, max_steps: int, steady_state: bool = True):
+                 explain: bool, max_steps: int, steady_state: bool = True, l2: str = "warm"):
         self.p = program
+        self.cold = l2 == "cold"  # first touches of a sector come from DRAM (throughput, --l2 cold)
         self.steady = bool(steady_state)
         self.extrapolated = 0  # loop iterations not replayed but extrapolated
         self.walked = 0  # instructions replayed
@@ -861,6 +887,14 @@ class _Walk:
             K_ATOMG: lat.atomic_global, K_ATOMS: lat.atomic_shared,
         }
         l1, l2, sector, pf_bytes = lat.l1_hit, lat.l2_hit, lat.sector_bytes, lat.prefetch_fill_bytes
+        # latency of a sector's first touch: L2 (warm), DRAM when the launch starts with L2 cold
+        cold = self.cold
+        first = lat.dram if cold else l2
+        pf_share = sector // PREFETCH_SHARING  # one thread's share of the sector a prefetch fills
+        # cold L2 only: sector -> when its data is in L2 (the first touch's DRAM access lands); a later
+        # access, a bypassing load after a prefetch included, waits for it: an early request hides
+        # latency only by the time it was issued ahead, never the whole DRAM trip
+        in_l2: dict = {}
         oread = lat.operand_read
         oreads = self.oread
         breads = self.bank_reads
@@ -868,6 +902,7 @@ class _Walk:
         ports: list[set[int]] = [set() for _ in range(lat.register_banks)]  # reserved read cycles per bank
         pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
         fill: dict = {}  # sector key -> time its data is in L1
+        prefetched: dict = {}  # sector key -> bytes its prefetch charged to L2, until a load uses it
         val: dict[str, object] = {}  # value id of each tracked register (its name until written)
         val_get = val.get
         slots: dict = {}  # (value of R1, stack offset) -> value id stored there
@@ -966,25 +1001,39 @@ class _Walk:
                 if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
                     a = addr[pc]
                     if a is None:
-                        release, src = t + l2, K_GLOBAL
+                        release, src = t + first, K_GLOBAL
                         l2_acc += 4
                     else:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
                         release, src = t + l1, _SRC_L1
                         allocate = k != K_GLOBAL_NA
+                        owed = False  # the access moves bytes from L2: a miss, or the sector's prefetch
+                        credit = 0  # what the prefetches of its sectors already charged
                         for s in range(off // sector, (off + size - 1) // sector + 1):
                             key = (rk, s)
                             f = fill.get(key)
                             if f is None:
                                 f = t + l2
+                                if cold:
+                                    r2 = in_l2.get(key)
+                                    if r2 is None:
+                                        f = in_l2[key] = t + first
+                                    elif r2 > f:
+                                        f = r2
                                 src = K_GLOBAL if allocate else K_GLOBAL_NA
+                                owed = True
                                 if allocate:
                                     fill[key] = f
+                            elif prefetched:
+                                c = prefetched.pop(key, None)
+                                if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
+                                    owed = True
+                                    credit += c
                             if f > release:
                                 release = f
-                        if src != _SRC_L1:
-                            l2_acc += size
+                        if owed and size > credit:
+                            l2_acc += size - credit
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
@@ -994,6 +1043,17 @@ class _Walk:
                     release, src = t + l2, K_GLOBAL_L2
                     a = addr[pc]
                     l2_acc += a[2] if a is not None else 4
+                    if cold:
+                        if a is None:
+                            release = t + first
+                        else:
+                            rk = tuple([val_get(r, r) for r in a[0]])
+                            for s in range(a[1] // sector, (a[1] + a[2] - 1) // sector + 1):
+                                r2 = in_l2.get((rk, s))
+                                if r2 is None:
+                                    r2 = in_l2[(rk, s)] = t + first
+                                if r2 > release:
+                                    release = r2
                     if m == M_LDGSTS_L2:
                         if release > group_release:
                             group_release = release
@@ -1009,11 +1069,23 @@ class _Walk:
                     if a is not None:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
-                        first = (off // pf_bytes) * pf_bytes // sector
-                        for s in range(first, first + max(1, pf_bytes // sector)):
-                            fill.setdefault((rk, s), t + l2)
+                        s0 = (off // pf_bytes) * pf_bytes // sector
+                        for s in range(s0, s0 + max(1, pf_bytes // sector)):
+                            key = (rk, s)
+                            if key not in fill:  # a fill: a transfer from L2, charged now, once
+                                f = t + l2
+                                if cold:
+                                    r2 = in_l2.get(key)
+                                    if r2 is None:
+                                        f = in_l2[key] = t + first
+                                    elif r2 > f:
+                                        f = r2
+                                fill[key] = f
+                                prefetched[key] = pf_share
+                                l2_acc += pf_share
                 elif m == M_INVALIDATE_L1:
                     fill.clear()
+                    prefetched.clear()
                 if wb >= 0 and release is not None:
                     lst = pending[wb]
                     lst.append((release, src, steps))
@@ -1081,6 +1153,8 @@ class _Walk:
                                     lst[:] = [(e[0] + delta,) + tuple(e[1:]) for e in lst]
                             for key in fill:
                                 fill[key] += delta
+                            for key in in_l2:
+                                in_l2[key] += delta
                             if group_release:
                                 group_release += delta
                             steps += round((steps - s0[1]) * f)

@@ -36,9 +36,18 @@ and the chip (every buffer once, a read-modify-write buffer twice:
 :func:`ptxopt.sim.occupancy.dram_bytes_of_spec`; a lower bound on the
 traffic, so the bound is a true roofline).  Without
 it no DRAM bound applies (per-thread traffic counts shared data once per
-thread: an upper bound on bytes gives no lower bound on time).  A footprint
-that fits in L2 is taken as L2-resident (repeated launches, as in a warm
-timing loop), so nothing is charged to DRAM.
+thread: an upper bound on bytes gives no lower bound on time).
+
+L2 residency is a stated choice (``l2``), never an assumption:
+
+* ``cold`` (the default, what GPU benchmarks measure: Triton's ``do_bench``
+  flushes L2 between runs): the footprint comes from DRAM whatever its size,
+  and the walked warp's first touch of a sector pays the DRAM latency
+  (:func:`ptxopt.sim.simulate` with ``l2="cold"``);
+* ``warm`` (repeated launches with nothing in between): a footprint that fits
+  in L2 is already there, so nothing is charged to DRAM; a larger one streams.
+
+The latency objective is calibrated on warm single-warp timings and stays warm.
 
 DRAM floor (:class:`DramFloor`, the one input it reads): the launch's distinct global bytes, every
 sector read once and written once, as :mod:`ptxopt.analysis.global_footprint` finds them from the
@@ -67,6 +76,9 @@ from .occupancy import occupancy as _occupancy
 OBJECTIVES = ("latency", "throughput")
 #: Full waves a launch without a known grid is assumed to run (of the original kernel's occupancy).
 ASSUMED_WAVES = 4
+#: L2 residency at the start of a throughput launch (module doc); the first is the default.
+L2_STATES = ("cold", "warm")
+DEFAULT_L2 = "cold"
 #: Order of the bounds; ties go to the first.
 BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
 
@@ -206,7 +218,7 @@ class Estimate:
     occupancy: dict | None  # warps_per_sm, blocks_per_sm, occupancy, limited_by (None: block unknown)
     bounds: dict  # bound name -> cycles over the launch
     binding: str
-    dram_bytes: int  # bytes charged to DRAM (0: the data is L2-resident)
+    dram_bytes: int  # bytes charged to DRAM (0: none known, or L2-resident under ``l2="warm"``)
     waves: float | None  # grid blocks / (SMs x blocks per SM); None for latency
     blocks: int | None  # grid blocks the estimate used
     resident_warps: int = 1  # warps per SM in a full wave
@@ -215,6 +227,7 @@ class Estimate:
     tail_blocks: int = 0  # blocks per SM in the last, partial wave (0: none)
     wave_bounds: dict = field(default_factory=dict)  # bounds of the first (fullest) wave, cycles
     notes: tuple[str, ...] = ()
+    l2: str | None = None  # L2 at the launch's start, "cold" or "warm" (None: latency, calibrated warm)
     kind: str = "estimate"
     dram_floor: DramFloor | None = None  # the DRAM floor's input (None: none given)
 
@@ -235,6 +248,7 @@ class Estimate:
                          "expected_error": "uncalibrated" if self.expected_error is None else self.expected_error},
             "dram_bytes": self.dram_bytes,
             "footprint": (self.dram_floor or DramFloor(None)).to_json(),
+            "l2": self.l2,
             "waves": self.waves,
             "device": self.device.to_json(),
         }
@@ -263,7 +277,7 @@ def _occ_json(occ, device: Device) -> dict:
 
 def estimate(facts, launch=None, device: Device | None = None, objective: str | None = None, *,
              blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None,
-             dram_floor=None) -> Estimate:
+             dram_floor=None, l2: str = DEFAULT_L2) -> Estimate:
     """Estimate ``facts`` (a SimResult or :class:`KernelFacts`) under ``launch``.
 
     * ``launch``: anything :func:`launch_shape` accepts; its grid may be None.
@@ -277,7 +291,12 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
       comparing candidates).
     * ``footprint_bytes``: bytes the launch must move from/to DRAM (0: none).
     * ``dram_floor``: a :class:`DramFloor` (or anything :meth:`DramFloor.of` takes): the DRAM bound
-      is at least its bytes over the bandwidth (throughput only).
+      is at least its bytes over the bandwidth (throughput only; with ``l2="warm"`` only when the
+      bytes exceed L2).
+    * ``l2``: ``cold`` (default) or ``warm``, the L2 at the launch's start
+      (throughput only; module doc).  The walk behind ``facts`` should have
+      used the same (:func:`ptxopt.sim.simulate` ``l2=``): first touches pay
+      the DRAM latency when cold.
     """
     if device is None:
         from .device import device_for
@@ -287,6 +306,8 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
     objective = objective or default_objective(shape)
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r} (one of: {', '.join(OBJECTIVES)})")
+    if l2 not in L2_STATES:
+        raise ValueError(f"unknown L2 state {l2!r} (one of: {', '.join(L2_STATES)})")
     occ = None
     if shape is not None and shape.block is not None and facts.registers:
         occ = occupancy_of(facts, shape, device)
@@ -296,7 +317,7 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
         raise ValueError("the throughput objective needs the block size of the launch")
     if occ is None:
         raise ValueError("the throughput objective needs the kernel's registers per thread (ptxas resources)")
-    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, DramFloor.of(dram_floor))
+    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, l2, DramFloor.of(dram_floor))
 
 
 def _latency(facts, shape, device: Device, occ) -> Estimate:
@@ -331,7 +352,8 @@ def tensor_cycles(facts, device: Device) -> float:
     return sum(ops / rates[p] for p, ops in (getattr(facts, "tensor_flops", None) or {}).items() if p in rates)
 
 
-def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint, floor=None) -> Estimate:
+def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint, l2: str,
+                floor=None) -> Estimate:
     notes: list[str] = []
     assumed = shape.grid is None
     if not assumed:
@@ -360,13 +382,23 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
     dram = int(footprint or 0)
     if footprint is None:
         notes.append("footprint unknown: no DRAM bound (give the launch's distinct bytes for the roofline)")
+    elif l2 == "cold":
+        notes.append(f"L2 cold (flushed before the launch, as GPU benchmarks do): the footprint {dram:,} B "
+                     "comes from DRAM")
     elif dram <= device.l2_bytes:
         if dram:
-            notes.append(f"footprint {dram} B fits in L2 ({device.l2_bytes} B): taken as L2-resident "
-                         "(repeated launches), no DRAM time")
+            notes.append(f"L2 warm (chosen): the footprint {dram:,} B fits in L2 ({device.l2_bytes:,} B) "
+                         "and is already there, no DRAM time")
         dram = 0
+    else:
+        notes.append(f"L2 warm (chosen): the footprint {dram:,} B exceeds L2 ({device.l2_bytes:,} B) "
+                     "and streams from DRAM")
     bounds["DRAM bandwidth"] = dram / (device.sms * device.dram_bytes_per_cycle)
-    dram = _apply_dram_floor(floor, bounds, device, notes, dram)
+    applied = floor
+    if l2 == "warm" and floor is not None and floor.floor_bytes is not None and floor.floor_bytes <= device.l2_bytes:
+        notes.append(f"no DRAM floor: L2 warm (chosen) and the footprint's {floor.floor_bytes:,} B fit in L2")
+        applied = None
+    dram = _apply_dram_floor(applied, bounds, device, notes, dram)
     cycles = max(sm_cycles, bounds["DRAM bandwidth"])
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
     resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
@@ -376,7 +408,8 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
               "measured on a GPU",
         _occ_json(occ, device), bounds, binding, dram, blocks / (device.sms * fits), blocks,
         resident_warps=resident, warps_per_scheduler=-(-resident // device.limits.schedulers),
-        full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes), dram_floor=floor)
+        full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes), dram_floor=floor,
+        l2=l2)
 
 
 def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list, dram: int) -> int:

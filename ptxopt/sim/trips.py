@@ -286,6 +286,60 @@ def trip_counts_from_loop_profile(listing: SassListing | Program, profile: Seque
             out[lp.key] = max(trips - 1.0, 0.0)
         elif lp.exits:
             out[(lp.function, lp.exits[0])] = 1.0 / trips if trips > 0 else 1.0
+    return _enter_loops(p, [lp for lp, c in zip(loops, profile) if c.entries and c.trips_per_entry >= 1], out)
+
+
+def _successors(p: Program, i: int) -> tuple[int, ...]:
+    """Where control may go after instruction ``i`` (flat indices; a call also returns)."""
+    c = p.ctrl[i]
+    if c == C_NONE or p.never[i]:
+        return (i + 1,)
+    if c == C_BRA:
+        return (p.target[i], i + 1) if p.conditional[i] else (p.target[i],)
+    if c == C_EXIT:
+        return (i + 1,) if p.conditional[i] else ()
+    if c in (C_CALL, C_DIV):
+        return (p.target[i], i + 1)
+    return ()
+
+
+def _reaches(p: Program, start: int, goal: int, avoid: int, back: frozenset[int]) -> bool:
+    """Is ``goal`` reachable from ``start`` without passing ``avoid`` or taking a back edge?"""
+    seen, todo = {avoid}, [start]
+    while todo:
+        i = todo.pop()
+        if i == goal:
+            return True
+        if i in seen or not 0 <= i < len(p):
+            continue
+        seen.add(i)
+        todo.extend(s for s in _successors(p, i) if i not in back or s != p.target[i])
+    return False
+
+
+def _enter_loops(p: Program, running: Sequence[SassLoop], out: dict) -> dict:
+    """Give the guards of the loops the profile says ran their outcome: a conditional forward branch
+    with no count of its own, one of whose sides reaches a running loop's header (without taking a back
+    edge) and the other does not, is taken towards the loop.  Without this the static fallback ("not
+    taken") can pick the path that skips the loop -- nvcc's ``if (k > 0)`` guard before a K loop -- and
+    the whole loop, with the trips the profile counted, is never walked."""
+    if not running:
+        return out
+    back = frozenset(p.back_edges)
+    by_offset = {(p.instructions[i].function, p.instructions[i].offset): i for i in range(len(p))}
+    headers = [by_offset[(lp.function, lp.header_offset)] for lp in running
+               if (lp.function, lp.header_offset) in by_offset]
+    for i in range(len(p)):
+        key = (p.instructions[i].function, p.instructions[i].offset)
+        if p.ctrl[i] != C_BRA or not p.conditional[i] or p.never[i] or i in back or key in out \
+                or p.loop_of_exit[i] >= 0:
+            continue
+        for h in headers:
+            taken = _reaches(p, p.target[i], h, i, back)
+            falls = _reaches(p, i + 1, h, i, back)
+            if taken != falls:
+                out[key] = 1.0 if taken else 0.0
+                break
     return out
 
 
@@ -390,16 +444,21 @@ def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount
     groups: dict[int, list[tuple[SassLoop, int]]] = {}
     for lp, (i, k) in zip(loops, match):
         groups.setdefault(i, []).append((lp, k))
+    running: list[SassLoop] = []  # loops the profile says ran at least one iteration per entry
     for i, members in groups.items():
         left = profile[i].trips_per_entry
         for lp, k in sorted(members, key=lambda t: -t[1]):
             if len(members) == 1:
                 _set_trips(out, lp, left / k)
+                if profile[i].entries and left / k >= 1:
+                    running.append(lp)
                 rate = _inner_branch_rate(p, lp, profile[i], left / k)
                 if rate is not None:
                     out[(lp.function, p.instructions[rate[0]].offset)] = rate[1]
                 continue
             n = math.floor(left / k + 1e-9)
             _set_trips(out, lp, float(n))
+            if profile[i].entries and n >= 1:
+                running.append(lp)
             left -= n * k
-    return out
+    return _enter_loops(p, running, out)
