@@ -192,6 +192,8 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
         raise ValueError("no measured candidates to train on")
     model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15,
                                           min_samples_leaf=5, l2_regularization=1.0, random_state=seed)
+    X = X.copy()
+    X[:, np.isnan(X).all(axis=0)] = 0.0  # a column never known (old trajectories): constant, never split on
     model.fit(X, y)
     info = {"rows": int(len(y)), "kernels": len({k for k, _, _ in idx}), **(note or {})}
     return Ranker(model, tuple(actions), info)
