@@ -155,7 +155,8 @@ def make_step(state, action: str, before: float, after: float, *, kernel: str, s
     if measured is not None:
         from .rank_features import action_features
 
-        extra["verdicts"] = {m.action: (res.equivalence if res.ok else res.status) for m, res in measured}
+        extra["verdicts"] = {m.action: ("unmeasured" if res is None else res.equivalence if res.ok else res.status)
+                             for m, res in measured}  # unmeasured: the budget ran out
         extra["action_features"] = {m.action: [_json_number(x) for x in action_features(state, m.child)]
                                     for m, _ in measured}
     return Step(kernel=kernel, strategy=strategy, episode=episode, step=index, pipeline=str(state.pipeline),
