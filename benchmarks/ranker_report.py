@@ -252,6 +252,10 @@ def main(argv=None) -> int:
         row["random_ranker"] = {"gain": mean([r[0] for r in rnd]), "evals": mean([r[1] for r in rnd]),
                                 "recall3": mean([r[2] for r in rnd])}
         doc["groups"][g] = row
+        last = row["curve"][max(row["curve"], key=int)][0] if row["curve"] else {}
+        print(f"held out {g}: {len(test)} kernels, greedy {_f(row['greedy']['gain'])}% / "
+              f"{_f(row['greedy']['evals'], 1)} evals, guided {_f(last.get('gain'))}% / {_f(last.get('evals'), 1)}",
+              file=sys.stderr, flush=True)
     doc["train_s"], doc["score_s"] = t_train, t_score
     _print(doc, curve)
     if args.json:
