@@ -144,8 +144,10 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 
 @click.command("search")
 @click.argument("target")
-@click.option("-s", "--strategy", type=click.Choice(["greedy", "beam", "random", "exhaustive"]), default="greedy",
-              show_default=True, help="How pipelines are explored.")
+@click.option("-s", "--strategy", type=click.Choice(["greedy", "beam", "random", "exhaustive", "guided"]),
+              default="greedy", show_default=True,
+              help="How pipelines are explored (guided: greedy measuring only a learned ranker's top actions "
+                   "plus one exploration slot; give the ranker with --policy).")
 @click.option("--max-steps", default=6, show_default=True, type=click.IntRange(1, 20),
               help="Longest pipeline (exhaustive: keep it at 2-3).")
 @click.option("--budget", default=None, metavar="N|STRATEGY",
@@ -155,7 +157,12 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @click.option("--seed", default=0, show_default=True, help="Random search seed (mixed with each kernel's name).")
 @click.option("--policy", "policy", default=None, metavar="CKPT|NAME", callback=lambda ctx, p, v: _policy_path(v),
               help="A trained checkpoint (ptxopt train), or the name of a committed one (gemm_elementwise_sm_89, "
-                   "shipped with the package): roll the policy out instead of a search strategy.")
+                   "shipped with the package): roll the policy out instead of a search strategy. With --strategy "
+                   "guided: a ranker file (ptxopt.search.ranker) or a committed ranker's name (corpus/rankers).")
+@click.option("--top-k", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="With --strategy guided: actions measured per step besides the exploration slot.")
+@click.option("--threshold", default=0.001, show_default=True, type=float,
+              help="With --strategy guided: stop when no action is predicted to gain more than this (log gain).")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),
@@ -198,7 +205,8 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @perf_launch_options
 @writes({"json_out": "--json-out", "as_json": "--json", "record": "--record", "plot": "--plot",
          "pipelines_out": "--pipelines-out"}, ("target", "contract_file", "policy"))
-def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, samples, temperature, workers, executor, backend,
+def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, top_k, threshold, samples, temperature,
+               workers, executor, backend,
                arch, allow_unchecked, kernel, cache_path, fresh_cache, trials, timeout, contract_file, grid, block, shared_bytes, scalars,
                record, json_out, plot, quiet, pipelines_out, emit_dir=None, extra_actions=None, prove=True,
                objective=None, as_json=None, min_improvement=None, l2="cold", **perf):
@@ -244,15 +252,26 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, sa
     prepare_cache(cache, fresh_cache)
     options = EvalOptions(arch=arch, backend=backend, cache=cache, trials=trials, timeout=timeout,
                           allow_unchecked=allow_unchecked, prove=prove, objective=objective, l2=l2)
-    extras, dropped = _extra_actions(extra_actions, policy, record)
+    guided = strategy == "guided"
+    extras, dropped = _extra_actions(extra_actions, None if guided else policy, record)
+    if guided and not policy:
+        _fail("--strategy guided needs a ranker: --policy FILE or a committed ranker's name")
     try:
-        config = SearchConfig(strategy="policy" if policy else strategy, max_steps=max_steps, budget=budget,
-                              beam_width=beam_width, seed=seed, options=options, policy=policy, samples=samples,
-                              temperature=temperature, extra_actions=extras, dropped_actions=dropped,
-                              min_improvement=min_improvement)
+        config = SearchConfig(strategy="policy" if policy and not guided else strategy, max_steps=max_steps,
+                              budget=budget, beam_width=beam_width, seed=seed, options=options, policy=policy,
+                              samples=samples, temperature=temperature, extra_actions=extras, dropped_actions=dropped,
+                              min_improvement=min_improvement, top_k=top_k, threshold=threshold)
     except ValueError as e:
         _fail(f"--actions: {e}")
-    if policy:
+    if guided:
+        from ptxopt.search.ranker import RankerError
+        from ptxopt.search.run import ranker_for
+
+        try:
+            ranker_for(policy)  # a bad ranker is refused here, before any work
+        except RankerError as e:
+            _fail(f"--policy: {e}")
+    elif policy:
         try:
             from ptxopt import plugins
 
@@ -319,11 +338,13 @@ def _policy_path(value: str | None) -> str | None:
     if value is None or (_is_path(value) and Path(value).is_file()):
         return value
     from ptxopt.corpus import committed_policies, committed_policy
+    from ptxopt.search.ranker import committed_ranker, committed_rankers
 
-    found = committed_policy(value)
+    found = committed_policy(value) or committed_ranker(value)
     if found is None:
-        raise click.BadParameter(f"{value!r} is neither a file nor a committed policy "
-                                 f"({', '.join(committed_policies()) or 'none committed'})", param_hint="--policy")
+        raise click.BadParameter(f"{value!r} is neither a file nor a committed policy or ranker "
+                                 f"({', '.join(committed_policies() + committed_rankers()) or 'none committed'})",
+                                 param_hint="--policy")
     return str(found)
 
 

@@ -44,7 +44,7 @@ def greedy_steps(root: State, meter: Meter, *, max_steps: int = 6, episode: int 
             if meter.better(r, result) and (best_i is None or meter.better(r, results[best_i])):
                 best_i = j
         kw = dict(kernel=root.kernel.label, strategy=strategy, episode=episode, index=i,
-                  candidates=candidates, options=meter.options)
+                  candidates=candidates, options=meter.options, result=result, measured=list(zip(moves, results)))
         if best_i is None:
             out.steps.append(make_step(state, STOP, result.cycles, result.cycles, **kw))
             break

@@ -31,6 +31,7 @@ from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate
 from .beam import beam, beam_steps
 from .exhaustive import exhaustive, exhaustive_steps
 from .greedy import greedy, greedy_steps
+from .guided import guided, guided_steps
 from .measure import EvalOptions, Meter
 from .move_memo import memo_beside
 from .random_search import random_search, random_steps
@@ -38,11 +39,12 @@ from .state import State
 from .stepwise import lockstep as run_lockstep
 from .trajectory import Step
 
-STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive}
+STRATEGIES: dict[str, Callable] = {"greedy": greedy, "beam": beam, "random": random_search, "exhaustive": exhaustive,
+                                   "guided": guided}
 #: The strategies' stepwise forms (:mod:`ptxopt.search.stepwise`): in one process, ``search_many``
 #: searches kernels in lockstep with them (one evaluation per step for a group of kernels).
 STEPWISE: dict[str, Callable] = {"greedy": greedy_steps, "beam": beam_steps, "exhaustive": exhaustive_steps,
-                                 "random": random_steps}
+                                 "random": random_steps, "guided": guided_steps}
 #: Kernels searched in lockstep at most: their search trees are in memory together, and each
 #: group's results are reported when its last kernel is done.
 LOCKSTEP_KERNELS = 8
@@ -56,7 +58,9 @@ class SearchConfig:
     beam_width: int = 4
     seed: int = 0
     options: EvalOptions = field(default_factory=EvalOptions)
-    policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/)
+    policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/); "guided": a ranker
+    top_k: int = 2  # guided: actions measured per step besides the exploration slot
+    threshold: float = 0.001  # guided: the smallest predicted log gain worth measuring
     samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K (greedy-decoded + K-1 sampled)
     temperature: float = 0.5  # policy: sampling temperature of the K-1 samples
     #: pass actions explored besides the learning layer's (a user's plugin passes: ``--actions +name``);
@@ -72,6 +76,8 @@ class SearchConfig:
         if self.strategy == "policy":
             if not self.policy:
                 raise ValueError("strategy 'policy' needs a checkpoint (policy=PATH)")
+        elif self.strategy == "guided" and not self.policy:
+            raise ValueError("strategy 'guided' needs a ranker (policy=PATH or a committed ranker's name)")
         elif self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
         if self.extra_actions:
@@ -162,8 +168,29 @@ class KernelResult:
         return d
 
 
-def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
+#: Rankers loaded in this process, by the name or path they were asked for.
+_RANKERS: dict = {}
+
+
+def ranker_for(name: str):
+    """The ranker ``name`` (a path or a committed ranker's name), loaded once per process;
+    :class:`ptxopt.search.ranker.RankerError` when it is not one."""
+    if name not in _RANKERS:
+        from .ranker import resolve
+
+        _RANKERS[name] = resolve(name)
+    return _RANKERS[name]
+
+
+def _kw(strategy: str, config: SearchConfig) -> dict:
     kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    if strategy == "guided":
+        kw.update(ranker=ranker_for(config.policy), top_k=config.top_k, threshold=config.threshold)
+    return kw
+
+
+def _run(strategy: str, root: State, meter: Meter, config: SearchConfig):
+    kw = _kw(strategy, config)
     if strategy == "policy":  # the learning layer drives the rollouts (torch is imported only there)
         from ptxopt import plugins
 
@@ -285,7 +312,7 @@ def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: Se
     from ptxopt.evaluate.stream import Stream
 
     out, jobs, searched = [], [], []
-    kw = dict(max_steps=config.max_steps, width=config.beam_width, seed=config.seed)
+    kw = _kw(config.strategy, config)
     for k, fam in kernels:
         t0 = time.perf_counter()
         res = KernelResult(k.label, fam, config.strategy, estimate=config.options.estimate)

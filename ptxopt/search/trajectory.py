@@ -24,6 +24,21 @@ Format: JSON Lines, one object per step (an episode is the steps sharing
 ``estimate``         true when cycles are the sim model's estimate
 ``backend``, ``arch``
 
+Optional (absent in older files, which stay readable; a ranker treats them
+as unknown, see :mod:`ptxopt.search.rank_features`):
+
+``context``          the state's context: objective, launch, ptxas
+                     registers and spills, occupancy and its limiter
+                     (:data:`~ptxopt.search.rank_features.CONTEXT_NAMES`;
+                     null = unknown)
+``objective``        latency | throughput: what the cycles are
+``reward_model``     which reward the cycles hold: the backend and its
+                     version (for the sim, the digest of the model's source)
+``verdicts``         {action: equivalence verdict, or the failure status}
+                     for every measured candidate
+``action_features``  {action: [...]} per legal action, from applying the
+                     pass only (:func:`~ptxopt.search.rank_features.action_features`)
+
 The reward telescopes: an episode's rewards sum to the log speedup of its
 final pipeline minus ``step_cost`` per pass. ``stop`` costs nothing.
 """
@@ -71,6 +86,11 @@ class Step:
     backend: str = "sim"
     arch: str = DEFAULT_ARCH
     schema: int = SCHEMA
+    context: dict | None = None
+    objective: str | None = None
+    reward_model: str | None = None
+    verdicts: dict | None = None
+    action_features: dict | None = None
 
     @property
     def action_index(self) -> int:
@@ -79,6 +99,9 @@ class Step:
     def to_json(self) -> dict:
         d = asdict(self)
         d["action_index"] = self.action_index
+        for k in _OPTIONAL:  # the optional keys only when known (files stay as they were without them)
+            if d[k] is None:
+                del d[k]
         return d
 
     @classmethod
@@ -92,20 +115,63 @@ class Step:
         return cls(**d)
 
 
+_OPTIONAL = ("context", "objective", "reward_model", "verdicts", "action_features")
+
+
+def _json_number(x):
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def reward_model(backend: str) -> str:
+    """What a trajectory's cycles are: the backend and its version (the sim: its model source's digest)."""
+    try:
+        from ptxopt.measure.registry import backend_version, get_backend
+
+        version = backend_version(get_backend(backend))
+    except Exception:  # an unavailable backend: its name alone
+        version = ""
+    return f"{backend}:{version}" if version else backend
+
+
 def make_step(state, action: str, before: float, after: float, *, kernel: str, strategy: str, episode: int,
-              index: int, candidates: dict | None = None, options=None) -> Step:
-    """A :class:`Step` from a search state (observation and mask taken from it)."""
+              index: int, candidates: dict | None = None, options=None, result=None, measured=None) -> Step:
+    """A :class:`Step` from a search state (observation and mask taken from it).
+
+    ``result``: the state's own evaluation (its context is recorded);
+    ``measured``: ``[(move, result), ...]`` for the candidates measured from it
+    (their verdicts and action features are recorded)."""
     r = 0.0 if action == STOP else reward(before, after)
     extra = {}
     if options is not None:
         from ptxopt.toolchain.arch import resolve_arch
 
         extra = dict(backend=options.backend, arch=resolve_arch(state.kernel.ptx, options.arch),
-                     estimate=options.estimate)
+                     estimate=options.estimate, reward_model=_reward_model(options.backend))
+    if result is not None:
+        from .rank_features import state_context
+
+        extra["context"] = {k: _json_number(v) for k, v in state_context(state, result).items()}
+        extra["objective"] = result.objective
+    if measured is not None:
+        from .rank_features import action_features
+
+        extra["verdicts"] = {m.action: ("unmeasured" if res is None else res.equivalence if res.ok else res.status)
+                             for m, res in measured}  # unmeasured: the budget ran out
+        extra["action_features"] = {m.action: [_json_number(x) for x in action_features(state, m.child)]
+                                    for m, _ in measured}
     return Step(kernel=kernel, strategy=strategy, episode=episode, step=index, pipeline=str(state.pipeline),
                 observation=[float(x) for x in state.observation()],
                 action_mask=[int(x) for x in state.action_mask()], action=action, cycles_before=before,
                 cycles_after=after, reward=r, candidates=dict(candidates or {}), **extra)
+
+
+_MODELS: dict[str, str] = {}
+
+
+def _reward_model(backend: str) -> str:
+    if backend not in _MODELS:
+        _MODELS[backend] = reward_model(backend)
+    return _MODELS[backend]
 
 
 def write_jsonl(steps: Iterable[Step], path: str | Path, *, append: bool = False) -> int:

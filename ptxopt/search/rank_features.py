@@ -1,0 +1,119 @@
+"""What a learned ranker sees of a state and of each action out of it.
+
+A ranker scores "how much does appending this pass gain here" for every
+legal action of a state, and only the best-scoring few are measured
+(:mod:`ptxopt.search.guided`). Three kinds of input decide that:
+
+* the state's static PTX features (:meth:`State.observation`: instruction
+  mix, loads/stores, register pressure estimate, active pass families);
+* its *context*, what decides throughput and comes from the state's own
+  evaluation, already paid for: the objective, the performance launch
+  (threads per block, blocks, dynamic shared bytes), ptxas registers and
+  spills, SASS instruction count, and the occupancy that follows from
+  registers and launch (:func:`ptxopt.sim.occupancy.occupancy`) with its
+  limiter.  The sim's bounds and the binding bound are not here: an
+  :class:`~ptxopt.evaluate.EvalResult` does not carry them and recomputing
+  them would cost a model run per state;
+* per-action features of the *child*, which come only from applying the
+  pass (the action mask applies every pass anyway: no ptxas, no sim): how
+  the child's static features differ from the state's.
+
+Everything is plain JSON-able numbers so that trajectories can record it
+(:mod:`ptxopt.search.trajectory`: ``context`` and ``action_features``) and
+old trajectories without it stay usable: a missing value is NaN, which the
+ranker's trees route on their own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: The context slots (:func:`state_context`), in order.
+CONTEXT_NAMES: tuple[str, ...] = (
+    "objective_throughput", "block_threads", "grid_blocks", "dynamic_shared_bytes", "registers",
+    "spill_bytes", "sass_instructions", "occupancy", "blocks_per_sm",
+    "limited_by_warps", "limited_by_blocks", "limited_by_registers", "limited_by_shared",
+)
+
+#: Static features whose change from state to child is an action feature (names of
+#: :data:`ptxopt.analysis.features.FEATURE_NAMES`).
+DELTA_FEATURES: tuple[str, ...] = (
+    "n_instructions", "n_load", "n_store", "n_ld_global", "n_st_global", "n_ld_global_v4", "n_ld_global_v2",
+    "n_ld_shared", "n_barrier", "maxnreg", "ilp", "critical_path_latency_max", "regp_max_live", "regp_total32",
+)
+
+#: The action-feature slots (:func:`action_features`), in order.
+ACTION_FEATURE_NAMES: tuple[str, ...] = ("changed", *(f"delta:{n}" for n in DELTA_FEATURES))
+
+_LIMITERS = ("warps", "blocks", "registers", "shared memory")
+
+
+def _launch_numbers(perf) -> tuple[float, float, float]:
+    if perf is None:
+        return math.nan, math.nan, math.nan
+    block, grid = getattr(perf, "block", None), getattr(perf, "grid", None)
+    threads = float(np.prod(block)) if block else math.nan
+    blocks = float(np.prod(grid)) if grid else math.nan
+    return threads, blocks, float(getattr(perf, "shared_bytes", 0) or 0)
+
+
+def state_context(state, result) -> dict:
+    """The context of ``state`` whose evaluation is ``result`` (an EvalResult, or None: unknown)."""
+    threads, blocks, shared = _launch_numbers(state.binding[0] if state.binding else None)
+    ctx = {n: math.nan for n in CONTEXT_NAMES}
+    ctx.update(block_threads=threads, grid_blocks=blocks, dynamic_shared_bytes=shared)
+    if result is None:
+        return ctx
+    ctx["objective_throughput"] = {"throughput": 1.0, "latency": 0.0}.get(result.objective or "", math.nan)
+    regs = result.registers
+    ctx["registers"] = float(regs) if regs is not None else math.nan
+    if result.spill_store_bytes is not None or result.spill_load_bytes is not None:
+        ctx["spill_bytes"] = float((result.spill_store_bytes or 0) + (result.spill_load_bytes or 0))
+    if result.sass_instructions is not None:
+        ctx["sass_instructions"] = float(result.sass_instructions)
+    if regs and not math.isnan(threads):
+        try:
+            from ptxopt.sim.occupancy import occupancy
+
+            occ = occupancy(result.arch, int(threads), int(regs), int(shared))
+        except (ValueError, KeyError, TypeError):
+            occ = None
+        if occ is not None:
+            ctx["occupancy"] = float(occ.occupancy())
+            ctx["blocks_per_sm"] = float(occ.blocks_per_sm)
+            for lim, name in zip(_LIMITERS, CONTEXT_NAMES[-4:]):
+                ctx[name] = 1.0 if occ.limited_by == lim else 0.0
+    return ctx
+
+
+def _index() -> list[int]:
+    from ptxopt.analysis.features import FEATURE_NAMES
+
+    return [FEATURE_NAMES.index(n) for n in DELTA_FEATURES]
+
+
+def action_features(state, child) -> list[float]:
+    """How applying the action changes the module (``child``: the legal move's state)."""
+    idx = _index()
+    a, b = np.asarray(state.features, dtype=float), np.asarray(child.features, dtype=float)
+    return [1.0, *(float(b[i] - a[i]) for i in idx)]
+
+
+def context_vector(ctx: dict | None) -> np.ndarray:
+    ctx = ctx or {}
+    return np.array([_num(ctx.get(n)) for n in CONTEXT_NAMES], dtype=float)
+
+
+def action_vector(feats) -> np.ndarray:
+    if not feats or len(feats) != len(ACTION_FEATURE_NAMES):
+        return np.full(len(ACTION_FEATURE_NAMES), math.nan)
+    return np.array([_num(x) for x in feats], dtype=float)
+
+
+def _num(x) -> float:
+    try:
+        return math.nan if x is None else float(x)
+    except (TypeError, ValueError):
+        return math.nan
