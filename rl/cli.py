@@ -75,7 +75,8 @@ _NON_NEGATIVE = FiniteFloat(0)
 def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectories, out_dir, loko, bc_epochs,
               label_temperature,
               epochs, group_size, batch_kernels, lr, clip_eps, kl_beta, explore_temperature, exploit_temperature,
-              samples, seed, workers, executor, backend, arch, allow_unchecked, cache_path, objective, json_out, as_json=None):
+              samples, seed, workers, executor, backend, arch, allow_unchecked, cache_path, objective, json_out, as_json=None,
+              l2="cold"):
     """Train the pass-selection policy: BC on greedy trajectories, then GRPO.
 
     Cycles are the sim model's ESTIMATE unless --backend gpu. Outputs go to
@@ -104,7 +105,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
     check_arch(arch)
     cache = cache_path or str(default_cache_path())
     options = EvalOptions(arch=arch, backend=backend, cache=cache, allow_unchecked=allow_unchecked,
-                          objective=objective)
+                          objective=objective, l2=l2)
     if do_eval and not checkpoint:
         _fail("--eval needs --checkpoint PATH")
     try:

@@ -40,7 +40,8 @@ CORPUS_MUTANT_KERNELS = sorted(k.id for k in KERNELS.values() if k.compiler in (
 FAST_PASS_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_4x8x4", "cuda_matmul_tiled_smem", "cuda_softmax_warp",
                      "triton_attention", "triton_cross_entropy")
 FAST_MUTANT_KERNELS = ("gemm_tile_4x4x4", "cuda_reduce_sum_smem", "cuda_histogram_atomic", "triton_cumsum")
-ADVERSARIAL = sorted(Path(__file__).parent.glob("adversarial/*.ptx"))
+ADVERSARIAL_DIR = Path(__file__).parent / "adversarial"
+ADVERSARIAL = sorted(ADVERSARIAL_DIR.glob("*.ptx"))
 
 
 @lru_cache(maxsize=None)
@@ -111,12 +112,24 @@ def _equivalent_mutant(original, mutant, entry: str, reason: str, what: str) -> 
     difference on the manifest's launch. Seen: a mask bit a shifted operand
     never has (``(tid << 1) & 254`` vs ``& 255``) and the "other" value of a
     masked Triton load that is only stored under the same predicate."""
-    from ptxopt.equivalence.interpret import verify
+    from ptxopt.equivalence.interpret import Geometry, verify
 
-    if "SMT solver" not in reason and "run out" not in reason and "whole paths" not in reason:
+    if not any(w in reason for w in ("SMT solver", "run out", "whole paths", "inductive simulation")):
         return False  # (the loop proofs of prove.loops decide exit tests by value: an equivalent bound is proved)
-    spec = KERNELS.get(what.split(" after ")[0])  # ``what``: the corpus id, or "ID after PASS"
-    res = verify(original, mutant, entry, trials=4, spec=spec) if spec is not None else None
+    name = what.split(" after ")[0]  # ``what``: the corpus id or adversarial file, or "NAME after PASS"
+    spec = KERNELS.get(name)
+    if spec is not None:
+        res = verify(original, mutant, entry, trials=4, spec=spec)
+    elif (ADVERSARIAL_DIR / f"{name}.ptx").exists():  # the launch the adversarial file states (// block: ...)
+        # (an unrolled loop's guard mutated so that its fast path never runs is equivalent: the remainder
+        # path is the original loop, one trip at a time; the loop proof proves it and the launch agrees)
+        from test_adversarial import load_spec
+
+        a = load_spec(ADVERSARIAL_DIR / f"{name}.ptx")
+        res = verify(original, mutant, entry, trials=8, geometry=Geometry(grid=a.grid, block=a.block,
+                                                                          shared_bytes=a.shared))
+    else:
+        res = None
     return res is not None and res.status in ("equal", "inconclusive")
 
 

@@ -145,9 +145,11 @@ def test_tune_a_triton_cache_then_apply_exactly_those(tmp_path, monkeypatch):
         assert rep.pipeline == tuned.pipeline, name
         assert tuned.objective == "throughput" and "block " in tuned.launch, name  # the hook's objective
         if tuned.pipeline and not rep.changed:
-            # judged with Triton's own ptxas and flags, the tuned gain can vanish (matmul_f16: maxnreg_64 gives
-            # Triton's machine code): below the minimum gain, Triton's PTX is kept and the report says why
-            assert rep.objective == tuned.objective and "no change worth making" in rep.reason, (name, rep.reason)
+            # judged with Triton's own ptxas and flags, the tuned gain can vanish or turn into a loss
+            # (matmul_f16's maxnreg_64): Triton's PTX is kept and the report says why -- tuning compiles with
+            # ptxopt's ptxas, a disagreement left open
+            assert rep.objective == tuned.objective, name
+            assert "no change worth making" in rep.reason or "estimated slower" in rep.reason, (name, rep.reason)
             assert got[name].asm["ptx"] == plain[name]
         elif tuned.pipeline:
             assert rep.objective == tuned.objective and "as tuned" in rep.why_pipeline, name
