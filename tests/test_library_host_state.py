@@ -236,3 +236,29 @@ def test_a_deadline_inside_another_timer_gives_it_back(host):
                 time.sleep(SLEEP_S)
             pytest.fail("the enclosing limit ran out inside: it rings when the inner one ends")
     assert signal.getsignal(signal.SIGALRM) is not None and host == []
+
+
+def test_a_helper_thread_outliving_the_call_never_puts_back_an_old_environment(monkeypatch):
+    """optimize()'s estimate runs in a ptxopt helper thread and may end after optimize() raised and the
+    host changed its environment: the helper must not restore its stale snapshot (a fake ptxas set by a
+    test came back after the test had removed it, and every later compile crashed)."""
+    import os
+    import threading
+
+    from ptxopt.host_state import preserved
+
+    monkeypatch.setenv("PTXOPT_TEST_HELPER_ENV", "during the call")
+    entered, leave = threading.Event(), threading.Event()
+
+    def helper():
+        with preserved():
+            entered.set()
+            leave.wait(5)
+
+    t = threading.Thread(target=helper, name="ptxopt-estimate_0")
+    t.start()
+    entered.wait(5)
+    monkeypatch.delenv("PTXOPT_TEST_HELPER_ENV")  # the host moves on while the helper still runs
+    leave.set()
+    t.join(5)
+    assert "PTXOPT_TEST_HELPER_ENV" not in os.environ
