@@ -813,14 +813,22 @@ class LaunchFootprint:
         return f"footprint {self.source}: DRAM floor {self.floor_bytes:,} B (distinct sectors read + written){part}"
 
 
+def _dim3(v) -> tuple[int, int, int]:
+    v = tuple(int(x) for x in v)
+    return v + (1,) * (3 - len(v))
+
+
+def _kernel_at(fn, grid, block, scalars: dict | None) -> "_Kernel":
+    """``fn``'s address analysis at one launch (raises :class:`NotAffine`/:class:`Inexact`)."""
+    return _Kernel(fn, _dim3(grid), _dim3(block), scalars or {})
+
+
 def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFootprint:
     """The footprint of ``fn`` (an entry :class:`~ptxopt.ir.Function`) launched on ``grid`` x
     ``block`` with ``scalars`` (parameter name -> value; integer ones matter)."""
-    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
-    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
-    launch = {"grid": list(grid), "block": list(block)}
+    launch = {"grid": list(_dim3(grid)), "block": list(_dim3(block))}
     try:
-        k = _Kernel(fn, grid, block, scalars or {})
+        k = _kernel_at(fn, grid, block, scalars)
         accs = k.accesses()
     except (NotAffine, Inexact, RecursionError) as e:
         return LaunchFootprint((), "unknown", None, (f"analysis failed: {e}",), launch)
@@ -829,8 +837,6 @@ def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFoot
     bufs = []
     for name in params:
         mine = [a for a in accs if a.buffer == name]
-        if not mine and not unknown_any:
-            continue
         if not mine:
             continue
         try:
@@ -921,16 +927,20 @@ def footprint_for_launch(module, entry: str | None, launch, counts_bytes: int | 
 __all__ += ["footprint_for_launch"]
 
 
-def uniform_trips(fn, grid, block, scalars: dict | None = None) -> dict[int, int]:
+def trips_and_branches(fn, grid, block, scalars: dict | None = None) -> tuple[dict[int, int], dict[int, bool]]:
+    """What one analysis of the launch decides for the arithmetic floor: the loops' trips
+    (:func:`_uniform_trips`) and the branches every thread takes the same way (:func:`_decided_branches`)."""
+    try:
+        k = _kernel_at(fn, grid, block, scalars)
+    except (NotAffine, Inexact, RecursionError):
+        return {}, {}
+    return _uniform_trips(k), _decided_branches(k)
+
+
+def _uniform_trips(k: "_Kernel") -> dict[int, int]:
     """Per loop header (block index) whose exit test depends on no thread or block index: how many
     times the loop's counter takes a value per entry at this launch (at least the body's iterations
     plus one; the header-test form runs its body one time fewer)."""
-    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
-    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
-    try:
-        k = _Kernel(fn, grid, block, scalars or {})
-    except (NotAffine, Inexact, RecursionError):
-        return {}
     out = {}
     for li, lp in enumerate(k.info.loops):
         var = k.kvar(li)
@@ -940,15 +950,9 @@ def uniform_trips(fn, grid, block, scalars: dict | None = None) -> dict[int, int
     return out
 
 
-def decided_branches(fn, grid, block, scalars: dict | None = None) -> dict[int, bool]:
+def _decided_branches(k: "_Kernel") -> dict[int, bool]:
     """Per block (index) ending in a conditional branch that this launch decides for every thread (a
     test of scalars and launch sizes only, ``K > 0``): whether it is taken."""
-    grid = tuple(int(v) for v in grid) + (1,) * (3 - len(tuple(grid)))
-    block = tuple(int(v) for v in block) + (1,) * (3 - len(tuple(block)))
-    try:
-        k = _Kernel(fn, grid, block, scalars or {})
-    except (NotAffine, Inexact, RecursionError):
-        return {}
     out = {}
     for b in k.cfg.blocks:
         term = b.instructions[-1] if b.instructions else None
@@ -964,4 +968,4 @@ def decided_branches(fn, grid, block, scalars: dict | None = None) -> dict[int, 
     return out
 
 
-__all__ += ["uniform_trips", "decided_branches"]
+__all__ += ["trips_and_branches"]

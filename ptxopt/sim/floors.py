@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt.analysis.global_footprint import decided_branches, footprint_for_launch, uniform_trips
+from ptxopt.analysis.global_footprint import footprint_for_launch, trips_and_branches
 from ptxopt.analysis.loops import loops_of
 
 from .device import Device
@@ -87,8 +87,7 @@ def launch_floors(module, entry: str | None, launch, device: Device) -> Floors:
     threads = _prod(launch.grid) * _prod(launch.block)
     warps = _prod(launch.grid) * -(-_prod(launch.block) // 32)
     sc = dict(launch.scalars or {})
-    per_thread, per_warp = _work(fn, uniform_trips(fn, launch.grid, launch.block, sc),
-                                 decided_branches(fn, launch.grid, launch.block, sc))
+    per_thread, per_warp = _work(fn, *trips_and_branches(fn, launch.grid, launch.block, sc))
     work, arith = {}, {}
     lanes = FP32_LANES.get(device.arch, 128)
     for cls, n in per_thread.items():
@@ -147,7 +146,7 @@ def _always(cfg, decided: dict) -> set:
 def _work(fn, trips: dict, decided: dict | None = None) -> tuple[dict, dict]:
     """(per-thread FP32/FP16 operations, per-warp tensor operations by precision) that every thread
     runs: blocks on every path to the exit, times the trips of the loops around them (``trips``: per
-    loop header, the counter's values at this launch, :func:`uniform_trips`; else a constant trip)."""
+    loop header, the counter's values at this launch, :func:`~ptxopt.analysis.global_footprint.trips_and_branches`; else a constant trip)."""
     cfg, info = loops_of(fn)
     always = _always(cfg, decided or {})
     per_thread: dict = {}
