@@ -71,6 +71,15 @@ H100_TENSOR = ("https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-
                "whitepaper); per SM per cycle: 2x the A100 SM clock for clock = 4,096 FP16 FLOP/clk/SM "
                "(1,000e12 / (132 x 4,096) = 1.85 GHz, the tensor boost the table assumes), TF32 2,048, FP8 and "
                "INT8 8,192.  At the table's 1,980 MHz this is a higher peak than the vendor's: a lower time bound")
+GTC25_INFLIGHT = ("NVIDIA GTC'25 session S72683 'CUDA Techniques to Maximize Memory Bandwidth and Hide Latency' "
+                  "(https://www.nvidia.com/en-us/on-demand/session/gtc25-s72683/), as noted in "
+                  "https://shreyansh26.github.io/post/2025-03-23_gtc25-maximize-memory-bandwidth-part-1: bytes in "
+                  "flight per SM required to saturate DRAM bandwidth: Hopper > 32 KiB, Blackwell > 40 KiB")
+ACCEL_SIM_MSHR = ("educated estimate (an assumption): the L1 data cache's MSHR entries in Accel-Sim's tested configurations x one 32 B "
+                  "sector per entry (gpgpu-sim keys a sector cache's MSHR by 32-byte sector: mshr_addr masks "
+                  "m_atom_sz = SECTOR_SIZE); a simulator parameter its authors correlated against hardware, not "
+                  "a hardware measurement and not an NVIDIA figure; "
+                  "https://github.com/accel-sim/gpgpu-sim_distribution, configs/tested-cfgs/")
 ISSUE = "each of the 4 SM sub-partitions' warp schedulers issues one warp instruction per cycle (tuning guides)"
 LATENCY_TABLE = "ptxopt/sim/latency.py (gpu-benches pointer-chase latencies, cited there)"
 
@@ -90,6 +99,12 @@ class Device:
     l2_bytes_per_cycle: float  # L2 -> SM bandwidth per SM
     l1_bytes_per_cycle: float = 128.0  # L1/shared bandwidth per SM (the LSU data path)
     lsu_instructions_per_cycle: float = 1.0  # memory warp instructions the LSU pipe accepts per SM cycle
+    #: bytes of global-load misses one SM can have outstanding (the bytes-in-flight bound's cap,
+    #: ptxopt.sim.inflight); 0: no cap
+    inflight_cap_bytes_per_sm: float = 0.0
+    #: bytes in flight per SM the vendor measured as needed to saturate DRAM (information for explain;
+    #: None: no figure found)
+    saturating_inflight_bytes_per_sm: float | None = None
     #: dense tensor-core operations per SM per cycle by input precision (ptxopt.sim.tensor.PRECISIONS);
     #: a precision not listed has no tensor bound on this device
     tensor_flops_per_cycle: Mapping[str, float] = field(default_factory=dict, compare=False)
@@ -148,12 +163,17 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": "educated estimate: 32 B (one sector) per SM per cycle; no L4 measurement found",
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "inflight_cap_bytes_per_sm": ACCEL_SIM_MSHR + "SM89_RTX4060_LAPTOP (an Ada part, a community "
+                                         "configuration; no L4 configuration): -gpgpu_cache:dl1 ...,A:384:48 -> "
+                                         "384 x 32 B = 12,288 B",
+            "saturating_inflight_bytes_per_sm": "no figure found for Ada",
             "tensor_flops_per_cycle": L4_TENSOR,
             "limits": f"{ADA_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE,
         },
-        estimated=("l2_bytes_per_cycle",),
+        inflight_cap_bytes_per_sm=384 * 32,
+        estimated=("l2_bytes_per_cycle", "inflight_cap_bytes_per_sm"),
     ),
     "H100-SXM": Device(
         "H100-SXM", "sm_90", sms=132, clock_mhz=1980, base_clock_mhz=1590, dram_gbps=3350, l2_bytes=50 * MB,
@@ -169,12 +189,16 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": "educated estimate: the A100's per-SM L2 read bandwidth (5,120 B/clk / 108 SMs)",
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "inflight_cap_bytes_per_sm": ACCEL_SIM_MSHR + "SM90_H100: -gpgpu_cache:dl1 ...,A:512:64 -> "
+                                         "512 x 32 B = 16,384 B",
+            "saturating_inflight_bytes_per_sm": GTC25_INFLIGHT + " (measured by NVIDIA; 32 KiB is the lower end)",
             "tensor_flops_per_cycle": H100_TENSOR,
             "limits": f"{HOPPER_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE + " (H100 PCIe figures)",
         },
-        estimated=("l2_bytes_per_cycle", "base_clock_mhz"),
+        inflight_cap_bytes_per_sm=512 * 32, saturating_inflight_bytes_per_sm=32 * KB,
+        estimated=("l2_bytes_per_cycle", "base_clock_mhz", "inflight_cap_bytes_per_sm"),
     ),
     "A100-SXM4-80GB": Device(
         "A100-SXM4-80GB", "sm_80", sms=108, clock_mhz=1410, base_clock_mhz=1275, dram_gbps=2039,
@@ -190,12 +214,16 @@ DEVICES: dict[str, Device] = {
             "l2_bytes_per_cycle": A100_WHITEPAPER,
             "l1_bytes_per_cycle": L1_WHITEPAPERS,
             "lsu_instructions_per_cycle": LSU_FORUM,
+            "inflight_cap_bytes_per_sm": ACCEL_SIM_MSHR + "SM80_A100: -gpgpu_cache:dl1 ...,A:512:64 -> "
+                                         "512 x 32 B = 16,384 B",
+            "saturating_inflight_bytes_per_sm": "no figure found for Ampere",
             "tensor_flops_per_cycle": A100_TENSOR,
             "limits": f"{AMPERE_TUNING}; {PROGRAMMING_GUIDE}",
             "issue": ISSUE,
             "latencies": LATENCY_TABLE,
         },
-        estimated=("base_clock_mhz",),
+        inflight_cap_bytes_per_sm=512 * 32,
+        estimated=("base_clock_mhz", "inflight_cap_bytes_per_sm"),
     ),
 }
 

@@ -224,6 +224,7 @@ from .decode import (
     Program,
     decode,
 )
+from .inflight import DepthTracker
 from .latency import ArchLatencies, latencies_for, war_latency
 from .regbank import bank_reads, read_cycles
 from .tensor import PRECISIONS, tensor_work
@@ -305,6 +306,10 @@ class SimResult:
     l2_bytes: int = 0  # bytes one thread moved to/from L2 (L1 misses, bypassing loads, global stores)
     memory_instructions: int = 0  # LD/ST/atomics the warp issued (the LSU pipe's work)
     shared_bytes: int = 0  # static shared memory per block (ptxas)
+    #: bytes one thread has in flight at its first waits on global-load misses (ptxopt.sim.inflight)
+    inflight_bytes: float = 0.0
+    #: sum over one thread's global-load misses of bytes x the latency of the level that served them
+    miss_latency_bytes: float = 0.0
     #: tensor-core operations the warp issued, by input precision (ptxopt.sim.tensor); the throughput
     #: model's compute roofline
     tensor_flops: Mapping[str, float] = field(default_factory=dict)
@@ -347,6 +352,7 @@ class SimResult:
             "bandwidth_bound_cycles": self.bandwidth_bound_cycles, "bound": self.bound,
             "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes,
             "memory_instructions": self.memory_instructions, "shared_bytes": self.shared_bytes,
+            "inflight_bytes": self.inflight_bytes, "miss_latency_bytes": self.miss_latency_bytes,
             "tensor_flops": dict(self.tensor_flops),
             "expected_error": self.expected_error, "expected_error_basis": self.expected_error_basis,
             "cycles_error": self.error_text,
@@ -510,6 +516,8 @@ def simulate(listing: SassListing | Program,
         l2_bytes=walk.l2_bytes,
         memory_instructions=walk.memory_instructions,
         shared_bytes=(res.shared_bytes or 0) if res else 0,
+        inflight_bytes=walk.depth.depth,
+        miss_latency_bytes=walk.depth.area,
         tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v},
         expected_error=EXPECTED_ERROR,
         expected_error_basis=EXPECTED_ERROR_BASIS if resident <= 1 else EXPECTED_ERROR_BASIS + MULTI_WARP_CAVEAT,
@@ -603,7 +611,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
     dev = device_for(arch)
     facts = KernelFacts(walk.end_time, walk.steps, walk.memory_instructions, walk.l1_bytes, walk.l2_bytes,
                         res.registers, res.shared_bytes or 0,
-                        tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v})
+                        tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v},
+                        inflight_bytes=walk.depth.depth, miss_latency_bytes=walk.depth.area)
     e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint, blocks=blocks, dram_floor=dram_floor,
                  l2=l2)
     occ, w = e.occupancy, e.wave_bounds
@@ -785,6 +794,7 @@ class _Walk:
         self.l1_bytes = 0  # bytes this thread moved through L1/shared (every LD/ST it issued)
         self.l2_bytes = 0  # bytes it moved between L1 and L2 (L1 misses, bypassing loads, global stores)
         self.memory_instructions = 0  # LD/ST/atomics issued (global, local, shared): the LSU pipe's work
+        self.depth = DepthTracker()  # global-load misses: bytes x latency, bytes in flight at first waits
 
     # -- branch decisions ----------------------------------------------------
     def _note_fallback(self, pc: int, backward: bool) -> None:
@@ -926,6 +936,8 @@ class _Walk:
         l1_acc = 0
         l2_acc = 0
         mem_n = 0
+        depth = self.depth
+        dbar = depth.by_bar
 
         while True:
             if pc >= n:
@@ -943,6 +955,8 @@ class _Walk:
             if w:
                 cause = None
                 for b in w:
+                    if dbar[b]:
+                        depth.wait(b, ready)
                     lst = pending[b]
                     if lst:
                         for e in lst:
@@ -970,7 +984,11 @@ class _Walk:
                     if explain:
                         waited = (waited or ()) + (f"DEPBAR SB{sb}<={keep} <-#{e[2]} @{t:g}",)
                 lst[:] = [e for e in live if e[0] > t]
+                if dbar[sb]:
+                    depth.wait(sb, before, t)
                 for b in extra:
+                    if dbar[b]:
+                        depth.wait(b, before)
                     for e in pending[b]:
                         if e[0] > t:
                             t = e[0]
@@ -1003,6 +1021,8 @@ class _Walk:
                     if a is None:
                         release, src = t + first, K_GLOBAL
                         l2_acc += 4
+                        if m != M_LDGSTS:
+                            depth.issue(steps, wb, 4, t, release)
                     else:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
@@ -1034,6 +1054,8 @@ class _Walk:
                                 release = f
                         if owed and size > credit:
                             l2_acc += size - credit
+                            if m != M_LDGSTS:
+                                depth.issue(steps, wb, size - credit, t, release)
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
@@ -1054,6 +1076,8 @@ class _Walk:
                                     r2 = in_l2[(rk, s)] = t + first
                                 if r2 > release:
                                     release = r2
+                    if m != M_LDGSTS_L2:
+                        depth.issue(steps, wb, a[2] if a is not None else 4, t, release)
                     if m == M_LDGSTS_L2:
                         if release > group_release:
                             group_release = release
@@ -1141,7 +1165,8 @@ class _Walk:
                         st = self.loop_state[pc]
                         j = st[0]
                         if j == STEADY_WARMUP:
-                            snap[pc] = (ready, steps, l1_acc, l2_acc, mem_n, dict(waits), list(tflops))
+                            snap[pc] = (ready, steps, l1_acc, l2_acc, mem_n, dict(waits), list(tflops),
+                                        depth.snapshot())
                         elif j == STEADY_WARMUP + STEADY_MEASURE and pc in snap and \
                                 (left := self._iterations_left(pc, conditional[pc], j)) > 0:
                             s0 = snap.pop(pc)
@@ -1165,6 +1190,7 @@ class _Walk:
                                 waits[key] = v + (v - s0[5].get(key, 0.0)) * f
                             for i, v in enumerate(s0[6]):
                                 tflops[i] += (tflops[i] - v) * f
+                            depth.extrapolate(s0[7], f, delta)
                             st[0] += left
                             self.extrapolated += left
                             branch += f" (+{left} iterations extrapolated)"

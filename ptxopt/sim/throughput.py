@@ -24,6 +24,9 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
       L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
       L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
+      bytes in flight  Little's law: n x threads/block x (misses' bytes x latency) /
+                    min(their bytes in flight at first waits, the device's per-SM cap)
+                    (ptxopt.sim.inflight; reported never below the L2/DRAM bounds)
     launch          sum over the waves, and at least
       DRAM bandwidth  DRAM bytes / (SMs x DRAM bytes per SM cycle)  (roofline)
 
@@ -70,6 +73,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from . import inflight
 from .device import Device
 from .occupancy import occupancy as _occupancy
 
@@ -79,8 +83,10 @@ ASSUMED_WAVES = 4
 #: L2 residency at the start of a throughput launch (module doc); the first is the default.
 L2_STATES = ("cold", "warm")
 DEFAULT_L2 = "cold"
-#: Order of the bounds; ties go to the first.
-BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
+#: Order of the bounds; ties go to the first ("bytes in flight" is last: at a tie the floor it never
+#: goes below is named).
+BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth",
+               "bytes in flight")
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,8 @@ class KernelFacts:
     expected_error: float = 0.0  # the single-warp estimate's calibrated error
     expected_error_basis: str = ""
     tensor_flops: dict = field(default_factory=dict)  # tensor-core operations per warp, by input precision
+    inflight_bytes: float = 0.0  # bytes one thread has in flight at its first waits (ptxopt.sim.inflight)
+    miss_latency_bytes: float = 0.0  # one thread's global-load misses: sum of bytes x their level's latency
 
     @classmethod
     def of(cls, obj) -> "KernelFacts":
@@ -108,7 +116,8 @@ class KernelFacts:
                    int(get("memory_instructions", 0) or 0), int(get("l1_bytes", 0) or 0),
                    int(get("l2_bytes", 0) or 0), get("registers"), int(get("shared_bytes", 0) or 0),
                    float(get("expected_error", 0.0) or 0.0), str(get("expected_error_basis", "") or ""),
-                   {str(k): float(v) for k, v in dict(get("tensor_flops", None) or {}).items()})
+                   {str(k): float(v) for k, v in dict(get("tensor_flops", None) or {}).items()},
+                   float(get("inflight_bytes", 0.0) or 0.0), float(get("miss_latency_bytes", 0.0) or 0.0))
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -342,6 +351,7 @@ def _wave(n: int, facts, warps_per_block: int, threads: int, device: Device) -> 
         "LSU issue": warps * facts.memory_instructions / device.lsu_instructions_per_cycle,
         "L1 bandwidth": n * threads * facts.l1_bytes / device.l1_bytes_per_cycle,
         "L2 bandwidth": n * threads * facts.l2_bytes / device.l2_bytes_per_cycle,
+        "bytes in flight": inflight.wave_cycles(n * threads, facts, device),  # Little's law
     }
 
 
@@ -373,7 +383,7 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
     full, tail = divmod(per_sm, fits)
     waves_here = [fits] * full + ([tail] if tail else [])
     per_wave = [_wave(n, facts, occ.warps_per_block, threads, device) for n in waves_here]
-    bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES[:-1]}
+    bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES if k != "DRAM bandwidth"}
     sm_cycles = sum(max(w.values()) for w in per_wave)
     # roofline: the launch's distinct bytes (a lower bound on what DRAM must move) over the device's
     # bandwidth.  Per-thread traffic is no substitute: it counts data shared between threads once per
@@ -400,6 +410,11 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
         applied = None
     dram = _apply_dram_floor(applied, bounds, device, notes, dram)
     cycles = max(sm_cycles, bounds["DRAM bandwidth"])
+    # bytes in flight: never below the bandwidth floors of the bytes it moves (ptxopt.sim.inflight)
+    bounds = {k: bounds[k] for k in BOUND_NAMES}
+    bounds["bytes in flight"] = max(bounds["bytes in flight"], bounds["L2 bandwidth"], bounds["DRAM bandwidth"])
+    notes.extend(filter(None, [inflight.note(waves_here[0] * threads, waves_here[0] * occ.warps_per_block,
+                                             facts, device)]))
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
     resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
     return Estimate(
