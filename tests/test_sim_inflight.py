@@ -214,3 +214,21 @@ def test_passes_that_leave_loads_alone_leave_bytes_in_flight_alone(name):
         assert out != ptx  # the pass changed the stores
         a, b = walk(ptx), walk(out)
         assert (a.inflight_bytes, a.miss_latency_bytes) == (b.inflight_bytes, b.miss_latency_bytes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["prefetch_L1"])
+def test_a_prefetch_moves_bytes_in_flight_earlier_never_removes_them(name):
+    """A prefetch's fill is a transfer with the latency of its level, like the miss it replaces: the
+    bytes x latency of the walk's misses do not fall, and the bytes stay in flight (a prefetch adds
+    bytes in flight; it never takes the loads it serves out of the bound)."""
+    from ptxopt.emit import emit
+    from ptxopt.parser import parse
+    from ptxopt.passmanager import PassManager
+
+    for ptx in (INDEPENDENT, LOOP):
+        out = emit(PassManager(name).run(parse(ptx, "k")).module)
+        assert out != ptx
+        a, b = walk(ptx), walk(out)
+        assert b.miss_latency_bytes >= a.miss_latency_bytes > 0
+        assert b.inflight_bytes > 0

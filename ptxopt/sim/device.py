@@ -15,6 +15,13 @@ says so.  Clocks: ``clock_mhz`` is the maximum boost clock (the clock the
 per-cycle figures and the cycle -> second conversion assume; a part running
 below it takes more seconds for the same cycles), ``base_clock_mhz`` the base.
 
+``inflight_cap_bytes_per_sm`` caps the bytes of global-load misses one SM has in
+flight (the bytes-in-flight bound, :mod:`ptxopt.sim.inflight`): no vendor gives it,
+so it is an assumption taken from Accel-Sim's tested configurations and marked
+estimated.  ``saturating_inflight_bytes_per_sm`` is what the vendor measured as
+needed to saturate DRAM (Hopper: more than 32 KiB per SM, NVIDIA GTC'25), printed
+by ``explain`` next to bandwidth x the unloaded latency (the bound's own figure).
+
 ``tensor_flops_per_cycle`` is the dense tensor-core peak per SM per cycle by
 input precision (vendor TFLOPS / SMs / the clock the vendor figure assumes);
 the throughput model's tensor bound (:mod:`ptxopt.sim.tensor`) divides the

@@ -25,7 +25,10 @@ What the single-warp walk measures (:class:`DepthTracker`, per thread):
   misses take no sample.  One load then its use: d = its bytes; four independent
   loads then the first use: d = four loads' bytes (the others are seen at that
   wait); a load of iteration i+1 issued before the use of iteration i: d = two
-  loads.  The per-thread depth is the byte-weighted harmonic mean
+  loads.  A prefetch's fill is a miss nothing waits on: its bytes x latency count
+  in ``area`` (the load it serves pays only what the fill did not bring: a
+  prefetch moves bytes earlier, never removes them) and its bytes count in the
+  depth of the waits it is in flight at.  The per-thread depth is the byte-weighted harmonic mean
   ``sum(c) / sum(c / d)`` -- the one that makes ``area / depth`` the walk's own
   exposed round trips.
 
@@ -55,7 +58,7 @@ _KEEP = 512
 class DepthTracker:
     """The walk's record of global-load misses: latency x bytes, and the bytes in flight at first waits."""
 
-    __slots__ = ("out", "by_bar", "sampled", "weight", "area")
+    __slots__ = ("out", "by_bar", "sampled", "weight", "area", "fills", "peak")
 
     def __init__(self, barriers: int = 8):
         self.out: dict[int, list] = {}  # step -> [bytes, release, seen by a wait]
@@ -63,18 +66,36 @@ class DepthTracker:
         self.sampled = 0.0  # sum of c: bytes seen at first waits
         self.weight = 0.0  # sum of c / d
         self.area = 0.0  # sum of bytes x latency of the level that served them (byte-cycles)
+        self.fills: dict = {}  # sector key -> step of the prefetch fill that will serve it
+        self.peak = 0.0  # most bytes in flight at one issue (the depth when no wait ever sampled one)
 
-    def issue(self, step: int, barrier: int, nbytes: float, t: float, release: float) -> None:
-        """A miss of ``nbytes`` (per thread) issued at ``t``, its data in at ``release``, on ``barrier``."""
+    def issue(self, step: int, barrier: int, nbytes: float, t: float, release: float, key=None) -> None:
+        """A miss of ``nbytes`` (per thread) issued at ``t``, its data in at ``release``, on ``barrier``
+        (-1: nothing waits on it yet, e.g. a prefetch's fill of sector ``key``: a load that finds it
+        :meth:`claim` s it)."""
         if nbytes <= 0:
             return
         self.area += nbytes * (release - t)
-        if barrier < 0:
-            return
         self.out[step] = [nbytes, release, False]
+        if barrier >= 0:
+            self.by_bar[barrier].append(step)
+        if key is not None:
+            self.fills[key] = step
+        if not self.weight:  # only needed while no wait has sampled a depth
+            inflight = sum(e[0] for e in self.out.values() if e[1] > t)
+            if inflight > self.peak:
+                self.peak = inflight
+
+    def claim(self, key, step: int, barrier: int) -> None:
+        """A load at ``step`` (on ``barrier``) finds sector ``key`` filled by a prefetch: the fill's
+        bytes are this load's transfer, and its wait is the first wait on them."""
+        s = self.fills.pop(key, None)
+        if s is None or s not in self.out or barrier < 0:
+            return
+        self.out[step] = self.out.pop(s)
         self.by_bar[barrier].append(step)
         if len(self.out) > _KEEP:
-            for s in sorted(self.out)[: len(self.out) - _KEEP]:
+            for s in sorted(self.out)[: len(self.out) - _KEEP // 2]:
                 del self.out[s]
 
     def wait(self, barrier: int, t: float, upto: float | None = None) -> None:
@@ -107,6 +128,9 @@ class DepthTracker:
         if d > 0 and c > 0:
             self.sampled += c
             self.weight += c / d
+        waited = {s for steps in self.by_bar for s in steps}
+        for s in [s for s, e in self.out.items() if e[1] <= t and s not in waited]:
+            del self.out[s]  # arrived and nothing waits on it: no longer in flight
 
     # -- steady-state loops: the walk extrapolates measured iterations ----------------------------
     def snapshot(self) -> tuple[float, float, float]:
@@ -122,8 +146,9 @@ class DepthTracker:
 
     @property
     def depth(self) -> float:
-        """Bytes one thread has in flight at its first waits (byte-weighted harmonic mean; 0: none)."""
-        return self.sampled / self.weight if self.weight else 0.0
+        """Bytes one thread has in flight at its first waits (byte-weighted harmonic mean); when no
+        wait sampled one (misses nothing waited on), the most bytes in flight at once; 0: no miss."""
+        return self.sampled / self.weight if self.weight else self.peak
 
 
 def per_sm_bytes(threads: int, facts, device) -> tuple[float, bool]:

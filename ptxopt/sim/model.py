@@ -154,8 +154,11 @@ Limits, stated plainly: every warp is assumed to take the walked warp's path
 and to be fully populated (32 active lanes, except blocks under 32 threads),
 its lanes' accesses coalesced and disjoint (no reuse between lanes or warps:
 traffic is an upper bound; broadcast loads are over-counted); no cache
-capacity or conflict misses in L1 (shared by all resident warps), no MSHR or
-LSU queue limits, no launch overhead, no
+capacity or conflict misses in L1 (shared by all resident warps), no LSU queue
+limits (outstanding misses: only the per-SM cap of the bytes-in-flight bound,
+:mod:`ptxopt.sim.inflight`, which the walk feeds with the bytes of its global-load
+misses x their latency and the bytes in flight at its first waits on them), no
+launch overhead, no
 barrier waits between warps of a block, perfect overlap of latency and
 throughput (real kernels sit somewhat above ``max``).  None of the many-warp
 figures is calibrated against hardware (the published calibration is
@@ -1050,6 +1053,8 @@ class _Walk:
                                 if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
                                     owed = True
                                     credit += c
+                                    if m != M_LDGSTS:
+                                        depth.claim(key, steps, wb)  # its wait waits on the fill
                             if f > release:
                                 release = f
                         if owed and size > credit:
@@ -1107,6 +1112,7 @@ class _Walk:
                                 fill[key] = f
                                 prefetched[key] = pf_share
                                 l2_acc += pf_share
+                                depth.issue(steps, -1, pf_share, t, f, key)
                 elif m == M_INVALIDATE_L1:
                     fill.clear()
                     prefetched.clear()
