@@ -115,7 +115,7 @@ class DepthTracker:
         if any(not out[s][2] for s in done):
             self._sample(set(done), t)
         for s in done:
-            del out[s]
+            out.pop(s, None)  # _sample may have dropped it already (arrived, no longer waited on)
 
     def _sample(self, done: set, t: float) -> None:
         d = c = 0.0
