@@ -200,6 +200,8 @@ def test_loop_bytes_in_flight_per_trip_times_trips():
     assert per_trip > 0
     assert r[2].miss_latency_bytes - r[1].miss_latency_bytes == pytest.approx(8 * per_trip)
     assert r[0].inflight_bytes == r[1].inflight_bytes == r[2].inflight_bytes > 0
+    full = walk(LOOP, loop_trips=24, steady_state=False)  # steady-state extrapolation = the full replay
+    assert (full.inflight_bytes, full.miss_latency_bytes) == (r[2].inflight_bytes, r[2].miss_latency_bytes)
 
 
 @pytest.mark.slow
