@@ -234,3 +234,14 @@ def test_a_prefetch_moves_bytes_in_flight_earlier_never_removes_them(name):
         a, b = walk(ptx), walk(out)
         assert b.miss_latency_bytes >= a.miss_latency_bytes > 0
         assert b.inflight_bytes > 0
+
+
+def test_tracker_one_load_is_one_entry_whatever_its_parts():
+    t = DepthTracker()
+    t.issue(0, -1, 4, 0, 500, key=("a", 0))  # a prefetch's fill of sector a:0
+    t.claim(("a", 0), 5, 2)  # the load of step 5 finds it ...
+    t.issue(5, 2, 12, 5, 505)  # ... and owes the 12 bytes beyond the prefetch's share
+    t.issue(6, 2, 16, 6, 506)
+    assert t.by_bar[2] == [5, 6] and t.out[5][0] == 16
+    t.wait(2, 7)
+    assert t.depth == 32 and t.area == 4 * 500 + 12 * 500 + 16 * 500

@@ -76,9 +76,7 @@ class DepthTracker:
         if nbytes <= 0:
             return
         self.area += nbytes * (release - t)
-        self.out[step] = [nbytes, release, False]
-        if barrier >= 0:
-            self.by_bar[barrier].append(step)
+        self._add(step, barrier, [nbytes, release, False])
         if key is not None:
             self.fills[key] = step
         if not self.weight:  # only needed while no wait has sampled a depth
@@ -92,8 +90,20 @@ class DepthTracker:
         s = self.fills.pop(key, None)
         if s is None or s not in self.out or barrier < 0:
             return
-        self.out[step] = self.out.pop(s)
-        self.by_bar[barrier].append(step)
+        self._add(step, barrier, self.out.pop(s))
+
+    def _add(self, step: int, barrier: int, entry: list) -> None:
+        """Record ``entry`` as the miss of ``step``; a second part of one load (another sector, the
+        bytes beyond a prefetch's share) joins the first: one wait, one entry."""
+        e = self.out.get(step)
+        if e is not None:
+            e[0] += entry[0]
+            e[1] = max(e[1], entry[1])
+            e[2] = e[2] and entry[2]
+            return
+        self.out[step] = entry
+        if barrier >= 0:
+            self.by_bar[barrier].append(step)
         if len(self.out) > _KEEP:
             for s in sorted(self.out)[: len(self.out) - _KEEP // 2]:
                 del self.out[s]
