@@ -334,6 +334,27 @@ def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
     return _enumerate([form], [cons], rng, acc.width)
 
 
+def upper_bound(acc: Access, ranges: dict) -> tuple[int, int]:
+    """(bytes, sectors) the access touches AT MOST: counted with its constraints where that is decided,
+    else without them, else the smaller of its address interval and one ``width`` per point of the
+    launch (every execution a distinct address).  Always a superset count, never exact."""
+    for cons in (acc.constraints, ()):
+        try:
+            return count_access(Access(acc.iid, acc.buffer, acc.kind, acc.form, acc.width, tuple(cons)), ranges)
+        except Inexact:
+            continue
+    form = Form.of(acc.form.coefs, acc.form.const)
+    rng = {v: ranges[v] for v, _ in form.terms}
+    lo, hi = bounds(form, rng)
+    points = math.prod(rng.values()) if rng else 1
+    w = acc.width
+    aligned = w and SECTOR % w == 0 and form.const % w == 0 and all(c % w == 0 for _, c in form.terms)
+    per = 1 if aligned else -(-(w - 1) // SECTOR) + 1  # sectors one execution may touch
+    nbytes = min(hi - lo + w, points * w)
+    nsect = min((hi + w - 1) // SECTOR - lo // SECTOR + 1, points * per)
+    return nbytes, nsect
+
+
 def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int, int]:
     """Exact (bytes, sectors) of the union of several accesses by listing every point (small launches)."""
     vs = sorted({v for f, cs in zip(forms, conses) for g in [f] + list(cs) for v, _ in g.terms})
@@ -590,4 +611,4 @@ def _stepped(accs: list, ranges: dict):
 
 
 __all__ = ["SECTOR", "NotAffine", "Inexact", "Form", "Access", "NotEqual", "AfterEntry", "bounds", "count_access",
-           "count_union", "sum_counts"]
+           "count_union", "sum_counts", "upper_bound"]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptxopt.analysis.affine_count import (SECTOR, Access, Form, Inexact, NotAffine, bounds, count_access, AfterEntry, NotEqual,
-                                          sum_counts, count_union)
+                                          sum_counts, count_union, upper_bound)
 from ptxopt.analysis.cfg import dominates
 from ptxopt.analysis.defuse import reaching_definitions
 from ptxopt.analysis.loops import loops_of
@@ -56,6 +56,7 @@ _SPECIAL = {"%tid": "tid", "%ctaid": "ctaid"}
 _DIMS = {"x": 0, "y": 1, "z": 2}
 _INT = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "b8", "b16", "b32", "b64"}
 _PTR_PARAM = {"u64", "b64", "s64"}
+_NARROW = {"u8": (0, 255), "u16": (0, 65535), "s8": (-128, 127), "s16": (-32768, 32767)}
 _WIDTH = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 
@@ -80,10 +81,10 @@ class _Kernel:
         for li, lp in enumerate(self.info.loops):
             for i in lp.iids:
                 self.loop_of_iid.setdefault(i, []).append(li)
-        self.ivs: dict[str, tuple[int, object]] = {}  # reg -> (loop index, InductionVar)
+        self.ivs: dict[str, list] = {}  # reg -> [(loop index, InductionVar)]: a register may count in several loops
         for li, lp in enumerate(self.info.loops):
             for iv in lp.ivs:
-                self.ivs.setdefault(iv.reg, (li, iv))
+                self.ivs.setdefault(iv.reg, []).append((li, iv))
         self.ranges: dict[str, int] = {}
         for d, name in enumerate("xyz"):
             self.ranges[f"tid.{name}"] = self.block[d] if d < len(self.block) else 1
@@ -94,6 +95,8 @@ class _Kernel:
         self._busy: set = set()
         self._probe: dict = {}  # register -> the symbol its header value stands for while its update is read
         self._chains: dict = {}  # header symbol -> (start, step, loop index)
+        self.cases: dict = {}  # case variable -> (alternatives ((form, constraints), ...), why not exact)
+        self.free: dict = {}  # variable known only by its range (and loop counters bounded through one) -> why
         for li in sorted(range(len(self.info.loops)), key=lambda i: self.info.loops[i].depth):
             self._loop_range(li)
 
@@ -121,16 +124,23 @@ class _Kernel:
                 return Form(const=self.ranges[f"tid.{dim}"])
             if head == "%nctaid" and dim in _DIMS:
                 return Form(const=self.ranges[f"ctaid.{dim}"])
-        if name in self.ivs and at in set(self.info.loops[self.ivs[name][0]].iids):
-            return self._iv(name, at)
+        mine = [(li, iv) for li, iv in self.ivs.get(name, ()) if at in self.info.loops[li].iids]
+        if mine:
+            return self._iv(name, at, *max(mine, key=lambda x: self.info.loops[x[0]].depth))
         sites = self.defs.get(name, [])
         if len(sites) > 1:
             sites = list(self.rd.reaching(at, name)) if at >= 0 else sites
-        if name in self._probe and len(sites) == 2:
+        if name in self._probe and 2 <= len(sites) <= 4:
             return Form.of({self._probe[name]: 1})
-        if len(sites) == 2 and at >= 0:
-            return self._chain_iv(name, at, sites)
+        if 2 <= len(sites) <= 4 and at >= 0:
+            try:
+                return self._chain_iv(name, at, sites)
+            except NotAffine as e:
+                return self._join(name, at, sites, e)
         if len(sites) != 1:
+            if at >= 0 and sites:
+                return self._join(name, at, sites, NotAffine(
+                    f"{name}: {len(sites)} definitions reach line {self.cfg.instructions[at].line}"))
             raise NotAffine(f"{name}: {len(sites)} definitions reach line {self.cfg.instructions[at].line}")
         return self._unprobe(self.at(sites[0]))
 
@@ -160,7 +170,7 @@ class _Kernel:
         li = lps[-1]
         inside = set(self.info.loops[li].iids)
         d_in = next(s for s in sites if s in inside)
-        d_out = next(s for s in sites if s not in inside)
+        d_outs = sorted(s for s in sites if s not in inside)
         key = ("chain", name, li)
         if key not in self._memo:
             self._memo[key] = None
@@ -175,7 +185,9 @@ class _Kernel:
                 if upd.coefs.get(sym) != 1 or not rest.is_const and not (rest.base and not rest.terms):
                     self._memo[key] = NotAffine(f"{name}: not advanced by a constant step in its loop")
                 else:
-                    self._memo[key] = (self.at(d_out), rest.const, d_in)
+                    start = self.at(d_outs[0]) if len(d_outs) == 1 else self._join(  # a peeled loop ran first
+                        name, d_in, d_outs, NotAffine(f"{name}: {len(sites)} definitions reach line {line}"))
+                    self._memo[key] = (start, rest.const, d_in)
                     self._chains[sym] = (self._memo[key][0], rest.const, li)
             finally:
                 del self._probe[name]
@@ -185,14 +197,48 @@ class _Kernel:
         init, step, _ = got
         return init.add(Form.of({self.kvar(li): step}))
 
-    def _iv(self, name: str, at: int) -> Form:
-        li, iv = self.ivs[name]
+    def _chain_def(self, iid: int) -> Form | None:
+        """The value of the one definition inside a loop of a register that a chain of adds advances
+        (``i2 = i + s; ...; i = i2 + s`` of an unrolled grid-stride loop), read right after it: the
+        header's value ``start + step * k`` plus the step.  None when ``iid`` is not such a definition
+        (it is then evaluated as written; a chain is found from a use where the header's value reaches)."""
+        ins = self.cfg.instructions[iid]
+        if not ins.operands or not isinstance(ins.operands[0], Reg) or ins.opcode not in ("add", "sub", "mov"):
+            return None
+        name = ins.operands[0].name
+        if name in self._probe:
+            return None
+        for li in reversed(self.loop_of_iid.get(iid, [])):
+            if any(lj == li for lj, _ in self.ivs.get(name, ())):
+                return None  # an induction variable of this loop: _iv
+            inside = set(self.info.loops[li].iids)
+            if [d for d in self.defs.get(name, []) if d in inside] != [iid]:
+                continue
+            for u in self.info.loops[li].iids:
+                sites = list(self.rd.reaching(u, name))
+                if iid in sites and 2 <= len(sites) <= 4:
+                    try:
+                        head = self._chain_iv(name, u, sites)
+                    except NotAffine:
+                        return None
+                    _, step, _ = self._memo[("chain", name, li)]
+                    return head.add(Form(const=step))
+            return None
+        return None
+
+    def _iv(self, name: str, at: int, li: int, iv) -> Form:
         lp = self.info.loops[li]
         inside = set(lp.iids)
         outside = [i for i in self.defs.get(name, []) if i not in inside]
-        if len(outside) != 1:
-            raise NotAffine(f"induction variable {name} starts from {len(outside)} definitions")
-        init = self.at(outside[0])
+        if len(outside) == 1:
+            init = self.at(outside[0])
+        else:  # nvcc's remainder loop: the main loop starts where the peeled one stopped, or at the start
+            head = iv.update  # it reads the counter: the definitions from outside that reach the loop
+            reach = sorted(i for i in self.rd.reaching(head, name) if i not in inside)
+            err = NotAffine(f"induction variable {name} starts from {len(outside)} definitions")
+            if not reach:
+                raise err
+            init = self.at(reach[0]) if len(reach) == 1 else self._join(name, head, reach, err)
         upd = self.cfg.instructions[iv.update]
         step = None
         for x, y in ((1, 2), (2, 1)):
@@ -213,6 +259,10 @@ class _Kernel:
             return r
         if iid in self._busy:
             raise NotAffine("a cyclic definition")
+        r = self._chain_def(iid)
+        if r is not None:
+            self._memo[iid] = r
+            return r
         self._busy.add(iid)
         try:
             r = self._eval(self.cfg.instructions[iid], iid)
@@ -246,7 +296,16 @@ class _Kernel:
                 raise NotAffine("a float or saturating conversion")
             if op == "cvta" and "to" not in mods and "global" not in mods:
                 raise NotAffine("a generic address conversion")
-            return self.operand(ops[1], iid)
+            src = [m for m in mods if m in _INT][-1:]
+            try:
+                return self.operand(ops[1], iid)
+            except NotAffine as e:
+                if op == "cvt" and src and src[0] in _NARROW:  # a narrow source bounds the value
+                    return self._free(iid, *_NARROW[src[0]], f"{ins.full_opcode} of a value not affine ({e})")
+                raise
+        if op in ("ld", "ldu") and len(ops) == 2 and isinstance(ops[0], Reg) and ty in _NARROW and \
+                not any(m in ("v2", "v4", "v8") for m in mods):
+            return self._free(iid, *_NARROW[ty], f"{ins.full_opcode}: a loaded value known only by its type")
         if ty is None:
             raise NotAffine(f"{ins.full_opcode} is not integer arithmetic")
         if op in ("add", "sub") and len(ops) == 3 and "sat" not in mods and "cc" not in mods:
@@ -264,7 +323,34 @@ class _Kernel:
             if not sh.is_const or not 0 <= sh.const < 64:
                 raise NotAffine("a shift by a variable")
             return self.operand(ops[1], iid).scale(1 << sh.const)
+        if op == "and" and len(ops) == 3:
+            m = next((o.value() for o in ops[1:] if isinstance(o, Imm) and isinstance(o.value(), int)), None)
+            if m is not None and 0 <= m < 1 << 31:  # x & m is in [0, m] whatever x is
+                try:
+                    return self._and_or(op, ops, iid)
+                except NotAffine as e:
+                    return self._free(iid, 0, m, f"{ins.full_opcode} {m} of a value not affine ({e})")
         if op in ("or", "and") and len(ops) == 3:
+            return self._and_or(op, ops, iid)
+        if op == "rem" and len(ops) == 3 and ty[0] == "u" and isinstance(ops[2], Imm) \
+                and isinstance(ops[2].value(), int) and ops[2].value() > 0:
+            try:
+                return self._shift_div(op, ops, iid)
+            except NotAffine as e:
+                return self._free(iid, 0, ops[2].value() - 1, f"{ins.full_opcode} of a value not affine ({e})")
+        return self._shift_div(op, ops, iid)
+
+    def _free(self, iid: int, lo: int, hi: int, why: str) -> Form:
+        """A value known only to lie in ``[lo, hi]`` (a mask or remainder of a value that is not affine,
+        a narrow load): a variable ``f:IID`` over that range.  Counting over it counts every value it
+        may take, so an access through it is an upper bound, never exact (:attr:`free`)."""
+        var = f"f:{iid}"
+        self.ranges[var] = hi - lo + 1
+        self.free[var] = why
+        return Form.of({var: 1}, lo)
+
+    def _and_or(self, op: str, ops, iid: int) -> Form:
+        if True:
             a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
             try:
                 return self._bits(op, a, b)
@@ -275,6 +361,11 @@ class _Kernel:
                         lo = (y.const & -y.const).bit_length() - 1
                         return self._low(self._high(x, lo), run.bit_length()).scale(1 << lo)
                 raise
+
+    def _shift_div(self, op: str, ops, iid: int) -> Form:
+        ins = self.cfg.instructions[iid]
+        mods = ins.modifiers
+        ty = next((m for m in reversed(mods) if m in _INT), None)
         if op in ("shr", "div", "rem") and len(ops) == 3 and (op == "shr" or ty[0] == "u" or
                                                                  self._range(self.operand(ops[1], iid))[0] >= 0):
             x, y = self.operand(ops[1], iid), self.operand(ops[2], iid)
@@ -287,7 +378,113 @@ class _Kernel:
             if not (pos.is_const and ln.is_const) or ln.const <= 0:
                 raise NotAffine("bfe of variable bits")
             return self._low(self._high(x, pos.const), ln.const)
+        if op == "selp" and len(ops) == 4 and isinstance(ops[3], Reg):
+            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            try:
+                alts = [(a, self.condition(ops[3].name, True, iid)), (b, self.condition(ops[3].name, False, iid))]
+                why = ""
+            except Inexact as e:
+                alts, why = [(a, []), (b, [])], f"selp on a condition not decided ({e})"
+            return self._case(iid, alts, why)
+        if op in ("min", "max") and len(ops) == 3 and not any(m in mods for m in ("relu", "NaN", "xorsign")):
+            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            why = ""
+            if ty[0] == "u":  # an unsigned order equals the integer order only on values >= 0
+                try:
+                    if any(f.base is not None or self._range(f)[0] < 0 for f in (a, b)):
+                        why = f"{op}.{ty} of values that may be negative"
+                except NotAffine:
+                    why = f"{op}.{ty} of values whose sign is not known"
+            if a.base is not None or b.base is not None:
+                raise NotAffine(f"{op} of a pointer")
+            d = b.add(a, -1)  # b - a
+            if op == "min":  # a where a <= b, else b
+                alts = [(a, [d]), (b, [d.scale(-1).add(Form(const=-1))])]
+            else:  # a where a >= b, else b
+                alts = [(a, [d.scale(-1)]), (b, [d.add(Form(const=-1))])]
+            return self._case(iid, [(f, [] if why else c) for f, c in alts], why)
         raise NotAffine(f"{ins.full_opcode} of an index")
+
+    # -- values that are one of several forms: selp, min/max, joins of definitions ----------------------
+    def _case(self, key, alts: list, why: str) -> Form:
+        """A value that is one of ``alts`` (form, constraints under which it is the value); the
+        constraints partition the launch when ``why`` is empty, else the value is only known to be one
+        of the forms (``why`` says why: an access through it is an upper bound).  Returned as a case
+        variable ``c:KEY`` that :meth:`expand` replaces by each alternative at the access."""
+        if len(alts) == 1 and not alts[0][1]:
+            return alts[0][0]
+        var = f"c:{key}"
+        self.cases[var] = (tuple((f, tuple(c)) for f, c in alts), why)
+        return Form.of({var: 1})
+
+    def _join(self, name: str, at: int, sites: list, err: NotAffine) -> Form:
+        """``name`` where several definitions reach ``at`` (an if/else, a guarded overwrite, the start of
+        nvcc's remainder loop): one of their values.  Exact when the later definition is guarded by a
+        predicate (``mov r, a; @p op r, ...``: the value is the guarded one where ``p`` holds, else
+        ``a``); otherwise an upper bound over the definitions' values.  Raises ``err`` when a
+        definition's value is not affine (a loop-carried value among them)."""
+        if len(sites) > 4:
+            raise err
+        key = ("join", name, tuple(sorted(sites)))
+        if key in self._memo:
+            got = self._memo[key]
+            if isinstance(got, Exception):
+                raise got
+            return got
+        self._memo[key] = err  # a join that reaches itself is not resolved
+        try:
+            forms = [self._unprobe(self.at(d)) for d in sites]
+        except NotAffine:
+            raise err from None
+        alts, why = None, f"{name}: one of {len(sites)} definitions (which one is not decided)"
+        if len(sites) == 2:
+            d0, d1 = sorted(sites)
+            g = self.cfg.instructions[d1]
+            if (g.guard is not None and self.cfg.block_of[d0] == self.cfg.block_of[d1]
+                    and self.loop_of_iid.get(d0, []) == self.loop_of_iid.get(d1, []) == self.loop_of_iid.get(at, [])
+                    and self._runs_before(d1, at) and not any(name in _defs_of(self.cfg.instructions[i])
+                                                              for i in range(d0 + 1, d1))):
+                try:
+                    alts = [(forms[sites.index(d1)], self.condition(g.guard, not g.guard_neg, d1)),
+                            (forms[sites.index(d0)], self.condition(g.guard, g.guard_neg, d1))]
+                    why = ""
+                except Inexact:
+                    alts = None
+        if alts is None:
+            alts = [(f, []) for f in forms]
+        got = self._case(f"{name}@{at}", alts, why)
+        self._memo[key] = got
+        return got
+
+    def expand(self, form: Form, cons: list) -> list:
+        """``(form, constraints, why)`` for each combination of the alternatives of the case variables in
+        ``form`` and ``cons`` (infeasible ones left out); ``why`` is non-empty when an alternative's
+        conditions were not decided (the access is then an upper bound)."""
+        todo, out = [(form, list(cons), "")], []
+        while todo:
+            f, cs, why = todo.pop()
+            var = next((v for g in [f] + cs for v, _ in _form(g).terms if v in self.cases), None)
+            if var is None:
+                out.append((f, cs, why))
+                continue
+            alts, reason = self.cases[var]
+            for af, acs in alts:
+                nf = _subst(f, var, af)
+                ncs = [_subst(c, var, af) for c in cs] + list(acs)
+                if any(self._never(c) for c in ncs):
+                    continue
+                todo.append((nf, ncs, why or reason))
+            if len(out) + len(todo) > MAX_CASES:
+                raise NotAffine(f"more than {MAX_CASES} cases of selp/min/max/joined values in one address")
+        return out
+
+    def _never(self, c) -> bool:
+        """A plain constraint that no point of the launch satisfies."""
+        if isinstance(c, NotEqual) and not c.form.terms:
+            return c.form.const == 0
+        if not isinstance(c, Form) or any(v not in self.ranges for v, _ in c.terms):
+            return False
+        return bounds(c, self.ranges)[1] < 0
 
     # -- bit fields of an index: split a variable into digits ------------------------------------------
     def _parts(self, x: Form):
@@ -479,16 +676,27 @@ class _Kernel:
         if len(cons) != 1 or isinstance(cons[0], NotEqual):
             return self._ne_loop(li, cons, k)
         c = cons[0]
-        a = c.coefs.get(k, 0)
-        if a >= 0:
-            return  # not a loop whose test ends it as k grows
-        rest = Form.of({v: x for v, x in c.terms if v != k}, c.const)
+        # a bound through selp/min/max (``for (j = 0; j < min(n, i + 16); ...)``): the counter's range
+        # is the largest over the alternatives; the test itself stays a constraint of each access
         try:
-            hi = bounds(rest, self.ranges_for(rest))[1]
-        except Inexact:
+            alts = self.expand(c, [])
+        except NotAffine:
             return
-        # an iteration whose test passes runs the next one: the test at k holds for k <= hi // -a
-        last = hi // -a if hi >= 0 else -1
+        last = -1
+        for ca, _, _ in alts:
+            a = ca.coefs.get(k, 0)
+            if a >= 0:
+                return  # not a loop whose test ends it as k grows
+            rest = Form.of({v: x for v, x in ca.terms if v != k}, ca.const)
+            try:
+                hi = bounds(rest, self.ranges_for(rest))[1]
+            except Inexact:
+                return
+            # an iteration whose test passes runs the next one: the test at k holds for k <= hi // -a
+            last = max(last, hi // -a if hi >= 0 else -1)
+            free = next((v for v, _ in rest.terms if v in self.free), None)
+            if free:
+                self.free[k] = f"a trip bounded through {self.free[free]}"
         self.ranges[k] = max(1, last + 2)
         self.loop_cons[li] = (c, br)
 
@@ -498,6 +706,9 @@ class _Kernel:
             return
         d = cons[0].form
         a = d.coefs.get(k, 0)
+        free = [v for v, _ in d.terms if v != k]
+        if free and a and all(v in self.free for v in free):
+            return self._ne_loop_bounded(li, d, k, a, free)
         if a == 0 or any(v != k for v, _ in d.terms):
             return
         # the loop goes on while a*k + const != 0 (the test seen at iteration k)
@@ -506,6 +717,25 @@ class _Kernel:
         stop = -d.const // a
         self.ranges[k] = stop + 1
         self.loop_cons[li] = (None, None)
+
+    def _ne_loop_bounded(self, li: int, d: Form, k: str, a: int, free: list) -> None:
+        """A counted loop (``while (a*k + rest != 0)``) whose start is known only by its range (nvcc's
+        peeled ``n % 4`` iterations): at most the largest trip over the values ``rest`` may take that
+        reach the stop value; a value that never reaches it is taken as not entering the loop (it would
+        run until the counter wraps).  The range is an upper bound (the counter joins :attr:`free`)."""
+        rest = Form.of({v: x for v, x in d.terms if v != k}, d.const)
+        try:
+            lo, hi = bounds(rest, self.ranges_for(rest))
+        except Inexact:
+            return
+        if hi - lo > MAX_FREE_TRIP:
+            return
+        stops = [-r // a for r in range(lo, hi + 1) if (-r) % a == 0 and -r // a >= 0]
+        if not stops:
+            return
+        self.ranges[k] = max(stops) + 1
+        self.loop_cons[li] = (None, None)
+        self.free[k] = f"a trip bounded through {self.free[free[0]]}"
 
     def loop_constraints(self, iid: int) -> list[Form]:
         """The exit tests of the loops holding ``iid``: iteration ``k`` runs while the tests passed."""
@@ -659,26 +889,63 @@ class _Kernel:
                 if base is not None or "global" in ins.modifiers or ins.opcode in ("red", "atom"):
                     out.append(Access(iid, base, kind, None, width, why=f"line {ins.line}: {e}"))
                 continue
-            if form.base is None:
-                if "global" in ins.modifiers:
-                    out.append(Access(iid, None, kind, None, width, why=f"line {ins.line}: address without a buffer"))
-                continue
-            if not _is_global(ins) and form.base not in self.params:
-                continue
+            inexact = ""
             try:
-                cons = self.guards(iid) + self.loop_constraints(iid)
+                try:
+                    cons = self.guards(iid)
+                except Inexact as e:  # an undecided guard is dropped: every thread taken (an upper bound)
+                    cons, inexact = [], f"line {ins.line}: {e}"
+                cons += self.loop_constraints(iid)
                 if ins.opcode == "cp" and len(ins.operands) > 3:
-                    cons += self._src_size(ins.operands[3], width, iid)
-                for f in [form] + [c for c in cons if isinstance(c, Form)]:
-                    missing = [v for v, _ in f.terms if v not in self.ranges]
-                    if missing:
-                        raise NotAffine(f"loop {missing[0]} has no trip count")
-                out.append(Access(iid, form.base, kind, form, width, tuple(cons)))
-            except Inexact as e:
-                out.append(Access(iid, form.base, kind, form, width, inexact=f"line {ins.line}: {e}"))
+                    try:
+                        cons += self._src_size(ins.operands[3], width, iid)
+                    except Inexact as e:
+                        inexact = inexact or f"line {ins.line}: {e}"
+                cases = self.expand(form, cons)
             except NotAffine as e:
                 out.append(Access(iid, form.base, kind, None, width, why=f"line {ins.line}: {e}"))
+                continue
+            for f, cs, why in cases:
+                if f.base is None:
+                    if "global" in ins.modifiers:
+                        out.append(Access(iid, None, kind, None, width,
+                                          why=f"line {ins.line}: address without a buffer"))
+                    continue
+                if not _is_global(ins) and f.base not in self.params:
+                    continue
+                missing = [v for g in [f] + cs for v, _ in _form(g).terms if v not in self.ranges]
+                if missing:
+                    out.append(Access(iid, f.base, kind, None, width,
+                                      why=f"line {ins.line}: loop {missing[0]} has no trip count"))
+                    continue
+                free = next((v for g in [f] + cs for v, _ in _form(g).terms if v in self.free), None)
+                why = inexact or (f"line {ins.line}: {why}" if why else "") or \
+                    (f"line {ins.line}: {self.free[free]}" if free else "")
+                out.append(Access(iid, f.base, kind, f, width, tuple(cs), inexact=why))
         return out
+
+
+MAX_CASES = 64  # alternatives one access may expand into
+MAX_FREE_TRIP = 1 << 16  # values a counted loop's bounded start may take (each is tried)
+
+
+def _form(c) -> Form:
+    return c if isinstance(c, Form) else c.form
+
+
+def _subst(c, var: str, alt: Form):
+    """``c`` (a form or a marker) with ``var`` replaced by ``alt``."""
+    if not isinstance(c, Form):
+        return type(c)(_subst(c.form, var, alt), *([c.k] if isinstance(c, AfterEntry) else []))
+    k = c.coefs.get(var, 0)
+    if not k:
+        return c
+    rest = Form.of({v: x for v, x in c.terms if v != var}, c.const, c.base)
+    return rest.add(alt if k == 1 else alt.scale(k))
+
+
+def _defs_of(ins) -> set:
+    return {o.name for o in ins.operands[:1] if isinstance(o, Reg)}
 
 
 def _digit(name: str) -> tuple[str, int, int | None]:
@@ -884,14 +1151,43 @@ def _buffer(name: str, accs: list, ranges: dict) -> BufferFootprint:
             out[kind] = count_union(mine, ranges)
         except Inexact as e:
             source, why = ("unknown" if source == "unknown" else "extrapolated"), str(e)
-            # an upper bound: every guard taken, accesses summed
+            # an upper bound: the accesses summed, each with the guards that were decided or else none
             try:
-                out[kind] = sum_counts([count_access(Access(a.iid, a.buffer, a.kind, a.form, a.width), ranges) for a in mine])
-            except (Inexact, KeyError):
+                out[kind] = _tighter(sum_counts([upper_bound(a, ranges) for a in mine]), _interval_union(mine, ranges))
+            except KeyError:
                 out[kind] = (None, None)
                 source = "unknown"
     (rb, rs), (wb, ws) = out["read"], out["write"]
     return BufferFootprint(name, source, rb, wb, rs, ws, why)
+
+
+def _interval_union(accs: list, ranges: dict) -> tuple[int, int]:
+    """(bytes, sectors) of the union of the accesses' address intervals over the whole launch: an upper
+    bound that, unlike a sum, never counts bytes twice when several accesses sweep one row."""
+    spans = []
+    for a in accs:
+        f = Form.of(a.form.coefs, a.form.const)
+        lo, hi = bounds(f, {v: ranges[v] for v, _ in f.terms})
+        spans.append((lo, hi + a.width))
+    nbytes, sect, end, send = 0, 0, None, None
+    for lo, hi in sorted(spans):
+        if end is None or lo > end:
+            nbytes += hi - lo
+        elif hi > end:
+            nbytes += hi - end
+        end = hi if end is None else max(end, hi)
+        s0, s1 = lo // SECTOR, (hi - 1) // SECTOR + 1
+        if send is None or s0 >= send:
+            sect += s1 - s0
+        elif s1 > send:
+            sect += s1 - send
+        send = s1 if send is None else max(send, s1)
+    return nbytes, sect
+
+
+def _tighter(a: tuple, b: tuple) -> tuple:
+    """The smaller of two upper bounds, per part (a part None where it was not found)."""
+    return tuple(x if y is None else y if x is None else min(x, y) for x, y in zip(a, b))
 
 
 def footprint_of_text(ptx_text: str, entry: str | None, grid, block, scalars: dict | None = None) -> LaunchFootprint:
@@ -945,7 +1241,7 @@ def _uniform_trips(k: "_Kernel") -> dict[int, int]:
     for li, lp in enumerate(k.info.loops):
         var = k.kvar(li)
         c, _ = k.loop_cons.get(li, (None, None))
-        if var in k.ranges and (c is None or all(v == var for v, _ in c.terms)):
+        if var in k.ranges and var not in k.free and (c is None or all(v == var for v, _ in c.terms)):
             out[lp.header] = k.ranges[var]
     return out
 
