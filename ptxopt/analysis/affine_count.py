@@ -125,15 +125,19 @@ class _Pattern:
     """A set of integers: an interval ``[0, span)``, or a small explicit sorted array, or a summary
     (count, span) of disjoint translates."""
 
-    def __init__(self, arr=None, count=0, span=0, interval=False):
+    def __init__(self, arr=None, count=0, span=0, interval=False, gap=None):
         if arr is not None:
             count = len(arr)
             span = int(arr[-1] - arr[0] + 1) if count else 0
             interval = count == span
+            gap = int(np.diff(arr).max()) - 1 if count > 1 else 0
             if interval or count > MAX_EXPLICIT:
                 arr = None
         self.arr = arr
         self.count, self.span, self.interval = count, span, interval
+        # the longest run of integers missing between two members (None: not known); under a sector,
+        # every sector from the first member's to the last's holds a member
+        self.gap = 0 if interval else gap
 
     def add(self, c: int, n: int) -> "_Pattern":
         """The union of ``self + c*x`` for ``x`` in ``[0, n)`` (``c > 0``)."""
@@ -148,7 +152,8 @@ class _Pattern:
             if self.interval and count <= MAX_EXPLICIT:
                 base = np.arange(self.span, dtype=np.int64)
                 return _Pattern((base[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
-            return _Pattern(None, count, span, False)
+            gap = None if self.gap is None else max(self.gap, c - self.span)
+            return _Pattern(None, count, span, False, gap)
         if self.interval:  # overlapping translates of an interval: one interval
             span = c * (n - 1) + self.span
             return _Pattern(None, span, span, True)
@@ -184,7 +189,7 @@ def _image(terms: list, const: int, width: int) -> tuple[int, int | None]:
             inner = inner.add(c, n)
     except Inexact:
         return nbytes, None
-    if inner.interval:
+    if inner.interval or inner.arr is None and inner.gap is not None and inner.gap < SECTOR:
         first, last = const // SECTOR, (const + inner.span - 1) // SECTOR
         q = _Pattern(None, last - first + 1, last - first + 1, True)
     elif inner.arr is not None:
@@ -536,7 +541,7 @@ def _offsets(accs: list, ranges: dict):
     inner = _Pattern(seed)
     for c, n in pos[:split]:
         inner = inner.add(c, n)
-    if inner.interval:
+    if inner.interval or inner.arr is None and inner.gap is not None and inner.gap < SECTOR:
         first, last = lo // SECTOR, (lo + inner.span - 1) // SECTOR
         q = _Pattern(None, last - first + 1, last - first + 1, True)
     elif inner.arr is not None:

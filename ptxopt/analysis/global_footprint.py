@@ -96,6 +96,7 @@ class _Kernel:
         self._probe: dict = {}  # register -> the symbol its header value stands for while its update is read
         self._chains: dict = {}  # header symbol -> (start, step, loop index)
         self.cases: dict = {}  # case variable -> (alternatives ((form, constraints), ...), why not exact)
+        self._subs: dict = {}  # id(operand) -> its form in one alternative (while an operation is lifted)
         self.free: dict = {}  # variable known only by its range (and loop counters bounded through one) -> why
         for li in sorted(range(len(self.info.loops)), key=lambda i: self.info.loops[i].depth):
             self._loop_range(li)
@@ -106,6 +107,8 @@ class _Kernel:
         return f"k:{self.cfg.blocks[lp.header].label or lp.header}"
 
     def operand(self, op, at: int) -> Form:
+        if self._subs and id(op) in self._subs:
+            return self._subs[id(op)]
         if isinstance(op, Imm):
             v = op.value()
             if not isinstance(v, int):
@@ -233,8 +236,9 @@ class _Kernel:
         if len(outside) == 1:
             init = self.at(outside[0])
         else:  # nvcc's remainder loop: the main loop starts where the peeled one stopped, or at the start
-            head = iv.update  # it reads the counter: the definitions from outside that reach the loop
-            reach = sorted(i for i in self.rd.reaching(head, name) if i not in inside)
+            head = iv.update
+            # the definitions from outside that reach a use inside: those the loop starts from
+            reach = sorted({d for u in lp.iids for d in self.rd.reaching(u, name) if d not in inside})
             err = NotAffine(f"induction variable {name} starts from {len(outside)} definitions")
             if not reach:
                 raise err
@@ -244,9 +248,12 @@ class _Kernel:
         for x, y in ((1, 2), (2, 1)):
             if len(upd.operands) == 3 and isinstance(upd.operands[x], Reg) and upd.operands[x].name == name:
                 step = self.operand(upd.operands[y], iv.update)
+        if step is None and iv.step.const is not None and upd.opcode == "mov":
+            step = Form(const=iv.step.const)  # ``t = i + s; ...; i = t``: the loop analysis found the step
+            upd = None
         if step is None or not step.is_const:
             raise NotAffine(f"induction variable {name}: step not constant at this launch")
-        s = step.const * (-1 if upd.opcode == "sub" else 1)
+        s = step.const * (-1 if upd is not None and upd.opcode == "sub" else 1)
         k = self.kvar(li)
         after = self._runs_before(iv.update, at)  # a use after the update sees the next iteration's value
         return init.add(Form.of({k: s}, s if after else 0))
@@ -323,13 +330,23 @@ class _Kernel:
             if not sh.is_const or not 0 <= sh.const < 64:
                 raise NotAffine("a shift by a variable")
             return self.operand(ops[1], iid).scale(1 << sh.const)
+        if op in ("and", "or", "shr", "div", "rem", "bfe", "selp", "min", "max"):
+            lifted = self._lift(ins, iid)
+            if lifted is not None:
+                return lifted
         if op == "and" and len(ops) == 3:
-            m = next((o.value() for o in ops[1:] if isinstance(o, Imm) and isinstance(o.value(), int)), None)
-            if m is not None and 0 <= m < 1 << 31:  # x & m is in [0, m] whatever x is
-                try:
-                    return self._and_or(op, ops, iid)
-                except NotAffine as e:
-                    return self._free(iid, 0, m, f"{ins.full_opcode} {m} of a value not affine ({e})")
+            try:
+                return self._and_or(op, ops, iid)
+            except NotAffine as e:
+                for o in ops[1:]:
+                    try:
+                        m = self.operand(o, iid)
+                    except NotAffine:
+                        continue
+                    if m.is_const and 0 <= m.const < 1 << 31:  # x & m is in [0, m] whatever x is
+                        return self._free(iid, 0, m.const, f"{ins.full_opcode} {m.const} of an index not "
+                                                           f"split exactly ({e})")
+                raise
         if op in ("or", "and") and len(ops) == 3:
             return self._and_or(op, ops, iid)
         if op == "rem" and len(ops) == 3 and ty[0] == "u" and isinstance(ops[2], Imm) \
@@ -339,6 +356,27 @@ class _Kernel:
             except NotAffine as e:
                 return self._free(iid, 0, ops[2].value() - 1, f"{ins.full_opcode} of a value not affine ({e})")
         return self._shift_div(op, ops, iid)
+
+    def _lift(self, ins, iid: int) -> Form | None:
+        """An operation that is not linear (a shift, a mask, a division) of a value with alternatives:
+        the operation applied to each alternative, as a new case.  None when no operand has any."""
+        srcs = [o for o in ins.operands[1:] if isinstance(o, (Reg, Imm))]
+        try:
+            forms = [self.operand(o, iid) for o in srcs]
+        except NotAffine:
+            return None
+        if not any(v in self.cases for f in forms for v, _ in f.terms):
+            return None
+        alts, why = [], ""
+        for f0, cs, w in self.expand(forms[0], forms[1:], values=len(forms) - 1):
+            vals, cons = [f0] + cs[:len(forms) - 1], cs[len(forms) - 1:]
+            self._subs = {id(o): v for o, v in zip(srcs, vals)}
+            try:
+                alts.append((self._eval(ins, iid), cons))
+            finally:
+                self._subs = {}
+            why = why or w
+        return self._case(f"{iid}", alts, why)
 
     def _free(self, iid: int, lo: int, hi: int, why: str) -> Form:
         """A value known only to lie in ``[lo, hi]`` (a mask or remainder of a value that is not affine,
@@ -350,29 +388,59 @@ class _Kernel:
         return Form.of({var: 1}, lo)
 
     def _and_or(self, op: str, ops, iid: int) -> Form:
-        if True:
-            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
-            try:
-                return self._bits(op, a, b)
-            except NotAffine:
-                for x, y in ((a, b), (b, a)):
-                    run = y.const >> ((y.const & -y.const).bit_length() - 1) if y.is_const and y.const > 0 else 0
-                    if op == "and" and run and run & (run + 1) == 0:  # a mask of contiguous bits [lo, lo + m)
-                        lo = (y.const & -y.const).bit_length() - 1
-                        return self._low(self._high(x, lo), run.bit_length()).scale(1 << lo)
-                raise
+        """``or``/``and`` of an index: disjoint bits, a mask of contiguous bits, or ``x & -2^j`` (nvcc's
+        round-down of a signed division) of an ``x >= 0``."""
+        a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+        try:
+            return self._bits(op, a, b)
+        except NotAffine:
+            for x, y in ((a, b), (b, a)):
+                run = y.const >> ((y.const & -y.const).bit_length() - 1) if y.is_const and y.const > 0 else 0
+                if op == "and" and run and run & (run + 1) == 0:  # a mask of contiguous bits [lo, lo + m)
+                    lo = (y.const & -y.const).bit_length() - 1
+                    return self._low(self._high(x, lo), run.bit_length()).scale(1 << lo)
+                neg = -y.const if y.is_const and y.const < 0 else 0
+                if op == "and" and neg and not neg & (neg - 1) and x.base is None and self._range(x)[0] >= 0:
+                    j = neg.bit_length() - 1  # x & ~(2^j - 1): x rounded down to a multiple of 2^j
+                    return self._high(x, j).scale(1 << j)
+            raise
+
+    def _digits(self, ins, ops, iid: int) -> Form:
+        """``x >> m``, ``x / 2^m``, ``x % 2^m`` of an index ``x >= 0`` as digits of its variables."""
+        op, ty = ins.opcode, next((m for m in reversed(ins.modifiers) if m in _INT), None)
+        if not (op == "shr" or ty[0] == "u" or self._range(self.operand(ops[1], iid))[0] >= 0):
+            raise NotAffine(f"{ins.full_opcode} of a value that may be negative")
+        x, y = self.operand(ops[1], iid), self.operand(ops[2], iid)
+        if not y.is_const or y.const <= 0 or (op != "shr" and y.const & (y.const - 1)):
+            raise NotAffine(f"{ins.full_opcode} by a variable or a non-power of two")
+        m = y.const if op == "shr" else y.const.bit_length() - 1
+        return self._low(x, m) if op == "rem" else self._high(x, m)
+
+    def _bounded_quotient(self, ins, ops, iid: int, err: NotAffine) -> Form:
+        """A shift, quotient or remainder by a constant that is not a sum of digits (a divisor that is
+        not a power of two, an index whose bits carry): a value known only by its range, from the
+        range of an affine ``x >= 0``; ``err`` when that is not known either."""
+        op = ins.opcode
+        try:
+            x, y = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            lo, hi = self._range(x) if x.base is None else (-1, -1)
+        except NotAffine:
+            raise err from None
+        if not y.is_const or y.const <= 0 or lo < 0 or (op == "shr" and y.const >= 64):
+            raise err
+        c = y.const
+        rng = {"shr": (lo >> c, hi >> c), "div": (lo // c, hi // c), "rem": (0, min(hi, c - 1))}[op]
+        return self._free(iid, *rng, f"{ins.full_opcode} {c} of an index, known by its range ({err})")
 
     def _shift_div(self, op: str, ops, iid: int) -> Form:
         ins = self.cfg.instructions[iid]
         mods = ins.modifiers
         ty = next((m for m in reversed(mods) if m in _INT), None)
-        if op in ("shr", "div", "rem") and len(ops) == 3 and (op == "shr" or ty[0] == "u" or
-                                                                 self._range(self.operand(ops[1], iid))[0] >= 0):
-            x, y = self.operand(ops[1], iid), self.operand(ops[2], iid)
-            if not y.is_const or y.const <= 0 or (op != "shr" and y.const & (y.const - 1)):
-                raise NotAffine(f"{ins.full_opcode} by a variable or a non-power of two")
-            m = y.const if op == "shr" else y.const.bit_length() - 1
-            return self._low(x, m) if op == "rem" else self._high(x, m)
+        if op in ("shr", "div", "rem") and len(ops) == 3:
+            try:
+                return self._digits(ins, ops, iid)
+            except NotAffine as e:
+                return self._bounded_quotient(ins, ops, iid, e)
         if op == "bfe" and len(ops) == 4 and ty[0] == "u":
             x, pos, ln = (self.operand(o, iid) for o in ops[1:])
             if not (pos.is_const and ln.is_const) or ln.const <= 0:
@@ -387,7 +455,18 @@ class _Kernel:
                 alts, why = [(a, []), (b, [])], f"selp on a condition not decided ({e})"
             return self._case(iid, alts, why)
         if op in ("min", "max") and len(ops) == 3 and not any(m in mods for m in ("relu", "NaN", "xorsign")):
-            a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            try:
+                a, b = self.operand(ops[1], iid), self.operand(ops[2], iid)
+            except NotAffine as e:  # min.u(x, c) is in [0, c] whatever x is
+                if op == "min" and ty[0] == "u":
+                    for o in ops[1:]:
+                        try:
+                            c = self.operand(o, iid)
+                        except NotAffine:
+                            continue
+                        if c.is_const and c.const >= 0:
+                            return self._free(iid, 0, c.const, f"{ins.full_opcode} of a value not affine ({e})")
+                raise
             why = ""
             if ty[0] == "u":  # an unsigned order equals the integer order only on values >= 0
                 try:
@@ -414,6 +493,8 @@ class _Kernel:
         if len(alts) == 1 and not alts[0][1]:
             return alts[0][0]
         var = f"c:{key}"
+        while var in self.cases:  # one instruction lifted over several alternatives: one case each
+            var += "'"
         self.cases[var] = (tuple((f, tuple(c)) for f, c in alts), why)
         return Form.of({var: 1})
 
@@ -456,10 +537,11 @@ class _Kernel:
         self._memo[key] = got
         return got
 
-    def expand(self, form: Form, cons: list) -> list:
+    def expand(self, form: Form, cons: list, values: int = 0) -> list:
         """``(form, constraints, why)`` for each combination of the alternatives of the case variables in
         ``form`` and ``cons`` (infeasible ones left out); ``why`` is non-empty when an alternative's
-        conditions were not decided (the access is then an upper bound)."""
+        conditions were not decided (the access is then an upper bound).  The first ``values`` of
+        ``cons`` are values expanded along (not constraints)."""
         todo, out = [(form, list(cons), "")], []
         while todo:
             f, cs, why = todo.pop()
@@ -471,7 +553,7 @@ class _Kernel:
             for af, acs in alts:
                 nf = _subst(f, var, af)
                 ncs = [_subst(c, var, af) for c in cs] + list(acs)
-                if any(self._never(c) for c in ncs):
+                if any(self._never(c) for c in ncs[values:]):
                     continue
                 todo.append((nf, ncs, why or reason))
             if len(out) + len(todo) > MAX_CASES:
