@@ -179,6 +179,7 @@ class _Kernel:
             self._memo[key] = None
             sym = f"h:{name}"
             self._probe[name] = sym
+            busy, self._busy = self._busy, set()  # the update read afresh, from the header's symbol
             try:
                 upd = self.at(d_in)
             except NotAffine as e:
@@ -194,6 +195,7 @@ class _Kernel:
                     self._chains[sym] = (self._memo[key][0], rest.const, li)
             finally:
                 del self._probe[name]
+                self._busy = busy
         got = self._memo[key]
         if isinstance(got, Exception) or got is None:
             raise got if isinstance(got, Exception) else NotAffine(f"{name}: a cyclic definition")
@@ -738,14 +740,31 @@ class _Kernel:
     # -- loops --------------------------------------------------------------------------------------
     def _loop_range(self, li: int) -> None:
         """The range of loop ``li``'s counter and the constraint its exit test puts on an iteration."""
-        cfg, lp = self.cfg, self.info.loops[li]
+        lp = self.info.loops[li]
         k = self.kvar(li)
         if len(lp.exits) != 1:
+            return self._multi_exit(li, k)
+        got = self._exit_test(li, lp.exits[0], k)
+        if got is None:
             return
-        blk = cfg.blocks[lp.exits[0]]
+        if got[0] == "ne":
+            return self._ne_loop(li, got[1], k)
+        _, c, br, last, free = got
+        if free:
+            self.free[k] = f"a trip bounded through {self.free[free]}"
+        self.ranges[k] = max(1, last + 2)
+        self.loop_cons[li] = (c, br)
+
+    def _exit_test(self, li: int, exit_block: int, k: str):
+        """``("lt", constraint, branch iid, last k the test lets pass, free variable bounding it)`` for a
+        test that ends the loop as ``k`` grows, ``("ne", constraints)`` for a counted ``!=`` test, or
+        None."""
+        cfg = self.cfg
+        lp = self.info.loops[li]
+        blk = cfg.blocks[exit_block]
         term = blk.instructions[-1] if blk.instructions else None
         if term is None or term.opcode != "bra" or term.guard is None:
-            return
+            return None
         br = blk.iids[-1]
         label = term.operands[0].name if isinstance(term.operands[0], Sym) else None
         target = cfg.label_block.get(label)
@@ -754,33 +773,53 @@ class _Kernel:
         try:
             cons = self.condition(term.guard, want, br)
         except Inexact:
-            return
+            return None
         if len(cons) != 1 or isinstance(cons[0], NotEqual):
-            return self._ne_loop(li, cons, k)
+            return ("ne", cons)
         c = cons[0]
         # a bound through selp/min/max (``for (j = 0; j < min(n, i + 16); ...)``): the counter's range
         # is the largest over the alternatives; the test itself stays a constraint of each access
         try:
             alts = self.expand(c, [])
         except NotAffine:
-            return
-        last = -1
+            return None
+        last, free = -1, None
         for ca, _, _ in alts:
             a = ca.coefs.get(k, 0)
             if a >= 0:
-                return  # not a loop whose test ends it as k grows
+                return None  # not a loop whose test ends it as k grows
             rest = Form.of({v: x for v, x in ca.terms if v != k}, ca.const)
             try:
                 hi = bounds(rest, self.ranges_for(rest))[1]
             except Inexact:
-                return
+                return None
             # an iteration whose test passes runs the next one: the test at k holds for k <= hi // -a
             last = max(last, hi // -a if hi >= 0 else -1)
-            free = next((v for v, _ in rest.terms if v in self.free), None)
-            if free:
-                self.free[k] = f"a trip bounded through {self.free[free]}"
-        self.ranges[k] = max(1, last + 2)
-        self.loop_cons[li] = (c, br)
+            free = free or next((v for v, _ in rest.terms if v in self.free), None)
+        return ("lt", c, br, last, free)
+
+    def _multi_exit(self, li: int, k: str) -> None:
+        """A loop with several exits (nvcc unrolls a grid-stride loop by two with a test after each
+        copy): its counter bounded by the tightest exit tested in every iteration (its block dominates
+        every latch).  Which exit ends which thread's loop is not decided, so the range is an upper
+        bound and the counter joins :attr:`free`."""
+        lp = self.info.loops[li]
+        if not lp.latches:
+            return
+        best = None
+        for e in lp.exits:
+            if not all(dominates(self.idom, e, t) for t in lp.latches):
+                continue
+            got = self._exit_test(li, e, k)
+            if got is None or got[0] != "lt":
+                continue
+            if best is None or got[3] < best:
+                best = got[3]
+        if best is None:
+            return
+        self.ranges[k] = max(1, best + 2)
+        self.loop_cons[li] = (None, None)
+        self.free[k] = f"a loop with {len(lp.exits)} exits, its trip bounded by one of them"
 
     def _ne_loop(self, li: int, cons, k: str) -> None:
         """``setp.ne`` exit tests (counted loops): only a uniform, constant trip."""
