@@ -315,7 +315,7 @@ def _resolve(cons: list, ranges: dict, keep_ne: bool = False) -> list:
     return out
 
 
-def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
+def count_access(acc: Access, ranges: dict, max_points: int = MAX_ENUMERATE) -> tuple[int, int]:
     """(bytes, sectors) one access touches over the launch, exactly; Inexact when not decidable."""
     cons = _resolve(list(acc.constraints), ranges, keep_ne=True)
     nes = [c.form for c in cons if isinstance(c, NotEqual)]
@@ -336,7 +336,11 @@ def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
     form, cons, rng = clipped
     if not cons:
         return _image([(c, rng[v]) for v, c in form.terms], form.const, acc.width)
-    return _enumerate([form], [cons], rng, acc.width)
+    return _enumerate([form], [cons], rng, acc.width, max_points)
+
+
+#: Points an upper bound may enumerate to apply an access's guards (more: the guards are dropped).
+MAX_BOUND_ENUMERATE = 1 << 14
 
 
 def upper_bound(acc: Access, ranges: dict) -> tuple[int, int]:
@@ -345,7 +349,8 @@ def upper_bound(acc: Access, ranges: dict) -> tuple[int, int]:
     launch (every execution a distinct address).  Always a superset count, never exact."""
     for cons in (acc.constraints, ()):
         try:
-            return count_access(Access(acc.iid, acc.buffer, acc.kind, acc.form, acc.width, tuple(cons)), ranges)
+            return count_access(Access(acc.iid, acc.buffer, acc.kind, acc.form, acc.width, tuple(cons)), ranges,
+                                MAX_BOUND_ENUMERATE)
         except Inexact:
             continue
     form = Form.of(acc.form.coefs, acc.form.const)
@@ -360,11 +365,12 @@ def upper_bound(acc: Access, ranges: dict) -> tuple[int, int]:
     return nbytes, nsect
 
 
-def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int, int]:
+def _enumerate(forms: list, conses: list, ranges: dict, width: int,
+               max_points: int = MAX_ENUMERATE) -> tuple[int, int]:
     """Exact (bytes, sectors) of the union of several accesses by listing every point (small launches)."""
     vs = sorted({v for f, cs in zip(forms, conses) for g in [f] + list(cs) for v, _ in g.terms})
     points = math.prod(ranges[v] for v in vs) if vs else 1
-    if points * len(forms) > MAX_ENUMERATE:
+    if points * len(forms) > max_points:
         raise Inexact(f"a guard over several index variables at {points:,} points (too many to enumerate)")
     grids = np.indices([ranges[v] for v in vs], dtype=np.int64).reshape(len(vs), -1) if vs else np.zeros((0, 1),
                                                                                                           np.int64)
@@ -386,14 +392,17 @@ def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int
     if not a.size:
         return 0, 0
     lo, hi = int(a.min()), int(a.max()) + width
+    if a.size * width * 8 < hi - lo:  # sparse: the touched bytes themselves, not a bitmap of the span
+        where = np.unique((np.unique(a)[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel())
+        sectors = where // SECTOR
+        return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
     if hi - lo > MAX_BITMAP:
         raise Inexact(f"accesses spread over {hi - lo:,} bytes (too many to mark)")
-    mark = np.zeros(hi - lo, dtype=bool)
+    base = lo - lo % SECTOR  # the bitmap starts on a sector boundary: its rows of 32 are sectors
+    mark = np.zeros(-(-(hi - base) // SECTOR) * SECTOR, dtype=bool)
     for j in range(width):
-        mark[a - lo + j] = True
-    where = np.flatnonzero(mark) + lo
-    sectors = where // SECTOR
-    return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
+        mark[a - base + j] = True
+    return int(np.count_nonzero(mark)), int(np.count_nonzero(mark.reshape(-1, SECTOR).any(axis=1)))
 
 
 def sum_counts(parts: list) -> tuple[int, int | None]:
