@@ -554,10 +554,14 @@ class _Kernel:
             alts, reason = self.cases[var]
             for af, acs in alts:
                 nf = _subst(f, var, af)
-                ncs = [_subst(c, var, af) for c in cs] + list(acs)
-                if any(self._never(c) for c in ncs[values:]):
-                    continue
-                todo.append((nf, ncs, why or reason))
+                ncs, never = [], False
+                for i, c in enumerate(cs):
+                    nc = _subst(c, var, af)
+                    never = never or (nc is not c and i >= values and self._never(nc))
+                    ncs.append(nc)
+                if never or any(self._never(c) for c in acs):
+                    continue  # a combination no point of the launch reaches
+                todo.append((nf, ncs + list(acs), why or reason))
             if len(out) + len(todo) > MAX_CASES:
                 raise NotAffine(f"more than {MAX_CASES} cases of selp/min/max/joined values in one address")
         return out
@@ -1057,8 +1061,9 @@ def _form(c) -> Form:
 def _subst(c, var: str, alt: Form):
     """``c`` (a form or a marker) with ``var`` replaced by ``alt``."""
     if not isinstance(c, Form):
-        return type(c)(_subst(c.form, var, alt), *([c.k] if isinstance(c, AfterEntry) else []))
-    k = c.coefs.get(var, 0)
+        f = _subst(c.form, var, alt)
+        return c if f is c.form else type(c)(f, *([c.k] if isinstance(c, AfterEntry) else []))
+    k = next((x for v, x in c.terms if v == var), 0)
     if not k:
         return c
     rest = Form.of({v: x for v, x in c.terms if v != var}, c.const, c.base)
