@@ -544,6 +544,8 @@ class _Kernel:
         ``form`` and ``cons`` (infeasible ones left out); ``why`` is non-empty when an alternative's
         conditions were not decided (the access is then an upper bound).  The first ``values`` of
         ``cons`` are values expanded along (not constraints)."""
+        if any(self._never(c) for c in cons[values:]):
+            return []  # under a guard this launch never passes (a remainder loop of no iterations)
         todo, out = [(form, list(cons), "")], []
         while todo:
             f, cs, why = todo.pop()
@@ -1030,6 +1032,9 @@ class _Kernel:
             except NotAffine as e:
                 out.append(Access(iid, form.base, kind, None, width, why=f"line {ins.line}: {e}"))
                 continue
+            if not cases and form.base is not None and (_is_global(ins) or form.base in self.params):
+                # never runs at this launch: the buffer is still listed, with no bytes
+                out.append(Access(iid, form.base, kind, Form(base=form.base), width, (Form(const=-1),)))
             for f, cs, why in cases:
                 if f.base is None:
                     if "global" in ins.modifiers:
@@ -1266,7 +1271,8 @@ def _buffer(name: str, accs: list, ranges: dict) -> BufferFootprint:
     out: dict = {}
     source, why = "exact", ""
     for kind in ("read", "write"):
-        mine = [a for a in accs if a.kind in (kind, "both")]
+        mine = [a for a in accs if a.kind in (kind, "both") and not any(  # those that never run left out
+            isinstance(c, Form) and not c.terms and c.const < 0 for c in a.constraints)]
         if not mine:
             out[kind] = (0, 0)
             continue
