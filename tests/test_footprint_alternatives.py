@@ -115,7 +115,8 @@ def _contract_args(contract: dict) -> tuple[dict, dict]:
     return args, scalars
 
 
-@pytest.mark.parametrize("name", sorted(p.name.split(".")[0] for p in OUTSIDE.glob("*.contract.json")))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "sgemm_reg" else n  # ~2 s
+                                  for n in sorted(p.name.split(".")[0] for p in OUTSIDE.glob("*.contract.json"))])
 def test_outside_kernels_match_the_interpreter(name):
     """The footprint of each kernel written outside the corpus on its contract's check launch: exact
     buffers equal the interpreter's bytes and sectors, upper bounds are not below them."""
