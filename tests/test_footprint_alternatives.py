@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ptxopt.parser import parse
 from test_global_footprint import _HEAD, _check, _run
 
 OUTSIDE = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels"
@@ -142,3 +143,18 @@ def test_strided_reads_are_counted_in_whole_sectors():
     x = next(b for b in fp.buffers if b.name == "axpy_strided_param_2")
     assert (x.source, x.read_bytes, x.read_sectors) == ("exact", 4 * n, 8 * n // 32)
     assert fp.floor_bytes == 8 * n + 4 * n + 4 * n  # x's sectors, y read, y written
+
+
+def test_accesses_stay_one_per_instruction():
+    """``accesses()`` (what per-lane stride analyses read) keeps one entry per global access instruction
+    in program order; an address with alternatives has no single form there, while the footprint
+    counts each alternative under its own condition."""
+    from ptxopt.analysis.global_footprint import _kernel_at
+
+    fn = parse(_kernel("selp_affine", 5, None), "alt").pick_entry("alt", "alt")
+    k = _kernel_at(fn, (1, 1, 1), (64, 1, 1), {"n": 50})
+    per_ins, cases = k.accesses(), k.case_accesses()
+    assert [a.iid for a in per_ins] == sorted({a.iid for a in cases})
+    x = [a for a in per_ins if a.buffer == "x"]
+    assert len(x) == 1 and x[0].form is None and "alternatives" in x[0].why
+    assert len([a for a in cases if a.buffer == "x"]) == 2

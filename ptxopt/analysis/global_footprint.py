@@ -980,12 +980,42 @@ class _Kernel:
         self._memo[key] = found
         return found
 
-    def accesses(self) -> list[Access]:
-        """Every global access, its forms over the final digits of the index variables."""
-        raw = self._accesses()
-        return [a if a.form is None else Access(a.iid, a.buffer, a.kind, self.refine(a.form), a.width,
+    def case_accesses(self) -> list[Access]:
+        """Every global access, its forms over the final digits of the index variables; an instruction
+        whose address has alternatives (selp, min/max, a guarded overwrite) is one access per
+        alternative, each under the conditions that choose it (what the footprint counts)."""
+        if "cases" not in self._memo:
+            raw = self._accesses()
+            self._memo["cases"] = [
+                a if a.form is None else Access(a.iid, a.buffer, a.kind, self.refine(a.form), a.width,
                                                 tuple(self.refine(c) for c in a.constraints), a.why, a.inexact)
                 for a in raw]
+        return self._memo["cases"]
+
+    def accesses(self) -> list[Access]:
+        """One access per global access instruction, in program order, with its address form where that
+        is one affine form of the launch's variables (what a warp's lanes compute); ``form`` None, and
+        ``why``, where it is not: several alternatives, a value known only by its range, or code this
+        launch never runs."""
+        out, by_iid = [], {}
+        for a in self.case_accesses():
+            by_iid.setdefault(a.iid, []).append(a)
+        for iid, group in by_iid.items():
+            a = group[0]
+            why = ""
+            if len(group) > 1:
+                why = f"line {self.cfg.instructions[iid].line}: an address with {len(group)} alternatives"
+            elif a.form is not None and any(isinstance(c, Form) and not c.terms and c.const < 0
+                                            for c in a.constraints):
+                why = f"line {self.cfg.instructions[iid].line}: not run at this launch"
+            elif a.form is not None and any(_digit(v)[0] in self.free and _digit(v)[0].startswith("f:")
+                                            for v, _ in a.form.terms):
+                why = a.inexact or f"line {self.cfg.instructions[iid].line}: a value known only by its range"
+            if why:
+                buffers = {g.buffer for g in group}
+                a = Access(iid, buffers.pop() if len(buffers) == 1 else None, a.kind, None, a.width, why=why)
+            out.append(a)
+        return out
 
     def _accesses(self) -> list[Access]:
         out = []
@@ -1227,7 +1257,7 @@ def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFoot
     launch = {"grid": list(_dim3(grid)), "block": list(_dim3(block))}
     try:
         k = _kernel_at(fn, grid, block, scalars)
-        accs = k.accesses()
+        accs = k.case_accesses()
     except (NotAffine, Inexact, RecursionError) as e:
         return LaunchFootprint((), "unknown", None, (f"analysis failed: {e}",), launch)
     params = [p.name for p in _params(fn)]
