@@ -18,20 +18,34 @@ values: ``if (i < n)``) and by its own guard predicate.
 Register forms also see through Triton's lane arithmetic (``or`` of disjoint bits, ``and`` with a
 mask that keeps every bit), bit fields of an index (``shr``/``and``/``bfe``/power-of-two ``div``
 and ``rem`` split a variable into digits), pointers a loop advances through a chain of adds, and
-``cp.async`` reads masked by ``selp size, 0, p``.  Counting the union of every access of a buffer,
+``cp.async`` reads masked by ``selp size, 0, p``.
+
+Values with alternatives -- ``selp`` of indices, ``min``/``max`` (a clamp), a register set on either
+side of a guard (``mov r, a; @p add r, ...``), the start of nvcc's main loop after its peeled ``n % 4``
+iterations -- are case variables: at each access they are replaced by every alternative, each under
+the conditions that choose it, so an access becomes several that partition its threads (exact when
+those conditions are affine; when they are not, or when the definitions that reach a use are merely
+listed, the count is an upper bound).  A value that is not affine but bounded -- a mask or remainder
+of a loaded word, a narrow load, a quotient by a constant that is not a power of two -- is a variable
+over its range (:attr:`_Kernel.free`): counting over every value it may take is an upper bound, as is
+a loop whose trip is bounded only through such a value or by one of several exits.
+
+Counting the union of every access of a buffer,
 exactly or not at all, is :mod:`ptxopt.analysis.affine_count`'s; bytes are also counted in 32-byte
 sectors (buffers aligned to 256 B, as ``cudaMalloc`` gives them), the unit DRAM moves.
 
 The answer's ``source`` per buffer:
 
 * ``exact``: computed as above; it feeds the DRAM floor.
-* ``extrapolated``: the address forms are affine but a guard could not be applied exactly (a
-  condition on loaded data, a constraint over several variables at a size too large to enumerate):
-  the count is an UPPER bound (every guard taken), so it sets no floor.
-* ``unknown``: an address that is not affine in the launch (a gather through loaded indices, a
-  ``selp`` of indices, a loop whose trip is not found), or an access whose buffer is not found (then
-  no buffer of the launch is exact: that access could touch any of them; the exact buffers' bytes
-  still bound DRAM from below).
+* ``extrapolated``: the addresses are bounded but not counted exactly (a guard or a choice on loaded
+  data, a value known only by its range, a constraint over several variables at a size too large to
+  enumerate): the count is an UPPER bound -- the accesses counted with the guards that were decided,
+  else without, else the smaller of their address intervals' union and one width per execution -- so
+  it sets no floor.
+* ``unknown``: an address that is not bounded at all (a gather through loaded indices, a pointer loaded
+  from memory, a loop whose trip is not found), or an access whose buffer is not found (then no buffer
+  of the launch is exact: that access could touch any of them; the exact buffers' bytes still bound
+  DRAM from below).
 
 Known limits: integer wrap-around in address arithmetic is assumed not to happen (the forms are taken
 over the integers), and a narrowing ``cvt`` is taken as lossless.  The test against the interpreter's
