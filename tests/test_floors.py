@@ -46,11 +46,10 @@ SLOW_FLOORS = ("cuda_transpose_smem", "triton_matmul_f16")
 def outside(name: str):
     """(ptx text, entry, performance launch) of a kernel in benchmarks/outside_kernels/ (no byte counts)."""
     text = (OUTSIDE / f"{name}.ptx").read_text()
-    contract = json.loads((OUTSIDE / f"{name}.contract.json").read_text())
-    perf, entry = contract["performance"], contract["entry"]
+    perf = json.loads((OUTSIDE / f"{name}.contract.json").read_text())["performance"]
     launch = Launch(tuple(perf["grid"]), tuple(perf["block"]), 0, perf["scalars"], origin=Origin.CONTRACT,
-                    role=Role.PERFORMANCE, source=f"{name}.contract.json", entry=entry)
-    return text, entry, launch
+                    role=Role.PERFORMANCE, source=f"{name}.contract.json", entry=name)
+    return text, name, launch
 
 
 def estimate_cycles(text: str, arch: str, entry: str, launch, spec=None) -> float:
