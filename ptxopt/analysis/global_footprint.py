@@ -531,8 +531,9 @@ class _Kernel:
         self._memo[key] = err  # a join that reaches itself is not resolved
         try:
             forms = [self._unprobe(self.at(d)) for d in sites]
-        except NotAffine:
-            raise err from None
+        except NotAffine as e:
+            self._memo[key] = NotAffine(f"{err} (one of them: {e})")
+            raise self._memo[key] from None
         alts, why = None, f"{name}: one of {len(sites)} definitions (which one is not decided)"
         if len(sites) == 2:
             d0, d1 = sorted(sites)
@@ -935,7 +936,7 @@ class _Kernel:
                 a = ins.operands[1]
                 p = self.params.get(a.base.name) if isinstance(a, Addr) and isinstance(a.base, Sym) else None
                 found.add(p.name if p is not None and p.dtype in _PTR_PARAM else None)
-            elif ins.opcode in ("mov", "cvta", "cvt", "add", "sub") and len(ins.operands) >= 2:
+            elif ins.opcode in ("mov", "cvta", "cvt", "add", "sub", "mad") and len(ins.operands) >= 2:
                 bases = {self._base_of(o, d, depth + 1) for o in ins.operands[1:] if isinstance(o, Reg)}
                 bases.discard(None)
                 found.add(bases.pop() if len(bases) == 1 else None)
