@@ -39,8 +39,9 @@ def kernels(every: int):
             dram_bytes_of_spec(k.performance_spec())
     for c in sorted(OUTSIDE.glob("*.contract.json")):
         name = c.name.split(".")[0]
-        perf = json.loads(c.read_text())["performance"]
-        yield f"outside:{name}", "outside", (OUTSIDE / f"{name}.ptx").read_text(), name, perf["grid"], \
+        contract = json.loads(c.read_text())
+        perf = contract["performance"]
+        yield f"outside:{name}", "outside", (OUTSIDE / f"{name}.ptx").read_text(), contract["entry"], perf["grid"], \
             perf["block"], perf["scalars"], None
 
 

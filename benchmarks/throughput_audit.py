@@ -13,10 +13,11 @@ manifest ``group`` (pointwise, row_reduction, ...); kernels without one by
 family kind: ``gemm_tile`` and ``real:<compiler>`` (the hand-written nvcc and
 Triton kernels).  From each stratum, sorted by id, the first kernel and the
 one in the middle (index n // 2) -- ``--per-group`` of them, evenly spaced.
-Then the kernels of :data:`OUTSIDE` (``benchmarks/data/throughput_audit``:
-a naive transpose, a warp-shuffle reduction, a bit-manipulation kernel and a
-register-tiled SGEMM, each with a ``.contract.json`` whose performance launch
-gives grid, block and scalars but no buffer byte counts, as a user writes it).
+Then every kernel of ``benchmarks/outside_kernels/`` (written outside the
+corpus: transposes, a warp-shuffle reduction, a bit-manipulation kernel, two
+register-tiled SGEMMs, a row softmax, a gemv, a strided axpy; each with a
+``.contract.json`` whose performance launch gives grid, block and scalars but no
+buffer byte counts, as a user writes it).
 
 Per kernel: greedy (``--max-steps``, default 4) under throughput, the gain
 (percent of the baseline's cycles), the pipeline, and -- from
@@ -48,9 +49,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DATA = ROOT / "benchmarks" / "data" / "throughput_audit"
+DATA = ROOT / "benchmarks" / "outside_kernels"
 #: Kernels written outside the corpus (PTX from nvcc 13.0 -O3 -arch=sm_89, sources next to them).
-OUTSIDE = ("transpose_naive", "warp_reduce", "bitmix", "sgemm_regtile")
+OUTSIDE = tuple(sorted(p.name.split(".")[0] for p in DATA.glob("*.contract.json")))
 GAIN_REPORTED = 5.0  # percent: gains at or above it get the before/after bounds and the mechanism
 
 
@@ -86,7 +87,8 @@ def outside_candidates() -> list:
     out = []
     for name in OUTSIDE:
         path = str(DATA / f"{name}.ptx")
-        cand = Candidate(Path(path).read_text(), name=name, entry=name)
+        entry = json.loads((DATA / f"{name}.contract.json").read_text())["entry"]
+        cand = Candidate(Path(path).read_text(), name=name, entry=entry)
         cand = with_contract(cand, path, {})
         cand = with_performance(cand, path, {})
         out.append((cand, path))

@@ -27,7 +27,7 @@ from ptxopt.pipeline import Pipeline
 from ptxopt.sim import decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 
-DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "throughput_audit"
+DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels"
 
 
 def _ptx(name: str) -> str:

@@ -15,7 +15,7 @@ from ptxopt.parser import parse_bytes
 from ptxopt.sim import decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 
-PTX = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "throughput_audit" / "sgemm_regtile.ptx"
+PTX = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels" / "sgemm_regtile.ptx"
 
 
 def _walk(k: int):

@@ -1,10 +1,13 @@
-// A user's bit-manipulation kernel: popcount, bit reversal and a rotate per 32-bit word.
-// Performance launch: n = 2^25, grid 131072, block 256 (256 MiB: 128 MiB read + 128 MiB written).
-extern "C" __global__ void bitmix(const unsigned *in, unsigned *out, int n) {
+// Bit manipulation per element: popcount, reverse, funnel shifts, xorshift rounds.
+// No __restrict__: plain ld.global, as a user often writes it (nvcc then emits no ld.global.nc).
+extern "C" __global__ void bitmix(const unsigned* in, unsigned* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        unsigned v = in[i];
-        unsigned r = __brev(v) ^ (unsigned)__popc(v);
-        out[i] = (r << 7) | (r >> 25);
+    if (i >= n) return;
+    unsigned v = in[i];
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        v ^= v << 13; v ^= v >> 17; v ^= v << 5;
+        v = __funnelshift_l(v, v, r + 7) + __popc(v) + __brev(v);
     }
+    out[i] = v;
 }

@@ -125,15 +125,19 @@ class _Pattern:
     """A set of integers: an interval ``[0, span)``, or a small explicit sorted array, or a summary
     (count, span) of disjoint translates."""
 
-    def __init__(self, arr=None, count=0, span=0, interval=False):
+    def __init__(self, arr=None, count=0, span=0, interval=False, gap=None):
         if arr is not None:
             count = len(arr)
             span = int(arr[-1] - arr[0] + 1) if count else 0
             interval = count == span
+            gap = int(np.diff(arr).max()) - 1 if count > 1 else 0
             if interval or count > MAX_EXPLICIT:
                 arr = None
         self.arr = arr
         self.count, self.span, self.interval = count, span, interval
+        # the longest run of integers missing between two members (None: not known); under a sector,
+        # every sector from the first member's to the last's holds a member
+        self.gap = 0 if interval else gap
 
     def add(self, c: int, n: int) -> "_Pattern":
         """The union of ``self + c*x`` for ``x`` in ``[0, n)`` (``c > 0``)."""
@@ -148,7 +152,8 @@ class _Pattern:
             if self.interval and count <= MAX_EXPLICIT:
                 base = np.arange(self.span, dtype=np.int64)
                 return _Pattern((base[None, :] + c * np.arange(n, dtype=np.int64)[:, None]).ravel())
-            return _Pattern(None, count, span, False)
+            gap = None if self.gap is None else max(self.gap, c - self.span)
+            return _Pattern(None, count, span, False, gap)
         if self.interval:  # overlapping translates of an interval: one interval
             span = c * (n - 1) + self.span
             return _Pattern(None, span, span, True)
@@ -184,7 +189,7 @@ def _image(terms: list, const: int, width: int) -> tuple[int, int | None]:
             inner = inner.add(c, n)
     except Inexact:
         return nbytes, None
-    if inner.interval:
+    if inner.interval or inner.arr is None and inner.gap is not None and inner.gap < SECTOR:
         first, last = const // SECTOR, (const + inner.span - 1) // SECTOR
         q = _Pattern(None, last - first + 1, last - first + 1, True)
     elif inner.arr is not None:
@@ -310,7 +315,7 @@ def _resolve(cons: list, ranges: dict, keep_ne: bool = False) -> list:
     return out
 
 
-def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
+def count_access(acc: Access, ranges: dict, max_points: int = MAX_ENUMERATE) -> tuple[int, int]:
     """(bytes, sectors) one access touches over the launch, exactly; Inexact when not decidable."""
     cons = _resolve(list(acc.constraints), ranges, keep_ne=True)
     nes = [c.form for c in cons if isinstance(c, NotEqual)]
@@ -331,14 +336,41 @@ def count_access(acc: Access, ranges: dict) -> tuple[int, int]:
     form, cons, rng = clipped
     if not cons:
         return _image([(c, rng[v]) for v, c in form.terms], form.const, acc.width)
-    return _enumerate([form], [cons], rng, acc.width)
+    return _enumerate([form], [cons], rng, acc.width, max_points)
 
 
-def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int, int]:
+#: Points an upper bound may enumerate to apply an access's guards (more: the guards are dropped).
+MAX_BOUND_ENUMERATE = 1 << 14
+
+
+def upper_bound(acc: Access, ranges: dict) -> tuple[int, int]:
+    """(bytes, sectors) the access touches AT MOST: counted with its constraints where that is decided,
+    else without them, else the smaller of its address interval and one ``width`` per point of the
+    launch (every execution a distinct address).  Always a superset count, never exact."""
+    for cons in (acc.constraints, ()):
+        try:
+            return count_access(Access(acc.iid, acc.buffer, acc.kind, acc.form, acc.width, tuple(cons)), ranges,
+                                MAX_BOUND_ENUMERATE)
+        except Inexact:
+            continue
+    form = Form.of(acc.form.coefs, acc.form.const)
+    rng = {v: ranges[v] for v, _ in form.terms}
+    lo, hi = bounds(form, rng)
+    points = math.prod(rng.values()) if rng else 1
+    w = acc.width
+    aligned = w and SECTOR % w == 0 and form.const % w == 0 and all(c % w == 0 for _, c in form.terms)
+    per = 1 if aligned else -(-(w - 1) // SECTOR) + 1  # sectors one execution may touch
+    nbytes = min(hi - lo + w, points * w)
+    nsect = min((hi + w - 1) // SECTOR - lo // SECTOR + 1, points * per)
+    return nbytes, nsect
+
+
+def _enumerate(forms: list, conses: list, ranges: dict, width: int,
+               max_points: int = MAX_ENUMERATE) -> tuple[int, int]:
     """Exact (bytes, sectors) of the union of several accesses by listing every point (small launches)."""
     vs = sorted({v for f, cs in zip(forms, conses) for g in [f] + list(cs) for v, _ in g.terms})
     points = math.prod(ranges[v] for v in vs) if vs else 1
-    if points * len(forms) > MAX_ENUMERATE:
+    if points * len(forms) > max_points:
         raise Inexact(f"a guard over several index variables at {points:,} points (too many to enumerate)")
     grids = np.indices([ranges[v] for v in vs], dtype=np.int64).reshape(len(vs), -1) if vs else np.zeros((0, 1),
                                                                                                           np.int64)
@@ -360,14 +392,17 @@ def _enumerate(forms: list, conses: list, ranges: dict, width: int) -> tuple[int
     if not a.size:
         return 0, 0
     lo, hi = int(a.min()), int(a.max()) + width
+    if a.size * width * 8 < hi - lo:  # sparse: the touched bytes themselves, not a bitmap of the span
+        where = np.unique((np.unique(a)[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel())
+        sectors = where // SECTOR
+        return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
     if hi - lo > MAX_BITMAP:
         raise Inexact(f"accesses spread over {hi - lo:,} bytes (too many to mark)")
-    mark = np.zeros(hi - lo, dtype=bool)
+    base = lo - lo % SECTOR  # the bitmap starts on a sector boundary: its rows of 32 are sectors
+    mark = np.zeros(-(-(hi - base) // SECTOR) * SECTOR, dtype=bool)
     for j in range(width):
-        mark[a - lo + j] = True
-    where = np.flatnonzero(mark) + lo
-    sectors = where // SECTOR
-    return int(where.size), int(1 + np.count_nonzero(np.diff(sectors)))
+        mark[a - base + j] = True
+    return int(np.count_nonzero(mark)), int(np.count_nonzero(mark.reshape(-1, SECTOR).any(axis=1)))
 
 
 def sum_counts(parts: list) -> tuple[int, int | None]:
@@ -515,7 +550,7 @@ def _offsets(accs: list, ranges: dict):
     inner = _Pattern(seed)
     for c, n in pos[:split]:
         inner = inner.add(c, n)
-    if inner.interval:
+    if inner.interval or inner.arr is None and inner.gap is not None and inner.gap < SECTOR:
         first, last = lo // SECTOR, (lo + inner.span - 1) // SECTOR
         q = _Pattern(None, last - first + 1, last - first + 1, True)
     elif inner.arr is not None:
@@ -590,4 +625,4 @@ def _stepped(accs: list, ranges: dict):
 
 
 __all__ = ["SECTOR", "NotAffine", "Inexact", "Form", "Access", "NotEqual", "AfterEntry", "bounds", "count_access",
-           "count_union", "sum_counts"]
+           "count_union", "sum_counts", "upper_bound"]
