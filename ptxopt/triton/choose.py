@@ -52,6 +52,13 @@ class TunedPipelines:
         k = self.table.lookup(name, ptx)
         return (k.objective, k.launch) if k is not None else ("", "")
 
+    def tuned_toolchain(self, name: str, ptx: str):
+        """The :class:`~ptxopt.triton.tune_toolchain.Toolchain` tuning compiled with (None: not recorded)."""
+        from ptxopt.triton.tune_toolchain import from_record
+
+        k = self.table.lookup(name, ptx)
+        return from_record(k.toolchain) if k is not None else None
+
 
 class PolicyPipelines:
     MAX_STEPS = 6

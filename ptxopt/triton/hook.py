@@ -369,6 +369,15 @@ class StagesHook:
             params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
         compile = triton_compile(backend, options)
+        tuned_toolchain = getattr(self.chooser, "tuned_toolchain", None)
+        if tuned_toolchain is not None:  # tuned with this very ptxas command, or the report says what differs
+            from ptxopt.triton.tune_toolchain import mismatch, toolchain_of
+
+            differs = mismatch(tuned_toolchain(name, ptx), toolchain_of(compile.ptxas, compile.flags))
+            rep.why_pipeline += f"; {differs}" if differs else "; tuned with the same ptxas and flags"
+            if differs:
+                rep.warnings.append(differs)
+                warnings.warn(f"ptxopt: {name}: {differs}", PtxoptTritonWarning, stacklevel=2)
         memo = None
         if self.rejections is not None and name not in self.contracts:
             from ptxopt.triton.rejections import rejection_key
@@ -394,7 +403,7 @@ class StagesHook:
             rep.estimate_note = est.note
             if tuned_launch and est.launch and est.launch != tuned_launch:
                 res.warnings.append(f"tuned on {tuned_launch}, judged on {est.launch}: the launches differ")
-        rep.warnings = list(res.warnings)
+        rep.warnings = rep.warnings + list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
         rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
