@@ -172,3 +172,17 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
                        capture_output=True, text=True, env=env, cwd=work, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == (example / "tests" / "scale.expected.ptx").read_text()
+
+
+def test_optimize_takes_a_policy_by_the_names_the_cli_takes():
+    """optimize(policy=) finds a committed policy by name, as search --policy and enable(policy=) do;
+    an unknown name is one line listing the committed ones; a pipeline and a policy together are refused."""
+    import ptxopt
+
+    ptx = (ROOT / "tests" / "data" / "scale_add.ptx").read_text()
+    with pytest.raises(ValueError, match=f"neither a file nor a committed policy.*{POLICY}"):
+        ptxopt.optimize(ptx, policy="no_such_policy")
+    with pytest.raises(TypeError, match="exactly one"):
+        ptxopt.optimize(ptx, "vec_ld", policy=POLICY)
+    with pytest.raises(TypeError, match="exactly one"):
+        ptxopt.optimize(ptx)

@@ -151,6 +151,10 @@ def test_tune_a_triton_cache_then_apply_exactly_those(tmp_path, monkeypatch):
         assert tuned.toolchain == hook_cmd.record() and "--regAllocOptLevel=2" in tuned.toolchain["flags"], name
         if tuned.pipeline:  # the same estimate as tuned: the tuned gain holds in the hook
             assert "tuned with the same ptxas and flags" in rep.why_pipeline, (name, rep.why_pipeline)
+            # under the same check launch (loop trips), performance launch and SASS: the very figures tuned
+            assert not any("launches differ" in w for w in rep.warnings), rep.warnings
+            assert tuned.check_launch and (rep.estimate.before, rep.estimate.after) == \
+                (tuned.baseline_cycles, tuned.best_cycles), (name, rep.estimate, tuned)
             assert rep.objective == tuned.objective and "as tuned" in rep.why_pipeline, name
             assert rep.changed and rep.verdict in ("proved", "equal", "hints-only"), (name, rep.reason)
             assert got[name].asm["ptx"] != plain[name]

@@ -59,6 +59,20 @@ def test_mismatch_says_what_differs():
     assert from_record(hook.record()) == hook and from_record({}) is None and from_record({"ptxas": 1}) is None
 
 
+def test_a_launch_described_two_ways_is_one_launch():
+    from ptxopt.triton.hook import _launch_key
+
+    meta = "(from Triton's metadata: num_warps=4, shared=2048)"
+    searched = f"performance launch: grid unknown, block 128x1x1, 2048 B dynamic shared {meta}; grid assumed: 2784 blocks; L2 cold"
+    hooked = (f"performance launch: grid 2784x1x1, block 128x1x1, 2048 B dynamic shared {meta[:-1]}; grid assumed: "
+              "2784 blocks (4 full waves at the original's occupancy)); L2 cold")
+    assert _launch_key(searched) == _launch_key(hooked) == _launch_key(hooked.split(" (from")[0] + "; L2 cold")
+    for other in (hooked.replace("2784 blocks", "2785 blocks"), hooked.replace("L2 cold", "L2 warm"),
+                  hooked.replace("block 128x1x1", "block 256x1x1"), hooked.replace("2048 B", "0 B")):
+        assert _launch_key(other) != _launch_key(searched), other
+    assert _launch_key("one warp") == ("one warp",)
+
+
 def test_tuning_uses_and_records_the_ptxas_the_hook_runs(tmp_path):
     pytest.importorskip("triton")
     from ptxopt.triton.tune_toolchain import for_metadata

@@ -392,6 +392,7 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)
         out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch, performance=perf), None))
         by_label[k.label] = k
+        k.check_launch = launch.describe()  # recorded: the hook estimates under the same alternative
     if note:  # after the kernels were read: a broken one is reported first, alone
         click.echo(f"ptxopt: {note}", err=True)
     return out, by_label, toolchain, toolchains
@@ -417,7 +418,8 @@ def _pipelines_writer(by_label: dict, path: str, target: str, config, toolchains
                                      cycles_kind="estimate" if r.estimate else "measurement",
                                      arch=r.arch or "", path=str(k.path), objective=r.objective or "",
                                      launch=r.performance or "",
-                                     toolchain=toolchains[r.kernel].record() if r.kernel in toolchains else {}))
+                                     toolchain=toolchains[r.kernel].record() if r.kernel in toolchains else {},
+                                     check_launch=getattr(k, "check_launch", "")))
         write_pipelines(path, tuned, source=str(Path(target).resolve()), strategy=config.strategy,
                         backend=config.options.backend, interrupted=interrupted)
         click.echo(f"ptxopt: wrote {len(tuned)} kernels' pipelines to {path}", err=True)

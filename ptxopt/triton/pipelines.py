@@ -65,6 +65,9 @@ class TunedKernel:
     #: the ptxas command tuning compiled with (:mod:`ptxopt.triton.tune_toolchain`): ``{"ptxas": path,
     #: "version": ..., "flags": [...]}``, Triton's own for the hook to match ({} in files written before)
     toolchain: dict = field(default_factory=dict)
+    #: the check launch tuning estimated under (its loop trip counts), in words: the hook tries this
+    #: alternative of Triton's contracts first, so that it counts the same trips ("" in files written before)
+    check_launch: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
