@@ -135,3 +135,13 @@ def test_the_hook_reports_a_toolchain_mismatch(tmp_path, monkeypatch):
         assert any("ptxas" in str(x.message) and issubclass(x.category, pt.PtxoptTritonWarning) for x in w)
     assert "tuned with ptxas 12.9.86 (no flags)" in lines["other"] and "--regAllocOptLevel=2" in lines["other"]
     assert "does not record the ptxas" in lines["old"]
+
+
+def test_ray_workers_get_the_drivers_ptxas(monkeypatch):
+    from ptxopt.executor.raycluster import runtime_env
+
+    monkeypatch.delenv("PTXOPT_PTXAS", raising=False)
+    monkeypatch.delenv("PTXOPT_PTXAS_FLAGS", raising=False)
+    assert "env_vars" not in runtime_env()
+    with tuning_with(Toolchain("/x/ptxas", "12.9.86", ("-lineinfo",))):
+        assert runtime_env()["env_vars"] == {"PTXOPT_PTXAS": "/x/ptxas", "PTXOPT_PTXAS_FLAGS": "-lineinfo"}
