@@ -73,6 +73,7 @@ def test_a_launch_described_two_ways_is_one_launch():
     assert _launch_key("one warp") == ("one warp",)
 
 
+@pytest.mark.slow
 def test_tuning_uses_and_records_the_ptxas_the_hook_runs(tmp_path):
     pytest.importorskip("triton")
     from ptxopt.triton.tune_toolchain import for_metadata
