@@ -38,9 +38,15 @@ the kernel left there, as a later process compiling the same kernels finds it
 checkout (a copy of this script in its ``benchmarks/``), the same figures are
 measured for that checkout's ptxopt.
 
+``--outside`` measures kernels outside the corpus instead, written as a
+user writes them (``benchmarks/outside_kernels/triton_user.py``: the Triton
+tutorials' layernorm, softmax and matmul, and a rotary embedding): the
+corpus's kernels are small and ptxopt was developed against them.
+
 Run::
 
     python benchmarks/triton_hook.py                                  # default pipeline
+    python benchmarks/triton_hook.py --outside --repeat 3              # a user's kernels, not the corpus
     python benchmarks/triton_hook.py --pipeline vec_ld,vec_st --repeat 5
     python benchmarks/triton_hook.py --pipelines tuned.json           # a 'ptxopt search' results file
     python benchmarks/triton_hook.py --json out.json
@@ -81,13 +87,24 @@ def _cpu() -> float:
     return time.process_time() + ch.ru_utime + ch.ru_stime
 
 
+#: the kernels measured: the corpus's (None) or ``--outside``'s, name -> CORPUS entry
+_SPECS: dict | None = None
+OUTSIDE = Path(__file__).resolve().parent / "outside_kernels" / "triton_user.py"
+
+
+def _specs() -> dict:
+    from ptxopt.testing.triton_corpus import specs
+
+    return _SPECS if _SPECS is not None else specs()
+
+
 def _timed_compile(name: str, cpu: list | None = None) -> tuple[float, object]:
     from ptxopt.testing.triton_corpus import compile_kernel
 
     _fresh_cache()
     c0 = _cpu()
     t = time.perf_counter()
-    c = compile_kernel(name)
+    c = compile_kernel(_specs()[name] if _SPECS is not None else name)
     wall = time.perf_counter() - t
     if cpu is not None:
         cpu.append(_cpu() - c0)
@@ -224,7 +241,6 @@ def bench(names: list[str], enable_kw: dict, repeat: int, extra: tuple = ()) -> 
 def _row(name, plain, triton_s, triton_cpu, hooked_s, added, added_cpu, last) -> dict:
     import ptxopt.triton as pt
     from ptxopt.equivalence.budget import BUDGET_SPENT
-    from ptxopt.testing.triton_corpus import specs
 
     [(rep, hooked, w)] = last
     ptxopt_s = statistics.median(added)
@@ -233,7 +249,7 @@ def _row(name, plain, triton_s, triton_cpu, hooked_s, added, added_cpu, last) ->
     refused = sum(len(p["refused"]) for p in rep.passes)
     budget = bool(rep.verdict_note) and BUDGET_SPENT in rep.verdict_note
     return {
-        "kernel": name, "entry": rep.name, "family": specs()[name]["family"],
+        "kernel": name, "entry": rep.name, "family": _specs()[name]["family"],
         "pipeline": rep.pipeline or "-", "changed": rep.changed,
         "verdict": (f"{rep.verdict} (budget)" if budget else rep.verdict) or "-",
         "reason": rep.reason or None, "why_pipeline": rep.why_pipeline,
@@ -319,8 +335,11 @@ def main(argv=None) -> int:
     g.add_argument("--pipelines", default=None, help="a results file of 'ptxopt search TRITON_CACHE_DIR'")
     g.add_argument("--policy", default=None, help="a policy checkpoint (ptxopt train)")
     ap.add_argument("--kernels", default=None, help="comma-separated corpus names [default: all]")
+    ap.add_argument("--outside", action="store_true",
+                    help=f"a user's kernels outside the corpus ({OUTSIDE.name}) instead of the corpus's")
     ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel and mode (median) [default: 3]")
     ap.add_argument("--no-verify", action="store_true", help="enable(verify=False): ptxas only")
+    ap.add_argument("--budget-s", type=float, default=None, help="enable(budget_s=S): the hook's compile-time budget")
     ap.add_argument("--no-estimate", action="store_true", help="enable(estimate=False): no speed comparison")
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--old", action="store_true",
@@ -337,12 +356,17 @@ def main(argv=None) -> int:
         print("benchmarks/triton_hook.py needs triton: pip install -e '.[triton]'", file=sys.stderr)
         return 2
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    from ptxopt.testing.triton_corpus import specs
+    from ptxopt.testing.triton_corpus import load_specs
 
-    names = a.kernels.split(",") if a.kernels else sorted(specs())
+    global _SPECS
+    if a.outside:
+        _SPECS = load_specs(OUTSIDE)
+    names = a.kernels.split(",") if a.kernels else sorted(_specs())
     kw = ({"pipelines": a.pipelines} if a.pipelines else {"policy": a.policy} if a.policy
           else {"pipeline": a.pipeline or DEFAULT_PIPELINE})
     kw["verify"] = not a.no_verify
+    if a.budget_s is not None:
+        kw["budget_s"] = a.budget_s
     if a.no_estimate:
         kw["estimate"] = False
     extra = ((BEFORE,) if a.old else ()) + ((NO_ESTIMATE,) if a.also_no_estimate else ()) + \
@@ -350,6 +374,7 @@ def main(argv=None) -> int:
     tables = bench(names, kw, max(1, a.repeat), extra)
     what = (f"pipelines file {a.pipelines}" if a.pipelines else f"policy {a.policy}" if a.policy
             else f"pipeline {kw['pipeline']}")
+    what += ", kernels outside the corpus" if a.outside else ""
     title = (f"ptxopt Triton hook, {what}, verify={kw['verify']}, estimate={kw.get('estimate', True)}, sm_89, "
              f"median of {a.repeat} "
              f"compiles per mode (CPU only; cycles are a sim ESTIMATE)")

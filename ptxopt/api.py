@@ -139,7 +139,7 @@ PASS_TIMEOUT = 600.0
 
 
 @library_call
-def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, contract=None,
+def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, arch: str | None = None, contract=None,
              verify: bool = True, compile: Compile | None = None,
              filename: str = "<input>", prove: bool = True, objective: str | None = None,
              performance=None, if_slower: str = "keep", estimate: bool = True,
@@ -149,6 +149,11 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
              timeout: float | None = PASS_TIMEOUT, budget_s: float | None = None) -> OptimizeResult:
     """Apply ``pipeline`` to ``ptx``; return the result only when ptxas
     accepts it and its equivalence is established (module doc).
+
+    ``policy`` instead of ``pipeline``: a checkpoint of ``ptxopt train`` or a
+    committed policy's name (as ``search --policy`` and
+    ``ptxopt.triton.enable(policy=)`` take it), greedy-decoded from the
+    kernel's features into the pipeline applied (needs the ``rl`` extra).
 
     ``contract``: how to launch the entries for the check -- a
     :class:`~ptxopt.equivalence.launch.Launch`, :class:`~ptxopt.equivalence.contract.Contracts`,
@@ -217,6 +222,10 @@ def optimize(ptx: str, pipeline: str | Pipeline, *, arch: str | None = None, con
 
     if not isinstance(ptx, str):
         raise TypeError(expected_text("optimize()", ptx))
+    if (pipeline is None) == (policy is None):
+        raise TypeError("optimize() takes exactly one of a pipeline (e.g. 'vec_ld,maxnreg_128') and policy=")
+    if policy is not None:
+        pipeline = _policy_pipeline(ptx, policy, parsed, filename)
     if not isinstance(pipeline, (str, Pipeline)):
         raise TypeError(f"optimize() takes the pipeline as a str such as 'vec_ld,maxnreg_128' or a Pipeline, "
                         f"not {type(pipeline).__name__}")
@@ -446,9 +455,14 @@ def _per_entry(module: Module, contract, objective, one):
     from ptxopt.evaluate.pair import PairEstimate
 
     parts = []
+    alternatives = _alternatives(contract, module) if isinstance(contract, (list, tuple)) else None
     for fn in module.entries:
         check = None
-        if contract is not None and not isinstance(contract, (list, tuple)):
+        if alternatives is not None:
+            # alternatives (the Triton hook's): the first that fits the entry, the launch a search of a Triton
+            # cache estimates under (its loop trip counts), so that tuning and applying rank alike
+            check = next((alt for alt in alternatives(fn.name) if not isinstance(alt, Exception)), None)
+        elif contract is not None:
             from ptxopt.equivalence.launch import as_launch
 
             check = contract.for_entry(fn.name) if hasattr(contract, "for_entry") else as_launch(contract)
@@ -517,6 +531,23 @@ def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]
     if d is not None:
         return d.verdict, d.note
     return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
+
+
+def _policy_pipeline(ptx: str, policy, parsed, filename: str) -> Pipeline:
+    """The pipeline ``policy`` (a checkpoint path or a committed policy's name) decodes for the first
+    entry of ``ptx``; ValueError with one line when the policy cannot be loaded."""
+    from ptxopt.triton.choose import PolicyPipelines
+
+    try:
+        chooser = PolicyPipelines(policy)
+    except ImportError as e:
+        raise ImportError(f"optimize(policy=) needs the learning layer (pip install 'ptxopt[rl]'): {e}") from None
+    except Exception as e:  # the learning layer's CheckpointError: a file that is not a policy, an unknown name
+        raise ValueError(f"optimize(policy={policy!r}): {e}") from None
+    module = parsed if parsed is not None else parse(ptx, filename)
+    name = module.entries[0].name if module.entries else filename
+    pipe, _why = chooser.choose(name, ptx)
+    return pipe if pipe is not None else Pipeline.parse("")
 
 
 def _alternatives(contract, module: Module):

@@ -154,6 +154,19 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
         rows = report["kernels"] if isinstance(report, dict) else report
         assert len(rows) == 6 and not any(row.get("error") for row in rows), rows
 
+    # what a user meets next, from the installed package on a kernel of their own (outside the corpus)
+    shutil.copy2(ROOT / "tests" / "data" / "scale_add.ptx", work / "scale_add.ptx")
+    r = subprocess.run([str(ptxopt), "run", "scale_add.ptx", "--passes", "vec_lld"], capture_output=True, text=True,
+                       env=env, cwd=work, timeout=300)
+    assert r.returncode == 2 and "did you mean 'vec_ld'" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = subprocess.run([str(ptxopt), "stats", "scale_add.ptx"], capture_output=True, text=True, env=env, cwd=work,
+                       timeout=300)
+    assert r.returncode == 0 and "x (u64), y (u64), n (u32), a (f32)" in r.stdout, r.stdout  # the names to use
+    r = subprocess.run([str(py), "-c", "import ptxopt; r = ptxopt.optimize(open('scale_add.ptx').read(), "
+                        f"policy={POLICY!r}); print(r.verdict.value if hasattr(r.verdict, 'value') else r.verdict)"],
+                       capture_output=True, text=True, env=env, cwd=work, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr  # a committed policy by name, from Python too
+
     # a user's pass, installed: the example package's entry point names it in every pipeline string,
     # and its code enters the front digest of the cache keys
     front = [str(py), "-c", "from ptxopt.digests import code_digests; print(code_digests()['front'])"]
@@ -172,3 +185,17 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
                        capture_output=True, text=True, env=env, cwd=work, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout == (example / "tests" / "scale.expected.ptx").read_text()
+
+
+def test_optimize_takes_a_policy_by_the_names_the_cli_takes():
+    """optimize(policy=) finds a committed policy by name, as search --policy and enable(policy=) do;
+    an unknown name is one line listing the committed ones; a pipeline and a policy together are refused."""
+    import ptxopt
+
+    ptx = (ROOT / "tests" / "data" / "scale_add.ptx").read_text()
+    with pytest.raises(ValueError, match=f"neither a file nor a committed policy.*{POLICY}"):
+        ptxopt.optimize(ptx, policy="no_such_policy")
+    with pytest.raises(TypeError, match="exactly one"):
+        ptxopt.optimize(ptx, "vec_ld", policy=POLICY)
+    with pytest.raises(TypeError, match="exactly one"):
+        ptxopt.optimize(ptx)

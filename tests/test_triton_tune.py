@@ -139,19 +139,22 @@ def test_tune_a_triton_cache_then_apply_exactly_those(tmp_path, monkeypatch):
     finally:
         pt.disable()
     assert len(reports) == len(TUNED) + 1
+    from ptxopt.triton.tune_toolchain import for_metadata
+
     for name, rep in zip(TUNED, reports):
         tuned = table.kernels[(rep.name, source_hash(plain[name]))]
         assert rep.source_hash == tuned.source_hash
         assert rep.pipeline == tuned.pipeline, name
         assert tuned.objective == "throughput" and "block " in tuned.launch, name  # the hook's objective
-        if tuned.pipeline and not rep.changed:
-            # judged with Triton's own ptxas and flags, the tuned gain can vanish or turn into a loss
-            # (matmul_f16's maxnreg_64): Triton's PTX is kept and the report says why -- tuning compiles with
-            # ptxopt's ptxas, a disagreement left open
-            assert rep.objective == tuned.objective, name
-            assert "no change worth making" in rep.reason or "estimated slower" in rep.reason, (name, rep.reason)
-            assert got[name].asm["ptx"] == plain[name]
-        elif tuned.pipeline:
+        # tuned with the ptxas command Triton's cubin stage runs (binary and flags), as the hook checks
+        hook_cmd = for_metadata(got[name].metadata._asdict())
+        assert tuned.toolchain == hook_cmd.record() and "--regAllocOptLevel=2" in tuned.toolchain["flags"], name
+        if tuned.pipeline:  # the same estimate as tuned: the tuned gain holds in the hook
+            assert "tuned with the same ptxas and flags" in rep.why_pipeline, (name, rep.why_pipeline)
+            # under the same check launch (loop trips), performance launch and SASS: the very figures tuned
+            assert not any("launches differ" in w for w in rep.warnings), rep.warnings
+            assert tuned.check_launch and (rep.estimate.before, rep.estimate.after) == \
+                (tuned.baseline_cycles, tuned.best_cycles), (name, rep.estimate, tuned)
             assert rep.objective == tuned.objective and "as tuned" in rep.why_pipeline, name
             assert rep.changed and rep.verdict in ("proved", "equal", "hints-only"), (name, rep.reason)
             assert got[name].asm["ptx"] != plain[name]

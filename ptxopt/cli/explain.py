@@ -90,13 +90,14 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
         dev = device_named(device_name) if device_name else None
     except ValueError as e:
         fail(str(e))
-    from ptxopt.toolchain.arch import resolve_arch
+    from ptxopt.toolchain.arch import DEFAULT_ARCH, resolve_arch
 
     arch = arch or (dev.arch if dev is not None else resolve_arch(text, None))
     try:
         dev = device_for(arch, device_name)
-    except ValueError as e:
-        fail(f"{src.name}: {e}")
+    except ValueError as e:  # an old .target (ZLUDA's sm_60 ...): the estimate exists for a newer one
+        hint = "" if device_name else f"; estimate it for a target that has one: --arch {DEFAULT_ARCH}"
+        fail(f"{src.name}: {e}{hint}")
     check_toolchain(text, src.name, arch)
 
     spec = None

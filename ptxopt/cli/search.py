@@ -298,7 +298,7 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, to
                        **{f"--emit ({n})": str(Path(emit_dir) / n) for n in (planned_files(plan) if emit_dir else ())}},
                       [target, contract_file, policy], cache)
     if tcache is not None:
-        on_results = _pipelines_writer(tcache[1], out_path, target, config)
+        on_results = _pipelines_writer(tcache[1], out_path, target, config, tcache[3])
     if emit_dir is not None:
         from ptxopt.cli.common import output_dir_problem
 
@@ -307,10 +307,13 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, to
             _fail(f"--emit: {why}")
         writers = [w for w in (on_results, emit_writer(kernels, emit_dir, config, plan)) if w is not None]
         on_results = lambda results, interrupted: [w(results, interrupted) for w in writers]  # noqa: E731
+    from ptxopt.triton.tune_toolchain import tuning_with
+
     try:
-        code = run_and_report(kernels, config, workers=workers, executor=executor, record=record, json_out=json_out, as_json=as_json,
-                              plot=plot,
-                              quiet=quiet, target=target, on_results=on_results, rejected=rejected or ())
+        with tuning_with(tcache[2] if tcache is not None else None):
+            code = run_and_report(kernels, config, workers=workers, executor=executor, record=record,
+                                  json_out=json_out, as_json=as_json, plot=plot, quiet=quiet, target=target,
+                                  on_results=on_results, rejected=rejected or ())
     except (BackendUnavailable, CacheError) as e:
         _fail(str(e))
     sys.exit(worst([code, report_unsaved(cache)]))
@@ -368,6 +371,12 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         click.echo(f"ptxopt: skipped {line}", err=True)
     if kernel is not None:
         found = [k for k in found if k.name == kernel]
+    from ptxopt.triton.tune_toolchain import choose
+
+    try:  # tuning compiles with the ptxas command the hook will run (Triton's binary and flags)
+        toolchain, toolchains, note = choose(found)
+    except ValueError as e:
+        _fail(f"{target}: {e}")
     out, by_label = [], {}
     for k in found:
         try:
@@ -383,10 +392,13 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)
         out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch, performance=perf), None))
         by_label[k.label] = k
-    return out, by_label
+        k.check_launch = launch.describe()  # recorded: the hook estimates under the same alternative
+    if note:  # after the kernels were read: a broken one is reported first, alone
+        click.echo(f"ptxopt: {note}", err=True)
+    return out, by_label, toolchain, toolchains
 
 
-def _pipelines_writer(by_label: dict, path: str, target: str, config):
+def _pipelines_writer(by_label: dict, path: str, target: str, config, toolchains: dict):
     """``on_results`` for :func:`run_and_report`: the pipelines file of a
     Triton cache search (``""`` for a kernel nothing improved or that failed)."""
 
@@ -405,7 +417,9 @@ def _pipelines_writer(by_label: dict, path: str, target: str, config):
                                      baseline_cycles=r.baseline_cycles, best_cycles=r.best_cycles,
                                      cycles_kind="estimate" if r.estimate else "measurement",
                                      arch=r.arch or "", path=str(k.path), objective=r.objective or "",
-                                     launch=r.performance or ""))
+                                     launch=r.performance or "",
+                                     toolchain=toolchains[r.kernel].record() if r.kernel in toolchains else {},
+                                     check_launch=getattr(k, "check_launch", "")))
         write_pipelines(path, tuned, source=str(Path(target).resolve()), strategy=config.strategy,
                         backend=config.options.backend, interrupted=interrupted)
         click.echo(f"ptxopt: wrote {len(tuned)} kernels' pipelines to {path}", err=True)

@@ -90,15 +90,17 @@ def original(text: str, name: str, parsed=None) -> Original:
     caller's own ``parse(text)``, used instead of parsing again."""
     from ptxopt.emit import emit
     from ptxopt.parser import parse
+    from ptxopt.toolchain.ptxas import environment_key
 
     h = sha256(text)
-    o = _MEMO.get(h)
+    memo = (h, environment_key())  # its compiles are the default ptxas's: another one, another entry
+    o = _MEMO.get(memo)
     if o is not None:
-        _MEMO.move_to_end(h)
+        _MEMO.move_to_end(memo)
         return o
     m = parsed if parsed is not None else parse(text, name)
     o = Original(m, h, emit(m))
-    _MEMO[h] = o
+    _MEMO[memo] = o
     while len(_MEMO) > _MEMO_SIZE:
         _MEMO.popitem(last=False)
     return o

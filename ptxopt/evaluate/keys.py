@@ -29,12 +29,15 @@ _FINGERPRINTS: dict = {}
 
 def fingerprint(settings: Settings) -> dict:
     """The settings, tools and code versions every key includes."""
-    fp = _FINGERPRINTS.get(settings)
+    from ptxopt.toolchain.ptxas import environment_key
+
+    memo = (settings, environment_key())  # another PTXOPT_PTXAS(_FLAGS) in this process: other tools
+    fp = _FINGERPRINTS.get(memo)
     if fp is None:
         from ptxopt.toolchain import toolchain_versions
 
         backend = get_backend(settings.backend)
-        fp = _FINGERPRINTS[settings] = {
+        fp = _FINGERPRINTS[memo] = {
             "schema": SCHEMA_VERSION,
             "arch": settings.arch,
             "backend": settings.backend,

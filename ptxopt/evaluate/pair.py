@@ -182,7 +182,9 @@ def estimate_compiled(original: str, candidate: str, before, after, *, entry: st
             raise ValueError("no entry to estimate")
         if obj == "throughput":
             perf = _fixed_grid(base, perf, arch, compiled=before)
-        spec = _spec_of(module, fn.name)
+        # a given check launch is used as the evaluator uses it (its geometry, not a corpus entry the text
+        # matches): tuning and applying then count the same loop trips
+        spec = _spec_of(module, fn.name) if launch is None else None
         check = launch or (from_spec(spec) if spec is not None else infer_launch(fn, module))
     except Exception as e:  # no entry, a launch that cannot be had: nothing to compare
         return PairEstimate(obj, None, None, None, note=f"the original cannot be estimated: {e}")

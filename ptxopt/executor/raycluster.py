@@ -105,11 +105,20 @@ def _ray():
 
 def runtime_env() -> dict:
     """How ptxopt's code and corpus reach the cluster's workers (see the module doc)."""
+    import os
+
     pkg = Path(__file__).resolve().parent.parent  # the ptxopt package
     root = pkg.parent
     if (root / "setup.cfg").is_file() and (root / "corpus" / "manifest.json").is_file():  # a checkout
-        return {"working_dir": str(root), "excludes": list(EXCLUDES)}
-    return {"py_modules": [str(pkg)]}  # an installed package: it carries its corpus (ptxopt/_corpus)
+        env = {"working_dir": str(root), "excludes": list(EXCLUDES)}
+    else:
+        env = {"py_modules": [str(pkg)]}  # an installed package: it carries its corpus (ptxopt/_corpus)
+    # the driver's choice of ptxas (tuning a Triton cache: Triton's binary and flags) holds on the workers
+    # too; a binary a worker's machine does not have is its ToolNotFound, not another ptxas silently
+    tools = {k: os.environ[k] for k in ("PTXOPT_PTXAS", "PTXOPT_PTXAS_FLAGS") if os.environ.get(k)}
+    if tools:
+        env["env_vars"] = tools
+    return env
 
 
 @contextmanager

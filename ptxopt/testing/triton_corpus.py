@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 from ptxopt.corpus import corpus_file
 
@@ -27,8 +28,14 @@ _SCALAR = {"f32": "fp32", "s32": "i32", "u32": "u32", "s64": "i64"}
 @lru_cache(maxsize=None)
 def specs() -> dict[str, dict]:
     """Kernel name -> its ``CORPUS`` entry (with ``"py"``: the source file)."""
+    return load_specs(*sorted(CORPUS_TRITON.glob("*.py")))
+
+
+def load_specs(*files) -> dict[str, dict]:
+    """Kernel name -> ``CORPUS`` entry of each Python file given (a user's kernels written in the
+    corpus's form, e.g. ``benchmarks/outside_kernels/triton_user.py``)."""
     out = {}
-    for py in sorted(CORPUS_TRITON.glob("*.py")):
+    for py in map(Path, files):
         spec = importlib.util.spec_from_file_location(f"ptxopt_corpus_triton_{py.stem}", py)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -37,12 +44,12 @@ def specs() -> dict[str, dict]:
     return out
 
 
-def source(name: str, *, constexprs: dict | None = None):
-    """``(ASTSource, options)`` for corpus kernel ``name``; ``constexprs``
-    overrides some of its constexprs (another specialisation)."""
+def source(name: str | dict, *, constexprs: dict | None = None):
+    """``(ASTSource, options)`` for corpus kernel ``name`` (or a ``CORPUS`` entry itself);
+    ``constexprs`` overrides some of its constexprs (another specialisation)."""
     from triton.compiler import ASTSource
 
-    spec = specs()[name]
+    spec = specs()[name] if isinstance(name, str) else name
     fn = spec["kernel"]
     consts = {**spec.get("constexprs", {}), **(constexprs or {})}
     signature, attrs = {}, {}
@@ -58,8 +65,8 @@ def source(name: str, *, constexprs: dict | None = None):
     return ASTSource(fn, signature=signature, constexprs=consts, attrs=attrs), options
 
 
-def compile_kernel(name: str, *, constexprs: dict | None = None, options: dict | None = None):
-    """``triton.compile`` corpus kernel ``name`` for sm_89; the CompiledKernel."""
+def compile_kernel(name: str | dict, *, constexprs: dict | None = None, options: dict | None = None):
+    """``triton.compile`` corpus kernel ``name`` (or a ``CORPUS`` entry) for sm_89; the CompiledKernel."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -67,4 +74,4 @@ def compile_kernel(name: str, *, constexprs: dict | None = None, options: dict |
     return triton.compile(src, target=GPUTarget("cuda", SM, 32), options={**opts, **(options or {})})
 
 
-__all__ = ["CORPUS_TRITON", "specs", "source", "compile_kernel"]
+__all__ = ["CORPUS_TRITON", "specs", "load_specs", "source", "compile_kernel"]

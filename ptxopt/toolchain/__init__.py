@@ -69,7 +69,13 @@ def toolchain_versions() -> dict[str, object]:
     ``{"ptxas": {"12.9": "12.9.86", "13.5": "13.5.37"}, "nvdisasm": "13.5.37"}``
     -- keyed by CUDA release so a cache entry can name the ptxas it used.
     """
-    return {
+    from .ptxas import default_flags
+
+    out: dict[str, object] = {
         "ptxas": {t.version: t.full_version for t in installed_ptxas()},
         "nvdisasm": find_nvdisasm().full_version,
     }
+    flags = default_flags()
+    if flags:  # PTXOPT_PTXAS_FLAGS: another SASS, another key (absent otherwise: existing keys stay)
+        out["ptxas_flags"] = list(flags)
+    return out

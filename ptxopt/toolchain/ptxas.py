@@ -25,7 +25,9 @@ shape; ``.func`` callees get a "Function properties" block but never a
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shlex
 import tempfile
 import threading
 from collections import OrderedDict
@@ -149,6 +151,24 @@ def ptx_isa_version(ptx: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+#: Extra ptxas flags for every compile that names neither a binary nor flags (shell words), set
+#: with ``PTXOPT_PTXAS`` to make ptxopt assemble as another tool does: tuning a Triton cache
+#: compiles as Triton's ``cubin`` stage will (:mod:`ptxopt.triton.tune_toolchain`). Part of the
+#: evaluation cache keys (:func:`ptxopt.toolchain.toolchain_versions`).
+FLAGS_ENV = "PTXOPT_PTXAS_FLAGS"
+
+
+def default_flags() -> tuple[str, ...]:
+    """The flags of ``PTXOPT_PTXAS_FLAGS`` (none when unset)."""
+    return tuple(shlex.split(os.environ.get(FLAGS_ENV, "")))
+
+
+def environment_key() -> tuple[str, tuple[str, ...]]:
+    """What the environment says about the default ptxas (``PTXOPT_PTXAS``, ``PTXOPT_PTXAS_FLAGS``):
+    part of the in-process memos that hold compiles made with the default."""
+    return os.environ.get("PTXOPT_PTXAS", ""), default_flags()
+
+
 def compile_ptx(
     ptx: str,
     arch: str = DEFAULT_ARCH,
@@ -176,6 +196,8 @@ def compile_ptx(
     if isinstance(extra_args, str):  # "-O3 -lineinfo" would otherwise be split into characters
         extra_args = extra_args.split()
     extra_args = tuple(extra_args)
+    if not extra_args and ptxas is None:
+        extra_args = default_flags()
     version = ptx_isa_version(ptx)
     if ptxas is None:
         tool = select_ptxas(version, arch)

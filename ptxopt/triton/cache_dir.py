@@ -40,6 +40,7 @@ class CachedKernel:
     metadata: dict = field(repr=False)
     source_hash: str = ""
     args: list | None = field(default=None, repr=False)  # ptxopt.triton.signature.Arg, or None
+    check_launch: str = ""  # the check launch a search of the cache estimated under, in words (set by the search)
 
     @property
     def label(self) -> str:

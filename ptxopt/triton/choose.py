@@ -52,6 +52,18 @@ class TunedPipelines:
         k = self.table.lookup(name, ptx)
         return (k.objective, k.launch) if k is not None else ("", "")
 
+    def tuned_check_launch(self, name: str, ptx: str) -> str:
+        """The check launch tuning estimated under, in words ("": not recorded)."""
+        k = self.table.lookup(name, ptx)
+        return k.check_launch if k is not None else ""
+
+    def tuned_toolchain(self, name: str, ptx: str):
+        """The :class:`~ptxopt.triton.tune_toolchain.Toolchain` tuning compiled with (None: not recorded)."""
+        from ptxopt.triton.tune_toolchain import from_record
+
+        k = self.table.lookup(name, ptx)
+        return from_record(k.toolchain) if k is not None else None
+
 
 class PolicyPipelines:
     MAX_STEPS = 6
@@ -59,11 +71,15 @@ class PolicyPipelines:
     def __init__(self, checkpoint: str | Path):
         from ptxopt import plugins
 
-        load_policy = plugins.obj("load_policy")  # the learning layer's (rl.plugin); ImportError without it
         if not Path(checkpoint).is_file():  # a committed policy by name, as ``search --policy NAME`` finds it
-            from ptxopt.corpus import committed_policy
+            from ptxopt.corpus import committed_policies, committed_policy
 
-            checkpoint = committed_policy(str(checkpoint)) or checkpoint
+            found = committed_policy(str(checkpoint))
+            if found is None:  # one line, as search --policy says it
+                raise ValueError(f"{str(checkpoint)!r} is neither a file nor a committed policy "
+                                 f"({', '.join(committed_policies()) or 'none committed'})")
+            checkpoint = found
+        load_policy = plugins.obj("load_policy")  # the learning layer's (rl.plugin); ImportError without it
         self.policy, _meta = load_policy(checkpoint)
         self.key = "policy=" + hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
         self.path = str(checkpoint)

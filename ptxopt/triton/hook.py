@@ -339,6 +339,21 @@ class StagesHook:
             self.reports.append(rep)
         return out
 
+    def _tuned_first(self, contract: list, name: str, ptx: str, rep: KernelReport) -> list:
+        """The alternative tuning estimated under first (checked first, and the estimate's loop trips
+        are counted under it, as tuning counted them); the rest after it, in their order."""
+        tuned = getattr(self.chooser, "tuned_check_launch", None)
+        words = tuned(name, ptx) if tuned is not None else ""
+        if not words:
+            return contract
+        for i, alt in enumerate(contract):
+            if alt.describe() == words:
+                return [alt] + contract[:i] + contract[i + 1:]
+        line = f"tuned under the check launch {words!r}, which this compile's contracts do not offer"
+        rep.warnings.append(line)
+        rep.why_pipeline += f"; {line}"
+        return contract
+
     def _optimize(self, ptx, name, metadata, box, backend, options, rep: KernelReport) -> str:
         from ptxopt.api import optimize
         from ptxopt.parser import parse
@@ -368,7 +383,17 @@ class StagesHook:
             fn = module.pick_entry(name) if any(f.name == name for f in module.entries) else module.entries[0]
             params = [(p.name, p.dtype.lstrip(".")) for p in (fn.params or ())]
             contract = triton_contracts(fn.name, params, dict(metadata), box["args"])
+            contract = self._tuned_first(contract, name, ptx, rep)
         compile = triton_compile(backend, options)
+        tuned_toolchain = getattr(self.chooser, "tuned_toolchain", None)
+        if tuned_toolchain is not None:  # tuned with this very ptxas command, or the report says what differs
+            from ptxopt.triton.tune_toolchain import mismatch, toolchain_of
+
+            differs = mismatch(tuned_toolchain(name, ptx), toolchain_of(compile.ptxas, compile.flags))
+            rep.why_pipeline += f"; {differs}" if differs else "; tuned with the same ptxas and flags"
+            if differs:
+                rep.warnings.append(differs)
+                warnings.warn(f"ptxopt: {name}: {differs}", PtxoptTritonWarning, stacklevel=2)
         memo = None
         if self.rejections is not None and name not in self.contracts:
             from ptxopt.triton.rejections import rejection_key
@@ -392,9 +417,9 @@ class StagesHook:
             rep.objective, rep.launch = est.objective, est.launch or ("one warp" if est.before is not None else "")
             rep.estimate = BeforeAfter(est.before, est.after)
             rep.estimate_note = est.note
-            if tuned_launch and est.launch and est.launch != tuned_launch:
+            if tuned_launch and est.launch and _launch_key(est.launch) != _launch_key(tuned_launch):
                 res.warnings.append(f"tuned on {tuned_launch}, judged on {est.launch}: the launches differ")
-        rep.warnings = list(res.warnings)
+        rep.warnings = rep.warnings + list(res.warnings)
         for w in res.warnings:
             warnings.warn(f"ptxopt: {name}: {w}", PtxoptTritonWarning, stacklevel=2)
         rep.changed, rep.verdict, rep.verdict_note, rep.reason = res.changed, res.verdict, res.verdict_note, res.reason
@@ -409,6 +434,23 @@ class StagesHook:
                 and res.reason.startswith("equivalence "):  # ptxas took the result; the check did not
             self.rejections.put(memo, _outcome(rep))
         return res.ptx
+
+
+def _launch_key(words: str) -> tuple:
+    """What a performance launch in words fixes: grid (given, or the blocks assumed), block, dynamic
+    shared bytes, L2. A search describes an assumed grid as "grid unknown ...; grid assumed: N blocks",
+    the hook as "grid Nx1x1 ... grid assumed: N blocks (...)": the same launch."""
+    import re
+
+    grid = re.search(r"grid assumed: (\d+) blocks", words) or re.search(r"\bgrid (\d+x\d+x\d+)", words)
+    block = re.search(r"\bblock (\d+x\d+x\d+)", words)
+    shared = re.search(r"(\d+) B dynamic shared", words)
+    l2 = re.search(r"\bL2 (cold|warm)", words)
+    key = tuple(m.group(1) if m else None for m in (grid, block, shared, l2))
+    if key[0] is not None and "x" in key[0]:  # a given grid: its number of blocks
+        x, y, z = map(int, key[0].split("x"))
+        key = (str(x * y * z),) + key[1:]
+    return key if all(k is not None for k in key[:2]) else (words,)
 
 
 def _outcome(rep: KernelReport) -> dict:

@@ -15,7 +15,9 @@ chosen, and verified, for the old text. Format (JSON)::
                   "pipeline": "vec_ld,maxnreg_128", "verdict": "equal",
                   "baseline_cycles": 812.0, "best_cycles": 640.0,
                   "cycles_kind": "estimate", "arch": "sm_89", "path": "...",
-                  "objective": "throughput", "launch": "block (128, 1, 1), ..."}]}
+                  "objective": "throughput", "launch": "block (128, 1, 1), ...",
+                  "toolchain": {"ptxas": ".../triton/backends/nvidia/bin/ptxas",
+                                "version": "12.9.86", "flags": ["-lineinfo", "--regAllocOptLevel=2"]}}]}
 
 ``pipeline`` ``""`` records that nothing helped (the kernel is left as is).
 """
@@ -60,6 +62,12 @@ class TunedKernel:
     #: in words: the hook judges this kernel's pipeline under the same ("" in files written before)
     objective: str = ""
     launch: str = ""
+    #: the ptxas command tuning compiled with (:mod:`ptxopt.triton.tune_toolchain`): ``{"ptxas": path,
+    #: "version": ..., "flags": [...]}``, Triton's own for the hook to match ({} in files written before)
+    toolchain: dict = field(default_factory=dict)
+    #: the check launch tuning estimated under (its loop trip counts), in words: the hook tries this
+    #: alternative of Triton's contracts first, so that it counts the same trips ("" in files written before)
+    check_launch: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
