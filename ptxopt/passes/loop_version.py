@@ -60,7 +60,7 @@ from ptxopt.analysis.uniform import nonuniform_registers
 from ptxopt.emit import format_instruction
 from ptxopt.ir import Addr, Decl, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
-from ptxopt.passes.families import LOOP_VERSION
+from ptxopt.passes.families import UNROLL
 from ptxopt.passes.unroll import _declared, _fresh, _parse_snippet, exit_check
 from ptxopt.passes.vectorize import candidate, declared_bits
 
@@ -92,7 +92,7 @@ class LoopVersion(FunctionPass):
     """``loop_version{check=align,width=W}``: see the module doc."""
 
     kind: ClassVar[str] = "loop_version"
-    family: ClassVar[str] = LOOP_VERSION
+    family: ClassVar[str] = UNROLL  # the loop-restructuring family: at most one of unroll and loop_version
     choices: ClassVar[dict] = {"check": ("align",), "width": (2, 4)}
     structural: ClassVar[bool] = True  # it rewrites loops: proved before ``run`` writes it
     check: str
@@ -253,7 +253,12 @@ class LoopVersion(FunctionPass):
                 if o is s:
                     continue
                 ns, no = s.size * w, o.size * w
-                same_ok = not o.store and o.k < s.k and o.size == s.size
+                # the same slots are fine for a load before the store (copy j reads slot j before copy j
+                # stores it, and earlier copies stored other slots) and for two stores (merged at their
+                # own places, so each slot is written last by the store the body writes it with last)
+                same_ok = (o.store or o.k < s.k) and o.size == s.size
+                if o.store and o.k < s.k:
+                    continue  # the pair was tested from the other side
                 d = _sub(forms0[o.k], forms0[s.k])
                 if not d[0]:
                     dist = d[1]
@@ -262,15 +267,19 @@ class LoopVersion(FunctionPass):
                           f"{dist} bytes apart: within one trip's {w} elements"
                           + (" (stored before loaded)" if dist == 0 else ""))
                     continue
-                if o.store and o.k < s.k:
-                    continue  # the pair was tested from the other side
+                if ns == no and same_ok:
+                    continue  # both windows aligned to their size: the same slots or disjoint, either is fine
                 pairs += 1
-                t, p = fresh.new(".b64"), fresh.new(".pred")
-                lines += [f"sub.s64 {t}, {addr[o.k]}, {addr[s.k]};", f"add.s64 {t}, {t}, {no - 1};",
-                          f"setp.ge.u64 {p}, {t}, {ns + no - 1};"]
-                if same_ok:
-                    e = fresh.new(".pred")
-                    lines += [f"setp.eq.s64 {e}, {addr[o.k]}, {addr[s.k]};", f"or.pred {p}, {p}, {e};"]
+                p = fresh.new(".pred")
+                if ns == no:  # both aligned to the window's size: disjoint unless equal
+                    lines.append(f"setp.ne.s64 {p}, {addr[o.k]}, {addr[s.k]};")
+                else:
+                    t = fresh.new(".b64")
+                    lines += [f"sub.s64 {t}, {addr[o.k]}, {addr[s.k]};", f"add.s64 {t}, {t}, {no - 1};",
+                              f"setp.ge.u64 {p}, {t}, {ns + no - 1};"]
+                    if same_ok:
+                        e = fresh.new(".pred")
+                        lines += [f"setp.eq.s64 {e}, {addr[o.k]}, {addr[s.k]};", f"or.pred {p}, {p}, {e};"]
                 lines.append(f"and.pred {q}, {q}, {p};")
         return lines, decls + fresh.decls, q, inputs, pairs
 

@@ -293,19 +293,25 @@ def _written(st, others, q: Query | None = None) -> str:
 def _covered_bytes(q: Query, c, originals, aligned: bool) -> str:
     """A Bool term: each byte of access ``c`` lies in an access of ``originals``
     (same space, between the same ordering points, not a prefetch) that
-    executes, and with ``aligned`` ``c``'s address is a multiple of its size."""
+    executes, and with ``aligned`` ``c``'s address is a multiple of its size.
+    Checked in pieces of the narrowest original's size, each piece inside one
+    original (which implies every byte is)."""
     parts = []
     if aligned and c.size > 1:
         parts.append(f"(= ((_ extract {_log2(c.size) - 1} 0) {c.addr}) (_ bv0 {_log2(c.size)}))")
     aw = q.width[c.addr]
-    for k in range(c.size):
-        byte = f"(bvadd {c.addr} (_ bv{k} {aw}))" if k else c.addr
+    mine = [o for o in originals if o.kind != "prefetch" and (o.space, o.epoch) == (c.space, c.epoch)
+            and q.width[o.addr] == aw]
+    # pieces of the narrowest such access, each inside one of them (fewer terms than byte by byte; stronger)
+    g = min([o.size for o in mine if c.size % o.size == 0] or [1])
+    for k in range(0, c.size, g):
+        piece = f"(bvadd {c.addr} (_ bv{k} {aw}))" if k else c.addr
         cases = []
-        for o in originals:
-            if o.kind == "prefetch" or (o.space, o.epoch) != (c.space, c.epoch) or q.width[o.addr] != aw:
+        for o in mine:
+            if o.size < g:
                 continue
             go = f"(= {o.guard} #b1)" if o.guard is not None else "true"
-            cases.append(f"(and {go} (bvule (bvsub {byte} {o.addr}) (_ bv{o.size - 1} {aw})))")
+            cases.append(f"(and {go} (bvule (bvsub {piece} {o.addr}) (_ bv{o.size - g} {aw})))")
         if not cases:
             return "false"
         parts.append(cases[0] if len(cases) == 1 else "(or " + " ".join(cases) + ")")
