@@ -61,7 +61,7 @@ from ptxopt.emit import format_instruction
 from ptxopt.ir import Addr, Decl, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
-from ptxopt.passes.unroll import _declared, _fresh, _parse_snippet, exit_check
+from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, exit_check
 from ptxopt.passes.vectorize import candidate, declared_bits
 
 #: opcodes copied into the runtime test when an address depends on them (pure integer arithmetic)
@@ -146,32 +146,35 @@ class LoopVersion(FunctionPass):
         check(br is hdr.instructions[-1] and br.opcode == "bra" and br.guard is not None,
               "the loop does not end in its conditional branch")
         stmts = items[label_at + 1:branch_at]
+        check(not any(_nounroll(s) for s in stmts), '.pragma "nounroll" on the loop')
         check(not any(type(s) is Decl for s in stmts), "a declaration in the loop's block (copies would redeclare it)")
         check(lp.test is None or not lp.test.reads_previous,
               "the exit test reads the previous iteration's value (not provable yet)")
-        check(lp.trip.kind != "constant" or lp.trip.value >= w,
-              f"the trip count {lp.trip.value} is below the width {w} (the fast copy would never run)")
         body = [s for s in stmts if type(s) is Instruction]
         sites = self._sites(body)
         check(sites, "no global load or store in the loop (nothing to merge)")
-        forms = _forms(body, w)
         for s in sites:
             a = operand_facts.address(s.ins)
             check(a.kind == "reg" and types.get(a.name) == 64,
                   f"line {s.ins.line}: the address of {s.ins.full_opcode} is not a 64-bit register")
-            f0 = forms[0].get(s.k)
-            check(f0 is not None, f"line {s.ins.line}: the address of {s.ins.full_opcode} is not an affine "
-                                  "function of the registers at the top of the iteration")
-            for j in range(1, w):
-                fj = forms[j].get(s.k)
-                check(fj is not None and _sub(fj, f0) == ((), j * s.size),
-                      f"line {s.ins.line}: {s.ins.full_opcode} does not advance by one element ({s.size} bytes) "
-                      "per iteration (a strided, gathered or grid-stride access)")
+        groups = _groups(body, sites, w)
+        c = w // groups[0].g  # copies of the body per trip
+        check(lp.trip.kind != "constant" or lp.trip.value >= c,
+              f"the trip count {lp.trip.value} is below the {c} iterations of a trip (the fast copy would never run)")
+        forms = _forms(body, c)
+        for gr in groups:
+            for k, off in gr.members:
+                f0 = forms[0][k]
+                for j in range(1, c):
+                    fj = forms[j].get(k)
+                    check(fj is not None and _sub(fj, f0) == ((), j * gr.g * gr.size),
+                          f"line {body[k].line}: {body[k].full_opcode} does not advance by one element "
+                          f"({gr.size} bytes) per iteration (a strided, gathered or grid-stride access)")
         pfx = f"%lv{n}_"
         taken = _declared(fn.body)
         while any(t.startswith(pfx) for t in taken):
             pfx = pfx[:-1] + "x_"
-        guard, decls, q, inputs, pairs = self._guard(cfg, lp, body, sites, forms[0], types, pfx)
+        guard, decls, q, inputs, pairs = self._guard(cfg, lp, body, groups, forms[0], types, pfx, c)
         if lp.barriers or lp.collectives:
             odd = sorted(r for r in inputs if r in nonuniform)
             check(not odd, f"a barrier or warp collective in the loop, and the runtime test reads per-thread "
@@ -181,15 +184,16 @@ class LoopVersion(FunctionPass):
         labels.add(slow)
         latch = _fresh(labels, f"{hdr.label}_latch")
         labels.add(latch)
-        fast, fdecls = self._fast(body, sites, pfx, types)
+        fast, fdecls = self._fast(body, groups, pfx, c)
         line = hdr.instructions[0].line if hdr.instructions else 0
         pre = [replace(x, line=line) for x in _parse_snippet(guard + [f"@!{q} bra {slow};"])]
         post = _parse_snippet([f"bra {latch};", f"{slow}:"])
         new = pre + fast + post + list(stmts) + _parse_snippet([f"{latch}:"]) + [br]
         nl = sum(1 for s in sites if not s.store)
-        what = (f"loop {hdr.label}: {w} iterations per trip with {nl} load{'s' if nl != 1 else ''} and "
-                f"{len(sites) - nl} store{'s' if len(sites) - nl != 1 else ''} merged into .v{w} while the exit "
-                f"test allows them, the addresses are {w}-element aligned"
+        what = (f"loop {hdr.label}: {c} iteration{'s' if c != 1 else ''} per trip with {nl} load"
+                f"{'s' if nl != 1 else ''} and {len(sites) - nl} store{'s' if len(sites) - nl != 1 else ''} merged "
+                f"into .v{w}" + (" while the exit test allows them," if c > 1 else " when")
+                + f" the addresses are {w}-element aligned"
                 + (f" and {pairs} store window{'s' if pairs != 1 else ''} disjoint" if pairs else "")
                 + f", else one original iteration ({slow})")
         return label_at, branch_at, new, decls + fdecls, what
@@ -216,28 +220,31 @@ class LoopVersion(FunctionPass):
                              "cross it)")
         return out
 
-    def _guard(self, cfg, lp, body, sites, forms0, types, pfx):
+    def _guard(self, cfg, lp, body, groups, forms0, types, pfx, c):
         """The runtime test's lines, declarations, predicate, the registers it reads, and how many
         store windows it tests at run time."""
         w = self.width
-        lines, decls, q = exit_check(cfg, lp, w, pfx)
+        if c > 1:
+            lines, decls, q = exit_check(cfg, lp, c, pfx)
+        else:
+            lines, decls, q = [], [f".reg .pred {pfx}p<1>;"], f"{pfx}p0"
+        conds: list[str] = []
         fresh = _Fresh(pfx + "g", types)
-        addr: dict[int, str] = {}  # site position -> register holding its address at copy 0
+        addr: dict[int, str] = {}  # group index -> register holding its window's address at copy 0
         inputs: set[str] = set()
-        for s in sites:
-            a = operand_facts.address(s.ins)
-            sl, reg, used = _slice(body, s.k, a.name, fresh)
+        for i, gr in enumerate(groups):
+            sl, reg, used = _slice(body, gr.first, gr.base, fresh)
             lines += sl
             inputs |= used
-            if a.offset:
+            if gr.o0:
                 r = fresh.new(".b64")
-                lines.append(f"add.s64 {r}, {reg}, {a.offset};")
+                lines.append(f"add.s64 {r}, {reg}, {gr.o0};")
                 reg = r
-            addr[s.k] = reg
+            addr[i] = reg
         # alignment: every merged address is a multiple of its vector's bytes
         by_bytes: dict[int, list[str]] = {}
-        for s in sites:
-            by_bytes.setdefault(s.size * w, []).append(addr[s.k])
+        for i, gr in enumerate(groups):
+            by_bytes.setdefault(gr.size * w, []).append(addr[i])
         for nbytes, regs in sorted(by_bytes.items()):
             acc = regs[0]
             for r in regs[1:]:
@@ -245,73 +252,172 @@ class LoopVersion(FunctionPass):
                 lines.append(f"or.b64 {t}, {acc}, {r};")
                 acc = t
             t, p = fresh.new(".b64"), fresh.new(".pred")
-            lines += [f"and.b64 {t}, {acc}, {nbytes - 1};", f"setp.eq.b64 {p}, {t}, 0;", f"and.pred {q}, {q}, {p};"]
-        # the windows of a store and any other access: disjoint, or the same slots loaded before stored
+            lines += [f"and.b64 {t}, {acc}, {nbytes - 1};", f"setp.eq.b64 {p}, {t}, 0;"]
+            conds.append(p)
+        # the windows of a store and any other access: disjoint, or the same slots in a safe order
         pairs = 0
-        for s in (x for x in sites if x.store):
-            for o in sites:
-                if o is s:
-                    continue
-                ns, no = s.size * w, o.size * w
-                # the same slots are fine for a load before the store (copy j reads slot j before copy j
-                # stores it, and earlier copies stored other slots) and for two stores (merged at their
-                # own places, so each slot is written last by the store the body writes it with last)
-                same_ok = (o.store or o.k < s.k) and o.size == s.size
-                if o.store and o.k < s.k:
-                    continue  # the pair was tested from the other side
-                d = _sub(forms0[o.k], forms0[s.k])
+        for si, sg in enumerate(groups):
+            if not sg.store:
+                continue
+            for oi, og in enumerate(groups):
+                if oi == si or (og.store and oi < si):
+                    continue  # itself, or a pair of stores tested from the other side
+                ns, no = sg.size * w, og.size * w
+                # the same slots are fine for two stores (each merged at its last member, so each slot is
+                # written last by the store the body writes it with last) and for loads that each come
+                # before the store of their slot (earlier copies store other slots)
+                same_ok = og.size == sg.size and (og.store or og.loads_before(sg))
+                d = _sub(forms0[og.first_at], forms0[sg.first_at])
+                d = (d[0], d[1] + og.o0 - og.off_first - sg.o0 + sg.off_first)
+                s_ins, o_ins = body[sg.first], body[og.first]
                 if not d[0]:
                     dist = d[1]
                     check((dist == 0 and same_ok) or dist >= ns or dist <= -no,
-                          f"line {s.ins.line}: {s.ins.full_opcode} and line {o.ins.line}: {o.ins.full_opcode} are "
+                          f"line {s_ins.line}: {s_ins.full_opcode} and line {o_ins.line}: {o_ins.full_opcode} are "
                           f"{dist} bytes apart: within one trip's {w} elements"
-                          + (" (stored before loaded)" if dist == 0 else ""))
+                          + (" (stored before loaded)" if dist == 0 and not og.store else ""))
                     continue
                 if ns == no and same_ok:
                     continue  # both windows aligned to their size: the same slots or disjoint, either is fine
                 pairs += 1
                 p = fresh.new(".pred")
                 if ns == no:  # both aligned to the window's size: disjoint unless equal
-                    lines.append(f"setp.ne.s64 {p}, {addr[o.k]}, {addr[s.k]};")
+                    lines.append(f"setp.ne.s64 {p}, {addr[oi]}, {addr[si]};")
                 else:
                     t = fresh.new(".b64")
-                    lines += [f"sub.s64 {t}, {addr[o.k]}, {addr[s.k]};", f"add.s64 {t}, {t}, {no - 1};",
+                    lines += [f"sub.s64 {t}, {addr[oi]}, {addr[si]};", f"add.s64 {t}, {t}, {no - 1};",
                               f"setp.ge.u64 {p}, {t}, {ns + no - 1};"]
                     if same_ok:
                         e = fresh.new(".pred")
-                        lines += [f"setp.eq.s64 {e}, {addr[o.k]}, {addr[s.k]};", f"or.pred {p}, {p}, {e};"]
-                lines.append(f"and.pred {q}, {q}, {p};")
+                        lines += [f"setp.eq.s64 {e}, {addr[oi]}, {addr[si]};", f"or.pred {p}, {p}, {e};"]
+                conds.append(p)
+        if c > 1:
+            lines += [f"and.pred {q}, {q}, {p};" for p in conds]
+        else:
+            lines += [f"mov.pred {q}, {conds[0]};"] + [f"and.pred {q}, {q}, {p};" for p in conds[1:]]
         return lines, decls + fresh.decls, q, inputs, pairs
 
-    def _fast(self, body, sites, pfx, types):
-        """The fast copy: ``width`` copies of the body with each site's accesses merged."""
+    def _fast(self, body, groups, pfx, c):
+        """The fast copy: ``c`` copies of the body with each group's ``width`` accesses merged."""
         w = self.width
-        fresh = _Fresh(pfx + "v", types)
-        at = {s.k: s for s in sites}
-        vals = {s.k: [fresh.new("." + opcodes.value_type(s.ins)) for _ in range(w)] for s in sites}
-        base = {s.k: fresh.new(".b64") for s in sites if s.store}
+        fresh = _Fresh(pfx + "v", {})
+        member = {k: (i, m) for i, gr in enumerate(groups) for m, (k, _) in enumerate(gr.members)}
+        vals = {i: [fresh.new("." + opcodes.value_type(body[gr.first])) for _ in range(w)]
+                for i, gr in enumerate(groups)}
+        saved = {i: fresh.new(".b64") for i, gr in enumerate(groups) if gr.store}
         out: list[str] = []
-        for j in range(w):
+        for j in range(c):
             for k, ins in enumerate(body):
-                s = at.get(k)
-                if s is None:
+                if k not in member:
                     out.append(format_instruction(ins))
                     continue
-                ty = opcodes.value_type(ins)
-                if not s.store:
-                    if j == 0:
-                        out.append(format_instruction(_vector(ins, w, Vec(tuple(Reg(v) for v in vals[k])))))
-                    out.append(f"mov.{_mov_type(ty)} {operand_facts.scalar_reg(ins.operands[0])}, {vals[k][j]};")
-                    continue
+                i, m = member[k]
+                gr = groups[i]
+                slot = j * gr.g + m
+                vec = Vec(tuple(Reg(v) for v in vals[i]))
+                mv = _mov_type(opcodes.value_type(ins))
                 a = operand_facts.address(ins)
-                if j == 0:
-                    out.append(f"mov.b64 {base[k]}, {a.name};")
-                out.append(f"mov.{_mov_type(ty)} {vals[k][j]}, {_text(operand_facts.unbrace(s.value))};")
-                if j == w - 1:
-                    moved = replace(ins, operands=(Addr(Reg(base[k]), a.offset), *ins.operands[1:]))
-                    out.append(format_instruction(_vector(moved, w, Vec(tuple(Reg(v) for v in vals[k])))))
+                if not gr.store:
+                    if j == 0 and k == gr.first:
+                        at = replace(ins, operands=(ins.operands[0], Addr(Reg(a.name), gr.o0), *ins.operands[2:]))
+                        out.append(format_instruction(_vector(at, w, vec)))
+                    out.append(f"mov.{mv} {operand_facts.scalar_reg(ins.operands[0])}, {vals[i][slot]};")
+                    continue
+                if j == 0 and k == gr.first:
+                    out.append(f"mov.b64 {saved[i]}, {a.name};")
+                out.append(f"mov.{mv} {vals[i][slot]}, {_text(operand_facts.unbrace(ins.operands[1]))};")
+                if j == c - 1 and k == gr.last:
+                    at = replace(ins, operands=(Addr(Reg(saved[i]), gr.o0), *ins.operands[1:]))
+                    out.append(format_instruction(_vector(at, w, vec)))
         line = body[0].line if body else 0
         return [replace(x, line=line) if type(x) is Instruction else x for x in _parse_snippet(out)], fresh.decls
+
+
+@dataclass
+class _Group:
+    """The accesses of one array in one iteration: ``g`` consecutive elements of ``size`` bytes
+    (``members``: body positions and their byte offsets, by offset), from one base register;
+    ``width / g`` iterations make one vector window."""
+
+    store: bool
+    size: int
+    base: str
+    members: list  # (body position, offset from the base register), by offset
+
+    @property
+    def g(self) -> int:
+        return len(self.members)
+
+    @property
+    def o0(self) -> int:
+        return self.members[0][1]
+
+    @property
+    def first(self) -> int:
+        return min(k for k, _ in self.members)
+
+    @property
+    def last(self) -> int:
+        return max(k for k, _ in self.members)
+
+    @property
+    def first_at(self) -> int:
+        return self.first
+
+    @property
+    def off_first(self) -> int:
+        return next(o for k, o in self.members if k == self.first)
+
+    def loads_before(self, st: "_Group") -> bool:
+        """Every slot of this (load) group is loaded before ``st`` stores it."""
+        return all(lk < sk for (lk, _), (sk, _) in zip(self.members, st.members))
+
+
+def _groups(body, sites, w: int) -> list[_Group]:
+    """The sites grouped by array: same kind, element size and modifiers, the same address up to a
+    constant (copy 0's affine forms), consecutive elements within one iteration, advancing by what
+    one iteration covers; refuses what does not fit (module doc)."""
+    forms = _forms(body, 2)
+    groups: dict[tuple, list] = {}
+    for s in sites:
+        f0, f1 = forms[0].get(s.k), forms[1].get(s.k)
+        check(f0 is not None, f"line {s.ins.line}: the address of {s.ins.full_opcode} is not an affine "
+                              "function of the registers at the top of the iteration")
+        d = _sub(f1, f0) if f1 is not None else None
+        check(d is not None and not d[0] and d[1] > 0,
+              f"line {s.ins.line}: {s.ins.full_opcode} does not advance by one element ({s.size} bytes) per "
+              "iteration (a strided, gathered or grid-stride access)")
+        key = (s.store, s.size, s.ins.modifiers, f0[0], d[1])
+        groups.setdefault(key, []).append((f0[1], s))
+    out = []
+    for (store, size, _, _, step), ms in groups.items():
+        ms.sort(key=lambda x: x[0])
+        offs = [o for o, _ in ms]
+        if len(set(offs)) != len(offs) or any(b - a != size for a, b in zip(offs, offs[1:])) \
+                or step != size * len(ms):
+            s0 = ms[0][1]
+            if len(ms) == 1:
+                check(False, f"line {s0.ins.line}: {s0.ins.full_opcode} does not advance by one element "
+                             f"({size} bytes) per iteration (a strided, gathered or grid-stride access)")
+            check(False, f"line {s0.ins.line}: {len(ms)} accesses of {s0.ins.full_opcode} to one array are not "
+                         f"{len(ms)} consecutive elements that advance by {size * len(ms)} bytes per iteration")
+        regs = {operand_facts.address(s.ins).name for _, s in ms}
+        s0 = ms[0][1]
+        check(len(regs) == 1, f"line {s0.ins.line}: the {len(ms)} accesses to one array use several base "
+                              "registers")
+        base = regs.pop()
+        ks = [s.k for _, s in ms]
+        check(not any(base in operand_facts.defs_uses(body[k])[0] for k in range(min(ks), max(ks))),
+              f"line {s0.ins.line}: the base register {base} changes between the accesses to one array")
+        out.append(_Group(store, size, base, [(s.k, operand_facts.address(s.ins).offset) for _, s in ms]))
+    gs = {gr.g for gr in out}
+    check(len(gs) == 1, "the arrays cover different numbers of elements per iteration "
+                        f"({', '.join(map(str, sorted(gs)))})")
+    g = gs.pop()
+    check(g <= w and w % g == 0, f"an iteration covers {g} elements of each array: not a divisor of .v{w}'s {w} "
+                                 "(wider iterations are not split into several vectors)")
+    out.sort(key=lambda gr: gr.first)
+    return out
 
 
 # -- helpers --------------------------------------------------------------------------------
