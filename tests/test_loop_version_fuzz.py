@@ -18,7 +18,7 @@ def test_draws_parse_and_have_one_loop():
 
 
 def test_no_wrong_version_on_a_few_seeds():
-    rs = campaign(range(6))
+    rs = campaign(range(8))
     assert sum(len(r.applied) for r in rs) >= 3  # the class is not all refusals
     assert [(r.loop.seed, r.wrong[0]) for r in rs if r.wrong] == []
 
@@ -32,5 +32,5 @@ def test_no_wrong_version_and_broken_tests_are_caught():
         assert why in reasons  # the tempting cases are drawn, and refused
     no_align = campaign(range(40), rewrite=drop_guard_line("align"))
     assert sum(bool(r.wrong) for r in no_align) >= 5
-    no_window = campaign(range(100, 112), rewrite=drop_guard_line("window"))
+    no_window = campaign(range(30, 40), rewrite=drop_guard_line("window"))  # 36: x stored, then z == x loaded
     assert any(r.wrong for r in no_window)

@@ -8,7 +8,8 @@ trip has not written yet. Each draw (a seeded ``random.Random``) is one
 single-block counted loop of class :data:`CLASSES`' ``vector_rows``, with
 the temptations mixed in:
 
-* rows ``R`` elements apart with ``R`` odd for some draws: every other
+* rows ``R`` elements apart, ``R`` a multiple of 4 (the fast copy runs) or, for
+  some draws, odd: every other
   thread's row is misaligned for ``.v2``/``.v4`` at run time;
 * a third array ``z = x + s`` elements, ``s`` a kernel input: at run time it
   is ``x`` itself, one element off, or far apart (aliasing unknown to the PTX);
@@ -17,7 +18,10 @@ the temptations mixed in:
 * the index form (``mul.wide`` of the counter, nvcc) or pointer induction
   variables, up- or down-counting, ``<`` or ``!=`` exit tests;
 * sometimes a barrier (with a uniform trip count) or a strided walk: the pass
-  must refuse those.
+  must refuse those;
+* nvcc's own unrolling: 2 or 4 consecutive elements of an array per
+  iteration from one pointer (``[p]``, ``[p+4]`` ...), sometimes interleaved
+  with another array's, the pointer advancing by all of them.
 
 Each of :data:`THREADS` threads runs ``n + tid`` iterations (``n`` only with a
 barrier), so one launch covers trip counts ``n .. n + 7``; :data:`INPUTS`
@@ -74,17 +78,26 @@ def make_vector_loop(seed: int) -> VectorLoop:
     barrier = rng.random() < 0.12
     stride = 1 if rng.random() < 0.9 else 3
     down = rng.random() < 0.3
-    row = rng.choice((24, 25, 28, 29))
+    # nvcc's own unrolling: g consecutive elements of each array per iteration, one base register
+    g = 1 if not pointer or rng.random() < 0.5 else rng.choice((2, 4))
+    row = g * 16 + rng.choice((24, 28, 32, 25))  # mostly 16-byte aligned rows: the fast copy runs
     arrays = {"x": "%rd6", "y": "%rd7", "z": "%rd9"}
-    n_acc = rng.randrange(2, 6)
+    n_acc = rng.randrange(2, 6) if g == 1 else rng.randrange(1, 3)
     accesses = []
     for _ in range(n_acc):
         arr = rng.choice("xyz")
         st = rng.random() < 0.4
         off = rng.choice((0, 0, 0, 1, 2))
-        accesses.append((arr, st, off))
+        accesses += [(arr, st, off + m) for m in range(g)]
+    if g > 1 and rng.random() < 0.5:
+        rng.shuffle(accesses)  # the members of an array interleaved with another's
+    if rng.random() < 0.3:  # a store, then a load of what is the same array when s == 0
+        arr = rng.choice("xy")
+        pair = [(arr, True, m) for m in range(g)] + [("z" if arr == "x" else "y", False, m) for m in range(g)]
+        at = rng.randrange(0, len(accesses) + 1)
+        accesses[at:at] = pair
     if not any(st for _, st, _ in accesses):
-        accesses.append(("y", True, 0))
+        accesses += [("y", True, m) for m in range(g)]
     body, what = [], []
     vals = ["%r4"]
     ptr = {a: f"%rd{20 + i}" for i, a in enumerate("xyz")}
@@ -99,19 +112,20 @@ def make_vector_loop(seed: int) -> VectorLoop:
             v = rng.choice(vals)
             body += [f"add.u32 %r{60 + k}, {v}, {rng.randrange(1, 99)};", f"st.global.u32 {a}, %r{60 + k};"]
         else:
-            body.append(f"ld.global.u32 %r{60 + k}, {a};")
+            body += [f"ld.global.u32 %r{60 + k}, {a};", f"xor.b32 %r7, %r7, %r{60 + k};"]  # every value observed
             vals.append(f"%r{60 + k}")
         what.append(f"{'st' if st else 'ld'} {arr}[i+{off}]")
     if barrier:
         body.insert(rng.randrange(0, len(body) + 1), "bar.sync 0;")
-    body.append("xor.b32 %r7, %r7, " + vals[-1] + ";")
     if pointer:
-        body += [f"add.s64 {ptr[a]}, {ptr[a]}, {4 * stride};" for a in "xyz"]
+        body += [f"add.s64 {ptr[a]}, {ptr[a]}, {4 * stride * g};" for a in "xyz"]
     if down:
-        body += ["add.s32 %r8, %r8, -1;", "add.s32 %r4, %r4, 1;", "setp.ne.s32 %p1, %r8, 0;"]
+        body += [f"add.s32 %r8, %r8, -{g};", f"add.s32 %r4, %r4, {g};", "setp.ne.s32 %p1, %r8, 0;"]
     else:
-        body += ["add.s32 %r4, %r4, 1;", f"setp.{rng.choice(('lt', 'ne'))}.s32 %p1, %r4, %r5;"]
+        body += [f"add.s32 %r4, %r4, {g};", f"setp.{rng.choice(('lt', 'ne'))}.s32 %p1, %r4, %r5;"]
     trip = "mov.u32 %r5, %r1;" if barrier else "add.u32 %r5, %r1, %r2;"
+    if g > 1:
+        trip += f"\n\tmul.lo.u32 %r5, %r5, {g};"
     pre = ["ld.param.u64 %rd1, [x];", "ld.param.u64 %rd2, [y];", "ld.param.u64 %rd11, [out];",
            "ld.param.u32 %r1, [n];", "ld.param.u32 %r9, [s];", "cvta.to.global.u64 %rd3, %rd1;",
            "cvta.to.global.u64 %rd4, %rd2;", "mov.u32 %r2, %tid.x;", trip, f"mul.lo.u32 %r3, %r2, {row};",
@@ -126,6 +140,7 @@ def make_vector_loop(seed: int) -> VectorLoop:
             + "".join(f"\t{l}\n" for l in pre) + "L_top:\n" + "".join(f"\t{l}\n" for l in body)
             + "\t@%p1 bra L_top;\nL_end:\n" + "".join(f"\t{l}\n" for l in post) + "}\n")
     form = f"{'pointer' if pointer else 'index'} form, {'down' if down else 'up'}, rows of {row}" + \
+        (f", {g} elements per iteration" if g > 1 else "") + \
         (", barrier" if barrier else "") + (f", stride {stride}" if stride != 1 else "")
     return VectorLoop(seed, f"{form}: {'; '.join(what)}", text, row)
 
@@ -135,7 +150,7 @@ def _launch(module, loop: VectorLoop, n: int, s: int):
 
     from ptxopt.interp import run_kernel
 
-    size = THREADS * loop.row + 64
+    size = THREADS * loop.row + 128
     rng = np.random.default_rng(n * 7 + s)
     x = rng.integers(0, 1 << 30, size, dtype=np.uint32)
     y = rng.integers(0, 1 << 30, size, dtype=np.uint32)
