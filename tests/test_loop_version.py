@@ -199,6 +199,10 @@ REFUSED = {
                "orders memory"),
     "8-byte elements by 4": (ROW.replace("ld.global.f32 %f2, [%rd9];", "ld.global.f64 %fd1, [%rd9];").replace(
         ".reg .f32 %f<5>;", ".reg .f32 %f<5>;\n\t.reg .f64 %fd<2>;"), "moves 8 bytes"),
+    "nounroll at module level": (ROW.replace(".address_size 64\n", '.address_size 64\n\n.pragma "nounroll";\n'),
+                                 '.pragma "nounroll" at module level'),
+    "nounroll on the loop": (ROW.replace("L_top:\n", 'L_top:\n\t.pragma "nounroll";\n'),
+                             '.pragma "nounroll" on the loop'),
     "no memory": (ROW.replace("\tld.global.f32 %f2, [%rd9];\n", "").replace("\tld.global.f32 %f3, [%rd10];\n", "")
                   .replace("\tst.global.f32 [%rd10], %f4;\n", ""), "nothing to merge"),
 }

@@ -108,13 +108,17 @@ class LoopVersion(FunctionPass):
         cfg = cfg_of(fn)
         info = find_loops(cfg)
         labels = {s.name for s in fn.body.items if type(s) is Label}
-        types = _declared_types(fn)
+        types = declared_bits(fn)
         nonuniform = nonuniform_registers(cfg)
+        first_label = next((k for k, s in enumerate(fn.body.items) if type(s) is Label), len(fn.body.items))
+        nounroll = "at module level" if any(_nounroll(d) for d in module.items) else \
+            "on the function" if any(_nounroll(s) for s in fn.body.items[:first_label]) else None
         plans = []
         for n, lp in enumerate(info.loops):
             hdr = cfg.blocks[lp.header]
             line = hdr.instructions[0].line if hdr.instructions else 0
             try:
+                check(nounroll is None, f'.pragma "nounroll" {nounroll}')
                 plans.append(self._plan(fn, cfg, lp, n, labels, types, nonuniform) + (line,))
             except Refused as r:
                 report.refuse(fn.name, line, f"loop {hdr.label or lp.header}: {r}")
@@ -267,7 +271,7 @@ class LoopVersion(FunctionPass):
                 # written last by the store the body writes it with last) and for loads that each come
                 # before the store of their slot (earlier copies store other slots)
                 same_ok = og.size == sg.size and (og.store or og.loads_before(sg))
-                d = _sub(forms0[og.first_at], forms0[sg.first_at])
+                d = _sub(forms0[og.first], forms0[sg.first])
                 d = (d[0], d[1] + og.o0 - og.off_first - sg.o0 + sg.off_first)
                 s_ins, o_ins = body[sg.first], body[og.first]
                 if not d[0]:
@@ -361,10 +365,6 @@ class _Group:
         return max(k for k, _ in self.members)
 
     @property
-    def first_at(self) -> int:
-        return self.first
-
-    @property
     def off_first(self) -> int:
         return next(o for k, o in self.members if k == self.first)
 
@@ -434,10 +434,6 @@ class _Fresh:
         self.n += 1
         self.decls.append(f".reg {ty} {name};")
         return name
-
-
-def _declared_types(fn) -> dict[str, int | None]:
-    return declared_bits(fn)
 
 
 def _mov_type(ty: str) -> str:
