@@ -161,11 +161,11 @@ class LoopVersion(FunctionPass):
             a = operand_facts.address(s.ins)
             check(a.kind == "reg" and types.get(a.name) == 64,
                   f"line {s.ins.line}: the address of {s.ins.full_opcode} is not a 64-bit register")
-        groups = _groups(body, sites, w)
+        groups = _groups(body, sites, w, _iv(lp))
         c = w // groups[0].g  # copies of the body per trip
         check(lp.trip.kind != "constant" or lp.trip.value >= c,
               f"the trip count {lp.trip.value} is below the {c} iterations of a trip (the fast copy would never run)")
-        forms = _forms(body, c)
+        forms = _forms(body, c, _iv(lp))
         for gr in groups:
             for k, off in gr.members:
                 f0 = forms[0][k]
@@ -373,11 +373,18 @@ class _Group:
         return all(lk < sk for (lk, _), (sk, _) in zip(self.members, st.members))
 
 
-def _groups(body, sites, w: int) -> list[_Group]:
+def _iv(lp) -> tuple[str, bool] | None:
+    """The exit test's induction variable and whether its compare is signed."""
+    from ptxopt.analysis.loops import _INT_TYPES
+
+    return None if lp.test is None else (lp.test.iv.reg, _INT_TYPES[lp.test.ty][1])
+
+
+def _groups(body, sites, w: int, iv) -> list[_Group]:
     """The sites grouped by array: same kind, element size and modifiers, the same address up to a
     constant (copy 0's affine forms), consecutive elements within one iteration, advancing by what
     one iteration covers; refuses what does not fit (module doc)."""
-    forms = _forms(body, 2)
+    forms = _forms(body, 2, iv)
     groups: dict[tuple, list] = {}
     for s in sites:
         f0, f1 = forms[0].get(s.k), forms[1].get(s.k)
@@ -518,9 +525,20 @@ def _scale(a, m):
     return tuple((r, c * m) for r, c in a[0] if c * m), a[1] * m
 
 
-def _forms(body: list[Instruction], w: int) -> list[dict[int, tuple]]:
-    """For copies 0 .. w-1 of the body run one after another: each access's address form."""
+def _forms(body: list[Instruction], w: int, iv: tuple[str, bool] | None) -> list[dict[int, tuple]]:
+    """For copies 0 .. w-1 of the body run one after another: each access's address form.
+    A widening (``mul.wide``, ``mad.wide``, a widening ``cvt``) is followed only for a value of the
+    exit test's induction variable ``iv`` (register, signed) widened with the test's signedness:
+    the runtime test keeps that variable from wrapping within a trip, nothing else is known not to
+    wrap (``mul.wide.u32`` of a counter tested signed jumps by 2**32 across -1 -> 0)."""
     env: dict[str, tuple | None] = {}
+
+    def widened(ins, src):
+        f = val(src)
+        types = [m for m in ins.modifiers if m in opcodes.TYPE_BITS]
+        signed = (types[-1] if types else "u").startswith("s")
+        ok = iv is not None and f is not None and len(f[0]) == 1 and f[0][0][0] == iv[0] and signed == iv[1]
+        return f if ok else None
 
     def val(o):
         o = operand_facts.unbrace(o)
@@ -551,14 +569,19 @@ def _forms(body: list[Instruction], w: int) -> list[dict[int, tuple]]:
             if ins.guard is None and len(d) == 1 and role == "pure" and "sat" not in ins.modifiers \
                     and not any(m in opcodes.FLOAT_TYPES for m in ins.modifiers):
                 op = ins.opcode
+                types = [m for m in ins.modifiers if m in opcodes.TYPE_BITS]
+                wide = "wide" in ins.modifiers or (op == "cvt" and len(types) == 2 and
+                                                    opcodes.TYPE_BITS[types[0]] > opcodes.TYPE_BITS[types[1]])
                 if op in ("mov", "cvt") and len(ops) == 2:
-                    new = val(ops[1])
+                    new = widened(ins, ops[1]) if wide else val(ops[1])
                 elif op in ("add", "sub") and len(ops) == 3:
                     a, b = val(ops[1]), val(ops[2])
                     if a is not None and b is not None:
                         new = _sub(a, _scale(b, -1) if op == "add" else b)
                 elif op == "mul" and len(ops) == 3 and ("lo" in ins.modifiers or "wide" in ins.modifiers):
                     a, b = val(ops[1]), val(ops[2])
+                    if wide and a is not None and b is not None:
+                        a, b = (widened(ins, ops[1]) if a[0] else a), (widened(ins, ops[2]) if b[0] else b)
                     if a is not None and b is not None and (not a[0] or not b[0]):
                         new = _scale(b, a[1]) if not a[0] else _scale(a, b[1])
                 elif op == "shl" and len(ops) == 3:
@@ -567,6 +590,8 @@ def _forms(body: list[Instruction], w: int) -> list[dict[int, tuple]]:
                         new = _scale(a, 1 << b[1])
                 elif op == "mad" and len(ops) == 4 and ("lo" in ins.modifiers or "wide" in ins.modifiers):
                     a, b, c = val(ops[1]), val(ops[2]), val(ops[3])
+                    if wide and a is not None and b is not None:
+                        a, b = (widened(ins, ops[1]) if a[0] else a), (widened(ins, ops[2]) if b[0] else b)
                     if a is not None and b is not None and c is not None and (not a[0] or not b[0]):
                         m = _scale(b, a[1]) if not a[0] else _scale(a, b[1])
                         new = _sub(m, _scale(c, -1))

@@ -15,7 +15,8 @@ the temptations mixed in:
   is ``x`` itself, one element off, or far apart (aliasing unknown to the PTX);
 * a store before a load of the same array, at constant element offsets
   0..2 (in-place updates, one slot ahead);
-* the index form (``mul.wide`` of the counter, nvcc) or pointer induction
+* the index form (``mul.wide.s32`` of the counter as nvcc writes it, sometimes
+  ``mul.wide.u32``) or pointer induction
   variables, up- or down-counting, ``<`` or ``!=`` exit tests;
 * sometimes a barrier (with a uniform trip count) or a strided walk: the pass
   must refuse those;
@@ -84,8 +85,9 @@ def make_vector_loop(seed: int) -> VectorLoop:
     arrays = {"x": "%rd6", "y": "%rd7", "z": "%rd9"}
     n_acc = rng.randrange(2, 6) if g == 1 else rng.randrange(1, 3)
     accesses = []
-    for _ in range(n_acc):
-        arr = rng.choice("xyz")
+    order = rng.sample("xyz", 3) * 2  # mostly one access kind per array; a repeat is a tempting duplicate
+    for i in range(n_acc):
+        arr = order[i] if rng.random() < 0.8 else rng.choice("xyz")
         st = rng.random() < 0.4
         off = rng.choice((0, 0, 0, 1, 2))
         accesses += [(arr, st, off + m) for m in range(g)]
@@ -98,6 +100,8 @@ def make_vector_loop(seed: int) -> VectorLoop:
         accesses[at:at] = pair
     if not any(st for _, st, _ in accesses):
         accesses += [("y", True, m) for m in range(g)]
+    # nvcc widens a signed counter signed; unsigned widening of a signed-tested counter may wrap in a trip
+    widen = "s32" if rng.random() < 0.8 else "u32"
     body, what = [], []
     vals = ["%r4"]
     ptr = {a: f"%rd{20 + i}" for i, a in enumerate("xyz")}
@@ -105,7 +109,8 @@ def make_vector_loop(seed: int) -> VectorLoop:
         if pointer:
             base = ptr[arr]
         else:
-            body += [f"mul.wide.u32 %rd{30 + k}, %r4, {4 * stride};", f"add.s64 %rd{40 + k}, {arrays[arr]}, %rd{30 + k};"]
+            body += [f"mul.wide.{widen} %rd{30 + k}, %r4, {4 * stride};",
+                     f"add.s64 %rd{40 + k}, {arrays[arr]}, %rd{30 + k};"]
             base = f"%rd{40 + k}"
         a = f"[{base}+{4 * off}]" if off else f"[{base}]"
         if st:
