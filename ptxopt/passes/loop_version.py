@@ -374,10 +374,16 @@ class _Group:
 
 
 def _iv(lp) -> tuple[str, bool] | None:
-    """The exit test's induction variable and whether its compare is signed."""
+    """The exit test's induction variable and whether its compare is signed, when the compare is
+    ordered: the runtime test then keeps the variable from wrapping in that signedness within a
+    trip (a != test only bounds the distance to the bound, so a widened index may still wrap)."""
     from ptxopt.analysis.loops import _INT_TYPES
+    from ptxopt.passes.unroll import _NEG
 
-    return None if lp.test is None else (lp.test.iv.reg, _INT_TYPES[lp.test.ty][1])
+    t = lp.test
+    if t is None or (t.cmp if t.stay_when else _NEG[t.cmp]) in ("ne", "eq"):
+        return None
+    return t.iv.reg, _INT_TYPES[t.ty][1]
 
 
 def _groups(body, sites, w: int, iv) -> list[_Group]:
