@@ -22,17 +22,14 @@ REORDER = "reorder"
 PREFETCH = "prefetch"
 READ_ONLY_PATH = "read-only-path"
 UNROLL = "unroll"
-LOOP_VERSION = "loop-version"
 
 #: Families of which a pipeline holds at most one pass.
 EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH, READ_ONLY_PATH,
-                                UNROLL, LOOP_VERSION})
+                                UNROLL})
 
 #: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {
     frozenset({"vec_ld", "split_ld"}): "vec_ld and split_ld undo each other",
-    # both restructure the same single-block loops: the second would find the first's blocks
-    frozenset({"unroll", "loop_version"}): "unroll and loop_version both restructure the same loops",
 }
 
 
