@@ -19,6 +19,12 @@ KERNELS = load_manifest()
 APPLIES_NOWHERE_HERE = {
     "nc_ld": "every corpus kernel stores through a pointer parameter, and PTX cannot say two parameters do not "
              "alias, so no loaded buffer is provably read-only (tests/golden/nc_ld, tests/adversarial/nc_ld_*)",
+    "loop_version_2": "no corpus loop is a single-block walk of unpredicated global elements (Triton masks its loads, "
+                      "nvcc's unrolled loops carry 4 elements per iteration, its remainders .pragma nounroll; "
+                      "benchmarks/results/loop_version_report.md; tests/golden/loop_version_2, test_loop_version.py)",
+    "loop_version_4": "no corpus loop is a single-block walk of unpredicated global elements (Triton masks its loads, "
+                      "nvcc's loops are several blocks or .pragma nounroll; the row-per-thread kernels of "
+                      "benchmarks/outside_kernels are its targets: tests/golden/loop_version_4)",
 }
 #: Passes whose only corpus targets are outside the fast tier, and why.
 APPLIES_ONLY_IN_SLOW_TIER = {

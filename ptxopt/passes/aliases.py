@@ -33,6 +33,8 @@ _ALIASES: dict[str, tuple[str, dict]] = {
     "prefetch_L2": ("prefetch", {"level": "L2"}),
     "unroll_2": ("unroll", {"factor": 2}),
     "unroll_4": ("unroll", {"factor": 4}),
+    "loop_version_2": ("loop_version", {"check": "align", "width": 2}),
+    "loop_version_4": ("loop_version", {"check": "align", "width": 4}),
 }
 
 _ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}

@@ -173,59 +173,67 @@ class Unroll(FunctionPass):
 
     def _guarded(self, cfg: CFG, lp, label: str, n: int, labels: set[str]):
         """The guarded form's description and builder (module doc)."""
-        t = lp.test
-        check(t is not None, "the exit test is not an induction variable against an invariant")
-        step = t.iv.step.const
-        check(step is not None and step != 0, f"the step is not a nonzero constant ({t.iv.step.describe()})")
-        check(t.base_steps == 0, "the exit test's value holds a register step")
-        bits, signed = _INT_TYPES[t.ty]
-        upd = cfg.instructions[t.iv.update]
-        check(upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits,
-              "the induction variable's update has another width than its exit test")
-        if lp.barriers or lp.collectives:
-            check(t.iv.init.uniform and t.bound.uniform,
-                  "a barrier or warp collective in a loop whose start or bound is not block-uniform")
-        cmp = t.cmp if t.stay_when else _NEG[t.cmp]
         f = self.factor
-        span = (f - 1) * abs(step)
-        check(span < 1 << (bits - 1), f"{f - 1} steps of {step} overflow the {t.ty} exit test")
-        check(cmp != "eq", "the loop goes on while its test is == (only ordered or != tests are unrolled)")
-        check(cmp == "ne" or (cmp in _ASCENDING) == (step > 0),
-              f"the exit test {cmp} does not match the step's direction ({step})")
-        aty = ("s" if signed else "u") + str(bits)
-        uty = "u" + str(bits)
-        # the k-th test compares iv_top(k) + t.base (the loop facts, from def-use); the check at the top
-        # of a trip reads iv_top(k) and looks at tests k .. k+f-2: from t0 = iv + base - step, one step at a time
-        base = t.base - step
         pfx = f"%unroll{n}_"
         taken = _declared(cfg.function.body)
         while {pfx + "0", pfx + "1", pfx + "p0", pfx + "p1"} & taken:
             pfx = pfx[:-1] + "x_"
+        check_lines, decls, q = exit_check(cfg, lp, f, pfx)
         last = _fresh(labels, f"{label}_last")
         labels.add(last)
-        wide = f"b{bits}"
-        t0, t1, q, q2 = f"{pfx}0", f"{pfx}1", f"{pfx}p0", f"{pfx}p1"
-        decls = [f".reg .{wide} {pfx}<2>;", f".reg .pred {pfx}p<2>;"]
-        iv = t.iv.reg
 
         def build(body, branch, line):
-            s = cfg.instructions[t.setp]
-            bound = _operand_text(s.operands[t.bound_index])
-            check_lines = [_add(aty, t0, iv, base)]
-            if cmp == "ne":
-                a, b = (bound, t0) if step > 0 else (t0, bound)
-                check_lines += [f"sub.{uty} {t1}, {a}, {b};", f"setp.gt.{uty} {q}, {t1}, {span};"]
-            else:
-                check_lines += [_add(aty, t1, t0, (f - 1) * step), f"setp.{cmp}.{t.ty} {q}, {t1}, {bound};",
-                                f"setp.{'ge' if step > 0 else 'le'}.{aty} {q2}, {t1}, {t0};",
-                                f"and.pred {q}, {q}, {q2};"]
-            check_lines.append(f"@!{q} bra {last};")
-            pre = [replace(x, line=line) if hasattr(x, "opcode") else x for x in _parse_snippet(check_lines)]
+            pre = [replace(x, line=line) if hasattr(x, "opcode") else x
+                   for x in _parse_snippet(check_lines + [f"@!{q} bra {last};"])]
             return pre + list(body) * (f - 1) + _parse_snippet([f"{last}:"]) + list(body) + [branch], decls
 
         kind = f"{lp.trip.value} iterations" if lp.trip.kind == "constant" else f"trip count {lp.trip.describe()}"
         return (f"loop {label}: {kind} -> {f} copies per trip while the exit test allows them, "
                 f"else one iteration ({last})"), build
+
+
+def exit_check(cfg: CFG, lp, f: int, pfx: str) -> tuple[list[str], list[str], str]:
+    """The check at the top of a trip that the exit tests of the next ``f - 1``
+    iterations all stay in the loop (module doc, guarded form): its PTX lines,
+    their declarations (registers named ``pfx`` + ``0``/``1``/``p0``/``p1``) and
+    the predicate that holds the answer. Refuses (:class:`Refused`) a test it
+    cannot check."""
+    t = lp.test
+    check(t is not None, "the exit test is not an induction variable against an invariant")
+    step = t.iv.step.const
+    check(step is not None and step != 0, f"the step is not a nonzero constant ({t.iv.step.describe()})")
+    check(t.base_steps == 0, "the exit test's value holds a register step")
+    bits, signed = _INT_TYPES[t.ty]
+    upd = cfg.instructions[t.iv.update]
+    check(upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits,
+          "the induction variable's update has another width than its exit test")
+    if lp.barriers or lp.collectives:
+        check(t.iv.init.uniform and t.bound.uniform,
+              "a barrier or warp collective in a loop whose start or bound is not block-uniform")
+    cmp = t.cmp if t.stay_when else _NEG[t.cmp]
+    span = (f - 1) * abs(step)
+    check(span < 1 << (bits - 1), f"{f - 1} steps of {step} overflow the {t.ty} exit test")
+    check(cmp != "eq", "the loop goes on while its test is == (only ordered or != tests are unrolled)")
+    check(cmp == "ne" or (cmp in _ASCENDING) == (step > 0),
+          f"the exit test {cmp} does not match the step's direction ({step})")
+    aty = ("s" if signed else "u") + str(bits)
+    uty = "u" + str(bits)
+    # the k-th test compares iv_top(k) + t.base (the loop facts, from def-use); the check at the top
+    # of a trip reads iv_top(k) and looks at tests k .. k+f-2: from t0 = iv + base - step, one step at a time
+    base = t.base - step
+    t0, t1, q, q2 = f"{pfx}0", f"{pfx}1", f"{pfx}p0", f"{pfx}p1"
+    decls = [f".reg .b{bits} {pfx}<2>;", f".reg .pred {pfx}p<2>;"]
+    s = cfg.instructions[t.setp]
+    bound = _operand_text(s.operands[t.bound_index])
+    lines = [_add(aty, t0, t.iv.reg, base)]
+    if cmp == "ne":
+        a, b = (bound, t0) if step > 0 else (t0, bound)
+        lines += [f"sub.{uty} {t1}, {a}, {b};", f"setp.gt.{uty} {q}, {t1}, {span};"]
+    else:
+        lines += [_add(aty, t1, t0, (f - 1) * step), f"setp.{cmp}.{t.ty} {q}, {t1}, {bound};",
+                  f"setp.{'ge' if step > 0 else 'le'}.{aty} {q2}, {t1}, {t0};",
+                  f"and.pred {q}, {q}, {q2};"]
+    return lines, decls, q
 
 
 def _fresh(labels: set[str], want: str) -> str:
@@ -255,4 +263,4 @@ def _declared(block) -> set[str]:
     return out
 
 
-__all__ = ["Unroll"]
+__all__ = ["Unroll", "exit_check"]

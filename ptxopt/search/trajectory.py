@@ -112,7 +112,22 @@ class Step:
             raise ValueError(f"trajectory schema {d.get('schema')!r}, expected {SCHEMA}")
         d = dict(d)
         d.pop("action_index", None)
+        if isinstance(d.get("action_mask"), list):
+            d["action_mask"] = widen_mask(d["action_mask"])
         return cls(**d)
+
+
+def widen_mask(mask: list) -> list:
+    """A mask recorded under an older action list, in this one's layout. The
+    pass actions are append-only and ``stop`` comes last, so a mask of ``L``
+    slots was recorded over the first ``L - 1`` pass actions and ``stop``:
+    the actions appended since were not offered (0). Any other length is
+    returned as it is (and refused where it is used)."""
+    from ptxopt.search.actions import N_ACTIONS
+
+    if 1 <= len(mask) < N_ACTIONS:
+        return [*mask[:-1], *[0] * (N_ACTIONS - len(mask)), mask[-1]]
+    return mask
 
 
 _OPTIONAL = ("context", "objective", "reward_model", "verdicts", "action_features")

@@ -405,12 +405,12 @@ class _Proof:
                                                 eo.memory[s], ec.memory[s], f"{tag}.e{k}"))
         for k, c in enumerate(rc.accesses):
             obs.append((f"the candidate's access {k} ({c.kind}.{c.space}, {c.size} bytes) is covered by an "
-                        f"original access", _covered(q, c, ro.accesses), "true", 0))
+                        f"original access", _covered(q, c, ro.accesses, wide=True), "true", 0))
         for mine, theirs, who in ((ro.accesses, rc.accesses, "original"), (rc.accesses, ro.accesses, "candidate")):
             for k, st in enumerate(mine):
                 if st.kind == "st":
                     obs.append((f"the {who}'s store {k} ({st.space}, {st.size} bytes) is written by the other too",
-                                _written(st, theirs), "true", 0))
+                                _written(st, theirs, q), "true", 0))
         for s in SPACES:
             if ro.memory[s] != rc.memory[s]:
                 obs.append(_same_memory(q, f"the .{s} memory at the end", s, ro.memory[s], rc.memory[s],

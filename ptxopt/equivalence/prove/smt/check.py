@@ -209,12 +209,18 @@ def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
     return obs, ""
 
 
-def _covered(q: Query, c, originals) -> str:
+def _covered(q: Query, c, originals, wide: bool = False) -> str:
     """A Bool term: whenever access ``c`` executes, an original access of the
     same space between the same ordering points executes too, its bytes
     include ``c``'s, and (unless ``c`` is a prefetch) ``c`` is aligned to its
     size whenever that original is aligned to its own (it is when it does not
-    fault). Then ``c`` cannot fault where the original block does not."""
+    fault). Then ``c`` cannot fault where the original block does not.
+
+    ``wide``: an access wider than every original (scalars merged into a
+    vector) is covered byte by byte by originals that execute, and must be
+    aligned to its size outright, from the path condition (a runtime test of
+    the address), since no original access's alignment implies it
+    (:func:`_covered_bytes`)."""
     for o in originals:  # the same access (same address term, size and guard): covered and aligned
         if (o.space, o.epoch, o.addr, o.size, o.guard) == (c.space, c.epoch, c.addr, c.size, c.guard) \
                 and (o.kind == "prefetch") == (c.kind == "prefetch"):
@@ -222,6 +228,8 @@ def _covered(q: Query, c, originals) -> str:
     gc = f"(= {c.guard} #b1)" if c.guard is not None else "true"
     if c.kind != "prefetch" and not any(o.size >= c.size and o.kind != "prefetch" and o.space == c.space
                                         for o in originals):
+        if wide:
+            return f"(=> {gc} {_covered_bytes(q, c, originals, aligned=True)})"
         # wider than every original access (scalars merged into a vector): the bytes may be
         # covered by several originals, but its alignment comes from the prover's alignment
         # analysis (.ptr .align through the address arithmetic), which this encoding does not model
@@ -259,14 +267,17 @@ def _same_memory(q: Query, label: str, space: str, mo: str, mc: str, tag: str) -
     return (f"{label}, byte @{ix[1:-1] if ix.startswith('|') else ix}@,", q.define(f"(select {mo} {ix})", 8), q.define(f"(select {mc} {ix})", 8), 8)
 
 
-def _written(st, others) -> str:
+def _written(st, others, q: Query | None = None) -> str:
     """A Bool term: whenever store ``st`` executes, the other kernel stores to
     each of its bytes (one store of the same space between the same ordering
-    points covering it)."""
+    points covering it; given ``q``, a store wider than all the other's
+    stores may be covered byte by byte by several of them)."""
     if any(o.kind == "st" and (o.space, o.epoch, o.addr, o.size, o.guard) ==
            (st.space, st.epoch, st.addr, st.size, st.guard) for o in others):
         return "true"
     gs = f"(= {st.guard} #b1)" if st.guard is not None else "true"
+    if q is not None and not any(o.kind == "st" and o.space == st.space and o.size >= st.size for o in others):
+        return f"(=> {gs} {_covered_bytes(q, st, [o for o in others if o.kind == 'st'], aligned=False)})"
     cases = []
     for o in others:
         if o.kind != "st" or (o.space, o.epoch) != (st.space, st.epoch) or o.size < st.size:
@@ -277,6 +288,34 @@ def _written(st, others) -> str:
     if not cases:
         return f"(not {gs})"
     return f"(=> {gs} {cases[0] if len(cases) == 1 else '(or ' + ' '.join(cases) + ')'})"
+
+
+def _covered_bytes(q: Query, c, originals, aligned: bool) -> str:
+    """A Bool term: each byte of access ``c`` lies in an access of ``originals``
+    (same space, between the same ordering points, not a prefetch) that
+    executes, and with ``aligned`` ``c``'s address is a multiple of its size.
+    Checked in pieces of the narrowest original's size, each piece inside one
+    original (which implies every byte is)."""
+    parts = []
+    if aligned and c.size > 1:
+        parts.append(f"(= ((_ extract {_log2(c.size) - 1} 0) {c.addr}) (_ bv0 {_log2(c.size)}))")
+    aw = q.width[c.addr]
+    mine = [o for o in originals if o.kind != "prefetch" and (o.space, o.epoch) == (c.space, c.epoch)
+            and q.width[o.addr] == aw]
+    # pieces of the narrowest such access, each inside one of them (fewer terms than byte by byte; stronger)
+    g = min([o.size for o in mine if c.size % o.size == 0] or [1])
+    for k in range(0, c.size, g):
+        piece = f"(bvadd {c.addr} (_ bv{k} {aw}))" if k else c.addr
+        cases = []
+        for o in mine:
+            if o.size < g:
+                continue
+            go = f"(= {o.guard} #b1)" if o.guard is not None else "true"
+            cases.append(f"(and {go} (bvule (bvsub {piece} {o.addr}) (_ bv{o.size - g} {aw})))")
+        if not cases:
+            return "false"
+        parts.append(cases[0] if len(cases) == 1 else "(or " + " ".join(cases) + ")")
+    return "(and " + " ".join(parts) + " true)"
 
 
 def _log2(n: int) -> int:

@@ -1,0 +1,37 @@
+"""The vector-row loop fuzzer (ptxopt.testing.vector_loops): loop_version's
+results equal the original on every input, and the oracle catches a rewrite
+whose runtime test misses its alignment or store-window part."""
+
+import pytest
+
+from ptxopt.testing.vector_loops import campaign, drop_guard_line, make_vector_loop
+
+
+def test_draws_parse_and_have_one_loop():
+    from ptxopt import parse
+    from ptxopt.analysis.loops import loops_of
+
+    for s in range(6):
+        lp = make_vector_loop(s)
+        _, info = loops_of(parse(lp.text).entries[0])
+        assert len(info.loops) == 1, lp.what
+
+
+def test_no_wrong_version_on_a_few_seeds():
+    rs = campaign(range(8))
+    assert sum(len(r.applied) for r in rs) >= 3  # the class is not all refusals
+    assert [(r.loop.seed, r.wrong[0]) for r in rs if r.wrong] == []
+
+
+@pytest.mark.slow
+def test_no_wrong_version_and_broken_tests_are_caught():
+    rs = campaign(range(40))
+    assert [(r.loop.seed, r.wrong[0]) for r in rs if r.wrong] == []
+    reasons = " ".join(x for r in rs for v in r.refused.values() for x in v)
+    for why in ("not uniform across the block", "within one trip", "are not 2 consecutive elements"):
+        assert why in reasons  # the tempting cases are drawn, and refused
+    assert "does not advance by one element" in reasons or "not an affine function" in reasons  # strides, u32
+    no_align = campaign(range(40), rewrite=drop_guard_line("align"))
+    assert sum(bool(r.wrong) for r in no_align) >= 5
+    no_window = campaign(range(70, 95), rewrite=drop_guard_line("window"))  # 73, 92: a store, then its alias loaded
+    assert any(r.wrong for r in no_window)
