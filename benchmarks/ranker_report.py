@@ -125,6 +125,9 @@ def main(argv=None) -> int:
     ap.add_argument("--orders", type=int, default=ORDERS)
     ap.add_argument("--groups", default=None, help="hold out only these groups (comma-separated; to split a run "
                     "over processes, then --merge their --json files)")
+    ap.add_argument("--train-extra", nargs="+", default=[], metavar="FILE",
+                    help="more trajectories added to every ranker's training (their held-out group's kernels "
+                         "left out), never held out themselves (e.g. another reward's)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
     args = ap.parse_args(argv)
     if args.merge:
@@ -143,23 +146,32 @@ def main(argv=None) -> int:
     for ep in eps:
         by_group.setdefault(group_of(ep[0].kernel, groups), []).append(ep)
     names = sorted(by_group, key=lambda g: (-len(by_group[g]), g))
+    extra_eps, extra_models = load_episodes(args.train_extra) if args.train_extra else ([], {})
+    held_kernels = {ep[0].kernel for ep in eps}
+    extra_by_group: dict[str, list] = {}
+    for ep in extra_eps:
+        if ep[0].kernel not in held_kernels:
+            extra_by_group.setdefault(group_of(ep[0].kernel, groups), []).append(ep)
     header = (f"trajectories: {len(eps)} greedy episodes from {len(files)} file(s); rewards (model, objective): "
               + "; ".join(f"{m} / {o}: {n} steps" for (m, o), n in sorted(models.items())) + "\n"
               "all cycle figures are sim ESTIMATES; guided figures are REPLAYS of greedy trajectories (a lower "
-              "bound on guided's gain, see the module doc)\n")
+              "bound on guided's gain, see the module doc)\n"
+              + (f"training also on {sum(map(len, extra_by_group.values()))} episodes of {args.train_extra} "
+                 "(rewards: " + "; ".join(f"{m} / {o}: {n} steps" for (m, o), n in sorted(extra_models.items()))
+                 + "), never those of the held-out group\n" if args.train_extra else ""))
     print(header)
     held = names[: args.max_groups] if args.max_groups else names
     if args.groups:
         held = [g for g in names if g in args.groups.split(",")]
     sizes_req = [int(x) for x in args.sizes.split(",") if x.strip()]
-    all_actions = sorted({a for ep in eps for s in ep for a in s.candidates})
+    all_actions = sorted({a for ep in eps + extra_eps for s in ep for a in s.candidates})
     doc = {"header": header, "files": files, "reward_models": [list(k) + [n] for k, n in models.items()], "groups": {},
            "max_iter": args.max_iter, "tune_iter": args.tune_iter}
     t_train = t_score = 0.0
     n_train = 0
     for g in held:
         test = by_group[g]
-        others = [o for o in names if o != g]
+        others = [o for o in names + sorted(set(extra_by_group) - set(names)) if o != g]
         if not others:
             continue
         gre = [greedy_of(ep) for ep in test]
@@ -172,7 +184,7 @@ def main(argv=None) -> int:
             runs = []
             for order in range(args.orders if n < len(others) else 1):
                 perm = list(np.random.default_rng(1000 * order + n).permutation(others))[:n]
-                train_steps = [s for o in perm for ep in by_group[o] for s in ep]
+                train_steps = [s for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, []) for s in ep]
                 t = time.perf_counter()
                 try:
                     rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order,
@@ -186,7 +198,7 @@ def main(argv=None) -> int:
                 rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold) for ep in test]
                 h, m = recall(scored, test)
                 t_score += time.perf_counter() - t
-                train_eps = [ep for o in perm for ep in by_group[o]]
+                train_eps = [ep for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, [])]
                 fixed = fixed_passes(train_eps)
                 fx = [fixed_on(ep, fixed[:1]) for ep in test]
                 fx2 = [fixed_on(ep, fixed[:2]) for ep in test]
