@@ -22,7 +22,7 @@ from ptxopt.cli import cli
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.search import EvalOptions, SearchConfig, State, search_kernel
 from ptxopt.search.guided import choose
-from ptxopt.search.ranker import FORMAT, VERSION, RankerError, load, train
+from ptxopt.search.ranker import FORMAT, VERSION, RankerError, feature_names, load, train
 from ptxopt.search.trajectory import Step
 
 KERNEL = "gemm_tile_2x2x4"
@@ -39,6 +39,11 @@ def fake_evaluator(cycles_of):
                            estimate=True, cycles=float(cycles_of(c.pipeline)), equivalence="equal", registers=20,
                            objective="latency") for c in candidates]
     return fake
+
+
+class _Stub:
+    def predict(self, X):
+        return np.zeros(len(X))
 
 
 class TableRanker:
@@ -114,6 +119,47 @@ def test_an_unknown_action_is_measured_even_when_nothing_known_is_predicted_to_g
                   rng=np.random.default_rng(0)) == []  # nothing predicted to gain, nothing unknown: stop
 
 
+def test_the_predicted_gains_decide_whether_to_measure_the_order_decides_what(kernel):
+    moves = State.root(kernel).legal_moves()
+    names = [m.action for m in moves]
+    order = {a: float(i) for i, a in enumerate(names)}  # the last action first
+    pick = choose(moves, order, top_k=2, threshold=0.001, rng=np.random.default_rng(0),
+                  gains={a: (0.01 if a == names[0] else -1.0) for a in names})
+    assert [m.action for m in pick[:2]] == names[::-1][:2]  # one action predicted to gain opens the state
+    assert choose(moves, order, top_k=2, threshold=0.001, rng=np.random.default_rng(0),
+                  gains=dict.fromkeys(names, -1.0)) == []  # none predicted to gain, none unknown: stop
+
+
+def test_guided_uses_the_rankers_own_top_k_unless_told(kernel, monkeypatch, tmp_path):
+    actions = [m.action for m in State.root(kernel).legal_moves()]
+    ranker = TableRanker({a: 0.01 * (i + 1) for i, a in enumerate(actions)})
+    ranker.top_k, ranker.threshold = 1, 0.0
+    cycles = lambda p: 1000.0 / (1 + p.count(",") + (p != ""))  # noqa: E731
+    own = _guided(kernel, monkeypatch, tmp_path / "a.sqlite", ranker, cycles, max_steps=3)
+    assert own.steps and all(len(s.candidates) <= 2 for s in own.steps)
+    told = _guided(kernel, monkeypatch, tmp_path / "b.sqlite", ranker, cycles, max_steps=3, top_k=3)
+    assert max(len(s.candidates) for s in told.steps) == 4
+
+
+@pytest.mark.parametrize("action, threads, cap", [("maxnreg_64", 256, 64.0), ("launch_bounds_2", 256, 128.0),
+                                                  ("launch_bounds{minblocks=4}", 128, 128.0),
+                                                  ("launch_bounds_2", 1024, 32.0), ("vec_ld", 256, None),
+                                                  ("no_such_action", 256, None)])
+def test_register_cap_of_an_action(action, threads, cap):
+    from ptxopt.search.rank_features import register_cap
+
+    got = register_cap(action, float(threads))
+    assert (np.isnan(got) if cap is None else got == cap)
+
+
+def test_tuning_keeps_the_evaluations_within_the_cap():
+    from ptxopt.search.ranker_replay import EVAL_CAP, choose_setting
+
+    table = {(1, 0.0): (0.5, 0.1), (2, 0.0): (0.7, EVAL_CAP), (4, 0.0): (0.95, EVAL_CAP + 0.1)}
+    assert choose_setting(table) == (2, 0.0)
+    assert choose_setting({(4, 0.0): (0.9, 0.9), (1, 0.0): (0.1, 0.5)}) == (1, 0.0)  # none within: the cheapest
+
+
 def _steps(n_kernels=6):
     """Synthetic greedy steps: at every state vec_ld gains, the others lose (old records: no context)."""
     from ptxopt.analysis.features import FEATURE_NAMES
@@ -140,6 +186,21 @@ def test_a_trained_ranker_round_trips_and_ranks_what_it_learned(tmp_path):
     X, y, idx = rows_of(_steps(2), back.actions)
     pred = dict(zip((a for _, _, a in idx[:4]), back.score_rows(X[:4])))
     assert max(pred, key=pred.get) == "vec_ld"
+    gains = dict(zip((a for _, _, a in idx[:4]), back.gain_rows(X[:4])))
+    assert gains["vec_ld"] > 0 > gains["cache_cg"]
+    assert (back.top_k, back.threshold) == (r.top_k, r.threshold)
+
+
+@pytest.mark.slow
+def test_train_tunes_top_k_and_threshold_on_its_own_groups():
+    steps = _steps(6)
+    from ptxopt.search.ranker_replay import train_tuned
+
+    tuned = train_tuned(steps, {f"k{i}": "ab"[i % 2] for i in range(6)}, max_iter=10, tune_iter=5)
+    grid = tuned.trained_on["tuned"]["grid (gain, evaluations: fractions of greedy's)"]
+    assert f"{tuned.top_k}/{tuned.threshold:g}" in grid
+    assert grid["8/-inf"][0] > 0  # measuring everything, the held-out fold's replay finds vec_ld's gain
+    assert grid["8/-inf"][1] > grid["1/0.01"][1]  # and pays for it
 
 
 def test_old_trajectory_records_stay_readable_and_new_keys_round_trip():
@@ -153,7 +214,10 @@ def test_old_trajectory_records_stay_readable_and_new_keys_round_trip():
 @pytest.mark.parametrize("content", [b"junk", pickle.dumps({"format": "other"}),
                                      pickle.dumps({"format": FORMAT, "version": VERSION + 1}),
                                      pickle.dumps({"format": FORMAT, "version": VERSION, "actions": ["vec_ld"],
-                                                   "feature_names": ["x"], "model": None})])
+                                                   "feature_names": ["x"], "model": None}),
+                                     pickle.dumps({"format": FORMAT, "version": VERSION, "actions": ["vec_ld"],
+                                                   "feature_names": feature_names(["vec_ld"]), "model": _Stub(),
+                                                   "top_k": 2, "threshold": 0.0})])  # no gain model
 def test_a_bad_ranker_file_is_a_clear_error_exit_2(tmp_path, content):
     path = tmp_path / "bad.ranker"
     path.write_bytes(content)
@@ -170,3 +234,26 @@ def test_guided_without_a_ranker_is_refused(tmp_path):
     assert res.exit_code == 2 and "ranker" in res.output
     with pytest.raises(ValueError, match="ranker"):
         SearchConfig("guided")
+
+
+def test_policy_takes_a_ranker_whose_top_choice_is_applied_unmeasured(tmp_path, monkeypatch):
+    from ptxopt.evaluate import Candidate as C
+    from ptxopt.triton.choose import PolicyPipelines, RankerPipelines, policy_chooser
+
+    r = train(_steps(4), max_iter=5)
+    path = tmp_path / "mine.ranker"
+    r.save(path)
+    chooser = policy_chooser(path)
+    assert isinstance(chooser, RankerPipelines) and chooser.key.startswith("ranker=")
+    ptx = C.from_corpus(KERNEL).ptx
+    legal = [m.action for m in State.root(C(ptx, name="k")).legal_moves()]
+    monkeypatch.setattr(chooser.ranker, "predict",
+                        lambda state, result, moves: ({legal[1]: 1.0, legal[0]: 0.5}, {legal[1]: 0.02, legal[0]: 0.0}))
+    pipe, why = chooser.choose("k", ptx)
+    assert str(pipe) == legal[1] and "not measured" in why
+    monkeypatch.setattr(chooser.ranker, "predict", lambda state, result, moves: ({legal[0]: 1.0}, {legal[0]: -0.1}))
+    assert chooser.choose("k", ptx)[0] is None
+    from ptxopt.search.ranker import committed_rankers
+
+    for name in committed_rankers():  # a committed ranker by name, as search --policy finds it
+        assert isinstance(policy_chooser(name), RankerPipelines)

@@ -159,10 +159,12 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
               help="A trained checkpoint (ptxopt train), or the name of a committed one (gemm_elementwise_sm_89, "
                    "shipped with the package): roll the policy out instead of a search strategy. With --strategy "
                    "guided: a ranker file (ptxopt.search.ranker) or a committed ranker's name (corpus/rankers).")
-@click.option("--top-k", default=2, show_default=True, type=click.IntRange(1, 64),
-              help="With --strategy guided: actions measured per step besides the exploration slot.")
-@click.option("--threshold", default=0.001, show_default=True, type=float,
-              help="With --strategy guided: stop when no action is predicted to gain more than this (log gain).")
+@click.option("--top-k", default=None, type=click.IntRange(1, 64),
+              help="With --strategy guided: actions measured per step besides the exploration slot "
+                   "[default: the ranker's own, chosen on its training groups].")
+@click.option("--threshold", default=None, type=float,
+              help="With --strategy guided: stop when no action is predicted to gain more than this (log gain) "
+                   "[default: the ranker's own].")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),

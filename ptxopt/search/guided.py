@@ -1,14 +1,16 @@
 """Guided search: greedy search that measures only what a learned ranker ranks best.
 
-At each state a ranker (:mod:`ptxopt.search.ranker`) predicts every legal
-action's gain from features that cost no measurement
-(:mod:`ptxopt.search.rank_features`); the ``top_k`` actions predicted to
-gain more than ``threshold`` are measured, plus one *exploration slot*: an
-action the ranker does not know (added after it was trained; chosen at
-random among them), else -- when something is measured anyway -- a random
-one of the rest. The best measured child that beats the current state is
-kept; the search stops when none does, when no action is predicted to gain
-and none is unknown, or after ``max_steps``.
+At each state a ranker (:mod:`ptxopt.search.ranker`) orders every legal
+action and predicts its gain from features that cost no measurement
+(:mod:`ptxopt.search.rank_features`). When some action is predicted to gain
+more than ``threshold``, the ``top_k`` first in the ranker's order are
+measured; and always one *exploration slot*: an action the ranker does not
+know (added after it was trained; chosen at random among them), else --
+when something is measured anyway -- a random one of the rest. The best
+measured child that beats the current state is kept; the search stops when
+none does, when no action is predicted to gain and none is unknown, or
+after ``max_steps``. ``top_k`` and ``threshold`` default to the ranker's
+own (chosen when it was trained, on its training groups).
 
 So a step costs at most ``top_k + 1`` evaluations instead of greedy's one
 per legal action, a ranker's mistake costs gain but never correctness or
@@ -19,6 +21,8 @@ strategy's), and an action the ranker never saw is still reachable.
 
 from __future__ import annotations
 
+import math
+
 from ptxopt.search.actions import STOP
 
 from .measure import BudgetExhausted, Meter
@@ -28,16 +32,16 @@ from .state import State
 from .stepwise import Steps, drive
 from .trajectory import make_step
 
-#: Actions measured per step besides the exploration slot.
-TOP_K = 2
-#: The smallest predicted log gain worth a measurement (0.1%).
-THRESHOLD = 0.001
+from .ranker import THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-exported)
 
 
-def choose(moves, scores: dict, *, top_k: int, threshold: float, rng) -> list:
-    """The moves to measure: the ``top_k`` best-scored above ``threshold``, then the exploration slot."""
+def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None) -> list:
+    """The moves to measure: the ``top_k`` first by ``scores`` when some predicted gain (``gains``; None:
+    the scores are the gains) exceeds ``threshold``, then the exploration slot."""
+    gains = scores if gains is None else gains
     known = sorted((m for m in moves if m.action in scores), key=lambda m: -scores[m.action])
-    pick = [m for m in known[:top_k] if scores[m.action] > threshold]
+    go = any(gains.get(m.action, -math.inf) > threshold for m in known)
+    pick = known[:top_k] if go else []
     unseen = [m for m in moves if m.action not in scores]
     if unseen:
         pick.append(unseen[int(rng.integers(len(unseen)))])
@@ -47,24 +51,39 @@ def choose(moves, scores: dict, *, top_k: int, threshold: float, rng) -> list:
     return pick
 
 
-def guided(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k: int = TOP_K,
-           threshold: float = THRESHOLD, seed: int = 0, episode: int = 0, strategy: str = "guided", **_) -> Outcome:
+def predictions(ranker, state, result, moves) -> tuple[dict, dict | None]:
+    """``(order scores, predicted gains)`` from ``ranker`` (one that only scores: its scores are the gains)."""
+    if hasattr(ranker, "predict"):
+        return ranker.predict(state, result, moves)
+    return ranker.score(state, result, moves), None
+
+
+def settings(ranker, top_k: int | None, threshold: float | None) -> tuple[int, float]:
+    """``top_k`` and ``threshold``: the caller's, else the ranker's own, else the defaults."""
+    return (top_k if top_k is not None else getattr(ranker, "top_k", TOP_K),
+            threshold if threshold is not None else getattr(ranker, "threshold", THRESHOLD))
+
+
+def guided(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k: int | None = None,
+           threshold: float | None = None, seed: int = 0, episode: int = 0, strategy: str = "guided", **_) -> Outcome:
     return drive(guided_steps(root, meter, ranker=ranker, max_steps=max_steps, top_k=top_k, threshold=threshold,
                               seed=seed, episode=episode, strategy=strategy), meter)
 
 
-def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k: int = TOP_K,
-                 threshold: float = THRESHOLD, seed: int = 0, episode: int = 0, strategy: str = "guided",
+def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k: int | None = None,
+                 threshold: float | None = None, seed: int = 0, episode: int = 0, strategy: str = "guided",
                  **_) -> Steps:
     """:func:`guided` as a stepwise strategy (:mod:`ptxopt.search.stepwise`)."""
     out = yield from start_steps(root, meter)
     if not out.baseline.ok:
         return out
     rng = kernel_rng(seed, root.kernel.label)
+    top_k, threshold = settings(ranker, top_k, threshold)
     state, result = root, out.baseline
     for i in range(max_steps):
         moves = state.legal_moves()
-        pick = choose(moves, ranker.score(state, result, moves), top_k=top_k, threshold=threshold, rng=rng)
+        scores, gains = predictions(ranker, state, result, moves)
+        pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains)
         results = []
         if pick:
             try:

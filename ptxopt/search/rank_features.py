@@ -47,6 +47,16 @@ DELTA_FEATURES: tuple[str, ...] = (
 #: The action-feature slots (:func:`action_features`), in order.
 ACTION_FEATURE_NAMES: tuple[str, ...] = ("changed", *(f"delta:{n}" for n in DELTA_FEATURES))
 
+#: Features derived from the action's parameters, the context and the action features
+#: (:func:`derived_features`): computed when a row is built, so recorded trajectories get them too.
+DERIVED_NAMES: tuple[str, ...] = (
+    "register_cap", "register_cap_minus_registers", "occupancy_at_cap_minus_occupancy",
+    "relative:n_instructions", "relative:n_ld_global", "relative:critical_path_latency_max",
+)
+
+#: 32-bit registers per SM (every supported architecture): what a launch-bounds minimum leaves per thread.
+_REGISTER_FILE = 65536
+
 _LIMITERS = ("warps", "blocks", "registers", "shared memory")
 
 
@@ -99,6 +109,53 @@ def action_features(state, child) -> list[float]:
     idx = _index()
     a, b = np.asarray(state.features, dtype=float), np.asarray(child.features, dtype=float)
     return [1.0, *(float(b[i] - a[i]) for i in idx)]
+
+
+def register_cap(action: str, block_threads: float) -> float:
+    """The per-thread register limit ``action`` asks ptxas for (NaN: none): ``maxnreg``'s count, or what
+    ``launch_bounds``' minimum blocks per SM leave of the register file at the launch's block."""
+    try:
+        from ptxopt.search.actions import action_pass
+
+        p = action_pass(action)
+    except Exception:  # an action this ptxopt does not know (a ranker from elsewhere): no cap known
+        return math.nan
+    n = getattr(p, "n", None)
+    if type(p).__name__ == "MaxNReg" and n:
+        return float(n)
+    minblocks = getattr(p, "minblocks", None)
+    if type(p).__name__ == "LaunchBounds" and minblocks and block_threads and not math.isnan(block_threads):
+        per_thread = _REGISTER_FILE // int(block_threads * minblocks)
+        return float(min(255, max(16, per_thread // 8 * 8)))
+    return math.nan
+
+
+def derived_features(action: str, static: dict, ctx: np.ndarray, afeat: np.ndarray,
+                     arch: str = "sm_89") -> np.ndarray:
+    """:data:`DERIVED_NAMES` for one action: how its register cap meets the state's ptxas registers and
+    occupancy, and its static changes relative to the state's size. ``static``: name -> state value."""
+    c = dict(zip(CONTEXT_NAMES, ctx))
+    threads, regs, occ = c["block_threads"], c["registers"], c["occupancy"]
+    cap = register_cap(action, threads)
+    out = dict.fromkeys(DERIVED_NAMES, math.nan)
+    out["register_cap"] = cap
+    if not math.isnan(cap) and not math.isnan(regs):
+        out["register_cap_minus_registers"] = cap - regs
+        if not math.isnan(occ) and not math.isnan(threads):
+            try:
+                from ptxopt.sim.occupancy import occupancy
+
+                shared = c["dynamic_shared_bytes"]
+                out["occupancy_at_cap_minus_occupancy"] = occupancy(
+                    arch, int(threads), int(min(regs, cap)), 0 if math.isnan(shared) else int(shared)).occupancy() - occ
+            except (ValueError, KeyError, TypeError):
+                pass
+    deltas = dict(zip(ACTION_FEATURE_NAMES, afeat))
+    for name in ("n_instructions", "n_ld_global", "critical_path_latency_max"):
+        base = static.get(name, math.nan)
+        d = deltas.get(f"delta:{name}", math.nan)
+        out[f"relative:{name}"] = d / base if base and not math.isnan(base) else math.nan
+    return np.array([out[n] for n in DERIVED_NAMES], dtype=float)
 
 
 def context_vector(ctx: dict | None) -> np.ndarray:

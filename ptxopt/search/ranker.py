@@ -1,22 +1,41 @@
-"""A learned action ranker: predicts each legal action's gain at a state.
+"""A learned action ranker: orders a state's legal actions and predicts whether any gains.
 
 Guided search (:mod:`ptxopt.search.guided`) measures only the actions a
-ranker scores best, so what matters is the *order* it puts the actions in,
-not the policy it would follow on its own. The model is scikit-learn's
-histogram gradient-boosted trees (torch-free; missing inputs -- old
-trajectories without context, see :mod:`ptxopt.search.rank_features` --
-are routed by the trees themselves), regressing the log gain
-``log(cycles_before / cycles_after)`` of every candidate measured at every
-recorded state; a candidate that failed or could not be checked counts as
-:data:`FAILED_GAIN` (measuring it is wasted).
+ranker orders first, and stops when it predicts nothing gains, so two
+questions are learned, each by scikit-learn's histogram gradient-boosted
+trees (torch-free; missing inputs -- old trajectories without context, see
+:mod:`ptxopt.search.rank_features` -- are routed by the trees themselves):
 
-One row is ``static PTX features ++ step ++ context ++ one-hot action ++
-action features``. An action the ranker never saw (added after it was
-trained) has an all-zero one-hot and no score: guided search gives it the
-exploration slot, so it is never masked forever.
+* **order** (``model``): the probability that a candidate is among its
+  state's best -- within :data:`NEAR_BEST` of the best candidate's cycles,
+  at a state where the best improves (a classifier). Labelling per state
+  removes what all the state's actions share (how much there is to gain at
+  all), so the trees spend their splits on what tells one action from
+  another; it is also the question guided search asks (is the action worth
+  one of the ``top_k`` measurements). When the training data has no such
+  state, or only such candidates, the order is the per-state *regret* (log
+  gain minus the state's best) regressed instead;
+* **gain** (``gain_model``): the log gain itself, for the stop decision:
+  a state is searched further only while its best predicted gain exceeds
+  the threshold.
+
+A candidate that failed or could not be checked counts as
+:data:`FAILED_GAIN` (measuring it is wasted). One row is ``static PTX
+features ++ step ++ context ++ one-hot action ++ action features ++
+derived features`` (:data:`~ptxopt.search.rank_features.DERIVED_NAMES`).
+
+``top_k`` and ``threshold`` travel with the ranker:
+:func:`ptxopt.search.ranker_replay.train_tuned` chooses them by replaying
+guided search on held-out folds of the training kernels' own groups (never
+on data outside the training steps).
+
+An action the ranker never saw (added after it was trained) has an all-zero
+one-hot and no score: guided search gives it the exploration slot, so it is
+never masked forever.
 
 File format: a pickle of a dict ``{"format": FORMAT, "version": VERSION,
 "actions": [...], "feature_names": [...], "model": <sklearn estimator>,
+"gain_model": <sklearn estimator>, "top_k": int, "threshold": float,
 "trained_on": {...}}``. A pickle runs code when loaded: load only rankers
 you trust (the committed ones, or your own).
 """
@@ -31,11 +50,17 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .rank_features import ACTION_FEATURE_NAMES, CONTEXT_NAMES, action_features, action_vector, context_vector, \
-    state_context
+from .rank_features import ACTION_FEATURE_NAMES, CONTEXT_NAMES, DERIVED_NAMES, action_features, action_vector, \
+    context_vector, derived_features, state_context
 
 FORMAT = "ptxopt-ranker"
-VERSION = 1
+VERSION = 2
+#: Actions measured per step besides the exploration slot, when a ranker does not say.
+TOP_K = 2
+#: The smallest predicted log gain worth a measurement (0.1%), when a ranker does not say.
+THRESHOLD = 0.001
+#: A candidate within this log gain of its state's best candidate is "among the best" (0.1%).
+NEAR_BEST = 0.001
 #: The gain a failing or unusable candidate is trained towards (a wasted measurement).
 FAILED_GAIN = -0.05
 #: Gains are clipped to this magnitude before training (a 10x slowdown says no more than a 40% one).
@@ -55,13 +80,15 @@ def _static_names() -> tuple[str, ...]:
 
 
 def feature_names(actions: Sequence[str]) -> list[str]:
-    return [*_static_names(), "step", *CONTEXT_NAMES, *(f"action:{a}" for a in actions), *ACTION_FEATURE_NAMES]
+    return [*_static_names(), "step", *CONTEXT_NAMES, *(f"action:{a}" for a in actions), *ACTION_FEATURE_NAMES,
+            *DERIVED_NAMES]
 
 
 def _row(static: np.ndarray, step: float, ctx: np.ndarray, action: str, actions: Sequence[str],
-         afeat: np.ndarray) -> np.ndarray:
+         afeat: np.ndarray, arch: str = "sm_89") -> np.ndarray:
     onehot = np.array([1.0 if a == action else 0.0 for a in actions])
-    return np.concatenate([static, [step], ctx, onehot, afeat])
+    derived = derived_features(action, dict(zip(_static_names(), static)), ctx, afeat, arch)
+    return np.concatenate([static, [step], ctx, onehot, afeat, derived])
 
 
 def _static_of(observation: Sequence[float]) -> tuple[np.ndarray, float]:
@@ -75,32 +102,54 @@ def _static_of(observation: Sequence[float]) -> tuple[np.ndarray, float]:
 
 @dataclass
 class Ranker:
-    """A trained model and the action vocabulary it was trained on."""
+    """Trained models (order and gain), the action vocabulary they know and guided search's settings."""
 
     model: object
     actions: tuple[str, ...]
     trained_on: dict = field(default_factory=dict)
+    gain_model: object = None
+    top_k: int = TOP_K
+    threshold: float = THRESHOLD
 
     def knows(self, action: str) -> bool:
         return action in self.actions
 
     def score_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The order scores of ``rows`` (higher: measure first)."""
+        if hasattr(self.model, "predict_proba"):
+            return np.asarray(self.model.predict_proba(rows)[:, 1], dtype=float)
         return np.asarray(self.model.predict(rows), dtype=float)
 
-    def score(self, state, result, moves) -> dict[str, float]:
-        """Predicted log gain of each legal move's action that the ranker knows (others: absent)."""
+    def gain_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The predicted log gains of ``rows`` (the stop decision)."""
+        return np.asarray((self.gain_model or self.model).predict(rows), dtype=float)
+
+    def _rows(self, state, result, moves):
         known = [m for m in moves if m.legal and self.knows(m.action)]
         if not known:
-            return {}
+            return [], None
         static, step = _static_of(state.observation())
         ctx = context_vector(state_context(state, result))
-        rows = np.stack([_row(static, step, ctx, m.action, self.actions,
-                              action_vector(action_features(state, m.child))) for m in known])
-        return dict(zip((m.action for m in known), self.score_rows(rows)))
+        arch = getattr(result, "arch", None) or "sm_89"
+        return known, np.stack([_row(static, step, ctx, m.action, self.actions,
+                                     action_vector(action_features(state, m.child)), arch) for m in known])
+
+    def predict(self, state, result, moves) -> tuple[dict[str, float], dict[str, float]]:
+        """``(order scores, predicted log gains)`` of each legal move's action the ranker knows (others: absent)."""
+        known, rows = self._rows(state, result, moves)
+        if not known:
+            return {}, {}
+        names = [m.action for m in known]
+        return dict(zip(names, self.score_rows(rows))), dict(zip(names, self.gain_rows(rows)))
+
+    def score(self, state, result, moves) -> dict[str, float]:
+        """The order score of each legal move's action the ranker knows (others: absent)."""
+        return self.predict(state, result, moves)[0]
 
     def save(self, path: str | Path) -> None:
         doc = {"format": FORMAT, "version": VERSION, "actions": list(self.actions),
-               "feature_names": feature_names(self.actions), "model": self.model, "trained_on": self.trained_on}
+               "feature_names": feature_names(self.actions), "model": self.model, "gain_model": self.gain_model,
+               "top_k": int(self.top_k), "threshold": float(self.threshold), "trained_on": self.trained_on}
         with open(path, "wb") as f:
             pickle.dump(doc, f, protocol=4)
 
@@ -122,7 +171,11 @@ def load(path: str | Path) -> Ranker:
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions) \
             or doc.get("feature_names") != feature_names(actions) or not hasattr(doc.get("model"), "predict"):
         raise RankerError(f"{path}: ranker trained on other features than this ptxopt computes: retrain it")
-    return Ranker(doc["model"], tuple(actions), dict(doc.get("trained_on") or {}))
+    if not hasattr(doc.get("gain_model"), "predict") or not isinstance(doc.get("top_k"), int) \
+            or not isinstance(doc.get("threshold"), float):
+        raise RankerError(f"{path}: ranker file without its gain model or search settings: retrain it")
+    return Ranker(doc["model"], tuple(actions), dict(doc.get("trained_on") or {}), gain_model=doc["gain_model"],
+                  top_k=doc["top_k"], threshold=doc["threshold"])
 
 
 def committed_ranker(name: str) -> Path | None:
@@ -154,53 +207,102 @@ def resolve(name_or_path: str) -> Ranker:
 
 # -- training ----------------------------------------------------------------------------------------------
 
+def _step_rows(s, actions: tuple) -> list[tuple[str, np.ndarray, float]]:
+    """The rows of one step, kept on the step per action vocabulary (evaluation protocols train many
+    rankers on overlapping subsets of the same steps; the rows go when the step goes)."""
+    per = s.__dict__.setdefault("_ranker_rows", {})
+    if actions not in per:
+        out = []
+        if s.candidates and s.cycles_before:
+            static, step = _static_of(s.observation)
+            ctx = context_vector(s.context)
+            feats = s.action_features or {}
+            for action, cyc in s.candidates.items():
+                if action not in actions:
+                    continue
+                gain = FAILED_GAIN if cyc is None or cyc <= 0 else math.log(s.cycles_before / cyc)
+                out.append((action, _row(static, step, ctx, action, actions, action_vector(feats.get(action)),
+                                         s.arch or "sm_89"), max(-CLIP, min(CLIP, gain))))
+        per[actions] = out
+    return per[actions]
+
+
 def rows_of(steps: Iterable, actions: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
     """Training rows from trajectory steps: one per candidate measured at a state.
-    Returns ``(X, y, index)``; ``index[i]`` is ``(kernel, step position, action)`` of row i."""
+    Returns ``(X, y, index)``: ``y`` the clipped log gain; ``index[i]`` is ``(kernel, step position, action)``."""
     X, y, idx = [], [], []
+    actions = tuple(actions)
     for n, s in enumerate(steps):
-        if not s.candidates or not s.cycles_before:
-            continue
-        static, step = _static_of(s.observation)
-        ctx = context_vector(s.context)
-        feats = s.action_features or {}
-        for action, cyc in s.candidates.items():
-            if action not in actions:
-                continue
-            gain = FAILED_GAIN if cyc is None or cyc <= 0 else math.log(s.cycles_before / cyc)
-            X.append(_row(static, step, ctx, action, actions, action_vector(feats.get(action))))
-            y.append(max(-CLIP, min(CLIP, gain)))
+        for action, row, gain in _step_rows(s, actions):
+            X.append(row)
+            y.append(gain)
             idx.append((s.kernel, n, action))
     if not X:
         return np.zeros((0, len(feature_names(actions)))), np.zeros(0), []
     return np.stack(X), np.asarray(y), idx
 
 
-def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 0, max_iter: int = 200,
-          note: dict | None = None) -> Ranker:
-    """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
+def regret(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
+    """Each row's gain minus the best gain among the rows of its state (0 for the best; <= 0)."""
+    best: dict[int, float] = {}
+    for (_, n, _), g in zip(idx, y):
+        best[n] = max(best.get(n, -math.inf), g)
+    return np.array([g - best[n] for (_, n, _), g in zip(idx, y)])
 
+
+def near_best(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
+    """1 for a row within :data:`NEAR_BEST` of its state's best gain at a state whose best gains, else 0."""
+    best: dict[int, float] = {}
+    for (_, n, _), g in zip(idx, y):
+        best[n] = max(best.get(n, -math.inf), g)
+    return np.array([1 if best[n] > 0 and g >= best[n] - NEAR_BEST else 0 for (_, n, _), g in zip(idx, y)])
+
+
+def _fit(X, y, seed, max_iter, classify: bool = False):
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    kind = HistGradientBoostingClassifier if classify else HistGradientBoostingRegressor
+    model = kind(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15, min_samples_leaf=5,
+                 l2_regularization=1.0, random_state=seed)
+    model.fit(X, y)
+    return model
+
+
+def _order_model(X, y, idx, seed, max_iter):
+    labels = near_best(y, idx)
+    if 0 < labels.sum() < len(labels):
+        return _fit(X, labels, seed, max_iter, classify=True)
+    return _fit(X, regret(y, idx), seed, max_iter)
+
+
+def default_actions(steps: Sequence) -> list[str]:
+    from .actions import PASS_ACTIONS
+
+    seen = {a for s in steps for a in (s.candidates or {})}
+    return [a for a in PASS_ACTIONS if a in seen] + sorted(seen - set(PASS_ACTIONS))
+
+
+def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 0, max_iter: int = 200,
+          note: dict | None = None, top_k: int = TOP_K, threshold: float = THRESHOLD) -> Ranker:
+    """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects), with guided
+    search's ``top_k`` and ``threshold`` (:func:`ptxopt.search.ranker_replay.train_tuned` chooses them)."""
     steps = list(steps)
     if actions is None:
-        seen = {a for s in steps for a in (s.candidates or {})}
-        from .actions import PASS_ACTIONS
-
-        actions = [a for a in PASS_ACTIONS if a in seen] + sorted(seen - set(PASS_ACTIONS))
+        actions = default_actions(steps)
     X, y, idx = rows_of(steps, actions)
     if len(y) == 0:
         raise ValueError("no measured candidates to train on")
-    model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15,
-                                          min_samples_leaf=5, l2_regularization=1.0, random_state=seed)
     X = X.copy()
     X[:, np.isnan(X).all(axis=0)] = 0.0  # a column never known (old trajectories): constant, never split on
-    model.fit(X, y)
     info = {"rows": int(len(y)), "kernels": len({k for k, _, _ in idx}), **(note or {})}
-    return Ranker(model, tuple(actions), info)
+    return Ranker(_order_model(X, y, idx, seed, max_iter), tuple(actions), info,
+                  gain_model=_fit(X, y, seed, max_iter), top_k=int(top_k), threshold=float(threshold))
 
 
 class RandomRanker:
-    """The baseline a learned ranker must beat: every known action scored at random."""
+    """The baseline a learned ranker must beat: every known action scored at random, never stopping early."""
+
+    top_k, threshold = TOP_K, -math.inf
 
     def __init__(self, actions: Sequence[str], seed: int = 0):
         self.actions = tuple(actions)
@@ -212,6 +314,12 @@ class RandomRanker:
     def score_rows(self, rows: np.ndarray) -> np.ndarray:
         return self.rng.random(len(rows))
 
-    def score(self, state, result, moves) -> dict[str, float]:
+    def gain_rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.ones(len(rows))
+
+    def predict(self, state, result, moves):
         known = [m.action for m in moves if m.legal and self.knows(m.action)]
-        return dict(zip(known, self.rng.random(len(known))))
+        return dict(zip(known, self.rng.random(len(known)))), dict.fromkeys(known, 1.0)
+
+    def score(self, state, result, moves) -> dict[str, float]:
+        return self.predict(state, result, moves)[0]

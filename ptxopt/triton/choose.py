@@ -10,7 +10,14 @@ per kernel):
 * :class:`PolicyPipelines` -- a trained checkpoint (``ptxopt train``),
   decoded greedily from the kernel's features with no measurement (the
   policy's first choice at each step, until it says ``stop`` or six
-  passes); needs the ``rl`` extra (torch).
+  passes); needs the ``rl`` extra (torch);
+* :class:`RankerPipelines` -- a learned action ranker
+  (:mod:`ptxopt.search.ranker`, torch-free): its top choice at the kernel's
+  root, when it predicts a gain, with no measurement (the hook's
+  never-slower check still judges it).
+
+``policy=`` takes either; :func:`policy_chooser` tells them apart by the file
+(a ranker file, or a committed ranker's name).
 """
 
 from __future__ import annotations
@@ -100,4 +107,40 @@ class PolicyPipelines:
         return state.pipeline, f"policy {self.path} (greedy-decoded)"
 
 
-__all__ = ["FixedPipeline", "TunedPipelines", "PolicyPipelines"]
+class RankerPipelines:
+    """The ranker's first choice at the kernel's root (one pass), when it predicts a gain; measures nothing."""
+
+    def __init__(self, ranker_path: str | Path):
+        from ptxopt.search.ranker import load
+
+        self.ranker = load(ranker_path)  # RankerError (a ValueError) says why a file is not one
+        self.key = "ranker=" + hashlib.sha256(Path(ranker_path).read_bytes()).hexdigest()
+        self.path = str(ranker_path)
+
+    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
+        from ptxopt.evaluate.candidate import Candidate
+        from ptxopt.search.state import State
+
+        state = State.root(Candidate(ptx, name=name))
+        moves = state.legal_moves()
+        order, gains = self.ranker.predict(state, None, moves)
+        if not order:
+            return None, f"{name}: ranker {self.path} knows none of the legal passes"
+        best = max(order, key=order.get)
+        if max(gains.values()) <= self.ranker.threshold:
+            return None, f"{name}: ranker {self.path} predicts no gain (nothing measured)"
+        return Pipeline.parse(best), f"ranker {self.path} (top choice, not measured)"
+
+
+def policy_chooser(policy: str | Path):
+    """``policy=``'s chooser: a ranker (a ``.ranker`` file or a committed ranker's name), else a checkpoint."""
+    from ptxopt.search.ranker import SUFFIX, committed_ranker
+
+    p = Path(policy)
+    if p.is_file():
+        return RankerPipelines(p) if p.suffix == SUFFIX else PolicyPipelines(p)
+    found = committed_ranker(str(policy))
+    return RankerPipelines(found) if found is not None else PolicyPipelines(policy)
+
+
+__all__ = ["FixedPipeline", "TunedPipelines", "PolicyPipelines", "RankerPipelines", "policy_chooser"]

@@ -555,7 +555,8 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
 
     Give exactly one of ``pipeline`` (a pipeline string or
     :class:`~ptxopt.pipeline.Pipeline`, for every kernel), ``policy`` (a
-    checkpoint of ``ptxopt train``) or ``pipelines`` (a results file of
+    checkpoint of ``ptxopt train``, or a ranker: its top choice, measuring nothing, see
+    :mod:`ptxopt.triton.choose`) or ``pipelines`` (a results file of
     ``ptxopt search`` over a Triton cache directory). ``verify=False`` skips
     the interpreter (ptxas still checks). ``contracts``: ``{kernel name:
     Launch}`` overriding the launch contract derived from Triton's metadata.
@@ -595,7 +596,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     added (:attr:`KernelReport.cost`).
     Replaces a previous :func:`enable`; refuses to replace someone else's hook."""
     global _active
-    from ptxopt.triton.choose import FixedPipeline, PolicyPipelines, TunedPipelines
+    from ptxopt.triton.choose import FixedPipeline, TunedPipelines, policy_chooser
 
     given = [x is not None for x in (pipeline, policy, pipelines)]
     if sum(given) != 1:
@@ -609,7 +610,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     elif pipelines is not None:
         chooser = TunedPipelines(pipelines)
     else:
-        chooser = PolicyPipelines(policy)
+        chooser = policy_chooser(policy)
     current = knobs.runtime.add_stages_inspection_hook
     if current is not None and not isinstance(current, StagesHook):
         raise RuntimeError("another add_stages_inspection_hook is installed in triton.knobs.runtime; "

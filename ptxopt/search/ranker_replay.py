@@ -1,0 +1,183 @@
+"""Guided search replayed on recorded greedy trajectories: evaluation and tuning of a ranker without ptxas.
+
+A greedy trajectory holds, at every state on greedy's path, the cycles of
+every legal candidate. Guided search (:mod:`ptxopt.search.guided`) is
+replayed on it: at each state it picks, by :func:`ptxopt.search.guided.choose`'s
+rules, among the candidates greedy measured there, and keeps the best
+improving one. While that is greedy's action it follows greedy's path; when
+it keeps another improving action the replay ends there with that
+candidate's cycles (the states after it were never measured), so a replayed
+gain is a LOWER BOUND on what live guided search finds. (When greedy's
+action is measured and ties the best measured cycles exactly, the replay
+follows greedy's path.) Evaluations are
+counted as ``search`` counts them: the baseline plus each measured candidate.
+
+:func:`tune` chooses a ranker's ``top_k`` and ``threshold`` this way on its
+own training groups (group-wise folds: a fold's ranker never saw the
+fold's groups), so no held-out data decides them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ptxopt.search.actions import STOP
+
+from .random_search import kernel_rng
+
+#: A hit of top-k recall: an action within this fraction of the best candidate's cycles.
+HIT_TOL = 0.001
+#: The grid :func:`tune` searches.
+TOP_KS = (1, 2, 3, 4, 6, 8)
+THRESHOLDS = (-math.inf, -0.01, -0.002, 0.0, 0.001, 0.003, 0.01)
+#: :func:`tune` keeps the replayed evaluations at most this fraction of greedy's (below the 35% target:
+#: live search spends a little more than a replay, which ends where it leaves greedy's path).
+EVAL_CAP = 0.30
+
+
+class _Move:
+    def __init__(self, action):
+        self.action = action
+
+
+def greedy_episodes(steps) -> list[list]:
+    """The complete greedy episodes of ``steps`` (each starting at step 0), in first-seen order."""
+    from .trajectory import episodes
+
+    return [e for e in episodes(s for s in steps if s.strategy == "greedy") if e and e[0].step == 0]
+
+
+def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
+    """``id(step) -> (order scores, predicted gains)`` for every step, in one prediction per model."""
+    from .ranker import rows_of
+
+    X, _, idx = rows_of(steps, ranker.actions)
+    out: dict[int, tuple[dict, dict]] = {id(s): ({}, {}) for s in steps}
+    if idx:
+        X = X.copy()
+        order, gains = ranker.score_rows(X), ranker.gain_rows(X)
+        for (_, n, a), o, g in zip(idx, order, gains):
+            sc, gn = out[id(steps[n])]
+            sc[a], gn[a] = float(o), float(g)
+    return out
+
+
+def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0) -> tuple[float, int]:
+    """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc)."""
+    from .guided import choose
+
+    rng = kernel_rng(seed, episode[0].kernel)
+    base = episode[0].cycles_before
+    cycles, evals = base, 1
+    for s in episode:
+        sc, gn = scored[id(s)]
+        pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
+                                         rng=rng, gains=gn)]
+        evals += len(pick)
+        ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
+        if not ok:
+            break
+        c = min(ok)[0]
+        cycles = c
+        if s.action not in pick or s.candidates[s.action] != c:  # off greedy's path: nothing after was measured
+            break
+    return 100.0 * (1 - cycles / base), evals
+
+
+def greedy_of(episode) -> tuple[float, int]:
+    """Greedy's own ``(gain %, evaluations)`` on its episode."""
+    base = episode[0].cycles_before
+    return 100.0 * (1 - episode[-1].cycles_after / base), 1 + sum(len(s.candidates) for s in episode)
+
+
+def recall(scored: dict, episodes_, k: int = 3) -> tuple[int, int]:
+    """``(hits, states)``: at each greedy state where greedy did not stop, is one of the ``k`` first-ordered
+    actions within :data:`HIT_TOL` of the best candidate's cycles?"""
+    hits = n = 0
+    for ep in episodes_:
+        for s in ep:
+            if s.action == STOP:
+                continue
+            usable = {a: c for a, c in s.candidates.items() if c is not None}
+            if not usable:
+                continue
+            best = min(usable.values())
+            sc = scored[id(s)][0]
+            top = sorted(sc, key=lambda a: -sc[a])[:k]
+            n += 1
+            hits += any(a in usable and usable[a] <= best * (1 + HIT_TOL) for a in top)
+    return hits, n
+
+
+def choose_setting(table: dict) -> tuple[int, float]:
+    """The (top_k, threshold) with the most gain relative to greedy among those within :data:`EVAL_CAP` of
+    greedy's evaluations (ties: fewer evaluations); none within: the cheapest."""
+    within = [kt for kt, (g, e) in table.items() if e <= EVAL_CAP]
+    if not within:
+        return min(table, key=lambda kt: (table[kt][1], -table[kt][0]))
+    return max(within, key=lambda kt: (round(table[kt][0], 4), -table[kt][1]))
+
+
+def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: int = 0, max_iter: int = 60,
+         folds: int = 3) -> tuple[tuple[int, float], dict]:
+    """``((top_k, threshold), table)`` chosen by replay over group-wise folds of ``steps``' own groups.
+
+    ``table``: ``"k/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's]``."""
+    from .ranker import train
+
+    groups = sorted({g for g in kernel_groups.values() if g})
+    order = list(np.random.default_rng(seed).permutation(groups))
+    n = min(folds, len(order))
+    fold_of = {g: i % n for i, g in enumerate(order)}
+    sums = {(k, t): [0.0, 0.0] for k in TOP_KS for t in THRESHOLDS}
+    greedy_gain = greedy_evals = 0.0
+    for f in range(n):
+        train_steps = [s for s in steps if fold_of.get(kernel_groups.get(s.kernel)) not in (f, None)]
+        test = greedy_episodes(s for s in steps if fold_of.get(kernel_groups.get(s.kernel)) == f)
+        if not train_steps or not test:
+            continue
+        try:
+            rk = train(train_steps, actions=actions, seed=seed, max_iter=max_iter)
+        except ValueError:
+            continue
+        scored = score_steps(rk, [s for ep in test for s in ep])
+        for ep in test:
+            g, e = greedy_of(ep)
+            greedy_gain += max(g, 0.0)
+            greedy_evals += e
+            for (k, t), acc in sums.items():
+                rg, re_ = replay(scored, ep, top_k=k, threshold=t, seed=seed)
+                acc[0] += rg
+                acc[1] += re_
+    table = {kt: (acc[0] / greedy_gain if greedy_gain > 0 else (1.0 if acc[0] >= 0 else 0.0),
+                  acc[1] / greedy_evals if greedy_evals else math.inf) for kt, acc in sums.items()}
+    best = choose_setting(table)
+    return best, {f"{k}/{t:g}": [round(g, 4), round(e, 4)] for (k, t), (g, e) in table.items()}
+
+
+
+def train_tuned(steps: Sequence, groups: dict[str, str] | None, *, actions: Sequence[str] | None = None,
+                seed: int = 0, max_iter: int = 200, tune_iter: int | None = None, note: dict | None = None,
+                top_k: int | None = None, threshold: float | None = None):
+    """:func:`ptxopt.search.ranker.train` with ``top_k``/``threshold`` chosen by :func:`tune` on the
+    training kernels' own groups (``groups``: kernel -> group; ``tune_iter`` boosting iterations per fold,
+    default ``max_iter``) when they name at least two; else the defaults. Given ones are kept."""
+    from .ranker import THRESHOLD, TOP_K, default_actions, train
+
+    steps = list(steps)
+    actions = default_actions(steps) if actions is None else actions
+    note = dict(note or {})
+    if top_k is None or threshold is None:
+        kernel_groups = {s.kernel: (groups or {}).get(s.kernel) for s in steps}
+        if len({g for g in kernel_groups.values() if g}) >= 2:
+            (k, t), table = tune(steps, kernel_groups, actions=actions, seed=seed, max_iter=tune_iter or max_iter)
+            note["tuned"] = {"top_k": k, "threshold": t, "on": "held-out folds of the training groups",
+                             "grid (gain, evaluations: fractions of greedy's)": table}
+        else:
+            k, t = TOP_K, THRESHOLD
+        top_k = k if top_k is None else top_k
+        threshold = t if threshold is None else threshold
+    return train(steps, actions=actions, seed=seed, max_iter=max_iter, note=note, top_k=top_k, threshold=threshold)
