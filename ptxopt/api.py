@@ -534,12 +534,12 @@ def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]
 
 
 def _policy_pipeline(ptx: str, policy, parsed, filename: str) -> Pipeline:
-    """The pipeline ``policy`` (a checkpoint path or a committed policy's name) decodes for the first
+    """The pipeline ``policy`` (a ranker or checkpoint, by path or committed name) picks for the first
     entry of ``ptx``; ValueError with one line when the policy cannot be loaded."""
-    from ptxopt.triton.choose import PolicyPipelines
+    from ptxopt.search.policy_choice import policy_chooser
 
     try:
-        chooser = PolicyPipelines(policy)
+        chooser = policy_chooser(policy)
     except ImportError as e:
         raise ImportError(f"optimize(policy=) needs the learning layer (pip install 'ptxopt[rl]'): {e}") from None
     except Exception as e:  # the learning layer's CheckpointError: a file that is not a policy, an unknown name

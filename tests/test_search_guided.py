@@ -257,3 +257,27 @@ def test_policy_takes_a_ranker_whose_top_choice_is_applied_unmeasured(tmp_path, 
 
     for name in committed_rankers():  # a committed ranker by name, as search --policy finds it
         assert isinstance(policy_chooser(name), RankerPipelines)
+
+
+def test_optimize_takes_a_ranker_by_the_name_the_hook_and_cli_take(monkeypatch):
+    """optimize(policy=NAME) resolves NAME as enable(policy=) does: a committed ranker is a ranker (not an unknown
+    checkpoint), and its pick goes through optimize's checks like any pipeline."""
+    import ptxopt
+    from ptxopt.evaluate import Candidate as C
+    from ptxopt.search import policy_choice
+    from ptxopt.search.ranker import committed_rankers
+
+    names = committed_rankers()
+    assert names, "a ranker is committed"
+    picked = []
+    real = policy_choice.RankerPipelines.choose
+
+    def spy(self, name, ptx):
+        picked.append(real(self, name, ptx))
+        return picked[-1]
+
+    monkeypatch.setattr(policy_choice.RankerPipelines, "choose", spy)
+    res = ptxopt.optimize(C.from_corpus(KERNEL).ptx, policy=names[0], min_improvement=0)
+    assert len(picked) == 1
+    pipe = picked[0][0]
+    assert str(res.pipeline) == (str(pipe) if pipe is not None else "")

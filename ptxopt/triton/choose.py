@@ -16,8 +16,9 @@ per kernel):
   root, when it predicts a gain, with no measurement (the hook's
   never-slower check still judges it).
 
-``policy=`` takes either; :func:`policy_chooser` tells them apart by the file
-(a ranker file, or a committed ranker's name).
+The last two and ``policy=``'s :func:`policy_chooser` live in
+:mod:`ptxopt.search.policy_choice` (``ptxopt.optimize(policy=)`` uses them
+too) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -72,75 +73,6 @@ class TunedPipelines:
         return from_record(k.toolchain) if k is not None else None
 
 
-class PolicyPipelines:
-    MAX_STEPS = 6
-
-    def __init__(self, checkpoint: str | Path):
-        from ptxopt import plugins
-
-        if not Path(checkpoint).is_file():  # a committed policy by name, as ``search --policy NAME`` finds it
-            from ptxopt.corpus import committed_policies, committed_policy
-
-            found = committed_policy(str(checkpoint))
-            if found is None:  # one line, as search --policy says it
-                raise ValueError(f"{str(checkpoint)!r} is neither a file nor a committed policy "
-                                 f"({', '.join(committed_policies()) or 'none committed'})")
-            checkpoint = found
-        load_policy = plugins.obj("load_policy")  # the learning layer's (rl.plugin); ImportError without it
-        self.policy, _meta = load_policy(checkpoint)
-        self.key = "policy=" + hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
-        self.path = str(checkpoint)
-
-    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
-        from ptxopt.evaluate.candidate import Candidate
-        from ptxopt.search.state import State
-        from ptxopt.search.actions import ACTIONS, STOP
-
-        state = State.root(Candidate(ptx, name=name))
-        for _ in range(self.MAX_STEPS):
-            a, _lp = self.policy.act(state.observation(), state.action_mask(), greedy=True)
-            if ACTIONS[a] == STOP:
-                break
-            state = state.child(ACTIONS[a])
-        if len(state.pipeline) == 0:
-            return None, f"{name}: policy {self.path} chose no pass (stop first)"
-        return state.pipeline, f"policy {self.path} (greedy-decoded)"
-
-
-class RankerPipelines:
-    """The ranker's first choice at the kernel's root (one pass), when it predicts a gain; measures nothing."""
-
-    def __init__(self, ranker_path: str | Path):
-        from ptxopt.search.ranker import load
-
-        self.ranker = load(ranker_path)  # RankerError (a ValueError) says why a file is not one
-        self.key = "ranker=" + hashlib.sha256(Path(ranker_path).read_bytes()).hexdigest()
-        self.path = str(ranker_path)
-
-    def choose(self, name: str, ptx: str) -> tuple[Pipeline | None, str]:
-        from ptxopt.evaluate.candidate import Candidate
-        from ptxopt.search.state import State
-
-        state = State.root(Candidate(ptx, name=name))
-        moves = state.legal_moves()
-        order, gains = self.ranker.predict(state, None, moves)
-        if not order:
-            return None, f"{name}: ranker {self.path} knows none of the legal passes"
-        best = max(order, key=order.get)
-        if max(gains.values()) <= self.ranker.threshold:
-            return None, f"{name}: ranker {self.path} predicts no gain (nothing measured)"
-        return Pipeline.parse(best), f"ranker {self.path} (top choice, not measured)"
-
-
-def policy_chooser(policy: str | Path):
-    """``policy=``'s chooser: a ranker (a ``.ranker`` file or a committed ranker's name), else a checkpoint."""
-    from ptxopt.search.ranker import SUFFIX, committed_ranker
-
-    p = Path(policy)
-    if p.is_file():
-        return RankerPipelines(p) if p.suffix == SUFFIX else PolicyPipelines(p)
-    found = committed_ranker(str(policy))
-    return RankerPipelines(found) if found is not None else PolicyPipelines(policy)
-
+from ptxopt.search.policy_choice import PolicyPipelines, RankerPipelines, policy_chooser  # noqa: E402
 
 __all__ = ["FixedPipeline", "TunedPipelines", "PolicyPipelines", "RankerPipelines", "policy_chooser"]
