@@ -104,11 +104,8 @@ def test_corpus_estimates_never_beat_the_floors(kid):
     assert check(spec.ptx_text(), spec.arch, spec.entry, perf, spec, passes) == []
 
 
-@pytest.mark.parametrize("name", ["transpose", "bitmix", "warp_reduce", pytest.param("sgemm_reg", marks=[
-    pytest.mark.slow,
-    pytest.mark.xfail(strict=True, reason="the model counts the K loop's body once (256 trips at the performance "
-                                          "launch): 8.6 G FMAs need 1.15 M cycles, the estimate is the DRAM "
-                                          "floor; loop trips x bodies in every bound is the model's part")])])
+@pytest.mark.parametrize("name", ["transpose", "bitmix", "warp_reduce",
+                                  pytest.param("sgemm_reg", marks=pytest.mark.slow)])
 def test_outside_kernels_never_beat_the_floors(name):
     """Kernels nobody here wrote, with a performance launch but no byte counts: the footprint comes
     from the kernel, and a prefetch hint cannot take the estimate below DRAM."""

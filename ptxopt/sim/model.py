@@ -381,7 +381,7 @@ def simulate(listing: SassListing | Program,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
-             steady_state: bool = True, dram_floor=None, l2: str = "warm") -> SimResult:
+             steady_state: bool = True, dram_floor=None, l2: str = "warm", floors=None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -415,6 +415,8 @@ def simulate(listing: SassListing | Program,
       (said so in the notes).
     * ``dram_floor``: with ``launch``, the DRAM floor's input
       (:class:`ptxopt.sim.throughput.DramFloor`): the launch's distinct DRAM bytes, cold L2.
+    * ``floors``: with ``launch``, the launch's arithmetic floors (:class:`ptxopt.sim.floors.Floors`):
+      the throughput estimate's ``arithmetic`` bound.
     * ``l2``: ``warm`` (default: the single-warp calibration's state, the
       latency objective's) or ``cold`` (the throughput objective's default,
       ``--l2``): with ``cold`` the walked warp's first touch of each sector
@@ -464,7 +466,7 @@ def simulate(listing: SassListing | Program,
                      "many-warp model skipped, single-warp estimate")
         launch = None
     if launch is not None:
-        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor, l2)
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor, l2, floors)
         notes.append(note)
         warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
         bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
@@ -591,7 +593,7 @@ def _dims(x) -> tuple[int, ...]:
 
 
 def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None, dram_floor=None,
-                l2: str = "warm"):
+                l2: str = "warm", floors=None):
     """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
     estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
     for this module's result.  ``footprint`` None: unknown (no DRAM bound)."""
@@ -605,7 +607,7 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
                         res.registers, res.shared_bytes or 0,
                         tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v})
     e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint, blocks=blocks, dram_floor=dram_floor,
-                 l2=l2)
+                 l2=l2, floors=floors)
     occ, w = e.occupancy, e.wave_bounds
     waves = e.full_waves + (1 if e.tail_blocks else 0)
     streams = e.dram_bytes > 0
@@ -618,7 +620,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
             + (("footprint unknown: no DRAM bound)" if not getattr(dram_floor, "floor_bytes", None)
                 else "the DRAM floor's bytes)") if footprint is None else
                f"footprint {footprint} B, {'streamed from DRAM' if streams else 'L2-resident'})"))
-    note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor")))
+    note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor", "L2 floor",
+                                                                 "arithmetic floor")))
     return e, waves, note
 
 

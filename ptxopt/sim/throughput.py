@@ -24,8 +24,17 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
       L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
       L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
-    launch          sum over the waves, and at least
+    launch          sum over the waves, and at least every floor the launch gives
       DRAM bandwidth  DRAM bytes / (SMs x DRAM bytes per SM cycle)  (roofline)
+      L2 bandwidth    the DRAM floor's bytes / (SMs x L2 bytes per SM cycle): every
+                      distinct sector crosses L2 at least once, warm L2 or cold
+      arithmetic      FP32 / FP16 / tensor work the whole launch must execute / the
+                      device's peak (ptxopt.sim.floors: counted in the PTX with the
+                      launch's trips; ``floors=``), the class that binds named in
+                      the notes
+
+So no estimate is below a floor it was given, by construction: the floors are bounds of the max,
+not a check after it.
 
 A bound's value is its total over the launch; ``binding`` is the largest.
 Warps overlap perfectly up to the point where a resource saturates (the
@@ -80,7 +89,10 @@ ASSUMED_WAVES = 4
 L2_STATES = ("cold", "warm")
 DEFAULT_L2 = "cold"
 #: Order of the bounds; ties go to the first.
-BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth")
+BOUND_NAMES = ("latency", "issue", "tensor", "arithmetic", "LSU issue", "L1 bandwidth", "L2 bandwidth",
+               "DRAM bandwidth")
+#: The bounds of one wave of resident blocks (summed over the waves); the others hold for the launch.
+WAVE_BOUNDS = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth")
 
 
 @dataclass(frozen=True)
@@ -225,6 +237,7 @@ class Estimate:
     warps_per_scheduler: int = 1
     full_waves: int = 0
     tail_blocks: int = 0  # blocks per SM in the last, partial wave (0: none)
+    arithmetic_class: str | None = None  # the work class that sets the arithmetic bound ("fp32", "tensor:fp16")
     wave_bounds: dict = field(default_factory=dict)  # bounds of the first (fullest) wave, cycles
     notes: tuple[str, ...] = ()
     l2: str | None = None  # L2 at the launch's start, "cold" or "warm" (None: latency, calibrated warm)
@@ -244,6 +257,7 @@ class Estimate:
             "occupancy": self.occupancy,
             "binding": self.binding,
             "bounds": dict(self.bounds),
+            "arithmetic_class": self.arithmetic_class,
             "estimate": {"cycles": self.cycles, "seconds": self.seconds, "kind": self.kind,
                          "expected_error": "uncalibrated" if self.expected_error is None else self.expected_error},
             "dram_bytes": self.dram_bytes,
@@ -277,7 +291,7 @@ def _occ_json(occ, device: Device) -> dict:
 
 def estimate(facts, launch=None, device: Device | None = None, objective: str | None = None, *,
              blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None,
-             dram_floor=None, l2: str = DEFAULT_L2) -> Estimate:
+             dram_floor=None, l2: str = DEFAULT_L2, floors=None) -> Estimate:
     """Estimate ``facts`` (a SimResult or :class:`KernelFacts`) under ``launch``.
 
     * ``launch``: anything :func:`launch_shape` accepts; its grid may be None.
@@ -293,6 +307,9 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
     * ``dram_floor``: a :class:`DramFloor` (or anything :meth:`DramFloor.of` takes): the DRAM bound
       is at least its bytes over the bandwidth (throughput only; with ``l2="warm"`` only when the
       bytes exceed L2).
+    * ``floors``: the launch's arithmetic floors (a :class:`ptxopt.sim.floors.Floors`, or a dict
+      class -> cycles such as its ``arithmetic_cycles``): the ``arithmetic`` bound (throughput only).
+      With ``dram_floor`` they make the estimate at least every floor of :mod:`ptxopt.sim.floors`.
     * ``l2``: ``cold`` (default) or ``warm``, the L2 at the launch's start
       (throughput only; module doc).  The walk behind ``facts`` should have
       used the same (:func:`ptxopt.sim.simulate` ``l2=``): first touches pay
@@ -317,7 +334,8 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
         raise ValueError("the throughput objective needs the block size of the launch")
     if occ is None:
         raise ValueError("the throughput objective needs the kernel's registers per thread (ptxas resources)")
-    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, l2, DramFloor.of(dram_floor))
+    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, l2, DramFloor.of(dram_floor),
+                       _arithmetic_of(floors))
 
 
 def _latency(facts, shape, device: Device, occ) -> Estimate:
@@ -352,8 +370,16 @@ def tensor_cycles(facts, device: Device) -> float:
     return sum(ops / rates[p] for p, ops in (getattr(facts, "tensor_flops", None) or {}).items() if p in rates)
 
 
+def _arithmetic_of(floors) -> dict:
+    """``{work class: cycles}`` from a Floors, a dict, or None."""
+    if floors is None:
+        return {}
+    got = floors if isinstance(floors, dict) else getattr(floors, "arithmetic_cycles", None) or {}
+    return {str(k): float(v) for k, v in got.items() if v}
+
+
 def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint, l2: str,
-                floor=None) -> Estimate:
+                floor=None, arithmetic: dict | None = None) -> Estimate:
     notes: list[str] = []
     assumed = shape.grid is None
     if not assumed:
@@ -373,7 +399,7 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
     full, tail = divmod(per_sm, fits)
     waves_here = [fits] * full + ([tail] if tail else [])
     per_wave = [_wave(n, facts, occ.warps_per_block, threads, device) for n in waves_here]
-    bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES[:-1]}
+    bounds = {k: sum(w[k] for w in per_wave) for k in WAVE_BOUNDS}
     sm_cycles = sum(max(w.values()) for w in per_wave)
     # roofline: the launch's distinct bytes (a lower bound on what DRAM must move) over the device's
     # bandwidth.  Per-thread traffic is no substitute: it counts data shared between threads once per
@@ -399,7 +425,11 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
         notes.append(f"no DRAM floor: L2 warm (chosen) and the footprint's {floor.floor_bytes:,} B fit in L2")
         applied = None
     dram = _apply_dram_floor(applied, bounds, device, notes, dram)
-    cycles = max(sm_cycles, bounds["DRAM bandwidth"])
+    _apply_l2_floor(floor, bounds, device, notes)
+    cls = _apply_arithmetic(arithmetic or {}, bounds, device, notes)
+    bounds = {k: bounds[k] for k in BOUND_NAMES}
+    # the floors are bounds of the launch, never beaten: the waves' time, or the highest floor
+    cycles = max(sm_cycles, bounds["DRAM bandwidth"], bounds["L2 bandwidth"], bounds["arithmetic"])
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
     resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
     return Estimate(
@@ -409,7 +439,31 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
         _occ_json(occ, device), bounds, binding, dram, blocks / (device.sms * fits), blocks,
         resident_warps=resident, warps_per_scheduler=-(-resident // device.limits.schedulers),
         full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes), dram_floor=floor,
-        l2=l2)
+        l2=l2, arithmetic_class=cls)
+
+
+def _apply_l2_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list) -> None:
+    """Raise the L2 bound to the DRAM floor's bytes over the chip's L2 bandwidth: every distinct sector
+    the launch reads or writes crosses L2 at least once, whether L2 starts cold or warm."""
+    if floor is None or floor.floor_bytes is None:
+        return
+    cycles = floor.floor_bytes / (device.sms * device.l2_bytes_per_cycle)
+    if cycles > bounds["L2 bandwidth"]:
+        notes.append(f"L2 floor: the footprint's {floor.floor_bytes:,} B ({floor.source}) cross L2 at least once "
+                     f"= {cycles:,.0f} cycles, above the walked traffic's {bounds['L2 bandwidth']:,.0f}")
+        bounds["L2 bandwidth"] = cycles
+
+
+def _apply_arithmetic(arithmetic: dict, bounds: dict, device: Device, notes: list) -> str | None:
+    """Set the ``arithmetic`` bound to the highest work-over-peak floor; returns its class (None: none)."""
+    bounds["arithmetic"] = 0.0
+    if not arithmetic:
+        return None
+    cls = max(sorted(arithmetic), key=lambda k: arithmetic[k])
+    bounds["arithmetic"] = arithmetic[cls]
+    notes.append(f"arithmetic floor: {cls} work over the {device.product}'s peak = {arithmetic[cls]:,.0f} cycles "
+                 "(ptxopt.sim.floors; loops x the launch's trips)")
+    return cls
 
 
 def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list, dram: int) -> int:
@@ -429,5 +483,5 @@ def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, not
     return dram
 
 
-__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate", "DramFloor",
+__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "WAVE_BOUNDS", "KernelFacts", "LaunchShape", "Estimate", "DramFloor",
            "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate", "tensor_cycles"]
