@@ -229,7 +229,12 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
         how += ": " + notes[-1].rsplit("): ", 1)[-1]
     if source.startswith("static") and notes:
         how = f"static fallback ({notes[-1].split('(', 1)[-1].rstrip(')')})"
-    return simulate(program, compiled, trips or None, l2=l2), compiled.kernels[entry], how
+    lanes = None
+    if perf is not None and perf.grid is not None:  # the sectors each warp's lanes touch (sim.coalescing)
+        from ptxopt.sim.coalescing import lane_charges
+
+        lanes = lane_charges(text, entry, perf)
+    return simulate(program, compiled, trips or None, l2=l2, lanes=lanes), compiled.kernels[entry], how
 
 
 def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None, l2: str = "cold") -> dict:

@@ -196,7 +196,16 @@ def _objective_kw(job: MeasureJob) -> dict:
     fl = _arithmetic_floors(job, perf)
     if fl is not None:
         kw["floors"] = fl
+        kw["lanes"] = _lane_charges(job, perf)
     return kw
+
+
+def _lane_charges(job: MeasureJob, perf):
+    """The per-lane strides of the job's global accesses at the performance launch
+    (:mod:`ptxopt.sim.coalescing`): the walk charges the sectors a warp's lanes touch."""
+    from ptxopt.sim.coalescing import lane_charges
+
+    return lane_charges(job.module if job.module is not None else job.ptx_text, job.entry, perf)
 
 
 def _arithmetic_floors(job: MeasureJob, perf):

@@ -381,7 +381,8 @@ def simulate(listing: SassListing | Program,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
-             steady_state: bool = True, dram_floor=None, l2: str = "warm", floors=None) -> SimResult:
+             steady_state: bool = True, dram_floor=None, l2: str = "warm", floors=None,
+             lanes=None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -417,6 +418,9 @@ def simulate(listing: SassListing | Program,
       (:class:`ptxopt.sim.throughput.DramFloor`): the launch's distinct DRAM bytes, cold L2.
     * ``floors``: with ``launch``, the launch's arithmetic floors (:class:`ptxopt.sim.floors.Floors`):
       the throughput estimate's ``arithmetic`` bound.
+    * ``lanes``: the per-lane strides of the kernel's global accesses at the launch
+      (:func:`ptxopt.sim.coalescing.lane_charges`): each SASS access is charged the sectors (L2) and
+      wavefronts (L1) its warp's lanes touch; None: every access coalesced (the walk's own charge).
     * ``l2``: ``warm`` (default: the single-warp calibration's state, the
       latency objective's) or ``cold`` (the throughput objective's default,
       ``--l2``): with ``cold`` the walked warp's first touch of each sector
@@ -448,7 +452,14 @@ def simulate(listing: SassListing | Program,
 
     if l2 not in ("cold", "warm"):
         raise ValueError(f"unknown L2 state {l2!r} (cold or warm)")
-    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2)
+    factors = None
+    if lanes is not None:
+        from .coalescing import sass_factors
+        from .decode import _access_size
+
+        factors, lane_notes = sass_factors(program, lanes, lambda ins: _access_size(ins.modifiers))
+        notes.extend(lane_notes)
+    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2, factors)
     walk.run()
     notes.extend(walk.notes)
     if walk.extrapolated:
@@ -632,18 +643,21 @@ _L1_SIDE = frozenset({"LDL", "LDS", "STS", "LDSM", "ATOMS"})  # local reloads (L
 _LOADS = frozenset({"LDG", "LD", "LDGSTS"})  # L2 side counted in the walk: misses only
 
 
-def _traffic_table(program: Program) -> list:
-    """Per instruction: (bytes through L1, bytes to L2 regardless of hits) or None."""
+def _traffic_table(program: Program, factors: list | None = None) -> list:
+    """Per instruction: (bytes through L1, bytes to L2 regardless of hits, L2 factor of a miss) or None.
+    ``factors``: per instruction, (L1, L2) multiples of the coalesced charge a warp's lanes make
+    (:func:`ptxopt.sim.coalescing.sass_factors`), or None (coalesced)."""
     from .decode import _access_size
 
     out: list = []
-    for ins in program.instructions:
+    for i, ins in enumerate(program.instructions):
         base = ins.base_opcode
+        f1, f2 = (factors[i] if factors is not None and factors[i] is not None else (1.0, 1.0))
         if base in _L2_SIDE:
             size = _access_size(ins.modifiers)
-            out.append((size, size))
+            out.append((size * f1, size * f2, f2))
         elif base in _L1_SIDE or base in _LOADS:
-            out.append((_access_size(ins.modifiers), 0))
+            out.append((_access_size(ins.modifiers) * f1, 0, f2))
         else:
             out.append(None)
     return out
@@ -737,7 +751,7 @@ class _Walk:
     """State of one walk; ``run`` is the hot loop."""
 
     def __init__(self, program: Program, lat: ArchLatencies, profile: dict[int, float], loop_trips: int,
-                 explain: bool, max_steps: int, steady_state: bool = True, l2: str = "warm"):
+                 explain: bool, max_steps: int, steady_state: bool = True, l2: str = "warm", factors=None):
         self.p = program
         self.cold = l2 == "cold"  # first touches of a sector come from DRAM (throughput, --l2 cold)
         self.steady = bool(steady_state)
@@ -765,7 +779,7 @@ class _Walk:
         # back edge -> its natural loop's body (flat indices); a jump out of it leaves the loop
         self._bodies = dict(zip(program.back_edges, program.loop_body)) if program.loop_body else \
             {b: frozenset(range(program.target[b], b + 1)) for b in program.back_edges}
-        self.traffic = _traffic_table(program)
+        self.traffic = _traffic_table(program, factors)
         self.tensor = _tensor_table(program)
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
         # reads hold the read stage (ptxopt.sim.regbank; off where the table says no source)
@@ -1003,9 +1017,10 @@ class _Walk:
                     tflops[tw[0]] += tw[1]
                 if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
                     a = addr[pc]
+                    f2 = tb[2] if tb is not None else 1.0  # sectors the warp's lanes touch / coalesced
                     if a is None:
                         release, src = t + first, K_GLOBAL
-                        l2_acc += 4
+                        l2_acc += 4 * f2
                     else:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
@@ -1035,8 +1050,9 @@ class _Walk:
                                     credit += c
                             if f > release:
                                 release = f
-                        if owed and size > credit:
-                            l2_acc += size - credit
+                        # one transfer: the prefetch's share and the rest of what the lanes' sectors need
+                        if owed and size * f2 > credit:
+                            l2_acc += size * f2 - credit
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
@@ -1045,7 +1061,7 @@ class _Walk:
                 elif k == K_GLOBAL_L2 or m == M_LDGSTS_L2:
                     release, src = t + l2, K_GLOBAL_L2
                     a = addr[pc]
-                    l2_acc += a[2] if a is not None else 4
+                    l2_acc += (a[2] if a is not None else 4) * (tb[2] if tb is not None else 1.0)
                     if cold:
                         if a is None:
                             release = t + first
@@ -1224,8 +1240,8 @@ class _Walk:
                 break
         self.steps = steps
         self.walked = walked
-        self.l1_bytes = l1_acc
-        self.l2_bytes = l2_acc
+        self.l1_bytes = round(l1_acc)
+        self.l2_bytes = round(l2_acc)
         self.memory_instructions = mem_n
         self.end_time = t + 1.0 if steps else 0.0
 
