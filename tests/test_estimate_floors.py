@@ -45,6 +45,8 @@ def test_no_estimate_is_below_a_floor_it_was_given(seed):
             want["L2 bandwidth"] = floor.floor_bytes / (L4.sms * L4.l2_bytes_per_cycle)
             if l2 == "cold" or floor.floor_bytes > L4.l2_bytes:
                 want["DRAM bandwidth"] = floor.floor_bytes / (L4.sms * L4.dram_bytes_per_cycle)
+        if "DRAM bandwidth" in want:  # DRAM moves at least the distinct bytes read + written
+            assert e.dram_bytes >= floor.floor_bytes
         for name, cycles in want.items():
             assert e.cycles >= cycles * (1 - 1e-12), (name, cycles, e.cycles, f, launch, arith, floor, l2)
             assert e.bounds[name] >= cycles * (1 - 1e-12)
