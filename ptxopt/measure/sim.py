@@ -196,6 +196,7 @@ def _objective_kw(job: MeasureJob) -> dict:
     fl = _arithmetic_floors(job, perf)
     if fl is not None:
         kw["floors"] = fl
+    if perf is not None and perf.grid is not None:
         kw["lanes"] = _lane_charges(job, perf)
     return kw
 

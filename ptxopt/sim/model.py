@@ -152,8 +152,12 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
 
 Limits, stated plainly: every warp is assumed to take the walked warp's path
 and to be fully populated (32 active lanes, except blocks under 32 threads),
-its lanes' accesses coalesced and disjoint (no reuse between lanes or warps:
-traffic is an upper bound; broadcast loads are over-counted); no cache
+its lanes' global accesses charged the sectors and 128-byte wavefronts the
+first warp's lanes touch where the launch gives their address forms
+(``lanes=``, :mod:`ptxopt.sim.coalescing`: a column-wise store moves 8x the
+coalesced L2 bytes, a broadcast a quarter), else coalesced; no reuse between
+warps (traffic is an upper bound there); shared-memory accesses always
+coalesced (bank conflicts and broadcasts not modelled); no cache
 capacity or conflict misses in L1 (shared by all resident warps), no MSHR or
 LSU queue limits, no launch overhead, no
 barrier waits between warps of a block, perfect overlap of latency and

@@ -22,8 +22,11 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
                     (ptxopt.sim.tensor counts the MMA shapes; vendor peaks in
                     ptxopt.sim.device): the compute roofline of mma/wgmma kernels
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
-      L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
+      L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle (a warp's
+                    global access: 128 B per wavefront, one per distinct line its
+                    lanes touch, ptxopt.sim.coalescing)
       L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
+                    (a warp's global access: the distinct 32-byte sectors its lanes touch)
     launch          sum over the waves, and at least every floor the launch gives
       DRAM bandwidth  DRAM bytes / (SMs x DRAM bytes per SM cycle)  (roofline)
       L2 bandwidth    the DRAM floor's bytes / (SMs x L2 bytes per SM cycle): every
