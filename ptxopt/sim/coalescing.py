@@ -20,7 +20,8 @@ fastest; loop counters and block indices at 0, buffers 256-byte aligned as ``cud
 ptxas's SASS accesses are matched to the PTX's by class (reads: ``LDG``/``LD``/``LDGSTS``; writes:
 ``STG``/``ST``; atomics/reductions): where every access of a class has the same factors they apply to
 each SASS access of it; else, where the counts and widths agree, one to one in program order; else the
-smallest factors of the class (a lower bound on the traffic, said so).  An access whose address is not
+mean factors of the class's accesses, labelled ASSUMED (right where ptxas replicated every access of
+the class alike, as unrolling a loop body does; the notes give the range).  An access whose address is not
 affine (a gather through loaded indices) keeps the coalesced charge, labelled as an assumption: a
 lower bound on its traffic, never an upper one.  Guards are not applied to the lanes (every lane of the
 first warp is taken active where the block has it).
@@ -130,9 +131,10 @@ def sass_factors(program, charges: LaneCharges | None, size_of) -> tuple[list, l
         elif len(ptx) == len(sass) and all(a.width == size_of(program.instructions[i]) for a, i in zip(ptx, sass)):
             how, per = "matched one to one in program order", pairs
         else:
-            low = (min(p[0] for p in pairs), min(p[1] for p in pairs))
-            how, per = (f"{len(ptx)} PTX accesses, {len(sass)} SASS: not matched, the smallest charge taken "
-                        "(a lower bound on traffic)"), [low] * len(sass)
+            mean = (sum(p[0] for p in pairs) / len(pairs), sum(p[1] for p in pairs) / len(pairs))
+            how, per = (f"{len(ptx)} PTX accesses, {len(sass)} SASS: not matched one to one, each charged the "
+                        f"mean L1 x{mean[0]:.3g} / L2 x{mean[1]:.3g} (ASSUMED: every access replicated alike)"), \
+                [mean] * len(sass)
         for i, p in zip(sass, per):
             out[i] = None if p == (1.0, 1.0) else p
         moved = sorted({p for p in pairs if p != (1.0, 1.0)})
