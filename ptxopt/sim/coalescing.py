@@ -19,11 +19,13 @@ fastest; loop counters and block indices at 0, buffers 256-byte aligned as ``cud
 
 ptxas's SASS accesses are matched to the PTX's by class (reads: ``LDG``/``LD``/``LDGSTS``; writes:
 ``STG``/``ST``; atomics/reductions): where every access of a class has the same factors they apply to
-each SASS access of it; else, where the counts and widths agree, one to one in program order; else the
-mean factors of the class's accesses, labelled ASSUMED (right where ptxas replicated every access of
-the class alike, as unrolling a loop body does; the notes give the range).  An access whose address is not
-affine (a gather through loaded indices) keeps the coalesced charge, labelled as an assumption: a
-lower bound on its traffic, never an upper one.  Guards are not applied to the lanes (every lane of the
+each SASS access of it; else each SASS access of the class is charged the class's mean factors,
+labelled ASSUMED (right where ptxas replicated every access of the class alike, as unrolling a loop
+body does; the notes give the range).  Never one to one, even where the counts agree: whether ptxas
+unrolled a loop must not change how a warp's accesses are charged, or a pass that only changes ptxas's
+unrolling would gain from the charging rule (gen_conv1d_00 under ``prefetch_L2``: -3% that way).  An access whose address is not
+affine (a gather through loaded indices) keeps the coalesced charge, labelled as an assumption (a
+gather's lanes usually touch more sectors, a broadcast's fewer).  Guards are not applied to the lanes (every lane of the
 first warp is taken active where the block has it).
 """
 
@@ -107,10 +109,9 @@ def lane_charges(module, entry: str | None, launch) -> LaneCharges:
     return LaneCharges(tuple(out))
 
 
-def sass_factors(program, charges: LaneCharges | None, size_of) -> tuple[list, list[str]]:
+def sass_factors(program, charges: LaneCharges | None) -> tuple[list, list[str]]:
     """Per SASS instruction of ``program``: ``(L1 factor, L2 factor)`` for its global accesses, or None
-    (coalesced: the walk's own charge), and the notes that say how they were matched.  ``size_of``
-    gives a SASS instruction's access width in bytes."""
+    (coalesced: the walk's own charge), and the notes that say how they were matched."""
     out: list = [None] * len(program.instructions)
     notes: list[str] = []
     if charges is None:
@@ -124,16 +125,14 @@ def sass_factors(program, charges: LaneCharges | None, size_of) -> tuple[list, l
         unknown = [a for a in ptx if a.sectors is None]
         if unknown:
             notes.append(f"lane strides: {len(unknown)} of {len(ptx)} global {kind}s not affine "
-                         f"({unknown[0].why}): charged as coalesced (ASSUMED, a lower bound on their traffic)")
+                         f"({unknown[0].why}): charged as coalesced (ASSUMED)")
         pairs = [(1.0, 1.0) if a.sectors is None else (a.l1_factor, a.l2_factor) for a in ptx]
         if len(set(pairs)) == 1:
             how, per = "every access alike", [pairs[0]] * len(sass)
-        elif len(ptx) == len(sass) and all(a.width == size_of(program.instructions[i]) for a, i in zip(ptx, sass)):
-            how, per = "matched one to one in program order", pairs
         else:
             mean = (sum(p[0] for p in pairs) / len(pairs), sum(p[1] for p in pairs) / len(pairs))
-            how, per = (f"{len(ptx)} PTX accesses, {len(sass)} SASS: not matched one to one, each charged the "
-                        f"mean L1 x{mean[0]:.3g} / L2 x{mean[1]:.3g} (ASSUMED: every access replicated alike)"), \
+            how, per = (f"{len(ptx)} PTX accesses, {len(sass)} SASS, each charged the class's mean "
+                        f"L1 x{mean[0]:.3g} / L2 x{mean[1]:.3g} (ASSUMED: every access replicated alike)"), \
                 [mean] * len(sass)
         for i, p in zip(sass, per):
             out[i] = None if p == (1.0, 1.0) else p

@@ -459,9 +459,8 @@ def simulate(listing: SassListing | Program,
     factors = None
     if lanes is not None:
         from .coalescing import sass_factors
-        from .decode import _access_size
 
-        factors, lane_notes = sass_factors(program, lanes, lambda ins: _access_size(ins.modifiers))
+        factors, lane_notes = sass_factors(program, lanes)
         notes.extend(lane_notes)
     walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2, factors)
     walk.run()
