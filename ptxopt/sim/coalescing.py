@@ -23,7 +23,7 @@ each SASS access of it; else each SASS access of the class is charged the class'
 labelled ASSUMED (right where ptxas replicated every access of the class alike, as unrolling a loop
 body does; the notes give the range).  Never one to one, even where the counts agree: whether ptxas
 unrolled a loop must not change how a warp's accesses are charged, or a pass that only changes ptxas's
-unrolling would gain from the charging rule (gen_conv1d_00 under ``prefetch_L2``: -3% that way).  An access whose address is not
+unrolling would gain from the charging rule.  An access whose address is not
 affine (a gather through loaded indices) keeps the coalesced charge, labelled as an assumption (a
 gather's lanes usually touch more sectors, a broadcast's fewer).  Guards are not applied to the lanes (every lane of the
 first warp is taken active where the block has it).
