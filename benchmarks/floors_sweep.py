@@ -1,12 +1,14 @@
-"""Floor violations of the throughput estimate over corpus kernels x every pass, before and after the
-DRAM floor read the kernel's footprint (ESTIMATES).
+"""Floor violations of the throughput estimate over corpus kernels x every pass (ESTIMATES).
 
 For each sampled kernel at its performance launch, and for its output under each pass: the floors of
 ``ptxopt.sim.floors`` (DRAM and L2 from the exact footprint, FP32/FP16/tensor work over the device's
-peaks) against the sim backend's estimate, twice: ``before`` with the DRAM floor's input taken away
-(the model as it was: the manifest's counts only, L2-resident below the L2 size, no DRAM bound
-without counts) and ``after`` (as shipped).  Also: passes that change the exact DRAM bytes (none
-should: no pass changes which addresses are accessed).
+peaks) against the sim backend's estimate, three times: ``before`` with the DRAM floor's input taken
+away (the model before the footprint fed it: the manifest's counts only), ``walk`` with every floor
+taken out of the estimate's max (the walked bounds alone: where they fall below a floor, the floor is
+what binds -- the walk undercounts there), and ``after`` (as shipped: the floors are bounds of the
+estimate, so a violation there is a bug in the mechanism).  Also: passes that change the exact DRAM
+bytes (none should: no pass changes which addresses are accessed), and cache-hint passes that lower
+the walk's L2 bytes (none should: a hint never removes a transfer).
 
     python benchmarks/floors_sweep.py [--per-group N] [--passes a,b] [--out FILE.json]
 
@@ -32,7 +34,7 @@ from ptxopt.evaluate.candidate import _manifest_performance  # noqa: E402
 from ptxopt.passes.registry import pass_names  # noqa: E402
 from ptxopt.sim.device import device_for  # noqa: E402
 from ptxopt.sim.floors import launch_floors  # noqa: E402
-from test_floors import applied, estimate_cycles, outside  # noqa: E402
+from test_floors import applied, hint_violations, measured, outside  # noqa: E402
 
 
 def sample(per_group: int):
@@ -51,15 +53,17 @@ def sample(per_group: int):
 
 
 def estimates(text, arch, entry, launch, spec):
-    """(before, after): without and with the DRAM floor's input."""
-    after = estimate_cycles(text, arch, entry, launch, spec)
-    old = sim_backend._dram_floor
+    """(before, walk, after Measurement): without the DRAM floor's input, without any floor, as shipped."""
+    after = measured(text, arch, entry, launch, spec)
+    old, old_a = sim_backend._dram_floor, sim_backend._arithmetic_floors
     sim_backend._dram_floor = lambda job, perf: None
     try:
-        before = estimate_cycles(text, arch, entry, launch, spec)
+        before = measured(text, arch, entry, launch, spec).cycles
+        sim_backend._arithmetic_floors = lambda job, perf: None
+        walk = measured(text, arch, entry, launch, spec).cycles
     finally:
-        sim_backend._dram_floor = old
-    return before, after
+        sim_backend._dram_floor, sim_backend._arithmetic_floors = old, old_a
+    return before, walk, after
 
 
 def main() -> None:
@@ -73,25 +77,31 @@ def main() -> None:
     for kid, group, text, entry, launch, spec, arch in sample(args.per_group):
         dev = device_for(arch)
         base = launch_floors(text, entry, launch, dev)
+        m0 = None
         for name in [""] + passes:
             out = text if not name else applied(text, name, launch, entry)
             if out is None:
                 continue
             try:
                 fl = base if not name else launch_floors(out, entry, launch, dev)
-                before, after = estimates(out, arch, entry, launch, spec)
+                before, walk, m = estimates(out, arch, entry, launch, spec)
+                after = m.cycles
+                m0 = m if not name else m0
             except Exception as e:  # a failure is a row, not a crash
                 rows.append({"kernel": kid, "group": group, "pass": name or "(none)", "error": str(e)[:200]})
                 continue
             moved = (name and base.footprint_source == fl.footprint_source == "exact"
                      and base.dram_bytes != fl.dram_bytes)
             rows.append({"kernel": kid, "group": group, "pass": name or "(none)", "source": fl.footprint_source,
-                         "before": before, "after": after, "floors": fl.to_json(),
-                         "violations_before": fl.violations(before), "violations_after": fl.violations(after),
-                         "dram_bytes_changed": bool(moved)})
+                         "before": before, "walk": walk, "after": after, "floors": fl.to_json(),
+                         "binding": m.extra.get("bound"), "l2_bytes_per_thread": m.extra["facts"]["l2_bytes"],
+                         "violations_before": fl.violations(before), "violations_walk": fl.violations(walk),
+                         "violations_after": fl.violations(after), "dram_bytes_changed": bool(moved),
+                         "hint_lowered_l2": hint_violations(name, m0, m) if name and m0 is not None else []})
             r = rows[-1]
-            print(f"{kid:36s} {r['pass']:16s} {r['source']:12s} before {before:14,.0f} after {after:14,.0f} "
-                  f"viol {len(r['violations_before'])}->{len(r['violations_after'])}", flush=True)
+            print(f"{kid:36s} {r['pass']:16s} {r['source']:12s} before {before:14,.0f} walk {walk:14,.0f} "
+                  f"after {after:14,.0f} ({r['binding']}) viol {len(r['violations_before'])}/"
+                  f"{len(r['violations_walk'])}/{len(r['violations_after'])}", flush=True)
     ok = [r for r in rows if "error" not in r]
 
     def kinds(key):
@@ -103,9 +113,13 @@ def main() -> None:
 
     print(f"\n{len(ok)} estimates ({len({r['kernel'] for r in ok})} kernels x passes), {len(rows) - len(ok)} errors")
     print("rows violating a floor: before", sum(1 for r in ok if r["violations_before"]),
-          "after", sum(1 for r in ok if r["violations_after"]))
+          "walk alone", sum(1 for r in ok if r["violations_walk"]), "after", sum(1 for r in ok if r["violations_after"]))
     print("violations by floor, before:", kinds("violations_before"))
+    print("violations by floor, walk alone (where a floor binds):", kinds("violations_walk"))
     print("violations by floor, after:", kinds("violations_after"))
+    print("binding bound, after:", dict(collections.Counter(r["binding"] for r in ok)))
+    print("cache hints that lowered the walk's L2 bytes:", sorted({(r["kernel"], r["pass"]) for r in ok
+                                                                  if r["hint_lowered_l2"]}))
     print("passes that changed the exact DRAM bytes:", sorted({(r["kernel"], r["pass"]) for r in ok
                                                                if r["dram_bytes_changed"]}))
     after_left = sorted({(r["kernel"], r["pass"], v) for r in ok for v in r["violations_after"]})

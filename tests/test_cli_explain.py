@@ -14,7 +14,7 @@ ENTRY = {"name", "launch", "objective", "registers", "spills", "occupancy", "bin
 OCCUPANCY = {"warps_per_sm", "blocks_per_sm", "occupancy", "limited_by"}
 ESTIMATE = {"cycles", "seconds", "kind", "expected_error"}
 DEVICE = {"name", "sm_count", "clock_mhz", "dram_gbps", "l2_bytes"}
-BOUNDS = {"latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth",
+BOUNDS = {"latency", "issue", "tensor", "arithmetic", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth",
           "bytes in flight"}
 
 

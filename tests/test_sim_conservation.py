@@ -100,3 +100,26 @@ def test_a_prefetch_right_before_a_bypassing_load_hides_no_dram_trip(kernel):
     text = _ptx(kernel)
     b, a = _sim(text, l2="cold"), _sim(_apply(text, "prefetch_L1,cache_cg"), l2="cold")
     assert a.single_warp_cycles >= 0.95 * b.single_warp_cycles, (b.single_warp_cycles, a.single_warp_cycles)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["gen_gather_rows_00", "gather_strided", "transpose_naive"])
+def test_a_prefetch_and_the_load_of_its_sector_are_one_transfer(kernel):
+    """Where ``prefetch_L1`` prefetches exactly the address a load then reads, the two move the sector
+    once: the walk's L2 bytes are the load's alone -- not zero (the load hitting the fill), not two
+    transfers -- also when the warp's lanes touch a sector each (a strided gather: 32 B per lane)."""
+    from test_floors import OUTSIDE, outside
+
+    from ptxopt.sim.coalescing import lane_charges
+
+    if (OUTSIDE / f"{kernel}.ptx").is_file():
+        text, entry, launch = outside(kernel)
+    else:
+        text, entry, launch = _ptx(kernel), None, None
+    after = _apply(text, "prefetch_L1")
+    assert after != text
+    kw = lambda t: {} if launch is None else {"lanes": lane_charges(t, entry, launch)}  # noqa: E731
+    b, a = _sim(text, **kw(text)), _sim(after, **kw(after))
+    assert a.l2_bytes == b.l2_bytes, (kernel, b.l2_bytes, a.l2_bytes)
+    if launch is not None:
+        assert any("lane strides" in n for n in b.notes)

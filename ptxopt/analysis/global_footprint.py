@@ -1442,3 +1442,25 @@ def _decided_branches(k: "_Kernel") -> dict[int, bool]:
 
 
 __all__ += ["trips_and_branches"]
+
+
+def access_forms(fn, grid, block, scalars: dict | None = None) -> list:
+    """Every global access of ``fn`` at this launch with its address form over the final digits (``form``
+    None where it is not affine, ``why`` says so); [] where the analysis fails.  For analyses of one
+    warp's lanes (:mod:`ptxopt.sim.coalescing`: the per-lane strides that decide the sectors a warp's
+    access touches)."""
+    try:
+        return _kernel_at(fn, grid, block, scalars).accesses()
+    except (NotAffine, Inexact, RecursionError):
+        return []
+
+
+def digit_value(name: str, values: dict) -> int:
+    """The value of variable ``name`` (a plain variable, or a digit ``X[a:b]``: bits ``a..b-1`` of X)
+    when the plain variables take ``values`` (absent: 0)."""
+    base, a, b = _digit(name)
+    v = int(values.get(base, 0)) >> a
+    return v if b is None else v & ((1 << (b - a)) - 1)
+
+
+__all__ += ["access_forms", "digit_value"]

@@ -230,7 +230,12 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
         how += ": " + notes[-1].rsplit("): ", 1)[-1]
     if source.startswith("static") and notes:
         how = f"static fallback ({notes[-1].split('(', 1)[-1].rstrip(')')})"
-    return simulate(program, compiled, trips or None, l2=l2), compiled.kernels[entry], how
+    lanes = None
+    if perf is not None and perf.grid is not None:  # the sectors each warp's lanes touch (sim.coalescing)
+        from ptxopt.sim.coalescing import lane_charges
+
+        lanes = lane_charges(text, entry, perf)
+    return simulate(program, compiled, trips or None, l2=l2, lanes=lanes), compiled.kernels[entry], how
 
 
 def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None, l2: str = "cold") -> dict:
@@ -248,15 +253,19 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=
         if big is not None and launch.grid is not None and tuple(launch.grid) == tuple(big.launch.grid) \
                 and dict(launch.scalars) == cand.spec.performance.scalars:
             footprint = dram_bytes_of_spec(big)
-    floor = None
+    floor = arith = None
     if objective == "throughput" and launch is not None:
         from ptxopt.analysis.global_footprint import footprint_for_launch
+        from ptxopt.sim.floors import arithmetic_floors
 
         floor = footprint_for_launch(text, entry, launch, footprint if footprint is not None else counts)
         if counts is not None and footprint is None:
             footprint = counts
+        if launch.grid is not None:  # the work of an assumed grid is no floor
+            arith = arithmetic_floors(text, entry, launch, dev)
     try:
-        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint, dram_floor=floor, l2=l2)
+        e = estimate(sim, launch, dev, objective, blocks=blocks, footprint_bytes=footprint, dram_floor=floor, l2=l2,
+                     floors=arith)
     except ValueError as exc:
         fail(f"{entry}: {exc}")
     j = e.to_json()
@@ -264,7 +273,7 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=
         "launch": j["launch"], "objective": objective, "registers": res.registers,
         "spills": {"store_bytes": res.spill_store_bytes, "load_bytes": res.spill_load_bytes},
         "occupancy": j["occupancy"], "binding": j["binding"], "bounds": j["bounds"], "estimate": j["estimate"],
-        "dram_bytes": j["dram_bytes"], "l2": l2, "device": j["device"], "waves": j["waves"],
+        "arithmetic_class": j.get("arithmetic_class"), "dram_bytes": j["dram_bytes"], "l2": l2, "device": j["device"], "waves": j["waves"],
         "footprint": None if floor is None else floor.to_json(),
         "single_warp_cycles": sim.single_warp_cycles, "loop_trips": trips,
         "notes": list(e.notes) + [n for n in sim.notes if not n.startswith("no trip counts")],
@@ -316,7 +325,8 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
     top = max(d["bounds"].values()) if d["bounds"] else 0
     for k, v in d["bounds"].items():
         mark = "*" if k == d["binding"] else " "
-        lines.append(f"{indent}  {mark} {k:<15} {v:>14,.0f}  {_bar(v, top)}")
+        name = f"{k} ({d['arithmetic_class']})" if k == "arithmetic" and d.get("arithmetic_class") else k
+        lines.append(f"{indent}  {mark} {name:<19} {v:>14,.0f}  {_bar(v, top)}")
     for n in d["notes"]:
         lines.append(f"{indent}note: {n}")
     return lines

@@ -286,8 +286,31 @@ def _map(program, prof: LoopProfile) -> dict:
     return trip_counts_from_loop_profile(program, prof.counts, signatures=prof.signatures)
 
 
+def launch_only_check(module, entry: str, performance) -> tuple[dict | None, str]:
+    """``({"geometry": ...}, "")`` standing in for a check launch when none is known, so the loop-control
+    slice can run on the performance launch alone: the slice reads no buffer (:class:`SliceError` where a
+    bound is loaded), so pointers get a token 4-byte buffer; every other parameter must be among the
+    launch's scalars (a default would be a guess at a trip count).  ``(None, why)`` otherwise."""
+    from ptxopt.equivalence.interpret import Geometry
+
+    if performance.block is None:
+        return None, "the performance launch has no block"
+    try:
+        fn = module.pick_entry(entry, "for the loop-control slice")
+    except LookupError as e:
+        return None, str(e)
+    scalars = dict(performance.scalars or {})
+    missing = [it.name for d in fn.params or () for it in d.items
+               if (d.dtype or "").lstrip(".") not in ("u64", "b64", "s64") and it.name not in scalars]
+    if missing:
+        return None, f"no check launch, and the performance launch gives no value for {', '.join(missing)}"
+    dim = tuple(performance.block) + (1,) * (3 - len(tuple(performance.block)))
+    return {"geometry": Geometry(grid=(1, 1, 1), block=dim, buffer_bytes=4, scalars=scalars)}, ""
+
+
 def trip_counts_for(program, module, entry: str, *, check: dict | None, performance=None,
-                    blocks: int | None = None, static_n: int = 8) -> tuple[dict, str, list[str]]:
+                    blocks: int | None = None, static_n: int = 8,
+                    synthesise: bool = True) -> tuple[dict, str, list[str]]:
     """``(trip_counts, source, notes)`` for :func:`ptxopt.sim.simulate`, one
     rule for every caller (the ``sim`` backend, ``ptxopt explain``):
 
@@ -299,7 +322,9 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
     3. else the model's static fallback (``static:N``).
 
     ``check`` is the check launch's ``interp_kwargs()`` (``{"spec": ...}`` or
-    ``{"geometry": ...}``), None when it cannot run."""
+    ``{"geometry": ...}``), None when it cannot run: then, with ``synthesise``, the slice runs on
+    the performance launch alone (:func:`launch_only_check`) -- a kernel from outside the corpus
+    with a contract that gives the performance launch but no check launch."""
     from ptxopt.sim import sass_loops
 
     from .loops import loop_profile
@@ -307,9 +332,14 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
     if not any(lp.function == program.kernel for lp in sass_loops(program)):
         return {}, "none needed (no SASS loops)", []
     static = f"static:N={static_n}"
-    if module is None or check is None:
-        return {}, static, [f"loop trips: static fallback N={static_n} (no interpreter profile requested)"]
     notes: list[str] = []
+    if module is not None and check is None and performance is not None and synthesise:
+        check, why = launch_only_check(module, entry, performance)
+        if check is None:
+            notes.append(f"loop trips: not from the performance launch ({why})")
+    if module is None or check is None:
+        why = notes[-1].split("(", 1)[-1].rstrip(")") if notes else "no interpreter profile requested"
+        return {}, static, notes + [f"loop trips: static fallback N={static_n} ({why})"]
     if performance is not None:
         try:
             prof = performance_loop_profile(module, entry, performance, blocks=blocks, **check)
@@ -330,4 +360,4 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
     where = "the check launch" + (", NOT the performance launch" if performance is not None else "")
     return trips, "interpreter", notes + [f"loop trips from the interpreter on {where} (mean per entry): {per}"]
 
-__all__ = ["performance_loop_profile", "loop_control_slice", "trip_counts_for", "SliceError", "MAX_SLICE_STEPS"]
+__all__ = ["performance_loop_profile", "loop_control_slice", "trip_counts_for", "launch_only_check", "SliceError", "MAX_SLICE_STEPS"]

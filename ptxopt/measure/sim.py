@@ -150,7 +150,7 @@ class SimBackend:
             check = {"spec": job.spec} if job.spec is not None else \
                 {"geometry": job.geometry} if job.geometry is not None else None
         return trip_counts_for(program, job.module, entry, check=check, performance=job.performance,
-                               blocks=job.blocks, static_n=self.loop_trips)
+                               blocks=job.blocks, static_n=self.loop_trips, synthesise=job.profile_loops)
 
 
 _UNCALIBRATED = ("throughput ESTIMATE for the whole launch: uncalibrated (the model's +-25% is for single-warp "
@@ -193,7 +193,33 @@ def _objective_kw(job: MeasureJob) -> dict:
     if perf is not None and perf.footprint_bytes is not None:
         kw["footprint_bytes"] = perf.footprint_bytes
     kw["dram_floor"] = _dram_floor(job, perf)
+    fl = _arithmetic_floors(job, perf)
+    if fl is not None:
+        kw["floors"] = fl
+    if perf is not None and perf.grid is not None:
+        kw["lanes"] = _lane_charges(job, perf)
     return kw
+
+
+def _lane_charges(job: MeasureJob, perf):
+    """The per-lane strides of the job's global accesses at the performance launch
+    (:mod:`ptxopt.sim.coalescing`): the walk charges the sectors a warp's lanes touch."""
+    from ptxopt.sim.coalescing import lane_charges
+
+    return lane_charges(job.module if job.module is not None else job.ptx_text, job.entry, perf)
+
+
+def _arithmetic_floors(job: MeasureJob, perf):
+    """The launch's FP32/FP16/tensor work over the device's peaks (:mod:`ptxopt.sim.floors`) for the
+    job's own (transformed) PTX at the performance launch: bounds the throughput estimate cannot beat.
+    None without a grid (the work of an assumed grid is no floor)."""
+    from ptxopt.sim.device import device_for
+    from ptxopt.sim.floors import arithmetic_floors
+
+    if perf is None or perf.grid is None or perf.block is None:
+        return None
+    return arithmetic_floors(job.module if job.module is not None else job.ptx_text, job.entry, perf,
+                             device_for(job.arch))
 
 
 def _dram_floor(job: MeasureJob, perf):

@@ -75,15 +75,33 @@ class Floors:
 def launch_floors(module, entry: str | None, launch, device: Device) -> Floors:
     """The floors of ``entry`` of ``module`` (parsed, or PTX text) under ``launch`` (grid, block,
     scalars) on ``device``; the grid must be known."""
-    if isinstance(module, str):
-        from ptxopt.parser import parse
-
-        module = parse(module, "floors")
+    module = _parsed(module)
     fn = module.pick_entry(entry, "floors")
     fp = footprint_for_launch(module, fn.name, launch)
     dram = fp.floor_bytes  # the exact buffers only (a lower bound even where others are not known)
     dram_cycles = None if dram is None else dram / (device.sms * device.dram_bytes_per_cycle)
     l2_cycles = None if dram is None else dram / (device.sms * device.l2_bytes_per_cycle)
+    work, arith = _arithmetic(fn, launch, device)
+    return Floors(dram_cycles, l2_cycles, arith, dram, fp.source, work)
+
+
+def arithmetic_floors(module, entry: str | None, launch, device: Device) -> dict:
+    """``{work class: cycles}``: the arithmetic floors alone (what the throughput estimate takes as
+    its ``arithmetic`` bound, :func:`ptxopt.sim.throughput.estimate` ``floors=``)."""
+    module = _parsed(module)
+    return _arithmetic(module.pick_entry(entry, "floors"), launch, device)[1]
+
+
+def _parsed(module):
+    if isinstance(module, str):
+        from ptxopt.parser import parse
+
+        module = parse(module, "floors")
+    return module
+
+
+def _arithmetic(fn, launch, device: Device) -> tuple[dict, dict]:
+    """(operations per class over the launch, cycles per class at the device's peak)."""
     threads = _prod(launch.grid) * _prod(launch.block)
     warps = _prod(launch.grid) * -(-_prod(launch.block) // 32)
     sc = dict(launch.scalars or {})
@@ -99,7 +117,7 @@ def launch_floors(module, entry: str | None, launch, device: Device) -> Floors:
         if rate:
             work[f"tensor:{prec}"] = ops * warps
             arith[f"tensor:{prec}"] = ops * warps / (device.sms * rate)
-    return Floors(dram_cycles, l2_cycles, arith, dram, fp.source, work)
+    return work, arith
 
 
 def _prod(dims) -> int:
@@ -178,4 +196,4 @@ def _work(fn, trips: dict, decided: dict | None = None) -> tuple[dict, dict]:
     return per_thread, per_warp
 
 
-__all__ = ["FP32_LANES", "Floors", "launch_floors"]
+__all__ = ["FP32_LANES", "Floors", "launch_floors", "arithmetic_floors"]

@@ -152,8 +152,12 @@ shared bytes)`` the many-warp part applies (:mod:`ptxopt.sim.occupancy`):
 
 Limits, stated plainly: every warp is assumed to take the walked warp's path
 and to be fully populated (32 active lanes, except blocks under 32 threads),
-its lanes' accesses coalesced and disjoint (no reuse between lanes or warps:
-traffic is an upper bound; broadcast loads are over-counted); no cache
+its lanes' global accesses charged the sectors and 128-byte wavefronts the
+first warp's lanes touch where the launch gives their address forms
+(``lanes=``, :mod:`ptxopt.sim.coalescing`: a column-wise store moves 8x the
+coalesced L2 bytes, a broadcast a quarter), else coalesced; no reuse between
+warps (traffic is an upper bound there); shared-memory accesses always
+coalesced (bank conflicts and broadcasts not modelled); no cache
 capacity or conflict misses in L1 (shared by all resident warps), no LSU queue
 limits (outstanding misses: only the per-SM cap of the bytes-in-flight bound,
 :mod:`ptxopt.sim.inflight`, which the walk feeds with the bytes of its global-load
@@ -390,7 +394,8 @@ def simulate(listing: SassListing | Program,
              explain: bool = False, loop_trips: int = DEFAULT_LOOP_TRIPS, arch: str | None = None,
              latencies: ArchLatencies | None = None, max_steps: int = DEFAULT_MAX_STEPS,
              launch=None, footprint_bytes: int | None = None, blocks: int | None = None,
-             steady_state: bool = True, dram_floor=None, l2: str = "warm") -> SimResult:
+             steady_state: bool = True, dram_floor=None, l2: str = "warm", floors=None,
+             lanes=None) -> SimResult:
     """Estimate the cycles of one warp of ``kernel`` from an already compiled cubin's SASS.
 
     * ``resources``: the ptxas report (a :class:`CompileResult`, its
@@ -424,6 +429,11 @@ def simulate(listing: SassListing | Program,
       (said so in the notes).
     * ``dram_floor``: with ``launch``, the DRAM floor's input
       (:class:`ptxopt.sim.throughput.DramFloor`): the launch's distinct DRAM bytes, cold L2.
+    * ``floors``: with ``launch``, the launch's arithmetic floors (:class:`ptxopt.sim.floors.Floors`):
+      the throughput estimate's ``arithmetic`` bound.
+    * ``lanes``: the per-lane strides of the kernel's global accesses at the launch
+      (:func:`ptxopt.sim.coalescing.lane_charges`): each SASS access is charged the sectors (L2) and
+      wavefronts (L1) its warp's lanes touch; None: every access coalesced (the walk's own charge).
     * ``l2``: ``warm`` (default: the single-warp calibration's state, the
       latency objective's) or ``cold`` (the throughput objective's default,
       ``--l2``): with ``cold`` the walked warp's first touch of each sector
@@ -455,7 +465,13 @@ def simulate(listing: SassListing | Program,
 
     if l2 not in ("cold", "warm"):
         raise ValueError(f"unknown L2 state {l2!r} (cold or warm)")
-    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2)
+    factors = None
+    if lanes is not None:
+        from .coalescing import sass_factors
+
+        factors, lane_notes = sass_factors(program, lanes)
+        notes.extend(lane_notes)
+    walk = _Walk(program, latencies, profile, loop_trips, explain, max_steps, steady_state, l2, factors)
     walk.run()
     notes.extend(walk.notes)
     if walk.extrapolated:
@@ -473,7 +489,7 @@ def simulate(listing: SassListing | Program,
                      "many-warp model skipped, single-warp estimate")
         launch = None
     if launch is not None:
-        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor, l2)
+        e, waves, note = _many_warps(launch, arch, res, walk, footprint_bytes, blocks, dram_floor, l2, floors)
         notes.append(note)
         warps, resident, occ_json = e.warps_per_scheduler, e.resident_warps, e.occupancy
         bandwidth_bound = max(e.bounds[k] for k in ("LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth"))
@@ -602,7 +618,7 @@ def _dims(x) -> tuple[int, ...]:
 
 
 def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int | None = None, dram_floor=None,
-                l2: str = "warm"):
+                l2: str = "warm", floors=None):
     """Occupancy, waves and the throughput bounds for ``launch``: the whole-launch
     estimate of :mod:`ptxopt.sim.throughput` (the one implementation) and a note
     for this module's result.  ``footprint`` None: unknown (no DRAM bound)."""
@@ -617,7 +633,7 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
                         tensor_flops={PRECISIONS[i]: v for i, v in enumerate(walk.tensor_flops) if v},
                         inflight_bytes=walk.depth.depth, miss_latency_bytes=walk.depth.area)
     e = estimate(facts, launch, dev, "throughput", footprint_bytes=footprint, blocks=blocks, dram_floor=dram_floor,
-                 l2=l2)
+                 l2=l2, floors=floors)
     occ, w = e.occupancy, e.wave_bounds
     waves = e.full_waves + (1 if e.tail_blocks else 0)
     streams = e.dram_bytes > 0
@@ -630,7 +646,8 @@ def _many_warps(launch, arch: str, res, walk, footprint: int | None, blocks: int
             + (("footprint unknown: no DRAM bound)" if not getattr(dram_floor, "floor_bytes", None)
                 else "the DRAM floor's bytes)") if footprint is None else
                f"footprint {footprint} B, {'streamed from DRAM' if streams else 'L2-resident'})"))
-    note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor")))
+    note += "".join(f"; {n}" for n in e.notes if n.startswith(("WARNING", "DRAM floor", "no DRAM floor", "L2 floor",
+                                                                 "arithmetic floor")))
     return e, waves, note
 
 
@@ -641,18 +658,21 @@ _L1_SIDE = frozenset({"LDL", "LDS", "STS", "LDSM", "ATOMS"})  # local reloads (L
 _LOADS = frozenset({"LDG", "LD", "LDGSTS"})  # L2 side counted in the walk: misses only
 
 
-def _traffic_table(program: Program) -> list:
-    """Per instruction: (bytes through L1, bytes to L2 regardless of hits) or None."""
+def _traffic_table(program: Program, factors: list | None = None) -> list:
+    """Per instruction: (bytes through L1, bytes to L2 regardless of hits, L2 factor of a miss) or None.
+    ``factors``: per instruction, (L1, L2) multiples of the coalesced charge a warp's lanes make
+    (:func:`ptxopt.sim.coalescing.sass_factors`), or None (coalesced)."""
     from .decode import _access_size
 
     out: list = []
-    for ins in program.instructions:
+    for i, ins in enumerate(program.instructions):
         base = ins.base_opcode
+        f1, f2 = (factors[i] if factors is not None and factors[i] is not None else (1.0, 1.0))
         if base in _L2_SIDE:
             size = _access_size(ins.modifiers)
-            out.append((size, size))
+            out.append((size * f1, size * f2, f2))
         elif base in _L1_SIDE or base in _LOADS:
-            out.append((_access_size(ins.modifiers), 0))
+            out.append((_access_size(ins.modifiers) * f1, 0, f2))
         else:
             out.append(None)
     return out
@@ -746,7 +766,7 @@ class _Walk:
     """State of one walk; ``run`` is the hot loop."""
 
     def __init__(self, program: Program, lat: ArchLatencies, profile: dict[int, float], loop_trips: int,
-                 explain: bool, max_steps: int, steady_state: bool = True, l2: str = "warm"):
+                 explain: bool, max_steps: int, steady_state: bool = True, l2: str = "warm", factors=None):
         self.p = program
         self.cold = l2 == "cold"  # first touches of a sector come from DRAM (throughput, --l2 cold)
         self.steady = bool(steady_state)
@@ -774,7 +794,7 @@ class _Walk:
         # back edge -> its natural loop's body (flat indices); a jump out of it leaves the loop
         self._bodies = dict(zip(program.back_edges, program.loop_body)) if program.loop_body else \
             {b: frozenset(range(program.target[b], b + 1)) for b in program.back_edges}
-        self.traffic = _traffic_table(program)
+        self.traffic = _traffic_table(program, factors)
         self.tensor = _tensor_table(program)
         # cycles until the next issue: ptxas's stall, or longer where the sources' register-bank
         # reads hold the read stage (ptxopt.sim.regbank; off where the table says no source)
@@ -1021,11 +1041,12 @@ class _Walk:
                     tflops[tw[0]] += tw[1]
                 if k == K_GLOBAL or k == K_GLOBAL_NA or m == M_LDGSTS:
                     a = addr[pc]
+                    f2 = tb[2] if tb is not None else 1.0  # sectors the warp's lanes touch / coalesced
                     if a is None:
                         release, src = t + first, K_GLOBAL
-                        l2_acc += 4
+                        l2_acc += 4 * f2
                         if m != M_LDGSTS:
-                            depth.issue(steps, wb, 4, t, release)
+                            depth.issue(steps, wb, 4 * f2, t, release)
                     else:
                         regs, off, size = a
                         rk = tuple([val_get(r, r) for r in regs])
@@ -1057,10 +1078,11 @@ class _Walk:
                                         depth.claim(key, steps, wb)  # its wait waits on the fill
                             if f > release:
                                 release = f
-                        if owed and size > credit:
-                            l2_acc += size - credit
+                        # one transfer: the prefetch's share and the rest of what the lanes' sectors need
+                        if owed and size * f2 > credit:
+                            l2_acc += size * f2 - credit
                             if m != M_LDGSTS:
-                                depth.issue(steps, wb, size - credit, t, release)
+                                depth.issue(steps, wb, size * f2 - credit, t, release)
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
@@ -1069,7 +1091,7 @@ class _Walk:
                 elif k == K_GLOBAL_L2 or m == M_LDGSTS_L2:
                     release, src = t + l2, K_GLOBAL_L2
                     a = addr[pc]
-                    l2_acc += a[2] if a is not None else 4
+                    l2_acc += (a[2] if a is not None else 4) * (tb[2] if tb is not None else 1.0)
                     if cold:
                         if a is None:
                             release = t + first
@@ -1253,8 +1275,8 @@ class _Walk:
                 break
         self.steps = steps
         self.walked = walked
-        self.l1_bytes = l1_acc
-        self.l2_bytes = l2_acc
+        self.l1_bytes = round(l1_acc)
+        self.l2_bytes = round(l2_acc)
         self.memory_instructions = mem_n
         self.end_time = t + 1.0 if steps else 0.0
 

@@ -22,13 +22,25 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
                     (ptxopt.sim.tensor counts the MMA shapes; vendor peaks in
                     ptxopt.sim.device): the compute roofline of mma/wgmma kernels
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
-      L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle
+      L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle (a warp's
+                    global access: 128 B per wavefront, one per distinct line its
+                    lanes touch, ptxopt.sim.coalescing)
       L2 bandwidth  n x threads/block x bytes to/from L2 / the device's L2 B/cycle
+                    (a warp's global access: the distinct 32-byte sectors its lanes touch)
       bytes in flight  Little's law: n x threads/block x (misses' bytes x latency) /
                     min(their bytes in flight at first waits, the device's per-SM cap)
                     (ptxopt.sim.inflight; reported never below the L2/DRAM bounds)
-    launch          sum over the waves, and at least
+    launch          sum over the waves, and at least every floor the launch gives
       DRAM bandwidth  DRAM bytes / (SMs x DRAM bytes per SM cycle)  (roofline)
+      L2 bandwidth    the DRAM floor's bytes / (SMs x L2 bytes per SM cycle): every
+                      distinct sector crosses L2 at least once, warm L2 or cold
+      arithmetic      FP32 / FP16 / tensor work the whole launch must execute / the
+                      device's peak (ptxopt.sim.floors: counted in the PTX with the
+                      launch's trips; ``floors=``), the class that binds named in
+                      the notes
+
+So no estimate is below a floor it was given, by construction: the floors are bounds of the max,
+not a check after it.
 
 A bound's value is its total over the launch; ``binding`` is the largest.
 Warps overlap perfectly up to the point where a resource saturates (the
@@ -85,8 +97,10 @@ L2_STATES = ("cold", "warm")
 DEFAULT_L2 = "cold"
 #: Order of the bounds; ties go to the first ("bytes in flight" is last: at a tie the floor it never
 #: goes below is named).
-BOUND_NAMES = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "DRAM bandwidth",
-               "bytes in flight")
+BOUND_NAMES = ("latency", "issue", "tensor", "arithmetic", "LSU issue", "L1 bandwidth", "L2 bandwidth",
+               "DRAM bandwidth", "bytes in flight")
+#: The bounds of one wave of resident blocks (summed over the waves); the others hold for the launch.
+WAVE_BOUNDS = ("latency", "issue", "tensor", "LSU issue", "L1 bandwidth", "L2 bandwidth", "bytes in flight")
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,7 @@ class Estimate:
     warps_per_scheduler: int = 1
     full_waves: int = 0
     tail_blocks: int = 0  # blocks per SM in the last, partial wave (0: none)
+    arithmetic_class: str | None = None  # the work class that sets the arithmetic bound ("fp32", "tensor:fp16")
     wave_bounds: dict = field(default_factory=dict)  # bounds of the first (fullest) wave, cycles
     notes: tuple[str, ...] = ()
     l2: str | None = None  # L2 at the launch's start, "cold" or "warm" (None: latency, calibrated warm)
@@ -253,6 +268,7 @@ class Estimate:
             "occupancy": self.occupancy,
             "binding": self.binding,
             "bounds": dict(self.bounds),
+            "arithmetic_class": self.arithmetic_class,
             "estimate": {"cycles": self.cycles, "seconds": self.seconds, "kind": self.kind,
                          "expected_error": "uncalibrated" if self.expected_error is None else self.expected_error},
             "dram_bytes": self.dram_bytes,
@@ -286,7 +302,7 @@ def _occ_json(occ, device: Device) -> dict:
 
 def estimate(facts, launch=None, device: Device | None = None, objective: str | None = None, *,
              blocks: int | None = None, footprint_bytes: int | None = None, arch: str | None = None,
-             dram_floor=None, l2: str = DEFAULT_L2) -> Estimate:
+             dram_floor=None, l2: str = DEFAULT_L2, floors=None) -> Estimate:
     """Estimate ``facts`` (a SimResult or :class:`KernelFacts`) under ``launch``.
 
     * ``launch``: anything :func:`launch_shape` accepts; its grid may be None.
@@ -302,6 +318,9 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
     * ``dram_floor``: a :class:`DramFloor` (or anything :meth:`DramFloor.of` takes): the DRAM bound
       is at least its bytes over the bandwidth (throughput only; with ``l2="warm"`` only when the
       bytes exceed L2).
+    * ``floors``: the launch's arithmetic floors (a :class:`ptxopt.sim.floors.Floors`, or a dict
+      class -> cycles such as its ``arithmetic_cycles``): the ``arithmetic`` bound (throughput only).
+      With ``dram_floor`` they make the estimate at least every floor of :mod:`ptxopt.sim.floors`.
     * ``l2``: ``cold`` (default) or ``warm``, the L2 at the launch's start
       (throughput only; module doc).  The walk behind ``facts`` should have
       used the same (:func:`ptxopt.sim.simulate` ``l2=``): first touches pay
@@ -326,7 +345,8 @@ def estimate(facts, launch=None, device: Device | None = None, objective: str | 
         raise ValueError("the throughput objective needs the block size of the launch")
     if occ is None:
         raise ValueError("the throughput objective needs the kernel's registers per thread (ptxas resources)")
-    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, l2, DramFloor.of(dram_floor))
+    return _throughput(facts, shape, device, occ, blocks, footprint_bytes, l2, DramFloor.of(dram_floor),
+                       _arithmetic_of(floors))
 
 
 def _latency(facts, shape, device: Device, occ) -> Estimate:
@@ -362,8 +382,16 @@ def tensor_cycles(facts, device: Device) -> float:
     return sum(ops / rates[p] for p, ops in (getattr(facts, "tensor_flops", None) or {}).items() if p in rates)
 
 
+def _arithmetic_of(floors) -> dict:
+    """``{work class: cycles}`` from a Floors, a dict, or None."""
+    if floors is None:
+        return {}
+    got = floors if isinstance(floors, dict) else getattr(floors, "arithmetic_cycles", None) or {}
+    return {str(k): float(v) for k, v in got.items() if v}
+
+
 def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprint, l2: str,
-                floor=None) -> Estimate:
+                floor=None, arithmetic: dict | None = None) -> Estimate:
     notes: list[str] = []
     assumed = shape.grid is None
     if not assumed:
@@ -383,7 +411,7 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
     full, tail = divmod(per_sm, fits)
     waves_here = [fits] * full + ([tail] if tail else [])
     per_wave = [_wave(n, facts, occ.warps_per_block, threads, device) for n in waves_here]
-    bounds = {k: sum(w[k] for w in per_wave) for k in BOUND_NAMES if k != "DRAM bandwidth"}
+    bounds = {k: sum(w[k] for w in per_wave) for k in WAVE_BOUNDS}
     sm_cycles = sum(max(w.values()) for w in per_wave)
     # roofline: the launch's distinct bytes (a lower bound on what DRAM must move) over the device's
     # bandwidth.  Per-thread traffic is no substitute: it counts data shared between threads once per
@@ -409,12 +437,15 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
         notes.append(f"no DRAM floor: L2 warm (chosen) and the footprint's {floor.floor_bytes:,} B fit in L2")
         applied = None
     dram = _apply_dram_floor(applied, bounds, device, notes, dram)
-    cycles = max(sm_cycles, bounds["DRAM bandwidth"])
-    # bytes in flight: never below the bandwidth floors of the bytes it moves (ptxopt.sim.inflight)
+    _apply_l2_floor(floor, bounds, device, notes)
+    cls = _apply_arithmetic(arithmetic or {}, bounds, device, notes)
     bounds = {k: bounds[k] for k in BOUND_NAMES}
+    # bytes in flight: never below the bandwidth floors of the bytes it moves (ptxopt.sim.inflight)
     bounds["bytes in flight"] = max(bounds["bytes in flight"], bounds["L2 bandwidth"], bounds["DRAM bandwidth"])
     notes.extend(filter(None, [inflight.note(waves_here[0] * threads, waves_here[0] * occ.warps_per_block,
                                              facts, device)]))
+    # the floors are bounds of the launch, never beaten: the waves' time, or the highest floor
+    cycles = max(sm_cycles, bounds["DRAM bandwidth"], bounds["L2 bandwidth"], bounds["arithmetic"])
     binding = max(BOUND_NAMES, key=lambda k: (bounds[k], -BOUND_NAMES.index(k)))
     resident = fits * occ.warps_per_block if full else tail * occ.warps_per_block
     return Estimate(
@@ -424,7 +455,31 @@ def _throughput(facts, shape: LaunchShape, device: Device, occ, blocks, footprin
         _occ_json(occ, device), bounds, binding, dram, blocks / (device.sms * fits), blocks,
         resident_warps=resident, warps_per_scheduler=-(-resident // device.limits.schedulers),
         full_waves=full, tail_blocks=tail, wave_bounds=dict(per_wave[0]), notes=tuple(notes), dram_floor=floor,
-        l2=l2)
+        l2=l2, arithmetic_class=cls)
+
+
+def _apply_l2_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list) -> None:
+    """Raise the L2 bound to the DRAM floor's bytes over the chip's L2 bandwidth: every distinct sector
+    the launch reads or writes crosses L2 at least once, whether L2 starts cold or warm."""
+    if floor is None or floor.floor_bytes is None:
+        return
+    cycles = floor.floor_bytes / (device.sms * device.l2_bytes_per_cycle)
+    if cycles > bounds["L2 bandwidth"]:
+        notes.append(f"L2 floor: the footprint's {floor.floor_bytes:,} B ({floor.source}) cross L2 at least once "
+                     f"= {cycles:,.0f} cycles, above the walked traffic's {bounds['L2 bandwidth']:,.0f}")
+        bounds["L2 bandwidth"] = cycles
+
+
+def _apply_arithmetic(arithmetic: dict, bounds: dict, device: Device, notes: list) -> str | None:
+    """Set the ``arithmetic`` bound to the highest work-over-peak floor; returns its class (None: none)."""
+    bounds["arithmetic"] = 0.0
+    if not arithmetic:
+        return None
+    cls = max(sorted(arithmetic), key=lambda k: arithmetic[k])
+    bounds["arithmetic"] = arithmetic[cls]
+    notes.append(f"arithmetic floor: {cls} work over the {device.product}'s peak = {arithmetic[cls]:,.0f} cycles "
+                 "(ptxopt.sim.floors; loops x the launch's trips)")
+    return cls
 
 
 def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, notes: list, dram: int) -> int:
@@ -444,5 +499,5 @@ def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, not
     return dram
 
 
-__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "KernelFacts", "LaunchShape", "Estimate", "DramFloor",
+__all__ = ["OBJECTIVES", "ASSUMED_WAVES", "BOUND_NAMES", "WAVE_BOUNDS", "KernelFacts", "LaunchShape", "Estimate", "DramFloor",
            "launch_shape", "default_objective", "occupancy_of", "assumed_blocks", "estimate", "tensor_cycles"]
