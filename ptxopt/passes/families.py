@@ -22,14 +22,16 @@ REORDER = "reorder"
 PREFETCH = "prefetch"
 READ_ONLY_PATH = "read-only-path"
 UNROLL = "unroll"
+SOFTWARE_PIPELINE = "software-pipeline"
 
 #: Families of which a pipeline holds at most one pass.
 EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDER, PREFETCH, READ_ONLY_PATH,
-                                UNROLL})
+                                UNROLL, SOFTWARE_PIPELINE})
 
 #: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {
     frozenset({"vec_ld", "split_ld"}): "vec_ld and split_ld undo each other",
+    frozenset({"swp_ld", "unroll"}): "both restructure the loop, and a pipeline's proof covers one loop rewrite",
 }
 
 

@@ -55,6 +55,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "launch_bounds": ("launch_bounds", "LaunchBounds"),  # the names before it keep their places
     "nc_ld": ("readonly_path", "NcLd"),
     "unroll": ("unroll", "Unroll"),
+    "swp_ld": ("pipeline_loads", "SwpLd"),
 }
 
 
