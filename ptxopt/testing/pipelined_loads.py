@@ -111,7 +111,7 @@ def make_shape(cls: str, seed: int) -> Shape:
         what += "; bar.sync"
     elif cls == "dependent":
         body = addr + ["add.s64 %rd8, %rd13, %rd6;", "ld.global.u32 %r8, [%rd8];", "and.b32 %r8, %r8, 15;",
-                       "mul.wide.u32 %rd11, %r8, 4;", "add.s64 %rd11, %rd10, %rd11;", "ld.global.u32 %r6, [%rd11];",
+                       "mul.wide.u32 %rd11, %r8, 4;", "add.s64 %rd12, %rd10, %rd11;", "ld.global.u32 %r6, [%rd12];",
                        "add.u32 %r10, %r10, %r6;", upd, test]
         what += "; src[idx[j] & 15]"
     elif cls == "guarded":
