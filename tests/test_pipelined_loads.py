@@ -11,16 +11,19 @@ from ptxopt.passes import pipeline_loads
 from ptxopt.pipeline import Pipeline
 from ptxopt.testing.pipelined_loads import CLASSES, MUST_REFUSE, check_shape, make_shape
 
-LEGAL = ("stream", "pointer_iv", "two_loads", "dependent")
+LEGAL = ("stream", "pointer_iv", "two_loads", "dependent", "guarded")
 
 
 @pytest.mark.parametrize("cls", CLASSES)
 def test_fuzz_class_is_equal_or_refused(cls):
     for seed in range(2):
-        r = check_shape(make_shape(cls, seed))
+        r = check_shape(make_shape(cls, seed), keep_refusals=True)
         assert not r.wrong, (cls, seed, r.wrong[:3])
         if cls in MUST_REFUSE:
             assert not r.applied and all(r.refused.values()), r.refused
+        if cls == "guarded_loaded":
+            assert all(any("the guard of the load" in w and "loaded in the loop" in w for w in ws)
+                       for ws in r.refused.values()), r.refused
         if cls in LEGAL:
             assert len(r.applied) == 2, r.refused
 

@@ -33,6 +33,8 @@ _ALIASES: dict[str, tuple[str, dict]] = {
     "prefetch_L2": ("prefetch", {"level": "L2"}),
     "unroll_2": ("unroll", {"factor": 2}),
     "unroll_4": ("unroll", {"factor": 4}),
+    "swp_ld_1": ("swp_ld", {"distance": 1}),
+    "swp_ld_2": ("swp_ld", {"distance": 2}),
 }
 
 _ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}

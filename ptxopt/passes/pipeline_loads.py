@@ -4,8 +4,9 @@ iteration ``i+d`` is issued in iteration ``i`` into rotating registers, so
 
 The loop (:func:`ptxopt.analysis.loops.find_loops`) must be one block
 ``L: body; @p bra L``, entered only by falling through from the block before
-it. A load is pipelined when it is an unguarded ``ld.global`` (no
-``.volatile``/``.relaxed``/``.acquire``...) whose address is a pure function
+it. A load is pipelined when it is an ``ld.global`` (no
+``.volatile``/``.relaxed``/``.acquire``...) whose address -- and guard, for
+a masked load ``@%p ld`` -- is a pure function
 of the loop's basic induction variables (``add iv, iv, step``, the step an
 immediate or a register the loop never writes) and of loop invariants,
 through pure integer instructions of the body. Then the address of iteration
@@ -18,6 +19,10 @@ variable's own update, so it wraps exactly as the loop does)::
                  @q R_d = ld [addr(i+d)]
                  ... body, the load replaced by  mov dst, R_0; R_0 = R_1; .. R_{d-1} = R_d
                  @p bra L
+
+A masked load's prefetch is also predicated on its own guard computed for
+iteration ``i+d``, and the ``mov`` that replaces it keeps the original guard
+(where the original loaded nothing, the destination keeps its value).
 
 ``stay(i+k)`` is the loop's own exit test computed for iteration ``i+k``
 (its instructions, copied the same way): the continuation condition of that
@@ -37,8 +42,8 @@ thread's store becomes visible only through them).
 
 Refused, with the reason: a loop of several blocks, a loop entered by a
 branch, an exit test or an address that depends on a value loaded in the loop
-(or on anything but induction variables and invariants), a guarded load, a
-load another thread could change in the loop (a store that may alias it, a
+(or on anything but induction variables and invariants), a load whose guard
+depends on a loaded value, a load another thread could change in the loop (a store that may alias it, a
 barrier or fence, an atomic), no load to pipeline.
 """
 
@@ -315,8 +320,8 @@ class SwpLd(FunctionPass):
             if ins.opcode != "ld" or "global" not in ins.modifiers:
                 continue
             try:
-                check(ins.guard is None, f"the load at line {ins.line} is guarded by a predicate (its "
-                                         f"condition in a later iteration is not computed ahead)")
+                gneed = body.slice(i, [ins.guard], f"the guard of the load at line {ins.line}") \
+                    if ins.guard is not None else []
                 dests = _dests(ins)
                 check(dests, f"the load at line {ins.line} has a destination form not handled")
                 check(i not in stored, f"a store in the loop may alias the load at line {ins.line}")
@@ -325,7 +330,7 @@ class SwpLd(FunctionPass):
                 need = body.slice(i, _regs_of(addr), f"the address of the load at line {ins.line}")
                 check(all(cfg.reg_types.get(r) for r in dests), f"the load at line {ins.line} writes an "
                                                                  f"undeclared register")
-                loads.append((i, ins, dests, need))
+                loads.append((i, ins, dests, need, gneed))
             except Refused as r:
                 why.append(str(r))
         if not loads:
@@ -336,7 +341,7 @@ class SwpLd(FunctionPass):
         line = hdr.instructions[0].line
         rot: dict[int, list[list[str]]] = {}  # load iid -> R_0..R_d, each a list (one per destination)
         regs: list[str] = []
-        for i, ins, dests, _ in loads:
+        for i, ins, dests, *_ in loads:
             rot[i] = [[body.fresh("r") for _ in dests] for _ in range(d + 1)]
             for k in range(d + 1):
                 for r, dst in zip(rot[i][k], dests):
@@ -355,11 +360,21 @@ class SwpLd(FunctionPass):
             return p
 
         def issue(ahead: int, dst_k: int, guard: str | None, out: list, cache: dict) -> None:
-            for i, ins, dests, need in loads:
+            for i, ins, dests, need, gneed in loads:
                 m = body.emit_slice(need, ahead, out, line, cache)
                 mm = body._last_reads(i, m)
+                g = guard
+                if ins.guard is not None:  # the load's own guard, computed for that iteration
+                    gm = body._last_reads(i, body.emit_slice(gneed, ahead, out, line, cache))
+                    own = gm.get(ins.guard, ins.guard)
+                    if ins.guard_neg:
+                        q = body.fresh("p")
+                        body.types[q] = "pred"
+                        out.append(Instruction("not", ("pred",), (Reg(q), Reg(own)), line=line))
+                        own = q
+                    g = own if guard is None else self._all([guard, own], out, body, line)
                 dst = Vec(tuple(Reg(r) for r in rot[i][dst_k])) if len(dests) > 1 else Reg(rot[i][dst_k][0])
-                out.append(replace(ins, operands=(dst, _rename(ins.operands[1], mm)), guard=guard, guard_neg=False,
+                out.append(replace(ins, operands=(dst, _rename(ins.operands[1], mm)), guard=g, guard_neg=False,
                                    line=line))
 
         # prologue: iterations 0 .. d-1 from the values the loop starts with
@@ -375,10 +390,11 @@ class SwpLd(FunctionPass):
         conds = [stay(j, top, cache) for j in range(d)]
         issue(d, d, self._all(conds, top, body, line), top, cache)
         repl = {}
-        for i, ins, dests, _ in loads:
+        for i, ins, dests, *_ in loads:
             R = rot[i]
-            seq = [Instruction("mov", (f"b{_bits(body.types[R[0][j]])}",), (Reg(dst), Reg(R[0][j])), line=ins.line)
-                   for j, dst in enumerate(dests)]
+            # under the load's own guard: where the original did not load, the destination keeps its value
+            seq = [Instruction("mov", (f"b{_bits(body.types[R[0][j]])}",), (Reg(dst), Reg(R[0][j])), ins.guard,
+                               ins.guard_neg, line=ins.line) for j, dst in enumerate(dests)]
             for k in range(d):
                 seq += [Instruction("mov", (f"b{_bits(body.types[R[k][j]])}",), (Reg(R[k][j]), Reg(R[k + 1][j])),
                                     line=ins.line) for j in range(len(dests))]

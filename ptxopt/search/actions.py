@@ -41,7 +41,7 @@ PASS_ACTIONS: tuple[str, ...] = (
     # the list before them is widened to this one (:func:`widen_indices`, ``rl.checkpoint``)
     "launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4",
     "unroll{factor=8}",  # issue 31, appended later (the committed policy is widened once more)
-    "swp_ld{distance=1}", "swp_ld{distance=2}",  # software-pipelined loads, appended
+    "swp_ld_1", "swp_ld_2",  # software-pipelined loads, appended
 )
 
 #: The action space, in index order: the pass actions, then ``stop``.

@@ -20,7 +20,11 @@ faults. Classes (drawn from a seeded ``random.Random``):
 ``barrier``         a ``bar.sync`` in the body: must be refused
 ``dependent``       ``src[idx[j]]``: the second load's address is a loaded value
                     (refused), the first may be pipelined
-``guarded``         the load under ``@%p`` (odd iterations only): refused
+``guarded``         the load under ``@%p`` (odd iterations only, or ``@!%p``): legal;
+                    its prefetch takes the guard of that iteration, the ``mov`` the
+                    original guard (the destination keeps its old value elsewhere)
+``guarded_loaded``  the guard is a value loaded from ``aux``: that load refused
+                    (the ``aux`` load itself may be pipelined)
 ``while_loaded``    the exit test reads a loaded value (a sentinel loop): refused
 
 The oracle (:func:`check_shape`): every ``swp_ld`` result that changes the
@@ -37,10 +41,10 @@ import random
 from dataclasses import dataclass, field
 
 CLASSES = ("stream", "pointer_iv", "two_loads", "store_alias", "store_other", "barrier", "dependent", "guarded",
-           "while_loaded")
+           "guarded_loaded", "while_loaded")
 #: classes whose every load must stay where it is
-MUST_REFUSE = frozenset({"store_alias", "store_other", "barrier", "guarded", "while_loaded"})
-PIPELINES = ("swp_ld{distance=1}", "swp_ld{distance=2}")
+MUST_REFUSE = frozenset({"store_alias", "store_other", "barrier", "while_loaded"})
+PIPELINES = ("swp_ld_1", "swp_ld_2")
 THREADS = 17
 ROW = 24  # words per thread's row (the largest trip count is n + 16 <= ROW)
 INPUTS = (0, 3, 8)  # n
@@ -115,9 +119,14 @@ def make_shape(cls: str, seed: int) -> Shape:
                        "add.u32 %r10, %r10, %r6;", upd, test]
         what += "; src[idx[j] & 15]"
     elif cls == "guarded":
-        body = addr + ["and.b32 %r9, %r1, 1;", "setp.eq.u32 %p2, %r9, 1;", "@%p2 ld.global.u32 %r6, [%rd7];",
+        neg = rng.choice(("", "!"))
+        body = addr + ["and.b32 %r9, %r1, 1;", "setp.eq.u32 %p2, %r9, 1;", f"@{neg}%p2 ld.global.u32 %r6, [%rd7];",
                        "add.u32 %r10, %r10, %r6;", upd, test]
-        what += "; @odd ld"
+        what += f"; @{neg}odd ld"
+    elif cls == "guarded_loaded":
+        body = addr + ["add.s64 %rd8, %rd13, %rd6;", "ld.global.u32 %r8, [%rd8];", "setp.gt.u32 %p2, %r8, 99;",
+                       "@%p2 ld.global.u32 %r6, [%rd7];", "add.u32 %r10, %r10, %r6;", upd, test]
+        what += "; @(aux[j] > 99) ld"
     elif cls == "while_loaded":
         body = addr + use + [upd, "setp.ne.u32 %p4, %r6, 0;", f"setp.{cmp}.{ty} %p6, %r1, {bound};",
                              "and.pred %p1, %p6, %p4;"]
@@ -156,8 +165,9 @@ def _launch(module, n: int, seed: int):
     return np.concatenate([r.buffers[0], r.buffers[1], r.buffers[2]])
 
 
-def check_shape(shape: Shape, pipelines=PIPELINES) -> ShapeResult:
-    """Run the original and every ``swp_ld`` result that changes it (module doc)."""
+def check_shape(shape: Shape, pipelines=PIPELINES, keep_refusals: bool = False) -> ShapeResult:
+    """Run the original and every ``swp_ld`` result that changes it (module doc);
+    ``keep_refusals``: also record the reasons of a pipeline that changed something."""
     from ptxopt import emit, parse
     from ptxopt.interp import InterpError
     from ptxopt.pipeline import Pipeline
@@ -172,6 +182,8 @@ def check_shape(shape: Shape, pipelines=PIPELINES) -> ShapeResult:
             res.refused[pipe] = [s.what for s in rep.refused]
             continue
         res.applied.append(pipe)
+        if keep_refusals:
+            res.refused[pipe] = [s.what for s in rep.refused]
         if shape.cls in MUST_REFUSE:
             res.wrong.append((pipe, -1, f"applied to a {shape.cls} loop: {rep.changed[0].what}"))
         cand = parse(emit(out))
