@@ -4,6 +4,8 @@ oracle must catch (a prefetch without its predicate, a store ignored)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ptxopt import emit, parse
@@ -64,14 +66,90 @@ def test_prologue_and_predicate_come_from_the_exit_test():
 
 
 @pytest.mark.parametrize("distance", (1, 2))
-def test_pass_is_structural_and_never_proved(distance):
+def test_run_proves_the_rewrite(distance):
+    """Structural: the pass manager's proof instrument proves it (``run`` writes it without
+    --allow-unchecked); the unchecked runner still refuses it unless told."""
     from ptxopt.equivalence.prove.structural import StructuralProofs
     from ptxopt.passmanager import PassManager, UnprovedStructuralRewrite, run_passes_unchecked
 
     text = make_shape("stream", 1).text
     proofs = StructuralProofs()
-    PassManager(f"swp_ld{{distance={distance}}}", instruments=[proofs]).run(parse(text))
+    PassManager(f"swp_ld_{distance}", instruments=[proofs]).run(parse(text))
+    assert [x.verdict for x in proofs.proofs] == ["proved"], proofs.proofs
     with pytest.raises(UnprovedStructuralRewrite):
-        run_passes_unchecked(text, f"swp_ld{{distance={distance}}}")
-    assert [x.verdict for x in proofs.proofs] == ["inconclusive"]
-    assert "no proof for swp_ld" in proofs.proofs[0].reason
+        run_passes_unchecked(text, f"swp_ld_{distance}")
+
+
+# -- the proof (:mod:`ptxopt.equivalence.prove.swp_sim`) ------------------------------------------------
+
+def _pipelined(cls: str, seed: int, pipe: str) -> tuple[str, str]:
+    text = make_shape(cls, seed).text
+    (p,) = Pipeline.parse(pipe).passes
+    out, rep = p.apply(parse(text))
+    assert rep.changed, rep.refused
+    return text, emit(out)
+
+
+@pytest.mark.parametrize("cls", LEGAL)
+@pytest.mark.parametrize("pipe", ("swp_ld_1", "swp_ld_2"))
+def test_legal_shapes_are_proved(cls, pipe):
+    from ptxopt.equivalence.prove import prove
+
+    text, cand = _pipelined(cls, 0, pipe)
+    r = prove(text, cand)
+    assert str(r.verdict) == "proved", r.reason
+
+
+def _drop_rotation(t: str) -> str:
+    return re.sub(r"\n\tmov\.b32 \t%swp0_r\d+, %swp0_r\d+;", "", t, count=1)
+
+
+def _unpredicate(t: str) -> str:
+    return re.sub(r"@%swp0_[ps]\d+ (ld\.global)", r"\1", t)
+
+
+def _swap_rotation(t: str) -> str:
+    lines = t.split("\n")
+    rot = [i for i, s in enumerate(lines) if re.fullmatch(r"\tmov\.b32 \t%swp0_r\d+, %swp0_r\d+;", s)]
+    lines[rot[0]], lines[rot[1]] = lines[rot[1]], lines[rot[0]]
+    return "\n".join(lines)
+
+
+def _shift_prologue(t: str) -> str:
+    return re.sub(r"(ld\.global\.u32 \t%swp0_r\d+, \[%swp0_\w+)\]", r"\1+4]", t, count=1)
+
+
+MUTANTS = {"rotation dropped": _drop_rotation, "prefetch unpredicated": _unpredicate,
+           "rotation order swapped": _swap_rotation, "prologue address off by one word": _shift_prologue}
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_wrong_pipelining_is_never_proved(name):
+    """Hand-broken results of the pass: the proof must not call them equivalent (and the
+    interpreter sees most of them differ or fault)."""
+    from ptxopt.equivalence.prove import prove
+
+    for cls in ("stream", "pointer_iv"):
+        text, cand = _pipelined(cls, 0, "swp_ld_2")
+        bad = MUTANTS[name](cand)
+        assert bad != cand
+        r = prove(text, bad)
+        assert str(r.verdict) != "proved", (name, cls)
+
+
+def test_an_ignored_aliasing_store_is_not_proved(monkeypatch):
+    from ptxopt.equivalence.prove import prove
+
+    real = pipeline_loads.find_loops
+
+    def no_memory_facts(cfg):
+        info = real(cfg)
+        for lp in info.loops:
+            lp.carried_mem = ()
+        return info
+
+    monkeypatch.setattr(pipeline_loads, "find_loops", no_memory_facts)
+    text, cand = _pipelined("store_alias", 0, "swp_ld_1")
+    r = prove(text, cand)
+    assert str(r.verdict) != "proved"
+    assert "invariant" in r.reason or "store" in r.reason or "memory" in r.reason, r.reason

@@ -40,6 +40,12 @@ register bases are forgotten (the loop facts' ``carried_mem``), and no
 barrier, fence, warp collective, call or ordered access at all (another
 thread's store becomes visible only through them).
 
+The result is proved, not sampled: :mod:`ptxopt.equivalence.prove.swp_sim`
+finds, from the two kernels alone, the invariant that each rotating register
+holds what a load of the original reads some iterations later, shows it
+inductive, and that every early load is one the original makes in an
+iteration that runs (``run`` writes nothing it cannot prove).
+
 Refused, with the reason: a loop of several blocks, a loop entered by a
 branch, an exit test or an address that depends on a value loaded in the loop
 (or on anything but induction variables and invariants), a load whose guard
@@ -233,12 +239,7 @@ class SwpLd(FunctionPass):
     kind: ClassVar[str] = "swp_ld"
     family: ClassVar[str] = SOFTWARE_PIPELINE
     choices: ClassVar[dict] = {"distance": (1, 2)}
-    structural: ClassVar[bool] = True  # it rewrites loops: proved before ``run`` writes it
-    #: the relational invariant (the rotating registers hold memory at the addresses of the coming
-    #: iterations) is not an obligation of :mod:`ptxopt.equivalence.prove.loop_sim`: the result is
-    #: ``inconclusive`` with this reason, and checked by the interpreter at boundary trip counts only
-    no_proof: ClassVar[str] = "no proof for swp_ld (the rotating-register invariant is not discharged by the " \
-                              "loop simulation; interpreter equivalence only)"
+    structural: ClassVar[bool] = True  # it rewrites loops: proved (:mod:`.swp_sim`) before ``run`` writes it
     distance: int
 
     @property

@@ -143,7 +143,7 @@ def make_shape(cls: str, seed: int) -> Shape:
             "\t.reg .pred %p<8>;\n\t.reg .b32 %r<24>;\n\t.reg .b64 %rd<16>;\n"
             "\tld.param.u64 %rd1, [out];\n\tld.param.u64 %rd3, [src];\n\tld.param.u64 %rd4, [aux];\n"
             "\tld.param.u32 %r20, [n];\n\tcvta.to.global.u64 %rd2, %rd3;\n\tcvta.to.global.u64 %rd5, %rd4;\n"
-            "\tcvta.to.global.u64 %rd14, %rd1;\n\tmov.u32 %r22, %tid.x;\n\tmov.u32 %r10, 0;\n\tmov.u32 %r11, 1;\n"
+            "\tcvta.to.global.u64 %rd14, %rd1;\n\tmov.u32 %r22, %tid.x;\n\tmov.u32 %r10, 0;\n\tmov.u32 %r11, 1;\n\tmov.u32 %r6, 0;\n"
             + "".join(f"\t{l}\n" for l in pre) + "L:\n" + "".join(f"\t{l}\n" for l in body) + "\t@%p1 bra L;\n"
             "DONE:\n\tmul.wide.u32 %rd15, %r22, 8;\n\tadd.s64 %rd15, %rd14, %rd15;\n"
             "\tst.global.u32 [%rd15], %r10;\n\tst.global.u32 [%rd15+4], %r11;\n\tret;\n}\n")
