@@ -1,77 +1,131 @@
-"""``swp_ld`` over the corpus loop kernels and benchmarks/outside_kernels:
-loops pipelined / refused (with the reasons counted), and the pass's CPU time
-against one ptxas run of the same kernel. Prints a table; no estimate here."""
+"""``swp_ld`` over the corpus loop kernels and benchmarks/outside_kernels.
+
+For each distance: kernels changed / unchanged, the refusal reasons counted,
+the proof's verdict on every changed kernel (and why not proved), the pass's
+and the proof's CPU time against one ptxas run of the result, and -- on the
+first changed kernel of each family (a stratified sample) -- the estimated
+cycles (sim backend, throughput objective, L2 cold: an ESTIMATE) with and
+without the pass and the equivalence verdict the evaluator gives.
+
+    python benchmarks/swp_ld_report.py [--estimate] [distances...]
+"""
 
 from __future__ import annotations
 
 import collections
 import pathlib
 import re
+import statistics
 import sys
 import time
 
-from ptxopt import parse
+from ptxopt import emit, parse
 from ptxopt.analysis.loops import loops_of
 from ptxopt.pipeline import Pipeline
+
+OUTSIDE = pathlib.Path(__file__).parent / "outside_kernels"
 
 
 def kernels():
     from ptxopt.corpus import select
 
     for k in select("all"):
-        yield k.id, k.ptx_text()
-    for p in sorted(pathlib.Path(__file__).parent.joinpath("outside_kernels").glob("*.ptx")):
-        yield "outside/" + p.stem, p.read_text()
+        yield k.id, k.ptx_text(), f"corpus:{k.id}"
+    for p in sorted(OUTSIDE.glob("*.ptx")):
+        yield "outside/" + p.stem, p.read_text(), str(p)
 
 
-def main(distance: int = 1, ptxas_sample: int = 12) -> None:
-    (p,) = Pipeline.parse(f"swp_ld{{distance={distance}}}").passes
-    applied = refused_k = loops = kernels_with_loops = 0
-    reasons = collections.Counter()
-    pass_s = []
-    names = []
-    for name, text in kernels():
-        m = parse(text)
-        if not any(loops_of(f)[1].loops for f in m.functions if f.body is not None):
-            continue
-        kernels_with_loops += 1
-        t0 = time.process_time()
-        out, rep = p.apply(m)
-        pass_s.append((time.process_time() - t0, name, text))
-        ch = len(rep.changed)
-        applied += ch > 0
-        refused_k += ch == 0
-        for s in rep.refused:
-            reasons[re.sub(r"line \d+|%\w+|\d+", "#", s.what.split(": ", 1)[-1])[:90]] += 1
-        if ch:
-            names.append(name)
-    print(f"swp_ld{{distance={distance}}}: {kernels_with_loops} kernels with loops, {applied} changed, "
-          f"{refused_k} unchanged")
-    for r, n in reasons.most_common(12):
-        print(f"  {n:4d}  {r}")
-    print("changed:", ", ".join(names[:40]))
-    # cost vs one ptxas run, on a sample (every k-th kernel with loops)
-    sample = pass_s[:: max(1, len(pass_s) // ptxas_sample)][:ptxas_sample]
-    ratios = []
-    for sec, name, text in sample:
-        t0 = time.process_time()
-        t1 = time.perf_counter()
-        try:
-            _ptxas(text)
-        except Exception:  # noqa: BLE001 - a rejected kernel has no comparable time
-            continue
-        ratios.append(sec / max(1e-6, time.perf_counter() - t1))
-    ratios.sort()
-    print(f"pass CPU time / one ptxas run (wall), {len(ratios)} kernels: median {ratios[len(ratios) // 2]:.3f}x, "
-          f"max {ratios[-1]:.3f}x")
+def family(name: str) -> str:
+    return re.sub(r"_\d+$", "", name) if name.startswith("gen_") else name
 
 
-def _ptxas(text: str) -> None:
+def _ptxas_s(text: str) -> float | None:
     from ptxopt.toolchain.arch import resolve_arch
     from ptxopt.toolchain.ptxas import compile_ptx
 
-    compile_ptx(text, resolve_arch(text), memo=False)
+    t = time.perf_counter()
+    try:
+        compile_ptx(text, resolve_arch(text), memo=False)
+    except Exception:  # noqa: BLE001 - a rejected kernel has no comparable time
+        return None
+    return time.perf_counter() - t
+
+
+def report(distance: int, estimate: bool) -> None:
+    from ptxopt.equivalence.prove import prove
+
+    name_ = f"swp_ld_{distance}"
+    (p,) = Pipeline.parse(name_).passes
+    looped = 0
+    changed = []
+    reasons = collections.Counter()
+    for name, text, ref in kernels():
+        m = parse(text)
+        if not any(loops_of(f)[1].loops for f in m.functions if f.body is not None):
+            continue
+        looped += 1
+        t0 = time.process_time()
+        out, rep = p.apply(m)
+        t_pass = time.process_time() - t0
+        for s in rep.refused:
+            reasons[re.sub(r"line \d+|%\w+|\d+", "#", s.what.split(": ", 1)[-1])[:100]] += 1
+        if rep.changed:
+            changed.append((name, text, emit(out), ref, t_pass, len(rep.changed)))
+    fams = collections.Counter(family(n) for n, *_ in changed)
+    print(f"\n## {name_}: {looped} kernels with loops, {len(changed)} changed ({sum(c[5] for c in changed)} loops), "
+          f"{looped - len(changed)} unchanged")
+    print("changed by family:", ", ".join(f"{f} {n}" for f, n in sorted(fams.items())))
+    print("refusals (per loop or load):")
+    for r, n in reasons.most_common(14):
+        print(f"  {n:4d}  {r}")
+    verdicts = collections.Counter()
+    why = collections.Counter()
+    ratios_pass, ratios_proof = [], []
+    for name, text, cand, _, t_pass, _ in changed:
+        t0 = time.process_time()
+        r = prove(text, cand)
+        t_proof = time.process_time() - t0
+        verdicts[str(r.verdict)] += 1
+        if str(r.verdict) != "proved":
+            why[re.sub(r"\d+|%\w+|\S+:\d+", "#", r.reason.split(": ", 1)[-1])[:110]] += 1
+        tp = _ptxas_s(cand)
+        if tp:
+            ratios_pass.append(t_pass / tp)
+            ratios_proof.append(t_proof / tp)
+    print("proof:", dict(verdicts))
+    for r, n in why.most_common(6):
+        print(f"  {n:4d}  {r}")
+    if ratios_pass:
+        print(f"cost / one ptxas run of the result ({len(ratios_pass)} kernels): pass median "
+              f"{statistics.median(ratios_pass):.3f}x (max {max(ratios_pass):.3f}x); proof median "
+              f"{statistics.median(ratios_proof):.2f}x (max {max(ratios_proof):.2f}x)")
+    if not estimate:
+        return
+    from ptxopt.evaluate import evaluate
+
+    seen = set()
+    print("| kernel | cycles before | after | gain | equivalence |")
+    print("|---|---|---|---|---|")
+    for name, text, cand, ref, *_ in changed:
+        if family(name) in seen:
+            continue
+        seen.add(family(name))
+        try:
+            b = evaluate(ref, "", cache=None)
+            a = evaluate(ref, name_, cache=None)
+        except Exception as e:  # noqa: BLE001 - a kernel the evaluator cannot take is reported, not fatal
+            print(f"| {name} | - | - | - | {type(e).__name__}: {e} |")
+            continue
+        if not (b.cycles and a.cycles):
+            print(f"| {name} | {b.status} | {a.status} | - | {a.equivalence}: {(a.error or '')[:60]} |")
+            continue
+        gain = 100 * (b.cycles - a.cycles) / b.cycles
+        print(f"| {name} | {b.cycles:,.0f} | {a.cycles:,.0f} | {gain:+.1f}% | {a.equivalence} |")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    args = sys.argv[1:]
+    est = "--estimate" in args
+    ds = [int(a) for a in args if a.isdigit()] or [1, 2]
+    for d in ds:
+        report(d, est)

@@ -72,6 +72,8 @@ _SLICE_OPS = frozenset({"add", "sub", "mul", "mad", "mul24", "mad24", "shl", "sh
 #: special registers that are the same all through a launch (others, e.g. %clock, are not invariants)
 _STEADY_SPECIAL = ("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%nsmid", "%gridid")
 _FLOAT = opcodes.FLOAT_TYPES
+#: writes the loop facts' memory pairs do not see (calls, async copies, surfaces): refused outright
+_WRITES_UNTRACKED = frozenset({"call", "cp", "sust", "sured", "suatom", "stmatrix", "tensormap"}) | opcodes.ASYNC_COPIES
 
 
 def _regs_of(op) -> list[str]:
@@ -303,8 +305,8 @@ class SwpLd(FunctionPass):
             role = operand_facts.facts(ins).role
             check(not opcodes.is_barrier(ins), f"a barrier or fence in the loop ({ins.full_opcode}, line {ins.line})")
             check(role != "collective", f"a warp collective in the loop (line {ins.line})")
-            check(not opcodes.is_atomic(ins) and ins.opcode not in ("call", "cp") and ins.opcode not in
-                  opcodes.ASYNC_COPIES, f"{ins.full_opcode} in the loop (line {ins.line})")
+            check(not opcodes.is_atomic(ins) and ins.opcode not in _WRITES_UNTRACKED,
+                  f"{ins.full_opcode} in the loop (line {ins.line})")
             check(not (opcodes.is_memory(ins) and set(ins.modifiers) & opcodes.ORDERED_MEM_MODS),
                   f"an ordered or volatile access in the loop (line {ins.line})")
         body = _Loop(cfg, lp, prefix)

@@ -31,13 +31,19 @@ The oracle (:func:`check_shape`): every ``swp_ld`` result that changes the
 kernel must finish and store the same bytes as the original on every input
 (:data:`INPUTS`); a difference or a fault is a *wrong pipelining*. The
 classes that must be refused also count a change as wrong
-(:data:`MUST_REFUSE`). ``tests/test_pipelined_loads.py`` runs a few seeds
+(:data:`MUST_REFUSE`). With ``prove``/``mutants``, the prover
+(:mod:`ptxopt.equivalence.prove.swp_sim`) is checked too: on every result,
+and on :data:`MUTANTS`, hand-broken copies of the last one (the rotation
+dropped or reordered, the prefetch unpredicated or predicated on the next
+iteration only, the prologue's address moved); ``proved`` on anything the
+interpreter tells apart is a *false proof*. ``tests/test_pipelined_loads.py`` runs a few seeds
 per class; ``benchmarks/fuzz_pipelined_loads.py`` the campaign.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 CLASSES = ("stream", "pointer_iv", "two_loads", "store_alias", "store_other", "barrier", "dependent", "guarded",
@@ -66,6 +72,41 @@ class ShapeResult:
     applied: list[str] = field(default_factory=list)
     refused: dict[str, list[str]] = field(default_factory=dict)
     wrong: list[tuple[str, int, str]] = field(default_factory=list)  # (pipeline, n, detail)
+    verdicts: dict[str, str] = field(default_factory=dict)  # pipeline or "mutant NAME" -> the prover's verdict
+    mutants_differ: list[str] = field(default_factory=list)  # mutants the interpreter tells apart
+
+
+def _drop_rotation(t: str) -> str:
+    return re.sub(r"\n\tmov\.b\d+ \t%swp\d+_r\d+, %swp\d+_r\d+;", "", t, count=1)
+
+
+def _unpredicate(t: str) -> str:
+    return re.sub(r"@%swp\d+_[ps]\d+ (ld\.global)", r"\1", t)
+
+
+def _swap_rotation(t: str) -> str:
+    lines = t.split("\n")
+    rot = [i for i, s in enumerate(lines) if re.fullmatch(r"\tmov\.b\d+ \t%swp\d+_r\d+, %swp\d+_r\d+;", s)]
+    if len(rot) < 2:
+        return t
+    lines[rot[0]], lines[rot[1]] = lines[rot[1]], lines[rot[0]]
+    return "\n".join(lines)
+
+
+def _shift_prologue(t: str) -> str:
+    return re.sub(r"(ld\.global(?:\.\w+)* \t%swp\d+_r\d+, \[%swp\d+_\w+)\]", r"\1+4]", t, count=1)
+
+
+def _first_iteration_only(t: str) -> str:
+    """The prefetch predicated on the next iteration running, not iteration i+d (d = 2)."""
+    m = re.search(r"and\.pred \t(%swp\d+_p\d+), (%swp\d+_\w+), %swp\d+_\w+;", t)
+    return t if m is None else t.replace(m.group(0), f"mov.pred \t{m.group(1)}, {m.group(2)};")
+
+
+#: hand-broken results of the pass (text edits of a correct one): the prover must not prove them
+MUTANTS = {"rotation dropped": _drop_rotation, "prefetch unpredicated": _unpredicate,
+           "rotation order swapped": _swap_rotation, "prologue address off by one word": _shift_prologue,
+           "predicate of the next iteration only": _first_iteration_only}
 
 
 def make_shape(cls: str, seed: int) -> Shape:
@@ -165,9 +206,29 @@ def _launch(module, n: int, seed: int):
     return np.concatenate([r.buffers[0], r.buffers[1], r.buffers[2]])
 
 
-def check_shape(shape: Shape, pipelines=PIPELINES, keep_refusals: bool = False) -> ShapeResult:
+def _differs(cand_text: str, ref: dict, seed: int) -> str | None:
+    from ptxopt import parse
+    from ptxopt.interp import InterpError
+
+    cand = parse(cand_text)
+    for n, want in ref.items():
+        try:
+            got = _launch(cand, n, seed)
+        except InterpError as e:
+            return f"n = {n}: fails: {e}"
+        if (got != want).any():
+            i = int((got != want).nonzero()[0][0])
+            return f"n = {n}: word {i}: {int(want[i])} -> {int(got[i])}"
+    return None
+
+
+def check_shape(shape: Shape, pipelines=PIPELINES, keep_refusals: bool = False, prove: bool = False,
+                mutants: bool = False) -> ShapeResult:
     """Run the original and every ``swp_ld`` result that changes it (module doc);
-    ``keep_refusals``: also record the reasons of a pipeline that changed something."""
+    ``keep_refusals``: also record the reasons of a pipeline that changed something;
+    ``prove``: prove each result too (a proof of a result the interpreter tells apart is
+    wrong); ``mutants``: also each of :data:`MUTANTS` of the last result (a proof of one the
+    interpreter tells apart is wrong; one it does not is only recorded)."""
     from ptxopt import emit, parse
     from ptxopt.interp import InterpError
     from ptxopt.pipeline import Pipeline
@@ -196,6 +257,25 @@ def check_shape(shape: Shape, pipelines=PIPELINES, keep_refusals: bool = False) 
             if (got != want).any():
                 i = int((got != want).nonzero()[0][0])
                 res.wrong.append((pipe, n, f"word {i}: {int(want[i])} -> {int(got[i])}"))
+        if prove or mutants:
+            from ptxopt.equivalence.prove import prove as prove_
+
+            text = emit(out)
+            if prove:
+                v = res.verdicts[pipe] = str(prove_(shape.text, text).verdict)
+                if v == "proved" and any(w[0] == pipe for w in res.wrong):
+                    res.wrong.append((pipe, -1, "false proof"))
+            if mutants and pipe == pipelines[-1]:
+                for name, mutate in MUTANTS.items():
+                    bad = mutate(text)
+                    if bad == text:
+                        continue
+                    diff = _differs(bad, ref, shape.seed)
+                    if diff:
+                        res.mutants_differ.append(name)
+                    v = res.verdicts[f"mutant {name}"] = str(prove_(shape.text, bad).verdict)
+                    if v == "proved" and diff:
+                        res.wrong.append((f"mutant {name}", -1, f"false proof ({diff})"))
     return res
 
 
