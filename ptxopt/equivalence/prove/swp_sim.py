@@ -12,11 +12,13 @@ those facts and proves them inductive, from the two control-flow graphs alone
   loop header (:attr:`loop_sim._Proof.carried`).
 * **Candidate invariants** ``H(r, a, j, k)``, for every carried register
   ``r``, every load ``a`` of the original loop's body (its position among the
-  body's accesses), lane ``j`` and ``k < MAX_AHEAD``: *if* the original, run
+  body's accesses), lane ``j`` and ``k`` below the iterations ahead tried
+  (1, then :data:`MAX_AHEAD`; the candidate's own loads name which lanes
+  of which shape each register may mirror): *if* the original, run
   from the header's state, goes back to the header after iterations
   ``1 .. k`` and load ``a``'s guard holds in iteration ``k+1``, *then* ``r``
   equals the value that load reads in iteration ``k+1``. The original's
-  iterations are its own body encoded ``MAX_AHEAD + 1`` times from the same
+  iterations are its own body encoded ``self.ahead + 1`` times from the same
   state (the terms of :mod:`.smt.paths`), so "the value it reads" is the
   select on the memory of that moment: stores between the early load and the
   original one (same buffer or not provably apart) make the invariant fail.
@@ -30,7 +32,7 @@ those facts and proves them inductive, from the two control-flow graphs alone
   live in either kernel, memory, ordering points, stores, the exit decision),
   except that a candidate access may be covered by a load of the original
   in a *later* iteration that runs: the original's loads of iterations
-  ``2 .. MAX_AHEAD + 1`` count, each under its guard and the exit tests that
+  ``2 .. self.ahead + 1`` count, each under its guard and the exit tests that
   lead to it (an early load of an iteration that does not run is not
   covered: the fault obligation fails).
 
@@ -82,15 +84,20 @@ def prove_pipelined(fo, fc) -> FunctionDetail:
     """Prove ``fc`` equivalent to ``fo`` (module doc)."""
     t0 = time.perf_counter()
     carried = carried_registers(fo, fc)
-    try:
-        proof = _SwpProof(Side(fo), Side(fc), t0)
-        proof.carried = carried
-        blocks, how = proof.run()
-    except (_Refused, Unsupported, ValueError) as e:
-        return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"pipelined-loop simulation: {e}", [])
-    except _Timeout as e:
-        return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"pipelined-loop simulation: solver timeout: {e}", [])
-    return FunctionDetail(fo.name, Verdict.PROVED, f"inductive simulation: {how}", blocks)
+    out = None
+    for ahead in range(1, MAX_AHEAD + 1):  # the fewest iterations ahead first: smaller queries
+        try:
+            proof = _SwpProof(Side(fo), Side(fc), t0)
+            proof.carried, proof.ahead = carried, ahead
+            blocks, how = proof.run()
+        except (_Refused, Unsupported, ValueError) as e:
+            out = FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"pipelined-loop simulation: {e}", [])
+            continue
+        except _Timeout as e:
+            return FunctionDetail(fo.name, Verdict.INCONCLUSIVE, f"pipelined-loop simulation: solver timeout: {e}",
+                                  [])
+        return FunctionDetail(fo.name, Verdict.PROVED, f"inductive simulation: {how}", blocks)
+    return out
 
 
 class _SwpProof(_Proof):
@@ -100,6 +107,7 @@ class _SwpProof(_Proof):
         super().__init__(so, sc, t0)
         self.invariant: dict[int, list[tuple]] = {}  # original header -> surviving (r, a, j, k)
         self.based: dict[int, set[int]] = {}  # original header -> the blocks entering it whose base case held
+        self.ahead = MAX_AHEAD  # iterations ahead a carried register may hold (prove_pipelined tries 1, then 2)
 
     def _own(self, h: int) -> frozenset[str]:
         """The carried registers loop ``h`` of the candidate writes and reads at
@@ -134,15 +142,90 @@ class _SwpProof(_Proof):
         bits = self.sc.reg_bits
         keys = []
         first = its[0][2]
+        loaded = self._loaded_by()
+        dests = self._access_dests(h)
+        reach = self._moved_into()
         for r in sorted(self._own(h)):
             w = 1 if r == "%cc.cf" else bits(r)
+            shapes = loaded.get(r, set())
+            into = reach.get(r, set())
             for a, acc in enumerate(first):
                 if acc.kind != "ld":
                     continue
                 for j, v in enumerate(acc.values):
-                    if q_width.get(v) == w:
-                        keys += [(r, a, j, k) for k in range(MAX_AHEAD)]
+                    if q_width.get(v) != w or (acc.space, acc.size, len(acc.values), j) not in shapes:
+                        continue
+                    if into and len(dests) == len(first) and dests[a][j] not in into:
+                        continue  # the register flows into another load's destination
+                    keys += [(r, a, j, k) for k in range(self.ahead)]
         return keys
+
+    def _access_dests(self, h: int) -> list[list[str | None]]:
+        """Per access of the original loop's body (in :mod:`.smt.encode`'s
+        order): the registers its lanes load into."""
+        from ptxopt import opcodes, operand_facts
+        from ptxopt.equivalence.prove.smt.encode import _LANE_OPS
+
+        out = []
+        for ins in self.so.cfg.blocks[h].instructions:
+            f = operand_facts.facts(ins)
+            if ins.opcode in opcodes.PREFETCHES:
+                out.append([])
+            elif f.role in ("load", "store") and ins.opcode in _LANE_OPS:
+                if f.role == "store" or not ins.operands:
+                    out.append([])
+                    continue
+                items = operand_facts.vector_items(operand_facts.unbrace(ins.operands[0])) \
+                    if opcodes.vector_width(ins) > 1 else (ins.operands[0],)
+                out.append([operand_facts.reg_name(operand_facts.unbrace(x)) for x in items or ()
+                            if not operand_facts.is_sink(x)])
+        return out
+
+    def _moved_into(self) -> dict[str, set[str]]:
+        """Carried register -> the other registers a chain of the candidate's
+        ``mov``s copies it into (a search hint, as :meth:`_loaded_by`)."""
+        from ptxopt import operand_facts
+
+        edges: dict[str, set[str]] = {}
+        for ins in self.sc.cfg.instructions:
+            if ins.opcode == "mov" and len(ins.operands) == 2:
+                d, src = (operand_facts.reg_name(o) for o in ins.operands)
+                if d and src in self.carried:
+                    edges.setdefault(src, set()).add(d)
+        out: dict[str, set[str]] = {}
+        for r in self.carried:
+            seen, todo = set(), [r]
+            while todo:
+                for d in edges.get(todo.pop(), ()):
+                    if d not in seen:
+                        seen.add(d)
+                        if d in self.carried:
+                            todo.append(d)
+            out[r] = {d for d in seen if d not in self.carried}
+        return out
+
+    def _loaded_by(self) -> dict[str, set[tuple]]:
+        """Carried register -> (space, bytes, lanes, lane) of every candidate load
+        that writes it: which original loads it may mirror (a search hint only:
+        a pairing that is wrong fails its obligations and is dropped)."""
+        from ptxopt import opcodes, operand_facts
+
+        out: dict[str, set[tuple]] = {}
+        for ins in self.sc.cfg.instructions:
+            if ins.opcode != "ld" or not ins.operands:
+                continue
+            t = opcodes.value_type(ins)
+            items = operand_facts.vector_items(operand_facts.unbrace(ins.operands[0])) \
+                if opcodes.vector_width(ins) > 1 else (ins.operands[0],)
+            if t is None or items is None:
+                continue
+            size = max(1, opcodes.TYPE_BITS.get(t, 8) // 8) * len(items)
+            space = opcodes.mem_space(ins)
+            names = [operand_facts.reg_name(operand_facts.unbrace(x)) for x in items]
+            for j, r in enumerate(names):
+                if r in self.carried:
+                    out.setdefault(r, set()).add((space, size, len(names), j))
+        return out
 
     def _claim(self, q: Query, its: list[tuple], key: tuple, rterm: str, shift: int) -> str:
         """A Bool term: invariant ``key`` of a header state whose carried register
@@ -227,7 +310,7 @@ class _SwpProof(_Proof):
         if [self._mapped(d) for _, d in oo] != [d for _, d in oc] or len(oc) != 1:
             raise _Refused(f"{where}: the two kernels go to other places")
         ro, rc = eo.snapshot(), ec.snapshot()
-        its = self._iterations(eo, h, MAX_AHEAD + 1)
+        its = self._iterations(eo, h, self.ahead + 1)
         obs = self._state(q, replace(ro, accesses=list(ro.accesses) + self._later_loads(q, its, 0)), rc,
                           self._live(oo[0][1], oc[0][1]), tag)
         keys = self.invariant.get(h)
@@ -255,7 +338,7 @@ class _SwpProof(_Proof):
         paths = self._trips(q, hc, region, tag)
         eo = PathEncoder(q, so.reg_bits)
         eo.begin(tag)
-        its = self._iterations(eo, h, MAX_AHEAD + 1)
+        its = self._iterations(eo, h, self.ahead + 1)
 
         def at_entry(r: str) -> str:
             return q.var(f"in.{tag}.{r}", sc.reg_bits(r) or 1)
