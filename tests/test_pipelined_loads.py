@@ -98,6 +98,7 @@ def test_legal_shapes_are_proved(cls, pipe):
     assert str(r.verdict) == "proved", r.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_wrong_pipelining_is_never_proved(name):
     """Hand-broken results of the pass: the proof must not call them equivalent (and the
