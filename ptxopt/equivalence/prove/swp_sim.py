@@ -85,7 +85,8 @@ def prove_pipelined(fo, fc) -> FunctionDetail:
     t0 = time.perf_counter()
     carried = carried_registers(fo, fc)
     out = None
-    for ahead in range(1, MAX_AHEAD + 1):  # the fewest iterations ahead first: smaller queries
+    guess = _rotation_depth(fc, carried)
+    for ahead in [guess] + [a for a in range(1, MAX_AHEAD + 1) if a != guess]:  # the rotation's depth first
         try:
             proof = _SwpProof(Side(fo), Side(fc), t0)
             proof.carried, proof.ahead = carried, ahead
@@ -98,6 +99,27 @@ def prove_pipelined(fo, fc) -> FunctionDetail:
                                   [])
         return FunctionDetail(fo.name, Verdict.PROVED, f"inductive simulation: {how}", blocks)
     return out
+
+
+def _rotation_depth(fc, carried: frozenset[str]) -> int:
+    """The longest chain of ``mov``s from one carried register to another
+    (``R_2 -> R_1 -> R_0``: 2), at least 1 and at most :data:`MAX_AHEAD`: how
+    many iterations ahead to try first (a hint; every count is sound)."""
+    from ptxopt import operand_facts
+    from ptxopt.ir import iter_instructions
+
+    edges: dict[str, set[str]] = {}
+    for ins in iter_instructions(fc.body):
+        if ins.opcode == "mov" and len(ins.operands) == 2:
+            d, src = (operand_facts.reg_name(o) for o in ins.operands)
+            if d in carried and src in carried and d != src:
+                edges.setdefault(src, set()).add(d)
+
+    def depth(r: str, seen: frozenset) -> int:
+        return max((1 + depth(d, seen | {d}) for d in edges.get(r, ()) if d not in seen), default=0)
+
+    best = max((depth(r, frozenset({r})) for r in edges), default=1)
+    return min(MAX_AHEAD, max(1, best))
 
 
 class _SwpProof(_Proof):
