@@ -9,8 +9,6 @@ module before it (:func:`ptxopt.equivalence.prove.prove`: the block matcher,
 the run-out loop proofs and the inductive loop simulation of
 :mod:`.loop_sim`). ``ptxopt run`` writes nothing when one is not ``proved``
 (exit 1, the reason said) unless ``--allow-unchecked``, and then says so.
-A structural pass whose own obligation has no prover yet says so in its
-``no_proof`` attribute; its result is ``inconclusive`` with that reason.
 
 Each pass is proved against its own input, not the pipeline's: the rest of
 the module is then unchanged, so the proof is only about what the pass did.
@@ -56,10 +54,6 @@ class StructuralProofs(Instrument):
 
     def after_pass(self, p, before, after, record) -> None:
         if not getattr(p, "structural", False) or not record.changed:
-            return
-        missing = getattr(p, "no_proof", "")
-        if missing:  # a structural pass whose obligation no prover discharges yet: never called proved
-            self.proofs.append(StructuralProof(p.name, "inconclusive", missing, 0.0))
             return
         from ptxopt.equivalence.prove import prove
 
