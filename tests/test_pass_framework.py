@@ -20,7 +20,7 @@ EXPECTED_ORDER = [
     "st_cache_wb", "st_cache_wt", "st_cache_cs", "maxnreg_32", "maxnreg_64", "maxnreg_128",
     "maxnreg_255", "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl", "prefetch_L1", "prefetch_L2",
     "launch_bounds_2", "nc_ld", "unroll_2", "unroll_4",  # added after the first 20: last, so their places stay
-    "loop_version_2", "loop_version_4",
+    "loop_version_2", "loop_version_4", "swp_ld_1", "swp_ld_2",
 ]
 
 

@@ -35,7 +35,7 @@ def test_the_committed_policy_is_for_an_older_list_and_is_widened():
     new_rows = [i for i in range(len(ACTIONS)) if i not in rows]
     assert [ACTIONS[i] for i in new_rows] == ["launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld",
                                                "unroll_2", "unroll_4", "unroll{factor=8}",
-                                               "loop_version_2", "loop_version_4"]
+                                               "loop_version_2", "loop_version_4", "swp_ld_1", "swp_ld_2"]
     with torch.no_grad():
         got = policy.forward(x, np.ones((64, len(ACTIONS)), bool))
         want = _old(doc).forward(old_x, np.ones((64, len(rows)), bool))

@@ -35,6 +35,8 @@ _ALIASES: dict[str, tuple[str, dict]] = {
     "unroll_4": ("unroll", {"factor": 4}),
     "loop_version_2": ("loop_version", {"check": "align", "width": 2}),
     "loop_version_4": ("loop_version", {"check": "align", "width": 4}),
+    "swp_ld_1": ("swp_ld", {"distance": 1}),
+    "swp_ld_2": ("swp_ld", {"distance": 2}),
 }
 
 _ALIAS_OF = {(kind, tuple(sorted(params.items()))): alias for alias, (kind, params) in _ALIASES.items()}

@@ -3,7 +3,9 @@
 At most one pass of each exclusive family is active in a pipeline (two cache
 hints, two register budgets or two schedules contradict each other); the
 vectorize family is not exclusive (``vec_ld`` and ``vec_st`` compose), but
-``vec_ld`` and ``split_ld`` undo each other. A pipeline that breaks a rule is
+``vec_ld`` and ``split_ld`` undo each other. The unroll family holds every
+pass that restructures a loop (``unroll``, ``loop_version``, ``swp_ld``): a
+pipeline's loop proof covers one loop rewrite. A pipeline that breaks a rule is
 refused with a message naming both passes and the family.
 """
 

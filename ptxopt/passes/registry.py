@@ -56,6 +56,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "nc_ld": ("readonly_path", "NcLd"),
     "unroll": ("unroll", "Unroll"),
     "loop_version": ("loop_version", "LoopVersion"),
+    "swp_ld": ("pipeline_loads", "SwpLd"),
 }
 
 

@@ -42,6 +42,7 @@ PASS_ACTIONS: tuple[str, ...] = (
     "launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4",
     "unroll{factor=8}",  # issue 31, appended later (the committed policy is widened once more)
     "loop_version_2", "loop_version_4",  # versioned loops with a vectorised fast copy (appended)
+    "swp_ld_1", "swp_ld_2",  # software-pipelined loads, appended
 )
 
 #: The action space, in index order: the pass actions, then ``stop``.

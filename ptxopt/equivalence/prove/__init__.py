@@ -240,6 +240,10 @@ def _simulate(f: Function, mo: Module, g: Function, mc: Module) -> FunctionDetai
         if clash:
             return FunctionDetail(f.name, Verdict.INCONCLUSIVE, f"the {what} declares variable {clash} more than "
                                                                 f"once (not modelled)", [])
+    from ptxopt.equivalence.prove.swp_sim import carried_registers, prove_pipelined
+
+    if carried_registers(f, g):  # candidate registers carried round a loop: loads issued ahead
+        return prove_pipelined(f, g)
     return prove_by_simulation(f, g)
 
 

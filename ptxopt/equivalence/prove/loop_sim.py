@@ -159,6 +159,9 @@ class _Proof:
     def __init__(self, so: Side, sc: Side, t0: float) -> None:
         self.so, self.sc, self.t0 = so, sc, t0
         self.solver_calls = 0
+        #: candidate-only registers carried into loop headers under an invariant of a subclass's own
+        #: (:mod:`.swp_sim`); none here: the identity relation holds at every cut point
+        self.carried: frozenset[str] = frozenset()
 
     # -- the correspondence ----------------------------------------------------------
 
@@ -173,7 +176,7 @@ class _Proof:
             if any("@" in r for d, u in side.cfg.du for r in d + u):
                 raise _Refused("a nested { } scope redeclares a register name (not modelled)")
         for side, what in ((so, "original"), (sc, "candidate")):
-            undefined = sorted(side.live_in(0) - side.reg_params)
+            undefined = sorted(side.live_in(0) - side.reg_params - (self.carried if side is sc else frozenset()))
             if undefined:
                 raise _Refused(f"the {what} reads {', '.join(undefined[:4])} before writing it on some path")
         heads = [b.index for b in bo if b.index in b.succs]
@@ -203,8 +206,8 @@ class _Proof:
         self.map = dict(zip(plain_o, plain_c)) | {h: hc for h, (hc, _) in regions.items()}
         self.regions = regions
         only = self.only = frozenset(_names(list(iter_decls(sc.fn.body))) - _names(list(iter_decls(so.fn.body))))
-        for x, y in self.map.items():
-            live = sc.live_in(y) & only
+        for x, y in self.map.items():  # (a carried register is arbitrary at a cut point: nothing to relate)
+            live = sc.live_in(y) & only - self.carried
             if live:
                 raise _Refused(f"the candidate-only register {sorted(live)[0]} is live at block {y} "
                                f"({bc[y].label or 'entry'}): not the identity relation")
@@ -276,7 +279,7 @@ class _Proof:
         ret = self.so.returns | self.sc.returns
         if do[0] == _END:
             return sorted(ret)
-        return sorted(self.so.live_in(do[1]) | self.sc.live_in(dc[1]) | ret)
+        return sorted((self.so.live_in(do[1]) | self.sc.live_in(dc[1]) | ret) - self.carried)
 
     # -- loops ---------------------------------------------------------------------------
 
