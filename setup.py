@@ -4,7 +4,7 @@ The repository keeps the corpus at the top (``corpus/``: tests, benchmarks,
 editable installs and ``regenerate.py`` use it there), but a wheel must be
 self-contained, so the folder is mapped to the package ``ptxopt._corpus``
 (its files are listed in setup.cfg's ``[options.package_data]``) and
-:func:`ptxopt.corpus.corpus_root` looks there first. The learning layer's
+:func:`ptxopt.kernels.corpus.corpus_root` looks there first. The learning layer's
 folder ``rl/`` is the package ``ptxopt_rl``, for the same kind of reason.
 """
 

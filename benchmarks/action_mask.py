@@ -5,7 +5,7 @@ all measured in this run (best of ``--reps``):
 
 * **cold**: nothing remembered (analysis memos, printed-text memos and the
   move memo cleared): every pass applied to the state, and its output compared
-  with the state (:mod:`ptxopt.print_compare`; printed only where the
+  with the state (:mod:`ptxopt.ptx.print_compare`; printed only where the
   statements do not decide; a child is printed when first visited);
 * **memo file**: a new process's first look at a state it has seen before
   (in-process memos cleared, the move memo file beside the evaluation cache
@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ptxopt.evaluate import Candidate  # noqa: E402
-from ptxopt.memos import clear_front_end as _forget  # noqa: E402
-from ptxopt.search.move_memo import MoveMemo  # noqa: E402
+from ptxopt.search.memos import clear_front_end as _forget  # noqa: E402
+from ptxopt.evaluate.move_memo import MoveMemo  # noqa: E402
 from ptxopt.search.state import State  # noqa: E402
 from ptxopt.toolchain import compile_ptx  # noqa: E402
 from ptxopt.toolchain.arch import DEFAULT_ARCH  # noqa: E402

@@ -1,7 +1,7 @@
 """What bounding the interpreter costs, as ratios in one run (the machine is shared and noisy).
 
-* **The stop poll** (:mod:`ptxopt.cancel`): the engine calls
-  :func:`ptxopt.cancel.check` every :data:`ptxopt.cancel.POLL_STEPS` steps, at
+* **The stop poll** (:mod:`ptxopt.support.cancel`): the engine calls
+  :func:`ptxopt.support.cancel.check` every :data:`ptxopt.support.cancel.POLL_STEPS` steps, at
   a backward branch, on the path that already compared the step budget.  The
   same launches run with the poll as shipped and with it pushed out of reach
   (``POLL_STEPS`` = 10**15: the old hot path), interleaved, best of ``--reps`` in CPU time.
@@ -26,11 +26,11 @@ import numpy as np
 
 import ptxopt.interp.engine as engine
 import ptxopt.interp.launch as launch_mod
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.interp import Program, make_args, run_kernel
 from ptxopt.interp.errors import StepLimit
 from ptxopt.measure.loops import instrument_loops
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 ENDLESS = """
 .version 8.0

@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.corpus import select  # noqa: E402
+from ptxopt.kernels.corpus import select  # noqa: E402
 
 
 def groups_of(specs) -> dict[str, list]:

@@ -16,7 +16,7 @@ import sys
 import time
 
 from ptxopt import parse
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 from ptxopt.equivalence.interpret import verify
 
 

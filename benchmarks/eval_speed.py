@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ptxopt.corpus import select  # noqa: E402
+from ptxopt.kernels.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, evaluate_many  # noqa: E402
 from ptxopt.evaluate import frontend  # noqa: E402
 from ptxopt.toolchain.arch import DEFAULT_ARCH  # noqa: E402
@@ -63,9 +63,9 @@ def _fresh_state() -> None:
 
 def _ptxas_alone(results, arch=DEFAULT_ARCH) -> float:
     """Compile the printed PTX of every result again with nothing else running (ptxas's memo bypassed)."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
-    from ptxopt.passmanager import PassManager
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.passmanager import PassManager
     from ptxopt.toolchain import compile_ptx
 
     texts = []

@@ -108,7 +108,7 @@ def one(tag: str) -> dict:
 def driver_merge_cost() -> float:
     """Seconds the driver spends per evaluation writing rows a worker returned (cache held open)."""
     from ptxopt.evaluate import EvalCache, evaluate_many
-    from ptxopt.executor.journal import merge_rows, new_rows, private_cache
+    from ptxopt.evaluate.journal import merge_rows, new_rows, private_cache
 
     with private_cache(None) as w:
         evaluate_many([("corpus:gemm_tile_2x2x2", p) for p in ["", "vec_ld", "vec_st", "reorder_cp", "maxnreg_32",

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import ptxopt.measure.sim as sim_backend  # noqa: E402
-from ptxopt.corpus import load_manifest  # noqa: E402
+from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.evaluate.candidate import _manifest_performance  # noqa: E402
 from ptxopt.passes.registry import pass_names  # noqa: E402
 from ptxopt.sim.device import device_for  # noqa: E402

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ptxopt.analysis.global_footprint import footprint_of_text  # noqa: E402
-from ptxopt.corpus import load_manifest  # noqa: E402
+from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.sim.occupancy import dram_bytes_of_spec  # noqa: E402
 
 OUTSIDE = ROOT / "benchmarks" / "outside_kernels"

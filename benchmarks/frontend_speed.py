@@ -11,7 +11,7 @@ wall-clock time. Run: ``python benchmarks/frontend_speed.py [--json]``.
 
 ``--corpus`` (issue 32: parse <= 0.10 of ptxas on the corpus): every corpus
 kernel (``--every K``: every K-th), parse CPU time (best of ``--reps``) with
-the fast body path and with Lark alone (:data:`ptxopt.parser.FAST_BODIES`),
+the fast body path and with Lark alone (:data:`ptxopt.ptx.parser.FAST_BODIES`),
 against one ptxas run's CPU time (its children's rusage) and wall time; the
 sums' ratios are printed, both in one run.
 
@@ -36,10 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ptxopt import parser as P
-from ptxopt.corpus import select
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.ptx import parser as P
+from ptxopt.kernels.corpus import select
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 from ptxopt.toolchain import compile_ptx
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 

@@ -15,7 +15,7 @@ Exit status: 0 done; 2 no GPU (``no GPU: <reason>`` on stderr) or bad
 arguments; 1 an input file that cannot be read.
 
 Each pipeline is one named pass (:func:`ptxopt.passes.pass_names`), applied
-with :class:`ptxopt.passmanager.PassManager` to the committed PTX. A pass
+with :class:`ptxopt.passes.passmanager.PassManager` to the committed PTX. A pass
 that is illegal for the kernel is recorded as ``illegal``; one that changes
 nothing, or yields PTX identical to an earlier pipeline's, is not measured
 again (``changed: false`` / ``same_as``) and carries that pipeline's
@@ -186,8 +186,8 @@ def _write(path: Path, data: dict) -> None:
 def variant_text(base_text: str, module, pipeline: str):
     """``(text, status, message)``: the PTX of ``pipeline`` applied to the
     kernel, or why there is none (``illegal``, ``unchanged``, ``error``)."""
-    from ptxopt.emit import emit
-    from ptxopt.passmanager import PassFailure, PassManager
+    from ptxopt.ptx.emit import emit
+    from ptxopt.passes.passmanager import PassFailure, PassManager
 
     if pipeline == "baseline":
         return base_text, "ok", ""
@@ -207,7 +207,7 @@ def measure_corpus(data: dict, kernels, pipelines, *, warmup: int, repeats: int,
                    out: Path | None, resume: bool = False, samples: bool = False, worker=None,
                    log=sys.stderr) -> dict:
     from ptxopt.gpu.worker import GpuWorker
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     own = worker is None
     worker = worker or GpuWorker()
@@ -270,8 +270,8 @@ def measure_corpus(data: dict, kernels, pipelines, *, warmup: int, repeats: int,
 def compare_sim(data: dict, *, arch: str | None = None, log=sys.stderr) -> dict:
     """Spearman correlations between the ``sim`` estimates and the measured
     median cycles (see the module doc)."""
-    from ptxopt.corpus import CorpusError, get
-    from ptxopt.parser import parse
+    from ptxopt.kernels.corpus import CorpusError, get
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim import LATENCIES, estimate
     from ptxopt.toolchain import ToolchainError
 
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                 _write(args.out, data)
         return 0
 
-    from ptxopt.corpus import CorpusError, corpus_root, select
+    from ptxopt.kernels.corpus import CorpusError, corpus_root, select
     from ptxopt.gpu.probe import gpu_available, gpu_info
     from ptxopt.passes.registry import pass_names
 

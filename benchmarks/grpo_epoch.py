@@ -38,7 +38,7 @@ BEFORE_S = 30.0  # the issue's figure for one epoch before this work
 
 def one_epoch(selector: str, cache: str, group: int) -> dict:
     sys.path.insert(0, str(ROOT))
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.search.measure import EvalOptions
     from ptxopt_rl.checkpoint import load_trainable
     from ptxopt_rl.env import PipelineEnv

@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from test_import_contract import FLOORS, cycles, floor_violations, import_graph, string_imports  # noqa: E402
 
-PASS_MANAGER = "ptxopt.passmanager"
+PASS_MANAGER = "ptxopt.passes.passmanager"
 GPU = "ptxopt.gpu"
 
 

@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ptxopt.corpus import load_manifest  # noqa: E402
+from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.evaluate.candidate import _manifest_performance  # noqa: E402
 from ptxopt.measure.base import MeasureJob  # noqa: E402
 from ptxopt.measure.sim import SimBackend, _objective_kw  # noqa: E402
-from ptxopt.parser import parse  # noqa: E402
+from ptxopt.ptx.parser import parse  # noqa: E402
 from ptxopt.sim.device import device_named  # noqa: E402
 from ptxopt.sim.inflight import per_sm_bytes  # noqa: E402
 from ptxopt.sim.throughput import KernelFacts, estimate  # noqa: E402

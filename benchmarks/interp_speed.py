@@ -23,9 +23,9 @@ import argparse
 import json
 import time
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.interp import Program, make_args, run_kernel
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.interpret import verify
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 

@@ -77,7 +77,7 @@ DIFFER_STATUSES = ("mismatch", "fault")
 
 def has_loop(spec) -> bool:
     from ptxopt.measure.loops import loop_headers
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     return bool(loop_headers(parse(spec.ptx_text()), spec.entry))
 
@@ -86,7 +86,7 @@ def sample(per_family: int, gemm: str) -> list:
     """The kernels measured, in this order: hand-written loop kernels (all),
     the gemm tiles, then ``per_family`` of each generated family's loop
     kernels (evenly spaced over its sizes), one round per family at a time."""
-    from ptxopt.corpus import load_manifest, select
+    from ptxopt.kernels.corpus import load_manifest, select
 
     picked, by_family = [], defaultdict(list)
     for s in load_manifest():
@@ -112,7 +112,7 @@ def search(spec, strategy: str, actions: tuple[str, ...], options, budget: int |
     strategies and meter; returns the figures the tables print."""
     from ptxopt.evaluate import Candidate
     from ptxopt.search import Meter, State
-    from ptxopt.search.move_memo import memo_beside
+    from ptxopt.evaluate.move_memo import memo_beside
     from ptxopt.search.run import STRATEGIES
 
     t0 = time.perf_counter()
@@ -148,7 +148,7 @@ def dram_bound(r) -> bool:
 def bound_launch_bounds(spec) -> tuple[str, ...]:
     """The launch_bounds actions with the performance launch's block bound
     (``launch_bounds{minblocks=2,block=...}``), as the evaluator binds them
-    for a pipeline it is given (:meth:`ptxopt.pipeline.Pipeline.with_launch`).
+    for a pipeline it is given (:meth:`ptxopt.passes.pipeline.Pipeline.with_launch`).
     The search's states bind them the same way
     (:func:`ptxopt.evaluate.candidate.bind_launch`); before they did, on an
     entry without ``.reqntid`` (every nvcc kernel) the actions were masked
@@ -177,7 +177,7 @@ def verdicts_alone(spec, options) -> dict:
     verdict, 'differ' (mismatch/fault) or 'failed:STATUS'; with its note.
     Mostly cache hits: greedy's first step measured the same modules."""
     from ptxopt.evaluate import Candidate, evaluate_many
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     base = Candidate.from_corpus(spec)
     cands = [replace(base, pipeline=Pipeline.parse(a)) for a in NEW_ACTIONS]
@@ -205,7 +205,7 @@ def refusals(spec, bound: tuple[str, ...] = ()) -> dict:
     it changed on the original, and the reasons it gave for the sites it
     refused (unroll: a loop it cannot count, a barrier under a non-uniform
     trip count, ...; nc_ld: a buffer the kernel may write)."""
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.passes.base import IllegalPass
     from ptxopt.search.actions import action_pass
 
@@ -253,9 +253,9 @@ def pass_cost(spec, bound: tuple[str, ...] = (), reps: int = 3) -> dict:
     refuses every entry without ``.reqntid``."""
     import resource
 
-    from ptxopt.emit import emit
-    from ptxopt.memos import clear_front_end
-    from ptxopt.parser import parse
+    from ptxopt.ptx.emit import emit
+    from ptxopt.search.memos import clear_front_end
+    from ptxopt.ptx.parser import parse
     from ptxopt.search.actions import action_pass
     from ptxopt.toolchain import compile_ptx
 
@@ -291,7 +291,7 @@ def pass_cost(spec, bound: tuple[str, ...] = (), reps: int = 3) -> dict:
 
 def passes_of(pipeline: str) -> list[str]:
     """The pass strings of a printed pipeline ('' = none)."""
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     return [str(p) for p in Pipeline.parse(pipeline).passes] if pipeline else []
 
@@ -331,7 +331,7 @@ def main() -> int:
     if a.skip_greedy:
         specs = []
     elif a.only:
-        from ptxopt.corpus import select
+        from ptxopt.kernels.corpus import select
 
         specs = select(a.only)
     else:
@@ -345,7 +345,7 @@ def main() -> int:
 
     heads = [s for s in a.headroom.split(",") if s]
     if heads:
-        from ptxopt.corpus import get
+        from ptxopt.kernels.corpus import get
 
         print(f"\n2. headroom with the new actions: exhaustive (<= {a.exhaustive_steps} passes) and random "
               f"({a.random_budget} evaluations) vs greedy, all {len(PASS_ACTIONS)} actions")

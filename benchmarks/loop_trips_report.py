@@ -23,13 +23,13 @@ def _has_steady(simulate) -> bool:
 
 
 def rows(ids: str):
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate.candidate import _manifest_performance as performance_of
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.disasm import disassemble_many
     from ptxopt.measure.loops import loop_headers
     from ptxopt.measure.sim import SimBackend, _objective_kw
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim import simulate
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx

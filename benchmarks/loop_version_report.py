@@ -41,7 +41,7 @@ def _fold(why: str) -> str:
 def corpus_table(selectors) -> None:
     from ptxopt import parse
     from ptxopt.analysis.loops import loops_of
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.passes.loop_version import LoopVersion
 
     kernels, applied, reasons = 0, Counter(), Counter()

@@ -45,7 +45,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from ptxopt import parse
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 from ptxopt.testing.loop_mutants import LOOP_OPERATORS, loop_mutants
 from ptxopt.testing.mutants import OPERATORS, mutants
 from ptxopt.equivalence.interpret import verify

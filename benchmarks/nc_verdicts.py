@@ -21,7 +21,7 @@ import time
 from collections import Counter
 
 from ptxopt import parse
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 from ptxopt.equivalence.assumptions import unproven_nc
 from ptxopt.equivalence.decision import decide
 from ptxopt.equivalence.launch import from_spec

@@ -50,7 +50,7 @@ def _explain(kernel: str, pipeline: str) -> dict | None:
 
 
 def run(selector: str, cache: str | None) -> list[dict]:
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.evaluate import Candidate
     from ptxopt.search import EvalOptions, SearchConfig, search_kernel

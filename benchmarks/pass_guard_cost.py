@@ -1,6 +1,6 @@
 """What keeping passes inside the contract costs: stdout capture and time limits.
 
-Every pass application runs with stdout captured (:mod:`ptxopt.pass_output`)
+Every pass application runs with stdout captured (:mod:`ptxopt.support.pass_output`)
 and under the time limit (:func:`ptxopt.evaluate.deadline.deadline`). An
 action mask switches the capture and installs the timer once, then each pass
 inside pays an offset look and two timer calls (:func:`ptxopt.evaluate.deadline.per_step`). Two tables:
@@ -32,8 +32,8 @@ import ptxopt.passes.base as base  # noqa: E402
 import ptxopt.search.state as st  # noqa: E402
 from ptxopt.evaluate import Candidate  # noqa: E402
 from ptxopt.evaluate.deadline import StepClock, deadline, per_step  # noqa: E402
-from ptxopt.memos import clear_front_end  # noqa: E402
-from ptxopt.pass_output import captured  # noqa: E402
+from ptxopt.search.memos import clear_front_end  # noqa: E402
+from ptxopt.support.pass_output import captured  # noqa: E402
 
 
 def _per_use(stmt: str, around=None) -> float:

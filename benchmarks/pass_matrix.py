@@ -16,9 +16,9 @@ from collections import defaultdict
 from rich.console import Console
 from rich.table import Table
 
-from ptxopt.corpus import load_manifest
+from ptxopt.kernels.corpus import load_manifest
 from ptxopt.testing.matrix import run_cell
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
 
 

@@ -23,11 +23,11 @@ import sys
 import time
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.assumptions import precision_change
 from ptxopt.equivalence.interpret import verify
 from ptxopt.interp import fp
-from ptxopt.passmanager import PassManager
+from ptxopt.passes.passmanager import PassManager
 
 KERNELS = ("cuda_softmax_row", "cuda_gelu_tanh", "cuda_layernorm_row", "triton_softmax_row", "triton_bias_gelu",
            "cuda_cross_entropy")

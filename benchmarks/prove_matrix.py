@@ -32,12 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.corpus import load_manifest  # noqa: E402
-from ptxopt.emit import emit  # noqa: E402
-from ptxopt.parser import parse  # noqa: E402
+from ptxopt.kernels.corpus import load_manifest  # noqa: E402
+from ptxopt.ptx.emit import emit  # noqa: E402
+from ptxopt.ptx.parser import parse  # noqa: E402
 from ptxopt.passes import pass_names  # noqa: E402
 from ptxopt.passes.base import IllegalPass  # noqa: E402
-from ptxopt.pipeline import make_pass  # noqa: E402
+from ptxopt.passes.pipeline import make_pass  # noqa: E402
 from ptxopt.equivalence.prove import prove  # noqa: E402
 from ptxopt.testing.mutants import OPERATORS, mutants  # noqa: E402
 

@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
         return 0
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     files = args.files or sorted(str(p) for p in (ROOT / "corpus" / "trajectories").glob("*.jsonl"))
     eps, models = load_episodes(files)

@@ -47,7 +47,7 @@ def hand_written(k) -> bool:
 
 def subset(per_family: int) -> list[str]:
     """``per_family`` evenly spaced variants of each generated family, then every hand-written kernel."""
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     ks = load_manifest()
     out: list[str] = []

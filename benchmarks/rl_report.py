@@ -13,7 +13,7 @@ search at equal budgets, generalisation to unseen families, and speed.
    every hand-written family but gemm_tile and elementwise). Target: the
    policy beats random search at equal budget.
 3b. **Per template group** (``--parts groups``): the same per group of the
-   corpus (``ptxopt.corpus`` groups, which the generated families of issue 30
+   corpus (``ptxopt.kernels.corpus`` groups, which the generated families of issue 30
    fill), held-out groups first -- a group is held out when none of its
    kernels' families was trained on; softmax, layernorm and rmsnorm are one
    group, so a policy trained on one is not tested "unseen" on another. At
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from ptxopt.corpus import select  # noqa: E402
+from ptxopt.kernels.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, default_cache_path  # noqa: E402
 from ptxopt.search import EvalOptions  # noqa: E402
 from ptxopt_rl.bc import leave_one_kernel_out, load_dataset  # noqa: E402

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ptxopt.corpus import select  # noqa: E402
+from ptxopt.kernels.corpus import select  # noqa: E402
 from ptxopt.evaluate import Candidate, default_cache_path  # noqa: E402
 from ptxopt.search import EvalOptions, SearchConfig, search_many, summarize  # noqa: E402
 

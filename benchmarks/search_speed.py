@@ -122,7 +122,7 @@ class CubinLog:
 
 def _fresh_state() -> None:
     """Forget every in-process memo (a new process would not have them)."""
-    from ptxopt import memos
+    from ptxopt.search import memos
     from ptxopt.equivalence import decision, prove
     from ptxopt.evaluate import frontend
     from ptxopt.measure import sim
@@ -143,7 +143,7 @@ def _cpu() -> float:
 
 
 def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str, lockstep: bool = True) -> dict:
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.evaluate import Candidate
     from ptxopt.search import EvalOptions, SearchConfig, search_many
 
@@ -167,7 +167,7 @@ def greedy(kernels, tmp: Path, tools: ToolLog, cubins: CubinLog, tag: str, locks
 
 
 def beyond_ptxas(selector: str, pipeline: str, tmp: Path, tools: ToolLog) -> dict:
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate import Candidate, evaluate_many
 
     cands = [Candidate.from_corpus(k, pipeline) for k in select(selector)]
@@ -187,7 +187,7 @@ def profile(kernels, tmp: Path, top: int) -> list[tuple]:
     import cProfile
     import pstats
 
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.evaluate import Candidate
     from ptxopt.search import EvalOptions, SearchConfig, search_many
 
@@ -220,7 +220,7 @@ def main() -> None:
     out: dict = {"cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="ptxopt-search-speed-") as d:
         tmp = Path(d)
-        from ptxopt.corpus import get
+        from ptxopt.kernels.corpus import get
         from ptxopt.evaluate import Candidate, evaluate_many
 
         evaluate_many([Candidate.from_corpus(get("gemm_tile_2x2x2"), "vec_st")], cache=None)  # warm up imports

@@ -88,9 +88,9 @@ def compiled(kernel: str, pipeline: str = ""):
     (ptxas + nvdisasm + decode once; simulate it under any latency table).  Raises what the pass
     manager or ptxas raise (a refused or conflicting pipeline, a ptxas failure)."""
     from ptxopt import emit, parse
-    from ptxopt.corpus import get
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.kernels.corpus import get
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx
 

@@ -22,14 +22,14 @@ import time
 
 
 def rows(ids: str, repeat: int):
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate.candidate import _manifest_performance
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.disasm import disassemble_many
     from ptxopt.measure.loop_slice import trip_counts_for
     from ptxopt.measure.loops import loop_headers
     from ptxopt.measure.sim import _objective_kw
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim import simulate
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx

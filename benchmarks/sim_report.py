@@ -83,10 +83,10 @@ def _measure(listing, compiled, entry: str, arch: str):
 
 def run_kernel(kernel_id: str, arch: str, batch: bool) -> KernelReport:
     from ptxopt import emit, parse
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.passes import pass_names
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
     from ptxopt.toolchain import ToolchainError, compile_ptx, disassemble
 
     t_start = time.perf_counter()
@@ -206,7 +206,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="OUT", help="write every measurement as JSON")
     args = ap.parse_args()
 
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.passes import pass_names
 
     kernels = [k.id for k in select(args.kernels) if k.family == "gemm_tile"]

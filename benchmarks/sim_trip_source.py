@@ -46,7 +46,7 @@ def _score_fn(spec, perf):
     from ptxopt.measure.loop_slice import _map, performance_loop_profile, trip_counts_for
     from ptxopt.measure.loops import loop_headers, loop_profile, loop_signatures
     from ptxopt.measure.sim import _objective_kw
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim import simulate
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx
@@ -116,8 +116,8 @@ def greedy(spec, perf, score, source: str, max_steps: int) -> tuple[str, float, 
     """``(best pipeline, best cycles, original cycles)`` under trip counts from ``source``."""
     from ptxopt import emit, parse
     from ptxopt.passes import pass_names
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
 
     text0 = spec.ptx_text()
     base = score(text0)[source]
@@ -154,10 +154,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args(argv)
 
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate.candidate import _manifest_performance
     from ptxopt.measure.loops import loop_headers
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     t0 = time.perf_counter()
     rows = []

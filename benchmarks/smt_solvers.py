@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.corpus import load_manifest
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.prove import _MEMO, prove
 from ptxopt.equivalence.prove.smt import check, solver
 from ptxopt.testing.mutants import mutants

@@ -22,13 +22,13 @@ import time
 
 from ptxopt import emit, parse
 from ptxopt.analysis.loops import loops_of
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 
 OUTSIDE = pathlib.Path(__file__).parent / "outside_kernels"
 
 
 def kernels():
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
 
     for k in select("all"):
         yield k.id, k.ptx_text(), f"corpus:{k.id}"

@@ -66,7 +66,7 @@ def stratum(spec) -> str:
 
 def sample(per_group: int) -> list:
     """``per_group`` kernels per stratum, evenly spaced in id order (index i * n // per_group)."""
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
 
     groups: dict[str, list] = defaultdict(list)
     for s in select("all"):

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     steps = [s for f in args.files for s in read_jsonl(f) if s.strategy == "greedy"]
     models = sorted({f"{s.reward_model or s.backend + ' (version not recorded)'} / {s.objective or 'objective not recorded'}"
                      for s in steps})
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     groups = {k.id: k.group for k in load_manifest()}
     t = time.perf_counter()

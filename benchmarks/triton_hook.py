@@ -143,7 +143,7 @@ def _store_kw(pt, where) -> dict:
 def _forget() -> None:
     """Forget ptxopt's in-process memos (compiles, parses, proofs, SASS, estimates): each hooked
     compile starts as cold as the plain one, which gets a fresh Triton cache."""
-    from ptxopt import memos
+    from ptxopt.search import memos
     from ptxopt.equivalence import decision, prove
     from ptxopt.evaluate import frontend
     from ptxopt.measure import sim

@@ -29,7 +29,7 @@ FACTORS = (2, 4, 8)
 def _sample(per_family: int):
     from ptxopt import parse
     from ptxopt.analysis.loops import loops_of
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     out, seen = [], {}
     for k in sorted(load_manifest(), key=lambda k: k.id):

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 
 from ptxopt import emit, parse
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 from ptxopt.equivalence.prove import clear_memo, prove
 from ptxopt.passes.unroll import Unroll
 

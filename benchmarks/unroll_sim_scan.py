@@ -23,7 +23,7 @@ import time
 def _measure(spec, text: str, objective: str, perf):
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.sim import SimBackend
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     job = MeasureJob(text, spec.arch, spec, spec.entry, None, parse(text, spec.id), None, True,
                      objective=objective, performance=perf, check_block=spec.launch.block)
@@ -42,11 +42,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from ptxopt import emit, parse
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate.candidate import _manifest_performance
     from ptxopt.measure.loops import loop_headers
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
 
     t0 = time.perf_counter()
     tally: dict[str, int] = {}

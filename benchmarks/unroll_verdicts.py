@@ -19,7 +19,7 @@ import time
 from collections import Counter
 
 from ptxopt import emit, parse
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 from ptxopt.equivalence.decision import decide
 from ptxopt.equivalence.launch import from_spec
 from ptxopt.passes.unroll import Unroll

@@ -27,7 +27,7 @@ FIELDS = ("status", "equivalence", "cycles", "registers")
 
 
 def run(selector: str, pipelines: list[str] | None, out: Path, jobs: int) -> None:
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate import Candidate, evaluate_many
     from ptxopt.passes.registry import pass_names
 
@@ -58,7 +58,7 @@ def diff(a: Path, b: Path) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("selector", nargs="?", default="cuda,triton", help="corpus selector (ptxopt.corpus.select)")
+    ap.add_argument("selector", nargs="?", default="cuda,triton", help="corpus selector (ptxopt.kernels.corpus.select)")
     ap.add_argument("--pipelines", default=None, help="comma-separated pipelines [default: baseline + every pass]")
     ap.add_argument("--out", type=Path, default=Path("verdicts.jsonl"))
     ap.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (0: this one)")

@@ -26,14 +26,14 @@ HERE = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import json, sys, time
-from ptxopt.corpus import get, load_manifest
-from ptxopt.emit import emit
-from ptxopt.memos import clear_front_end
-from ptxopt.parser import parse
-from ptxopt.pipeline import make_pass
+from ptxopt.kernels.corpus import get, load_manifest
+from ptxopt.ptx.emit import emit
+from ptxopt.search.memos import clear_front_end
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.analysis.alias import address_of
 try:
-    from ptxopt.operand_facts import facts
+    from ptxopt.ptx.operand_facts import facts
     def all_facts(ins):
         facts(ins)
 except ImportError:  # before the walker: the answers every analysis asked for

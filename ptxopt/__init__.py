@@ -17,20 +17,20 @@ Triton compiles through ptxopt; it imports Triton only when enabled.
 
 import importlib
 
-# ``emit`` is also the name of its submodule: importing ``ptxopt.emit`` anywhere
+# ``emit`` is also the name of its submodule: importing ``ptxopt.ptx.emit`` anywhere
 # rebinds the package attribute to the module, so a lazy ``emit`` would turn
 # into a module under ``from ptxopt import emit``.  Bound here, after the
-# submodule import, it stays the function (ptxopt.emit costs ~20 ms: ir only).
-from .emit import emit  # noqa: E402
+# submodule import, it stays the function (ptxopt.ptx.emit costs ~20 ms: ir only).
+from ptxopt.ptx.emit import emit  # noqa: E402
 
 # The public names are imported on first use (PEP 562): ``import ptxopt.cli``
 # and ``ptxopt --help`` do not pay for the API's pass manager and pipelines.
 _LAZY = {
     "optimize": "ptxopt.api", "OptimizeResult": "ptxopt.api", "BeforeAfter": "ptxopt.api",
-    "parse": "ptxopt.parser", "parse_bytes": "ptxopt.parser", "parse_file": "ptxopt.parser",
-    "ParseError": "ptxopt.parser",
+    "parse": "ptxopt.ptx.parser", "parse_bytes": "ptxopt.ptx.parser", "parse_file": "ptxopt.ptx.parser",
+    "ParseError": "ptxopt.ptx.parser",
 }
-# ``import ptxopt`` then ``ptxopt.passmanager`` / ``ptxopt.pipeline`` work; they stay internal.
+# ``import ptxopt`` then ``ptxopt.passes.passmanager`` / ``ptxopt.passes.pipeline`` work; they stay internal.
 _SUBMODULES = ("passmanager", "pipeline")
 
 

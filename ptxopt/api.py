@@ -14,8 +14,8 @@ What :func:`optimize` does, in order:
 1. parses the text and resolves the architecture (``arch``, else the
    module's ``.target``, :func:`ptxopt.toolchain.arch.resolve_arch`);
 2. assembles the *input* with ptxas: a rejected input is bad input
-   (:class:`~ptxopt.passmanager.InputRejected`), no pass is blamed;
-3. runs the pipeline (:class:`~ptxopt.passmanager.PassManager`); the
+   (:class:`~ptxopt.passes.passmanager.InputRejected`), no pass is blamed;
+3. runs the pipeline (:class:`~ptxopt.passes.passmanager.PassManager`); the
    per-pass records say which sites changed and which were refused, and why;
 4. assembles the result with the same ptxas: a rejection keeps the input;
 5. establishes equivalence (:func:`check_equivalence`): ``identical`` (the
@@ -46,13 +46,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
-from ptxopt.emit import emit
-from ptxopt.host_state import library_call
-from ptxopt.ir import Module
-from ptxopt.parser import parse
-from ptxopt.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
+from ptxopt.ptx.emit import emit
+from ptxopt.support.host_state import library_call
+from ptxopt.ptx.ir import Module
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
 from ptxopt.passes.base import PassError
-from ptxopt.pipeline import Pipeline, PipelineError
+from ptxopt.passes.pipeline import Pipeline, PipelineError
 
 from ptxopt.equivalence.verdict import ACCEPTED, Verdict
 
@@ -207,18 +207,18 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     thread. What a pass prints is kept off stdout and becomes one of the
     result's ``warnings``. The caller's signal handlers, ``ITIMER_REAL``,
     ``sys.stdout``, GC state and environment are as they were on return
-    (:mod:`ptxopt.host_state`).
+    (:mod:`ptxopt.support.host_state`).
 
-    Raises :class:`~ptxopt.parser.ParseError` (the text does not parse),
-    :class:`~ptxopt.pipeline.PipelineError` (a bad pipeline string) and
-    :class:`~ptxopt.passmanager.InputRejected` (ptxas rejects the input):
+    Raises :class:`~ptxopt.ptx.parser.ParseError` (the text does not parse),
+    :class:`~ptxopt.passes.pipeline.PipelineError` (a bad pipeline string) and
+    :class:`~ptxopt.passes.passmanager.InputRejected` (ptxas rejects the input):
     problems of the input, not of a rewrite; and a transient
     :class:`~ptxopt.toolchain.ToolchainError` (ptxas crashed, ran out of
     memory or hung: ``e.transient``), which says nothing about either."""
     from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
-    from ptxopt.parser import expected_text
+    from ptxopt.ptx.parser import expected_text
 
     if not isinstance(ptx, str):
         raise TypeError(expected_text("optimize()", ptx))
@@ -400,7 +400,7 @@ def _run_passes(pipe: Pipeline, module: Module, timeout: float | None, timed):
     it raised (reported after ptxas has judged the input), or a string when
     the passes ran out of ``timeout``; ``printed``: what passes wrote to stdout."""
     from ptxopt.evaluate.deadline import CandidateTimeout, deadline
-    from ptxopt.pass_output import collecting
+    from ptxopt.support.pass_output import collecting
 
     with collecting() as printed:
         try:

@@ -71,7 +71,7 @@ def soft_targets(data: Dataset, temperature: float) -> np.ndarray:
 
 
 def family_of(kernel: str) -> str | None:
-    from ptxopt.corpus import CorpusError, get
+    from ptxopt.kernels.corpus import CorpusError, get
 
     try:
         return get(kernel).family

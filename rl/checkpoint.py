@@ -49,7 +49,7 @@ def save_policy(path: str | Path, policy: Policy, *, meta: dict | None = None) -
     }
     import io
 
-    from ptxopt.outputs import write_atomic
+    from ptxopt.support.outputs import write_atomic
 
     buf = io.BytesIO()  # serialised first: torch reports a full disk as a RuntimeError, not an OSError
     torch.save(doc, buf)

@@ -93,7 +93,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
         from .train import DEFAULT_TRAJECTORIES, QUICK_KERNELS, run_bc, run_grpo, write_summary
     except ImportError as e:
         _fail(f"training needs the learning layer (pip install 'ptxopt[rl]'): {e}")
-    from ptxopt.corpus import CorpusError, select
+    from ptxopt.kernels.corpus import CorpusError, select
     from ptxopt.evaluate import default_cache_path
     from ptxopt.search import EvalOptions
 
@@ -138,7 +138,7 @@ def train_cmd(bc_only, quick, do_eval, checkpoint, kernels, families, trajectori
                  "families": fams}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from ptxopt.outputs import StreamLock
+    from ptxopt.support.outputs import StreamLock
 
     # two live runs into one --out would mix their grpo_log.csv: the second is refused, before any work
     click.get_current_context().call_on_close(StreamLock(out / "grpo_log.csv").release)

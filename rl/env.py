@@ -33,10 +33,10 @@ import gymnasium as gym
 import numpy as np
 
 from ptxopt.evaluate import Candidate
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.search import EvalOptions, Meter, State, observation_names, reward
 from ptxopt.search.actions import ACTIONS, N_ACTIONS, STOP, STOP_INDEX, action_index
-from ptxopt.search.move_memo import memo_beside
+from ptxopt.evaluate.move_memo import memo_beside
 
 
 def as_kernel(k) -> Candidate:

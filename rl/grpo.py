@@ -197,7 +197,7 @@ class GRPOTrainer:
         groups = []
         self.policy.eval()
         if self.executor is not None:
-            from ptxopt.executor.journal import cache_file
+            from ptxopt.evaluate.journal import cache_file
 
             from .remote import remote_groups
 
@@ -298,7 +298,7 @@ def plot_curves(rows: list[dict], path: str | Path) -> None:
         if len(keys) > 1:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    from ptxopt.outputs import atomic_path
+    from ptxopt.support.outputs import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format=Path(path).suffix[1:].lower() or None)

@@ -8,7 +8,7 @@ rolls the G episodes out in a fresh environment against a private cache
 seeded with the driver's rows for that kernel, and returns the episodes'
 training data (observations, masks, actions, log-probabilities, rewards,
 cycles) with the cache rows, which the driver writes
-(:mod:`ptxopt.executor.journal`). The update stays in the driver.
+(:mod:`ptxopt.evaluate.journal`). The update stays in the driver.
 
 Seeds: a group's generator is seeded from (run seed, epoch, kernel index),
 so a run through an executor is reproducible whatever the worker count and
@@ -33,7 +33,7 @@ def group_seed(seed: int, epoch: int, index: int) -> int:
 
 def group_task(args):
     """In a worker: G rollouts of one kernel; ``(episodes, evaluations, cache_hits, rows)``."""
-    from ptxopt.executor.journal import Rows, new_rows, private_cache
+    from ptxopt.evaluate.journal import Rows, new_rows, private_cache
 
     from .env import PipelineEnv
 
@@ -65,7 +65,7 @@ def _slim(e: Episode) -> Episode:
 def remote_groups(executor, policy: Policy, kernels, cfg, options, epoch: int, cache_path):
     """The epoch's groups, rolled out through ``executor``; ``(groups, evaluations, cache_hits)``.
     A group whose task failed (or whose worker died twice) raises: an epoch is not trained on part of its kernels."""
-    from ptxopt.executor.journal import merge_rows, seed_rows
+    from ptxopt.evaluate.journal import merge_rows, seed_rows
 
     state = {k: v.detach().cpu() for k, v in policy.state_dict().items()}
     args = [(state, policy.config.to_json(), k, cfg.group_size, cfg.explore_temperature,

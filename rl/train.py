@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ptxopt.corpus import corpus_file
+from ptxopt.kernels.corpus import corpus_file
 from ptxopt.search import EvalOptions
 
 from .bc import accuracy, leave_one_kernel_out, load_dataset, train_bc
@@ -78,7 +78,7 @@ def run_grpo(bc_path: Path, kernels: Sequence[str], out: Path, cfg: GRPOConfig, 
 
 
 def write_summary(out: Path, doc: dict) -> None:
-    from ptxopt.outputs import write_atomic
+    from ptxopt.support.outputs import write_atomic
 
     write_atomic(out / "train.json", json.dumps(doc, indent=2, default=str) + "\n")
 

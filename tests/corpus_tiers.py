@@ -42,7 +42,7 @@ FAST_COST = 20_000
 @lru_cache(maxsize=1)
 def _generated_tiers() -> dict[str, str]:
     """Generated kernel id -> "fast" | "slow" | "full" (manifest order decides)."""
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     generated = [k for k in load_manifest() if k.generated]
     # (group, compiler) -> (cost, index): the cheapest kernel of each group per compiler (Triton's and

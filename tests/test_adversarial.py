@@ -70,8 +70,8 @@ from ptxopt import emit, parse
 from ptxopt.interp import InterpError
 from ptxopt.interp.errors import LaunchError
 from ptxopt.passes.registry import pass_names
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.toolchain.arch import DEFAULT_ARCH
@@ -403,7 +403,7 @@ def test_destinations(name, kind, i):
     """Which registers an unusual instruction writes (elect, bar.red, shfl
     pairs, stackrestore...): a missing destination drops DAG edges."""
     from ptxopt.analysis.cfg import instr_defs_uses
-    from ptxopt.ir import Function
+    from ptxopt.ptx.ir import Function
 
     spec = BY_NAME[name]
     m, _ = original(name)
@@ -425,7 +425,7 @@ def test_destinations(name, kind, i):
 
 def str_ins(ins) -> str:
     """One instruction printed the way emit prints it."""
-    from ptxopt.emit import format_instruction
+    from ptxopt.ptx.emit import format_instruction
 
     return format_instruction(ins)
 

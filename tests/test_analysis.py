@@ -18,7 +18,7 @@ from ptxopt.analysis import (
     topological_orders_respect,
 )
 from ptxopt.analysis.dag import build_dag, heights
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 CORPUS_FILES = sorted(CORPUS.glob("**/*.ptx"))

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 
 
 def _sha(text: str) -> str:
@@ -31,8 +31,8 @@ PIPELINE = "maxnreg_128"  # changes the text: an apply over the source would rep
 
 
 def _entry(name: str, source: str, text: str) -> dict:
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
 
     stem = name.removesuffix(".ptx")
     canonical = emit(PassManager(Pipeline.parse(PIPELINE)).run(parse(text)).module)
@@ -191,7 +191,7 @@ def test_out_dir_never_overwrites_a_source(shipped, how):
 
 
 def test_output_not_writable_survives_a_name_too_long(tmp_path):
-    from ptxopt.outputs import OutputNotWritable
+    from ptxopt.support.outputs import OutputNotWritable
 
     e = OutputNotWritable(tmp_path / ("x" * 300) / "k.ptx", "File name too long")
     assert "File name too long" in str(e)
@@ -200,8 +200,8 @@ def test_output_not_writable_survives_a_name_too_long(tmp_path):
 def test_a_launch_dependent_pass_is_rebuilt_for_the_recorded_performance_launch(shipped):
     """The manifest records the performance launch the search bound ``launch_bounds`` to; apply binds it the same."""
     from ptxopt.equivalence.launch import Launch, Origin, Role
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
 
     perf = Launch(grid=(4, 1, 1), block=(128, 1, 1), role=Role.PERFORMANCE, origin=Origin.OPTIONS, source="options")
     pipeline = "launch_bounds{minblocks=2}"

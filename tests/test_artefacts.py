@@ -9,9 +9,9 @@ import json
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 from ptxopt.toolchain import compile_ptx
 
 ELF = b"\x7fELF"
@@ -60,7 +60,7 @@ def test_search_emit_writes_ptx_cubin_and_manifest(tmp_path):
 
 
 def test_apply_reapplies_the_manifest_and_refuses_changed_sources(tmp_path):
-    from ptxopt.corpus import corpus_root
+    from ptxopt.kernels.corpus import corpus_root
 
     spec = get("gemm_tile_4x4x4")
     out = tmp_path / "out"

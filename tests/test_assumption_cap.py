@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt import corpus, emit, parse
+from ptxopt.kernels import corpus
+from ptxopt import emit, parse
 from ptxopt.equivalence.decision import ASSUMES_NOALIAS
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.equivalence.launch import Launch, Origin

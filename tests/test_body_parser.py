@@ -1,8 +1,8 @@
-"""The parser's fast path for function bodies (:mod:`ptxopt.body_parser`)
+"""The parser's fast path for function bodies (:mod:`ptxopt.ptx.body_parser`)
 gives exactly what the Lark grammar gives, or gives the body up.
 
 Differential: every text is parsed with the fast path and with Lark alone
-(:data:`ptxopt.parser.FAST_BODIES`); the modules must be equal, and so must
+(:data:`ptxopt.ptx.parser.FAST_BODIES`); the modules must be equal, and so must
 what ``==`` leaves out (every statement's line number, the comments and
 their placement, the printed text), and an error must be the same
 ``file:line:col: message`` on both paths.
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import ptxopt.parser as P
-from ptxopt.body_parser import BodyReader
-from ptxopt.emit import emit
-from ptxopt.ir import Block, Function
+import ptxopt.ptx.parser as P
+from ptxopt.ptx.body_parser import BodyReader
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.ir import Block, Function
 
 CORPUS = sorted((Path(__file__).resolve().parent.parent / "corpus").rglob("*.ptx"))
 

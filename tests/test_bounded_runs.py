@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxopt import cancel
+from ptxopt.support import cancel
 from ptxopt.interp import run_kernel
 from ptxopt.interp.errors import StepLimit
 from ptxopt.interp.limits import ENV, MAX_LOCAL_PER_THREAD, MAX_SHARED_PER_BLOCK, MemoryLimit
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from tests.cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

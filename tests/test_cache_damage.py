@@ -169,8 +169,8 @@ def test_a_held_move_memo_costs_one_wait(tmp_path, monkeypatch):
     waits the lock timeout, the others do not try."""
     import time
 
-    from ptxopt.search import move_memo
-    from ptxopt.search.move_memo import MoveMemo
+    from ptxopt.evaluate import move_memo
+    from ptxopt.evaluate.move_memo import MoveMemo
 
     monkeypatch.setattr(move_memo, "LOCK_TIMEOUT", 0.3)
     path = tmp_path / "eval.sqlite.moves.sqlite"

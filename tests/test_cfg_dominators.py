@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 
 def _random_kernel(rng: random.Random, n: int) -> str:

@@ -112,8 +112,8 @@ def test_stats_lists_the_parameters_a_launch_names():
     """The names a contract's scalars must use, as the PTX declares them (nvcc's NAME_param_N)."""
     r = run("stats", "corpus:gemm_tile_4x4x4", "--json")
     e = json.loads(r.output)["entries"]["gemm_tile_4x4x4"]
-    from ptxopt.corpus import corpus_file, get
-    from ptxopt.parser import parse
+    from ptxopt.kernels.corpus import corpus_file, get
+    from ptxopt.ptx.parser import parse
 
     fn = next(iter(parse(corpus_file(get("gemm_tile_4x4x4").path).read_text()).entries))
     assert [p["name"] for p in e["parameters"]] == fn.param_names() != []

@@ -52,7 +52,7 @@ def test_json_keys_and_a_given_performance_launch():
 
 
 def test_corpus_performance_launch_a_given_block_with_the_grid_assumed_and_latency_objective(tmp_path):
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     # a corpus kernel: its manifest performance launch (what a user runs), not the check launch
     (k,) = _explain("corpus:cuda_saxpy")["kernels"]
@@ -89,7 +89,7 @@ def test_a_register_budget_that_cuts_occupancy_is_slower_for_the_launch_though_o
     work (the original's assumed block count) takes longer. (Its manifest performance launch, one head of
     seq 4096, is 256 blocks: under one wave, where the lost block per SM costs nothing; so the grid is
     left to be assumed here: a PTX file given only its block.)"""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     p = tmp_path / "attention.ptx"
     p.write_text(get("triton_attention").ptx_text())
@@ -151,7 +151,7 @@ def test_bad_input_is_one_line_exit_2(args, message):
 
 
 def test_throughput_without_a_block_is_refused(tmp_path):
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     p = tmp_path / "k.ptx"
     p.write_text(get("cuda_saxpy").ptx_text())
@@ -166,7 +166,7 @@ def test_loop_trips_come_from_the_interpreter_under_a_contract(tmp_path):
     """A PTX file with contract options: the check launch's loop counts (default buffers) reach the model.
     Before the fix, measure.loops.loop_profile indexed the (args, defaulted) pair as the argument list and
     every contract geometry fell back to the static loop count."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     p = tmp_path / "saxpy.ptx"
     p.write_text(get("cuda_saxpy").ptx_text())

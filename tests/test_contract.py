@@ -217,7 +217,7 @@ def test_resolve_performance_file_options_and_base(tmp_path):
 def test_check_performance_refuses_a_launch_no_gpu_runs():
     from ptxopt.equivalence.contract import check_performance
     from ptxopt.equivalence.launch import Launch, Role
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     [fn] = parse(PERF_PTX).entries
     ok = Launch(None, (128, 1, 1), 0, {"k_param_1": 3}, origin="options", role=Role.PERFORMANCE, source="options")

@@ -1,4 +1,4 @@
-"""Tests of the committed PTX corpus and its loader (``ptxopt.corpus``).
+"""Tests of the committed PTX corpus and its loader (``ptxopt.kernels.corpus``).
 
 These read committed files only: no nvcc, no Triton, no GPU.  The PTX is
 checked with regexes on purpose, so that the corpus does not depend on
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt import corpus
-from ptxopt.corpus import CorpusError, KernelSpec, load_manifest, select
+from ptxopt.kernels import corpus
+from ptxopt.kernels.corpus import CorpusError, KernelSpec, load_manifest, select
 
 ROOT = Path(__file__).resolve().parent.parent / "corpus"
 KERNELS = load_manifest(ROOT)
@@ -199,7 +199,7 @@ RUN = [k for k in KERNELS if k.compiler in ("nvcc", "triton")]
 
 
 def _entry_fn(kernel):
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     return next(f for f in parse(kernel.ptx_text()).entries if f.name == kernel.entry)
 

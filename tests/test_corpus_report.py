@@ -8,7 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from ptxopt.corpus import select
+from ptxopt.kernels.corpus import select
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus_report.py"
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 import ptxopt.sim
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate
 from ptxopt.measure import cubin_memo
 from ptxopt.measure.base import MeasureJob, Measurement

@@ -24,8 +24,8 @@ from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_r
 from ptxopt.analysis.dag import block_dag
 from ptxopt.analysis.depgraph import block_depgraph
 from ptxopt.analysis.schedule import list_schedule, respects
-from ptxopt.corpus import load_manifest
-from ptxopt.pipeline import make_pass
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.testing.random_kernels import kernel_from_steps, random_steps
 
 PASSES = ["reorder_cp", "reorder_il", "reorder_lf", "reorder_sl"]

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 
 pytestmark = pytest.mark.slow  # each test runs a (one-evaluation) search
 

@@ -25,7 +25,7 @@ from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import CEILING, ceiling, guessed
 from ptxopt.equivalence.verdict import ACCEPTED, TRUSTED, weakest
 from ptxopt.passes.base import ChangeReport, Pass
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 
 SCALE = """.version 8.0
 .target sm_89
@@ -145,7 +145,7 @@ def test_under_a_guessed_launch_nothing_interpreted_is_trusted():
 
 def test_verify_each_fails_the_wrong_pass_and_never_trusts_a_guess():
     from ptxopt.equivalence.instrument import VerifyEach
-    from ptxopt.passmanager import PassFailure, PassManager
+    from ptxopt.passes.passmanager import PassFailure, PassManager
 
     with pytest.raises(PassFailure, match="computes something else"):
         PassManager(Pipeline((_ShlSix(),)), instruments=[VerifyEach()]).run(parse(SCALE))
@@ -185,7 +185,7 @@ def test_a_check_launch_the_hardware_would_refuse_decides_nothing():
 
 
 def test_an_inferred_launch_gives_dynamic_shared_memory_to_a_kernel_that_declares_it():
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.infer import DYNAMIC_SHARED_BYTES
 
     m = parse(get("triton_softmax_row").ptx_text())  # .extern .shared .align 16 .b8 global_smem[]

@@ -5,13 +5,13 @@ thread-serial runs too."""
 import numpy as np
 import pytest
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.budget import BUDGET_SPENT, StepBudget
 from ptxopt.equivalence.interpret import verify
 from ptxopt.interp import Program, run_kernel
 from ptxopt.interp.errors import StepLimit
 from ptxopt.interp.workload import make_args
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 KERNEL = "cuda_reduce_sum_smem"  # 256 threads, a barrier: the check runs a thread-serial launch
 

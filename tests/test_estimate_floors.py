@@ -87,7 +87,7 @@ def test_sgemm_on_the_static_trip_fallback_still_meets_its_fp32_floor():
     trips as 8): the estimate is still at least the 8.6 G FMAs over the L4's FP32 peak, named."""
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.sim import SimBackend
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim.device import device_for
     from ptxopt.sim.floors import launch_floors
     from test_floors import outside
@@ -108,7 +108,7 @@ def test_loop_trips_come_from_the_performance_launch_without_a_check_launch():
     """A contract with the performance launch only (a kernel from outside the corpus): the loop-control
     slice runs on it, so the K loop counts its 256 trips instead of the static fallback's."""
     from ptxopt.measure.loop_slice import launch_only_check, trip_counts_for
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim import decode
     from ptxopt.toolchain import compile_ptx, disassemble
     from test_floors import outside

@@ -12,15 +12,16 @@ from typing import ClassVar
 
 import pytest
 
-from ptxopt import emit, memos
-from ptxopt.corpus import get
+from ptxopt import emit
+from ptxopt.search import memos
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.launch import Launch
 from ptxopt.evaluate import Candidate, evaluate_many, frontend
 from ptxopt.evaluate.prefix import PrefixMemo, key_of, run_pipeline
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
-from ptxopt.passmanager import PassFailure, PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.passmanager import PassFailure, PassManager
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.search import EvalOptions, SearchConfig, search_many
 
 KERNELS = ("gemm_tile_4x4x4", "cuda_matmul_tiled_smem", "triton_softmax_row", "cuda_saxpy")

@@ -18,7 +18,7 @@ from ptxopt.evaluate import (FAILURES, BackendUnavailable, Candidate, EvalCache,
                              evaluate_many, get_backend)
 from ptxopt.measure import gpu as gpu_backend_mod
 from ptxopt.measure import registry as registry_mod
-from ptxopt.ir import Addr, instruction_slots
+from ptxopt.ptx.ir import Addr, instruction_slots
 from ptxopt.passes.base import ChangeReport, IllegalPass
 from ptxopt.passes.registry import get_pass_class
 
@@ -136,7 +136,7 @@ def _check_failure(cache, pipeline, category, kernel=SMALL):
 
 def test_the_candidate_parses_its_pipeline_once(cache, monkeypatch):
     """A Candidate holds the canonical pipeline; evaluating it (and looking it up) parses nothing."""
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     c = Candidate.from_corpus(SMALL, " vec_ld , maxnreg_128{override=0} ")
     assert c.pipeline == "vec_ld,maxnreg_128" and c.parsed == Pipeline.parse("vec_ld,maxnreg_128")
@@ -154,7 +154,7 @@ def test_the_candidate_parses_its_pipeline_once(cache, monkeypatch):
 
 
 def test_a_bad_pipeline_is_found_when_the_candidate_is_built(cache):
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     with pytest.raises(PipelineError) as parse_error:
         Pipeline.parse("vec_ld,frobnicate")
@@ -312,7 +312,7 @@ def test_loop_trip_counts_come_from_the_performance_launch(cache):
 
 
 def test_kernel_outside_the_corpus_gets_an_inferred_launch_and_a_guess_never_says_equal(cache):
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.launch import Launch, guessed
 
     text = get(SMALL).ptx_text().replace(SMALL, "my_kernel")  # no manifest entry matches
@@ -440,8 +440,8 @@ def test_cache_survives_reopen(cache):
 
 
 def _mutated(kernel, mutate):
-    from ptxopt.corpus import get
-    from ptxopt.parser import parse
+    from ptxopt.kernels.corpus import get
+    from ptxopt.ptx.parser import parse
 
     m = parse(get(kernel).ptx_text())
     out = m.copy()
@@ -463,7 +463,7 @@ def _mutated(kernel, mutate):
     ("cuda_reduce_sum_smem", lambda ins: None),  # many threads, barriers
 ])
 def test_memoised_verify_agrees_with_verify(kernel, mutate):
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.decision import _RUNS, clear
     from ptxopt.interp import Program
     from ptxopt.equivalence.interpret import verify

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ptxopt.corpus import get, select
+from ptxopt.kernels.corpus import get, select
 from ptxopt.measure.disasm import disassemble_many
 from ptxopt.sim import simulate
 from ptxopt.toolchain import NvdisasmError, compile_ptx, disassemble

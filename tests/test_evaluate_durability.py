@@ -14,7 +14,7 @@ import pytest
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.evaluate import Candidate, evaluate_many
 
     kernels = [k for k in select("gemm_tile") if k.shape_dict["m"] * k.shape_dict["n"] * k.shape_dict["k"] <= 64]
@@ -52,7 +52,7 @@ def test_sigkill_loses_nothing_committed(tmp_path, workers):
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     keys = {k for (k,) in db.execute("SELECT key FROM results")}
     assert set(reported) <= keys  # every result reported as committed is there
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
 
     small = [k for k in select("gemm_tile") if k.shape_dict["m"] * k.shape_dict["n"] * k.shape_dict["k"] <= 64]
     assert len(keys) < 3 * len(small)  # it really was killed before the end

@@ -8,17 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
 from ptxopt.evaluate import Candidate, evaluate
 from ptxopt.equivalence import interpret as interpret_mod
 from ptxopt.equivalence.observable import observable_form
 from ptxopt.interp import Program
-from ptxopt.ir import instruction_slots
-from ptxopt.parser import parse
+from ptxopt.ptx.ir import instruction_slots
+from ptxopt.ptx.parser import parse
 from ptxopt.passes.registry import get_pass_class
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.equivalence.interpret import verify
 
 HINT_PASSES = ("cache_ca", "cache_cg", "cache_cs", "cache_cv", "st_cache_wb", "st_cache_wt", "st_cache_cs",

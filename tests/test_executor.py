@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ptxopt.executor import DIED, LocalExecutor, make_executor
-from ptxopt.executor.journal import Rows, merge_rows, new_rows, private_cache, seed_rows
+from ptxopt.evaluate.journal import Rows, merge_rows, new_rows, private_cache, seed_rows
 from ptxopt.testing.executor_tasks import Fatal, task
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ by the form and the inputs (:func:`ptxopt.interp.fp.model_error`) and a change
 of a float instruction's precision form is capped
 (:func:`ptxopt.equivalence.assumptions.precision_change`). And ``ld.global`` ->
 ``ldu.global`` after a store that may alias was ``proved``: every read-only
-load form is one row of :data:`ptxopt.opcodes.READ_ONLY_LOADS`. Each test here
+load form is one row of :data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`. Each test here
 fails on the code before.
 """
 
@@ -23,13 +23,14 @@ import numpy as np
 import pytest
 from cli_helpers import run_cli as run
 
-from ptxopt import opcodes, parse
+from ptxopt.ptx import opcodes
+from ptxopt import parse
 from ptxopt.equivalence.assumptions import CHANGES_PRECISION, INEXACT, precision_change, unproven_nc_loads
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.equivalence.prove import prove
 from ptxopt.equivalence.verdict import TRUSTED, Verdict
 from ptxopt.interp import fp
-from ptxopt.ir import Instruction, instruction_slots
+from ptxopt.ptx.ir import Instruction, instruction_slots
 from ptxopt.passes import FunctionPass, register, unregister
 
 ROOT = Path(__file__).resolve().parent.parent

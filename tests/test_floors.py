@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
 from ptxopt.equivalence.launch import Launch, Origin, Role
 from ptxopt.evaluate.candidate import _manifest_performance
 from ptxopt.measure.base import MeasureJob
 from ptxopt.measure.sim import SimBackend
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import PassError
 from ptxopt.passes.registry import pass_names
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.sim.device import device_for
 from ptxopt.sim.floors import launch_floors
 

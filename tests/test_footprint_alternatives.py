@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from test_global_footprint import _HEAD, _check, _run
 
 OUTSIDE = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels"

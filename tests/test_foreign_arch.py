@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from ptxopt import optimize
 from ptxopt.cli import cli
-from ptxopt.passmanager import InputRejected
+from ptxopt.passes.passmanager import InputRejected
 from ptxopt.toolchain import UnsupportedArch
 from ptxopt.toolchain.locate import select_ptxas
 

@@ -1,4 +1,4 @@
-"""A cache or move memo opened before a fork is left alone by the child (issue 29, ptxopt.forksafe).
+"""A cache or move memo opened before a fork is left alone by the child (issue 29, ptxopt.support.forksafe).
 
 Each scenario runs in its own interpreter (``sys.exit`` must really end the
 child): the parent writes rows, forks, writes more and closes; the child uses
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _SCENARIO = r"""
 import os, sys, time
 from ptxopt.evaluate import EvalCache, EvalResult
-from ptxopt.search.move_memo import MoveMemo
+from ptxopt.evaluate.move_memo import MoveMemo
 
 path, how = sys.argv[1], sys.argv[2]
 def res(i):
@@ -79,7 +79,7 @@ def test_the_inherited_connection_is_abandoned_not_closed(tmp_path):
     code = r"""
 import os, sys
 from ptxopt.evaluate import EvalCache
-from ptxopt import forksafe
+from ptxopt.support import forksafe
 c = EvalCache(sys.argv[1])
 inherited = c._db
 pid = os.fork()

@@ -41,8 +41,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 from ptxopt.toolchain import ToolchainError, compile_ptx, sass_text
 
 DATA = Path(__file__).resolve().parent / "data" / "frontend"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxopt.ir import instruction_slots
+from ptxopt.ptx.ir import instruction_slots
 from ptxopt.testing.differential import check_passes
 from ptxopt.testing.random_kernels import STEP_KINDS, kernel_from_steps, launch, random_steps
 from ptxopt.toolchain import compile_ptx

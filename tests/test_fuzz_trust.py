@@ -54,7 +54,7 @@ def test_the_hint_oracle_can_fail():
     items = fn.body.items
     k = next(i for i, s in enumerate(items) if getattr(s, "opcode", None) == "ld"
              and "%rd5" in str(s.operands))
-    from ptxopt.ir import Addr, Instruction, Reg
+    from ptxopt.ptx.ir import Addr, Instruction, Reg
 
     items.insert(5, Instruction("prefetch", ("global", "L2"), (Addr(Reg("%rd5")),)))
     assert k > 5

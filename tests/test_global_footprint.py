@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from ptxopt.analysis.global_footprint import SECTOR, footprint_of_text, launch_footprint
-from ptxopt.corpus import load_manifest
+from ptxopt.kernels.corpus import load_manifest
 from ptxopt.interp import run_kernel
 from ptxopt.interp.memory import STORED
 from ptxopt.interp.workload import make_args
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 from corpus_tiers import corpus_params
 

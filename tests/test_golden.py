@@ -309,8 +309,8 @@ def test_harness_never_expects_an_internal_error(tmp_path: Path, monkeypatch):
     def crash(*args, **kw):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(importlib.import_module("ptxopt.emit"), "emit", crash)  # ptxopt.emit is also a function
-    monkeypatch.setattr(importlib.import_module("ptxopt.layout"), "emit", crash)  # run prints through ptxopt.layout
+    monkeypatch.setattr(importlib.import_module("ptxopt.ptx.emit"), "emit", crash)  # ptxopt.ptx.emit is also a function
+    monkeypatch.setattr(importlib.import_module("ptxopt.ptx.layout"), "emit", crash)  # run prints through ptxopt.ptx.layout
     with pytest.raises(GoldenError, match="an internal error is never the expected failure"):
         _check(tmp_path, "// RUN: not ptxopt run --passes cache_cs %s | filecheck --check-prefix=ERR %s\n"
                          "// ERR: a bug\n")

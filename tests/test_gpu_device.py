@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
 from ptxopt.gpu import GpuWorker, gpu_available, gpu_info, make_spec
-from ptxopt.parser import parse
-from ptxopt.passmanager import PassManager
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import PassManager
 from ptxopt.toolchain import compile_ptx
 
 GPU, REASON = gpu_available()

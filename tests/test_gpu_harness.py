@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from ptxopt.corpus import load_manifest
+from ptxopt.kernels.corpus import load_manifest
 from ptxopt.gpu import GpuMeasurement, STATUSES, gpu_available, measure_on_gpu
 from ptxopt.gpu.errors import HarnessError, classify_cuda_error
 from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params, scalar_dtype, typed_scalar

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxopt.corpus import load_manifest
-from ptxopt.emit import emit
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.emit import emit
 from ptxopt.gpu.instrument import (
     CLOCK_PARAM,
     SENTINEL,
@@ -23,8 +23,8 @@ from ptxopt.gpu.instrument import (
     is_instrumented,
 )
 from ptxopt.interp import make_args, run_kernel
-from ptxopt.ir import Instruction
-from ptxopt.parser import parse
+from ptxopt.ptx.ir import Instruction
+from ptxopt.ptx.parser import parse
 from ptxopt.toolchain import compile_ptx
 
 SPECS = load_manifest()
@@ -96,7 +96,7 @@ NO_RET_PTX = """
 
 
 def _instructions(block):
-    from ptxopt.ir import Block
+    from ptxopt.ptx.ir import Block
 
     for s in block.items:
         if type(s) is Instruction:

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.gpu import GpuWorker, gpu_available, measure_on_gpu
 from ptxopt.gpu.protocol import HOOK_ENV
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.gpu import GpuWorker, gpu_available
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_measure_corpus.py"
 sys.path.insert(0, str(SCRIPT.parent))

@@ -12,12 +12,12 @@ import re
 
 import pytest
 
-from ptxopt.emit import emit, format_instruction
-from ptxopt.ir import (
+from ptxopt.ptx.emit import emit, format_instruction
+from ptxopt.ptx.ir import (
     Addr, Block, Comment, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec,
 )
-from ptxopt.parser import ParseError, parse
+from ptxopt.ptx.parser import ParseError, parse
 
 HEADER = ".version 8.5\n.target sm_90\n.address_size 64\n"
 

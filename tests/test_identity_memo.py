@@ -1,8 +1,8 @@
 """IdentityMemo answers for the very object it was asked about, never for an
 equal one, and never for a new object that reuses a dead one's id."""
 
-from ptxopt.identity_memo import IdentityMemo
-from ptxopt.ir import Instruction, Reg
+from ptxopt.ptx.identity_memo import IdentityMemo
+from ptxopt.ptx.ir import Instruction, Reg
 
 
 def test_remembers_by_identity_not_equality():
@@ -34,7 +34,7 @@ def test_entries_keep_their_objects_alive_and_a_full_memo_starts_afresh():
 
 def test_clear_front_end_empties_every_identity_memo():
     from ptxopt import emit, parse
-    from ptxopt.memos import clear_front_end
+    from ptxopt.search.memos import clear_front_end
 
     mine = IdentityMemo()
     ins = Instruction("mov", (), (Reg("%r1"),))
@@ -42,7 +42,7 @@ def test_clear_front_end_empties_every_identity_memo():
     emit(parse(".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"))
     import sys
 
-    printed = sys.modules["ptxopt.emit"]._TEXT
+    printed = sys.modules["ptxopt.ptx.emit"]._TEXT
     assert len(mine) == 1 and len(printed) > 0
     clear_front_end()
     assert len(mine) == 0 and len(printed) == 0

@@ -10,9 +10,9 @@ import pytest
 from cli_helpers import run_cli as run
 
 import ptxopt
-from ptxopt import jsontext
+from ptxopt.support import jsontext
 from ptxopt.evaluate import Candidate
-from ptxopt.pipeline import MAX_PASSES, Pipeline, PipelineError
+from ptxopt.passes.pipeline import MAX_PASSES, Pipeline, PipelineError
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -98,7 +98,7 @@ def test_the_library_says_what_type_it_takes(call, words):
 
 def test_ptx_nested_too_deeply_is_reported_where_the_limit_is_passed():
     """Blocks reduce innermost first: the error used to name a line 100 levels above the innermost one."""
-    from ptxopt.parser import MAX_NESTING, ParseError
+    from ptxopt.ptx.parser import MAX_NESTING, ParseError
 
     n = 20_000
     head = ".version 8.8\n.target sm_89\n.address_size 64\n\n.visible .entry k()\n{\n"  # the body: line 6

@@ -1,6 +1,6 @@
 """A normal (non-editable) install is self-contained (issue 34).
 
-The fast tests check the lookup (``ptxopt.corpus.corpus_root`` prefers the
+The fast tests check the lookup (``ptxopt.kernels.corpus.corpus_root`` prefers the
 copy a wheel ships) and that setup.cfg's package data covers every file the
 quick start reads. The slow test builds the wheel, installs it into a fresh
 venv outside the repository and runs the quick start's search from a
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt import corpus
+from ptxopt.kernels import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = "gemm_elementwise_sm_89"
@@ -135,7 +135,7 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
     work.mkdir()
     probe = subprocess.run(
         [str(py), "-c", "import ptxopt, ptxopt_rl.train as t, importlib.util as u; "
-         "from ptxopt.corpus import corpus_root, committed_policy;"
+         "from ptxopt.kernels.corpus import corpus_root, committed_policy;"
          f"print(ptxopt.__file__); print(corpus_root()); print(committed_policy({POLICY!r})); "
          "print(t.DEFAULT_TRAJECTORIES.is_file()); print(u.find_spec('rl') is None)"],
         check=True, capture_output=True, text=True, env=env, cwd=work, timeout=120).stdout.split()
@@ -169,7 +169,7 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
 
     # a user's pass, installed: the example package's entry point names it in every pipeline string,
     # and its code enters the front digest of the cache keys
-    front = [str(py), "-c", "from ptxopt.digests import code_digests; print(code_digests()['front'])"]
+    front = [str(py), "-c", "from ptxopt.support.digests import code_digests; print(code_digests()['front'])"]
     before = subprocess.run(front, check=True, capture_output=True, text=True, env=env, cwd=work).stdout
     example = ROOT / "examples" / "mul_pow2"
     shutil.copytree(example, tmp_path / "mul_pow2", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",

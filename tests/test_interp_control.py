@@ -400,7 +400,7 @@ def test_scope_lookups_see_later_declarations():
     """The per-scope lookup memo is invalidated by any declaration in the
     function's scope tree (a miss, then a declaration, then a hit)."""
     from ptxopt.interp.decode import Scope
-    from ptxopt.ir import Decl, DeclItem
+    from ptxopt.ptx.ir import Decl, DeclItem
 
     root = Scope(None)
     inner = Scope(root)

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ptxopt.corpus import corpus_root, load_manifest
+from ptxopt.kernels.corpus import corpus_root, load_manifest
 from ptxopt.interp import Program, launch_from_manifest
 from ptxopt.interp.decode import SIMPLE
 from ptxopt.interp.workload import FLAVOURS
-from ptxopt.parser import parse_bytes
+from ptxopt.ptx.parser import parse_bytes
 
 from corpus_tiers import fast_kernels, full_corpus
 
@@ -103,7 +103,7 @@ def test_results_do_not_depend_on_the_schedule(spec):
     schedules give identical buffers (and the scheduler gets there without
     deadlock)."""
     from ptxopt.interp import make_args, run_kernel
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     program = Program(parse(spec.ptx_text()))
     outs = []

@@ -13,7 +13,7 @@ import pytest
 from ptxopt.interp import MemoryFault, run_kernel
 from ptxopt.interp.memory import GLOBAL_BASE
 from ptxopt.interp.probe import module
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 P2 = ".param .u64 pa, .param .u64 pb"
 

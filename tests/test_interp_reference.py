@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxopt.corpus import get, select
+from ptxopt.kernels.corpus import get, select
 from ptxopt.interp import launch_from_manifest
 
 

@@ -11,9 +11,9 @@ from ptxopt import emit, parse
 from ptxopt.analysis import block_dag, build_cfg, register_pressure
 from ptxopt.analysis.alias import Access, may_alias, overlapping_symbols
 from ptxopt.analysis.alignment import variable_alignments
-from ptxopt.opcodes import CARRY_FLAG
-from ptxopt.operand_facts import defs_uses
-from ptxopt.passmanager import PassManager
+from ptxopt.ptx.opcodes import CARRY_FLAG
+from ptxopt.ptx.operand_facts import defs_uses
+from ptxopt.passes.passmanager import PassManager
 
 DATA = Path(__file__).parent / "data"
 HEAD = ".version 8.0\n.target sm_90a\n.address_size 64\n"
@@ -148,15 +148,15 @@ def test_shadowing_declaration_gives_the_smaller_alignment():
     ("elect.sync %r1|%p1, 0xffffffff;", "collective"),
 ])
 def test_roles(text, expected):
-    from ptxopt.operand_facts import role
+    from ptxopt.ptx.operand_facts import role
 
     assert role(one(text)) == expected
 
 
 # ---------------------------------------------------------------------------
-# The entry performance-tuning directives (ptxopt.opcodes.ENTRY_TUNING_DIRECTIVES)
+# The entry performance-tuning directives (ptxopt.ptx.opcodes.ENTRY_TUNING_DIRECTIVES)
 
-from ptxopt.opcodes import ENTRY_TUNING_DIRECTIVES, EXCLUSIVE_TUNING_DIRECTIVES  # noqa: E402
+from ptxopt.ptx.opcodes import ENTRY_TUNING_DIRECTIVES, EXCLUSIVE_TUNING_DIRECTIVES  # noqa: E402
 from ptxopt.toolchain import PtxasError, compile_ptx  # noqa: E402
 
 
@@ -197,7 +197,7 @@ def test_ld_global_nc_forms_are_the_manuals():
     """PTX ISA ld.global.nc: ``ld.global{.cop}.nc{...}{.vec}.type`` with .cop in
     {.ca, .cg, .cs}, .type in {.b8..b128, .u8..u64, .s8..s64, .f32, .f64}; weak
     only (no .volatile/.relaxed/.acquire/.mmio forms), no .unified."""
-    from ptxopt import opcodes
+    from ptxopt.ptx import opcodes
 
     assert opcodes.NC_LOAD_CACHE_OPS == ("ca", "cg", "cs")
     assert opcodes.NC_LOAD_TYPES == {"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64",
@@ -209,7 +209,7 @@ def test_ld_global_nc_forms_are_the_manuals():
     ("%ctaid.x", True), ("%nctaid.y", True), ("%ntid.x", True), ("%tid.x", False), ("%laneid", False),
     ("%warpid", False), ("%clock", False), ("%lanemask_lt", False), ("%smid", False)])
 def test_block_uniform_special_registers(sreg, uniform):
-    from ptxopt import opcodes
+    from ptxopt.ptx import opcodes
 
     assert opcodes.is_block_uniform_sreg(sreg) is uniform
 
@@ -224,7 +224,7 @@ def _float_kernel(line: str) -> str:
 def test_read_only_load_rows_are_forms_ptxas_accepts(form):
     """Each row of ``READ_ONLY_LOADS`` names a load ptxas takes, and the
     table says it is on the read-only path."""
-    from ptxopt import opcodes
+    from ptxopt.ptx import opcodes
     from ptxopt.toolchain import compile_ptx
 
     dest = "{%f2, %f3}" if ".v2" in form else "%f2"
@@ -234,11 +234,11 @@ def test_read_only_load_rows_are_forms_ptxas_accepts(form):
     assert opcodes.is_read_only_load(ins) and ins.opcode in opcodes.READ_ONLY_LOADS
 
 
-@pytest.mark.parametrize("op, mod", sorted(__import__("ptxopt.opcodes", fromlist=["x"]).APPROXIMATE_FLOAT_OPS))
+@pytest.mark.parametrize("op, mod", sorted(__import__("ptxopt.ptx.opcodes", fromlist=["x"]).APPROXIMATE_FLOAT_OPS))
 def test_approximate_rows_are_forms_ptxas_accepts(op, mod):
     """Each approximate row is an f32 form ptxas takes, and the precision facts
     call it approximate and give it a form distinct from the exact ones."""
-    from ptxopt import opcodes
+    from ptxopt.ptx import opcodes
     from ptxopt.toolchain import compile_ptx
 
     srcs = "%f1, %f1" if op == "div" else "%f1"
@@ -254,7 +254,7 @@ def test_a_missing_rounding_modifier_is_its_own_form():
     (PTX ISA add: "add{.rnd} ... with no rounding modifier ... may be optimized
     aggressively"): two forms. ``.ftz``/``.sat`` are part of the form; the order
     of modifiers is not."""
-    from ptxopt import opcodes
+    from ptxopt.ptx import opcodes
 
     def form(line):
         return opcodes.precision_form(one(line))

@@ -9,12 +9,12 @@ from click.testing import CliRunner
 
 from corpus_tiers import is_fast
 from ptxopt.cli import cli
-from ptxopt.corpus import load_manifest
-from ptxopt.emit import emit
-from ptxopt.layout import preserve_layout, unified_diff
-from ptxopt.parser import parse
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.layout import preserve_layout, unified_diff
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline
 
 # nvcc's layout, plus what the canonical printer would rewrite: spaces instead of
 # tabs, a blank line in a block, a comment on its own line, a statement split
@@ -92,7 +92,7 @@ def test_fallback_is_the_canonical_text(monkeypatch):
     """A splice that does not read back as the module is never written: a
     matcher that takes every line for every other keeps the source as it is,
     which lacks the .maxnreg, so the canonical text comes out instead."""
-    import ptxopt.layout as layout
+    import ptxopt.ptx.layout as layout
 
     m = _run(SRC, "maxnreg_128")
     monkeypatch.setattr(layout, "_key", lambda line: "same")
@@ -161,7 +161,7 @@ def _loc_of(text: str) -> dict[str, str]:
 def test_loc_lines_stay_with_their_instructions(pipeline):
     """A moved instruction takes its .loc along; no .loc line is lost; an
     instruction the pass did not touch keeps the .loc it had."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     src = _with_locs(get("gemm_tile_2x2x2").ptx_text())
     m = parse(src)

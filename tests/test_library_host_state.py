@@ -1,5 +1,5 @@
 """A library call leaves the host program's process state as it found it
-(:mod:`ptxopt.host_state`): a table of the public entry points, each called
+(:mod:`ptxopt.support.host_state`): a table of the public entry points, each called
 by a host that has its own SIGALRM/SIGTERM/SIGINT handlers, an armed
 ``ITIMER_REAL``, its own GC thresholds and environment -- with a plain
 pipeline, and with a plugin pass that tampers with all of it.
@@ -245,7 +245,7 @@ def test_a_helper_thread_outliving_the_call_never_puts_back_an_old_environment(m
     import os
     import threading
 
-    from ptxopt.host_state import preserved
+    from ptxopt.support.host_state import preserved
 
     monkeypatch.setenv("PTXOPT_TEST_HELPER_ENV", "during the call")
     entered, leave = threading.Event(), threading.Event()

@@ -8,7 +8,7 @@ import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate
 from ptxopt.search import State
 from ptxopt.search.actions import PASS_ACTIONS

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ptxopt import parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.interp import run_kernel
 from ptxopt.interp.workload import make_args
 from ptxopt.testing.loop_mutants import loop_mutants

@@ -1,6 +1,6 @@
 """The inductive loop simulation (ptxopt.equivalence.prove.loop_sim) and the
 gates that require a structural rewrite to be proved (``ptxopt run``,
-``ptxopt.passmanager.optimize``, ``ptxopt.optimize``).
+``ptxopt.passes.passmanager.optimize``, ``ptxopt.optimize``).
 
 The unrolled kernels here are written by :func:`guarded` (the guarded
 form of an unrolled loop, by hand, independent of the pass), with the knobs
@@ -195,8 +195,8 @@ def test_run_refuses_an_unproved_unroll_unless_allowed(kernel, monkeypatch, tmp_
 
 
 def test_the_unchecked_entry_point_refuses_a_structural_rewrite():
-    from ptxopt.passmanager import UnprovedStructuralRewrite
-    from ptxopt.passmanager import run_passes_unchecked as optimize
+    from ptxopt.passes.passmanager import UnprovedStructuralRewrite
+    from ptxopt.passes.passmanager import run_passes_unchecked as optimize
 
     with pytest.raises(UnprovedStructuralRewrite, match="allow_unchecked"):
         optimize(ORIGINAL, "unroll_4")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.interpret import Geometry
 from ptxopt.equivalence.launch import Launch, Role, performance_of
 from ptxopt.measure.loop_slice import SliceError, performance_loop_profile, trip_counts_for
 from ptxopt.measure.loops import loop_profile
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 # bound = (ctaid.x + 1) * n: blocks differ, the scalar scales
 TRI = """

@@ -227,7 +227,7 @@ def test_remainder_and_constant_distance_are_decided_statically():
 
 
 def test_pipeline_conflicts_with_unroll():
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     with pytest.raises(PipelineError, match="unroll family"):
         Pipeline.parse("unroll_2,loop_version_2")

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ptxopt import corpus, parse
+from ptxopt.kernels import corpus
+from ptxopt import parse
 from ptxopt.analysis.loops import loops_of
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"

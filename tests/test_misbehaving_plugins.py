@@ -4,7 +4,7 @@ inside ptxopt's contract wherever a pass is applied: the action mask
 ``run``), :func:`ptxopt.optimize`, and ``search --json -`` (also with ``-j 2``
 worker processes, through an installed entry point).
 
-Stdout stays the JSON document's (:mod:`ptxopt.pass_output`); a pass that
+Stdout stays the JSON document's (:mod:`ptxopt.support.pass_output`); a pass that
 does not return is stopped at the candidate's time limit and masked for the
 rest of the search (not applied again); a pass that raises is masked.
 """
@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from ptxopt.cli import cli
 from ptxopt.evaluate import Candidate
 from ptxopt.passes import register, unregister
-from ptxopt.passmanager import PassFailure, PassManager
+from ptxopt.passes.passmanager import PassFailure, PassManager
 from ptxopt.search.state import State
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def test_what_a_pass_prints_never_reaches_stdout(plugin, capfd, where):
     """Both ``print`` and a write to file descriptor 1 are kept off stdout and
     reported: on stderr, or in :func:`ptxopt.optimize`'s warnings."""
     try:
-        from ptxopt import pass_output
+        from ptxopt.support import pass_output
     except ImportError:  # the code before stdout was kept for the output (this test then fails below)
         pass
     else:
@@ -216,7 +216,7 @@ def test_a_pass_that_raises_is_masked_and_reported(plugin, tmp_path):
 
 def test_output_is_told_to_the_pass_that_printed_it(plugin, capfd):
     """Inside one capture (an action mask), each pass is named for its own output."""
-    from ptxopt.pass_output import captured, collecting
+    from ptxopt.support.pass_output import captured, collecting
 
     with collecting() as said, captured("the mask"):
         with captured("pass 'a'"):

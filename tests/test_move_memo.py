@@ -1,4 +1,4 @@
-"""The move memo (:mod:`ptxopt.search.move_memo`): a mask computed from
+"""The move memo (:mod:`ptxopt.evaluate.move_memo`): a mask computed from
 remembered facts is exactly the mask computed by applying every pass, it
 costs no pass application, and a damaged or lying memo never yields a wrong
 state."""
@@ -13,8 +13,8 @@ import pytest
 from ptxopt.evaluate import Candidate
 from ptxopt.passes.base import Pass
 from ptxopt.search.actions import ACTIONS, PASS_ACTIONS
-from ptxopt.search import move_memo
-from ptxopt.search.move_memo import MoveMemo
+from ptxopt.evaluate import move_memo
+from ptxopt.evaluate.move_memo import MoveMemo
 from ptxopt.search.state import State
 
 KERNELS = ["gemm_tile_2x2x4", "cuda_softmax_row", "triton_vector_add"]

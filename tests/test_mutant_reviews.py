@@ -8,7 +8,7 @@ real difference (a concrete input shows it) that the check no longer calls
 import numpy as np
 
 from ptxopt import parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.interp import run_kernel
 from ptxopt.interp.workload import make_args
 from ptxopt.testing.mutants import mutants

@@ -5,7 +5,7 @@ small: benchmarks/mutation_campaign.py runs it on every nvcc/Triton kernel)."""
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.testing.mutants import OPERATORS, mutants
 from ptxopt.equivalence.interpret import verify
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt import corpus, emit, parse
+from ptxopt.kernels import corpus
+from ptxopt import emit, parse
 from ptxopt.analysis.readonly import ReadOnly
 from ptxopt.equivalence.assumptions import unproven_nc
 from ptxopt.equivalence.decision import ASSUMES_NOALIAS, assumption_cap, decide, hints_only, Decision

@@ -13,7 +13,8 @@ import re
 import numpy as np
 import pytest
 
-from ptxopt import corpus, emit, parse
+from ptxopt.kernels import corpus
+from ptxopt import emit, parse
 from ptxopt.equivalence.assumptions import unproven_nc
 from ptxopt.equivalence.decision import ASSUMES_NOALIAS, decide, decide_module
 from ptxopt.equivalence.launch import Launch, Origin, from_spec

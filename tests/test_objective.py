@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 
 from cli_helpers import run_cli as run
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.launch import Launch
 from ptxopt.evaluate import Candidate, evaluate
 from ptxopt.evaluate.candidate import Settings, objective_for, settings_for
@@ -72,7 +72,7 @@ def test_eval_states_its_objective_and_launch(tmp_path):
 
 
 def test_triton_metadata_gives_a_performance_launch_without_a_grid():
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.triton.contract import triton_performance
 
     m = parse(get("triton_vector_add").ptx_text())

@@ -1,4 +1,4 @@
-"""The operand walker (:mod:`ptxopt.operand_facts`): one walk, kept on the
+"""The operand walker (:mod:`ptxopt.ptx.operand_facts`): one walk, kept on the
 instruction, read by everyone.
 
 * the facts see through vectors, pairs, braces and address expressions;
@@ -23,7 +23,7 @@ from ptxopt import parse
 from ptxopt.analysis.alias import Access, may_alias
 from ptxopt.analysis.dag import build_dag
 from ptxopt.analysis.depgraph import build_depgraph
-from ptxopt.operand_facts import alias_offset, facts, ranges_disjoint, wrap
+from ptxopt.ptx.operand_facts import alias_offset, facts, ranges_disjoint, wrap
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def test_facts_are_cached_on_the_instruction_and_edits_start_fresh():
 
 
 def test_the_slot_is_not_an_init_field():
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
 
     f = next(f for f in dataclasses.fields(Instruction) if f.name == "_facts")
     assert not f.init and not f.compare and not f.repr
@@ -170,15 +170,15 @@ def test_prover_does_not_merge_two_vector_location_reads():
 # no module inspects operands on its own
 # ---------------------------------------------------------------------------
 
-#: the operand node classes of :mod:`ptxopt.ir`
+#: the operand node classes of :mod:`ptxopt.ptx.ir`
 OPERAND_TYPES = frozenset({"Reg", "Imm", "ConstExpr", "Sym", "Neg", "Pair", "Vec", "Addr", "ParenList"})
 
 #: Modules that may test operand node types, each with its reason. Everything
-#: else reads :func:`ptxopt.operand_facts.facts` (or its small readers).
+#: else reads :func:`ptxopt.ptx.operand_facts.facts` (or its small readers).
 ALLOWED: dict[str, str] = {
-    "ptxopt/operand_facts.py": "the walker itself",
-    "ptxopt/parser.py": "builds operand nodes from the parse tree",
-    "ptxopt/emit.py": "prints operand nodes",
+    "ptxopt/ptx/operand_facts.py": "the walker itself",
+    "ptxopt/ptx/parser.py": "builds operand nodes from the parse tree",
+    "ptxopt/ptx/emit.py": "prints operand nodes",
     # Evaluators: they turn each operand node into a value (bits in the
     # interpreter, a value-graph node in the prover); that is execution, not
     # a fact about the instruction, and is decoded once per instruction
@@ -253,7 +253,7 @@ def violations(root: Path, allowed: dict[str, str]) -> list[str]:
 
 def test_only_the_walker_inspects_operand_types():
     found = violations(ROOT, ALLOWED)
-    assert not found, ("read ptxopt.operand_facts instead of testing operand node types:\n  "
+    assert not found, ("read ptxopt.ptx.operand_facts instead of testing operand node types:\n  "
                        + "\n  ".join(found))
 
 
@@ -271,7 +271,7 @@ def test_every_allowance_is_still_needed():
 def test_the_check_can_fail(tmp_path):
     (tmp_path / "ptxopt").mkdir()
     (tmp_path / "ptxopt" / "bad.py").write_text(
-        "from ptxopt.ir import Reg, Vec\n"
+        "from ptxopt.ptx.ir import Reg, Vec\n"
         "def f(o):\n    return type(o) is Reg\n"
         "def g(o):\n    return isinstance(o, (Vec, int))\n"
         "def h(o):\n    return type(o) in (Reg, Vec)\n"
@@ -285,7 +285,7 @@ def test_the_check_can_fail(tmp_path):
 def test_with_modifiers_is_replace_of_the_modifiers():
     # with_modifiers spells dataclasses.replace out for speed: a field added to
     # Instruction must reach it too (this fails if one is dropped)
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
 
     ins = dataclasses.replace(instrs("@!%p1 ld.global.u32 %r1, [%rd4+8];")[0], line=17)
     init = [f.name for f in dataclasses.fields(Instruction) if f.init]

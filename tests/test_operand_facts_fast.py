@@ -7,8 +7,8 @@ immediates and constant expressions, sinks, symbols and address extras."""
 from __future__ import annotations
 
 from ptxopt import parse
-from ptxopt.corpus import load_manifest
-from ptxopt.operand_facts import _form, _walk, _walk_operands
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.operand_facts import _form, _walk, _walk_operands
 
 HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 import ptxopt
-from ptxopt.emit import emit
+from ptxopt.ptx.emit import emit
 from ptxopt.evaluate.pair import estimate_pair
-from ptxopt.parser import parse
-from ptxopt.passmanager import InputRejected, PassManager
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import InputRejected, PassManager
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 GEMM = (CORPUS / "gemm_tile/gemm_tile_4x4x4.ptx").read_text()

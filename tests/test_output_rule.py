@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_run_in_place_stays_allowed(world):
 
 
 def test_collision_compares_resolved_paths_and_inodes(tmp_path):
-    from ptxopt.outputs import collision
+    from ptxopt.support.outputs import collision
 
     f = tmp_path / "f"
     f.write_text("x")

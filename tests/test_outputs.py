@@ -1,4 +1,4 @@
-"""Outputs are written whole or not at all; shared streams are refused (issue 29, ptxopt.outputs).
+"""Outputs are written whole or not at all; shared streams are refused (issue 29, ptxopt.support.outputs).
 
 A full disk is a small tmpfs (root only; skipped elsewhere), a file-size
 limit is RLIMIT_FSIZE in a child interpreter.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.outputs import OutputNotWritable, StreamLock, write_atomic
+from ptxopt.support.outputs import OutputNotWritable, StreamLock, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +76,7 @@ def test_a_file_size_limit_keeps_the_previous_file(tmp_path):
     p = tmp_path / "out.json"
     p.write_text('{"previous": true}\n')
     code = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
-            "from ptxopt.outputs import write_atomic, OutputNotWritable\n"
+            "from ptxopt.support.outputs import write_atomic, OutputNotWritable\n"
             "try:\n    write_atomic(sys.argv[1], 'x' * 5000)\nexcept OutputNotWritable as e:\n"
             "    print(e)\n    sys.exit(2)\n")
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, cwd=ROOT,

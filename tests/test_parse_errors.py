@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from ptxopt.cli import cli
-from ptxopt.emit import emit
-from ptxopt.parser import ParseError, parse, parse_bytes
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import ParseError, parse, parse_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = [ROOT / "corpus" / "cuda" / "gemv_warp.ptx", ROOT / "corpus" / "triton" / "vector_add.ptx"]
@@ -451,7 +451,7 @@ def test_unevaluable_offset_is_a_parse_error(tmp_path, stmt):
 
 
 def test_long_unary_chain_value_does_not_crash():
-    from ptxopt.constexpr import ConstExprError
+    from ptxopt.ptx.constexpr import ConstExprError
 
     m = parse(HEADER + ".entry k()\n{\n\tmov.u32 %r1, " + "-" * 3000 + "1;\n}\n")
     imm = m.items[0].body.items[0].operands[1]

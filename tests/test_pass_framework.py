@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.passes import pass_kinds, pass_names, pass_registry
 from ptxopt.passes.families import EXCLUSIVE_FAMILIES, VECTORIZE
 from ptxopt.equivalence.instrument import VerifyEach
-from ptxopt.passmanager import PassFailure, PassManager, PrintChanged, Stats
-from ptxopt.passmanager import run_passes_unchecked as optimize
-from ptxopt.pipeline import Pipeline, PipelineError, make_pass
+from ptxopt.passes.passmanager import PassFailure, PassManager, PrintChanged, Stats
+from ptxopt.passes.passmanager import run_passes_unchecked as optimize
+from ptxopt.passes.pipeline import Pipeline, PipelineError, make_pass
 
 EXPECTED_ORDER = [
     "vec_ld", "vec_st", "split_ld", "cache_ca", "cache_cg", "cache_cs", "cache_cv",
@@ -140,7 +140,7 @@ def test_a_crashing_pass_writes_a_reproducer(tmp_path, monkeypatch):
 
 
 def test_verify_each_catches_ptxas_rejection(tmp_path, monkeypatch):
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
     from ptxopt.passes.cache_hints import CacheLd
 
     orig = CacheLd.run
@@ -165,7 +165,7 @@ def test_verify_each_catches_a_miscompiling_pass(tmp_path, monkeypatch):
     """A pass that swaps FMA operands compiles fine; only equivalence catches it."""
     from dataclasses import replace
 
-    from ptxopt.ir import instruction_slots
+    from ptxopt.ptx.ir import instruction_slots
     from ptxopt.passes.cache_hints import CacheLd
 
     orig = CacheLd.run

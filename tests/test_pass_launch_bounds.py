@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.passes import PassError
 from ptxopt.passes.launch_bounds import LaunchBounds, register_cap
 from ptxopt.equivalence.instrument import VerifyEach
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline, PipelineError
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline, PipelineError
 from ptxopt.sim.occupancy import limits_for, occupancy
 from ptxopt.toolchain import compile_ptx
 

@@ -6,9 +6,9 @@ lines named), or the pass refused with a reason (or had nothing to do)."""
 
 import pytest
 
-from ptxopt.corpus import load_manifest
+from ptxopt.kernels.corpus import load_manifest
 from ptxopt.testing.matrix import run_cell
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
 from ptxopt.passes.registry import plugin_kinds
 from corpus_tiers import full_corpus, is_fast, slow_kernels

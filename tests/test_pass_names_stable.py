@@ -13,11 +13,11 @@ import json
 import numpy as np
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.parser import parse
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline, PipelineError
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline, PipelineError
 
 NAMES = ["vec_ld", "vec_st", "split_ld", "cache_ca", "cache_cg", "cache_cs", "cache_cv",
          "st_cache_wb", "st_cache_wt", "st_cache_cs", "maxnreg_32", "maxnreg_64", "maxnreg_128",

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
-from ptxopt.opcodes import LOAD_CACHE_OPS, STORE_CACHE_OPS
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.opcodes import LOAD_CACHE_OPS, STORE_CACHE_OPS
 from ptxopt.passes import pass_kinds, pass_names
 from ptxopt.passes.register_budget import MaxNReg
 from ptxopt.passes.registry import resolve
-from ptxopt.pipeline import Pipeline, PipelineError, make_pass
+from ptxopt.passes.pipeline import Pipeline, PipelineError, make_pass
 from ptxopt.search import observation_names
 from ptxopt.search.actions import (ACTIONS, N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_index, action_pass,
                                    families)

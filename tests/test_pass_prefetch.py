@@ -13,8 +13,8 @@ from functools import lru_cache
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.corpus import load_manifest
-from ptxopt.pipeline import make_pass
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.toolchain import compile_ptx
 
 

@@ -8,8 +8,8 @@ import pytest
 from ptxopt import emit, parse
 from ptxopt.passes.register_budget import instruction_registers
 from ptxopt.equivalence.instrument import VerifyEach
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline, make_pass
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline, make_pass
 from ptxopt.toolchain import compile_ptx
 
 DATA = Path(__file__).parent / "data" / "contract"

@@ -16,8 +16,8 @@ import pytest
 
 from ptxopt import emit, parse
 from ptxopt.analysis import block_dags, build_cfg, topological_orders_respect
-from ptxopt.corpus import load_manifest
-from ptxopt.pipeline import make_pass
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.toolchain import compile_ptx
 
 from corpus_tiers import corpus_params

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ptxopt import emit, parse
-from ptxopt.corpus import load_manifest
-from ptxopt.ir import Addr, Imm, Vec
-from ptxopt.pipeline import Pipeline, PipelineError, make_pass
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.ir import Addr, Imm, Vec
+from ptxopt.passes.pipeline import Pipeline, PipelineError, make_pass
 from ptxopt.toolchain import compile_ptx
 
 from corpus_tiers import fast_kernels
@@ -413,7 +413,7 @@ def test_round_trips_on_hand_written_vectors():
 
 
 def test_round_trips_on_gemm_tiles():
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     m = parse(get("gemm_tile_4x4x4").ptx_text())
     vec, _ = make_pass("vec_ld").apply(m)

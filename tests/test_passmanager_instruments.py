@@ -7,11 +7,11 @@ import io
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.corpus import get
-from ptxopt.ir import Module
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.ir import Module
 from ptxopt.passes.base import IllegalPass
 from ptxopt.passes.registry import get_pass_class
-from ptxopt.passmanager import (MODULE_SITE, BisectLimit, Instrument, PassFailure, PassInstrumentation,
+from ptxopt.passes.passmanager import (MODULE_SITE, BisectLimit, Instrument, PassFailure, PassInstrumentation,
                                 PassManager, RevertPass, Stats)
 
 PIPE = "cache_cg,st_cache_wt,maxnreg_64"

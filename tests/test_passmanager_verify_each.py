@@ -8,9 +8,9 @@ import pytest
 from ptxopt import parse
 from ptxopt.equivalence.contract import Contracts
 from ptxopt.equivalence.launch import Launch, guessed
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.instrument import VerifyEach
-from ptxopt.passmanager import InputRejected, PassManager
+from ptxopt.passes.passmanager import InputRejected, PassManager
 from ptxopt.equivalence.interpret import Geometry
 
 DATA = Path(__file__).parent / "data" / "contract"

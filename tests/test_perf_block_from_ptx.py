@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate
 from ptxopt.evaluate.candidate import objective_for
 from tests.cli_helpers import run_cli

@@ -8,7 +8,7 @@ import pytest
 
 from ptxopt import emit, parse
 from ptxopt.passes import pipeline_loads
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.testing.pipelined_loads import CLASSES, MUST_REFUSE, MUTANTS, check_shape, make_shape
 
 LEGAL = ("stream", "pointer_iv", "two_loads", "dependent", "guarded")
@@ -68,7 +68,7 @@ def test_run_proves_the_rewrite(distance):
     """Structural: the pass manager's proof instrument proves it (``run`` writes it without
     --allow-unchecked); the unchecked runner still refuses it unless told."""
     from ptxopt.equivalence.prove.structural import StructuralProofs
-    from ptxopt.passmanager import PassManager, UnprovedStructuralRewrite, run_passes_unchecked
+    from ptxopt.passes.passmanager import PassManager, UnprovedStructuralRewrite, run_passes_unchecked
 
     text = make_shape("stream", 1).text
     proofs = StructuralProofs()

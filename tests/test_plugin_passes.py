@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.digests import code_digests
+from ptxopt.support.digests import code_digests
 from ptxopt.passes import FunctionPass, PluginPassError, pass_kinds, pass_names, register, registry, unregister
-from ptxopt.pipeline import Pipeline, PipelineError
+from ptxopt.passes.pipeline import Pipeline, PipelineError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "mul_pow2"
@@ -211,7 +211,7 @@ def test_the_first_code_digest_of_a_process_already_counts_plugin_passes():
     installed plugin's code is left out of the key -- found by the wheel test)."""
     import subprocess
 
-    probe = ("from ptxopt import digests\n"
+    probe = ("from ptxopt.support import digests\n"
              "digests.code_digests()\n"
              "print(len(digests.FRONT_EXTRA))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

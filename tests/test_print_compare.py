@@ -1,4 +1,4 @@
-"""``prints_same`` (:mod:`ptxopt.print_compare`): whatever it decides is what
+"""``prints_same`` (:mod:`ptxopt.ptx.print_compare`): whatever it decides is what
 comparing the printed texts decides, on real pass outputs and on the cases it
 must leave undecided; the action mask built on it is the mask built by printing."""
 
@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.ir import Block, Comment, Instruction, Label, Reg
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.ir import Block, Comment, Instruction, Label, Reg
+from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
 from ptxopt.passes.base import IllegalPass
-from ptxopt.pipeline import make_pass
-from ptxopt.print_compare import prints_same
+from ptxopt.passes.pipeline import make_pass
+from ptxopt.ptx.print_compare import prints_same
 
 #: a tile kernel, a CUDA kernel with nested call scopes and comments, a Triton kernel with .loc lines
 KERNELS = ["gemm_tile_2x2x4", "cuda_softmax_row", "triton_layernorm_row"]

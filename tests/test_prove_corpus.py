@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxopt.corpus import load_manifest
-from ptxopt.emit import emit
-from ptxopt.ir import Instruction, instruction_slots
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.ir import Instruction, instruction_slots
+from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
 from ptxopt.passes.base import IllegalPass
-from ptxopt.pipeline import make_pass
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.equivalence.prove import prove
 from ptxopt.testing.mutants import mutants
 from ptxopt.testing.random_kernels import kernel_from_steps, launch

@@ -87,7 +87,7 @@ def test_the_evaluator_calls_an_ill_formed_hint_inconclusive_not_hints_only(tmp_
     ignores prefetches, so the shortcut must not take it and nothing may call
     it trusted."""
     from ptxopt.evaluate import Candidate, evaluate
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
     from ptxopt.passes.registry import get_pass_class
 
     cls = get_pass_class("prefetch_L1")
@@ -114,9 +114,9 @@ def test_verify_each_never_trusts_a_pass_that_inserts_an_ill_formed_hint(monkeyp
     hint rule is what catches a prefetch above its address's definition: the
     check is inconclusive (exit 4 in the CLI), never equal."""
     from ptxopt.equivalence import VerifyEach
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
     from ptxopt.passes.registry import get_pass_class
-    from ptxopt.passmanager import PassManager
+    from ptxopt.passes.passmanager import PassManager
     from ptxopt.equivalence.interpret import Geometry
 
     a = ORIGINAL

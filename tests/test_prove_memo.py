@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.prove import clear_memo, original_memo, prove
 from ptxopt.equivalence.prove.symexec import BlockExecutor
 from ptxopt.evaluate import Candidate
-from ptxopt.parser import parse
-from ptxopt.passmanager import PassManager
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.passmanager import PassManager
 
 PIPELINES = ("reorder_cp", "cache_cg", "vec_ld", "reorder_lf")
 

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.parser import parse
-from ptxopt.pipeline import make_pass
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
+from ptxopt.passes.pipeline import make_pass
 from ptxopt.testing.mutants import mutants
 
 KERNEL = "gemm_tile_4x4x4"

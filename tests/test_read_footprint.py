@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ptxopt import parse
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.footprint import footprint_difference, spiked
 from ptxopt.equivalence.interpret import verify
 from ptxopt.interp.memory import OTHER_READ

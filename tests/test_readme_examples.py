@@ -57,7 +57,7 @@ def test_the_readme_marks_the_python_examples():
 
 def test_the_kernel_is_outside_the_corpus():
     from ptxopt.equivalence.interpret import LaunchError, verify
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     m = parse(KERNEL.read_text(), "scale_add.ptx")
     with pytest.raises(LaunchError):  # what the README's example once did: no launch, no corpus entry
@@ -82,8 +82,8 @@ def test_readme_python_examples_run(tmp_path, monkeypatch, capsys):
 def test_the_inferred_launch_the_readme_names_works_too():
     from ptxopt.equivalence.contract import check_launch
     from ptxopt.equivalence.interpret import verify
-    from ptxopt.parser import parse
-    from ptxopt.passmanager import PassManager
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.passmanager import PassManager
 
     m = parse(KERNEL.read_text(), "scale_add.ptx")
     launch = check_launch(m, "scale_add")

@@ -8,7 +8,7 @@ they now share this walk, its own answers are pinned here."""
 from ptxopt import parse
 from ptxopt.analysis.cfg import instr_defs_uses
 from ptxopt.analysis.regdeps import RAW, WAR, WAW, RegisterWalk
-from ptxopt.opcodes import CARRY_FLAG
+from ptxopt.ptx.opcodes import CARRY_FLAG
 
 
 def _edges(body: str) -> list[set]:
@@ -63,7 +63,7 @@ def test_step_nodes_is_step_without_the_kinds_on_corpus_blocks():
     predecessors in the same order of first occurrence, block by block (a sample of the corpus,
     guarded definitions and the carry flag included)."""
     from ptxopt.analysis.cfg import build_cfg
-    from ptxopt.corpus import load_manifest
+    from ptxopt.kernels.corpus import load_manifest
 
     blocks = 0
     for k in load_manifest()[::16]:

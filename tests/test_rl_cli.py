@@ -339,7 +339,7 @@ def test_an_unusable_cache_stops_training_before_any_work(tmp_path, trajectories
 
 def test_two_trainings_cannot_share_an_out_folder(tmp_path, trajectories):
     """A live run holds --out's grpo_log.csv: a second one is refused before any work (no mixed log)."""
-    from ptxopt.outputs import StreamLock
+    from ptxopt.support.outputs import StreamLock
 
     out = tmp_path / "out"
     out.mkdir()

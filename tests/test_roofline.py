@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import pytest
 
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.evaluate.candidate import _manifest_performance
 from ptxopt.measure.base import MeasureJob
 from ptxopt.measure.sim import SimBackend
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.sim.device import device_for
 from ptxopt.sim.throughput import KernelFacts, estimate
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from ptxopt.corpus import load_manifest
-from ptxopt.emit import emit
-from ptxopt.parser import parse
-from ptxopt.roundtrip import check_text, compare_sass
+from ptxopt.kernels.corpus import load_manifest
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
+from ptxopt.toolchain.roundtrip import check_text, compare_sass
 
 from corpus_tiers import corpus_params
 

@@ -2,7 +2,7 @@
 
 Two kinds of generators:
 
-* **IR first**: strategies build :class:`~ptxopt.ir.Module` objects directly
+* **IR first**: strategies build :class:`~ptxopt.ptx.ir.Module` objects directly
   (random opcodes and modifiers, every operand kind nested, guards,
   declarations, labels, nested scopes, comments in statement positions) and
   the properties are ``parse(emit(m)) == m`` and ``emit`` idempotence.
@@ -11,7 +11,7 @@ Two kinds of generators:
   between tokens (newlines included), alternative spellings (``[%r-4]`` for
   ``[%r+-4]``, hex offsets and counts, ``- 5``), and comments dropped into
   random gaps, inside statements too. The renderer also computes where the
-  parser must put each comment (the rule documented in ptxopt.comments:
+  parser must put each comment (the rule documented in ptxopt.ptx.comments:
   innermost ``{ }`` block, by position, ``trailing`` when it starts on the
   line where the statement before it starts), so the property is
   ``parse(text) == expected`` exactly, and then the round trip on top.
@@ -29,12 +29,12 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxopt.emit import emit
-from ptxopt.ir import (
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.ir import (
     Addr, Block, Comment, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec,
 )
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -690,7 +690,7 @@ class Renderer:
 
 def expected_items(entries: list) -> list:
     """Order statements and comments by position and mark trailing comments
-    the way ptxopt.comments documents it."""
+    the way ptxopt.ptx.comments documents it."""
     out = []
     prev_line = None
     for (_, line), obj in sorted(entries, key=lambda e: e[0][0]):

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.search import N_ACTIONS, episodes, read_jsonl
 
 SMALL = "gemm_tile_2x2x2"
@@ -178,7 +178,7 @@ def test_a_long_list_of_kernel_ids_is_a_corpus_selector_not_a_path():
     """A comma list longer than a file name can be (ENAMETOOLONG) selects those
     kernels instead of failing as an internal error."""
     from ptxopt.cli.search import resolve_kernels
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
 
     ids = [k.id for k in select("gemm_tile")][:40]
     assert len(",".join(ids)) > 255

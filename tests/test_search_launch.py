@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from ptxopt.emit import emit
+from ptxopt.ptx.emit import emit
 from ptxopt.equivalence.launch import Launch, Role
 from ptxopt.evaluate import Candidate, evaluate
 from ptxopt.passes.base import Pass
-from ptxopt.passmanager import PassManager
-from ptxopt.search import move_memo
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.evaluate import move_memo
 from ptxopt.search.actions import ACTIONS
-from ptxopt.search.move_memo import MoveMemo
+from ptxopt.evaluate.move_memo import MoveMemo
 from ptxopt.search.state import State
 
 # an nvcc-style entry: no .reqntid, no .maxntid (the block is the launch's)
@@ -168,7 +168,7 @@ def test_optimize_binds_the_performance_launch():
     """``optimize(..., performance=)`` (the Triton hook's path) applies the
     pipeline as the evaluator does: bound to the launch's block."""
     from ptxopt.api import optimize
-    from ptxopt.pipeline import PipelineError
+    from ptxopt.passes.pipeline import PipelineError
 
     r = optimize(NVCC, "launch_bounds_2", performance=perf(128), estimate=False)
     assert r.candidate is not None and ".maxntid 128" in r.candidate, (r.reason, r.records)
@@ -179,7 +179,7 @@ def test_optimize_binds_the_performance_launch():
 
 def test_explain_applies_the_pipeline_bound():
     from ptxopt.cli.explain import _apply
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     out = _apply(Pipeline.parse("launch_bounds_2"), NVCC, "scale.ptx", perf(128), "scale")
     assert ".maxntid 128" in out and ".minnctapersm 2" in out

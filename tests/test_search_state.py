@@ -17,7 +17,7 @@ import pytest
 
 import ptxopt.search.measure as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
-from ptxopt.parser import ParseError
+from ptxopt.ptx.parser import ParseError
 from ptxopt.search import (ACTIONS, FAMILIES, N_ACTIONS, STOP, STOP_INDEX, BudgetExhausted, EvalOptions, Meter,
                            State, observation_names)
 from ptxopt.search.actions import PASS_ACTIONS

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 import ptxopt.search.measure as measure_mod
 from ptxopt.cli import cli as main
-from ptxopt.corpus import get
+from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate, EvalCache, EvalResult, SimBackend, evaluate
 from ptxopt.equivalence.launch import Launch
 from ptxopt.evaluate.cache import SCHEMA_VERSION

@@ -463,7 +463,7 @@ def test_decode_is_reusable_and_deterministic():
 
 
 def _gemm(shape: str) -> str:
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     return get(f"gemm_tile_{shape}").ptx_text()
 
@@ -483,7 +483,7 @@ def test_estimates_grow_with_more_fmas():
 
 
 def test_loop_kernel_reports_static_fallback_end_to_end():
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
 
     r = estimate(get("cuda_saxpy").ptx_text())
     assert r.fallback == "static:N=8"

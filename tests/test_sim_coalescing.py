@@ -84,7 +84,7 @@ def test_the_tempting_cases_found_from_the_kernels():
 def _facts(name: str):
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.sim import SimBackend
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     text, entry, launch = outside(name)
     job = MeasureJob(text, "sm_89", None, entry, module=parse(text, entry), objective="throughput",

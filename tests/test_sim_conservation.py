@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from ptxopt.corpus import get
-from ptxopt.emit import emit
-from ptxopt.parser import parse_bytes
-from ptxopt.passmanager import PassManager
-from ptxopt.pipeline import Pipeline
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse_bytes
+from ptxopt.passes.passmanager import PassManager
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.sim import decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 

@@ -81,7 +81,7 @@ def test_no_rate_without_counted_work_or_when_the_work_does_not_fit():
 
 @pytest.fixture(scope="module")
 def matmul():
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.launch import performance_of
 
     k = get("triton_matmul_f16")
@@ -92,8 +92,8 @@ def matmul():
 def _estimate(k, perf, pipeline: str):
     from ptxopt import emit, parse
     from ptxopt.measure.loop_slice import trip_counts_for
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
     from ptxopt.toolchain import compile_ptx, disassemble
 
     text = k.ptx_text()

@@ -207,9 +207,9 @@ def test_loop_bytes_in_flight_per_trip_times_trips():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["st_cache_wt", "st_cache_cs"])
 def test_passes_that_leave_loads_alone_leave_bytes_in_flight_alone(name):
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
-    from ptxopt.passmanager import PassManager
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.passmanager import PassManager
 
     for ptx in (INDEPENDENT, LOOP):
         out = emit(PassManager(name).run(parse(ptx, "k")).module)
@@ -224,9 +224,9 @@ def test_a_prefetch_moves_bytes_in_flight_earlier_never_removes_them(name):
     """A prefetch's fill is a transfer with the latency of its level, like the miss it replaces: the
     bytes x latency of the walk's misses do not fall, and the bytes stay in flight (a prefetch adds
     bytes in flight; it never takes the loads it serves out of the bound)."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
-    from ptxopt.passmanager import PassManager
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.passmanager import PassManager
 
     for ptx in (INDEPENDENT, LOOP):
         out = emit(PassManager(name).run(parse(ptx, "k")).module)

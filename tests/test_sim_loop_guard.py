@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ptxopt.equivalence.contract import resolve_contracts, resolve_performance
 from ptxopt.measure.loop_slice import trip_counts_for
-from ptxopt.parser import parse_bytes
+from ptxopt.ptx.parser import parse_bytes
 from ptxopt.sim import decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 

@@ -157,7 +157,7 @@ def test_sim_backend_estimates_the_objective_on_the_performance_launch_never_the
     were the user's. Latency: one warp, the calibrated error bar. Throughput:
     the performance launch (or, without one, the check launch's block with an
     assumed grid), labelled uncalibrated, with the footprint when given."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.launch import Launch
     from ptxopt.measure.base import MeasureJob
     from ptxopt.measure.sim import SimBackend

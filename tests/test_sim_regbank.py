@@ -74,7 +74,7 @@ def test_conflicts_lengthen_the_walk_toward_the_published_baseline():
     """gemm_tile_4x4x4 (same 40 registers as the study's ptxas): published 696 cycles on an L4.
     The walk without the mechanism (the model before issue 27) is 552; with it the estimate must
     be later, yet not past the measurement (the mechanism alone does not explain the gap)."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.sim import simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 
@@ -161,7 +161,7 @@ def test_the_window_rule_is_switched_by_the_table():
 def test_the_window_rule_charges_less_than_the_plain_one_on_a_real_kernel():
     """gemm_tile_8x8x8: the plain rule charged 151 cycles of conflicts (1,521 -> 1,672), the
     windows absorb most of them; either way the walk is longer than without banks."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.sim import simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 

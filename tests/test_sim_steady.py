@@ -75,10 +75,10 @@ def test_call_noinc_to_a_local_label_is_a_loop_exit():
 
 @pytest.fixture(scope="module")
 def flash():
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.measure.loop_slice import trip_counts_for
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx, disassemble
 
@@ -109,11 +109,11 @@ def test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_re
     generated families through their slow-tier slice: tests/corpus_tiers.py)."""
     from corpus_tiers import slow_kernels
 
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.measure.loop_slice import trip_counts_for
     from ptxopt.measure.loops import loop_headers
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.sim.decode import decode
     from ptxopt.toolchain import compile_ptx, disassemble
 

@@ -47,7 +47,7 @@ def test_the_walk_uses_it_where_the_table_says_so():
     """gemm_tile_8x8x8 has address registers rewritten soon after their LDG: the published WAR of a
     regular-address load (11) is later than the flat estimate (8), so the walk gets longer; with the
     switch off it is the flat estimate again."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.sim import simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 

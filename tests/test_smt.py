@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from ptxopt.cli import cli
 from ptxopt.equivalence import Verdict, decide
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.prove import prove
 from ptxopt.equivalence.prove.smt import recheck, solver
 
@@ -198,7 +198,7 @@ def _logged_run(text: str):
 
 
 def test_alias_facts_hold_on_the_interpreters_addresses():
-    from ptxopt import opcodes, operand_facts
+    from ptxopt.ptx import opcodes, operand_facts
     from ptxopt.analysis.alias import Access, base_key, may_alias, overlapping_symbols
     from ptxopt.analysis.cfg import CFG
     from ptxopt.testing.random_kernels import kernel_from_steps, random_steps

@@ -11,7 +11,7 @@ failures."""
 import pytest
 from corpus_tiers import slow_kernels
 
-from ptxopt.corpus import load_manifest
+from ptxopt.kernels.corpus import load_manifest
 from ptxopt.equivalence.prove.smt import solver
 from ptxopt.testing.smt_recheck import fuzz_pairs, matrix_pairs, recheck_pairs
 

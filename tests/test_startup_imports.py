@@ -82,7 +82,7 @@ def test_probe_sees_a_heavy_import():
 
 def test_public_names_stay_functions_after_their_submodules_are_imported():
     """A lazy public name that is also a submodule's name (``emit``) would be
-    shadowed by the module once ``ptxopt.emit`` is imported anywhere; every
+    shadowed by the module once ``ptxopt.ptx.emit`` is imported anywhere; every
     name in ``__all__`` must still be what the README's ``from ptxopt import``
     gives -- checked in a fresh interpreter, submodules imported first."""
     probe = ("import importlib, pkgutil, ptxopt\n"

@@ -280,7 +280,7 @@ def test_a_committed_policy_by_name_as_the_cli_takes_it(tcache):
 
 
 def test_bad_sources_are_clear_errors(tcache, tmp_path):
-    from ptxopt.pipeline import PipelineError
+    from ptxopt.passes.pipeline import PipelineError
     from ptxopt.triton.pipelines import PipelinesError
 
     with pytest.raises(PipelineError):

@@ -17,7 +17,7 @@ import pytest
 import ptxopt
 from ptxopt import emit, parse
 from ptxopt.equivalence.launch import Launch
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.toolchain import compile_ptx
 from ptxopt.equivalence.interpret import Geometry
 
@@ -396,7 +396,7 @@ def test_random_chains():
 
 def test_constant_step_recognises_only_links():
     from ptxopt.analysis.alias import constant_step
-    from ptxopt.ir import Instruction
+    from ptxopt.ptx.ir import Instruction
 
     def step(line):
         body = [i for i in parse(kernel(line)).entries[0].body.items if type(i) is Instruction]

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli.verify import verify_cmd
-from ptxopt.corpus import get
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import get
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.interpret import Geometry, verify
 
 

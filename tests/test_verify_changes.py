@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxopt.corpus import KernelSpec, Launch, Param
+from ptxopt.kernels.corpus import KernelSpec, Launch, Param
 from ptxopt.interp import Program, WarpSyncError, run_kernel
 from ptxopt.interp.probe import module
-from ptxopt.ir import iter_instructions
+from ptxopt.ptx.ir import iter_instructions
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.equivalence.boundary import boundary_scalars, compared_immediates
 from ptxopt.equivalence.changes import changes

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ptxopt.cli.verify import verify_cmd
 from ptxopt.interp import run_kernel
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.interpret import Geometry, verify
 
 HEAD = ".version 7.8\n.target sm_80\n.address_size 64\n\n"

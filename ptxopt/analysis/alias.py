@@ -18,8 +18,8 @@ module says they *may alias*. The rules, in order:
    different addresses, whatever the base value is -- *modulo the address
    width*: ``[%r1+-4]`` and ``[%r1+4294967292]`` on 32-bit shared memory are
    the same bytes. Offsets come normalised from the operand walker
-   (:mod:`ptxopt.operand_facts`) and ranges are compared on the circle of
-   ``2**32`` addresses (:func:`~ptxopt.operand_facts.ranges_disjoint`), which
+   (:mod:`ptxopt.ptx.operand_facts`) and ranges are compared on the circle of
+   ``2**32`` addresses (:func:`~ptxopt.ptx.operand_facts.ranges_disjoint`), which
    is sound for 64-bit addresses too.
 3. **Distinct variables.** ``[x+a]`` and ``[y+b]`` for two different
    symbols are disjoint (distinct PTX variables or parameters; an offset
@@ -52,10 +52,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.cfg import CFG
-from ptxopt.ir import Decl, iter_decls
-from ptxopt.operand_facts import Address, ranges_disjoint
+from ptxopt.ptx.ir import Decl, iter_decls
+from ptxopt.ptx.operand_facts import Address, ranges_disjoint
 
 ALIASING_SPACES: dict[str, frozenset[str]] = {
     "global": frozenset({"global", "generic"}),
@@ -89,7 +89,7 @@ class Access(NamedTuple):
 
 
 def address_of(ins) -> Address | None:
-    """The instruction's address fact (:func:`ptxopt.operand_facts.address`)."""
+    """The instruction's address fact (:func:`ptxopt.ptx.operand_facts.address`)."""
     return operand_facts.address(ins)
 
 

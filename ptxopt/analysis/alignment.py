@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ptxopt import opcodes
-from ptxopt.ir import Decl, Function, Instruction, Module, iter_decls
-from ptxopt.operand_facts import address, immediate, reg_name, symbol
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Decl, Function, Instruction, Module, iter_decls
+from ptxopt.ptx.operand_facts import address, immediate, reg_name, symbol
 
 # ---------------------------------------------------------------------------
 # Alignment: congruences modulo powers of two
@@ -117,7 +117,7 @@ class Alignment:
         return f
 
     def of_base(self, kind: str, name: str | None) -> Fact:
-        """The fact of an address base (:attr:`ptxopt.operand_facts.Address.kind`
+        """The fact of an address base (:attr:`ptxopt.ptx.operand_facts.Address.kind`
         and name)."""
         if kind == "reg":
             return self.of_reg(name)

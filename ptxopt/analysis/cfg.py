@@ -34,8 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ptxopt import opcodes, operand_facts
-from ptxopt.ir import Block, Decl, Function, Instruction, Label
+from ptxopt.ptx import opcodes, operand_facts
+from ptxopt.ptx.ir import Block, Decl, Function, Instruction, Label
 
 Path = tuple[int, ...]
 
@@ -143,7 +143,7 @@ def _split_digits(name: str) -> tuple[str, str]:
 
 
 def instr_defs_uses(ins: Instruction, rename=None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Registers written and read by ``ins`` (:func:`ptxopt.operand_facts.defs_uses`),
+    """Registers written and read by ``ins`` (:func:`ptxopt.ptx.operand_facts.defs_uses`),
     each name once, optionally renamed (scoped ``.reg`` shadowing)."""
     f = operand_facts.facts(ins)
     d, u = f.defs, f.uses  # already each name once

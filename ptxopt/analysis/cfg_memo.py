@@ -4,7 +4,7 @@ A search state tries every pass on copies of one module: the four
 ``reorder_*`` passes each build the same function's :class:`~ptxopt.analysis.cfg.CFG`
 (~10 ms on a 5,000-instruction kernel). Module copies share every statement
 (statements are immutable; only ``{ }`` containers are copied,
-:meth:`ptxopt.ir.Module.copy`), so a function whose body holds the same
+:meth:`ptxopt.ptx.ir.Module.copy`), so a function whose body holds the same
 statement objects in the same nesting has the same CFG. :func:`cfg_of`
 returns a shallow copy of the remembered CFG whose ``function`` is the
 caller's, so nothing reaches a function another caller rewrote since.
@@ -22,7 +22,7 @@ import copy
 from collections import OrderedDict
 
 from ptxopt.analysis.cfg import CFG, build_cfg
-from ptxopt.ir import Block, Function
+from ptxopt.ptx.ir import Block, Function
 
 MEMO_ENTRIES = 16
 _MEMO: OrderedDict = OrderedDict()

@@ -1,15 +1,15 @@
 """Instruction categories for the feature vector.
 
 The ISA facts (purity, memory roles and spaces, access sizes, type and opcode
-sets) live in :mod:`ptxopt.opcodes`; this module only defines the counting
+sets) live in :mod:`ptxopt.ptx.opcodes`; this module only defines the counting
 categories that the learning layer's features use.
 """
 
 from __future__ import annotations
 
-from ptxopt import opcodes
-from ptxopt.ir import Instruction
-from ptxopt.operand_facts import facts
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Instruction
+from ptxopt.ptx.operand_facts import facts
 
 
 def is_fma(ins: Instruction) -> bool:

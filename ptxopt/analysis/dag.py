@@ -36,7 +36,7 @@ may alias (:mod:`ptxopt.analysis.alias`), and a load and an earlier store.
 Load-load pairs never get an edge. Earlier accesses are indexed by state
 space and base, so only conflicting pairs and same-base pairs are visited.
 
-**Ordering points** (role ``order`` in :mod:`ptxopt.opcodes`:
+**Ordering points** (role ``order`` in :mod:`ptxopt.ptx.opcodes`:
 barriers, fences, atomics, calls, branches, ``ret``/``exit``, async copies,
 volatile/acquire/release accesses, clock reads, unknown opcodes): every
 earlier instruction precedes it and every later one follows it. Edges go
@@ -64,15 +64,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 if TYPE_CHECKING:  # networkx costs ~0.15 s to import: only what builds or sorts a DAG imports it
     import networkx as nx
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import (
     ALIASING_SPACES, Access, address_of, base_key, may_alias, noalias_params, overlapping_symbols,
     pointer_roots,
 )
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
-from ptxopt.gc_pause import gc_paused
-from ptxopt.ir import Instruction
+from ptxopt.support.gc_pause import gc_paused
+from ptxopt.ptx.ir import Instruction
 
 KIND_PRIORITY = ("raw", "waw", "war", "mem", "order")
 _BIT = {k: 1 << i for i, k in enumerate(KIND_PRIORITY)}

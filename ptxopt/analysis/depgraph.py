@@ -39,12 +39,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Sequence
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
-from ptxopt.ir import Instruction
-from ptxopt.operand_facts import ALIAS_WINDOW, alias_offset
+from ptxopt.ptx.ir import Instruction
+from ptxopt.ptx.operand_facts import ALIAS_WINDOW, alias_offset
 
 
 class DepGraph:

@@ -47,10 +47,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis import classify
 from ptxopt.analysis.function import FunctionAnalysis
-from ptxopt.ir import Function, Module
+from ptxopt.ptx.ir import Function, Module
 
 if TYPE_CHECKING:  # numpy (~0.1 s to import) only for feature_vector's array
     import numpy as np

@@ -17,7 +17,7 @@ from ptxopt.analysis.dag import CriticalPath, block_dags, critical_path
 from ptxopt.analysis.defuse import Liveness, ReachingDefs, liveness, reaching_definitions
 from ptxopt.analysis.latency import estimated_latency
 from ptxopt.analysis.pressure import RegisterPressure, register_pressure
-from ptxopt.ir import Function
+from ptxopt.ptx.ir import Function
 
 if TYPE_CHECKING:
     import networkx as nx

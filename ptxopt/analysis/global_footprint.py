@@ -63,7 +63,7 @@ from ptxopt.analysis.affine_count import (SECTOR, Access, Form, Inexact, NotAffi
 from ptxopt.analysis.cfg import dominates
 from ptxopt.analysis.defuse import reaching_definitions
 from ptxopt.analysis.loops import loops_of
-from ptxopt.ir import Addr, Imm, Reg, Sym
+from ptxopt.ptx.ir import Addr, Imm, Reg, Sym
 
 SOURCES = ("counts", "exact", "extrapolated", "unknown")
 _SPECIAL = {"%tid": "tid", "%ctaid": "ctaid"}
@@ -1267,7 +1267,7 @@ def _kernel_at(fn, grid, block, scalars: dict | None) -> "_Kernel":
 
 
 def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFootprint:
-    """The footprint of ``fn`` (an entry :class:`~ptxopt.ir.Function`) launched on ``grid`` x
+    """The footprint of ``fn`` (an entry :class:`~ptxopt.ptx.ir.Function`) launched on ``grid`` x
     ``block`` with ``scalars`` (parameter name -> value; integer ones matter)."""
     launch = {"grid": list(_dim3(grid)), "block": list(_dim3(block))}
     try:
@@ -1369,7 +1369,7 @@ def _tighter(a: tuple, b: tuple) -> tuple:
 
 def footprint_of_text(ptx_text: str, entry: str | None, grid, block, scalars: dict | None = None) -> LaunchFootprint:
     """:func:`launch_footprint` of ``entry`` in a PTX text."""
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     module = parse(ptx_text, "footprint")
     return launch_footprint(module.pick_entry(entry, "footprint"), grid, block, scalars)
@@ -1390,7 +1390,7 @@ def footprint_for_launch(module, entry: str | None, launch, counts_bytes: int | 
     if grid is None or block is None:
         return LaunchFootprint((), "unknown", None, ("grid unknown: no footprint for an assumed grid",))
     if isinstance(module, str):
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
 
         module = parse(module, "footprint")
     return launch_footprint(module.pick_entry(entry, "footprint"), grid, block,

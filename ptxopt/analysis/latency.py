@@ -10,8 +10,8 @@ Change them here only; nothing else hard-codes a latency.
 
 from __future__ import annotations
 
-from ptxopt import opcodes, operand_facts
-from ptxopt.ir import Instruction
+from ptxopt.ptx import opcodes, operand_facts
+from ptxopt.ptx.ir import Instruction
 
 LATENCY: dict[str, int] = {
     "alu": 4,          # integer/logic/compare/select/move

@@ -56,14 +56,14 @@ checks) need to know, computed once from the :class:`~ptxopt.analysis.cfg.CFG`:
   predicate is (:func:`ptxopt.analysis.uniform.nonuniform_registers`):
   the same number of iterations for every thread that enters the loop.
 * ``barriers``/``collectives``: whether the body holds a barrier
-  (:data:`ptxopt.opcodes.BARRIERS`) or a warp collective.
+  (:data:`ptxopt.ptx.opcodes.BARRIERS`) or a warp collective.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness, reaching_definitions

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import Liveness, liveness
 

@@ -10,7 +10,7 @@ calls, that may write global memory may reach the load's bytes.
   async copies and surface stores whose space is ``.global`` or generic
   (a generic address may point into global memory); any instruction this
   module does not know to leave global memory alone
-  (:data:`ptxopt.opcodes.NO_GLOBAL_WRITE_OPCODES`, pure and collective
+  (:data:`ptxopt.ptx.opcodes.NO_GLOBAL_WRITE_OPCODES`, pure and collective
   opcodes, loads, prefetches, accesses of other spaces); and everything in
   the bodies of called functions, transitively. A call to a function
   without a body, or through a register, writes anything.
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.ir import Instruction, Module
+from ptxopt.ptx.ir import Instruction, Module
 
 _OTHER_SPACES = frozenset({"shared", "local", "param", "const"})
 

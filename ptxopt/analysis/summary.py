@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ptxopt.analysis.function import FunctionAnalysis
-    from ptxopt.ir import Module
+    from ptxopt.ptx.ir import Module
 
 
 def function_summary(fa: FunctionAnalysis) -> dict:

@@ -9,7 +9,7 @@ proven, ``not uniform`` means "may differ".
 A register is non-uniform when one of its definitions
 
 * reads a special register that differs between the threads of a block
-  (anything outside :data:`ptxopt.opcodes.BLOCK_UNIFORM_SREGS`: ``%tid``,
+  (anything outside :data:`ptxopt.ptx.opcodes.BLOCK_UNIFORM_SREGS`: ``%tid``,
   ``%laneid``, ``%warpid``, clocks...);
 * reads a non-uniform register or is guarded by a non-uniform predicate;
 * is not a pure computation or a parameter/constant load (a global or shared
@@ -26,7 +26,7 @@ non-uniform, so it terminates (at most one round per register).
 
 from __future__ import annotations
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.cfg import CFG
 
 

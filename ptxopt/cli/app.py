@@ -22,8 +22,8 @@ from ptxopt.cli.common import (contract_options, emit_json, fail, json_options, 
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, INTERNAL, OK, TOOLCHAIN
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.inputs import InputError, read_one, read_targets
-from ptxopt.parser import ParseError, parse_bytes
+from ptxopt.kernels.inputs import InputError, read_one, read_targets
+from ptxopt.ptx.parser import ParseError, parse_bytes
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
@@ -65,10 +65,10 @@ class _Group(click.Group):
         return super().list_commands(ctx)
 
     def invoke(self, ctx):
-        from ptxopt.corpus import CorpusError
+        from ptxopt.kernels.corpus import CorpusError
         from ptxopt.executor.raycluster import RayUnreachable
         from ptxopt.passes.base import PassError
-        from ptxopt.passmanager import PassFailure
+        from ptxopt.passes.passmanager import PassFailure
         from ptxopt.toolchain import ToolchainError
 
         try:
@@ -133,7 +133,7 @@ def _print_json(obj, as_json=True, json_out=None) -> bool:
 @writes({"json_out": "--json-out"}, ("file",))
 def parse_cmd(file, do_emit, as_json, json_out=None):
     """Parse FILE; report syntax errors as FILE:LINE:COL (exit 2)."""
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
 
     src, m = _load(file)
     summary = module_summary(m)
@@ -251,7 +251,7 @@ def compile_cmd(file, arch, as_json, sass, output=None, json_out=None):
     except (UnsupportedArch, UnsupportedPTXVersion) as e:  # name the file, as eval and search do
         fail(f"{src.name}: {e}")
     if output:
-        from ptxopt.outputs import write_atomic
+        from ptxopt.support.outputs import write_atomic
 
         write_atomic(output, res.cubin)
     listing = disassemble(res.cubin)
@@ -315,7 +315,7 @@ def roundtrip_cmd(targets, archs, no_sass, jobs, as_json, json_out=None):
     compiles the printed PTX to the same SASS as the original. Exits 1 if
     any kernel fails.
     """
-    from ptxopt.roundtrip import RoundTripResult
+    from ptxopt.toolchain.roundtrip import RoundTripResult
 
     stdin_once(*targets)
     sources = read_targets(list(targets) or ["corpus:all"])
@@ -349,7 +349,7 @@ def _why(r) -> str:
 
 
 def _check_one(args):
-    from ptxopt.roundtrip import RoundTripResult, check_text
+    from ptxopt.toolchain.roundtrip import RoundTripResult, check_text
 
     name, data, archs = args
     try:
@@ -365,7 +365,7 @@ def _run_parallel(sources, archs, jobs, progress: bool):
     from rich.progress import Progress
 
     from ptxopt.executor import LocalExecutor
-    from ptxopt.roundtrip import RoundTripResult
+    from ptxopt.toolchain.roundtrip import RoundTripResult
 
     work = [(s.name, s.data, archs) for s in sources]
     results = [None] * len(work)
@@ -444,10 +444,10 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     each) and --allow-unchecked was not given.
     """
     from ptxopt.equivalence.contract import ContractError, resolve_contracts
-    from ptxopt.emit import emit
-    from ptxopt.layout import preserve_layout, unified_diff
-    from ptxopt.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.layout import preserve_layout, unified_diff
+    from ptxopt.passes.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses
+    from ptxopt.passes.pipeline import Pipeline
 
     pl = Pipeline.parse(pipeline)
     src, m = _load(file)
@@ -510,7 +510,7 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     if not no_compile_check and verifier is None:  # --verify-each assembled every changed module already
         _compile_check(text, result.module, arch, src)
     if output:
-        from ptxopt.outputs import write_atomic
+        from ptxopt.support.outputs import write_atomic
 
         write_atomic(output, text)
     stdout_json = False
@@ -574,7 +574,7 @@ def passes_cmd(as_json, json_out=None):
     from ptxopt.passes import pass_kinds, pass_names
     from ptxopt.passes.families import conflict
     from ptxopt.passes.registry import signature
-    from ptxopt.pipeline import make_pass
+    from ptxopt.passes.pipeline import make_pass
 
     passes = [make_pass(n) for n in pass_names()]
     rows = []
@@ -611,7 +611,7 @@ def corpus_grp():
 def corpus_list(family, as_json, json_out=None):
     """List corpus kernels with their family, compiler, check launch (the
     interpreter's) and performance launch (what users run; none for gemm_tile)."""
-    from ptxopt.corpus import select
+    from ptxopt.kernels.corpus import select
 
     kernels = select(family or "all")
     if (as_json or json_out) and _print_json([{

@@ -50,7 +50,7 @@ def _candidate(kernel: str, text: str, performance: dict | None = None):
     """The kernel as the search saw it: a corpus kernel's entry and launches,
     else the performance launch the manifest recorded (passes that use the
     launch are bound to it, as they were in the search)."""
-    from ptxopt.corpus import CorpusError, get
+    from ptxopt.kernels.corpus import CorpusError, get
     from ptxopt.evaluate import Candidate
 
     try:
@@ -64,7 +64,7 @@ def _candidate(kernel: str, text: str, performance: dict | None = None):
 
 def _source_file(src_dir: Path, source: str) -> tuple[Path | None, str]:
     """``(the file under src_dir, "")`` for the manifest's ``source``, or ``(None, why)``."""
-    from ptxopt.outputs import inside
+    from ptxopt.support.outputs import inside
 
     if source.startswith("/"):  # an old manifest: the absolute path searched; only its name counts
         tries = [PurePosixPath(source).name]
@@ -93,7 +93,7 @@ def _source_file(src_dir: Path, source: str) -> tuple[Path | None, str]:
 @click.argument("out_dir", type=click.Path(file_okay=False))
 def apply_cmd(manifest, src_dir, out_dir):
     """Re-apply a `search --emit` MANIFEST to the same sources in SRC_DIR; write OUT_DIR."""
-    from ptxopt.outputs import write_atomic
+    from ptxopt.support.outputs import write_atomic
 
     from .manifest_schema import ManifestError, load
     from .output_rule import check_outputs

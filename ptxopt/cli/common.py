@@ -133,7 +133,7 @@ def _legacy_json_value(ctx, param, value):
     if value.lower().endswith(".ptx") or value.startswith("corpus:") or is_dir:
         why = "an input"
     elif not exists:
-        from ptxopt.corpus import CorpusError, select
+        from ptxopt.kernels.corpus import CorpusError, select
 
         try:
             select(value)
@@ -197,7 +197,7 @@ def emit_json(doc, stdout: bool, path: str | None) -> None:
     exit 2) and/or print it on stdout (:func:`json_target`'s pair)."""
     text = dump_json(doc)
     if path:
-        from ptxopt.outputs import write_atomic
+        from ptxopt.support.outputs import write_atomic
 
         write_atomic(path, text + "\n")
     if stdout:
@@ -457,7 +457,7 @@ def _ptx_block(fn, ptx: str | None, entry: str | None):
 
         f = fn
         if f is None and ptx is not None:
-            from ptxopt.parser import parse_bytes
+            from ptxopt.ptx.parser import parse_bytes
 
             entries = parse_bytes(ptx.encode(), "<perf-block>").entries
             f = next((e for e in entries if entry is None or e.name == entry), None)

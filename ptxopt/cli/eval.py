@@ -74,11 +74,11 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
     Exit 0: all ok; 1: a candidate failed (category and message printed);
     2: bad input.
     """
-    from ptxopt.corpus import CorpusError
+    from ptxopt.kernels.corpus import CorpusError
     from ptxopt.evaluate import BackendUnavailable, CacheError, Candidate, default_cache_path, evaluate_many
-    from ptxopt.inputs import InputError, read_targets
-    from ptxopt.parser import ParseError
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.kernels.inputs import InputError, read_targets
+    from ptxopt.ptx.parser import ParseError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     try:
         sources = read_targets([file])
@@ -110,7 +110,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
         check_toolchain(text, src.name, arch)  # .version/.target/--arch no ptxas takes: bad input, before any work
         spec = None
         if src.name.startswith("corpus:"):
-            from ptxopt.corpus import get
+            from ptxopt.kernels.corpus import get
 
             spec = get(src.name[len("corpus:"):])
         if spec is not None and kernel is None:

@@ -69,8 +69,8 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
 
     from ptxopt.evaluate import Candidate
     from ptxopt.evaluate.candidate import objective_for
-    from ptxopt.inputs import read_one
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.kernels.inputs import read_one
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
     from ptxopt.sim.device import device_for, device_named
 
     src = read_one(file)
@@ -102,7 +102,7 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
 
     spec = None
     if src.name.startswith("corpus:"):
-        from ptxopt.corpus import get
+        from ptxopt.kernels.corpus import get
 
         spec = get(src.name[len("corpus:"):])
     module = _parse(text, src.name)
@@ -152,7 +152,7 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
 
 def _parse(text: str, label: str):
     from ptxopt.evaluate.frontend import original
-    from ptxopt.parser import ParseError
+    from ptxopt.ptx.parser import ParseError
 
     try:
         return original(text, label).module
@@ -164,11 +164,11 @@ def _parse(text: str, label: str):
 def _apply(pl, text: str, label: str, performance, entry: str) -> str:
     """``text`` after ``pl`` for ``entry``'s performance launch (a pass that
     uses the launch bound to it, as the evaluator binds it)."""
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
     from ptxopt.evaluate.candidate import bind_launch
-    from ptxopt.parser import parse_bytes
+    from ptxopt.ptx.parser import parse_bytes
     from ptxopt.passes.base import PassError
-    from ptxopt.passmanager import PassManager
+    from ptxopt.passes.passmanager import PassManager
 
     try:
         pl = bind_launch(pl, performance, entry)
@@ -213,7 +213,7 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
     evaluator's rule (:func:`ptxopt.measure.loop_slice.trip_counts_for`): the
     performance ``launch``'s, else the check launch's, else the static fallback."""
     from ptxopt.measure.loop_slice import trip_counts_for
-    from ptxopt.parser import parse_bytes
+    from ptxopt.ptx.parser import parse_bytes
     from ptxopt.sim import decode, simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 
@@ -383,7 +383,7 @@ def _plot(docs: list, path: str) -> None:
         ax.set_xlabel("cycles")
         ax.invert_yaxis()
     fig.tight_layout()
-    from ptxopt.outputs import atomic_path
+    from ptxopt.support.outputs import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=os.path.splitext(str(path))[1][1:].lower() or None)

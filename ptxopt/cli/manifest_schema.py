@@ -145,7 +145,7 @@ def validate(doc) -> list[dict]:
 def load(path: str | Path) -> list[dict]:
     """The validated kernel entries of the manifest at ``path``; raises
     :class:`ManifestError` (unreadable, too large, not JSON, not the schema)."""
-    from ptxopt import jsontext
+    from ptxopt.support import jsontext
 
     p = Path(path)
     try:

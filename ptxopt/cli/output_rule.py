@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ptxopt.outputs import Protected, same_file
+from ptxopt.support.outputs import Protected, same_file
 
 #: the files SQLite may keep beside a database
 _SQLITE_SIDECARS = ("", "-wal", "-shm", "-journal")
@@ -49,7 +49,7 @@ def _input_paths(value: str) -> list[tuple[str, Path, bool]]:
     if exists:
         return [(f"the input {value}", p, False),
                 (f"the input {p.with_suffix('.contract.json')}", p.with_suffix(".contract.json"), False)]
-    from ptxopt.corpus import CorpusError, select
+    from ptxopt.kernels.corpus import CorpusError, select
 
     try:
         specs = select(value.removeprefix("corpus:") or "all")

@@ -29,7 +29,7 @@ def try_prove(mod_o, mod_t, kernel: str | None, *, assemble: bool, arch: str | N
 
     res = prove(mod_o, mod_t, entry=kernel)
     if res.verdict == Verdict.PROVED and assemble:
-        from ptxopt.emit import emit
+        from ptxopt.ptx.emit import emit
         from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
         from ptxopt.toolchain.arch import resolve_arch
 

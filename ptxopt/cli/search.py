@@ -76,9 +76,9 @@ def _is_path(target: str) -> bool:
 def resolve_kernels(target: str, entry: str | None = None, rejected: list | None = None) -> list:
     """``[(Candidate, family)]`` for TARGET; raises InputError/CorpusError with a clear message.
     ``rejected``: a file that is not UTF-8 is added there as ``(name, message)`` instead (folder runs)."""
-    from ptxopt.corpus import CorpusError, select
+    from ptxopt.kernels.corpus import CorpusError, select
     from ptxopt.evaluate import Candidate
-    from ptxopt.inputs import InputError, read_targets
+    from ptxopt.kernels.inputs import InputError, read_targets
 
     if target != "-" and not target.startswith("corpus:") and not _is_path(target):
         try:
@@ -89,7 +89,7 @@ def resolve_kernels(target: str, entry: str | None = None, rejected: list | None
     out = []
     for src in read_targets([target]):
         if src.name.startswith("corpus:"):
-            from ptxopt.corpus import get
+            from ptxopt.kernels.corpus import get
 
             spec = get(src.name[len("corpus:"):])
             out.append((Candidate.from_corpus(spec), spec.family))
@@ -112,7 +112,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
     installed ptxas takes (exit 2 each; a toolchain that failed on its own: 5).
     ``rejected`` (folder runs): such a kernel is said at once, added there as
     ``(name, message, exit code)`` and left out; returns the kernels kept."""
-    from ptxopt.parser import ParseError, parse
+    from ptxopt.ptx.parser import ParseError, parse
 
     from .common import toolchain_problem
 
@@ -222,9 +222,9 @@ def search_cmd(target, strategy, max_steps, budget, beam_width, seed, policy, to
     wall time; then a summary. --record writes the trajectories the learning
     layer trains on.
     """
-    from ptxopt.corpus import CorpusError
+    from ptxopt.kernels.corpus import CorpusError
     from ptxopt.evaluate import BackendUnavailable, CacheError, default_cache_path
-    from ptxopt.inputs import InputError
+    from ptxopt.kernels.inputs import InputError
     from ptxopt.search import EvalOptions, SearchConfig
 
     as_json, json_out = json_target(as_json, json_out)  # a deprecated '--json FILE' is said here, before any work
@@ -342,7 +342,7 @@ def _policy_path(value: str | None) -> str | None:
     the installed package's corpus too, where no checkout path exists)."""
     if value is None or (_is_path(value) and Path(value).is_file()):
         return value
-    from ptxopt.corpus import committed_policies, committed_policy
+    from ptxopt.kernels.corpus import committed_policies, committed_policy
     from ptxopt.search.ranker import committed_ranker, committed_rankers
 
     found = committed_policy(value) or committed_ranker(value)
@@ -366,7 +366,7 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         _fail(f"{target}: a Triton cache's launch contracts come from Triton's metadata; "
               "--contract/--grid/--block/--shared-bytes/--scalar do not apply")
     from ptxopt.evaluate import Candidate
-    from ptxopt.parser import ParseError
+    from ptxopt.ptx.parser import ParseError
 
     found, skipped = scan(target)
     for line in skipped:
@@ -388,7 +388,7 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
             sys.exit(BAD_INPUT)
         # the performance launch the hook judges by (Triton's block and shared memory): tuning and
         # applying optimise the same objective on the same launch
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
         from ptxopt.triton.contract import triton_performance
 
         perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)

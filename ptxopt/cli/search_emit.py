@@ -1,7 +1,7 @@
 """``ptxopt search --emit DIR``: what a search found, as artefacts a build can ship.
 
 Per kernel: ``DIR/<name>.ptx`` (the best pipeline applied, printed in the
-source's own layout, :mod:`ptxopt.layout`), ``DIR/<name>.cubin`` (that
+source's own layout, :mod:`ptxopt.ptx.layout`), ``DIR/<name>.cubin`` (that
 exact text assembled by ptxas for the kernel's architecture), and one
 ``DIR/manifest.json`` recording for each kernel what was done and what was
 checked: the source (relative to what was searched: a file's name, the path
@@ -139,12 +139,12 @@ def planned_files(plan: dict[str, Planned]) -> list[str]:
 
 def artefact(cand, pipeline: str, arch: str):
     """``(ptx text, canonical text, CompileResult)`` of ``cand`` after ``pipeline``."""
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
     from ptxopt.evaluate.candidate import bind_launch, entry_of, performance_for
-    from ptxopt.layout import preserve_layout
-    from ptxopt.parser import parse
-    from ptxopt.passmanager import PassManager
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.ptx.layout import preserve_layout
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
     from ptxopt.toolchain import compile_ptx
 
     module = parse(cand.ptx, cand.label)
@@ -216,12 +216,12 @@ def _place(stage: Path, out: Path, rel: str) -> None:
 
 def emit_writer(kernels, out_dir: str, config, plan: dict[str, Planned]):
     """``on_results`` for :func:`ptxopt.cli.search_report.run_and_report`.
-    Raises :class:`~ptxopt.outputs.OutputNotWritable` (exit 2) after the
+    Raises :class:`~ptxopt.support.outputs.OutputNotWritable` (exit 2) after the
     manifest is written when some artefact could not be."""
     by_label = {c.label: c for c, _ in kernels}
 
     def write(results, interrupted) -> None:
-        from ptxopt.outputs import OutputNotWritable, write_atomic
+        from ptxopt.support.outputs import OutputNotWritable, write_atomic
         from ptxopt.toolchain.arch import resolve_arch
 
         out = Path(out_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ptxopt.cli.exitcodes import BAD_INPUT, OK, TOOLCHAIN, result_code, worst
-from ptxopt.outputs import StreamLock, atomic_path, write_atomic
+from ptxopt.support.outputs import StreamLock, atomic_path, write_atomic
 
 
 def _fmt(x, spec=".0f", none="-") -> str:
@@ -35,7 +35,7 @@ def run_and_report(kernels, config, *, workers: int, executor=None, record: str 
 
     from contextlib import ExitStack
 
-    from ptxopt.outputs import OutputNotWritable, append_synced
+    from ptxopt.support.outputs import OutputNotWritable, append_synced
     from ptxopt.search import search_many, summarize
 
     err = Console(stderr=True)

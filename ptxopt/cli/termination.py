@@ -10,7 +10,7 @@ gives the exit code to report -- 143 (``terminated``) after a SIGTERM, 130
 (``interrupted``) after a Ctrl-C.
 
 Helper threads get neither signal: both handlers also call
-:func:`ptxopt.cancel.stop`, so an interpreter running in a helper thread
+:func:`ptxopt.support.cancel.stop`, so an interpreter running in a helper thread
 (the measure thread's loop profile) ends at its next poll instead of
 holding the process's exit (which joins those threads) until it finishes.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import signal
 import threading
 
-from ptxopt import cancel
+from ptxopt.support import cancel
 from ptxopt.cli.exitcodes import INTERRUPTED, TERMINATED
 
 _received = False

@@ -43,8 +43,8 @@ import click
 from ptxopt.cli.common import FiniteFloat, emit_json, interp_memory_option, json_options, json_target, stdin_once
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT, CHECK_FAILED, INCONCLUSIVE, OK
-from ptxopt.inputs import InputError, read_one
-from ptxopt.parser import ParseError, parse_bytes
+from ptxopt.kernels.inputs import InputError, read_one
+from ptxopt.ptx.parser import ParseError, parse_bytes
 
 DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.equivalence.interpret.DEFAULT_MIN_COVERAGE (not imported: keeps --help fast)
 
@@ -119,7 +119,7 @@ def verify_cmd(original, transformed, kernel, seed, trials, manifest_entry, grid
     4: inconclusive (a changed instruction never ran, too little of the
     output exercised, or the original fails under the default scalars).
     """
-    from ptxopt.corpus import CorpusError
+    from ptxopt.kernels.corpus import CorpusError
     from ptxopt.interp import InterpError
     from ptxopt.equivalence.interpret import verify
 
@@ -206,7 +206,7 @@ def _launch(orig_name, module, kernel, manifest_entry, contract_file, grid, bloc
     ``eval`` (:func:`~ptxopt.equivalence.contract.resolve_contracts`, fitted to
     the entry's parameters); ``(None, None)``: neither (verify() then looks for
     a manifest entry with this kernel's signature)."""
-    from ptxopt.corpus import get
+    from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.contract import ContractError, resolve_contracts
 
     g, b = _dim3(grid, "--grid"), _dim3(block, "--block")

@@ -4,7 +4,7 @@ Two: reading through the read-only path where the kernel may write, and
 changing the precision of a float operation (:func:`precision_change`).
 
 A load on the read-only path (``ld.global.nc``, ``ldu``, a texture fetch:
-every form is one row of :data:`ptxopt.opcodes.READ_ONLY_LOADS`; "``.nc``" below
+every form is one row of :data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`; "``.nc``" below
 means any of them) is only correct
 when nothing writes its bytes while the kernel runs. The interpreter and the
 prover model one coherent memory, so they see ``ld.global.nc`` as a plain
@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ptxopt import opcodes
-from ptxopt.ir import Instruction, Module
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Instruction, Module
 
 #: How a capped verdict's note (or result's error) starts, in every report.
 ASSUMES_NOALIAS = "assumes noalias"
@@ -47,7 +47,7 @@ def _key(ins: Instruction) -> tuple:
 
 
 def _nc_loads(fn) -> list[Instruction]:
-    """Every load on the read-only path, whatever its form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`)."""
+    """Every load on the read-only path, whatever its form (:data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`)."""
     return [i for i in fn.instructions() if opcodes.is_read_only_load(i)]
 
 
@@ -171,7 +171,7 @@ INEXACT = "depends on approximate float results"
 
 def _forms(module: Module) -> dict:
     """``{(opcode, types): {precision modifiers, ...}}`` of every float
-    instruction of ``module`` (:func:`ptxopt.opcodes.precision_form`)."""
+    instruction of ``module`` (:func:`ptxopt.ptx.opcodes.precision_form`)."""
     out: dict = {}
     for fn in module.functions:
         if fn.body is None:
@@ -187,10 +187,10 @@ def precision_change(original: Module, candidate: Module) -> str | None:
     """Why the candidate computes a float function the original does not, or
     None: the first candidate instruction whose precision form (its rounding,
     ``.ftz``, ``.sat``, ``.approx``/``.full``:
-    :func:`ptxopt.opcodes.precision_form`) the original never uses although it
+    :func:`ptxopt.ptx.opcodes.precision_form`) the original never uses although it
     uses that operation with other modifiers (``rcp.rn.f32`` ->
     ``rcp.approx.f32``, ``add.rn.f32`` -> ``add.f32``, ``.ftz`` added), or
-    that is approximate (:data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`) and new
+    that is approximate (:data:`ptxopt.ptx.opcodes.APPROXIMATE_FLOAT_OPS`) and new
     to the module. Such a rewrite changes what a GPU computes on some inputs
     -- a different rounding, the special function unit's undocumented bits,
     subnormals flushed -- which a check that samples inputs, or models the

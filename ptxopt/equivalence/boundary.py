@@ -5,7 +5,7 @@ A manifest fixes one value per scalar (``n = 1024``, ``cols = 512``), chosen
 so that the kernel does all its work: every bounds check passes, every tail
 loop is empty. A transformation that breaks the tail, or the path of a
 thread beyond the data, is then never exercised. For a corpus launch
-(:class:`~ptxopt.corpus.KernelSpec`) :func:`boundary_scalars` proposes up to
+(:class:`~ptxopt.kernels.corpus.KernelSpec`) :func:`boundary_scalars` proposes up to
 two more sets of integer scalars, each only *smaller* than the contract's
 (buffers are sized for the contract's values, so a smaller size stays inside
 them), and never breaking a divisibility the kernel was compiled for
@@ -28,8 +28,8 @@ Float scalars, pointers and scalars of non-integer type keep their values.
 
 from __future__ import annotations
 
-from ptxopt.ir import iter_instructions
-from ptxopt.operand_facts import address, immediate, reg_name
+from ptxopt.ptx.ir import iter_instructions
+from ptxopt.ptx.operand_facts import address, immediate, reg_name
 
 INT_DTYPES = frozenset({"u8", "s8", "u16", "s16", "b16", "u32", "s32", "b32", "u64", "s64", "b64"})
 

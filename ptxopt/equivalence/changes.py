@@ -50,7 +50,7 @@ class Site:
     @property
     def text(self) -> str:
         """The instruction on one line (formatted only when asked: reports)."""
-        from ptxopt.emit import format_instruction
+        from ptxopt.ptx.emit import format_instruction
 
         if self.ins is None:
             return "end of function"
@@ -83,7 +83,7 @@ def _sequence(program, fname: str):
 
 
 def _site(side, fname, code, pc) -> Site:
-    from ptxopt.operand_facts import role
+    from ptxopt.ptx.operand_facts import role
 
     if pc >= len(code) - 1:
         return Site(side, fname, pc, 0, None, False)

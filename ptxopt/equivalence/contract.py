@@ -47,9 +47,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ptxopt import jsontext
+from ptxopt.support import jsontext
 from ptxopt.equivalence.launch import ContractError, Launch, Origin, Role
-from ptxopt.ir import Module
+from ptxopt.ptx.ir import Module
 
 CONTRACT_SUFFIX = ".contract.json"
 
@@ -125,8 +125,8 @@ def _dim3_json(value, what: str) -> tuple[int, int, int]:
 
 def contract_from_json(d: dict, source: str) -> Launch:
     """One manifest-entry-shaped object -> a :class:`~ptxopt.equivalence.launch.Launch` (origin ``contract``)."""
-    from ptxopt.corpus import KernelSpec, Param
-    from ptxopt.corpus import Launch as ManifestLaunch
+    from ptxopt.kernels.corpus import KernelSpec, Param
+    from ptxopt.kernels.corpus import Launch as ManifestLaunch
 
     if not isinstance(d, dict):
         raise ContractError(f"{source}: a contract must be a JSON object, got {type(d).__name__}")
@@ -455,9 +455,9 @@ def check_launch(module: Module, entry: str, contracts=None) -> Launch:
     the entry's parameters), else its corpus manifest entry's, else one
     inferred from the PTX (:func:`ptxopt.equivalence.infer.infer_launch`). A
     contract that does not fit is bad input
-    (:class:`~ptxopt.passmanager.InputRejected`)."""
+    (:class:`~ptxopt.passes.passmanager.InputRejected`)."""
     from ptxopt.equivalence.infer import infer_launch
-    from ptxopt.passmanager import InputRejected
+    from ptxopt.passes.passmanager import InputRejected
     from ptxopt.equivalence.interpret import spec_for
     from ptxopt.equivalence.launch import from_spec
     from ptxopt.interp import Program

@@ -99,7 +99,7 @@ class Reference:
     @property
     def printed(self) -> str:
         if self._printed is None:
-            from ptxopt.emit import emit
+            from ptxopt.ptx.emit import emit
 
             self._printed = emit(self.module)
         return self._printed
@@ -199,7 +199,7 @@ def decide(original, candidate, entry: str, launch: Launch | None = None, *, pro
     not all run, is ``inconclusive`` (None: never)."""
     ref = as_reference(original)
     if changed is None:
-        from ptxopt.emit import emit
+        from ptxopt.ptx.emit import emit
 
         changed = emit(candidate) != ref.printed
     if not changed:
@@ -401,7 +401,7 @@ def decide_module(original, candidate, launches=None, *, prove: bool = True, tri
     interpreter's per-run limits). Once it is spent no further launch runs:
     the entries and alternatives left are ``inconclusive``, their notes
     starting with :data:`~ptxopt.equivalence.budget.BUDGET_SPENT`."""
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
     from ptxopt.equivalence.budget import as_budget
 
     ref = as_reference(original)

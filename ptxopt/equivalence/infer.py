@@ -49,7 +49,7 @@ def _directive(fn, name: str) -> tuple[int, int, int] | None:
 
 def _dynamic_shared(fn, module) -> bool:
     """Does the entry (or its module) declare an unsized ``.shared`` array (dynamic shared memory)?"""
-    from ptxopt.ir import Decl, iter_decls
+    from ptxopt.ptx.ir import Decl, iter_decls
 
     decls = list(iter_decls(fn.body)) if fn.body is not None else []
     decls += [d for d in (module.items if module is not None else ()) if type(d) is Decl]

@@ -1,8 +1,8 @@
 """``--verify-each``: the pass-manager instrument that checks every pass's output.
 
 It lives here, with the equivalence checks, and not in
-:mod:`ptxopt.passmanager` (as LLVM keeps its verifier instruments outside
-its pass manager): the manager knows only the :class:`~ptxopt.passmanager.Instrument`
+:mod:`ptxopt.passes.passmanager` (as LLVM keeps its verifier instruments outside
+its pass manager): the manager knows only the :class:`~ptxopt.passes.passmanager.Instrument`
 protocol, and this module brings the toolchain, the interpreter and the
 prover to it.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.emit import emit
+from ptxopt.ptx.emit import emit
 from ptxopt.equivalence.decision import Decision, decide
 from ptxopt.equivalence.launch import Launch
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.ir import Module
-from ptxopt.parser import parse
+from ptxopt.ptx.ir import Module
+from ptxopt.ptx.parser import parse
 from ptxopt.equivalence.contract import check_launch
-from ptxopt.passmanager import InputRejected, Instrument, RevertPass, VerificationError
+from ptxopt.passes.passmanager import InputRejected, Instrument, RevertPass, VerificationError
 
 _REGISTER_TARGET_ERRORS = ("insufficient registers", "register target")
 
@@ -65,7 +65,7 @@ class EntryCheck:
 
 class VerifyEach(Instrument):
     """Before the first pass: ptxas accepts the *input* (else
-    :class:`~ptxopt.passmanager.InputRejected`: an input problem, never a
+    :class:`~ptxopt.passes.passmanager.InputRejected`: an input problem, never a
     pass's fault). After every pass that changed the module: the printed PTX
     re-parses, ptxas accepts it, and (``equivalence``) every entry is decided
     equivalent to the module before the pass by
@@ -87,7 +87,7 @@ class VerifyEach(Instrument):
     launch inferred from its PTX (``equal`` on it needs full coverage).
 
     Every check is kept in ``checks`` (:class:`EntryCheck`). A ``differ``
-    fails the pass (:class:`~ptxopt.passmanager.VerificationError`, with a
+    fails the pass (:class:`~ptxopt.passes.passmanager.VerificationError`, with a
     reproducer); an ``inconclusive`` is listed in ``inconclusive`` -- said,
     not hidden; ``ptxopt run --verify-each`` exits 4 on it unless
     ``--allow-unchecked``.
@@ -96,7 +96,7 @@ class VerifyEach(Instrument):
     "cannot be compiled with specified register target constraints") after a
     register-budget pass, or a ptxas warning that it ignores the
     ``.maxnreg`` or the ``.minnctapersm`` ("... will be ignored"), reverts
-    that pass (:class:`~ptxopt.passmanager.RevertPass`): a clean refusal, not
+    that pass (:class:`~ptxopt.passes.passmanager.RevertPass`): a clean refusal, not
     a pass failure.
     """
 

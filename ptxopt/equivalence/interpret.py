@@ -186,14 +186,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.interp import InterpError, Program, run_kernel
 from ptxopt.interp import limits
 from ptxopt.interp.errors import LaunchError, StepLimit
 from ptxopt.interp.launch import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
-from ptxopt.ir import Module, iter_instructions
+from ptxopt.ptx.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
 from ptxopt.equivalence.changes import check as check_changes
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_SEEDS, DEFAULT_TRIALS
@@ -658,7 +658,7 @@ def _apply_layout(layout: str, program: Program, entry: str, args: list, written
 def spec_for(program: Program, kernel: str):
     """The corpus manifest entry this kernel is a copy of, if exactly one
     entry has its name and parameter names; else None."""
-    from ptxopt.corpus import CorpusError, load_manifest
+    from ptxopt.kernels.corpus import CorpusError, load_manifest
 
     try:
         kernels = load_manifest()
@@ -675,7 +675,7 @@ def _as_program(m) -> Program:
     if isinstance(m, Module):
         return Program(m)
     if isinstance(m, str):
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
 
         return Program(parse(m))
     raise TypeError(f"expected a Module, Program or PTX text, got {type(m).__name__}")
@@ -684,7 +684,7 @@ def _as_program(m) -> Program:
 def _ptx_text(m, program: Program) -> str:
     if isinstance(m, str):
         return m
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
 
     return emit(program.module)
 
@@ -745,7 +745,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
            trials: int = DEFAULT_TRIALS, *, cap: bool = True, **options) -> VerifyResult:
     """Compare ``transformed`` against ``original`` (modules, programs or PTX
     text) on ``len(seeds) * trials`` launches, plus one per memory layout
-    (``layouts``). ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or
+    (``layouts``). ``spec`` (a corpus :class:`~ptxopt.kernels.corpus.KernelSpec`) or
     ``geometry`` says how to launch, or ``launch`` (a
     :class:`~ptxopt.equivalence.launch.Launch`, which gives one of them).
 
@@ -817,7 +817,7 @@ _VALUE_FAULTS = frozenset({"fault", "barrier", "warp-sync", "trap", "step-limit"
 def _attribute_to_approximations(res, original, transformed, kernel, seeds, trials, po, pt, options) -> None:
     """A ``mismatch`` (or a candidate failure a value can cause) between
     kernels that compute approximate float forms
-    (``rcp.approx``, ``div.full``...: :data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`)
+    (``rcp.approx``, ``div.full``...: :data:`ptxopt.ptx.opcodes.APPROXIMATE_FLOAT_OPS`)
     may come from the interpreter's model of their undocumented bits
     (:func:`ptxopt.interp.fp.model_error`: the same form on the same inputs
     agrees, anything else need not). The check is run again with the

@@ -17,7 +17,7 @@ launches the kernel really gets, so it is never reported as ``equal``.
 
 ``buffers`` is how pointer parameters are backed: ``None`` gives each one
 ``buffer_bytes`` of seeded random data (``default`` buffers); a
-``manifest``-shaped description (:class:`ptxopt.corpus.KernelSpec`, from the
+``manifest``-shaped description (:class:`ptxopt.kernels.corpus.KernelSpec`, from the
 corpus or a contract file that describes every parameter) allocates each
 buffer exactly as described (``exact`` buffers).
 """
@@ -260,7 +260,7 @@ def guessed(entry: str | None = None) -> Launch:
 
 def as_launch(obj, source: str = "caller") -> "Launch | None":
     """A :class:`Launch` from a Launch, an interpreter Geometry or a corpus KernelSpec (None stays None)."""
-    from ptxopt.corpus import KernelSpec
+    from ptxopt.kernels.corpus import KernelSpec
     from ptxopt.equivalence.interpret import Geometry
 
     if obj is None or isinstance(obj, Launch):

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 
 from ptxopt.interp.memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
 
 
 def is_nc_load(ins) -> bool:
-    """A load on the read-only path, any form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`)."""
+    """A load on the read-only path, any form (:data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`)."""
     return opcodes.is_read_only_load(ins)
 
 

@@ -27,13 +27,13 @@ agrees.
 
 from __future__ import annotations
 
-from ptxopt.ir import Block, Comment, Function, Instruction, Loc, Module
-from ptxopt.opcodes import (
+from ptxopt.ptx.ir import Block, Comment, Function, Instruction, Loc, Module
+from ptxopt.ptx.opcodes import (
     CACHE_ANNOTATED, CACHE_OPERATORS, PERF_ONLY_DIRECTIVES, PREFETCHES, is_perf_hint,
 )
 
 # The ISA facts (which modifiers are hints, which directives only steer
-# ptxas) live in ptxopt.opcodes; .nc and .volatile change what a load may
+# ptxas) live in ptxopt.ptx.opcodes; .nc and .volatile change what a load may
 # return and are kept.
 
 
@@ -73,7 +73,7 @@ def _function(fn: Function) -> Function:
 def observable_form(module: Module) -> str:
     """The printed module without the annotations the interpreter ignores
     (see the module doc); equal forms mean equal outputs on every input."""
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
 
     items = [_function(i) if type(i) is Function else i for i in module.items if type(i) is not Comment]
     return emit(Module(module.version, module.target, module.address_size, items))

@@ -58,7 +58,7 @@ from ptxopt.measure.base import Backend, BackendUnavailable, MeasureError, Measu
 from ptxopt.measure.registry import backend_names, get_backend, register_backend
 from ptxopt.measure.sim import SimBackend
 
-from ptxopt.host_state import library_call
+from ptxopt.support.host_state import library_call
 
 from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_path
 from .candidate import DEFAULT_BATCH, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
@@ -102,7 +102,7 @@ def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **o
     ``candidate``: a :class:`Candidate`, PTX text (then ``pipeline`` is the
     pipeline string), ``corpus:ID``, or a corpus KernelSpec.
     The caller's signal handlers, ``ITIMER_REAL``, ``sys.stdout``, GC state
-    and environment are as they were on return (:mod:`ptxopt.host_state`).
+    and environment are as they were on return (:mod:`ptxopt.support.host_state`).
     """
     if not isinstance(candidate, Candidate):
         candidate = as_candidate((candidate, pipeline or ""))

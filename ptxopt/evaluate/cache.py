@@ -301,7 +301,7 @@ def pending_files(path: str | Path) -> list[Path]:
 class EvalCache:
     """One connection to the cache file, per process: a cache opened before a
     fork never uses, commits through or closes the parent's connection in the
-    child (:mod:`ptxopt.forksafe`); the child's first use opens its own.
+    child (:mod:`ptxopt.support.forksafe`); the child's first use opens its own.
 
     Reads never fail: a row that cannot be decoded is a miss (and is rewritten
     by the next :meth:`put`). Writes never lose a result: one that cannot be
@@ -325,7 +325,7 @@ class EvalCache:
         self._db = None
         self._reopen = False  # a forked child: open a connection of its own when next needed
         self._open(busy_timeout)
-        from ptxopt.forksafe import track
+        from ptxopt.support.forksafe import track
 
         track(self)
 
@@ -341,12 +341,12 @@ class EvalCache:
         self._db = value
 
     def abandon_inherited(self) -> None:
-        """In a forked child (:mod:`ptxopt.forksafe`): never touch the parent's
+        """In a forked child (:mod:`ptxopt.support.forksafe`): never touch the parent's
         connection again. What the parent had not committed yet is the
         parent's to commit; this process's own use opens a fresh connection."""
         if self._db is None:
             return
-        from ptxopt.forksafe import abandon
+        from ptxopt.support.forksafe import abandon
 
         abandon(self._db)
         self._db = None

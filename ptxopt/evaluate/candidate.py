@@ -12,7 +12,7 @@ resolved one (:func:`settings_for`).
 Pipeline: a Candidate parses and checks its pipeline once, when it is built
 (:func:`canonical_pipeline`), and holds the result: ``pipeline`` is the
 canonical text (the cache keys' and the results' spelling), ``parsed`` the
-:class:`~ptxopt.pipeline.Pipeline` the pass manager runs, or None with the
+:class:`~ptxopt.passes.pipeline.Pipeline` the pass manager runs, or None with the
 reason in ``pipeline_error`` (the evaluator reports such a candidate as
 ``illegal`` with that message). Nothing downstream parses the string again.
 """
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ptxopt.equivalence.trial_budget import DEFAULT_MIN_COVERAGE, DEFAULT_TRIALS
 
 if TYPE_CHECKING:
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
 #: Default per-candidate time limit (seconds).
 DEFAULT_TIMEOUT = 600.0
@@ -47,7 +47,7 @@ class Candidate:
     guessed launch, on which no interpreter run says ``equal``); ``name`` what
     reports call it.
 
-    ``pipeline`` is given as text or as a :class:`~ptxopt.pipeline.Pipeline`
+    ``pipeline`` is given as text or as a :class:`~ptxopt.passes.pipeline.Pipeline`
     and stored canonical (see the module doc): ``Candidate(ptx, " vec_ld ,
     cache_cg").pipeline == "vec_ld,cache_cg"``; ``parsed`` and
     ``pipeline_error`` follow from it.
@@ -67,10 +67,10 @@ class Candidate:
 
     def __post_init__(self):
         if not isinstance(self.ptx, str):  # not a TypeError from deep inside hashing or parsing
-            from ptxopt.parser import expected_text
+            from ptxopt.ptx.parser import expected_text
 
             raise TypeError(expected_text("Candidate()", self.ptx))
-        from ptxopt.pipeline import Pipeline
+        from ptxopt.passes.pipeline import Pipeline
 
         if not isinstance(self.pipeline, (str, Pipeline)):
             raise TypeError(f"Candidate() takes the pipeline as a str such as 'vec_ld,maxnreg_128' or a Pipeline, "
@@ -82,8 +82,8 @@ class Candidate:
 
     @classmethod
     def from_corpus(cls, kernel, pipeline: str = "") -> "Candidate":
-        """``kernel``: a corpus id or :class:`~ptxopt.corpus.KernelSpec`."""
-        from ptxopt.corpus import KernelSpec, get
+        """``kernel``: a corpus id or :class:`~ptxopt.kernels.corpus.KernelSpec`."""
+        from ptxopt.kernels.corpus import KernelSpec, get
 
         spec = kernel if isinstance(kernel, KernelSpec) else get(kernel)
         return cls(spec.ptx_text(), pipeline, name=spec.id, entry=spec.entry, spec=spec)
@@ -124,9 +124,9 @@ class Settings:
 def canonical_pipeline(pipeline) -> "tuple[Pipeline | None, str, PipelineError | None]":
     """``(parsed, canonical text, None)`` for a pipeline that parses and has
     no conflicting passes, else ``(None, the text stripped, the error)``.
-    ``pipeline``: text or a :class:`~ptxopt.pipeline.Pipeline` (checked for
+    ``pipeline``: text or a :class:`~ptxopt.passes.pipeline.Pipeline` (checked for
     conflicts like parsed text: one built with ``+`` is not)."""
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     if isinstance(pipeline, Pipeline):
         try:
@@ -140,7 +140,7 @@ def canonical_pipeline(pipeline) -> "tuple[Pipeline | None, str, PipelineError |
 @lru_cache(maxsize=1024)
 def _parse(text: str) -> "tuple[Pipeline | None, str, PipelineError | None]":
     # memoised: copies of a candidate (dataclasses.replace) hand their canonical text back in
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     try:
         parsed = Pipeline.parse(text)
@@ -172,7 +172,7 @@ def entry_of(cand: Candidate, module) -> str | None:
 
 
 def bind_launch(p, performance, entry: str | None):
-    """``p`` (a pass or a :class:`~ptxopt.pipeline.Pipeline`) as applied for
+    """``p`` (a pass or a :class:`~ptxopt.passes.pipeline.Pipeline`) as applied for
     the ``performance`` launch of ``entry``: each pass that uses the launch
     (:attr:`ptxopt.passes.base.Pass.uses_launch`: ``launch_bounds`` takes
     its block) bound to it; unchanged when the launch is unknown (None).
@@ -224,7 +224,7 @@ def settings_for(cand: Candidate, settings: Settings) -> Settings:
 
 def as_candidate(item) -> Candidate:
     """Accept a :class:`Candidate`, ``(ptx_or_corpus_id_or_spec, pipeline)``, or a KernelSpec."""
-    from ptxopt.corpus import KernelSpec
+    from ptxopt.kernels.corpus import KernelSpec
 
     if isinstance(item, Candidate):
         return item

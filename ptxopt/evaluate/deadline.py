@@ -2,7 +2,7 @@
 
 ``Settings.timeout`` bounds each step of one candidate.  The passes, the
 equivalence check and the measurement run under ``SIGALRM`` (when evaluating
-on the main thread; elsewhere the interpreter polls :mod:`ptxopt.cancel`); ptxas and
+on the main thread; elsewhere the interpreter polls :mod:`ptxopt.support.cancel`); ptxas and
 nvdisasm get the limit as their own time limit; the interpreter and the
 model also stop at their step budgets.  The worker pool
 (:mod:`ptxopt.evaluate.parallel`) is the backstop: it kills a worker whose
@@ -11,7 +11,7 @@ current step overruns the limit and records ``timeout`` for the candidate.
 A timer that was already armed (the host program's, or an enclosing
 deadline's) is stopped meanwhile and re-armed afterwards with its time left;
 if that ran out meanwhile, its handler gets the signal on exit
-(:func:`ptxopt.host_state.resume_alarm`).
+(:func:`ptxopt.support.host_state.resume_alarm`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-from ptxopt import cancel
-from ptxopt.host_state import resume_alarm, suspend_alarm
+from ptxopt.support import cancel
+from ptxopt.support.host_state import resume_alarm, suspend_alarm
 
 
 class CandidateTimeout(BaseException):
@@ -33,7 +33,7 @@ class CandidateTimeout(BaseException):
 @contextmanager
 def deadline(seconds: float | None):
     """Raise :class:`CandidateTimeout` after ``seconds``: by SIGALRM in the main
-    thread; elsewhere from the interpreter's next poll (:mod:`ptxopt.cancel`)."""
+    thread; elsewhere from the interpreter's next poll (:mod:`ptxopt.support.cancel`)."""
     if not seconds:
         yield
         return

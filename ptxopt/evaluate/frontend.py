@@ -7,7 +7,7 @@ Per candidate (front half, in order):
    unknown pass or conflicting passes);
 2. the original PTX is parsed (``parse``; parsed modules are memoised per
    process, so the candidates of one kernel parse it once) and the passes run
-   through :class:`~ptxopt.passmanager.PassManager` (``illegal`` when a pass
+   through :class:`~ptxopt.passes.passmanager.PassManager` (``illegal`` when a pass
    refuses the module as a whole, ``internal`` when a pass crashes), from
    the module of the longest prefix of the pipeline already evaluated on
    this original (:mod:`ptxopt.evaluate.prefix`: a search's ``P+[p]`` runs
@@ -88,8 +88,8 @@ class Original(Reference):
 def original(text: str, name: str, parsed=None) -> Original:
     """The original ``text`` parsed (remembered by its digest); ``parsed``: the
     caller's own ``parse(text)``, used instead of parsing again."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
     from ptxopt.toolchain.ptxas import environment_key
 
     h = sha256(text)
@@ -127,10 +127,10 @@ def _usable(hit: EvalResult, settings: Settings) -> bool:
 
 def front(w: Work, cache: EvalCache | None) -> None:
     """Steps 1-4 of the module doc; leaves ``w.result`` set when the candidate is already final."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import ParseError
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import ParseError
     from ptxopt.passes.base import PassError
-    from ptxopt.passmanager import PassFailure
+    from ptxopt.passes.passmanager import PassFailure
 
     s, cand = w.settings, w.cand
     t = time.perf_counter()

@@ -165,7 +165,7 @@ def estimate_compiled(original: str, candidate: str, before, after, *, entry: st
     from ptxopt.equivalence.launch import from_spec
     from ptxopt.measure.base import MeasureError, MeasureJob, Measurement, measure_many
     from ptxopt.measure.registry import get_backend
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
     from ptxopt.toolchain.arch import resolve_arch
 
     module = parsed if parsed is not None else parse(original)

@@ -29,7 +29,7 @@ candidates it is working on; the parent
   (when the worker was measuring several at once, each is retried alone, so
   only the culprit fails) and starts a replacement worker.
 
-Workers die with the parent and ignore Ctrl-C (:mod:`ptxopt.workers`): the
+Workers die with the parent and ignore Ctrl-C (:mod:`ptxopt.support.workers`): the
 parent, interrupted, kills them at once (what they committed stays in the
 cache) instead of waiting for their batches.
 """
@@ -117,7 +117,7 @@ def _batches(items: list[int], size: int):
 def _batch_task(args):
     """One batch in a worker anywhere: evaluated against a private cache seeded with the
     driver's rows for its kernels; returns the results and the rows for the driver to write."""
-    from ptxopt.executor.journal import Rows, new_rows, private_cache
+    from ptxopt.evaluate.journal import Rows, new_rows, private_cache
 
     indices, batch, settings, seed = args
     if seed is None:  # no cache
@@ -134,7 +134,7 @@ def _batch_task(args):
 def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path, batches, emit,
                  cache: EvalCache | None = None) -> None:
     from ptxopt.executor import make_executor
-    from ptxopt.executor.journal import Rows, merge_rows, seed_rows
+    from ptxopt.evaluate.journal import Rows, merge_rows, seed_rows
 
     from .work import Work
 
@@ -183,7 +183,7 @@ def _on_executor(spec, workers: int, candidates, settings: Settings, cache_path,
 
 
 def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
-    from ptxopt.workers import become_worker
+    from ptxopt.support.workers import become_worker
 
     become_worker(*(parent or ()))
     cache = EvalCache(cache_path) if cache_path is not None else None
@@ -258,7 +258,7 @@ class _Pool:
 
     def _spawn(self) -> _Worker:
         parent, child = self.ctx.Pipe()
-        from ptxopt.workers import parent_info, starting_workers
+        from ptxopt.support.workers import parent_info, starting_workers
 
         proc = self.ctx.Process(target=_worker_main, args=(child, self.settings, self.cache_path, parent_info()),
                                 daemon=True, name="ptxopt-eval-worker")

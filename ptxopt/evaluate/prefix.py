@@ -12,7 +12,7 @@ remembered prefix.
 Why the result is the one the whole pipeline gives:
 
 * the key is the tuple of *bound* passes (after
-  :meth:`~ptxopt.pipeline.Pipeline.with_launch`): frozen dataclasses
+  :meth:`~ptxopt.passes.pipeline.Pipeline.with_launch`): frozen dataclasses
   compared by class and every field, so a pass that depends on the launch
   (``launch_bounds`` takes the block, shared bytes and entry) is a
   different key under another launch; the original is the memo's owner
@@ -38,7 +38,7 @@ each on gemm_tile_16x16x16 (5,127 instructions), so the 16 originals of
 :data:`~ptxopt.evaluate.frontend._MEMO_SIZE` hold at most ~140 MB of them on
 the corpus's largest kernel, a few MB on typical ones.
 Emptied with its original (``frontend._MEMO.clear()``) and by
-:func:`ptxopt.memos.clear_front_end` (:func:`clear_all`), so a cold
+:func:`ptxopt.search.memos.clear_front_end` (:func:`clear_all`), so a cold
 measurement starts without any.
 """
 
@@ -62,7 +62,7 @@ class Built:
     """The module after ``passes`` and the pass manager's records of it."""
 
     passes: tuple
-    module: object  # ptxopt.ir.Module; never changed after it is remembered
+    module: object  # ptxopt.ptx.ir.Module; never changed after it is remembered
     records: tuple
 
 
@@ -129,12 +129,12 @@ def key_of(passes: tuple) -> tuple | None:
 
 
 def run_pipeline(memo: PrefixMemo | None, module, pipeline):
-    """:meth:`PassManager(pipeline).run(module) <ptxopt.passmanager.PassManager.run>`,
+    """:meth:`PassManager(pipeline).run(module) <ptxopt.passes.passmanager.PassManager.run>`,
     starting from the module of the longest prefix of ``pipeline`` that
     ``memo`` remembers (``module`` is the original's; ``memo`` None: no memo).
     Raises what the pass manager raises; remembers the result otherwise."""
-    from ptxopt.passmanager import PassManager, RunResult
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.passmanager import PassManager, RunResult
+    from ptxopt.passes.pipeline import Pipeline
 
     passes = tuple(pipeline.passes)
     key = key_of(passes) if memo is not None and passes else None

@@ -26,7 +26,7 @@ them:
 An executor only moves arguments and return values. State on disk (the
 SQLite evaluation cache, the move memo) belongs to the driver, the process
 that called :meth:`Executor.run`: workers return the rows they would have
-written (:mod:`ptxopt.executor.journal`) and the driver writes them.
+written (:mod:`ptxopt.evaluate.journal`) and the driver writes them.
 
 Concrete executors implement :meth:`Executor._round`: run a set of tasks once
 and say which died. :meth:`Executor.run` applies the rules above on top.

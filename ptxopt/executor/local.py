@@ -3,9 +3,9 @@
 ``workers=0`` runs every task in the driver's own process. Otherwise a
 :class:`~concurrent.futures.ProcessPoolExecutor` of ``spawn``-ed workers
 (a fresh interpreter: no inherited threads, locks or SQLite connections),
-each made a well-behaved worker first (:func:`ptxopt.workers.become_worker`:
+each made a well-behaved worker first (:func:`ptxopt.support.workers.become_worker`:
 it dies with the driver and leaves Ctrl-C to it) and started inside
-:func:`ptxopt.workers.starting_workers`.
+:func:`ptxopt.support.workers.starting_workers`.
 
 ``start_method=None`` takes the platform's default (``fork`` on Linux: no
 re-import, for jobs that start no threads before forking).
@@ -60,7 +60,7 @@ class LocalExecutor(Executor):
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import get_context
 
-        from ptxopt.workers import become_worker, parent_info
+        from ptxopt.support.workers import become_worker, parent_info
 
         return ProcessPoolExecutor(max_workers=n, mp_context=get_context(self.start_method),
                                    initializer=become_worker, initargs=parent_info())
@@ -73,7 +73,7 @@ class LocalExecutor(Executor):
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        from ptxopt.workers import starting_workers
+        from ptxopt.support.workers import starting_workers
 
         if self._marks is None:
             self._new_marks()

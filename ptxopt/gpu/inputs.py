@@ -41,7 +41,7 @@ def typed_scalar(value, ptx_type: str, size: int) -> np.generic:
 def kernel_params(ptx_text: str, entry: str):
     """Parameter slots (name, offset, size, PTX type, is-pointer) of ``entry``."""
     from ptxopt.interp.program import Program
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     return Program(parse(ptx_text, "<candidate>")).kernel_params(entry)
 

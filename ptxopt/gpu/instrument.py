@@ -5,7 +5,7 @@ This is a *measurement* transform, not one of the optimisation passes: it
 changes the kernel's signature, and the GPU harness (:mod:`ptxopt.gpu.session`)
 applies it to every candidate (baseline included) right before compiling it
 for the device. So it is a plain rewrite of the IR, built on
-:mod:`ptxopt.ir`, :mod:`ptxopt.parser` and :mod:`ptxopt.emit` only: no
+:mod:`ptxopt.ptx.ir`, :mod:`ptxopt.ptx.parser` and :mod:`ptxopt.ptx.emit` only: no
 :class:`~ptxopt.passes.base.Pass`, no pass manager, never an RL action. That
 keeps :mod:`ptxopt.gpu` below the pass layer (``tests/test_import_contract.py``
 pins the floor).
@@ -70,7 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ptxopt.ir import Block, Decl, Function, Instruction, Label, Module
+from ptxopt.ptx.ir import Block, Decl, Function, Instruction, Label, Module
 
 CLOCK_PARAM = "__ptxopt_clk_buf"
 REG64 = "%ptxopt_clk"
@@ -144,7 +144,7 @@ class _Template:
 
 @lru_cache(maxsize=1)
 def _template() -> _Template:
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     fn = parse(_TEMPLATE, "<ptxopt clock template>").entries[0]
     items = fn.body.items
@@ -188,7 +188,7 @@ def is_instrumented(module: Module | str, entry: str | None = None) -> bool:
     """Whether ``entry`` (default: every entry) carries the clock parameter or
     ``%ptxopt_clk`` registers."""
     if isinstance(module, str):
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
 
         module = parse(module)
     fns = module.entries if entry is None else [module.function(entry)]
@@ -298,8 +298,8 @@ def instrument(module: Module, entry: str | None = None) -> Module:
 
 def instrument_ptx(ptx_text: str, entry: str | None = None) -> str:
     """PTX text in, instrumented PTX text out."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
 
     return emit(instrument(parse(ptx_text, "<candidate>"), entry))
 

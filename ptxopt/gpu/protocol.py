@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ptxopt.corpus import KernelSpec, Launch, Param
+from ptxopt.kernels.corpus import KernelSpec, Launch, Param
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 HOOK_ENV = "PTXOPT_GPU_CHILD_HOOK"

@@ -255,7 +255,7 @@ class GpuSession:
 
     def _measure(self, res, ptx, spec, reference_ptx, warmup, repeats, seed, flavours):
         from ptxopt.gpu.instrument import InstrumentError, instrument_ptx
-        from ptxopt.parser import ParseError
+        from ptxopt.ptx.parser import ParseError
 
         if repeats < 1 or warmup < 0:
             raise HarnessError("error", f"need repeats >= 1 and warmup >= 0 (got {repeats}, {warmup})")

@@ -316,7 +316,7 @@ def measure_on_gpu(ptx_text: str, spec, *, warmup: int = 50, repeats: int = 200,
     """Measure ``ptx_text`` (one kernel, ``spec.entry``) on this machine's GPU
     in a child process; see :mod:`ptxopt.gpu.session` for what it does.
 
-    * ``spec``: the corpus :class:`~ptxopt.corpus.KernelSpec` the candidate is
+    * ``spec``: the corpus :class:`~ptxopt.kernels.corpus.KernelSpec` the candidate is
       a variant of (launch geometry and inputs); for other kernels build one
       with :func:`ptxopt.gpu.protocol.make_spec`.
     * ``reference_ptx``: the kernel whose outputs the candidate must

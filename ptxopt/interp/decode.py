@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes
 from ptxopt.interp.dtypes import UINT, SINT
 from ptxopt.interp.errors import InterpError, UnsupportedInstruction, describe
@@ -38,7 +38,7 @@ from ptxopt.interp.memory import WINDOW
 from ptxopt.interp.ops.memory import global_read_bytes
 from ptxopt.interp.state import ALL
 from ptxopt.interp.literals import decl_align, decl_size, imm_array
-from ptxopt.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
+from ptxopt.ptx.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
 
 # the step kinds and Step live in ptxopt.interp.step (the ops modules use them without this module)
 from ptxopt.interp.step import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE, Step  # noqa: E402,F401

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt.opcodes import TYPE_BITS
+from ptxopt.ptx.opcodes import TYPE_BITS
 
 UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
         64: np.dtype(np.uint64)}

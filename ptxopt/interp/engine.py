@@ -58,8 +58,8 @@ import heapq
 
 import numpy as np
 
-from ptxopt.cancel import POLL_STEPS
-from ptxopt.cancel import check as check_cancel
+from ptxopt.support.cancel import POLL_STEPS
+from ptxopt.support.cancel import check as check_cancel
 from ptxopt.interp import limits
 from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE
 from ptxopt.interp.errors import (BarrierError, InterpError, StepLimit, UnsupportedInstruction, WarpSyncError,
@@ -200,7 +200,7 @@ def run_function(fr: Frame, idx: np.ndarray) -> np.ndarray:
 
 def _poll(cta, limit: int, st) -> int:
     """At a backward branch once ``cta.steps`` passed the last poll: raise
-    :class:`StepLimit` past the step budget, let :func:`ptxopt.cancel.check`
+    :class:`StepLimit` past the step budget, let :func:`ptxopt.support.cancel.check`
     stop a run past its time limit or in an ending process; else the step
     count of the next poll.  Kept off the hot path: one comparison per
     backward branch, as before."""

@@ -480,7 +480,7 @@ def min_max(a, b, is_max: bool, nan_mode: bool = False, fmt: str = "f32"):
 # hardware-approximate functions
 # --------------------------------------------------------------------------
 # The GPU's special function unit gives results within a stated error; PTX
-# does not define their bits (ptxopt.opcodes.APPROXIMATE_FLOAT_OPS). The
+# does not define their bits (ptxopt.ptx.opcodes.APPROXIMATE_FLOAT_OPS). The
 # interpreter models each approximate form as an *unknown* function within
 # its error: the correctly rounded float64 value, moved by -1, 0 or +1 ulp
 # by a hash of the form and the input bits (:func:`model_error`). The same
@@ -522,7 +522,7 @@ def exact_approximations():
 
 def form_key(form) -> int:
     """A stable 64-bit key of an instruction's precision form
-    (:func:`ptxopt.opcodes.precision_form`): the same in every process."""
+    (:func:`ptxopt.ptx.opcodes.precision_form`): the same in every process."""
     return zlib.crc32(repr(form).encode()) * 0x9E3779B97F4A7C15 % (1 << 64) | 1
 
 

@@ -214,7 +214,7 @@ def run_kernel(module, entry: str | None, grid, block, args, shared_bytes: int =
                coverage: bool = False, executed: bool = False, races: bool = False,
                strict_steps: bool = False, reads: bool | dict = False,
                shared_reads: bool = False) -> LaunchResult:
-    """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ir.Module` or
+    """Interpret kernel ``entry`` of ``module`` (a :class:`~ptxopt.ptx.ir.Module` or
     a :class:`Program`) on the CPU. See the module doc for ``args``;
     ``coverage`` fills :attr:`LaunchResult.coverage`; ``executed`` alone
     fills just its ``executed`` part (cheaper); ``races`` logs shared-memory

@@ -16,11 +16,11 @@ import re
 
 import numpy as np
 
-from ptxopt.constexpr import ConstExprError
+from ptxopt.ptx.constexpr import ConstExprError
 from ptxopt.interp import dtypes
 from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.errors import InterpError, UnsupportedInstruction
-from ptxopt.ir import ConstExpr, Decl, Imm
+from ptxopt.ptx.ir import ConstExpr, Decl, Imm
 
 
 # --------------------------------------------------------------------------

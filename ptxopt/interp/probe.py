@@ -14,7 +14,7 @@ import numpy as np
 
 from ptxopt.interp.launch import run_kernel
 from ptxopt.interp.workload import np_dtype
-from ptxopt.parser import parse
+from ptxopt.ptx.parser import parse
 
 HEADER = ".version 8.8\n.target sm_89\n.address_size 64\n"
 

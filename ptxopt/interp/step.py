@@ -7,7 +7,7 @@ build steps without importing the decoder, which imports them).
 
 from __future__ import annotations
 
-from ptxopt.ir import Instruction
+from ptxopt.ptx.ir import Instruction
 
 # Step kinds: what the engine must do besides calling ``run``.
 SIMPLE, BRANCH, BRX, BARRIER, COLLECTIVE, CALL, RET, EXIT = range(8)

@@ -183,7 +183,7 @@ def launch_from_manifest(spec, seed: int = 0, *, module=None, flavour: str = "ra
     contents of the ``output`` and ``inout`` buffers. ``module`` overrides the
     kernel's own PTX (a transformed copy, say).
     """
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     if module is None:
         module = parse(spec.ptx_text(), f"corpus:{spec.id}")

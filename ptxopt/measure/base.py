@@ -97,7 +97,7 @@ class MeasureJob:
     spec: Any = None  # corpus KernelSpec, or None
     entry: str | None = None
     compiled: Any = None  # ptxopt.toolchain.CompileResult of ptx_text for arch
-    module: Any = None  # the parsed transformed module (ptxopt.ir.Module)
+    module: Any = None  # the parsed transformed module (ptxopt.ptx.ir.Module)
     geometry: Any = None  # ptxopt.equivalence.interpret.Geometry used when spec is None
     profile_loops: bool = True  # sim: measure loop trip counts with the interpreter
     extra: dict = field(default_factory=dict)

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ptxopt.ir import Block, Imm, Instruction
-from ptxopt.operand_facts import defs_uses, facts, reg_name
+from ptxopt.ptx.ir import Block, Imm, Instruction
+from ptxopt.ptx.operand_facts import defs_uses, facts, reg_name
 
 from .loops import BASE_REG, LoopProfile, LoopProfileError, counter_slots, instrument_loops, read_counts
 
@@ -238,7 +238,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
     else:
         raise SliceError("no check launch to take the buffers from")
 
-    from ptxopt.emit import emit_function
+    from ptxopt.ptx.emit import emit_function
 
     total = np.zeros(counter_slots(len(headers)), dtype=np.int64)
     run_block = _warp_block(block)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.ir import Addr, Comment, Decl, DeclItem, Imm, Instruction, Loc, Module, Raw, Reg, Sym
+from ptxopt.ptx.ir import Addr, Comment, Decl, DeclItem, Imm, Instruction, Loc, Module, Raw, Reg, Sym
 from ptxopt.sim.trips import LoopCount
 
 COUNTS_PARAM = "__ptxopt_loop_counts"
@@ -230,7 +230,7 @@ def loop_profile(module: Module, entry: str, *, spec=None, geometry=None, seed: 
                  max_steps: int | None = None) -> LoopProfile:
     """Run the instrumented kernel once and read its loop counts.
 
-    ``spec`` (a corpus :class:`~ptxopt.corpus.KernelSpec`) or ``geometry``
+    ``spec`` (a corpus :class:`~ptxopt.kernels.corpus.KernelSpec`) or ``geometry``
     (a :class:`ptxopt.equivalence.interpret.Geometry`) says how to launch, as for
     :func:`ptxopt.equivalence.interpret.verify`.  Raises :class:`LoopProfileError` or the
     interpreter's error.

@@ -43,7 +43,7 @@ _PARSER: list = []
 
 def _parser_digest() -> str:
     if not _PARSER:
-        from ptxopt.digests import source_digest
+        from ptxopt.support.digests import source_digest
 
         _PARSER.append(source_digest(*PARSER_SOURCES))
     return _PARSER[0]
@@ -77,7 +77,7 @@ class SassStore:
     def put(self, key: str, listing) -> None:
         path, full = self._path(key)
         data = zlib.compress(json.dumps(_document(full, listing), separators=(",", ":")).encode(), 1)
-        from ptxopt.outputs import OutputNotWritable, write_atomic
+        from ptxopt.support.outputs import OutputNotWritable, write_atomic
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ptxopt.digests import source_digest
+from ptxopt.support.digests import source_digest
 
 from .base import MeasureError, MeasureJob, Measurement
 

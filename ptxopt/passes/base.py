@@ -8,7 +8,7 @@ Why this shape (after xDSL and LLVM's new pass manager):
   search layer can try every action on a clone (the RL action mask is exactly
   "the passes whose report says changed"). The pass manager calls
   ``check_legal`` and ``run`` itself, on a copy only where it needs one
-  (:mod:`ptxopt.passmanager`).
+  (:mod:`ptxopt.passes.passmanager`).
 * Legality has two levels. :meth:`Pass.check_legal` refuses the pass for
   the module as a whole by raising :class:`IllegalPass`, before anything is
   changed: :meth:`apply` raises it to its caller, the pass manager skips the
@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
-from ptxopt.gc_pause import gc_paused
-from ptxopt.pass_output import captured
-from ptxopt.ir import Module
+from ptxopt.support.gc_pause import gc_paused
+from ptxopt.support.pass_output import captured
+from ptxopt.ptx.ir import Module
 from ptxopt.passes.aliases import alias_of
 
 
@@ -125,7 +125,7 @@ class Pass:
     #: Does the pass change control flow (blocks, branches, loops)? A structural
     #: rewrite is written by ``ptxopt run`` only once the prover has shown its
     #: result equivalent (:mod:`ptxopt.equivalence.prove.structural`), and the
-    #: unchecked :func:`ptxopt.passmanager.run_passes_unchecked` refuses it unless told
+    #: unchecked :func:`ptxopt.passes.passmanager.run_passes_unchecked` refuses it unless told
     #: ``allow_unchecked=True``: sampling launches is not evidence enough for a
     #: rewrite of the loops themselves.
     structural: ClassVar[bool] = False
@@ -166,8 +166,8 @@ class Pass:
         """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
         module and the report; ``module`` is untouched (also when the pass
         raises or refuses). What the pass prints is kept off stdout
-        (:mod:`ptxopt.pass_output`)."""
-        with gc_paused(), captured(f"pass '{self.kind}'"):  # a burst of small acyclic objects (ptxopt.gc_pause)
+        (:mod:`ptxopt.support.pass_output`)."""
+        with gc_paused(), captured(f"pass '{self.kind}'"):  # a burst of small acyclic objects (ptxopt.support.gc_pause)
             self.check_legal(module)
             out = module.copy()
             report = self.run(out)

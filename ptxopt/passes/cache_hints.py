@@ -8,7 +8,7 @@ refused per site:
 * only the ``.global`` space: ``ld.param``, ``ld.shared``, ``ld.local`` and
   generic accesses (whose space is not proven) keep their form;
 * only *weak* accesses: ``.volatile``, ``.relaxed``, ``.acquire``,
-  ``.release``, ``.mmio`` (and any other :data:`ptxopt.opcodes.ORDERED_MEM_MODS`)
+  ``.release``, ``.mmio`` (and any other :data:`ptxopt.ptx.opcodes.ORDERED_MEM_MODS`)
   forms take no cache operator;
 * ``ld.global.nc`` accepts only ``.ca``, ``.cg``, ``.cs`` (so ``.cv`` is refused);
 * an eviction-priority qualifier (``.L1::evict_last``, ``.L1::no_allocate``,
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from ptxopt import opcodes
-from ptxopt.ir import Instruction, Module, instruction_slots
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
 

@@ -57,7 +57,7 @@ blocks, ptxas spends the slack on registers (measured with ptxas 12.9 on
 the Triton corpus at 128-thread blocks: ``triton_matmul_f32_ieee`` 40 -> 68
 registers for N <= 6, 12 -> 7 resident blocks), so a small N can *lower*
 occupancy; whether it pays is the objective's call, not this pass's.
-The directives' ISA facts are in :data:`ptxopt.opcodes.ENTRY_TUNING_DIRECTIVES`.
+The directives' ISA facts are in :data:`ptxopt.ptx.opcodes.ENTRY_TUNING_DIRECTIVES`.
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
-from ptxopt.ir import Block, Decl, Function, Imm, Module, PerfDirective
-from ptxopt.opcodes import ENTRY_TUNING_DIRECTIVES, TYPE_BITS
+from ptxopt.ptx.ir import Block, Decl, Function, Imm, Module, PerfDirective
+from ptxopt.ptx.opcodes import ENTRY_TUNING_DIRECTIVES, TYPE_BITS
 from ptxopt.passes.base import ChangeReport, Pass, PassError
 from ptxopt.passes.families import REGISTER_BUDGET
 from ptxopt.passes.register_budget import instruction_registers

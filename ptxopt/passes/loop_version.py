@@ -53,12 +53,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.loops import find_loops
 from ptxopt.analysis.uniform import nonuniform_registers
-from ptxopt.emit import format_instruction
-from ptxopt.ir import Addr, Decl, Imm, Instruction, Label, Neg, Pair, Reg, Vec
+from ptxopt.ptx.emit import format_instruction
+from ptxopt.ptx.ir import Addr, Decl, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
 from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, exit_check
@@ -454,7 +454,7 @@ def _mov_type(ty: str) -> str:
 
 
 def _text(op) -> str:
-    from ptxopt.emit import _op
+    from ptxopt.ptx.emit import _op
 
     return _op(op)
 

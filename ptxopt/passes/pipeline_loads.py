@@ -58,10 +58,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.loops import find_loops
-from ptxopt.ir import Addr, Decl, Instruction, Label, Module, Neg, Pair, Reg, Vec
+from ptxopt.ptx.ir import Addr, Decl, Instruction, Label, Module, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
 from ptxopt.passes.unroll import _declared, _parse_snippet

@@ -46,11 +46,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.alias import address_of
 from ptxopt.analysis.defuse import defined_on_every_path
-from ptxopt.ir import Block, Comment, Function, Instruction, Label, Loc, Module
+from ptxopt.ptx.ir import Block, Comment, Function, Instruction, Label, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import PREFETCH
 

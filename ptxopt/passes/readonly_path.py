@@ -4,8 +4,8 @@ gives nvcc).
 
 Per load (``ld.global``, weak, not already ``.nc``):
 
-* the ISA form must allow ``.nc`` (:data:`ptxopt.opcodes.NC_LOAD_TYPES`,
-  cache operator in :data:`ptxopt.opcodes.NC_LOAD_CACHE_OPS`, no
+* the ISA form must allow ``.nc`` (:data:`ptxopt.ptx.opcodes.NC_LOAD_TYPES`,
+  cache operator in :data:`ptxopt.ptx.opcodes.NC_LOAD_CACHE_OPS`, no
   ``.unified``; a generic ``ld`` is not proven global and is refused);
 * no instruction of the kernel or of a function it calls may write the
   load's bytes (:class:`ptxopt.analysis.readonly.ReadOnly`): otherwise the
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.analysis.readonly import ReadOnly
-from ptxopt.ir import Instruction, Module, instruction_slots
+from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import READ_ONLY_PATH
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
-from ptxopt.ir import Function, Module, PerfDirective
-from ptxopt.operand_facts import facts
+from ptxopt.ptx.ir import Function, Module, PerfDirective
+from ptxopt.ptx.operand_facts import facts
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import REGISTER_BUDGET
 

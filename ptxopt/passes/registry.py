@@ -22,7 +22,7 @@ given to :func:`register` at run time. They come after the built-in kinds,
 work everywhere a built-in name does (pipeline strings, ``run``/``eval``/
 ``explain``/``search``, :func:`ptxopt.optimize`), may not shadow a built-in
 name, and their code enters the front-end digest of every cache key
-(:func:`ptxopt.digests.code_digests`), so changing a plugin never serves a
+(:func:`ptxopt.support.digests.code_digests`), so changing a plugin never serves a
 result its old code produced.
 """
 
@@ -34,8 +34,8 @@ from functools import partial
 from importlib import import_module
 from typing import Callable
 
-from ptxopt import digests
-from ptxopt.pass_output import captured
+from ptxopt.support import digests
+from ptxopt.support.pass_output import captured
 from ptxopt.passes.aliases import _ALIASES, alias_of  # noqa: F401  (registry.alias_of)
 from ptxopt.passes.base import Pass
 
@@ -64,7 +64,7 @@ _PASSES: dict[str, tuple[str, str]] = {
 _PLUGINS: dict[str, type[Pass]] = {}
 #: plugin entry points not imported yet: kind -> "module:Class" (None: not read yet)
 _PENDING: dict[str, str] | None = None
-#: plugin kind -> digest of its code (:func:`ptxopt.digests.code_of`)
+#: plugin kind -> digest of its code (:func:`ptxopt.support.digests.code_of`)
 _PLUGIN_CODE: dict[str, str] = {}
 _KIND_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -63,7 +63,7 @@ from typing import ClassVar
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.loops import _INT_TYPES, find_loops
-from ptxopt.ir import Decl, Label, Module
+from ptxopt.ptx.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
 
@@ -81,7 +81,7 @@ def _nounroll(stmt) -> bool:
 
 def _parse_snippet(lines: list[str]) -> list:
     """IR statements of ``lines`` (PTX body text)."""
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     text = ".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry _u()\n{\n" + "\n".join(lines) + "\n}\n"
     return list(parse(text, "<unroll>").entries[0].body.items)
@@ -245,7 +245,7 @@ def _fresh(labels: set[str], want: str) -> str:
 
 
 def _operand_text(op) -> str:
-    from ptxopt.emit import _op
+    from ptxopt.ptx.emit import _op
 
     return _op(op)
 

@@ -25,7 +25,7 @@ first rule that failed, for that group):
   ordering points).
 * **One straight-line region.** No label, branch, call, ``ret``/``exit``,
   barrier, fence, atomic, async copy, strong access or unknown opcode (the
-  ``order`` role of :mod:`ptxopt.opcodes`), and no ``{ }`` scope boundary,
+  ``order`` role of :mod:`ptxopt.ptx.opcodes`), and no ``{ }`` scope boundary,
   lies between the members.
 * **Alignment proven** for the effective address: ``.v2`` needs 2 x element
   size, ``.v4`` 4 x element size (:class:`~ptxopt.analysis.alignment.Alignment`).
@@ -62,12 +62,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, address_of, constant_step, may_alias,
                                    noalias_params, overlapping_symbols, pointer_roots)
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
-from ptxopt.ir import Addr, Block, Decl, Function, Instruction, Label, Module, Vec, iter_decls
-from ptxopt.operand_facts import Address
+from ptxopt.ptx.ir import Addr, Block, Decl, Function, Instruction, Label, Module, Vec, iter_decls
+from ptxopt.ptx.operand_facts import Address
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import VECTORIZE
 

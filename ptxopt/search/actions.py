@@ -12,7 +12,7 @@ list whose actions and observation slots all still exist is widened to this
 one (its new actions masked, :mod:`rl.checkpoint`), any other is refused
 (retrain after a change).
 
-Each action is written the way it prints (:meth:`ptxopt.pipeline.Pipeline.__str__`),
+Each action is written the way it prints (:meth:`ptxopt.passes.pipeline.Pipeline.__str__`),
 so an action, a trajectory's ``action`` and a pipeline's items compare as
 strings; the strings of the first 20 are the pass names from before passes
 took parameters. This lives under ``ptxopt.search`` because the search
@@ -63,7 +63,7 @@ def action_index(action: str) -> int:
 @lru_cache(maxsize=None)
 def action_pass(action: str) -> Pass:
     """The pass a pass action appends (parsed once)."""
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     (p,) = Pipeline.parse(action).passes
     return p

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 
 
 class PolicyPipelines:
@@ -30,7 +30,7 @@ class PolicyPipelines:
         from ptxopt import plugins
 
         if not Path(checkpoint).is_file():  # a committed policy by name, as ``search --policy NAME`` finds it
-            from ptxopt.corpus import committed_policies, committed_policy
+            from ptxopt.kernels.corpus import committed_policies, committed_policy
 
             found = committed_policy(str(checkpoint))
             if found is None:  # one line, as search --policy says it

@@ -180,7 +180,7 @@ def load(path: str | Path) -> Ranker:
 
 def committed_ranker(name: str) -> Path | None:
     """The committed ranker called ``name`` (with or without ``.ranker``) under ``corpus/rankers``."""
-    from ptxopt.corpus import corpus_file
+    from ptxopt.kernels.corpus import corpus_file
 
     if not name or "/" in name:
         return None
@@ -190,7 +190,7 @@ def committed_ranker(name: str) -> Path | None:
 
 def committed_rankers() -> list[str]:
     """Names of the committed rankers (for messages)."""
-    from ptxopt.corpus import corpus_file
+    from ptxopt.kernels.corpus import corpus_file
 
     return sorted(p.stem for p in corpus_file("rankers").glob("*" + SUFFIX))
 

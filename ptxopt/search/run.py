@@ -33,7 +33,7 @@ from .exhaustive import exhaustive, exhaustive_steps
 from .greedy import greedy, greedy_steps
 from .guided import guided, guided_steps
 from .measure import EvalOptions, Meter
-from .move_memo import memo_beside
+from ptxopt.evaluate.move_memo import memo_beside
 from .random_search import random_search, random_steps
 from .state import State
 from .stepwise import lockstep as run_lockstep
@@ -81,7 +81,7 @@ class SearchConfig:
         elif self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
         if self.extra_actions:
-            from ptxopt.pipeline import Pipeline, PipelineError
+            from ptxopt.passes.pipeline import Pipeline, PipelineError
 
             if self.strategy == "policy":
                 raise ValueError("extra actions are not for --policy: its action list is the one it was trained on")
@@ -341,10 +341,10 @@ def _search_lockstep(kernels: Sequence[tuple[Candidate, str | None]], config: Se
 
 def _job(args):
     """One kernel in a worker (any executor): searched against a private cache seeded with the
-    driver's rows for it; returns the result and the rows the driver is to write (ptxopt.executor.journal)."""
+    driver's rows for it; returns the result and the rows the driver is to write (ptxopt.evaluate.journal)."""
     from dataclasses import replace
 
-    from ptxopt.executor.journal import Rows, new_rows, private_cache
+    from ptxopt.evaluate.journal import Rows, new_rows, private_cache
 
     kernel, config, family, seed = args
     if config.options.cache is None:
@@ -376,7 +376,7 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
     is searched in this process. Through an executor, each kernel is searched
     against a private cache seeded with this process's rows for it, and this
     process -- the only writer of the cache and the move memo -- stores the
-    rows each worker returns, as each kernel finishes (:mod:`ptxopt.executor.journal`).
+    rows each worker returns, as each kernel finishes (:mod:`ptxopt.evaluate.journal`).
 
     The executor's rules (:mod:`ptxopt.executor.base`): a kernel whose
     search raises is a result with an ``error``; a worker that dies (SIGKILL,
@@ -400,7 +400,7 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
                 record(i, search_kernel(k, config, fam))
         return results  # type: ignore[return-value]
     from ptxopt.executor import make_executor
-    from ptxopt.executor.journal import cache_file, merge_rows, seed_rows
+    from ptxopt.evaluate.journal import cache_file, merge_rows, seed_rows
 
     cache = cache_file(config.options.cache)
     db = None
@@ -447,7 +447,7 @@ def _group_job(args):
     driver's rows for all of them; returns their results and the rows the driver is to write."""
     from dataclasses import replace
 
-    from ptxopt.executor.journal import Rows, new_rows, private_cache
+    from ptxopt.evaluate.journal import Rows, new_rows, private_cache
 
     items, config = args
     kernels = [(k, fam) for k, fam, _ in items]
@@ -464,7 +464,7 @@ def _in_groups(ex, kernels, args, config: SearchConfig, record, cache, db) -> li
     """``-j 1``: the one worker searches the kernels in lockstep groups (:func:`_groups`), one task
     per group; the kernels of a group whose task failed or whose worker died (twice) are returned,
     to be searched one per task (the executor's usual rules: only the culprit fails)."""
-    from ptxopt.executor.journal import merge_rows
+    from ptxopt.evaluate.journal import merge_rows
 
     groups = _groups(kernels)
     retry: list[int] = []
@@ -489,7 +489,7 @@ def summarize(results: Sequence[KernelResult]) -> dict:
     import statistics
     from collections import Counter
 
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     ok = [r for r in results if r.error is None and r.improvement_pct is not None]
     imps = [r.improvement_pct for r in ok]

@@ -24,7 +24,7 @@ the evaluator measures for it; the pipeline keeps the action's own string
 
 The module-dependent part of that decision (legal? changes the printed
 module?) is remembered per printed module -- and per performance launch
-when an action uses the launch -- by :mod:`ptxopt.search.move_memo`
+when an action uses the launch -- by :mod:`ptxopt.evaluate.move_memo`
 (in process, and in a file beside the evaluation cache when the state was
 made with one): a state whose facts are known computes its mask without
 applying any pass and builds a child only for the action taken
@@ -37,7 +37,7 @@ main thread only: elsewhere a pass is not interrupted): a pass that overruns
 it is masked (``timeout: ...``) here and, without being applied again, in
 every other state of the same search. A timeout is not a fact about the
 module, so the move memo does not keep it. What a pass prints is kept off
-stdout (:mod:`ptxopt.pass_output`).
+stdout (:mod:`ptxopt.support.pass_output`).
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ import numpy as np
 from ptxopt.evaluate import Candidate
 from ptxopt.evaluate.candidate import DEFAULT_TIMEOUT, bind_launch, entry_of, performance_for
 from ptxopt.evaluate.deadline import CandidateTimeout, StepClock, per_step
-from ptxopt.gc_pause import gc_paused
-from ptxopt.ir import Module
-from ptxopt.pass_output import captured
+from ptxopt.support.gc_pause import gc_paused
+from ptxopt.ptx.ir import Module
+from ptxopt.support.pass_output import captured
 from ptxopt.passes.base import IllegalPass, PassError
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
-from ptxopt.search.move_memo import MoveMemo
+from ptxopt.evaluate.move_memo import MoveMemo
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class State:
 
     ``module`` and :attr:`printed` are the transformed module and its text
     (a child is printed when first asked: the mask decides "changes the
-    module" without printing, :mod:`ptxopt.print_compare`, and most children
+    module" without printing, :mod:`ptxopt.ptx.print_compare`, and most children
     are never visited). Children are computed once (:meth:`moves`) and kept.
     """
 
@@ -122,8 +122,8 @@ class State:
         ``memo`` remembers which passes change which modules (see the module doc);
         default: this process only. ``timeout``: seconds one pass application may
         take (the evaluator's per-candidate limit; None: no limit)."""
-        from ptxopt.emit import emit
-        from ptxopt.parser import parse
+        from ptxopt.ptx.emit import emit
+        from ptxopt.ptx.parser import parse
 
         module = parse(kernel.ptx, filename=kernel.label)
         actions = tuple(a for a in PASS_ACTIONS if a not in dropped_actions)
@@ -135,7 +135,7 @@ class State:
     def printed(self) -> str:
         """The module's text (printed on first use)."""
         if self.text is None:
-            from ptxopt.emit import emit
+            from ptxopt.ptx.emit import emit
 
             self.text = emit(self.module)
         return self.text
@@ -210,7 +210,7 @@ class State:
     @contextmanager
     def _applying(self):
         """Around applying passes (:meth:`_move`): one burst of allocation (see
-        :mod:`ptxopt.gc_pause`), one capture of stdout and one timer handler for
+        :mod:`ptxopt.support.gc_pause`), one capture of stdout and one timer handler for
         all; each pass's own limit and capture inside then cost a few syscalls."""
         limit = self.limit
         with gc_paused(), captured("a pass of the action mask"), per_step(limit.seconds) as clock:
@@ -224,8 +224,8 @@ class State:
         return self.pipeline.can_append(action_pass(name))
 
     def _move(self, name: str) -> Move:
-        from ptxopt.emit import emit
-        from ptxopt.print_compare import prints_same
+        from ptxopt.ptx.emit import emit
+        from ptxopt.ptx.print_compare import prints_same
 
         p = action_pass(name)
         why = self.pipeline.can_append(p)

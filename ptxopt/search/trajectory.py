@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ptxopt import jsontext
+from ptxopt.support import jsontext
 from ptxopt.search.actions import STOP, action_index
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 

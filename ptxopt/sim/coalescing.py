@@ -88,7 +88,7 @@ def lane_charges(module, entry: str | None, launch) -> LaneCharges:
     if grid is None or block is None:
         return LaneCharges((), ("lane strides: no launch grid, every access charged as coalesced (ASSUMED)",))
     if isinstance(module, str):
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
 
         module = parse(module, "coalescing")
     fn = module.pick_entry(entry, "coalescing")

@@ -94,7 +94,7 @@ def arithmetic_floors(module, entry: str | None, launch, device: Device) -> dict
 
 def _parsed(module):
     if isinstance(module, str):
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
 
         module = parse(module, "floors")
     return module

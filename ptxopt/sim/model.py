@@ -416,7 +416,7 @@ def simulate(listing: SassListing | Program,
     * ``warps``: resident warps sharing the scheduler (issue-slot bound only;
       ignored when ``launch`` is given).
     * ``launch``: ``(grid, block, dynamic shared bytes)`` (a
-      :class:`ptxopt.corpus.Launch` or anything with ``grid``/``block``/
+      :class:`ptxopt.kernels.corpus.Launch` or anything with ``grid``/``block``/
       ``shared_bytes``; grid and block are 3-tuples or ints).  Turns on the
       many-warp part of the model: occupancy from the ptxas registers and
       shared memory (:mod:`ptxopt.sim.occupancy`), then issue-slot and

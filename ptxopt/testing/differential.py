@@ -43,7 +43,7 @@ class Outcome:
 
 
 def _pass_manager(pipeline: str, module):
-    from ptxopt.passmanager import PassManager
+    from ptxopt.passes.passmanager import PassManager
 
     return PassManager(pipeline).run(module).module
 

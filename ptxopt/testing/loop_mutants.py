@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ptxopt.ir import Imm, Instruction, Label, Module
-from ptxopt.operand_facts import immediate, reg_name
+from ptxopt.ptx.ir import Imm, Instruction, Label, Module
+from ptxopt.ptx.operand_facts import immediate, reg_name
 from ptxopt.testing.mutants import Mutant
 
 LOOP_OPERATORS = ("remainder_bound", "dropped_guard", "off_by_one_step", "dropped_copy")

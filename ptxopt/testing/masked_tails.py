@@ -135,7 +135,7 @@ def masked_tail_case(seed: int) -> MaskedTail:
 def witness_differs(case: MaskedTail) -> bool:
     """Whether the witness input makes the two kernels store different bits."""
     from ptxopt.interp import run_kernel
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     x, n = case.witness
     outs = [run_kernel(parse(t), "masked_tail", 1, 1, [x.copy(), np.ones(1, np.float32), n]).buffers[1]

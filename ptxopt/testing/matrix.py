@@ -25,11 +25,11 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from ptxopt.corpus import KernelSpec
-from ptxopt.emit import emit
-from ptxopt.parser import parse
+from ptxopt.kernels.corpus import KernelSpec
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import IllegalPass
-from ptxopt.pipeline import Pipeline, make_pass
+from ptxopt.passes.pipeline import Pipeline, make_pass
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 

@@ -28,8 +28,8 @@ import math
 
 from dataclasses import dataclass, replace
 
-from ptxopt import opcodes
-from ptxopt.ir import Addr, Imm, Instruction, Module, Reg, Vec, instruction_slots
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Addr, Imm, Instruction, Module, Reg, Vec, instruction_slots
 
 OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier", "misalign")
 _NON_COMMUTATIVE = frozenset({"sub", "div", "rem", "shl", "shr", "setp", "set", "slct"})

@@ -231,7 +231,7 @@ def check_shape(shape: Shape, pipelines=PIPELINES, keep_refusals: bool = False, 
     interpreter tells apart is wrong; one it does not is only recorded)."""
     from ptxopt import emit, parse
     from ptxopt.interp import InterpError
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
     res = ShapeResult(shape)
     original = parse(shape.text)

@@ -46,11 +46,11 @@ class Tally:
 
 def matrix_pairs(kernels, passes=None):
     """(kernel/pass) pairs of the pass matrix whose printing changed."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
     from ptxopt.passes import pass_names
     from ptxopt.passes.base import IllegalPass
-    from ptxopt.pipeline import make_pass
+    from ptxopt.passes.pipeline import make_pass
 
     for spec in kernels:
         m = parse(spec.ptx_text(), spec.id)
@@ -69,11 +69,11 @@ def matrix_pairs(kernels, passes=None):
 
 def fuzz_pairs(seeds, steps: int = 24, passes=None):
     """Every pass on random kernels (seeded: the same kernels every run)."""
-    from ptxopt.emit import emit
-    from ptxopt.parser import parse
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse
     from ptxopt.passes import pass_names
     from ptxopt.passes.base import IllegalPass
-    from ptxopt.pipeline import make_pass
+    from ptxopt.passes.pipeline import make_pass
     from ptxopt.testing.random_kernels import kernel_from_steps, random_steps
 
     for seed in seeds:

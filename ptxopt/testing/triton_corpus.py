@@ -15,7 +15,7 @@ import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
-from ptxopt.corpus import corpus_file
+from ptxopt.kernels.corpus import corpus_file
 
 CORPUS_TRITON = corpus_file("triton")
 SM = 89

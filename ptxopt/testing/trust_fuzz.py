@@ -34,10 +34,10 @@ its shape and numbers from a seeded ``random.Random``:
 ``read_only_load``  a plain ``ld.global`` (scalar or vector) after a store
                     that may alias it (through the other parameter or the
                     same one) vs the same load in a read-only form: each row
-                    of :data:`ptxopt.opcodes.READ_ONLY_LOADS` (``ldu``,
+                    of :data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS` (``ldu``,
                     ``ld.global.nc`` with each cache operator or hint)
 ``precision``       a float instruction in one precision form vs another
-                    form of it (:func:`ptxopt.opcodes.precision_form`:
+                    form of it (:func:`ptxopt.ptx.opcodes.precision_form`:
                     rounding, ``.ftz``, ``.sat``, ``.approx``/``.full``, no
                     rounding modifier) -- every pair of :data:`PRECISION_FORMS`
 
@@ -302,7 +302,7 @@ def _no_contract(rng: random.Random) -> tuple[str, str, str]:
             _entry(head + f"\tshl.b32 %r2, %r1, {wrong};\n" + tail), f"x*{1 << k} vs x<<{wrong} of {src}")
 
 
-#: A plain global load turned into each read-only form (:data:`ptxopt.opcodes.READ_ONLY_LOADS`).
+#: A plain global load turned into each read-only form (:data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`).
 READ_ONLY_FORMS = ("ldu.global", "ld.global.nc", "ld.global.nc.ca", "ld.global.nc.cg", "ld.global.nc.cs",
                    "ld.global.nc.L1::evict_last", "ld.global.nc.L1::no_allocate", "ld.global.nc.L2::128B")
 _RO_TYPES = (("u32", "%r", 4), ("f32", "%f", 4), ("u64", "%rd", 8))
@@ -496,7 +496,7 @@ def _memory_outside(text: str, marker: str) -> int:
 
 def _check_passes(case: Case) -> tuple[list[Finding], list[tuple[str, str]]]:
     from ptxopt import emit, parse
-    from ptxopt.passmanager import PassManager
+    from ptxopt.passes.passmanager import PassManager
     from ptxopt.equivalence.prove.hints import hints_only_legal
     from ptxopt.toolchain import PtxasError, compile_ptx
 

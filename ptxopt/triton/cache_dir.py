@@ -49,7 +49,7 @@ class CachedKernel:
 
     def contracts(self) -> list:
         """The launch contract alternatives (:func:`ptxopt.triton.contract.triton_contracts`)."""
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
         from ptxopt.triton.contract import triton_contracts
 
         module = parse(self.ptx, str(self.path))
@@ -62,7 +62,7 @@ class CachedKernel:
         (two quick interpreter launches), else the first: a search has one
         launch per kernel, where :func:`ptxopt.optimize` tries them all."""
         from ptxopt.interp import InterpError
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
         from ptxopt.equivalence.interpret import verify
 
         alts = self.contracts()
@@ -79,7 +79,7 @@ class CachedKernel:
 
 
 def _metadata(path: Path, problems: list | None = None) -> dict | None:
-    from ptxopt import jsontext
+    from ptxopt.support import jsontext
 
     try:
         doc = jsontext.loads(path.read_bytes())

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ptxopt.pipeline import Pipeline
+from ptxopt.passes.pipeline import Pipeline
 
 
 class FixedPipeline:

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.host_state import library_call
+from ptxopt.support.host_state import library_call
 
 from ptxopt.api import BeforeAfter
 
@@ -199,7 +199,7 @@ def code_digest() -> str:
     prints the PTX and what verifies it (the evaluator's own digests), and
     this integration with :func:`ptxopt.optimize`."""
     import ptxopt
-    from ptxopt.digests import code_digests, source_digest
+    from ptxopt.support.digests import code_digests, source_digest
 
     d = code_digests()
     h = hashlib.sha256(f"{d['front']}\0{d['evaluator']}\0{source_digest('triton', 'api.py')}".encode())
@@ -356,7 +356,7 @@ class StagesHook:
 
     def _optimize(self, ptx, name, metadata, box, backend, options, rep: KernelReport) -> str:
         from ptxopt.api import optimize
-        from ptxopt.parser import parse
+        from ptxopt.ptx.parser import parse
         from ptxopt.toolchain.arch import resolve_arch
         from ptxopt.triton.contract import triton_contracts, triton_performance
         from ptxopt.triton.ptxas import triton_compile
@@ -554,7 +554,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     """Pass every kernel Triton compiles from now on through ptxopt.
 
     Give exactly one of ``pipeline`` (a pipeline string or
-    :class:`~ptxopt.pipeline.Pipeline`, for every kernel), ``policy`` (a
+    :class:`~ptxopt.passes.pipeline.Pipeline`, for every kernel), ``policy`` (a
     checkpoint of ``ptxopt train``, or a ranker: its top choice, measuring nothing, see
     :mod:`ptxopt.triton.choose`) or ``pipelines`` (a results file of
     ``ptxopt search`` over a Triton cache directory). ``verify=False`` skips
@@ -589,7 +589,7 @@ def enable(pipeline=None, *, policy=None, pipelines=None, verify: bool = True,
     on the main thread); what a pass prints is kept off stdout and reported
     as a :class:`PtxoptTritonWarning`. Each kernel's rewrite leaves the
     program's signal handlers, ``ITIMER_REAL``, stdout, GC state and
-    environment as they were (:mod:`ptxopt.host_state`).
+    environment as they were (:mod:`ptxopt.support.host_state`).
     ``budget_s``: the most seconds ptxopt may add to one kernel's compile
     (None: no limit); past it, checked between stages, Triton's PTX is kept
     at once and the report says so. Each kernel's report says what ptxopt

@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ptxopt import jsontext
+from ptxopt.support import jsontext
 
 if TYPE_CHECKING:
-    from ptxopt.pipeline import Pipeline
+    from ptxopt.passes.pipeline import Pipeline
 
 FORMAT = "ptxopt-triton-pipelines/1"
 
@@ -100,7 +100,7 @@ def write_pipelines(path: str | Path, kernels: list[TunedKernel], **meta) -> Pat
         seen[k.key] = k
     doc = {"format": FORMAT, "ptxopt": __version__, **meta,
            "kernels": [asdict(seen[key]) for key in sorted(seen)]}
-    from ptxopt.outputs import write_atomic
+    from ptxopt.support.outputs import write_atomic
 
     return write_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
 
@@ -109,7 +109,7 @@ def read_pipelines(path: str | Path) -> PipelineTable:
     """Load a results file; :class:`PipelinesError` with one clear line on
     anything wrong (missing file, bad JSON, unknown format, a bad entry, a
     pipeline string ptxopt does not accept)."""
-    from ptxopt.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
 
     path = Path(path)
     try:

@@ -78,7 +78,7 @@ class RejectionMemo:
 
     def put(self, key: str, outcome: dict) -> None:
         data = json.dumps({"format": FORMAT, "key": key, "outcome": outcome})
-        from ptxopt.outputs import OutputNotWritable, write_atomic
+        from ptxopt.support.outputs import OutputNotWritable, write_atomic
 
         try:
             self.root.mkdir(parents=True, exist_ok=True)

@@ -42,8 +42,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.ir import Decl, Function, Module
-from ptxopt.opcodes import PERF_ONLY_DIRECTIVES
+from ptxopt.ptx.ir import Decl, Function, Module
+from ptxopt.ptx.opcodes import PERF_ONLY_DIRECTIVES
 from ptxopt.equivalence.prove.loop_sim import extra_registers_only, prove_by_simulation
 from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
 
@@ -109,7 +109,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
         if cap and result.proved:
             result = _assumption_cap(mo, mc, result)
     except Exception as e:  # noqa: BLE001 - a prover bug must never become a verdict
-        from ptxopt.parser import ParseError
+        from ptxopt.ptx.parser import ParseError
 
         what = "does not parse" if isinstance(e, ParseError) else "prover error"
         result = ProveResult(Verdict.INCONCLUSIVE, f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -149,7 +149,7 @@ def clear_memo() -> None:
 def _module(m) -> Module:
     if isinstance(m, Module):
         return m
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     return parse(m)
 

@@ -28,11 +28,11 @@ lanes, it does not see register widths).
 
 from __future__ import annotations
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.analysis.cfg import CFG
-from ptxopt.emit import format_instruction
-from ptxopt.ir import Function, Instruction, Module, iter_instructions
-from ptxopt.operand_facts import facts, reg_name, vector_items
+from ptxopt.ptx.emit import format_instruction
+from ptxopt.ptx.ir import Function, Instruction, Module, iter_instructions
+from ptxopt.ptx.operand_facts import facts, reg_name, vector_items
 
 _VECTOR_ACCESSES = frozenset({"ld", "ldu", "st"})
 

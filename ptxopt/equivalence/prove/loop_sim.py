@@ -67,7 +67,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.check import Side, _covered, _same_memory, _written
@@ -75,7 +75,7 @@ from ptxopt.equivalence.prove.smt.encode import SPACES, BlockTerms, Unsupported
 from ptxopt.equivalence.prove.smt.paths import PathEncoder
 from ptxopt.equivalence.prove.smt.terms import Query
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.ir import iter_decls
+from ptxopt.ptx.ir import iter_decls
 
 #: Most original iterations one candidate trip may stand for.
 MAX_COPIES = 16

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.equivalence.prove.memory import MemoryState
 from ptxopt.equivalence.prove.observables import BlockPair, return_registers
 from ptxopt.equivalence.prove.smt.encode import _INT_CMP, _UNSIGNED_CMP

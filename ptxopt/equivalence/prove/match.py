@@ -41,12 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.defuse import liveness
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.ir import Block, Decl, Function, Module, iter_decls
+from ptxopt.ptx.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.equivalence.prove import original_memo
 from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.memory import AliasOracle
@@ -93,7 +93,7 @@ class _Side:
                                   for it in d.items for n in it.names())
             self._align = Alignment(self.fn, self.module, lambda r: defs.get(r, []),
                                     assume_align, untrusted)
-        kind, name = base  # the walker's address base (:class:`ptxopt.operand_facts.Address`)
+        kind, name = base  # the walker's address base (:class:`ptxopt.ptx.operand_facts.Address`)
         if kind not in ("reg", "sym"):
             return False
         m, r = self._align.of_base(kind, name)

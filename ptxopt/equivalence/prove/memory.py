@@ -2,7 +2,7 @@
 
 Within a basic block, memory is a chain of *segments* separated by ordering
 points (barriers, fences, atomics, volatile accesses, calls, clock reads,
-unknown opcodes: :func:`ptxopt.operand_facts.role` ``order``). The last ordering
+unknown opcodes: :func:`ptxopt.ptx.operand_facts.role` ``order``). The last ordering
 point is the segment's *epoch* (at block entry: the block's entry memory).
 
 * A **store** node is ``(store, key, addr, size, value, guard, epoch, deps)``

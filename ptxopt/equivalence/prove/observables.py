@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ptxopt.opcodes import TERMINATORS
+from ptxopt.ptx.opcodes import TERMINATORS
 
 # Spaces a store can write. ``const`` is read-only; ``shared::cta`` and
 # ``shared::cluster`` are ``shared``; ``generic`` is an address in any of them.

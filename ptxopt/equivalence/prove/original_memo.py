@@ -59,7 +59,7 @@ _LOCK = threading.Lock()
 
 
 def key(fo, mo, noalias: frozenset, overlap: frozenset, assume_align: int) -> tuple:
-    from ptxopt.emit import emit
+    from ptxopt.ptx.emit import emit
 
     text = hashlib.sha256(emit(mo).encode()).hexdigest()
     return text, fo.name, tuple(sorted(noalias)), tuple(sorted(overlap)), assume_align

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxopt.emit import emit
-from ptxopt.passmanager import Instrument
+from ptxopt.ptx.emit import emit
+from ptxopt.passes.passmanager import Instrument
 
 
 @dataclass

@@ -55,7 +55,7 @@ from ptxopt.equivalence.prove.smt.encode import Unsupported
 from ptxopt.equivalence.prove.smt.paths import PathEncoder
 from ptxopt.equivalence.prove.smt.terms import Query
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.ir import iter_decls
+from ptxopt.ptx.ir import iter_decls
 
 #: How many iterations ahead a carried register may hold a load's value.
 MAX_AHEAD = 2
@@ -105,8 +105,8 @@ def _rotation_depth(fc, carried: frozenset[str]) -> int:
     """The longest chain of ``mov``s from one carried register to another
     (``R_2 -> R_1 -> R_0``: 2), at least 1 and at most :data:`MAX_AHEAD`: how
     many iterations ahead to try first (a hint; every count is sound)."""
-    from ptxopt import operand_facts
-    from ptxopt.ir import iter_instructions
+    from ptxopt.ptx import operand_facts
+    from ptxopt.ptx.ir import iter_instructions
 
     edges: dict[str, set[str]] = {}
     for ins in iter_instructions(fc.body):
@@ -185,7 +185,7 @@ class _SwpProof(_Proof):
     def _access_dests(self, h: int) -> list[list[str | None]]:
         """Per access of the original loop's body (in :mod:`.smt.encode`'s
         order): the registers its lanes load into."""
-        from ptxopt import opcodes, operand_facts
+        from ptxopt.ptx import opcodes, operand_facts
         from ptxopt.equivalence.prove.smt.encode import _LANE_OPS
 
         out = []
@@ -206,7 +206,7 @@ class _SwpProof(_Proof):
     def _moved_into(self) -> dict[str, set[str]]:
         """Carried register -> the other registers a chain of the candidate's
         ``mov``s copies it into (a search hint, as :meth:`_loaded_by`)."""
-        from ptxopt import operand_facts
+        from ptxopt.ptx import operand_facts
 
         edges: dict[str, set[str]] = {}
         for ins in self.sc.cfg.instructions:
@@ -230,7 +230,7 @@ class _SwpProof(_Proof):
         """Carried register -> (space, bytes, lanes, lane) of every candidate load
         that writes it: which original loads it may mirror (a search hint only:
         a pairing that is wrong fails its obligations and is dropped)."""
-        from ptxopt import opcodes, operand_facts
+        from ptxopt.ptx import opcodes, operand_facts
 
         out: dict[str, set[tuple]] = {}
         for ins in self.sc.cfg.instructions:

@@ -5,14 +5,14 @@ A block starts from the induction hypothesis: every register holds its
 memory. Each instruction then updates a register map and the block's
 :class:`~ptxopt.equivalence.prove.memory.MemoryState`:
 
-* **pure** instructions (:func:`ptxopt.operand_facts.role`) become ``op`` nodes
+* **pure** instructions (:func:`ptxopt.ptx.operand_facts.role`) become ``op`` nodes
   whose key is the full opcode, so rounding, saturation, ``.ftz``, ``.wide``
   and the types are part of the operator; a register-to-register ``mov`` of
   one width is the identity;
 * ``ld``/``st`` are split into per-lane scalar accesses at ``address +
   lane * element size`` (a ``.v4`` load and its four scalar loads give the
   same nodes); cache operators and eviction hints are not part of the key
-  (:func:`ptxopt.opcodes.is_perf_hint`: they change no value), ``.nc``,
+  (:func:`ptxopt.ptx.opcodes.is_perf_hint`: they change no value), ``.nc``,
   the space and the type are;
 * ``prefetch`` changes nothing; it is recorded as an access so that the
   matcher can check it touches only bytes the original block accesses;
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 
 # operand node types: only val/address, which evaluate operands (everything else reads operand_facts)
-from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.ptx.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 from ptxopt.equivalence.prove.memory import MemoryState
 from ptxopt.equivalence.prove.values import Graph
 

@@ -44,7 +44,7 @@ which costs proofs, never soundness.
 
 from __future__ import annotations
 
-from ptxopt.opcodes import TYPE_BITS
+from ptxopt.ptx.opcodes import TYPE_BITS
 
 # Integer operators folded on constants: (name, modifiers allowed besides the type).
 _FOLD = {
@@ -178,7 +178,7 @@ def _signed64(x: int) -> int:
 
 
 def imm_key(imm) -> tuple:
-    """A canonical key for an immediate operand (:class:`~ptxopt.ir.Imm`):
+    """A canonical key for an immediate operand (:class:`~ptxopt.ptx.ir.Imm`):
     equal keys mean equal literals.
 
     Integers by value; ``0f``/``0d`` literals by their bit pattern (so NaN

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding, wide_type

@@ -12,7 +12,7 @@ import numpy as np
 
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.ops.common import elementwise, one_type
-from ptxopt.ir import Pair
+from ptxopt.ptx.ir import Pair
 
 ORDERED = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,

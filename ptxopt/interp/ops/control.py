@@ -21,7 +21,7 @@ from ptxopt.interp.step import BARRIER, BRANCH, BRX, CALL, EXIT, RET, Step
 from ptxopt.interp.errors import BarrierError, KernelTrap, describe
 from ptxopt.interp.ops import warp
 from ptxopt.interp.state import ALL
-from ptxopt.ir import Imm, ParenList, Reg, Sym
+from ptxopt.ptx.ir import Imm, ParenList, Reg, Sym
 
 
 def c_bra(ins, d):

@@ -20,7 +20,7 @@ from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.memory import GLOBAL_BASE, WINDOW
 from ptxopt.interp.ops.common import IROUND, ROUND, elementwise, one_type, pack16
-from ptxopt.ir import Vec
+from ptxopt.ptx.ir import Vec
 
 F64 = np.float64
 

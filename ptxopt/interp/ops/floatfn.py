@@ -3,7 +3,7 @@
 Correctly rounded forms (``rcp.rn``, ``sqrt.rn``, any ``.f64`` but
 ``.approx``) are exact. The ``.approx`` forms are the GPU's special function
 unit, which PTX specifies only to within a stated error
-(:data:`ptxopt.opcodes.APPROXIMATE_FLOAT_OPS`); here they are float64
+(:data:`ptxopt.ptx.opcodes.APPROXIMATE_FLOAT_OPS`); here they are float64
 evaluations rounded to nearest (:data:`ptxopt.interp.fp.APPROX`) with a
 modelled error of up to one ulp keyed by the form and the inputs
 (:func:`ptxopt.interp.fp.model_error`): the same form on the same inputs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.interp import fp
 from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding
 

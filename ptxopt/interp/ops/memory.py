@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
 from ptxopt.interp.ops.common import pack16, split16
 from ptxopt.interp.state import ALL
-from ptxopt.ir import Vec
-from ptxopt.operand_facts import immediate
+from ptxopt.ptx.ir import Vec
+from ptxopt.ptx.operand_facts import immediate
 
 SPACE_MODS = opcodes.SPACE_MODIFIERS
 MEM_MODS = opcodes.MEMORY_QUALIFIERS

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.interp import fp
 from ptxopt.interp.state import full_warps_check
 from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.ops.common import pack16, split16
 from ptxopt.interp.state import ALL, WARP
-from ptxopt.ir import Vec
+from ptxopt.ptx.ir import Vec
 
 LANE = np.arange(WARP)
 GID = LANE >> 2

@@ -19,7 +19,7 @@ from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.errors import WarpSyncError, describe
 from ptxopt.interp.ops.common import one_type
 from ptxopt.interp.state import ALL, WARP
-from ptxopt.ir import Pair
+from ptxopt.ptx.ir import Pair
 
 U32 = np.uint32
 

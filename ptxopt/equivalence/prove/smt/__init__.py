@@ -16,7 +16,7 @@ What is independent and what is shared:
 * **shared** with the prover: the CFG (:mod:`ptxopt.analysis.cfg`) and the
   block-by-block matching of the two CFGs (same blocks, labels and
   successors), liveness (:mod:`ptxopt.analysis.defuse`), the operand facts
-  (:mod:`ptxopt.operand_facts`: destinations, address base/offset/space) and
+  (:mod:`ptxopt.ptx.operand_facts`: destinations, address base/offset/space) and
   the parser. The encoding uses no alias facts of its own: two accesses are
   disjoint only when the solver shows their addresses differ, and pointers
   from different parameters may always alias, so the prover's alias rules

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes
+from ptxopt.ptx import opcodes
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.encode import SPACES, BlockEncoder, Unsupported
 from ptxopt.equivalence.prove.smt.terms import Query, sym
@@ -414,8 +414,8 @@ def recheck(original, candidate, entry: str | None = None, *, timeout_ms: int = 
     """The independent re-check of a ``proved`` pair: every function body
     (``entry``: that kernel and every ``.func``) block by block. Declarations
     must be identical (the encoding takes variables by name)."""
-    from ptxopt.ir import Decl, iter_decls
-    from ptxopt.parser import parse
+    from ptxopt.ptx.ir import Decl, iter_decls
+    from ptxopt.ptx.parser import parse
 
     t0 = time.perf_counter()
     mo = parse(original) if isinstance(original, str) else original

@@ -3,7 +3,7 @@
 This is the part of the SMT check that does *not* share code with the
 structural prover (:mod:`ptxopt.equivalence.prove.symexec`/:mod:`~ptxopt.equivalence.prove.values`):
 each instruction is read from the PTX (its operand facts from
-:mod:`ptxopt.operand_facts`, as everywhere) and given its meaning here.
+:mod:`ptxopt.ptx.operand_facts`, as everywhere) and given its meaning here.
 
 What a block is, as terms:
 
@@ -24,7 +24,7 @@ What a block is, as terms:
   real arithmetic is assumed. ``mov``, ``selp`` and loads/stores of floats move
   bits and are exact.
 * **memory**: one byte array per state space, and one more, ``global.nc``,
-  that every read-only load reads (:data:`ptxopt.opcodes.READ_ONLY_LOADS`:
+  that every read-only load reads (:data:`ptxopt.ptx.opcodes.READ_ONLY_LOADS`:
   ``ld.global.nc``, ``ldu``), untouched by stores (``global``, ``shared``,
   ``local``, ``param``, ``const``: distinct memories), indexed by the address
   modulo the space's address width (32 bits for ``shared``/``local``: an
@@ -48,7 +48,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.equivalence.prove.smt.terms import Query, lit
 
 SPACES = {"global": 64, "shared": 32, "local": 32, "param": 64, "const": 64, "global.nc": 64}

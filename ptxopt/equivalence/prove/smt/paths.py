@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ptxopt import opcodes, operand_facts
+from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.equivalence.prove.smt.encode import SPACES, BlockEncoder, BlockTerms, Unsupported
 from ptxopt.equivalence.prove.smt.terms import lit
-from ptxopt.ir import Addr, Reg, Sym
+from ptxopt.ptx.ir import Addr, Reg, Sym
 
 #: warp-level matrix multiplies: collectives (see :meth:`PathEncoder._step`)
 _MATRIX = frozenset({"mma", "wmma"})

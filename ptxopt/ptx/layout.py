@@ -1,6 +1,6 @@
 """Print a transformed module in its source's own layout: a minimal diff.
 
-The canonical printer (:mod:`ptxopt.emit`) normalises layout: spacing, blank
+The canonical printer (:mod:`ptxopt.ptx.emit`) normalises layout: spacing, blank
 lines, where comments sit. Written back over a build's PTX that churns every
 line and hides what a pass changed. :func:`preserve_layout` instead keeps
 each source line byte for byte (comments, spacing, ``.loc``, blank lines)
@@ -24,8 +24,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ptxopt.emit import emit
-from ptxopt.ir import Module
+from ptxopt.ptx.emit import emit
+from ptxopt.ptx.ir import Module
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def _key(line: str) -> str:
 
 def preserve_layout(source: str, module: Module, *, filename: str = "<output>") -> Layout:
     """``module`` (parsed from ``source`` and transformed) printed in ``source``'s layout."""
-    from ptxopt.parser import parse
+    from ptxopt.ptx.parser import parse
 
     canon = emit(module)
     if source == canon:

@@ -19,13 +19,13 @@ _ROOT = Path(__file__).resolve().parent
 
 #: What decides a result once the printed PTX is fixed (the backend adds its own version).
 EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
-                     "corpus.py", "toolchain", "digests.py")
+                     "kernels/corpus.py", "toolchain", "support/digests.py")
 
 #: What decides the printed PTX for a (kernel, pipeline).
-FRONT_SOURCES = ("passes", "analysis", "pipeline.py", "passmanager.py", "emit.py", "parser.py", "body_parser.py", "ir.py",
-                 "grammar",
-                 "opcodes.py", "operand_facts.py", "identity_memo.py", "constexpr.py", "comments.py", "inputs.py",
-                 "ptxwords.py", "gc_pause.py", "print_compare.py")
+FRONT_SOURCES = ("passes", "analysis", "passes/pipeline.py", "passes/passmanager.py", "ptx/emit.py", "ptx/parser.py", "ptx/body_parser.py", "ptx/ir.py",
+                 "ptx/grammar",
+                 "ptx/opcodes.py", "ptx/operand_facts.py", "ptx/identity_memo.py", "ptx/constexpr.py", "ptx/comments.py", "kernels/inputs.py",
+                 "ptx/ptxwords.py", "support/gc_pause.py", "ptx/print_compare.py")
 
 
 def source_digest(*packages_or_files: str) -> str:

@@ -5,12 +5,12 @@ this module only recognises the statements compilers actually write in a
 function body, one per line -- ``@%p1 bra $L__BB0_2;``, ``ld.global.f32 %f1,
 [%rd4+8];``, ``.reg .b32 %r<12>;``, labels, ``.loc`` lines, ``{ }`` scopes,
 ``//`` comments -- and builds exactly the IR the grammar's callbacks
-(:class:`ptxopt.parser._Builder`) build for them. Anything else in a body
+(:class:`ptxopt.ptx.parser._Builder`) build for them. Anything else in a body
 (a constant expression, a statement over two lines, a string, a ``/*``
 comment, a token it is not sure Lark would cut the same way) makes it give
 that body up, and Lark parses it as before.
 
-How the two meet (:func:`ptxopt.parser.parse`): each body read here is
+How the two meet (:func:`ptxopt.ptx.parser.parse`): each body read here is
 blanked out of the text -- newlines and the columns of its last line kept,
 so every other token keeps its line and column -- and Lark parses what is
 left; the body is then put into the empty block Lark made for it, after
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import re
 
-from ptxopt.ir import Addr, Block, Decl, DeclItem, Imm, Instruction, Label, Loc, Neg, Pair, ParenList, Reg, Sym, Vec
-from ptxopt.ptxwords import parse_int
+from ptxopt.ptx.ir import Addr, Block, Decl, DeclItem, Imm, Instruction, Label, Loc, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.ptx.ptxwords import parse_int
 
 # The grammar's terminals, matched with ``.match`` (first alternative wins, as
 # in Lark's lexer) and accepted only when they cover the whole piece of text.
@@ -84,8 +84,8 @@ class BodyReader:
     """Reads bodies into IR with the parser's bookkeeping: ``regs`` (one
     :class:`Reg` per name, shared with Lark's callbacks), ``pos`` (where each
     statement starts, by object id), ``spans`` (nested blocks' braces),
-    ``comments`` and ``bare_regs`` -- what :func:`ptxopt.comments.place_comments`
-    and :func:`ptxopt.parser.resolve_bare_registers` need afterwards."""
+    ``comments`` and ``bare_regs`` -- what :func:`ptxopt.ptx.comments.place_comments`
+    and :func:`ptxopt.ptx.parser.resolve_bare_registers` need afterwards."""
 
     MAX_DEPTH = 50  # nested `{ }` inside one body; deeper ones go to Lark (and its limit)
 

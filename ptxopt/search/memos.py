@@ -7,7 +7,7 @@ evaluator the module after each pipeline it ran (its prefixes), so that the
 ~20 candidates of a search state share the work. A benchmark that measures
 a *cold* first look clears them all here instead of reaching into each
 module's private tables. The operand facts (roles, registers, addresses:
-:mod:`ptxopt.operand_facts`) are not a memo: they live on each instruction,
+:mod:`ptxopt.ptx.operand_facts`) are not a memo: they live on each instruction,
 so a cold measurement parses the module afresh as well.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 
 def clear_front_end() -> None:
-    from ptxopt import identity_memo, operand_facts
+    from ptxopt.ptx import identity_memo, operand_facts
     from ptxopt.analysis import cfg_memo, dag, depgraph, latency
     from ptxopt.evaluate import prefix
     from ptxopt.passes import cache_hints, readonly_path
-    from ptxopt.search import move_memo
+    from ptxopt.evaluate import move_memo
 
     identity_memo.clear_all()
     dag.clear_memo()

@@ -6,8 +6,8 @@ operands are single tokens (registers, numbers, symbols) and are converted in
 the instruction callback; only compound operands get callbacks of their own.
 
 Comments are %ignore'd by the grammar but collected by a lexer callback and
-put back as :class:`~ptxopt.ir.Comment` statements by position (see
-:mod:`ptxopt.comments`).
+put back as :class:`~ptxopt.ptx.ir.Comment` statements by position (see
+:mod:`ptxopt.ptx.comments`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from ptxopt.comments import place_comments
-from ptxopt.ir import (
+from ptxopt.ptx.comments import place_comments
+from ptxopt.ptx.ir import (
     Addr, Block, ConstExpr, Decl, DeclItem, Function, Imm, Instruction, Label, Loc, Module,
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
-from ptxopt.body_parser import EXPR_NUMBER
-from ptxopt.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
+from ptxopt.ptx.body_parser import EXPR_NUMBER
+from ptxopt.ptx.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -122,7 +122,7 @@ class _Builder:
         lst.append(x)
         return lst
 
-    # -- constant expressions: kept as text (see ptxopt/constexpr.py) ----------
+    # -- constant expressions: kept as text (see ptxopt/ptx/constexpr.py) ----------
     def cunary(self, c):
         if len(c) == 1:
             return c[0]
@@ -405,7 +405,7 @@ def _offset(sign, x) -> int:
     if type(x) is _TOK:
         v = _int(x)
         return -v if sign.type == "MINUS" else v
-    from ptxopt.constexpr import ConstExprError, evaluate
+    from ptxopt.ptx.constexpr import ConstExprError, evaluate
 
     text = ("-" if sign.type == "MINUS" else "") + x
     try:
@@ -555,7 +555,7 @@ def parse(text: str, filename: str = "<input>") -> Module:
         return module
 
 
-#: Read function bodies with :mod:`ptxopt.body_parser` (Lark parses the rest
+#: Read function bodies with :mod:`ptxopt.ptx.body_parser` (Lark parses the rest
 #: and whatever that gives up); False: Lark parses everything (the definition).
 FAST_BODIES = True
 
@@ -565,7 +565,7 @@ def _parse_with_fast_bodies(text: str, parser, b: _Builder):
     put into the blocks Lark made for them, or None: nothing read fast, or
     Lark found an error (parsed again whole, for Lark's own message), or
     Lark's blocks are not where the fast path put the bodies."""
-    from ptxopt.body_parser import BodyReader, blank
+    from ptxopt.ptx.body_parser import BodyReader, blank
 
     reader = BodyReader()
     bodies = reader.split(text)

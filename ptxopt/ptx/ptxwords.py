@@ -1,8 +1,8 @@
 """PTX's vocabulary below the IR: the grammar file, state spaces, fundamental
 types and numeric literals.
 
-The IR (:mod:`ptxopt.ir`), the opcode tables (:mod:`ptxopt.opcodes`), the
-constant-expression evaluator (:mod:`ptxopt.constexpr`) and the parser all
+The IR (:mod:`ptxopt.ptx.ir`), the opcode tables (:mod:`ptxopt.ptx.opcodes`), the
+constant-expression evaluator (:mod:`ptxopt.ptx.constexpr`) and the parser all
 use these; keeping them here lets each import this module instead of one
 another (``tests/test_import_contract.py``: no import cycles).
 """

@@ -21,7 +21,7 @@ from functools import lru_cache
 from lark import Lark, Transformer, v_args
 from lark.exceptions import LarkError, VisitError
 
-from ptxopt.ptxwords import GRAMMAR_PATH, literal_value
+from ptxopt.ptx.ptxwords import GRAMMAR_PATH, literal_value
 
 _GRAMMAR = r"""
 ?start: ternary

@@ -2,7 +2,7 @@
 
 A TARGET is a PTX file, ``-`` (standard input), a folder (every ``*.ptx``
 under it), or ``corpus:SELECTOR`` (a kernel id, family, compiler, template group or ``all``;
-see :func:`ptxopt.corpus.select`). Every failure is an :class:`InputError`
+see :func:`ptxopt.kernels.corpus.select`). Every failure is an :class:`InputError`
 with a message fit for the user, never a traceback.
 """
 
@@ -62,7 +62,7 @@ def _path(p: Path) -> list[Source]:
 
 
 def _corpus(selector: str) -> list[Source]:
-    from ptxopt.corpus import CorpusError, select
+    from ptxopt.kernels.corpus import CorpusError, select
 
     try:
         specs = select(selector or "all")

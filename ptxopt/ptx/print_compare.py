@@ -4,7 +4,7 @@ The action mask keeps a pass only when it changes the printed module
 (:mod:`ptxopt.search.state`), and used to print every candidate to find out:
 ~25 prints of a 5,000-line kernel per state, most of them for children that
 are never visited. A pass's output shares every statement it did not
-rewrite with its input (statements are immutable; :meth:`ptxopt.ir.Module.copy`
+rewrite with its input (statements are immutable; :meth:`ptxopt.ptx.ir.Module.copy`
 copies only containers), so walking both modules side by side settles the
 question where the texts would first differ:
 
@@ -15,7 +15,7 @@ question where the texts would first differ:
   comment (which would join that line), the texts differ at that line --
   everything before it printed the same lines;
 * a function head (linkage, parameters, ``.maxnreg`` ...) is compared by its
-  printed lines (:func:`ptxopt.emit.function_head`), the same way.
+  printed lines (:func:`ptxopt.ptx.emit.function_head`), the same way.
 
 Anything else (statements inserted at a block's end, a ``Raw`` block, a
 trailing comment at the difference, different module headers) is not
@@ -26,8 +26,8 @@ decided here: :func:`prints_same` returns None and the caller prints.
 
 from __future__ import annotations
 
-from ptxopt.emit import _decl, format_instruction, function_head
-from ptxopt.ir import Block, Comment, Decl, Function, Instruction, Label, Module
+from ptxopt.ptx.emit import _decl, format_instruction, function_head
+from ptxopt.ptx.ir import Block, Comment, Decl, Function, Instruction, Label, Module
 
 def prints_same(a: Module, b: Module) -> bool | None:
     """``emit(a) == emit(b)`` when the two modules' statements decide it, else None."""

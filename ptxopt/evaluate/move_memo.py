@@ -61,7 +61,7 @@ _NO_WRITES: set[str] = set()
 
 def front_digest() -> str:
     """Digest of the code that decides a pass's output (the evaluator's own)."""
-    from ptxopt.digests import code_digests
+    from ptxopt.support.digests import code_digests
 
     return code_digests()["front"]
 
@@ -82,13 +82,13 @@ class MoveMemo:
         self.path = Path(path) if path is not None else None
         self._db: sqlite3.Connection | None = None
         self._broken = False
-        from ptxopt.forksafe import track
+        from ptxopt.support.forksafe import track
 
         track(self)
 
     def abandon_inherited(self) -> None:
         """In a forked child: leave the parent's connection alone; the next use opens one of this process."""
-        from ptxopt.forksafe import abandon
+        from ptxopt.support.forksafe import abandon
 
         abandon(self._db)
         self._db = None

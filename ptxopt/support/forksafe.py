@@ -7,7 +7,7 @@ A child that commits through it, checkpoints it or closes it (``close()``,
 file with state it does not own -- and may lose rows the parent wrote.
 
 So every owner of such a connection (:class:`ptxopt.evaluate.cache.EvalCache`,
-:class:`ptxopt.search.move_memo.MoveMemo`) calls :func:`track` once; right
+:class:`ptxopt.evaluate.move_memo.MoveMemo`) calls :func:`track` once; right
 after a fork, in the child, each is told to :meth:`abandon_inherited`: it
 hands its connection to :func:`abandon` (kept alive, never closed, never
 used again) and opens a fresh connection of its own the next time it needs

@@ -4,7 +4,7 @@ Why: a worker on another machine cannot reach the driver's evaluation cache
 or move memo, and SQLite over a network file system is not safe. So every
 task that evaluates runs against a *private* cache in a temporary directory
 of its worker (and the move memo beside it, ``<cache>.moves.sqlite``, as
-:func:`ptxopt.search.move_memo.memo_beside` puts it), seeded with the
+:func:`ptxopt.evaluate.move_memo.memo_beside` puts it), seeded with the
 driver's rows for the task's kernel (:func:`seed_rows`: a resumed search
 still hits), and returns what it added (:func:`new_rows`). The driver
 writes those rows into its own files (:func:`merge_rows`), through
@@ -133,7 +133,7 @@ def merge_rows(cache_path, rows: Rows, *, cache=None) -> int:
 
 
 def _merge_memo(path: Path, memo: list) -> None:
-    from ptxopt.search.move_memo import MoveMemo
+    from ptxopt.evaluate.move_memo import MoveMemo
 
     m = MoveMemo(path)
     db = m._conn()  # creates the tables (or refuses a file that is not a memo)

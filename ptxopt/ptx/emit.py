@@ -8,8 +8,8 @@ every token that reaches ptxas is the one that was parsed.
 
 from __future__ import annotations
 
-from ptxopt.identity_memo import IdentityMemo
-from ptxopt.ir import (
+from ptxopt.ptx.identity_memo import IdentityMemo
+from ptxopt.ptx.ir import (
     Addr,
     Block,
     Comment,

@@ -6,7 +6,7 @@ bytes go to a temporary file in the same folder, are flushed to the disk
 (``fsync``) and renamed over the target in one step. A full disk (ENOSPC), a
 file-size limit (EFBIG) or a read-only file system (EROFS) therefore leaves
 the previous file as it was and raises :class:`OutputNotWritable` -- an
-:class:`~ptxopt.inputs.InputError`, so the CLI prints one line naming the
+:class:`~ptxopt.kernels.inputs.InputError`, so the CLI prints one line naming the
 path and exits 2 (``output-not-writable``).
 
 Streamed outputs (``--record``, the training log) grow while the run goes
@@ -28,7 +28,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from ptxopt.inputs import InputError
+from ptxopt.kernels.inputs import InputError
 
 
 class OutputNotWritable(InputError):

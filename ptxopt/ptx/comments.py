@@ -13,7 +13,7 @@ that statement. The placement is a function of the printed layout, so
 
 from __future__ import annotations
 
-from ptxopt.ir import Block, Comment, Function, Module
+from ptxopt.ptx.ir import Block, Comment, Function, Module
 
 Pos = tuple[int, int]
 

@@ -11,10 +11,10 @@ depends on operands is derived from it:
 
 * ``defs``/``uses``: registers written and read, each once (special registers excluded:
   they are read-only hardware state; the carry flag included, see
-  :data:`ptxopt.opcodes.CARRY_FLAG`);
+  :data:`ptxopt.ptx.opcodes.CARRY_FLAG`);
 * ``sregs``: every special register read, at any depth; ``impure_sreg``: one of
   them is a clock/counter or a relocatable register
-  (:data:`ptxopt.opcodes.IMPURE_SREGS`), so two reads may differ;
+  (:data:`ptxopt.ptx.opcodes.IMPURE_SREGS`), so two reads may differ;
 * ``role``: ``pure``/``collective``/``load``/``store``/``order``; an impure
   special register anywhere makes the instruction an ordering point;
 * ``address``: the first address operand as :class:`Address` -- space, base
@@ -29,7 +29,7 @@ a register-based address or an immediate -- from slices, with what the
 opcode and modifiers alone decide remembered per form (:class:`_Form`), and
 leaves every other shape to the full walk, :func:`_walk_operands`.
 
-Caching and invalidation. :class:`~ptxopt.ir.Instruction` and every operand
+Caching and invalidation. :class:`~ptxopt.ptx.ir.Instruction` and every operand
 are frozen, and the facts are a pure function of them, so they are computed
 lazily on first use and stored in the instruction's ``_facts`` slot
 (excluded from equality, hashing and ``repr``). A pass never edits an
@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ptxopt import opcodes
-from ptxopt.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.ptx import opcodes
+from ptxopt.ptx.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
 
 # ---------------------------------------------------------------------------
 # Addresses modulo their width
@@ -103,7 +103,7 @@ class Address(NamedTuple):
     ``[tex, {...}]``, an array element ``tbl[1]``, an unparsable immediate:
     nothing is known about it). ``offset``: the byte offset (the symbol's
     own ``+k`` included; for ``imm`` the absolute address) normalised by
-    :func:`wrap` to ``width`` bits (:data:`ptxopt.opcodes.ADDRESS_BITS`).
+    :func:`wrap` to ``width`` bits (:data:`ptxopt.ptx.opcodes.ADDRESS_BITS`).
     ``size``: bytes accessed or None. ``regs``: registers it reads.
     ``operand``: the operand itself, for rewriting and printing.
     """
@@ -327,16 +327,16 @@ def _address(form: _Form, a: Addr) -> Address:
 class _Form(NamedTuple):
     """What the walk needs of an instruction's opcode and modifiers alone."""
 
-    ndest: int  # :func:`ptxopt.opcodes.dest_count` when the instruction has operands
+    ndest: int  # :func:`ptxopt.ptx.opcodes.dest_count` when the instruction has operands
     accumulates: bool  # its destinations are read too (``wgmma``)
     carry_in: bool
     carry_out: bool
     role: str  # :func:`_role` unless an impure special register is read
     plain: bool  # none of the three above (accumulates, carry_in, carry_out), and ndest < 2
     # an address operand's :class:`Address` fields that depend on the form alone
-    space: str  # :func:`ptxopt.opcodes.mem_space`
-    width: int  # its :data:`ptxopt.opcodes.ADDRESS_BITS`
-    size: int | None  # :func:`ptxopt.opcodes.access_bytes`
+    space: str  # :func:`ptxopt.ptx.opcodes.mem_space`
+    width: int  # its :data:`ptxopt.ptx.opcodes.ADDRESS_BITS`
+    size: int | None  # :func:`ptxopt.ptx.opcodes.access_bytes`
 
 
 #: (opcode, modifiers) -> :class:`_Form`: a kernel repeats a few forms
@@ -532,7 +532,7 @@ _facts = _address_new = tuple.__new__  # Facts(*fields) without the generated __
 
 _SPECIAL: dict[str, bool] = {}
 
-#: :func:`ptxopt.opcodes.is_special_reg` is ``name.split(".")[0] in SPECIAL_REGS``,
+#: :func:`ptxopt.ptx.opcodes.is_special_reg` is ``name.split(".")[0] in SPECIAL_REGS``,
 #: so names without a dot none of which is in the set are not special: the fast
 #: path's test, without a per-name cache (which a cold measurement would clear)
 _SREGS = opcodes.SPECIAL_REGS
@@ -543,7 +543,7 @@ def _role(ins: Instruction, impure_sreg: bool) -> str:
     ``st.async``, calls, branches, ``ret``/``exit``, volatile/relaxed/
     acquire/release accesses, any instruction reading a clock, counter or
     relocatable special register at any depth of its operands, and every
-    opcode :mod:`ptxopt.opcodes` does not know."""
+    opcode :mod:`ptxopt.ptx.opcodes` does not know."""
     op = ins.opcode
     if impure_sreg:
         return "order"
