@@ -259,9 +259,9 @@ def _freeze(value):
 
 
 #: where a wheel puts the corpus (setup.py maps ``corpus/`` to the package ``ptxopt._corpus``)
-PACKAGED_CORPUS = Path(__file__).resolve().parent / "_corpus"
+PACKAGED_CORPUS = Path(__file__).resolve().parent.parent / "_corpus"
 #: where a source checkout (and an editable install) has it
-CHECKOUT_CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+CHECKOUT_CORPUS = Path(__file__).resolve().parent.parent.parent / "corpus"
 
 
 def corpus_root() -> Path:
