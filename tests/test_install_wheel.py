@@ -169,7 +169,7 @@ def test_wheel_installs_and_runs_the_quick_start_outside_the_repository(tmp_path
 
     # a user's pass, installed: the example package's entry point names it in every pipeline string,
     # and its code enters the front digest of the cache keys
-    front = [str(py), "-c", "from ptxopt.support.digests import code_digests; print(code_digests()['front'])"]
+    front = [str(py), "-c", "from ptxopt.passes.registry import code_digests; print(code_digests()['front'])"]
     before = subprocess.run(front, check=True, capture_output=True, text=True, env=env, cwd=work).stdout
     example = ROOT / "examples" / "mul_pow2"
     shutil.copytree(example, tmp_path / "mul_pow2", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",

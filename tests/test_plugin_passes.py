@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from ptxopt.cli import cli
-from ptxopt.support.digests import code_digests
+from ptxopt.passes.registry import code_digests
 from ptxopt.passes import FunctionPass, PluginPassError, pass_kinds, pass_names, register, registry, unregister
 from ptxopt.passes.pipeline import Pipeline, PipelineError
 
@@ -204,15 +204,25 @@ def test_extra_actions_leave_the_learning_layers_mask_alone(mul_pow2):
     assert root.child("mul_pow2").pipeline.passes[0].kind == "mul_pow2"
 
 
-def test_the_first_code_digest_of_a_process_already_counts_plugin_passes():
-    """The plugin hook enters ``digests.FRONT_EXTRA`` when the pass registry is
-    imported; with lazy imports a cache key may be the process's first touch
-    of ptxopt, so ``code_digests()`` must load the hook itself (else an
-    installed plugin's code is left out of the key -- found by the wheel test)."""
+def test_the_code_digest_of_a_fresh_process_counts_plugin_passes():
+    """A cache key may be a process's first touch of ptxopt: the digest that
+    counts plugin passes lives in the pass registry itself, so nothing needs
+    importing first for a plugin's code to be in it (registered in the child
+    process: its ``front`` differs from ptxopt's own)."""
     import subprocess
 
     probe = ("from ptxopt.support import digests\n"
-             "digests.code_digests()\n"
-             "print(len(digests.FRONT_EXTRA))\n")
+             "from ptxopt.passes.registry import code_digests, register\n"
+             "from dataclasses import dataclass\n"
+             "from typing import ClassVar\n"
+             "from ptxopt.passes import FunctionPass\n"
+             "@dataclass(frozen=True)\n"
+             "class P(FunctionPass):\n"
+             "    kind: ClassVar[str] = 'probe_plugin'\n"
+             "    family: ClassVar[str] = 'test'\n"
+             "    def run_function(self, fn, report, module): pass\n"
+             "first = code_digests()['front']\n"
+             "register(P)\n"
+             "print(code_digests()['front'] != first, digests.own_code_digests()['front'] != code_digests()['front'])\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert int(out.stdout) >= 1, out.stdout + out.stderr
+    assert out.stdout.split() == ["True", "True"], out.stdout + out.stderr

@@ -3,7 +3,7 @@
 A key is the sha256 of a JSON document: what the result depends on -- the
 kernel text (or the printed module), the entry, the launch, the settings,
 the tool versions, the backend's version and the digests of ptxopt's own
-code (:func:`ptxopt.support.digests.code_digests`).  They are computed here, in one
+code (:func:`ptxopt.passes.registry.code_digests`).  They are computed here, in one
 place, so that the front end, the batch runner and the worker pool agree
 on them byte for byte.
 """
@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ptxopt.support.digests import code_digests, evaluator_digest
+from ptxopt.passes.registry import code_digests
+from ptxopt.support.digests import evaluator_digest
 from ptxopt.measure.registry import backend_version, get_backend
 
 from .cache import SCHEMA_VERSION

@@ -61,7 +61,7 @@ _NO_WRITES: set[str] = set()
 
 def front_digest() -> str:
     """Digest of the code that decides a pass's output (the evaluator's own)."""
-    from ptxopt.support.digests import code_digests
+    from ptxopt.passes.registry import code_digests
 
     return code_digests()["front"]
 

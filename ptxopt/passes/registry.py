@@ -22,13 +22,14 @@ given to :func:`register` at run time. They come after the built-in kinds,
 work everywhere a built-in name does (pipeline strings, ``run``/``eval``/
 ``explain``/``search``, :func:`ptxopt.optimize`), may not shadow a built-in
 name, and their code enters the front-end digest of every cache key
-(:func:`ptxopt.support.digests.code_digests`), so changing a plugin never serves a
-result its old code produced.
+(:func:`code_digests`), so changing a plugin never serves a result its old
+code produced.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from functools import partial
 from importlib import import_module
@@ -142,7 +143,19 @@ def _plugin_code() -> dict[str, str]:
     return dict(_PLUGIN_CODE)
 
 
-digests.FRONT_EXTRA.append(_plugin_code)
+def code_digests() -> dict:
+    """Digests of the code, for cache keys: ``front`` decides the printed PTX
+    of a (kernel, pipeline) -- ptxopt's own passes and front end
+    (:func:`ptxopt.support.digests.own_code_digests`) and every plugin pass
+    installed or registered --, ``evaluator`` the result once the PTX is fixed."""
+    out = digests.own_code_digests()
+    extra = _plugin_code()
+    if extra:
+        h = hashlib.sha256(out["front"].encode())
+        for kind, digest in sorted(extra.items()):
+            h.update(f"\0{kind}={digest}".encode())
+        out["front"] = h.hexdigest()[:16]
+    return out
 
 
 def _load(kind: str) -> type[Pass]:

@@ -41,48 +41,24 @@ def source_digest(*packages_or_files: str) -> str:
 
 _CODE: dict = {}
 
-#: Functions returning ``{plugin pass kind: digest of its code}``: a pass from
-#: outside ptxopt decides the printed PTX as much as ptxopt's own passes, so
-#: its code enters ``front`` too (:mod:`ptxopt.passes.registry` adds the hook;
-#: kept as a hook so this module still imports nothing of ptxopt).
-FRONT_EXTRA: list = []
 
-
-def _own_digests() -> dict:
+def own_code_digests() -> dict:
+    """Digests of ptxopt's own code: ``front`` (what decides the printed PTX
+    of a kernel and pipeline) and ``evaluator`` (what decides the result once
+    the PTX is fixed). Passes from outside ptxopt decide the printed PTX
+    too: a cache key takes :func:`ptxopt.passes.registry.code_digests`,
+    which folds their code into ``front``."""
     if not _CODE:
         _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
-    return _CODE
+    return dict(_CODE)
 
 
 def evaluator_digest() -> str:
-    """``code_digests()["evaluator"]`` without looking for plugin passes: a
-    plugin changes the printed PTX (``front``), never the result of a fixed
-    PTX, and finding the installed ones costs ``importlib.metadata`` (~25 ms
-    of a one-off command's start-up)."""
-    return _own_digests()["evaluator"]
-
-
-def code_digests() -> dict:
-    """Digests of the code: ``front`` decides the printed PTX of a (kernel,
-    pipeline) -- ptxopt's own front end and every plugin pass installed or
-    registered --, ``evaluator`` the result once the PTX is fixed."""
-    _own_digests()
-    # The plugin hook is added when the pass registry is imported; with lazy
-    # imports nothing guarantees that has happened yet, and a key computed
-    # before it would leave an installed plugin's code out (stale results
-    # served after the plugin changes). Imported here, at call time (this
-    # module still imports nothing of ptxopt at import time).
-    import importlib
-
-    importlib.import_module("ptxopt.passes.registry")
-    out = dict(_CODE)
-    extra = {k: v for hook in FRONT_EXTRA for k, v in hook().items()}
-    if extra:
-        h = hashlib.sha256(out["front"].encode())
-        for kind, digest in sorted(extra.items()):
-            h.update(f"\0{kind}={digest}".encode())
-        out["front"] = h.hexdigest()[:16]
-    return out
+    """``own_code_digests()["evaluator"]``: a plugin pass changes the printed
+    PTX (``front``), never the result of a fixed PTX, so this needs no look
+    for plugins (which costs ``importlib.metadata``, ~25 ms of a one-off
+    command's start-up)."""
+    return own_code_digests()["evaluator"]
 
 
 def code_of(obj) -> str:
@@ -115,4 +91,4 @@ def code_of(obj) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["source_digest", "code_digests", "evaluator_digest", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES", "FRONT_EXTRA"]
+__all__ = ["source_digest", "own_code_digests", "evaluator_digest", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES"]

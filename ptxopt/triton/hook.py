@@ -199,7 +199,8 @@ def code_digest() -> str:
     prints the PTX and what verifies it (the evaluator's own digests), and
     this integration with :func:`ptxopt.optimize`."""
     import ptxopt
-    from ptxopt.support.digests import code_digests, source_digest
+    from ptxopt.passes.registry import code_digests
+    from ptxopt.support.digests import source_digest
 
     d = code_digests()
     h = hashlib.sha256(f"{d['front']}\0{d['evaluator']}\0{source_digest('triton', 'api.py')}".encode())
