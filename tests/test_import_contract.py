@@ -13,18 +13,25 @@ module ``a`` has a statement that imports module ``b``:
   only the sibling, and a submodule that takes a name from its own package's
   ``__init__`` (which usually re-exports the submodule) is a cycle.
 
-Three rules:
+The rules:
 
 (a) ``ptxopt`` never imports ``rl``: the learning layer registers itself
     (:mod:`rl.plugin`) instead;
 (b) ``torch`` is imported only under ``rl/`` (optional imports included);
 (c) no import cycles: every strongly connected component of the graph is a
     single module, except the components in :data:`ALLOWED_CYCLES`;
-(d) floors (:data:`FLOORS`): a package reaches, through no chain of imports,
-    a module of the layers above it -- ``ptxopt.gpu`` (the GPU harness)
-    stays below the pass layer. For this rule a string literal that names a
-    module (a lazy re-export table, ``import_module``, ``python -m``) counts
-    as an import too: it is one, deferred to run time.
+(d) floors (:data:`LAYERS`): every module of ``ptxopt`` sits on one floor,
+    and every import -- at the top, inside functions, under ``try`` -- goes
+    to its own floor or one below. For this rule a string literal that names
+    a module (a lazy re-export table, ``import_module``, ``python -m``)
+    counts as an import too: it is one, deferred to run time. The imports
+    that still go up are listed, each with its reason, in
+    :data:`BACK_ARROWS`: the list can only shrink (a listed arrow that is
+    gone must be removed from it);
+(e) reach (:data:`FLOORS`): a few modules reach, through no chain of
+    imports, some packages that sit above them -- the pass manager none of
+    the instruments that check, compile and measure, ``ptxopt.gpu`` nothing
+    of the pass layer or above.
 
 The checker is tested on a small synthetic tree too, so it can fail.
 """
@@ -226,23 +233,142 @@ def test_no_import_cycles(graph):
     assert stale == [], f"allow-listed cycles that no longer exist (remove them): {stale}"
 
 
-#: Floors: package -> the roots of the layers above it (each root's modules and
-#: whatever imports them are out of its reach). ``ptxopt.gpu`` builds, loads,
-#: times and compares one kernel; the pass manager, passes and pipelines, the
-#: evaluator and the measurement backends that adapt the harness, and the
-#: search all build on it, never the reverse (issue 24: the calibration script
-#: lives in ``benchmarks/``, the clock instrumentation is a plain IR rewrite).
-#: Their importers (api, cli, triton, the ``ptxopt`` package, rl) are above too:
-#: a chain through one of them goes on to a root.
-#: The pass manager (and everything it imports) reaches none of the instruments
-#: that check, compile and measure: they live above it, as LLVM keeps its
-#: verifier instruments outside its pass manager (issue 24: VerifyEach is
+#: The floors of ``ptxopt``, bottom first: a module imports only its own floor
+#: and those below (imports inside functions and string module names
+#: included). What each floor is:
+#:
+#: * ``kernels``: where kernels come from (the corpus manifest, the command
+#:   line's targets and the user's :class:`InputError`); imports nothing;
+#: * ``support``: process plumbing (forks, workers, atomic outputs, host state,
+#:   code digests) and ``plugins``, the seam for the layers above ptxopt;
+#: * ``ptx``: the language -- grammar, words, frozen IR, parser, printer,
+#:   layout, opcodes, operand facts;
+#: * ``toolchain``: ptxas, nvdisasm, architectures (and the parse -> print ->
+#:   ptxas round trip);
+#: * ``analysis``: CFG, def-use, loops, dependences, footprints (footprint
+#:   inference is an analysis: the sim and the passes read it);
+#: * ``sim``: the cycle model (its figures are ESTIMATES), on the analyses;
+#: * ``passes``: the transforms, their registry, the pipeline and the pass
+#:   manager with its instruments -- below every checker: passes never
+#:   import the equivalence checker;
+#: * ``interp`` < ``equivalence``: the interpreter, then the checks built on
+#:   it (verify, prove, VerifyEach);
+#: * ``gpu`` < ``measure``: the GPU harness, then the measurement backends;
+#: * ``executor``: where tasks run (local, Ray); it imports neither the
+#:   evaluator nor the search;
+#: * ``evaluate``: one candidate's passes -> ptxas -> checks -> measure, its
+#:   caches and journal; ``search``; ``api`` (``ptxopt.optimize``);
+#:   ``triton``; ``testing`` (generators and fuzzers); ``cli``.
+#:
+#: The ``ptxopt`` package itself (``__init__``: the public names, lazily
+#: from ``api``) sits on the floor of ``api``. Above all of them: the
+#: re-export stubs at old module paths, and ``rl``.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ptxopt.kernels",),
+    ("ptxopt.support", "ptxopt.plugins"),
+    ("ptxopt.ptx",),
+    ("ptxopt.toolchain",),
+    ("ptxopt.analysis",),
+    ("ptxopt.sim",),
+    ("ptxopt.passes",),
+    ("ptxopt.interp",),
+    ("ptxopt.equivalence",),
+    ("ptxopt.gpu",),
+    ("ptxopt.measure",),
+    ("ptxopt.executor",),
+    ("ptxopt.evaluate",),
+    ("ptxopt.search",),
+    ("ptxopt.api",),
+    ("ptxopt.triton",),
+    ("ptxopt.testing",),
+    ("ptxopt.cli",),
+)
+
+#: Imports that go up a floor, left on purpose: (importer, imported) -> why.
+#: Only ever shrinks.
+BACK_ARROWS: dict[tuple[str, str], str] = {}
+
+#: A re-export stub (an old module path kept importable) says so in this line.
+STUB_MARK = "# re-export stub written by the package codemod"
+
+
+def stubs(root: Path, packages=PACKAGES) -> set[str]:
+    """The modules that are re-export stubs at old paths (they sit above every floor)."""
+    return {m for m, p in module_files(root, packages).items() if STUB_MARK in p.read_text(encoding="utf-8")}
+
+
+#: the floor of the package module ``ptxopt`` (its ``__init__``)
+PACKAGE_FLOOR = "ptxopt.api"
+
+
+def floor_of(mod: str, layers=LAYERS) -> int | None:
+    """The index of ``mod``'s floor in ``layers`` (the longest matching package), or None."""
+    if mod == "ptxopt":
+        mod = PACKAGE_FLOOR
+    best, floor = -1, None
+    for i, layer in enumerate(layers):
+        for pkg in layer:
+            if _in(mod, pkg) and len(pkg) > best:
+                best, floor = len(pkg), i
+    return floor
+
+
+def unplaced(g: nx.DiGraph, root: Path, layers=LAYERS) -> list[str]:
+    """Modules of ``ptxopt`` on no floor (the package itself and the stubs excepted)."""
+    skip = stubs(root) | {"ptxopt"}
+    return sorted(m for m in g if _in(m, "ptxopt") and m not in skip and floor_of(m, layers) is None)
+
+
+def upward_imports(g: nx.DiGraph, root: Path, layers=LAYERS) -> list[tuple[str, str]]:
+    """(importer, imported) for every import, string module names included, from a floor to a higher one.
+    A module on no floor (the package, a stub, ``rl``) is above them all."""
+    g = g.copy()
+    # a string naming a module of ptxopt; not the bare word "ptxopt" (the program's name, everywhere)
+    g.add_edges_from((a, b) for a, b in string_imports(root, "ptxopt") if b != "ptxopt" and _in(b, "ptxopt"))
+    top = len(layers)
+    out = []
+    for a, b in g.edges:
+        fa, fb = floor_of(a, layers), floor_of(b, layers)
+        fa = top if fa is None else fa
+        fb = top if fb is None else fb
+        if fb > fa:
+            out.append((a, b))
+    return sorted(out)
+
+
+def test_every_module_is_on_a_floor(graph):
+    g, _ = graph
+    assert unplaced(g, ROOT) == [], "add the package to LAYERS (a loose top-level module belongs in a package)"
+
+
+def test_imports_go_down_the_floors(graph):
+    g, _ = graph
+    found = upward_imports(g, ROOT)
+    unexpected = [f"{a} -> {b}" for a, b in found if (a, b) not in BACK_ARROWS]
+    assert unexpected == [], unexpected
+    stale = [k for k in BACK_ARROWS if k not in found]
+    assert stale == [], f"listed back-arrows that no longer exist (remove them): {stale}"
+
+
+def test_the_executor_imports_neither_the_evaluator_nor_the_search(graph):
+    g, _ = graph
+    assert [(a, b) for a, b in g.edges if _in(a, "ptxopt.executor")
+            and (_in(b, "ptxopt.evaluate") or _in(b, "ptxopt.search"))] == []
+
+
+#: Reach: module or package -> the roots it must not reach through any chain
+#: of imports (each root's modules and whatever imports them are out of its
+#: reach; string module names count). ``ptxopt.gpu`` builds, loads, times and
+#: compares one kernel: the pass layer, the evaluator, the measurement
+#: backends and the search build on it, never the reverse. The pass manager
+#: (and everything it imports) reaches none of the instruments that check,
+#: compile and measure: they live above it, as LLVM keeps its verifier
+#: instruments outside its pass manager (VerifyEach is
 #: ``ptxopt.equivalence.instrument``).
 FLOORS: dict[str, tuple[str, ...]] = {
-    "ptxopt.gpu": ("ptxopt.passmanager", "ptxopt.pipeline", "ptxopt.passes", "ptxopt.evaluate",
-                   "ptxopt.measure", "ptxopt.search"),
-    "ptxopt.passmanager": ("ptxopt.equivalence", "ptxopt.interp", "ptxopt.equivalence.prove", "ptxopt.toolchain",
-                           "ptxopt.evaluate", "ptxopt.measure", "ptxopt.gpu"),
+    "ptxopt.gpu": ("ptxopt.passes", "ptxopt.evaluate", "ptxopt.measure", "ptxopt.search"),
+    "ptxopt.passes.passmanager": ("ptxopt.equivalence", "ptxopt.interp", "ptxopt.equivalence.prove",
+                                  "ptxopt.toolchain", "ptxopt.evaluate", "ptxopt.measure", "ptxopt.gpu"),
 }
 
 
@@ -306,12 +432,39 @@ def test_checker_flags_a_submodule_reading_its_package(tmp_path):
 
 
 def test_checker_flags_the_pass_manager_reaching_an_instrument(tmp_path):
-    root = _tree(tmp_path, {"ptxopt/__init__.py": "", "ptxopt/passmanager.py": "from ptxopt import passes\n",
-                            "ptxopt/passes.py": "def f():\n    import ptxopt.interp.engine\n",
+    root = _tree(tmp_path, {"ptxopt/__init__.py": "", "ptxopt/passes/__init__.py": "",
+                            "ptxopt/passes/passmanager.py": "from ptxopt.passes import base\n",
+                            "ptxopt/passes/base.py": "def f():\n    import ptxopt.interp.engine\n",
                             "ptxopt/interp/__init__.py": "", "ptxopt/interp/engine.py": ""})
     g, _ = import_graph(root, ("ptxopt",))
-    chains = floor_violations(g, "ptxopt.passmanager", FLOORS["ptxopt.passmanager"])
-    assert chains == [["ptxopt.passmanager", "ptxopt.passes", "ptxopt.interp.engine"]]
+    chains = floor_violations(g, "ptxopt.passes.passmanager", FLOORS["ptxopt.passes.passmanager"])
+    assert chains == [["ptxopt.passes.passmanager", "ptxopt.passes.base", "ptxopt.interp.engine"]]
+
+
+def test_checker_flags_an_import_up_a_floor_inside_a_function_or_a_string(tmp_path):
+    layers = (("ptxopt.ptx",), ("ptxopt.passes",), ("ptxopt.equivalence",))
+    files = {
+        "ptxopt/__init__.py": "", "ptxopt/ptx/__init__.py": "", "ptxopt/ptx/ir.py": "",
+        "ptxopt/passes/__init__.py": "", "ptxopt/passes/base.py": "from ptxopt.ptx import ir\n",
+        "ptxopt/equivalence/__init__.py": "", "ptxopt/equivalence/check.py": "from ptxopt.passes import base\n",
+        "ptxopt/ir.py": STUB_MARK + "\nfrom ptxopt.ptx import ir as _moved\n",
+        "rl/__init__.py": "",
+    }
+    root = _tree(tmp_path, files)
+
+    def up():
+        g, _ = import_graph(root)
+        return upward_imports(g, root, layers), unplaced(g, root, layers)
+
+    assert up() == ([], [])                      # the stub sits above every floor, on none
+    (root / "ptxopt/passes/base.py").write_text("from ptxopt.ptx import ir\ndef f():\n    import ptxopt.equivalence.check\n")
+    assert up() == ([("ptxopt.passes.base", "ptxopt.equivalence.check")], [])
+    (root / "ptxopt/passes/base.py").write_text('_LAZY = {"c": "ptxopt.equivalence.check", "n": "ptxopt"}\n')
+    assert up() == ([("ptxopt.passes.base", "ptxopt.equivalence.check")], [])
+    (root / "ptxopt/passes/base.py").write_text("from ptxopt import ir\n")   # through the stub: above every floor
+    assert up() == ([("ptxopt.passes.base", "ptxopt.ir")], [])
+    (root / "ptxopt/loose.py").write_text("")
+    assert up()[1] == ["ptxopt.loose"]
 
 
 def test_checker_flags_layers_and_torch(tmp_path):
