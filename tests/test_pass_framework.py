@@ -185,3 +185,20 @@ def test_verify_each_catches_a_miscompiling_pass(tmp_path, monkeypatch):
         PassManager("cache_cg", instruments=[VerifyEach()], reproducer_dir=tmp_path).run(m)
     # ptxas alone would not have noticed
     PassManager("cache_cg", instruments=[VerifyEach(equivalence=False)]).run(m)
+
+
+def test_a_pass_declares_its_conflicts_in_its_own_class():
+    """``vec_ld`` says in its class that it and ``split_ld`` undo each other; the
+    pipeline refuses the pair in either order with that reason, and a kind a
+    class does not name is no conflict."""
+    from ptxopt.passes.families import conflict
+    from ptxopt.passes.pipeline import Pipeline, PipelineError
+    from ptxopt.passes.registry import get_pass_class
+
+    vec, split, vst = (get_pass_class(k)() for k in ("vec_ld", "split_ld", "vec_st"))
+    assert get_pass_class("vec_ld").conflicts == {"split_ld": "vec_ld and split_ld undo each other"}
+    assert "undo each other" in conflict(vec, split) and "undo each other" in conflict(split, vec)
+    assert conflict(vec, vst) is None
+    for text in ("vec_ld,split_ld", "split_ld,vec_ld"):
+        with pytest.raises(PipelineError, match="undo each other"):
+            Pipeline.parse(text)

@@ -129,6 +129,9 @@ class Pass:
     #: ``allow_unchecked=True``: sampling launches is not evidence enough for a
     #: rewrite of the loops themselves.
     structural: ClassVar[bool] = False
+    #: Kinds this pass cannot share a pipeline with, each with why (declared
+    #: by either side: :func:`ptxopt.passes.families.conflict` asks both).
+    conflicts: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,12 +1,15 @@
-"""Conflict families: which passes may share a pipeline. Data, in one place.
+"""Conflict families: which passes may share a pipeline.
 
 At most one pass of each exclusive family is active in a pipeline (two cache
-hints, two register budgets or two schedules contradict each other); the
-vectorize family is not exclusive (``vec_ld`` and ``vec_st`` compose), but
-``vec_ld`` and ``split_ld`` undo each other. The unroll family holds every
-pass that restructures a loop (``unroll``, ``loop_version``, ``swp_ld``): a
-pipeline's loop proof covers one loop rewrite. A pipeline that breaks a rule is
-refused with a message naming both passes and the family.
+hints, two register budgets or two schedules contradict each other). Beyond
+families, a pass declares the kinds it excludes in its own class
+(:attr:`ptxopt.passes.base.Pass.conflicts`): the vectorize family is not
+exclusive (``vec_ld`` and ``vec_st`` compose), but ``vec_ld`` declares that it
+and ``split_ld`` undo each other. :data:`PAIR_CONFLICTS` is the older place
+for such pairs, still honoured. The unroll family holds every pass that
+restructures a loop (``unroll``, ``loop_version``, ``swp_ld``): a pipeline's
+loop proof covers one loop rewrite. A pipeline that breaks a rule is refused
+with a message naming both passes and the family.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def conflict(a: "Pass", b: "Pass") -> str | None:
     reports name them: ``maxnreg_32``, ``maxnreg{n=96}``)."""
     if a.family == b.family and a.family in EXCLUSIVE_FAMILIES:
         return f"'{a.name}' and '{b.name}' are both in the {a.family} family (at most one per pipeline)"
-    why = PAIR_CONFLICTS.get(frozenset({a.kind, b.kind}))
+    why = a.conflicts.get(b.kind) or b.conflicts.get(a.kind) or PAIR_CONFLICTS.get(frozenset({a.kind, b.kind}))
     if why:
         return f"'{a.name}' conflicts with '{b.name}': {why}"
     return None

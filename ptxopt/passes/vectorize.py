@@ -612,6 +612,7 @@ class _Vectorize(FunctionPass):
 @dataclass(frozen=True)
 class VecLd(_Vectorize):
     kind: ClassVar[str] = "vec_ld"
+    conflicts: ClassVar[dict[str, str]] = {"split_ld": "vec_ld and split_ld undo each other"}
     description: ClassVar[str] = ("merge scalar ld.global at contiguous aligned offsets of one base "
                                   "into .v2/.v4 loads")
 
