@@ -34,7 +34,6 @@ EXCLUSIVE_FAMILIES = frozenset({LOAD_CACHE, STORE_CACHE, REGISTER_BUDGET, REORDE
 
 #: Pairs of pass kinds that exclude each other across or within non-exclusive families.
 PAIR_CONFLICTS: dict[frozenset[str], str] = {
-    frozenset({"vec_ld", "split_ld"}): "vec_ld and split_ld undo each other",
 }
 
 
