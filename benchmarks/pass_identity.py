@@ -27,13 +27,21 @@ HERE = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import hashlib, json, sys
-from ptxopt.ptx import operand_facts
-from ptxopt.kernels.corpus import load_manifest
-from ptxopt.ptx.emit import emit
-from ptxopt.search.memos import clear_front_end
-from ptxopt.ptx.parser import parse
+try:
+    from ptxopt.ptx import operand_facts
+    from ptxopt.kernels.corpus import load_manifest
+    from ptxopt.ptx.emit import emit
+    from ptxopt.search.memos import clear_front_end
+    from ptxopt.ptx.parser import parse
+    from ptxopt.passes.pipeline import make_pass
+except ImportError:  # a tree from before the modules moved into packages
+    from ptxopt import operand_facts
+    from ptxopt.corpus import load_manifest
+    from ptxopt.emit import emit
+    from ptxopt.memos import clear_front_end
+    from ptxopt.parser import parse
+    from ptxopt.pipeline import make_pass
 from ptxopt.passes import pass_names
-from ptxopt.passes.pipeline import make_pass
 
 REORDERS = ("reorder_cp", "reorder_il", "reorder_lf", "reorder_sl")
 STARTS = ("", "vec_ld", "vec_st", "cache_cg", "prefetch_L1", "reorder_cp", "unroll_2")
