@@ -6,6 +6,8 @@ every import statement, in functions too, relative ones resolved), so these
 figures and the contract can never count differently. It prints:
 
 * modules, edges, and every import cycle (the contract allows none);
+* the floors: loose top-level modules, re-export stubs, modules on no floor
+  and imports going up a floor (the contract's :data:`LAYERS`);
 * **layers**: a module's layer is the length of its longest import chain
   (a module importing no other module of the tree is layer 0; the members
   of a cycle share one layer). A module can only import lower layers;
@@ -45,7 +47,8 @@ import networkx as nx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from test_import_contract import FLOORS, cycles, floor_violations, import_graph, string_imports  # noqa: E402
+from test_import_contract import (FLOORS, LAYERS, cycles, floor_violations, import_graph, string_imports,  # noqa: E402
+                                  stubs, unplaced, upward_imports)
 
 PASS_MANAGER = "ptxopt.passes.passmanager"
 GPU = "ptxopt.gpu"
@@ -81,6 +84,11 @@ def measure(root: Path) -> dict:
     layer = layers(g)
     out: dict = {"modules": g.number_of_nodes(), "edges": static_edges,
                  "cycles": [sorted(c) for c in cycles(g)], "max_layer": max(layer.values(), default=0)}
+    own_stubs = stubs(root)
+    out["floors"] = {"floors": len(LAYERS), "stubs": sorted(own_stubs),
+                     "loose_top_level": sorted(p.stem for p in (root / "ptxopt").glob("*.py")
+                                               if p.stem != "__init__" and f"ptxopt.{p.stem}" not in own_stubs),
+                     "unplaced": unplaced(g, root), "upward": [f"{a} -> {b}" for a, b in upward_imports(g, root)]}
     if PASS_MANAGER in g:
         pm_all = nx.descendants(g, PASS_MANAGER)
         out["pass_manager"] = {"layer": layer[PASS_MANAGER], "direct": sorted(g.successors(PASS_MANAGER)),
@@ -111,6 +119,11 @@ def report(d: dict, label: str) -> str:
              f"modules {d['modules']}, edges {d['edges']}, cycles {len(d['cycles'])}, layers 0..{d['max_layer']}"]
     for c in d["cycles"]:
         lines.append(f"  cycle: {', '.join(c)}")
+    fl = d["floors"]
+    lines.append(f"floors {fl['floors']} (the contract's LAYERS); loose top-level modules {len(fl['loose_top_level'])} "
+                 f"({', '.join(fl['loose_top_level'])}), re-export stubs {len(fl['stubs'])}; modules on no floor "
+                 f"{len(fl['unplaced'])}; imports going up a floor {len(fl['upward'])}")
+    lines += [f"  up: {u}" for u in fl["upward"]]
     pm = d.get("pass_manager")
     if pm:
         lines.append(f"pass manager (layer {pm['layer']}, imported by {pm['importers']} modules):")
