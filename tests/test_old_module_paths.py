@@ -1,7 +1,9 @@
-"""Every module path the README or ``examples/`` names stays importable.
+"""Every module path the README or ``examples/`` names is importable, and so
+is every old path of a module that moved into a package.
 
 Modules moved into packages (``ptxopt.ir`` is ``ptxopt.ptx.ir``) keep a
-re-export stub at the old path, which puts the moved module itself in
+re-export stub at the old path (each old path the README or ``examples/``
+named when they moved), which puts the moved module itself in
 ``sys.modules``: ``import ptxopt.ir`` gives the very same module object, so
 a monkeypatch through either name is seen by both. Each dotted name
 ``ptxopt.a.b.c`` found in the docs is resolved as a module prefix plus
@@ -55,7 +57,7 @@ STUBS = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROO
 
 
 def test_the_docs_name_modules_at_all():
-    assert len(NAMES) > 20 and "ptxopt.passmanager" in NAMES
+    assert len(NAMES) > 20 and {"ptxopt.passmanager", "ptxopt.ptx.opcodes"} <= set(NAMES) and len(STUBS) >= 8
 
 
 @pytest.mark.parametrize("dotted", NAMES)
@@ -69,7 +71,6 @@ def test_a_stub_is_the_moved_module_itself(old):
     new = re.search(r"from (\S+) import (\w+) as _moved", text)
     moved = importlib.import_module(f"{new.group(1)}.{new.group(2)}")
     assert importlib.import_module(old) is moved
-    assert any(n == old or n.startswith(old + ".") for n in NAMES), f"{old}: a stub no doc names (remove it)"
 
 
 def test_the_resolver_can_fail():
