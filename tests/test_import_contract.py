@@ -39,6 +39,7 @@ The checker is tested on a small synthetic tree too, so it can fail.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import networkx as nx
@@ -50,6 +51,17 @@ PACKAGES = ("ptxopt", "rl")
 #: Cycles left on purpose, each with its reason: frozenset of members -> why.
 #: Empty: every cycle found at the start of issue 17 was broken.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+
+
+@lru_cache(maxsize=None)
+def _parsed(path: str, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+
+
+def parse_file(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per version of the file (the rules walk every file)."""
+    st = path.stat()
+    return _parsed(str(path), st.st_mtime_ns, st.st_size)
 
 
 def module_files(root: Path, packages=PACKAGES) -> dict[str, Path]:
@@ -82,7 +94,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> tuple[set[str], set[
     The second set holds the raw imported names (``torch``, ``torch.nn``,
     ``numpy``...) so rules about third-party packages can be checked.
     """
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_file(path)
     is_package = path.name == "__init__.py"
     deps: set[str] = set()
     raw: set[str] = set()
@@ -163,7 +175,7 @@ def string_imports(root: Path, package: str, packages=PACKAGES) -> list[tuple[st
     for mod, path in files.items():
         if not _in(mod, package):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for node in ast.walk(parse_file(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value != mod \
                     and node.value in files:
                 out.add((mod, node.value))
