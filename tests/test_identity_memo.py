@@ -46,3 +46,43 @@ def test_clear_front_end_empties_every_identity_memo():
     assert len(mine) == 1 and len(printed) > 0
     clear_front_end()
     assert len(mine) == 0 and len(printed) == 0
+
+
+def test_clear_front_end_empties_every_registered_memo():
+    """The memos a cold start forgets: each front-end memo, filled by a real
+    parse, analysis and pass, is empty afterwards."""
+    from ptxopt.analysis.cfg_memo import cfg_of
+    from ptxopt.analysis.dag import build_dag
+    from ptxopt.analysis.depgraph import build_depgraph
+    from ptxopt.passes.cache_hints import set_cache_op
+    from ptxopt.passes.readonly_path import is_nc_candidate, nc_form
+    from ptxopt.ptx.parser import parse
+    from ptxopt.search.memos import clear_front_end
+    from ptxopt.support.bounded_memo import registered
+
+    m = parse(".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
+              "\t.reg .b64 %rd<3>;\n\t.reg .f32 %f<2>;\n\tld.param.u64 %rd1, [p];\n"
+              "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f32 %f1, [%rd2];\n\tst.global.f32 [%rd2], %f1;\n"
+              "\tret;\n}\n")
+    fn = m.functions[0]
+    cfg = cfg_of(fn)
+    build_dag(cfg.instructions)
+    build_depgraph(cfg.instructions)
+    loads = [i for i in cfg.instructions if is_nc_candidate(i)]
+    nc_form(loads[0])
+    set_cache_op(loads[0], "cg", ("ca", "cg", "cs", "lu", "cv"))
+    from ptxopt.analysis.latency import latencies
+    latencies(cfg.instructions)
+
+    def size(memo):
+        info = getattr(memo, "cache_info", None)
+        return info().currsize if info else len(memo)
+
+    memos = registered("front_end")
+    assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "ptx.operand_facts._FORMS",
+            "analysis.latency._BY_FORM", "passes.cache_hints._with_cache_op",
+            "passes.readonly_path._nc_modifiers", "evaluate.move_memo"} <= set(memos)
+    filled = {n for n, memo in memos.items() if size(memo)}
+    assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "passes.readonly_path._nc_modifiers"} <= filled
+    clear_front_end()
+    assert {n: size(memo) for n, memo in memos.items() if size(memo)} == {}

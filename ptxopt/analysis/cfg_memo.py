@@ -19,13 +19,13 @@ copy: what a pass derives from the function's shape alone and another pass
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 
 from ptxopt.analysis.cfg import CFG, build_cfg
 from ptxopt.ptx.ir import Block, Function
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 MEMO_ENTRIES = 16
-_MEMO: OrderedDict = OrderedDict()
+_MEMO = register("front_end", "analysis.cfg_memo", BoundedMemo(lambda: MEMO_ENTRIES))
 
 
 def _shape(block: Block) -> tuple:
@@ -38,17 +38,14 @@ def _shape(block: Block) -> tuple:
 def cfg_of(fn: Function) -> CFG:
     """:func:`~ptxopt.analysis.cfg.build_cfg` of ``fn``, memoised (see module doc)."""
     key = (fn.kind, fn.name, id(fn.params), _shape(fn.body))
-    hit = _MEMO.get(key)
+    hit = _MEMO.lookup(key)
     if hit is None:
         hit = build_cfg(fn)
         hit.shared = {}  # derived from the shape alone (module doc)
         # the memo keeps the statements (and so their ids) alive through
         # hit.instructions and a snapshot of the body's containers
-        _MEMO[key] = (hit, fn.body.copy(), fn.params)
-        while len(_MEMO) > MEMO_ENTRIES:
-            _MEMO.popitem(last=False)
+        _MEMO.remember(key, (hit, fn.body.copy(), fn.params))
     else:
-        _MEMO.move_to_end(key)
         hit = hit[0]
     return _rebind(hit, fn)
 

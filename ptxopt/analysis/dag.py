@@ -58,7 +58,6 @@ search state's features and its four reorder candidates build one.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 
 if TYPE_CHECKING:  # networkx costs ~0.15 s to import: only what builds or sorts a DAG imports it
@@ -72,6 +71,7 @@ from ptxopt.analysis.alias import (
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.support.gc_pause import gc_paused
+from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.ptx.ir import Instruction
 
 KIND_PRIORITY = ("raw", "waw", "war", "mem", "order")
@@ -104,15 +104,14 @@ def build_dag(
     key = (tuple((ins, ins.line) for ins in instructions),
            None if du is None else tuple((tuple(d), tuple(u)) for d, u in du),
            tuple(sorted((roots or {}).items())), frozenset(noalias), frozenset(overlap))
-    g = _MEMO.get(key)
+    g = _MEMO.lookup(key)
     if g is not None:
-        _MEMO.move_to_end(key)
         return g
     import networkx as nx
 
     with gc_paused():  # ~10^5 small containers: generational GC passes dominate otherwise
         g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias, frozenset(overlap)))
-    _remember(key, g)
+    _MEMO.remember(key, g)
     return g
 
 
@@ -123,15 +122,8 @@ def build_dag(
 # (nx.freeze), so a consumer cannot change what the next one is given.
 MEMO_ENTRIES = 16
 MEMO_EDGES = 400_000  # ~the memory of a few of the largest corpus blocks
-_MEMO: OrderedDict = OrderedDict()
-
-
-def _remember(key, g: nx.DiGraph) -> None:
-    _MEMO[key] = g
-    edges = sum(d.number_of_edges() for d in _MEMO.values())
-    while len(_MEMO) > 1 and (len(_MEMO) > MEMO_ENTRIES or edges > MEMO_EDGES):
-        _, old = _MEMO.popitem(last=False)
-        edges -= old.number_of_edges()
+_MEMO = register("front_end", "analysis.dag", BoundedMemo(lambda: MEMO_ENTRIES, weight=lambda g: g.number_of_edges(),
+                                                           max_weight=lambda: MEMO_EDGES))
 
 
 def clear_memo() -> None:

@@ -36,13 +36,13 @@ in which real nodes keep their index order.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Sequence
 
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
+from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.ptx.ir import Instruction
 from ptxopt.ptx.operand_facts import ALIAS_WINDOW, alias_offset
 
@@ -162,19 +162,16 @@ def build_depgraph(
     roots = roots or {}
     key = (tuple(map(id, instructions)), None if du is None else tuple(map(tuple, du)),
            tuple(sorted(roots.items())), frozenset(noalias), frozenset(overlap))
-    g = _MEMO.get(key)
+    g = _MEMO.lookup(key)
     if g is not None:
-        _MEMO.move_to_end(key)
         return g
     g = _build(instructions, du, roots, frozenset(noalias), frozenset(overlap))
-    _MEMO[key] = g  # g.instructions holds the instructions, so their ids stay unique while remembered
-    while len(_MEMO) > MEMO_ENTRIES:
-        _MEMO.popitem(last=False)
+    _MEMO.remember(key, g)  # g.instructions holds the instructions, so their ids stay unique while remembered
     return g
 
 
 MEMO_ENTRIES = 32
-_MEMO: OrderedDict = OrderedDict()
+_MEMO = register("front_end", "analysis.depgraph", BoundedMemo(lambda: MEMO_ENTRIES))
 
 
 def clear_memo() -> None:

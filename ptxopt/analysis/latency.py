@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.ptx.ir import Instruction
+from ptxopt.support.bounded_memo import register
 
 LATENCY: dict[str, int] = {
     "alu": 4,          # integer/logic/compare/select/move
@@ -87,7 +88,7 @@ def estimated_latency(ins: Instruction) -> int:
     return lat
 
 
-_BY_FORM: dict[tuple, int] = {}
+_BY_FORM: dict[tuple, int] = register("front_end", "analysis.latency._BY_FORM", {})
 
 
 def latencies(instructions) -> list[int]:

@@ -44,8 +44,9 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections import OrderedDict
 from pathlib import Path
+
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 #: in-process entries kept (one per printed module)
 ENTRIES = 4096
@@ -53,8 +54,8 @@ ENTRIES = 4096
 LOCK_TIMEOUT = 5.0
 _FORMAT = "ptxopt-moves/2"
 
-_LOCAL: OrderedDict[str, tuple] = OrderedDict()
 _LOCK = threading.Lock()
+_LOCAL: BoundedMemo = register("front_end", "evaluate.move_memo", BoundedMemo(lambda: ENTRIES, lock=_LOCK))
 #: memo files (path) a write of this process failed on: read, never written again here
 _NO_WRITES: set[str] = set()
 
@@ -174,10 +175,7 @@ class MoveMemo:
 
 def _remember(key: str, frozen: tuple) -> None:
     with _LOCK:
-        _LOCAL[key] = frozen
-        _LOCAL.move_to_end(key)
-        while len(_LOCAL) > ENTRIES:
-            _LOCAL.popitem(last=False)
+        _LOCAL.remember(key, frozen)
 
 
 def _decode_facts(text: str) -> tuple:

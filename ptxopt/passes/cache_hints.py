@@ -30,6 +30,7 @@ from ptxopt.ptx import opcodes
 from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
+from ptxopt.support.bounded_memo import register
 
 
 def set_cache_op(ins: Instruction, op: str, allowed: tuple[str, ...]) -> Instruction | None:
@@ -64,6 +65,9 @@ def _with_cache_op(opcode: str, mods: tuple[str, ...], op: str, allowed: tuple[s
     kept = [m for m in mods if m not in allowed]
     at = kept.index("global") + 1
     return (*kept[:at], op, *kept[at:])
+
+
+register("front_end", "passes.cache_hints._with_cache_op", _with_cache_op)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ptxopt.analysis.readonly import ReadOnly
 from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import READ_ONLY_PATH
+from ptxopt.support.bounded_memo import register
 
 
 def nc_form(ins: Instruction) -> Instruction:
@@ -64,6 +65,9 @@ def _nc_modifiers(opcode: str, mods: tuple[str, ...]):
     mods = tuple(m for m in mods if m != "weak")  # the default; the .nc forms do not spell it
     at = max(mods.index("global"), mods.index(cop) if cop is not None else -1) + 1
     return (*mods[:at], "nc", *mods[at:])
+
+
+register("front_end", "passes.readonly_path._nc_modifiers", _nc_modifiers)
 
 
 def is_nc_candidate(ins: Instruction) -> bool:

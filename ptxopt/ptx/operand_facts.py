@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 from ptxopt.ptx import opcodes
 from ptxopt.ptx.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
+from ptxopt.support.bounded_memo import register
 
 # ---------------------------------------------------------------------------
 # Addresses modulo their width
@@ -341,7 +342,7 @@ class _Form(NamedTuple):
 
 #: (opcode, modifiers) -> :class:`_Form`: a kernel repeats a few forms
 #: thousands of times (4,096 ``fma.rn.f32`` in the 16x16x16 tile)
-_FORMS: dict[tuple[str, tuple[str, ...]], _Form] = {}
+_FORMS: dict[tuple[str, tuple[str, ...]], _Form] = register("front_end", "ptx.operand_facts._FORMS", {})
 
 
 def _form(ins: Instruction) -> _Form:
