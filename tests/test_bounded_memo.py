@@ -76,3 +76,27 @@ def test_clear_group_empties_every_kind():
     assert set(registered("test-group")) == {"d", "memo", "f"}
     clear_group("test-group")
     assert not d and not memo and f.cache_info().currsize == 0
+
+
+def test_clear_group_holds_a_memo_lock_but_not_another_objects():
+    import threading
+
+    lock = threading.Lock()
+    memo = BoundedMemo(4, lock=lock)
+    memo.remember(1, 1)
+
+    class SelfLocking:  # clears under its own (non-reentrant) lock, as cubin_memo's LRU does
+        def __init__(self):
+            self.lock, self.items = threading.Lock(), {1: 1}
+
+        def clear(self):
+            with self.lock:
+                self.items.clear()
+
+    other = SelfLocking()
+    seen = []
+    memo.clear = lambda: (seen.append(lock.locked()), BoundedMemo.clear(memo))
+    register("test-locks", "memo", memo)
+    register("test-locks", "other", other)
+    clear_group("test-locks")
+    assert seen == [True] and not memo and not other.items and not lock.locked()

@@ -41,7 +41,6 @@ program and interpreter runs are then computed once, not per candidate.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +50,7 @@ from ptxopt.equivalence.trial_budget import DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.launch import Launch, ceiling
 from ptxopt.equivalence.launch import guessed as guessed_launch
 from ptxopt.equivalence.verdict import Verdict, weakest
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 if TYPE_CHECKING:
     from ptxopt.equivalence.interpret import VerifyResult
@@ -61,22 +61,19 @@ HINTS_NOTE = ("differs from the original only in cache operators, eviction hints
               "which no result can depend on: equal by construction, not run")
 
 
-class _LRU(OrderedDict):
-    """A mapping that keeps the REFERENCE_SIZE most recently used entries."""
+class _LRU(BoundedMemo):
+    """The REFERENCE_SIZE most recently used entries behind the mapping
+    protocol the interpreter's ``reference`` takes (``get``, ``[]=``)."""
 
     def get(self, key, default=None):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return default
+        return self.lookup(key, default)
 
     def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        while len(self) > REFERENCE_SIZE:
-            self.popitem(last=False)
+        self.remember(key, value, touch=False)
 
 
-_RUNS = _LRU()  # the originals' interpreter runs, per (Reference.key, launch, seed, trial, ...)
+# the originals' interpreter runs, per (Reference.key, launch, seed, trial, ...)
+_RUNS = register("evaluator", "equivalence.decision", _LRU(lambda: REFERENCE_SIZE))
 
 
 def clear() -> None:

@@ -50,13 +50,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ptxopt.equivalence.decision import Reference
 from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, bind_launch, entry_of, performance_for, settings_for
@@ -65,8 +65,8 @@ from .prefix import PrefixMemo, run_pipeline
 from .result import EvalResult
 from .work import Work, one_line
 
-_MEMO: OrderedDict = OrderedDict()  # sha256(original text) -> Original
 _MEMO_SIZE = 16
+_MEMO = register("evaluator", "evaluate.frontend", BoundedMemo(lambda: _MEMO_SIZE))  # sha256(original text) -> Original
 #: start each candidate's passes from its longest evaluated prefix (:mod:`ptxopt.evaluate.prefix`);
 #: False: from the original every time (the tests compare both)
 PREFIXES = True
@@ -94,15 +94,12 @@ def original(text: str, name: str, parsed=None) -> Original:
 
     h = sha256(text)
     memo = (h, environment_key())  # its compiles are the default ptxas's: another one, another entry
-    o = _MEMO.get(memo)
+    o = _MEMO.lookup(memo)
     if o is not None:
-        _MEMO.move_to_end(memo)
         return o
     m = parsed if parsed is not None else parse(text, name)
     o = Original(m, h, emit(m))
-    _MEMO[memo] = o
-    while len(_MEMO) > _MEMO_SIZE:
-        _MEMO.popitem(last=False)
+    _MEMO.remember(memo, o)
     return o
 
 

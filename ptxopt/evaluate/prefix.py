@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from types import FunctionType
+
+from ptxopt.support.bounded_memo import BoundedMemo
 
 #: pipelines remembered per original
 ENTRIES = 64
@@ -69,11 +70,10 @@ class Built:
 class PrefixMemo:
     """:func:`key_of` a pass tuple -> :class:`Built`, least recently used out first."""
 
-    __slots__ = ("_entries", "_max", "_lock", "hits", "misses", "__weakref__")
+    __slots__ = ("_entries", "_lock", "hits", "misses", "__weakref__")
 
     def __init__(self, max_entries: int = ENTRIES):
-        self._entries: OrderedDict[tuple, Built] = OrderedDict()
-        self._max = max_entries
+        self._entries: BoundedMemo = BoundedMemo(max_entries)
         self._lock = threading.Lock()
         self.hits = self.misses = 0  # lookups that found a non-empty prefix / none
         _ALL.add(self)
@@ -95,10 +95,7 @@ class PrefixMemo:
         if not key:
             return
         with self._lock:
-            self._entries[key] = built
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            self._entries.remember(key, built)
 
     def items(self) -> list[tuple[tuple, Built]]:
         """``(passes, built)`` for every remembered pipeline, least recently used first."""

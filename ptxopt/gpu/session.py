@@ -65,10 +65,10 @@ import os
 import re
 import tempfile
 import time
-from collections import OrderedDict
 
 import numpy as np
 
+from ptxopt.support.bounded_memo import BoundedMemo
 from ptxopt.gpu.errors import HarnessError, classify_cuda_error, is_cuda_error
 from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params
 from ptxopt.gpu.probe import device_info
@@ -123,7 +123,7 @@ class GpuSession:
 
         self.cp = cupy
         self.info = device_info(cupy)
-        self._refs: OrderedDict = OrderedDict()
+        self._refs = BoundedMemo(self.REFERENCE_CACHE)
 
     # -- plumbing ----------------------------------------------------------
 
@@ -206,9 +206,8 @@ class GpuSession:
         the candidate's: it is reported as ``error`` (``fault`` if it
         faulted, which also loses the context)."""
         key = (hashlib.sha256(ref_ptx.encode()).hexdigest(), arch, spec.id, spec.entry, seed, tuple(flavours))
-        hit = self._refs.get(key)
+        hit = self._refs.lookup(key)
         if hit is not None:
-            self._refs.move_to_end(key)
             return hit
         try:
             comp = self._compile(ref_ptx, arch, "ptxas")
@@ -223,9 +222,7 @@ class GpuSession:
         except HarnessError as e:
             raise HarnessError("fault" if e.status == "fault" else "error",
                                f"the reference kernel failed ({e.status}): {e.message}", e.fatal) from None
-        self._refs[key] = out
-        while len(self._refs) > self.REFERENCE_CACHE:
-            self._refs.popitem(last=False)
+        self._refs.remember(key, out)
         return out
 
     # -- one candidate -------------------------------------------------------

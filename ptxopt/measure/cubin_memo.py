@@ -32,9 +32,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import threading
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable, Hashable, Sequence
+
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 #: Listings remembered (a 5,000-instruction kernel's listing is a few MB of objects).
 MAX_LISTINGS = 256
@@ -49,27 +50,23 @@ def digest(cubin: bytes) -> str:
 class _LRU:
     def __init__(self, size: int) -> None:
         self.size = size
-        self.data: OrderedDict = OrderedDict()
+        self.data = BoundedMemo(size)
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def get(self, key: Hashable) -> Any:
         with self.lock:
-            v = self.data.get(key)
+            v = self.data.lookup(key)
             if v is None:
                 self.misses += 1
                 return None
             self.hits += 1
-            self.data.move_to_end(key)
             return v
 
     def put(self, key: Hashable, value: Any) -> None:
         with self.lock:
-            self.data[key] = value
-            self.data.move_to_end(key)
-            while len(self.data) > self.size:
-                self.data.popitem(last=False)
+            self.data.remember(key, value)
 
     def clear(self) -> None:
         with self.lock:
@@ -77,7 +74,7 @@ class _LRU:
             self.hits = self.misses = 0
 
 
-_LISTINGS = _LRU(MAX_LISTINGS)
+_LISTINGS = register("evaluator", "measure.cubin_memo._LISTINGS", _LRU(MAX_LISTINGS))
 
 
 def decoder_tag() -> str:
@@ -143,7 +140,7 @@ class EstimateMemo:
         return self._lru.hits, self._lru.misses
 
 
-ESTIMATES = EstimateMemo()
+ESTIMATES = register("evaluator", "measure.cubin_memo.ESTIMATES", EstimateMemo())
 
 
 def clear() -> None:

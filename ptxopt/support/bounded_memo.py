@@ -12,7 +12,7 @@ zero-argument callable, read at each insertion, so that a module constant
 
 The memo takes no lock itself: a memo shared between threads is guarded by
 its owner's lock, as before (``lock=`` names it, so that :func:`clear_group`
-holds it while clearing).
+holds it while clearing a registered memo).
 
 :func:`register` records a memo (or anything with ``clear()`` /
 ``cache_clear()``: a plain dict, an ``lru_cache`` function) under a group;
@@ -97,7 +97,8 @@ def clear_group(group: str) -> None:
     """Empty every memo registered under ``group`` (holding its ``lock``, if any)."""
     for memo in list(_GROUPS.get(group, {}).values()):
         clear = getattr(memo, "cache_clear", None) or memo.clear
-        with getattr(memo, "lock", None) or contextlib.nullcontext():
+        # a BoundedMemo's clear takes no lock; anything else locks itself if it needs to
+        with (memo.lock if isinstance(memo, BoundedMemo) else None) or contextlib.nullcontext():
             clear()
 
 

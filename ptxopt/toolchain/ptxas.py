@@ -30,10 +30,11 @@ import re
 import shlex
 import tempfile
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
+
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 from .arch import DEFAULT_ARCH
 from .errors import Diagnostic, PtxasError
@@ -210,18 +211,14 @@ def compile_ptx(
     key = (hashlib.sha256(ptx.encode("utf-8", "surrogatepass")).digest(), arch, extra_args,
            str(tool.path), tool.full_version)
     with _MEMO_LOCK:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            _MEMO.move_to_end(key)
+        hit = _MEMO.lookup(key)
     if hit is None:
         try:
             hit = _compile(ptx, arch, timeout, extra_args, tool, version)
         except PtxasError as e:
             hit = e
         with _MEMO_LOCK:
-            _MEMO[key] = hit
-            while len(_MEMO) > MEMO_ENTRIES:
-                _MEMO.popitem(last=False)
+            _MEMO.remember(key, hit)
     if isinstance(hit, PtxasError):
         raise PtxasError(hit.diagnostics, hit.log, hit.returncode)
     return replace(hit, kernels=dict(hit.kernels), functions=dict(hit.functions))
@@ -230,8 +227,8 @@ def compile_ptx(
 #: Compile results (or rejections) kept per process, most recently used last.
 #: A 16x16x16 gemm cubin is ~100 KB, so the memo stays within tens of MB.
 MEMO_ENTRIES = 256
-_MEMO: OrderedDict = OrderedDict()
 _MEMO_LOCK = threading.Lock()
+_MEMO = register("evaluator", "toolchain.ptxas", BoundedMemo(lambda: MEMO_ENTRIES, lock=_MEMO_LOCK))
 
 
 def clear_memo() -> None:

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ptxopt.equivalence.verdict import Verdict
+from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.ptx.ir import Decl, Function, Module
 from ptxopt.ptx.opcodes import PERF_ONLY_DIRECTIVES
 from ptxopt.equivalence.prove.loop_sim import extra_registers_only, prove_by_simulation
@@ -74,8 +74,8 @@ class ProveResult:
         }
 
 
-_MEMO: OrderedDict[str, ProveResult] = OrderedDict()
 _MEMO_SIZE = 256
+_MEMO: BoundedMemo = register("evaluator", "equivalence.prove", BoundedMemo(lambda: _MEMO_SIZE))
 
 
 def prove(original, candidate, *, entry: str | None = None, assume_align: int = 0,
@@ -99,9 +99,8 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     key = None
     if isinstance(original, str) and isinstance(candidate, str):
         key = hashlib.sha256(f"{entry}\0{assume_align}\0{cap}\0{original}\0{candidate}".encode()).hexdigest()
-        hit = _MEMO.get(key)
+        hit = _MEMO.lookup(key)
         if hit is not None:
-            _MEMO.move_to_end(key)
             return hit
     try:
         mo, mc = _module(original), _module(candidate)
@@ -116,9 +115,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     result.seconds = time.perf_counter() - t0
     result.entry = entry
     if key is not None:
-        _MEMO[key] = result
-        if len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
+        _MEMO.remember(key, result)
     return result
 
 

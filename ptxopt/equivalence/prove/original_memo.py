@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
+
+from ptxopt.support.bounded_memo import BoundedMemo, register
 
 #: Originals remembered (one search works on one kernel at a time).
 MAX_ENTRIES = 8
@@ -54,8 +55,9 @@ class Original:
         return r
 
 
-_ENTRIES: OrderedDict[tuple, Original] = OrderedDict()
 _LOCK = threading.Lock()
+_ENTRIES: BoundedMemo = register("evaluator", "equivalence.prove.original_memo",
+                                 BoundedMemo(lambda: MAX_ENTRIES, lock=_LOCK))
 
 
 def key(fo, mo, noalias: frozenset, overlap: frozenset, assume_align: int) -> tuple:
@@ -70,17 +72,14 @@ def acquire(k: tuple, make) -> tuple[Original, bool]:
     proof, and whether it is memoised; release with :func:`release`. When the
     entry is in use elsewhere a private one is built and not remembered."""
     with _LOCK:
-        entry = _ENTRIES.get(k)
+        entry = _ENTRIES.lookup(k)
         if entry is not None:
-            _ENTRIES.move_to_end(k)
             if entry.lock.acquire(blocking=False):
                 return entry, True
             return make(), False
         entry = make()
         entry.lock.acquire()
-        _ENTRIES[k] = entry
-        while len(_ENTRIES) > MAX_ENTRIES:
-            _ENTRIES.popitem(last=False)
+        _ENTRIES.remember(k, entry)
         return entry, True
 
 
