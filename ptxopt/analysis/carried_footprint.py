@@ -60,7 +60,7 @@ def _original_footprint(original, entry, launch) -> LaunchFootprint:
         return got[1]
     fp = footprint_for_launch(original, entry, launch)
     if len(_MEMO) >= _MEMO_SIZE:
-        _MEMO.pop(next(iter(_MEMO)))
+        _MEMO.pop(next(iter(_MEMO), None), None)  # (another thread may have emptied it)
     _MEMO[key] = (original, fp)  # holding the original keeps its id from being reused
     return fp
 
