@@ -8,7 +8,9 @@ taken out of the estimate's max (the walked bounds alone: where they fall below 
 what binds -- the walk undercounts there), and ``after`` (as shipped: the floors are bounds of the
 estimate, so a violation there is a bug in the mechanism).  Also: passes that change the exact DRAM
 bytes (none should: no pass changes which addresses are accessed), and cache-hint passes that lower
-the walk's L2 bytes (none should: a hint never removes a transfer).
+the walk's L2 bytes (none should: a hint never removes a transfer), and rewrites whose footprint is
+less known than the original's estimated below the original's exact DRAM floor (none should: the
+floor is carried, ``ptxopt.analysis.carried_footprint``).
 
     python benchmarks/floors_sweep.py [--per-group N] [--passes a,b] [--out FILE.json]
 
@@ -34,7 +36,7 @@ from ptxopt.evaluate.candidate import _manifest_performance  # noqa: E402
 from ptxopt.passes.registry import pass_names  # noqa: E402
 from ptxopt.sim.device import device_for  # noqa: E402
 from ptxopt.sim.floors import launch_floors  # noqa: E402
-from test_floors import applied, hint_violations, measured, outside  # noqa: E402
+from test_floors import applied, hint_violations, lost_floor, measured, outside  # noqa: E402
 
 
 def sample(per_group: int):
@@ -52,15 +54,16 @@ def sample(per_group: int):
         yield f"outside:{name}", "outside", text, entry, launch, None, "sm_89"
 
 
-def estimates(text, arch, entry, launch, spec):
-    """(before, walk, after Measurement): without the DRAM floor's input, without any floor, as shipped."""
-    after = measured(text, arch, entry, launch, spec)
+def estimates(text, arch, entry, launch, spec, original=None):
+    """(before, walk, after Measurement): without the DRAM floor's input, without any floor, as shipped
+    (``original``: the text ``text`` was rewritten from; its exact DRAM floor is carried)."""
+    after = measured(text, arch, entry, launch, spec, original)
     old, old_a = sim_backend._dram_floor, sim_backend._arithmetic_floors
     sim_backend._dram_floor = lambda job, perf: None
     try:
-        before = measured(text, arch, entry, launch, spec).cycles
+        before = measured(text, arch, entry, launch, spec, original).cycles
         sim_backend._arithmetic_floors = lambda job, perf: None
-        walk = measured(text, arch, entry, launch, spec).cycles
+        walk = measured(text, arch, entry, launch, spec, original).cycles
     finally:
         sim_backend._dram_floor, sim_backend._arithmetic_floors = old, old_a
     return before, walk, after
@@ -84,7 +87,7 @@ def main() -> None:
                 continue
             try:
                 fl = base if not name else launch_floors(out, entry, launch, dev)
-                before, walk, m = estimates(out, arch, entry, launch, spec)
+                before, walk, m = estimates(out, arch, entry, launch, spec, text if name else None)
                 after = m.cycles
                 m0 = m if not name else m0
             except Exception as e:  # a failure is a row, not a crash
@@ -97,12 +100,15 @@ def main() -> None:
                          "binding": m.extra.get("bound"), "l2_bytes_per_thread": m.extra["facts"]["l2_bytes"],
                          "violations_before": fl.violations(before), "violations_walk": fl.violations(walk),
                          "violations_after": fl.violations(after), "dram_bytes_changed": bool(moved),
-                         "hint_lowered_l2": hint_violations(name, m0, m) if name and m0 is not None else []})
+                         "hint_lowered_l2": hint_violations(name, m0, m) if name and m0 is not None else [],
+                         "estimate_source": (m.extra.get("footprint") or {}).get("source"),
+                         "original_floor_lost": lost_floor(base, fl, after) if name else []})
             r = rows[-1]
             print(f"{kid:36s} {r['pass']:16s} {r['source']:12s} before {before:14,.0f} walk {walk:14,.0f} "
                   f"after {after:14,.0f} ({r['binding']}) viol {len(r['violations_before'])}/"
                   f"{len(r['violations_walk'])}/{len(r['violations_after'])}", flush=True)
     ok = [r for r in rows if "error" not in r]
+    base_source = {r["kernel"]: r["source"] for r in ok if r["pass"] == "(none)"}
 
     def kinds(key):
         c = collections.Counter()
@@ -122,6 +128,13 @@ def main() -> None:
                                                                   if r["hint_lowered_l2"]}))
     print("passes that changed the exact DRAM bytes:", sorted({(r["kernel"], r["pass"]) for r in ok
                                                                if r["dram_bytes_changed"]}))
+    print("rewrites whose footprint is less known than the original's (exact -> other):",
+          sum(1 for r in ok if r["pass"] != "(none)" and r["source"] != "exact"
+              and base_source.get(r["kernel"]) == "exact"),
+          "of them estimated below the original's exact DRAM floor:", sum(1 for r in ok if r["original_floor_lost"]))
+    for r in ok:
+        for v in r["original_floor_lost"]:
+            print(f"  floor lost: {r['kernel']} {r['pass']}: {v}")
     after_left = sorted({(r["kernel"], r["pass"], v) for r in ok for v in r["violations_after"]})
     for k, p, v in after_left[:40]:
         print(f"  after: {k} {p}: {v}")

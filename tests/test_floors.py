@@ -52,10 +52,11 @@ def outside(name: str):
     return text, name, launch
 
 
-def measured(text: str, arch: str, entry: str, launch, spec=None):
-    """The sim backend's throughput Measurement of ``text`` under ``launch`` (what eval and search see)."""
+def measured(text: str, arch: str, entry: str, launch, spec=None, original: str | None = None):
+    """The sim backend's throughput Measurement of ``text`` (a rewrite of ``original``, None: not a
+    rewrite) under ``launch`` (what eval and search see)."""
     job = MeasureJob(text, arch, spec, entry, module=parse(text, entry), objective="throughput",
-                     performance=launch, check_block=launch.block)
+                     performance=launch, check_block=launch.block, original=original)
     (m,) = SimBackend().measure_many([job])
     if isinstance(m, Exception):
         raise m
@@ -96,12 +97,24 @@ def check(text: str, arch: str, entry: str, launch, spec, passes) -> list[str]:
         if out is None:
             continue
         fl = launch_floors(out, entry, launch, dev)
-        m = measured(out, arch, entry, launch, spec)
+        m = measured(out, arch, entry, launch, spec, original=text)
         problems += [f"{name}: {v}" for v in fl.violations(m.cycles)]
         if base.footprint_source == fl.footprint_source == "exact" and base.dram_bytes != fl.dram_bytes:
             problems.append(f"{name}: DRAM bytes {base.dram_bytes:,} -> {fl.dram_bytes:,} (addresses unchanged)")
+        problems += [f"{name}: {v}" for v in lost_floor(base, fl, m.cycles)]
         problems += [f"{name}: {v}" for v in hint_violations(name, m0, m)]
     return problems
+
+
+def lost_floor(base, floors, cycles: float) -> list[str]:
+    """A pass does not change which addresses are accessed, so the original's exact DRAM floor is the
+    rewrite's too: a rewrite whose footprint is less known (``exact`` -> ``extrapolated``/``unknown``)
+    must not be estimated below it."""
+    if base.footprint_source != "exact" or base.dram_cycles is None or floors.footprint_source == "exact" \
+            or cycles >= base.dram_cycles * (1 - 1e-6):
+        return []
+    return [f"original's exact DRAM floor {base.dram_cycles:,.0f} cycles > estimate {cycles:,.0f} "
+            f"(footprint {floors.footprint_source})"]
 
 
 def hint_violations(name: str, before, after) -> list[str]:
@@ -136,6 +149,46 @@ def test_outside_kernels_never_beat_the_floors(name):
     from the kernel, and a prefetch hint cannot take the estimate below DRAM."""
     text, entry, launch = outside(name)
     assert check(text, "sm_89", entry, launch, None, FAST_PASSES) == []
+
+
+#: a corpus kernel whose rows loop: its footprint is exact, its unrolled loop's is not (the copies
+#: share one exit predicate, which the loop analysis refuses)
+UNROLLED = ("gen_softmax_rows_01", "unroll_2")
+
+
+def test_an_unrolled_rewrite_keeps_the_originals_dram_floor():
+    """The rewrite's footprint is less known than the original's, yet its estimate keeps the
+    original's exact DRAM floor (source ``carried``) and so cannot beat it."""
+    kid, name = UNROLLED
+    spec = get(kid)
+    perf = replace(_manifest_performance(spec), footprint_bytes=None)  # the kernel's footprint, no counts
+    text = spec.ptx_text()
+    dev = device_for(spec.arch)
+    base = launch_floors(text, spec.entry, perf, dev)
+    out = applied(text, name, perf, spec.entry)
+    fl = launch_floors(out, spec.entry, perf, dev)
+    assert base.footprint_source == "exact" and fl.footprint_source != "exact"  # the case this test is about
+    m = measured(out, spec.arch, spec.entry, perf, spec, original=text)
+    assert m.extra["footprint"]["source"] == "carried"
+    assert m.extra["footprint"]["floor_bytes"] == base.dram_bytes
+    assert lost_floor(base, fl, m.cycles) == [] and m.cycles >= base.dram_cycles * (1 - 1e-6)
+    # the check finds the case: measured as if it were no rewrite, the estimate beats the original's floor
+    alone = measured(out, spec.arch, spec.entry, perf, spec)
+    assert alone.extra["footprint"]["source"] == fl.footprint_source
+    assert lost_floor(base, fl, alone.cycles)
+
+
+def test_a_floor_that_was_not_exact_is_not_carried():
+    from ptxopt.analysis.carried_footprint import carried
+    from ptxopt.analysis.global_footprint import LaunchFootprint
+
+    cand = LaunchFootprint((), "unknown", None)
+    for src in ("extrapolated", "unknown", "counts"):
+        assert carried(LaunchFootprint((), src, None if src != "counts" else 100), cand) is cand
+    exact = LaunchFootprint((), "exact", 100)
+    assert carried(exact, LaunchFootprint((), "exact", 100)).source == "exact"
+    got = carried(exact, cand)
+    assert (got.source, got.floor_bytes) == ("carried", 100) and "carried from the original" in got.notes[-1]
 
 
 def test_a_floor_violation_is_found():

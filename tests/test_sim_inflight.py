@@ -199,7 +199,10 @@ def test_loop_bytes_in_flight_per_trip_times_trips():
     per_trip = (r[1].miss_latency_bytes - r[0].miss_latency_bytes) / 8
     assert per_trip > 0
     assert r[2].miss_latency_bytes - r[1].miss_latency_bytes == pytest.approx(8 * per_trip)
-    assert r[0].inflight_bytes == r[1].inflight_bytes == r[2].inflight_bytes > 0
+    # each thread walks its own row (lane stride n x 4 B): every 4-byte load is its own bytes of its own
+    # sector, so ptxas's 4-way unrolled body has 16 B in flight at its wait and the remainder's 4 B; the
+    # mean over first waits moves towards the unrolled body's as the trips grow, never away
+    assert 0 < r[0].inflight_bytes <= r[1].inflight_bytes <= r[2].inflight_bytes <= 16
     full = walk(LOOP, loop_trips=24, steady_state=False)  # steady-state extrapolation = the full replay
     assert (full.inflight_bytes, full.miss_latency_bytes) == (r[2].inflight_bytes, r[2].miss_latency_bytes)
 

@@ -243,9 +243,12 @@ def _print_one(r, cache, baseline=None) -> None:
     if r.trip_counts:
         rows.append(("loop trips", r.trip_counts))
     if r.footprint is not None:
+        from ptxopt.sim.throughput import CARRIED
+
         fb = r.footprint.get("floor_bytes")
-        rows.append(("footprint", f"{r.footprint.get('source')}: " + (f"{'' if r.footprint.get('source') in ('exact', 'counts') else 'partial '}DRAM floor {fb:,} B "
-                                                                       "(cold L2)" if fb is not None
+        rows.append(("footprint", f"{r.footprint.get('source')}: " + (f"{'' if r.footprint.get('source') in ('exact', 'counts', 'carried') else 'partial '}DRAM floor {fb:,} B "
+                                                                       "(cold L2)" + ("; " + CARRIED if r.footprint.get("source") == "carried" else "")
+                                                                       if fb is not None
                                                                        else "NO DRAM floor")))
     rows.append(("changed", {True: "yes", False: "no (the pipeline left the module unchanged)", None: "-"}[r.changed]))
     rows.append(("cache", ("hit" if r.cache_hit else "miss") + (f"  ({cache})" if cache else "  (disabled)")))

@@ -131,7 +131,8 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
             doc.update(before)
         else:
             blocks = before["launch"]["blocks"] if before["launch"] and before["launch"]["assumed"] else None
-            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks, counts=counts, l2=l2)
+            after = _explain(after_text, arch, entry, cand, launch, obj, dev, blocks=blocks, counts=counts, l2=l2,
+                             original=text)
             b, a = before["estimate"]["cycles"], after["estimate"]["cycles"]
             doc.update({"objective": obj, "pipeline": str(pl), "before": before, "after": after,
                         "change": {"cycles": a - b, "relative": (a - b) / b if b else None,
@@ -238,7 +239,9 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
     return simulate(program, compiled, trips or None, l2=l2, lanes=lanes), compiled.kernels[entry], how
 
 
-def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None, l2: str = "cold") -> dict:
+def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=None, l2: str = "cold",
+             original: str | None = None) -> dict:
+    """``original``: the text ``text`` was rewritten from (its exact DRAM floor is carried)."""
     from ptxopt.sim.occupancy import dram_bytes_of_spec
     from ptxopt.sim.throughput import estimate
 
@@ -255,10 +258,10 @@ def _explain(text, arch, entry, cand, launch, objective, dev, *, blocks, counts=
             footprint = dram_bytes_of_spec(big)
     floor = arith = None
     if objective == "throughput" and launch is not None:
-        from ptxopt.analysis.global_footprint import footprint_for_launch
+        from ptxopt.analysis.carried_footprint import candidate_footprint
         from ptxopt.sim.floors import arithmetic_floors
 
-        floor = footprint_for_launch(text, entry, launch, footprint if footprint is not None else counts)
+        floor = candidate_footprint(original, text, entry, launch, footprint if footprint is not None else counts)
         if counts is not None and footprint is None:
             footprint = counts
         if launch.grid is not None:  # the work of an assumed grid is no floor
@@ -312,8 +315,11 @@ def _section(d: dict, indent: str = "  ") -> list[str]:
         lines.append(f"{indent}waves       {d['waves']:.2f}; DRAM bytes {d['dram_bytes']:,}; L2 {d['l2']} at the start")
     fp = d.get("footprint")
     if fp is not None:
-        lines.append(f"{indent}footprint   {fp['source']}: " + (f"{'' if fp['source'] in ('exact', 'counts') else 'partial: the exact buffers only: '}"
+        from ptxopt.sim.throughput import CARRIED
+
+        lines.append(f"{indent}footprint   {fp['source']}: " + (f"{'' if fp['source'] in ('exact', 'counts', 'carried') else 'partial: the exact buffers only: '}"
                                                                f"DRAM floor {fp['floor_bytes']:,} B (cold L2)"
+                                                               + ("; " + CARRIED if fp["source"] == "carried" else "")
                                                               if fp["floor_bytes"] is not None else
                                                               "NO DRAM floor (the estimate may beat DRAM)"))
     if d.get("loop_trips") and not str(d["loop_trips"]).startswith("none needed"):

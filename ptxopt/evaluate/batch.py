@@ -168,7 +168,7 @@ def _job(w: Work, settings: Settings) -> MeasureJob:
     return MeasureJob(w.printed, w.settings.arch, spec, w.entry, w.compiled, w.module, given.get("geometry"),
                       settings.profile_loops, objective=w.settings.objective or "latency",
                       performance=w.performance, blocks=assumed_blocks(w), check_block=w.check.block,
-                      l2=settings.l2)
+                      l2=settings.l2, original=w.cand.rewritten_from or (w.cand.ptx if w.changed else None))
 
 
 def _measure(backend, chunk: list[Work], settings: Settings) -> list:

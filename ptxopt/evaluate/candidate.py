@@ -62,6 +62,9 @@ class Candidate:
     #: the performance Launch (role performance: what the user runs, for the throughput objective); None: the
     #: manifest entry's ``performance`` when it has one, else unknown
     performance: Any = None
+    #: the text ``ptx`` was rewritten from, when ``ptx`` is already a rewrite (a pair estimate): its exact
+    #: DRAM floor is carried to ``ptx`` (:mod:`ptxopt.analysis.carried_footprint`); part of the keys
+    rewritten_from: str | None = None
     parsed: "Pipeline | None" = field(default=None, init=False, repr=False, compare=False)
     pipeline_error: "PipelineError | None" = field(default=None, init=False, repr=False, compare=False)
 

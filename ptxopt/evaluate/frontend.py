@@ -60,7 +60,7 @@ from ptxopt.support.bounded_memo import BoundedMemo, register
 
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, bind_launch, entry_of, performance_for, settings_for
-from .keys import given_launch, launch_id, module_key, request_key, sha256
+from .keys import given_launch, keyed_text, launch_id, module_key, request_key, sha256
 from .prefix import PrefixMemo, run_pipeline
 from .result import EvalResult
 from .work import Work, one_line
@@ -184,7 +184,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.spec = _spec_for(orig, w.entry)
     w.check = given or (from_spec(w.spec) if w.spec is not None else
                         infer_launch(next(f for f in orig.module.entries if f.name == w.entry), orig.module))
-    w.key = module_key(printed, orig.printed, w.entry, launch_id(w.check, w.performance), s)
+    w.key = module_key(printed, keyed_text(orig.printed, cand), w.entry, launch_id(w.check, w.performance), s)
     w.timings["pass"] = time.perf_counter() - t
     if cache is not None:
         hit = cache.get(w.key)

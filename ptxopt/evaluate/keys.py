@@ -88,7 +88,14 @@ def pipeline_key(original: str, pipeline: str, entry: str | None, launch: str, s
 def request_key(cand: Candidate, settings: Settings) -> str:
     """:func:`pipeline_key` of ``cand`` (its canonical pipeline, its launch);
     ``settings`` resolved for it (:func:`~ptxopt.evaluate.candidate.settings_for`)."""
-    return pipeline_key(cand.ptx, cand.pipeline, cand.entry, launch_id(given_launch(cand), performance_for(cand)), settings)
+    return pipeline_key(keyed_text(cand.ptx, cand), cand.pipeline, cand.entry,
+                        launch_id(given_launch(cand), performance_for(cand)), settings)
+
+
+def keyed_text(text: str, cand: Candidate) -> str:
+    """``text`` as the keys see it: with the digest of the text ``cand`` was rewritten from, if any
+    (the DRAM floor carried from it changes the estimate)."""
+    return text if cand.rewritten_from is None else f"{text}\n// rewritten from {sha256(cand.rewritten_from)}"
 
 
 def module_key(printed: str, original_printed: str, entry: str, launch: str, settings: Settings) -> str:
@@ -97,4 +104,5 @@ def module_key(printed: str, original_printed: str, entry: str, launch: str, set
                     "entry": entry, "launch": launch, **fingerprint(settings)})
 
 
-__all__ = ["sha256", "fingerprint", "launch_id", "given_launch", "pipeline_key", "request_key", "module_key"]
+__all__ = ["sha256", "fingerprint", "launch_id", "given_launch", "pipeline_key", "request_key", "module_key",
+           "keyed_text"]

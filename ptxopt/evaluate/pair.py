@@ -137,7 +137,8 @@ def estimate_pair(original: str, candidate: str, *, entry: str | None = None, la
     except Exception as e:  # ptxas rejects the original, no entry: nothing to compare
         return PairEstimate(obj, None, None, None, note=f"the original cannot be estimated: {e}")
     base = replace(base, performance=perf)
-    before, after = evaluate_many([base, replace(base, ptx=candidate)], cache=cache, arch=arch, backend=backend,
+    before, after = evaluate_many([base, replace(base, ptx=candidate, rewritten_from=original)], cache=cache, arch=arch,
+                                  backend=backend,
                                   objective=obj, prove=False)
     where = after.performance or before.performance
     if not (before.ok and after.ok):
@@ -192,8 +193,9 @@ def estimate_compiled(original: str, candidate: str, before, after, *, entry: st
     # blocks=None: under throughput the grid is fixed above (the original's occupancy), as estimate_pair does
     spec = spec if spec is not None else given.get("spec")
     jobs = [MeasureJob(text, arch, spec, fn.name, compiled, mod, given.get("geometry"), True, objective=obj,
-                       performance=perf, blocks=None, check_block=check.block)
-            for text, compiled, mod in ((original, before, module), (candidate, after, cand_module))]
+                       performance=perf, blocks=None, check_block=check.block, original=orig)
+            for text, compiled, mod, orig in ((original, before, module, None),
+                                              (candidate, after, cand_module, original))]
     out = measure_many(get_backend("sim"), jobs)
     where = None
     for m, which in zip(out, ("original", "candidate")):

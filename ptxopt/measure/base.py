@@ -107,6 +107,9 @@ class MeasureJob:
     blocks: int | None = None  # grid blocks to assume when the performance grid is unknown
     check_block: Any = None  # the check launch's block: throughput without a performance launch assumes it
     l2: str = "cold"  # throughput: the L2 at the launch's start, cold or warm (ptxopt.sim.throughput)
+    #: the original this job's PTX was rewritten from (module or text; None: not a rewrite): its exact
+    #: DRAM floor is carried to the rewrite (ptxopt.analysis.carried_footprint)
+    original: Any = None
 
 
 def is_pipelined(backend) -> bool:

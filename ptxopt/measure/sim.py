@@ -17,7 +17,7 @@ from ptxopt.support.digests import source_digest
 from .base import MeasureError, MeasureJob, Measurement
 
 #: The source the model's estimates depend on (its digest is the backend's version).
-SOURCES = ("sim", "analysis/global_footprint.py")
+SOURCES = ("sim", "analysis/global_footprint.py", "analysis/carried_footprint.py")
 
 
 class SimBackend:
@@ -224,15 +224,17 @@ def _arithmetic_floors(job: MeasureJob, perf):
 
 def _dram_floor(job: MeasureJob, perf):
     """The DRAM floor's input for the job's performance launch: the user's counts (``counts``), else
-    the footprint of the job's own (transformed) PTX (:mod:`ptxopt.analysis.global_footprint`)."""
-    from ptxopt.analysis.global_footprint import footprint_for_launch
+    the footprint of the job's own (transformed) PTX (:mod:`ptxopt.analysis.global_footprint`), with
+    the original's exact floor carried when the job is a rewrite (:mod:`ptxopt.analysis.carried_footprint`)."""
+    from ptxopt.analysis.carried_footprint import candidate_footprint
     from ptxopt.sim.throughput import DramFloor
 
     counts = perf.footprint_bytes if perf is not None else None
     launch = perf if perf is not None else None
     if launch is None:
         return DramFloor(None, "unknown")
-    fp = footprint_for_launch(job.module if job.module is not None else job.ptx_text, job.entry, launch, counts)
+    fp = candidate_footprint(job.original, job.module if job.module is not None else job.ptx_text, job.entry, launch,
+                             counts)
     return DramFloor.of(fp)
 
 

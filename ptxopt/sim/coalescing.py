@@ -111,7 +111,8 @@ def lane_charges(module, entry: str | None, launch) -> LaneCharges:
 
 def sass_factors(program, charges: LaneCharges | None) -> tuple[list, list[str]]:
     """Per SASS instruction of ``program``: ``(L1 factor, L2 factor)`` for its global accesses, or None
-    (coalesced: the walk's own charge), and the notes that say how they were matched."""
+    (no lane strides known: the walk's own charge, per thread), and the notes that say how they were
+    matched."""
     out: list = [None] * len(program.instructions)
     notes: list[str] = []
     if charges is None:
@@ -135,7 +136,8 @@ def sass_factors(program, charges: LaneCharges | None) -> tuple[list, list[str]]
                         f"L1 x{mean[0]:.3g} / L2 x{mean[1]:.3g} (ASSUMED: every access replicated alike)"), \
                 [mean] * len(sass)
         for i, p in zip(sass, per):
-            out[i] = None if p == (1.0, 1.0) else p
+            # (1, 1) from the lanes is a fact (coalesced); None is the walk's own assumption
+            out[i] = None if p == (1.0, 1.0) and unknown else p
         moved = sorted({p for p in pairs if p != (1.0, 1.0)})
         if moved:
             notes.append(f"lane strides of global {kind}s ({how}): " + ", ".join(

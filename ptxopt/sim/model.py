@@ -659,7 +659,8 @@ _LOADS = frozenset({"LDG", "LD", "LDGSTS"})  # L2 side counted in the walk: miss
 
 
 def _traffic_table(program: Program, factors: list | None = None) -> list:
-    """Per instruction: (bytes through L1, bytes to L2 regardless of hits, L2 factor of a miss) or None.
+    """Per instruction: (bytes through L1, bytes to L2 regardless of hits, L2 factor of a miss, whether
+    the lanes' strides are known) or None.
     ``factors``: per instruction, (L1, L2) multiples of the coalesced charge a warp's lanes make
     (:func:`ptxopt.sim.coalescing.sass_factors`), or None (coalesced)."""
     from .decode import _access_size
@@ -667,12 +668,13 @@ def _traffic_table(program: Program, factors: list | None = None) -> list:
     out: list = []
     for i, ins in enumerate(program.instructions):
         base = ins.base_opcode
-        f1, f2 = (factors[i] if factors is not None and factors[i] is not None else (1.0, 1.0))
+        known = factors is not None and factors[i] is not None
+        f1, f2 = factors[i] if known else (1.0, 1.0)
         if base in _L2_SIDE:
             size = _access_size(ins.modifiers)
-            out.append((size * f1, size * f2, f2))
+            out.append((size * f1, size * f2, f2, known))
         elif base in _L1_SIDE or base in _LOADS:
-            out.append((_access_size(ins.modifiers) * f1, 0, f2))
+            out.append((_access_size(ins.modifiers) * f1, 0, f2, known))
         else:
             out.append(None)
     return out
@@ -935,6 +937,8 @@ class _Walk:
         ports: list[set[int]] = [set() for _ in range(lat.register_banks)]  # reserved read cycles per bank
         pending: list[list] = [[] for _ in range(8)]  # per barrier: [release, source, step]
         fill: dict = {}  # sector key -> time its data is in L1
+        touched: dict = {}  # sector key -> mask of its bytes this thread read (loads without lane strides)
+        fill_t0: dict = {}  # sector key -> when the transfer filling it was issued (a miss or a prefetch)
         prefetched: dict = {}  # sector key -> bytes its prefetch charged to L2, until a load uses it
         val: dict[str, object] = {}  # value id of each tracked register (its name until written)
         val_get = val.get
@@ -1054,8 +1058,19 @@ class _Walk:
                         allocate = k != K_GLOBAL_NA
                         owed = False  # the access moves bytes from L2: a miss, or the sector's prefetch
                         credit = 0  # what the prefetches of its sectors already charged
+                        bytewise = tb is not None and not tb[3]
+                        new_bytes = 0  # bytes of its sectors this thread touches for the first time
+                        hit_t0 = None  # issue of the earliest transfer that brought a sector it hits
                         for s in range(off // sector, (off + size - 1) // sector + 1):
                             key = (rk, s)
+                            if bytewise:
+                                lo = off - s * sector
+                                mask = ((1 << size) - 1) << lo if lo >= 0 else (1 << (size + lo)) - 1
+                                mask &= (1 << sector) - 1
+                                had = touched.get(key, 0)
+                                if mask & ~had:
+                                    new_bytes += bin(mask & ~had).count("1")
+                                    touched[key] = had | mask
                             f = fill.get(key)
                             if f is None:
                                 f = t + l2
@@ -1069,20 +1084,37 @@ class _Walk:
                                 owed = True
                                 if allocate:
                                     fill[key] = f
-                            elif prefetched:
-                                c = prefetched.pop(key, None)
-                                if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
-                                    owed = True
-                                    credit += c
-                                    if m != M_LDGSTS:
-                                        depth.claim(key, steps, wb)  # its wait waits on the fill
+                                    fill_t0[key] = t
+                            else:
+                                if prefetched:
+                                    c = prefetched.pop(key, None)
+                                    if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
+                                        owed = True
+                                        credit += c
+                                        if m != M_LDGSTS:
+                                            depth.claim(key, steps, wb)  # its wait waits on the fill
+                                if bytewise:
+                                    t0 = fill_t0.get(key, t)
+                                    if hit_t0 is None or t0 < hit_t0:
+                                        hit_t0 = t0
                             if f > release:
                                 release = f
                         # one transfer: the prefetch's share and the rest of what the lanes' sectors need
-                        if owed and size * f2 > credit:
-                            l2_acc += size * f2 - credit
+                        need = size * f2 if owed else 0
+                        if need > credit:
+                            l2_acc += need - credit
                             if m != M_LDGSTS:
-                                depth.issue(steps, wb, size * f2 - credit, t, release)
+                                depth.issue(steps, wb, need - credit, t, release)
+                        if bytewise and new_bytes > need:
+                            # lanes unknown, taken as coalesced: each lane's share of a sector is the bytes
+                            # of it that lane touches, however they are split into accesses -- an L1 hit on
+                            # bytes no earlier access of this thread charged is part of the transfer that
+                            # brought the sector (the lanes beside it asked for them): charged now, with
+                            # that transfer's issue and landing, so four 4-byte loads move what one
+                            # 16-byte load does and a prefetch still moves them earlier, never removes them
+                            l2_acc += new_bytes - need
+                            if m != M_LDGSTS:
+                                depth.issue(steps, wb, new_bytes - need, t if hit_t0 is None else hit_t0, release)
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
@@ -1132,6 +1164,7 @@ class _Walk:
                                     elif r2 > f:
                                         f = r2
                                 fill[key] = f
+                                fill_t0[key] = t
                                 prefetched[key] = pf_share
                                 l2_acc += pf_share
                                 depth.issue(steps, -1, pf_share, t, f, key)
@@ -1206,6 +1239,8 @@ class _Walk:
                                     lst[:] = [(e[0] + delta,) + tuple(e[1:]) for e in lst]
                             for key in fill:
                                 fill[key] += delta
+                            for key in fill_t0:
+                                fill_t0[key] += delta
                             for key in in_l2:
                                 in_l2[key] += delta
                             if group_release:

@@ -195,12 +195,17 @@ def launch_shape(launch=None, *, grid=None, block=None, shared_bytes=None, scala
     return LaunchShape(_dims(g), _dims(b), int(sh or 0), sc, org)
 
 
+#: why a rewrite's DRAM floor is its original's (source ``carried``)
+CARRIED = "carried from the original (a rewrite is kept only when checked equivalent to it: it needs the same bytes)"
+
+
 @dataclass(frozen=True)
 class DramFloor:
     """What the DRAM floor reads: ``floor_bytes`` the launch must move between DRAM and the chip with
     a cold L2 (None: no floor), and ``source`` where they come from: ``counts`` (the user's per-buffer
-    counts), ``exact`` (the kernel's affine address expressions), ``extrapolated`` / ``unknown`` (no
-    floor: an upper bound on bytes is no lower bound on time)."""
+    counts), ``exact`` (the kernel's affine address expressions), ``carried`` (a rewrite's: its
+    original's exact floor, :mod:`ptxopt.analysis.carried_footprint`), ``extrapolated`` / ``unknown``
+    (no floor: an upper bound on bytes is no lower bound on time)."""
 
     floor_bytes: int | None
     source: str = "unknown"
@@ -216,7 +221,10 @@ class DramFloor:
         return cls(None if fb is None else int(fb), str(get("source", "unknown") or "unknown"))
 
     def to_json(self) -> dict:
-        return {"source": self.source, "floor_bytes": self.floor_bytes}
+        out = {"source": self.source, "floor_bytes": self.floor_bytes}
+        if self.source == "carried":
+            out["note"] = CARRIED
+        return out
 
 
 def default_objective(launch) -> str:
@@ -495,7 +503,8 @@ def _apply_dram_floor(floor: DramFloor | None, bounds: dict, device: Device, not
     if cycles > bounds["DRAM bandwidth"]:
         bounds["DRAM bandwidth"] = cycles
         dram = floor.floor_bytes
-    notes.append(f"DRAM floor: {floor.floor_bytes:,} B ({floor.source}; cold L2) = {cycles:,.0f} cycles")
+    notes.append(f"DRAM floor: {floor.floor_bytes:,} B ({floor.source}; cold L2) = {cycles:,.0f} cycles"
+                 + (f"; {CARRIED}" if floor.source == "carried" else ""))
     return dram
 
 
