@@ -12,8 +12,11 @@ variables -- ``%tid.{x,y,z}`` in ``[0, ntid)``, ``%ctaid.{x,y,z}`` in ``[0, ncta
 substituted, and ``base`` a pointer parameter.  Loop counters come from the induction variables of
 :mod:`ptxopt.analysis.loops`; the iterations a loop runs come from its one exit test (``iv CMP
 bound``, monotone in ``k``) as a linear constraint, so a grid-stride loop whose trip depends on the
-thread is exact.  Each access is also constrained by the branches that guard it (``setp`` of affine
-values: ``if (i < n)``) and by its own guard predicate.
+thread is exact.  An unrolled loop (``f`` copies per trip, one exit test per trip) is counted as the
+loop it repeats (:mod:`ptxopt.analysis.reroll`, only where the copies provably run the original's
+iterations), each copy's access taking the form of the access it repeats.  Each access is also
+constrained by the branches that guard it (``setp`` of affine values: ``if (i < n)``) and by its own
+guard predicate.
 
 Register forms also see through Triton's lane arithmetic (``or`` of disjoint bits, ``and`` with a
 mask that keeps every bit), bit fields of an index (``shr``/``and``/``bfe``/power-of-two ``div``
