@@ -12,8 +12,11 @@ variables -- ``%tid.{x,y,z}`` in ``[0, ntid)``, ``%ctaid.{x,y,z}`` in ``[0, ncta
 substituted, and ``base`` a pointer parameter.  Loop counters come from the induction variables of
 :mod:`ptxopt.analysis.loops`; the iterations a loop runs come from its one exit test (``iv CMP
 bound``, monotone in ``k``) as a linear constraint, so a grid-stride loop whose trip depends on the
-thread is exact.  Each access is also constrained by the branches that guard it (``setp`` of affine
-values: ``if (i < n)``) and by its own guard predicate.
+thread is exact.  An unrolled loop (``f`` copies per trip, one exit test per trip) is counted as the
+loop it repeats (:mod:`ptxopt.analysis.reroll`, only where the copies provably run the original's
+iterations), each copy's access taking the form of the access it repeats.  Each access is also
+constrained by the branches that guard it (``setp`` of affine values: ``if (i < n)``) and by its own
+guard predicate.
 
 Register forms also see through Triton's lane arithmetic (``or`` of disjoint bits, ``and`` with a
 mask that keeps every bit), bit fields of an index (``shr``/``and``/``bfe``/power-of-two ``div``
@@ -54,7 +57,7 @@ recorded bytes (tests/test_global_footprint.py) checks both on the check launche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -63,6 +66,7 @@ from ptxopt.analysis.affine_count import (SECTOR, Access, Form, Inexact, NotAffi
 from ptxopt.analysis.cfg import dominates
 from ptxopt.analysis.defuse import reaching_definitions
 from ptxopt.analysis.loops import loops_of
+from ptxopt.analysis.reroll import rerolled
 from ptxopt.ptx.ir import Addr, Imm, Reg, Sym
 
 SOURCES = ("counts", "exact", "extrapolated", "unknown")
@@ -1270,6 +1274,9 @@ def launch_footprint(fn, grid, block, scalars: dict | None = None) -> LaunchFoot
     """The footprint of ``fn`` (an entry :class:`~ptxopt.ptx.ir.Function`) launched on ``grid`` x
     ``block`` with ``scalars`` (parameter name -> value; integer ones matter)."""
     launch = {"grid": list(_dim3(grid)), "block": list(_dim3(block))}
+    rolled = rerolled(fn)  # an unrolled loop counted as the loop it repeats (its accesses are that loop's)
+    if rolled is not None:
+        fn = rolled.fn
     try:
         k = _kernel_at(fn, grid, block, scalars)
         accs = k.case_accesses()
@@ -1449,10 +1456,18 @@ def access_forms(fn, grid, block, scalars: dict | None = None) -> list:
     None where it is not affine, ``why`` says so); [] where the analysis fails.  For analyses of one
     warp's lanes (:mod:`ptxopt.sim.coalescing`: the per-lane strides that decide the sectors a warp's
     access touches)."""
+    rolled = rerolled(fn)
     try:
-        return _kernel_at(fn, grid, block, scalars).accesses()
+        accs = _kernel_at(rolled.fn if rolled is not None else fn, grid, block, scalars).accesses()
     except (NotAffine, Inexact, RecursionError):
         return []
+    if rolled is None:
+        return accs
+    # each copy of an unrolled body reads the addresses of the rolled body's access it repeats
+    by_iid: dict[int, list] = {}
+    for a in accs:
+        by_iid.setdefault(a.iid, []).append(a)
+    return [replace(a, iid=i) for i, r in enumerate(rolled.iid_map) if r is not None for a in by_iid.get(r, ())]
 
 
 def digit_value(name: str, values: dict) -> int:

@@ -62,16 +62,12 @@ from typing import ClassVar
 
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.analysis.loops import _INT_TYPES, find_loops
+from ptxopt.analysis.loops import find_loops
+from ptxopt.analysis.unroll_guard import NEGATED as _NEG, guard_lines  # noqa: F401 (_NEG: loop_version)
 from ptxopt.ptx.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
 
-#: the continuation test negated (a ``@!p`` branch, or a taken edge that leaves)
-_NEG = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo",
-        "eq": "ne", "ne": "eq"}
-_ASCENDING = frozenset({"lt", "le", "lo", "ls"})
-_DESCENDING = frozenset({"gt", "ge", "hi", "hs"})
 
 
 def _nounroll(stmt) -> bool:
@@ -85,10 +81,6 @@ def _parse_snippet(lines: list[str]) -> list:
 
     text = ".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry _u()\n{\n" + "\n".join(lines) + "\n}\n"
     return list(parse(text, "<unroll>").entries[0].body.items)
-
-
-def _add(ty: str, dst: str, src: str, c: int) -> str:
-    return f"add.{ty} {dst}, {src}, {c};" if c >= 0 else f"sub.{ty} {dst}, {src}, {-c};"
 
 
 @dataclass(frozen=True)
@@ -194,46 +186,14 @@ class Unroll(FunctionPass):
 
 def exit_check(cfg: CFG, lp, f: int, pfx: str) -> tuple[list[str], list[str], str]:
     """The check at the top of a trip that the exit tests of the next ``f - 1``
-    iterations all stay in the loop (module doc, guarded form): its PTX lines,
+    iterations all stay in the loop (module doc, guarded form;
+    :func:`ptxopt.analysis.unroll_guard.guard_lines`): its PTX lines,
     their declarations (registers named ``pfx`` + ``0``/``1``/``p0``/``p1``) and
     the predicate that holds the answer. Refuses (:class:`Refused`) a test it
     cannot check."""
-    t = lp.test
-    check(t is not None, "the exit test is not an induction variable against an invariant")
-    step = t.iv.step.const
-    check(step is not None and step != 0, f"the step is not a nonzero constant ({t.iv.step.describe()})")
-    check(t.base_steps == 0, "the exit test's value holds a register step")
-    bits, signed = _INT_TYPES[t.ty]
-    upd = cfg.instructions[t.iv.update]
-    check(upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits,
-          "the induction variable's update has another width than its exit test")
-    if lp.barriers or lp.collectives:
-        check(t.iv.init.uniform and t.bound.uniform,
-              "a barrier or warp collective in a loop whose start or bound is not block-uniform")
-    cmp = t.cmp if t.stay_when else _NEG[t.cmp]
-    span = (f - 1) * abs(step)
-    check(span < 1 << (bits - 1), f"{f - 1} steps of {step} overflow the {t.ty} exit test")
-    check(cmp != "eq", "the loop goes on while its test is == (only ordered or != tests are unrolled)")
-    check(cmp == "ne" or (cmp in _ASCENDING) == (step > 0),
-          f"the exit test {cmp} does not match the step's direction ({step})")
-    aty = ("s" if signed else "u") + str(bits)
-    uty = "u" + str(bits)
-    # the k-th test compares iv_top(k) + t.base (the loop facts, from def-use); the check at the top
-    # of a trip reads iv_top(k) and looks at tests k .. k+f-2: from t0 = iv + base - step, one step at a time
-    base = t.base - step
-    t0, t1, q, q2 = f"{pfx}0", f"{pfx}1", f"{pfx}p0", f"{pfx}p1"
-    decls = [f".reg .b{bits} {pfx}<2>;", f".reg .pred {pfx}p<2>;"]
-    s = cfg.instructions[t.setp]
-    bound = _operand_text(s.operands[t.bound_index])
-    lines = [_add(aty, t0, t.iv.reg, base)]
-    if cmp == "ne":
-        a, b = (bound, t0) if step > 0 else (t0, bound)
-        lines += [f"sub.{uty} {t1}, {a}, {b};", f"setp.gt.{uty} {q}, {t1}, {span};"]
-    else:
-        lines += [_add(aty, t1, t0, (f - 1) * step), f"setp.{cmp}.{t.ty} {q}, {t1}, {bound};",
-                  f"setp.{'ge' if step > 0 else 'le'}.{aty} {q2}, {t1}, {t0};",
-                  f"and.pred {q}, {q}, {q2};"]
-    return lines, decls, q
+    got = guard_lines(cfg, lp, f, pfx)
+    check(type(got) is not str, got)
+    return got
 
 
 def _fresh(labels: set[str], want: str) -> str:
@@ -242,12 +202,6 @@ def _fresh(labels: set[str], want: str) -> str:
         k += 1
         name = f"{want}{k}"
     return name
-
-
-def _operand_text(op) -> str:
-    from ptxopt.ptx.emit import _op
-
-    return _op(op)
 
 
 def _declared(block) -> set[str]:
