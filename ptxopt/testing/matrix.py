@@ -108,6 +108,18 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
             cell.outcome, cell.detail = "changed", "hints-only"
             return cell
         res = verify(m, out, spec.entry, trials=equivalence_trials, spec=spec)
+        if res.status == "inconclusive" and getattr(p, "structural", False):
+            # a loop rewrite the interpreter cannot settle (swp_ld's predicated-off early loads are masked
+            # reads the original lacks): the proof decides, as `run` requires for structural passes
+            from ptxopt.equivalence.prove import prove
+
+            proof = prove(m, out, entry=spec.entry)
+            if str(getattr(proof.verdict, "value", proof.verdict)) == "proved":
+                cell.outcome, cell.detail = "changed", f"proved ({res.error or 'interpreter inconclusive'})"
+                return cell
+            cell.outcome = "unverified"
+            cell.detail = f"{res.error or 'inconclusive'}; proof {proof.verdict}: {proof.reason}"
+            return cell
         if res.status == "inconclusive":
             # nothing differed, but the launch contract never ran some of what changed, or the candidate
             # assumes what no launch here can show (verify caps it: "assumes noalias"): not shown either way
