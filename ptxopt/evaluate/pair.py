@@ -75,6 +75,27 @@ class PairEstimate:
                 "note": self.note or None}
 
 
+def _assumed_blocks(base: Candidate, perf, arch: str, compiled, check) -> int | None:
+    """The grid blocks the evaluator assumes for a throughput estimate whose
+    performance launch has no grid (:func:`ptxopt.evaluate.frontend.assumed_blocks`):
+    the ORIGINAL's occupancy (``compiled``: ptxas's result for it) for
+    :data:`~ptxopt.sim.throughput.ASSUMED_WAVES` full waves. None: ``perf``
+    has a grid, or nothing can be assumed. Passed as the job's ``blocks``, never
+    written into the grid: an assumed grid is no grid to the sim backend (no
+    arithmetic floors, no footprint at that launch), as in tuning."""
+    from ptxopt.sim.device import device_for
+    from ptxopt.sim.throughput import KernelFacts, assumed_blocks
+
+    if perf is not None and perf.grid is not None:
+        return None
+    k = compiled.kernels.get(base.entry) if compiled is not None else None
+    if k is None or not k.registers:
+        return None
+    block, shared = (perf.block, perf.shared_bytes) if perf is not None else (check.block, check.shared_bytes)
+    facts = KernelFacts(0.0, 0, registers=k.registers, shared_bytes=k.shared_bytes or 0)
+    return assumed_blocks(facts, (None, block, shared), device_for(arch))
+
+
 def _fixed_grid(base: Candidate, perf, arch: str | None, compiled=None):
     """``perf`` (or the check launch's block) with the grid the original's
     occupancy gives for the assumed waves; ``perf`` itself when it has a grid
@@ -181,19 +202,19 @@ def estimate_compiled(original: str, candidate: str, before, after, *, entry: st
     try:
         if fn is None:
             raise ValueError("no entry to estimate")
-        if obj == "throughput":
-            perf = _fixed_grid(base, perf, arch, compiled=before)
         # a given check launch is used as the evaluator uses it (its geometry, not a corpus entry the text
         # matches): tuning and applying then count the same loop trips
         spec = _spec_of(module, fn.name) if launch is None else None
         check = launch or (from_spec(spec) if spec is not None else infer_launch(fn, module))
+        # under throughput without a grid: the grid blocks the evaluator assumes (the original's occupancy),
+        # as the job's blocks -- the performance launch keeps no grid, as in tuning (evaluate/batch.py _job)
+        blocks = _assumed_blocks(base, perf, arch, before, check) if obj == "throughput" else None
     except Exception as e:  # no entry, a launch that cannot be had: nothing to compare
         return PairEstimate(obj, None, None, None, note=f"the original cannot be estimated: {e}")
     given = check.interp_kwargs()
-    # blocks=None: under throughput the grid is fixed above (the original's occupancy), as estimate_pair does
     spec = spec if spec is not None else given.get("spec")
     jobs = [MeasureJob(text, arch, spec, fn.name, compiled, mod, given.get("geometry"), True, objective=obj,
-                       performance=perf, blocks=None, check_block=check.block, original=orig)
+                       performance=perf, blocks=blocks, check_block=check.block, original=orig)
             for text, compiled, mod, orig in ((original, before, module, None),
                                               (candidate, after, cand_module, original))]
     out = measure_many(get_backend("sim"), jobs)
