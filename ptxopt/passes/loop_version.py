@@ -58,10 +58,10 @@ from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.loops import find_loops
 from ptxopt.analysis.uniform import nonuniform_registers
 from ptxopt.ptx.emit import format_instruction
-from ptxopt.ptx.ir import Addr, Decl, Imm, Instruction, Label, Neg, Pair, Reg, Vec
+from ptxopt.ptx.ir import Addr, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
-from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, exit_check
+from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, counted_single_block_loop, exit_check
 from ptxopt.passes.vectorize import candidate, declared_bits
 
 #: opcodes copied into the runtime test when an address depends on them (pure integer arithmetic)
@@ -136,22 +136,8 @@ class LoopVersion(FunctionPass):
     def _plan(self, fn, cfg, lp, n, labels, types, nonuniform):
         hdr = cfg.blocks[lp.header]
         w = self.width
-        check(lp.trip.kind in ("constant", "parametric"), f"the trip count is not counted ({lp.trip.describe()})")
-        check(lp.blocks == frozenset({lp.header}),
-              f"the loop has {len(lp.blocks)} blocks (only single-block loops are versioned)")
-        check(hdr.label is not None and len(hdr.labels) == 1, "the loop's block has no single label")
-        paths = [cfg.sites[i] for i in hdr.iids]
-        check(all(len(p) == 1 for p in paths), "the loop holds a nested { } scope")
-        items = fn.body.items
-        label_at = next((k for k, s in enumerate(items) if type(s) is Label and s.name == hdr.label), None)
-        check(label_at is not None, "the loop's label is not a top-level statement")
-        branch_at = paths[-1][0]
-        br = items[branch_at]
-        check(br is hdr.instructions[-1] and br.opcode == "bra" and br.guard is not None,
-              "the loop does not end in its conditional branch")
+        items, label_at, branch_at, br = counted_single_block_loop(fn, cfg, lp, "versioned")
         stmts = items[label_at + 1:branch_at]
-        check(not any(_nounroll(s) for s in stmts), '.pragma "nounroll" on the loop')
-        check(not any(type(s) is Decl for s in stmts), "a declaration in the loop's block (copies would redeclare it)")
         check(lp.test is None or not lp.test.reads_previous,
               "the exit test reads the previous iteration's value (not provable yet)")
         body = [s for s in stmts if type(s) is Instruction]

@@ -70,6 +70,31 @@ from ptxopt.passes.families import UNROLL
 
 
 
+def counted_single_block_loop(fn, cfg: CFG, lp, verb: str):
+    """The checks every loop-copying pass makes of loop ``lp`` (a counted trip, one block with one label at
+    the top level, ending in its conditional branch, no ``nounroll`` pragma, no declaration to copy);
+    ``verb`` names the rewrite in the refusal. Returns ``(items, label_at, branch_at, branch)``: the
+    function's top-level statements and the indices of the loop's label and branch."""
+    hdr = cfg.blocks[lp.header]
+    check(lp.trip.kind in ("constant", "parametric"), f"the trip count is not counted ({lp.trip.describe()})")
+    check(lp.blocks == frozenset({lp.header}),
+          f"the loop has {len(lp.blocks)} blocks (only single-block loops are {verb})")
+    check(hdr.label is not None and len(hdr.labels) == 1, "the loop's block has no single label")
+    paths = [cfg.sites[i] for i in hdr.iids]
+    check(all(len(p) == 1 for p in paths), "the loop holds a nested { } scope")
+    items = fn.body.items
+    label_at = next((k for k, s in enumerate(items) if type(s) is Label and s.name == hdr.label), None)
+    check(label_at is not None, "the loop's label is not a top-level statement")
+    branch_at = paths[-1][0]
+    br = items[branch_at]
+    check(br is hdr.instructions[-1] and br.opcode == "bra" and br.guard is not None,
+          "the loop does not end in its conditional branch")
+    stmts = items[label_at + 1:branch_at]
+    check(not any(_nounroll(s) for s in stmts), '.pragma "nounroll" on the loop')
+    check(not any(type(s) is Decl for s in stmts), "a declaration in the loop's block (copies would redeclare it)")
+    return items, label_at, branch_at, br
+
+
 def _nounroll(stmt) -> bool:
     return type(stmt) is Decl and stmt.attrs[:1] == (".pragma",) \
         and any(it.name.strip('"') == "nounroll" for it in stmt.items)
@@ -129,22 +154,7 @@ class Unroll(FunctionPass):
     def _plan(self, fn, cfg: CFG, lp, n: int, labels: set[str]):
         hdr = cfg.blocks[lp.header]
         trip = lp.trip
-        check(trip.kind in ("constant", "parametric"), f"the trip count is not counted ({trip.describe()})")
-        check(lp.blocks == frozenset({lp.header}),
-              f"the loop has {len(lp.blocks)} blocks (only single-block loops are unrolled)")
-        check(hdr.label is not None and len(hdr.labels) == 1, "the loop's block has no single label")
-        paths = [cfg.sites[i] for i in hdr.iids]
-        check(all(len(p) == 1 for p in paths), "the loop holds a nested { } scope")
-        items = fn.body.items
-        label_at = next((k for k, s in enumerate(items) if type(s) is Label and s.name == hdr.label), None)
-        check(label_at is not None, "the loop's label is not a top-level statement")
-        branch_at = paths[-1][0]
-        br = items[branch_at]
-        check(br is hdr.instructions[-1] and br.opcode == "bra" and br.guard is not None,
-              "the loop does not end in its conditional branch")
-        check(not any(_nounroll(s) for s in items[label_at + 1:branch_at]), '.pragma "nounroll" on the loop')
-        check(not any(type(s) is Decl for s in items[label_at + 1:branch_at]),
-              "a declaration in the loop's block (copies would redeclare it)")
+        _, label_at, branch_at, _ = counted_single_block_loop(fn, cfg, lp, "unrolled")
         check(not (lp.barriers or lp.collectives) or lp.uniform,
               "a barrier or warp collective in a loop whose trip count is not uniform across the block")
         # the loop facts relate such a test to the IV through the pre-loop value; the proof of an unrolled
