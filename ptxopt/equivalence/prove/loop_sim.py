@@ -443,13 +443,7 @@ class _Proof:
             return None
         if time.perf_counter() - self.t0 > FUNCTION_BUDGET_S:
             raise _Timeout(f"the proof's budget of {FUNCTION_BUDGET_S:.0f} s ran out before {where}")
-        lines = []
-        for i, (_, lhs, rhs, w) in enumerate(obs):
-            lines.append(f"(declare-fun |ob.{i}| () Bool)")
-            lines.append(f"(assert (= |ob.{i}| (= {lhs} {rhs})))")
-        pc = "".join(f"(= {c} #b1) " for c in conds)
-        goal = f"(and {pc}(not (and {' '.join(f'|ob.{i}|' for i in range(len(obs)))} true)) true)"
-        text = "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
+        text = refute_all(q, conds, [f"(= {lhs} {rhs})" for _, lhs, rhs, _w in obs], "ob")
         self.solver_calls += 1
         ans = solvers.solve(text, QUERY_TIMEOUT_MS)
         if ans.status == "unsat":
@@ -467,6 +461,19 @@ class _Proof:
         if final:
             raise _Refused(why)
         return why
+
+
+def refute_all(q, conds, claims: list[str], tag: str) -> str:
+    """The SMT text asking for a path (``conds``, each a 1-bit term that must be 1) on which not all
+    ``claims`` (Boolean terms) hold, given query ``q``; each claim is named ``|tag.i|``, so a model tells
+    which ones failed. unsat: every claim holds on every such path."""
+    lines = []
+    for i, c in enumerate(claims):
+        lines.append(f"(declare-fun |{tag}.{i}| () Bool)")
+        lines.append(f"(assert (= |{tag}.{i}| {c}))")
+    pc = "".join(f"(= {c} #b1) " for c in conds)
+    goal = f"(and {pc}(not (and {' '.join(f'|{tag}.{i}|' for i in range(len(claims)))} true)) true)"
+    return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
 
 
 def _scc(blocks, h: int, outside: frozenset[int]) -> frozenset[int]:

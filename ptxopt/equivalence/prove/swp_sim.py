@@ -47,8 +47,8 @@ import time
 from dataclasses import replace
 
 from ptxopt.equivalence.prove.details import FunctionDetail
-from ptxopt.equivalence.prove.loop_sim import (MAX_TRIP_BLOCKS, QUERY_TIMEOUT_MS, _names, _Proof, _Refused, _Timeout,
-                                               FUNCTION_BUDGET_S)
+from ptxopt.equivalence.prove.loop_sim import (FUNCTION_BUDGET_S, MAX_TRIP_BLOCKS, QUERY_TIMEOUT_MS, _names, _Proof,
+                                               _Refused, _Timeout, refute_all)
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.check import Side
 from ptxopt.equivalence.prove.smt.encode import Unsupported
@@ -273,13 +273,7 @@ class _SwpProof(_Proof):
                 return dropped
             if time.perf_counter() - self.t0 > FUNCTION_BUDGET_S:
                 raise _Timeout(f"the proof's budget of {FUNCTION_BUDGET_S:.0f} s ran out at {where}")
-            lines = []
-            for i, (_, c) in enumerate(live):
-                lines.append(f"(declare-fun |hb.{i}| () Bool)")
-                lines.append(f"(assert (= |hb.{i}| {c}))")
-            pc = "".join(f"(= {c} #b1) " for c in conds)
-            goal = f"(and {pc}(not (and {' '.join(f'|hb.{i}|' for i in range(len(live)))} true)) true)"
-            text = "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
+            text = refute_all(q, conds, [c for _, c in live], "hb")
             self.solver_calls += 1
             ans = solvers.solve(text, QUERY_TIMEOUT_MS)
             if ans.status == "unsat":
