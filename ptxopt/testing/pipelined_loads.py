@@ -46,6 +46,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from ptxopt.testing.loop_shapes import HEAD, Shape  # one generated kernel: class, seed, what, text
+
 CLASSES = ("stream", "pointer_iv", "two_loads", "store_alias", "store_other", "barrier", "dependent", "guarded",
            "guarded_loaded", "while_loaded")
 #: classes whose every load must stay where it is
@@ -55,15 +57,6 @@ THREADS = 17
 ROW = 24  # words per thread's row (the largest trip count is n + 16 <= ROW)
 INPUTS = (0, 3, 8)  # n
 MAX_STEPS = 400_000
-HEAD = ".version 8.0\n.target sm_89\n.address_size 64\n"
-
-
-@dataclass
-class Shape:
-    cls: str
-    seed: int
-    what: str
-    text: str
 
 
 @dataclass
