@@ -140,3 +140,40 @@ def test_an_evaluation_batch_whose_worker_dies_fails_only_the_culprit(monkeypatc
     out = evaluate_many(cands, cache=None, executor=Dying(0))
     assert [r.status for r in out] == ["ok", "ok", "internal", "ok"]
     assert "died" in out[2].error
+
+
+def test_a_worker_running_other_code_than_the_driver_stops_the_run(monkeypatch):
+    """Each task out of process first compares the worker's source digest with the driver's: a
+    worker started after ptxopt's source changed is refused (fatal), in-process runs are not checked.
+    The driver's snapshot is made stale here, as a merge into the tree during a run makes it."""
+    from ptxopt.executor import CodeMismatch
+    from ptxopt.support import digests
+
+    digests.own_code_digests()  # the driver's snapshot
+    with LocalExecutor(1) as ex:
+        assert [o.value for o in ex.run(task, [("ok", 1), ("ok", 2)])] == [2, 4]
+        monkeypatch.setitem(digests._CODE, "package", "0" * 16)
+        with pytest.raises(CodeMismatch, match="other ptxopt code than the driver"):
+            ex.run(task, [("ok", 1), ("ok", 2)])
+    assert [o.value for o in LocalExecutor(0).run(task, [("ok", 3)])] == [6]
+
+
+@pytest.mark.slow  # a spawned worker imports the evaluator and runs ptxas (~5 s)
+def test_a_worker_evaluation_has_the_drivers_keys_or_is_refused(monkeypatch):
+    """The class behind 'results equal, keys differ' between a local and a worker run: the driver's
+    digests were taken before ptxopt's source changed, a worker starts after and keys its rows by
+    the new digests.  Either the worker's results carry the driver's keys or the run is refused."""
+    from ptxopt.evaluate import evaluate_many
+    from ptxopt.support import digests
+
+    digests.own_code_digests()
+    monkeypatch.setattr(digests, "_CODE", {k: "0" * 16 for k in digests._CODE})  # stale: the tree changed
+    cands = [("corpus:gemm_tile_2x2x2", p) for p in ("", "vec_ld")]
+    here = [(r.key, r.status, r.cycles) for r in evaluate_many(cands, cache=None)]
+    try:
+        with LocalExecutor(1) as ex:
+            there = [(r.key, r.status, r.cycles) for r in evaluate_many(cands, cache=None, executor=ex, workers=1)]
+    except Exception as e:  # noqa: BLE001
+        assert "other ptxopt code than the driver" in str(e), e
+    else:
+        assert there == here

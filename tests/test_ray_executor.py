@@ -43,7 +43,6 @@ def _search(tmp_path, tag, **kw):
     return [(r.kernel, r.pipeline, r.verdict, r.best_cycles, r.evaluations, r.error) for r in res], keys
 
 
-@pytest.mark.xfail(strict=False, reason="known regression of this session's last merges (carried DRAM floor / split-access charging): results equal, keys differ between the two runs; under investigation, see the closing note")
 def test_a_search_through_ray_equals_the_local_one(head, tmp_path):
     here = _search(tmp_path, "local")
     assert all(r[-1] is None for r in here[0]) and here[1][0]
@@ -92,7 +91,6 @@ def test_measurement_actors_hold_their_backend_and_match_local(head):
     assert len({i["pid"] for i in info}) == 2 and all(i["measured"] > 0 for i in info)
 
 
-@pytest.mark.xfail(strict=False, reason="known regression of this session's last merges (carried DRAM floor / split-access charging): results equal, keys differ between the two runs; under investigation, see the closing note")
 def test_evaluations_through_ray_equal_the_local_ones(head, tmp_path):
     """eval --executor ray: batches as tasks; same results and the same cache rows as in process."""
     from ptxopt.evaluate import evaluate_many

@@ -16,7 +16,7 @@ files; :mod:`.gpu_actors` GPU measurement as Ray actors.
 
 from __future__ import annotations
 
-from .base import DIED, Executor, Outcome
+from .base import DIED, CodeMismatch, Executor, Outcome
 from .local import LocalExecutor
 
 #: what ``--executor`` accepts, for help texts and messages
@@ -45,4 +45,4 @@ def make_executor(spec=None, workers: int = 0) -> Executor:
     raise ValueError(f"unknown executor {spec!r}: use one of {SPECS}")
 
 
-__all__ = ["Executor", "Outcome", "LocalExecutor", "make_executor", "DIED", "SPECS"]
+__all__ = ["Executor", "Outcome", "CodeMismatch", "LocalExecutor", "make_executor", "DIED", "SPECS"]

@@ -18,6 +18,13 @@ them:
 * **Fatal exceptions stop everything.** The caller names the exceptions that
   are not one task's problem (an unusable cache, a backend that cannot run):
   they propagate from :meth:`Executor.run` at once.
+* **Workers run the driver's code.** A worker that started after ptxopt's
+  source changed (a merge into the tree a long search runs from, another
+  install on a cluster node) would evaluate with other code and key its rows
+  by other digests than the driver's: equal cycles under other cache keys, or
+  a search mixing two versions. Each task out of process first compares the
+  worker's :func:`~ptxopt.support.digests.package_digest` with the driver's
+  and raises :class:`CodeMismatch` (fatal: the run stops) when they differ.
 * **Interrupts stop the workers now.** Ctrl-C or SIGTERM (a
   ``KeyboardInterrupt`` in the driver, :mod:`ptxopt.cli.termination`) makes
   the executor kill or cancel what runs and re-raise; the driver then writes
@@ -35,6 +42,7 @@ and say which died. :meth:`Executor.run` applies the rules above on top.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
 #: how the worker of a task that died twice is described when the executor says nothing better
@@ -56,6 +64,24 @@ class Outcome:
         return self.error is None and self.died is None
 
 
+class CodeMismatch(RuntimeError):
+    """A worker runs other ptxopt code than its driver (see the module doc)."""
+
+
+def same_code_call(fn: Callable, driver: str, arg):
+    """``fn(arg)`` in a worker whose ptxopt source has the driver's digest ``driver``; else
+    :class:`CodeMismatch`."""
+    from ptxopt.support.digests import package_digest
+
+    mine = package_digest()
+    if mine != driver:
+        raise CodeMismatch(f"a worker runs other ptxopt code than the driver (source digest {mine}, the driver's "
+                           f"{driver}): ptxopt's source changed after the driver started, or the worker has "
+                           f"another install; its results would be keyed by other digests. Run again from a "
+                           f"tree that does not change during the run")
+    return fn(arg)
+
+
 class Executor:
     """Runs ``fn(arg)`` for many arguments; see the module doc for the rules.
 
@@ -75,6 +101,10 @@ class Executor:
         passed to ``on_outcome`` as it is known. ``order``: the order in which to
         start tasks (default: input order)."""
         outcomes: list[Outcome | None] = [None] * len(args)
+        if self.out_of_process:
+            from ptxopt.support.digests import package_digest
+
+            fn, fatal = partial(same_code_call, fn, package_digest()), (*fatal, CodeMismatch)
 
         def record(o: Outcome) -> None:
             outcomes[o.index] = o
@@ -98,6 +128,11 @@ class Executor:
                 for j, _ in self._round(fn, args, [i], fatal, record, fresh_worker=True):
                     record(Outcome(j, died=DIED))
         return outcomes  # type: ignore[return-value]
+
+    @property
+    def out_of_process(self) -> bool:
+        """Do the tasks run in other processes than the driver's?"""
+        return self.workers > 0
 
     def _round(self, fn: Callable, args: Sequence, indices: list[int], fatal: tuple,
                record: Callable[[Outcome], None], *, fresh_worker: bool = False) -> list[tuple[int, bool]]:
@@ -137,4 +172,4 @@ def run_in_process(fn: Callable, args: Sequence, indices: Iterable[int], fatal: 
         record(Outcome(i, value=value))
 
 
-__all__ = ["Executor", "Outcome", "DIED", "task_error", "run_in_process"]
+__all__ = ["Executor", "Outcome", "DIED", "CodeMismatch", "same_code_call", "task_error", "run_in_process"]

@@ -151,6 +151,7 @@ _DEATHS = ("WorkerCrashedError", "NodeDiedError", "OutOfMemoryError", "LocalRayl
 class RayExecutor(Executor):
     kind = "ray"
     same_host = False
+    out_of_process = True  # every task runs in a Ray worker, however many
 
     def __init__(self, address: str | None = None, workers: int = 0, *, runtime_env: dict | None = None,
                  num_cpus: float = 1.0, init_kwargs: dict | None = None):

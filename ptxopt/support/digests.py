@@ -28,14 +28,18 @@ FRONT_SOURCES = ("passes", "analysis", "ptx", "kernels/inputs.py", "support/gc_p
 
 def source_digest(*packages_or_files: str) -> str:
     """sha256 (16 hex digits) of the source files of ptxopt subpackages/modules
-    (paths relative to the ``ptxopt`` package: ``"sim"``, ``"verify.py"``)."""
+    (paths relative to the ``ptxopt`` package: ``"sim"``, ``"verify.py"``; ``"."``: all of it)."""
+    return _digest_of(packages_or_files, Path.read_bytes)
+
+
+def _digest_of(names, read) -> str:
     h = hashlib.sha256()
-    for name in packages_or_files:
+    for name in names:
         p = _ROOT / name
         files = sorted(p.rglob("*.py")) + sorted(p.rglob("*.lark")) if p.is_dir() else [p]
         for f in files:
             h.update(str(f.relative_to(_ROOT)).encode())
-            h.update(f.read_bytes())
+            h.update(read(f))
     return h.hexdigest()[:16]
 
 
@@ -48,9 +52,25 @@ def own_code_digests() -> dict:
     the PTX is fixed). Passes from outside ptxopt decide the printed PTX
     too: a cache key takes :func:`ptxopt.passes.registry.code_digests`,
     which folds their code into ``front``."""
-    if not _CODE:
-        _CODE.update(evaluator=source_digest(*EVALUATOR_SOURCES), front=source_digest(*FRONT_SOURCES))
-    return dict(_CODE)
+    _snapshot()
+    return {k: _CODE[k] for k in ("evaluator", "front")}
+
+
+def _snapshot() -> None:
+    """Take this process's digests once, from one read of each file: the ``evaluator`` and ``front``
+    digests and the whole package's, so that they describe the same tree."""
+    if _CODE:
+        return
+    read: dict = {}
+
+    def once(f: Path) -> bytes:
+        b = read.get(f)
+        if b is None:
+            b = read[f] = f.read_bytes()
+        return b
+
+    _CODE.update(evaluator=_digest_of(EVALUATOR_SOURCES, once), front=_digest_of(FRONT_SOURCES, once),
+                 package=_digest_of((".",), once))
 
 
 def evaluator_digest() -> str:
@@ -59,6 +79,21 @@ def evaluator_digest() -> str:
     for plugins (which costs ``importlib.metadata``, ~25 ms of a one-off
     command's start-up)."""
     return own_code_digests()["evaluator"]
+
+
+def package_digest() -> str:
+    """sha256 (16 hex digits) of every source file of the ``ptxopt`` package, taken once per process
+    (the first call) and remembered.
+
+    Why: a worker computes the keys of what it evaluates from its own digests (the module keys,
+    :mod:`ptxopt.evaluate.keys`); a worker that started after ptxopt's source changed -- a merge into
+    the tree a long search runs from, an edit, another install on a cluster node -- runs other code
+    than its driver, and its rows would carry other keys than the driver's for equal results.  The
+    executor compares this digest of the worker with its driver's before every task
+    (:func:`ptxopt.executor.base.same_code_call`).  Taken with :func:`own_code_digests` (one
+    snapshot), so a driver whose key digests are stale also has a stale package digest."""
+    _snapshot()
+    return _CODE["package"]
 
 
 def code_of(obj) -> str:
@@ -91,4 +126,4 @@ def code_of(obj) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["source_digest", "own_code_digests", "evaluator_digest", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES"]
+__all__ = ["source_digest", "own_code_digests", "evaluator_digest", "package_digest", "code_of", "EVALUATOR_SOURCES", "FRONT_SOURCES"]
