@@ -183,9 +183,13 @@ def test_looking_up_a_name_imports_only_the_module_that_declares_it():
             "def loaded(): return sorted(m for m in LISTING_ORDER if 'ptxopt.passes.' + m in sys.modules)\n"
             "Pipeline.parse('vec_ld'); print(loaded())\n"
             "Pipeline.parse('maxnreg_128'); print(loaded())\n"
+            "from ptxopt.passes.registry import UnknownPass, resolve\n"
+            "try: resolve('no_such_pass')\n"
+            "except UnknownPass: print(loaded())\n"
             "pass_names(); print(loaded() == sorted(LISTING_ORDER))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == ["['vectorize']", "['register_budget', 'vectorize']", "True"]
+    assert out.splitlines() == ["['vectorize']", "['register_budget', 'vectorize']",
+                                "['register_budget', 'vectorize']", "True"]
 
 
 def test_declare_refuses_what_would_make_names_ambiguous():
@@ -207,6 +211,8 @@ def test_declare_refuses_what_would_make_names_ambiguous():
         declare(cls("fake", {"fake_1": {"n": 1}}))
     with pytest.raises(PluginPassError, match="is not in ptxopt.passes: a pass of your own is registered"):
         declare(cls("fake", module=__name__))
+    with pytest.raises(PluginPassError, match="'fake' is not written as a string in its module"):
+        declare(cls("fake", module="ptxopt.passes.vectorize"))
     from ptxopt.passes.registry import pass_kinds
 
     assert "fake" not in pass_kinds()

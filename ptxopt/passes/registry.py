@@ -11,9 +11,9 @@ policy keep the names they always had. A new variant needs no alias: it
 prints as ``kind{params}``.
 
 ptxopt's own passes are the modules under ``ptxopt/passes/``. They are
-imported lazily: looking up a name imports first the modules whose source
-spells it as a string (``vec_ld`` imports only ``vectorize``), then, if none
-declared it, every module; listing the passes imports every module. The
+imported lazily: looking up a name imports only the modules whose source
+spells it as a string (``vec_ld`` imports only ``vectorize``; a plugin's
+name none), listing the passes imports every module. The
 order of ``ptxopt passes`` and :func:`pass_names`: the modules of
 :data:`LISTING_ORDER` in that order, then any other module alphabetically;
 within a module, its classes in the order they are defined. It is *not* the
@@ -124,6 +124,12 @@ def declare(cls: type[Pass]) -> type[Pass]:
     if not cls.__module__.startswith(_PACKAGE + "."):
         raise PluginPassError(f"{cls.__qualname__} is not in {_PACKAGE}: a pass of your own is registered "
                               f"(ptxopt.passes.register or the entry-point group {ENTRY_POINT_GROUP})")
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    text = _source(Path(file)) if file else None
+    unwritten = [n for n in names if text is not None and not _spells(text, n)]
+    if unwritten:  # the registry finds a module by the names it spells
+        raise PluginPassError(f"{cls.__module__}.{cls.__qualname__}: '{unwritten[0]}' is not written as a "
+                              "string in its module (write kinds and aliases as literals)")
     old = _DECLARED.get(cls.kind)
     again = old is not None and (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__)
     if again:  # the same module imported again (importlib.reload): the new class replaces the old
@@ -161,23 +167,34 @@ def _import_all() -> None:
     _SCANNED_FOR = path
 
 
+def _source(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):  # no source to read (a zipped or compiled-only install)
+        return None
+
+
+def _spells(text: str, name: str) -> bool:
+    return f'"{name}"' in text or f"'{name}'" in text
+
+
 def _find(name: str) -> None:
-    """Import the pass modules until one has declared ``name``: first those
-    whose source spells ``"name"`` (only a guess of where to look: what the
-    imported classes declare decides), then all of them."""
+    """Import the pass modules whose source spells ``"name"`` until one has
+    declared it. :func:`declare` refuses a name its module does not spell, so
+    a name no module spells is no built-in one; where a source cannot be
+    read, every module is imported instead."""
     if _known(name) or _SCANNED_FOR == tuple(sys.modules[_PACKAGE].__path__):
         return
-    quoted = (f'"{name}"', f"'{name}'")
+    unread = False
     for mod, path in _modules().items():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:  # no source to read (a zipped install): the full import below finds it
-            continue
-        if any(q in text for q in quoted):
+        text = _source(path)
+        unread |= text is None
+        if text is not None and _spells(text, name):
             import_module(f"{_PACKAGE}.{mod}")
             if _known(name):
                 return
-    _import_all()
+    if unread:
+        _import_all()
 
 
 def _builtin_kinds() -> list[str]:
@@ -211,8 +228,8 @@ def register(cls: type[Pass], *, replace: bool = False) -> type[Pass]:
     different class under a kind already registered needs ``replace=True``."""
     names = _checked(cls)
     kind = cls.kind
-    _import_all()
     for name in names:
+        _find(name)
         if _builtin_name(name):
             raise PluginPassError(f"{cls.__qualname__}: '{name}' is a built-in pass name")
     old = _PLUGINS.get(kind)
