@@ -13,8 +13,8 @@ prints as ``kind{params}``.
 ptxopt's own passes are the modules under ``ptxopt/passes/``. They are
 imported lazily: looking up a name imports only the modules whose source
 spells it as a string (``vec_ld`` imports only ``vectorize``; a plugin's
-name none), listing the passes imports every module. The
-order of ``ptxopt passes`` and :func:`pass_names`: the modules of
+name none), listing the passes imports every module. The order of
+``ptxopt passes`` and :func:`pass_names`: the modules of
 :data:`LISTING_ORDER` in that order, then any other module alphabetically;
 within a module, its classes in the order they are defined. It is *not* the
 learning layer's action order (that is :data:`ptxopt.search.actions.ACTIONS`,
