@@ -50,7 +50,8 @@ def declared_kinds(text: str) -> set[str]:
     out = set()
     for cls in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef)):
         for st in cls.body:
-            target = st.target if isinstance(st, ast.AnnAssign) else st.targets[0] if isinstance(st, ast.Assign) else None
+            targets = [st.target] if isinstance(st, ast.AnnAssign) else st.targets if isinstance(st, ast.Assign) else []
+            target = targets[0] if targets else None
             value = getattr(st, "value", None)
             if isinstance(target, ast.Name) and target.id == "kind" and isinstance(value, ast.Constant):
                 out.add(value.value)
