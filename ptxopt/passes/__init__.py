@@ -1,8 +1,9 @@
 """Transform passes: one module per family, each pass a small frozen dataclass.
 
-See :mod:`ptxopt.passes.base` for the pass API (parameters, options, the
-canonical name), :mod:`ptxopt.passes.registry` for kinds and aliases,
-:mod:`ptxopt.passes.families` for conflicts. The learning layer's action
+See :mod:`ptxopt.passes.base` for the pass API (parameters, options, aliases,
+conflicts, the canonical name), :mod:`ptxopt.passes.registry` for how a pass
+module declares its passes and how names are looked up,
+:mod:`ptxopt.passes.families` for conflict families. The learning layer's action
 list is not here: it is :mod:`ptxopt.search.actions`.
 """
 

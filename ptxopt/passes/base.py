@@ -34,7 +34,6 @@ from typing import ClassVar, Sequence
 from ptxopt.support.gc_pause import gc_paused
 from ptxopt.support.pass_output import captured
 from ptxopt.ptx.ir import Module
-from ptxopt.passes.aliases import alias_of
 
 
 class PassError(Exception):
@@ -102,7 +101,7 @@ class Pass:
     ``op``), one with a default an *option* (``override``, ``assume_align``).
 
     ``kind`` is the registered name (``maxnreg``); :attr:`name` is this
-    instance's: its alias when the registry has one for these parameters
+    instance's: its alias when the class declares one for these parameters
     (``maxnreg_128``), else ``kind{params}`` (``maxnreg{n=96}``). Reports,
     conflicts and RL actions use ``name``; ``str(p)`` adds the options.
     ``choices`` declares the legal values of a parameter or option (a tuple,
@@ -132,9 +131,19 @@ class Pass:
     #: Kinds this pass cannot share a pipeline with, each with why (declared
     #: by either side: :func:`ptxopt.passes.families.conflict` asks both).
     conflicts: ClassVar[dict[str, str]] = {}
+    #: Names of one variant each, ``{"maxnreg_128": {"n": 128}}``: a pass with
+    #: these parameters prints as its alias, and a pipeline accepts the alias
+    #: wherever a name goes (the names from before passes took parameters).
+    #: They name this class's ``kind``: a subclass with another kind does not
+    #: inherit them.
+    aliases: ClassVar[dict[str, dict]] = {}
+    _alias_by_params: ClassVar[dict[tuple, str]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "aliases" not in vars(cls) and cls.kind != super(cls, cls).kind:
+            cls.aliases = {}  # the parent's aliases name the parent's kind
+        cls._alias_by_params = {tuple(sorted(p.items())): a for a, p in cls.aliases.items()}
         overrides = cls.with_launch is not Pass.with_launch
         if overrides != cls.uses_launch:
             raise TypeError(f"pass class {cls.__name__}: uses_launch={cls.uses_launch} but it "
@@ -192,18 +201,23 @@ class Pass:
                 if not (f.default is MISSING and f.default_factory is MISSING)
                 and getattr(self, f.name) != (f.default if f.default is not MISSING else f.default_factory())}
 
+    @classmethod
+    def alias_of(cls, params: dict) -> str | None:
+        """The alias naming this kind with exactly ``params``, or None."""
+        return cls._alias_by_params.get(tuple(sorted(params.items()))) if params else None
+
     @property
     def name(self) -> str:
         """The alias of ``kind`` with these parameters, else ``kind{params}``."""
         params = self.parameters()
-        return alias_of(self.kind, params) or self.kind + _braced(params)
+        return self.alias_of(params) or self.kind + _braced(params)
 
     def __str__(self) -> str:
         """Canonical: the alias and non-default options (``maxnreg_128{override=True}``),
         else ``kind`` with parameters and options together (``maxnreg{n=96,override=True}``),
         keys sorted."""
         params, opts = self.parameters(), self.options()
-        alias = alias_of(self.kind, params)
+        alias = self.alias_of(params)
         if alias:
             return alias + _braced(opts)
         return self.kind + _braced({**params, **opts})

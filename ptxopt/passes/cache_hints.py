@@ -30,6 +30,7 @@ from ptxopt.ptx import opcodes
 from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import LOAD_CACHE, STORE_CACHE
+from ptxopt.passes.registry import declare
 from ptxopt.support.bounded_memo import register
 
 
@@ -98,12 +99,15 @@ class _CacheHint(FunctionPass):
                 report.change(fn.name, ins.line, f"{ins.full_opcode} -> {new.full_opcode}")
 
 
+@declare
 @dataclass(frozen=True)
 class CacheLd(_CacheHint):
     """``cache_ld{op=OP}``: every operator the ISA allows on ``ld`` (aliases
     ``cache_ca``, ``cache_cg``, ``cache_cs``, ``cache_cv``)."""
 
     kind: ClassVar[str] = "cache_ld"
+    aliases: ClassVar[dict[str, dict]] = {"cache_ca": {"op": "ca"}, "cache_cg": {"op": "cg"},
+                                           "cache_cs": {"op": "cs"}, "cache_cv": {"op": "cv"}}
     family: ClassVar[str] = LOAD_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"ld"})
     choices: ClassVar[dict] = {"op": opcodes.LOAD_CACHE_OPS}
@@ -116,12 +120,15 @@ class CacheLd(_CacheHint):
     }
 
 
+@declare
 @dataclass(frozen=True)
 class CacheSt(_CacheHint):
     """``cache_st{op=OP}``: every operator the ISA allows on ``st`` (aliases
     ``st_cache_wb``, ``st_cache_wt``, ``st_cache_cs``)."""
 
     kind: ClassVar[str] = "cache_st"
+    aliases: ClassVar[dict[str, dict]] = {"st_cache_wb": {"op": "wb"}, "st_cache_wt": {"op": "wt"},
+                                           "st_cache_cs": {"op": "cs"}}
     family: ClassVar[str] = STORE_CACHE
     opcodes_: ClassVar[frozenset[str]] = frozenset({"st"})
     choices: ClassVar[dict] = {"op": opcodes.STORE_CACHE_OPS}

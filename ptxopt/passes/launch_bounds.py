@@ -71,6 +71,7 @@ from ptxopt.ptx.ir import Block, Decl, Function, Imm, Module, PerfDirective
 from ptxopt.ptx.opcodes import ENTRY_TUNING_DIRECTIVES, TYPE_BITS
 from ptxopt.passes.base import ChangeReport, Pass, PassError
 from ptxopt.passes.families import REGISTER_BUDGET
+from ptxopt.passes.registry import declare
 from ptxopt.passes.register_budget import instruction_registers
 from ptxopt.sim.occupancy import LIMITS, SmLimits, limits_for, occupancy
 
@@ -155,6 +156,7 @@ def _size(d: Decl, item) -> int:
     return n
 
 
+@declare
 @dataclass(frozen=True)
 class LaunchBounds(Pass):
     """``minblocks``: the blocks per SM to make room for. ``block``: the
@@ -164,6 +166,7 @@ class LaunchBounds(Pass):
     ``.minnctapersm`` the source set."""
 
     kind: ClassVar[str] = "launch_bounds"
+    aliases: ClassVar[dict[str, dict]] = {"launch_bounds_2": {"minblocks": 2}}
     family: ClassVar[str] = REGISTER_BUDGET
     choices: ClassVar[dict] = {"minblocks": MINBLOCKS}
     uses_launch: ClassVar[bool] = True

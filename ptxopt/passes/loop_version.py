@@ -61,6 +61,7 @@ from ptxopt.ptx.emit import format_instruction
 from ptxopt.ptx.ir import Addr, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
+from ptxopt.passes.registry import declare
 from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, counted_single_block_loop, exit_check
 from ptxopt.passes.vectorize import candidate, declared_bits
 
@@ -87,11 +88,14 @@ class _Site:
         return self.ins.operands[1] if self.store else self.ins.operands[0]
 
 
+@declare
 @dataclass(frozen=True)
 class LoopVersion(FunctionPass):
     """``loop_version{check=align,width=W}``: see the module doc."""
 
     kind: ClassVar[str] = "loop_version"
+    aliases: ClassVar[dict[str, dict]] = {"loop_version_2": {"check": "align", "width": 2},
+                                           "loop_version_4": {"check": "align", "width": 4}}
     family: ClassVar[str] = UNROLL  # the loop-restructuring family: at most one of unroll and loop_version
     choices: ClassVar[dict] = {"check": ("align",), "width": (2, 4)}
     structural: ClassVar[bool] = True  # it rewrites loops: proved before ``run`` writes it

@@ -64,6 +64,7 @@ from ptxopt.analysis.loops import find_loops
 from ptxopt.ptx.ir import Addr, Decl, Instruction, Label, Module, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
+from ptxopt.passes.registry import declare
 from ptxopt.passes.unroll import _declared, _parse_snippet
 
 #: pure integer and predicate opcodes an address or exit-test slice may use
@@ -234,11 +235,13 @@ class _Loop:
         return m
 
 
+@declare
 @dataclass(frozen=True)
 class SwpLd(FunctionPass):
     """``swp_ld{distance=D}``: see the module doc."""
 
     kind: ClassVar[str] = "swp_ld"
+    aliases: ClassVar[dict[str, dict]] = {"swp_ld_1": {"distance": 1}, "swp_ld_2": {"distance": 2}}
     family: ClassVar[str] = UNROLL  # one loop rewrite per pipeline (its proof covers one)
     choices: ClassVar[dict] = {"distance": (1, 2)}
     structural: ClassVar[bool] = True  # it rewrites loops: proved (:mod:`.swp_sim`) before ``run`` writes it

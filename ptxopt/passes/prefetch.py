@@ -53,6 +53,7 @@ from ptxopt.analysis.defuse import defined_on_every_path
 from ptxopt.ptx.ir import Block, Comment, Function, Instruction, Label, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import PREFETCH
+from ptxopt.passes.registry import declare
 
 LINE = 128
 _NOT_GLOBAL = ("param", "shared", "local", "const")
@@ -127,11 +128,13 @@ def _place(items: list, at: int, names: set[str]) -> int:
 _COVERED_BY = {"L1": ("L1",), "L2": ("L1", "L2")}
 
 
+@declare
 @dataclass(frozen=True)
 class Prefetch(FunctionPass):
     """``prefetch{level=L1|L2}`` (aliases ``prefetch_L1``, ``prefetch_L2``)."""
 
     kind: ClassVar[str] = "prefetch"
+    aliases: ClassVar[dict[str, dict]] = {"prefetch_L1": {"level": "L1"}, "prefetch_L2": {"level": "L2"}}
     family: ClassVar[str] = PREFETCH
     choices: ClassVar[dict] = {"level": tuple(_COVERED_BY)}
     level: str

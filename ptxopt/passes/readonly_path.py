@@ -34,6 +34,7 @@ from ptxopt.analysis.readonly import ReadOnly
 from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import READ_ONLY_PATH
+from ptxopt.passes.registry import declare
 from ptxopt.support.bounded_memo import register
 
 
@@ -76,6 +77,7 @@ def is_nc_candidate(ins: Instruction) -> bool:
         and opcodes.space_of(ins) in ("global", "generic")
 
 
+@declare
 @dataclass(frozen=True)
 class NcLd(FunctionPass):
     """``nc_ld``: see the module doc."""

@@ -41,6 +41,7 @@ from ptxopt.ptx.ir import Function, Module, PerfDirective
 from ptxopt.ptx.operand_facts import facts
 from ptxopt.passes.base import ChangeReport, Pass
 from ptxopt.passes.families import REGISTER_BUDGET
+from ptxopt.passes.registry import declare
 
 REGISTER_FILE = 65536  # 32-bit registers per SM, sm_50 through sm_90
 
@@ -133,6 +134,7 @@ def budget_refusal(fn: Function, budget: int, module: Module | None = None) -> s
 BUDGETS = range(24, 256)
 
 
+@declare
 @dataclass(frozen=True)
 class MaxNReg(Pass):
     """``n``: the budget. ``override``: replace a ``.maxnreg`` the source
@@ -140,6 +142,8 @@ class MaxNReg(Pass):
     respected)."""
 
     kind: ClassVar[str] = "maxnreg"
+    aliases: ClassVar[dict[str, dict]] = {"maxnreg_32": {"n": 32}, "maxnreg_64": {"n": 64}, "maxnreg_128": {"n": 128},
+                                           "maxnreg_255": {"n": 255}}
     family: ClassVar[str] = REGISTER_BUDGET
     choices: ClassVar[dict] = {"n": BUDGETS}
     n: int

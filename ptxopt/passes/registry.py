@@ -1,19 +1,24 @@
-"""Every pass by name: the registered kinds, and the aliases that name one
-variant of a parametric kind.
+"""Every pass by name. Each pass declares itself in its own module -- its
+``kind``, ``family``, ``conflicts``, ``aliases`` and parameters are attributes
+and fields of its class -- and registers there with the class decorator
+:func:`declare`; this module only looks up what the modules declared.
 
-A kind maps to a lazy factory (importing a pass family only when one of its
-passes is asked for). A parametric kind (``maxnreg``, ``cache_ld``,
-``cache_st``, ``reorder``, ``prefetch``) is written with its parameters,
-``maxnreg{n=96}``; the names that existed before passes took parameters
-(``maxnreg_128``, ``cache_cg`` ...) are aliases of one variant each, and a
-pass with an alias prints as its alias (:meth:`Pass.__str__`), so pipeline
-strings, cache keys, reports and the committed trajectories and policy keep
-the names they always had. A new variant needs no alias: it prints as
-``kind{params}``.
+A parametric kind (``maxnreg``, ``cache_ld``, ``reorder`` ...) is written
+with its parameters, ``maxnreg{n=96}``; an alias (``maxnreg_128``) names one
+variant and a pass with an alias prints as its alias (:meth:`Pass.__str__`),
+so pipeline strings, cache keys, reports and the committed trajectories and
+policy keep the names they always had. A new variant needs no alias: it
+prints as ``kind{params}``.
 
-The order here is the order of ``ptxopt passes`` and of :func:`pass_names`;
-it is *not* the learning layer's action order (that is
-:data:`ptxopt.search.actions.ACTIONS`, which lists its own strings).
+ptxopt's own passes are the modules under ``ptxopt/passes/``. They are
+imported lazily: looking up a name imports only the modules whose source
+spells it as a string (``vec_ld`` imports only ``vectorize``; a plugin's
+name none), listing the passes imports every module. The order of
+``ptxopt passes`` and :func:`pass_names`: the modules of
+:data:`LISTING_ORDER` in that order, then any other module alphabetically;
+within a module, its classes in the order they are defined. It is *not* the
+learning layer's action order (that is :data:`ptxopt.search.actions.ACTIONS`,
+which lists its own strings, append-only).
 
 Passes from outside ptxopt (a user's own): the entry points of the group
 ``ptxopt.passes`` (``name = "package.module:PassClass"``, the name being the
@@ -30,36 +35,43 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import pkgutil
 import re
+import sys
 from functools import partial
 from importlib import import_module
+from pathlib import Path
 from typing import Callable
 
 from ptxopt.support import digests
 from ptxopt.support.pass_output import captured
-from ptxopt.passes.aliases import _ALIASES, alias_of  # noqa: F401  (registry.alias_of)
 from ptxopt.passes.base import Pass
 
 #: the entry-point group of passes from outside ptxopt
 ENTRY_POINT_GROUP = "ptxopt.passes"
+_PACKAGE = __name__.rpartition(".")[0]  # ptxopt.passes
 
-# kind -> (module under ptxopt.passes, class name)
-_PASSES: dict[str, tuple[str, str]] = {
-    "vec_ld": ("vectorize", "VecLd"),
-    "vec_st": ("vectorize", "VecSt"),
-    "split_ld": ("vectorize", "SplitLd"),
-    "cache_ld": ("cache_hints", "CacheLd"),
-    "cache_st": ("cache_hints", "CacheSt"),
-    "maxnreg": ("register_budget", "MaxNReg"),
-    "reorder": ("reorder", "Reorder"),
-    "prefetch": ("prefetch", "Prefetch"),
-    "launch_bounds": ("launch_bounds", "LaunchBounds"),  # the names before it keep their places
-    "nc_ld": ("readonly_path", "NcLd"),
-    "unroll": ("unroll", "Unroll"),
-    "loop_version": ("loop_version", "LoopVersion"),
-    "swp_ld": ("pipeline_loads", "SwpLd"),
-}
+#: The modules whose passes ``ptxopt passes`` lists first, in this order (one
+#: line per module; a module not named here is listed after them).
+LISTING_ORDER: tuple[str, ...] = (
+    "vectorize",
+    "cache_hints",
+    "register_budget",
+    "reorder",
+    "prefetch",
+    "launch_bounds",
+    "readonly_path",
+    "unroll",
+    "loop_version",
+    "pipeline_loads",
+)
 
+#: ptxopt's own passes, as their modules declared them: kind -> class
+_DECLARED: dict[str, type[Pass]] = {}
+#: every alias, of a declared or a plugin pass: alias -> (kind, parameters)
+_ALIASES: dict[str, tuple[str, dict]] = {}
+#: the package path the last full import of the pass modules covered (None: not done)
+_SCANNED_FOR: tuple[str, ...] | None = None
 
 #: plugin passes loaded or registered: kind -> class
 _PLUGINS: dict[str, type[Pass]] = {}
@@ -71,8 +83,127 @@ _KIND_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class PluginPassError(Exception):
-    """A plugin pass that cannot be registered or imported."""
+    """A pass that cannot be declared, registered or imported."""
 
+
+# -- declaring ---------------------------------------------------------------------------------------
+
+def _checked(cls: type[Pass]) -> list[str]:
+    """The names ``cls`` claims (its kind, then its aliases); raises :class:`PluginPassError`
+    for a class that is not a pass or names that are not identifiers."""
+    if not (isinstance(cls, type) and issubclass(cls, Pass) and dataclasses.is_dataclass(cls)):
+        raise PluginPassError(f"{cls!r} is not a dataclass subclass of ptxopt.passes.Pass")
+    kind = cls.kind
+    if not isinstance(kind, str) or not _KIND_RE.match(kind):
+        raise PluginPassError(f"{cls.__qualname__}.kind = {kind!r}: a pass needs a kind that is an identifier")
+    params = set(cls.parameter_names())
+    for alias, fixed in cls.aliases.items():
+        if not isinstance(alias, str) or not _KIND_RE.match(alias):
+            raise PluginPassError(f"{cls.__qualname__}: alias {alias!r} is not an identifier")
+        if set(fixed) != params:
+            raise PluginPassError(f"{cls.__qualname__}: alias '{alias}' sets {sorted(fixed)}, "
+                                  f"the parameters are {sorted(params)}")
+        try:
+            cls(**fixed)
+        except (TypeError, ValueError) as e:
+            raise PluginPassError(f"{cls.__qualname__}: alias '{alias}': {e}") from None
+    return [kind, *cls.aliases]
+
+
+def _forget(kind: str) -> None:
+    for alias in [a for a, (k, _) in _ALIASES.items() if k == kind]:
+        del _ALIASES[alias]
+
+
+def declare(cls: type[Pass]) -> type[Pass]:
+    """Class decorator (above ``@dataclass``): ``cls`` is one of ptxopt's own
+    passes, from a module under ``ptxopt/passes/``, known by its ``kind`` and
+    its ``aliases``. A name two classes claim is an error (a user's pass is
+    :func:`register`-ed instead)."""
+    names = _checked(cls)
+    if not cls.__module__.startswith(_PACKAGE + "."):
+        raise PluginPassError(f"{cls.__qualname__} is not in {_PACKAGE}: a pass of your own is registered "
+                              f"(ptxopt.passes.register or the entry-point group {ENTRY_POINT_GROUP})")
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    text = _source(Path(file)) if file else None
+    unwritten = [n for n in names if text is not None and not _spells(text, n)]
+    if unwritten:  # the registry finds a module by the names it spells
+        raise PluginPassError(f"{cls.__module__}.{cls.__qualname__}: '{unwritten[0]}' is not written as a "
+                              "string in its module (write kinds and aliases as literals)")
+    old = _DECLARED.get(cls.kind)
+    again = old is not None and (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__)
+    if again:  # the same module imported again (importlib.reload): the new class replaces the old
+        _forget(cls.kind)
+    for name in names:
+        if (name in _DECLARED and not again) or name in _ALIASES or name in _PLUGINS:
+            raise PluginPassError(f"{cls.__module__}.{cls.__qualname__}: '{name}' is already a pass name")
+    _DECLARED[cls.kind] = cls
+    _ALIASES.update((alias, (cls.kind, dict(fixed))) for alias, fixed in cls.aliases.items())
+    return cls
+
+
+# -- finding the declarations --------------------------------------------------------------------------
+
+def _modules() -> dict[str, Path]:
+    """The modules under ``ptxopt/passes/`` -> their file, in listing order."""
+    found = {m.name: Path(getattr(m.module_finder, "path", "")) / f"{m.name}.py"
+             for m in pkgutil.iter_modules(sys.modules[_PACKAGE].__path__) if not m.ispkg}
+    listed = [m for m in LISTING_ORDER if m in found]
+    return {m: found[m] for m in [*listed, *sorted(set(found) - set(listed))]}
+
+
+def _known(name: str) -> bool:
+    return name in _DECLARED or name in _ALIASES or name in _PLUGINS
+
+
+def _import_all() -> None:
+    """Import every pass module (once per package path: a test may add a folder to it)."""
+    global _SCANNED_FOR
+    path = tuple(sys.modules[_PACKAGE].__path__)
+    if _SCANNED_FOR == path:
+        return
+    for mod in _modules():
+        import_module(f"{_PACKAGE}.{mod}")
+    _SCANNED_FOR = path
+
+
+def _source(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):  # no source to read (a zipped or compiled-only install)
+        return None
+
+
+def _spells(text: str, name: str) -> bool:
+    return f'"{name}"' in text or f"'{name}'" in text
+
+
+def _find(name: str) -> None:
+    """Import the pass modules whose source spells ``"name"`` until one has
+    declared it. :func:`declare` refuses a name its module does not spell, so
+    a name no module spells is no built-in one; where a source cannot be
+    read, every module is imported instead."""
+    if _known(name) or _SCANNED_FOR == tuple(sys.modules[_PACKAGE].__path__):
+        return
+    unread = False
+    for mod, path in _modules().items():
+        text = _source(path)
+        unread |= text is None
+        if text is not None and _spells(text, name):
+            import_module(f"{_PACKAGE}.{mod}")
+            if _known(name):
+                return
+    if unread:
+        _import_all()
+
+
+def _builtin_kinds() -> list[str]:
+    _import_all()
+    rank = {m: i for i, m in enumerate(_modules())}
+    return sorted(_DECLARED, key=lambda k: rank.get(_DECLARED[k].__module__.rpartition(".")[2], len(rank)))
+
+
+# -- plugins -------------------------------------------------------------------------------------------
 
 def _pending() -> dict[str, str]:
     global _PENDING
@@ -86,31 +217,40 @@ def _pending() -> dict[str, str]:
     return _PENDING
 
 
+def _builtin_name(name: str) -> bool:
+    return name in _DECLARED or (name in _ALIASES and _ALIASES[name][0] in _DECLARED)
+
+
 def register(cls: type[Pass], *, replace: bool = False) -> type[Pass]:
     """Make pass class *cls* (a frozen dataclass subclass of :class:`Pass`)
-    available under its ``kind``; returns it, so it also works as a class
-    decorator. A built-in kind or alias cannot be shadowed; a different
-    class under a kind already registered needs ``replace=True``."""
-    if not (isinstance(cls, type) and issubclass(cls, Pass) and dataclasses.is_dataclass(cls)):
-        raise PluginPassError(f"{cls!r} is not a dataclass subclass of ptxopt.passes.Pass")
+    available under its ``kind`` (and its ``aliases``); returns it, so it also
+    works as a class decorator. A built-in kind or alias cannot be shadowed; a
+    different class under a kind already registered needs ``replace=True``."""
+    names = _checked(cls)
     kind = cls.kind
-    if not isinstance(kind, str) or not _KIND_RE.match(kind):
-        raise PluginPassError(f"{cls.__qualname__}.kind = {kind!r}: a pass needs a kind that is an identifier")
-    if kind in _PASSES or kind in _ALIASES:
-        raise PluginPassError(f"{cls.__qualname__}: '{kind}' is a built-in pass name")
+    for name in names:
+        _find(name)
+        if _builtin_name(name):
+            raise PluginPassError(f"{cls.__qualname__}: '{name}' is a built-in pass name")
     old = _PLUGINS.get(kind)
     if old is not None and old is not cls and not replace:
         raise PluginPassError(f"{cls.__qualname__}: pass '{kind}' is already registered "
                               f"({old.__module__}.{old.__qualname__}); pass replace=True")
+    for alias in names[1:]:
+        if alias in _PLUGINS or (alias in _ALIASES and _ALIASES[alias][0] != kind):
+            raise PluginPassError(f"{cls.__qualname__}: '{alias}' is already a pass name")
     _pending().pop(kind, None)
+    _forget(kind)
     _PLUGINS[kind] = cls
+    _ALIASES.update((alias, (kind, dict(fixed))) for alias, fixed in cls.aliases.items())
     _PLUGIN_CODE[kind] = digests.code_of(cls)
     return cls
 
 
 def unregister(kind: str) -> None:
-    """Forget a plugin pass registered at run time (tests)."""
-    _PLUGINS.pop(kind, None)
+    """Forget a pass registered (or declared) at run time, and its aliases (tests)."""
+    if _PLUGINS.pop(kind, None) is not None or _DECLARED.pop(kind, None) is not None:
+        _forget(kind)
     _PLUGIN_CODE.pop(kind, None)
 
 
@@ -158,14 +298,16 @@ def code_digests() -> dict:
     return out
 
 
+# -- looking up ----------------------------------------------------------------------------------------
+
 def _load(kind: str) -> type[Pass]:
-    """The class of a registered kind, importing its family's module (or the plugin)."""
+    """The class of a registered kind, importing its module (or the plugin)."""
     if kind in _PLUGINS:
         return _PLUGINS[kind]
-    if kind not in _PASSES:
-        return _load_plugin(kind)
-    mod, cls = _PASSES[kind]
-    return getattr(import_module(f"ptxopt.passes.{mod}"), cls)
+    _find(kind)
+    if kind in _DECLARED:
+        return _DECLARED[kind]
+    return _load_plugin(kind)
 
 
 def pass_registry() -> dict[str, Callable[[], type[Pass]]]:
@@ -179,7 +321,7 @@ def plugin_kinds() -> list[str]:
 
 
 def pass_kinds() -> list[str]:
-    return list(_PASSES) + plugin_kinds()
+    return _builtin_kinds() + plugin_kinds()
 
 
 def pass_names() -> list[str]:
@@ -195,7 +337,8 @@ def pass_names() -> list[str]:
 
 def resolve(name: str) -> tuple[str, dict]:
     """``(kind, fixed parameters)`` for a kind or an alias; raises :class:`UnknownPass`."""
-    if name in _PASSES or name in _PLUGINS or name in _pending():
+    _find(name)
+    if name in _DECLARED or name in _PLUGINS or name in _pending():
         return name, {}
     if name in _ALIASES:
         kind, params = _ALIASES[name]
@@ -228,9 +371,10 @@ class UnknownPass(KeyError):
     def __str__(self) -> str:
         import difflib
 
-        sigs = [signature(k) for k in _PASSES]
+        kinds = _builtin_kinds()
+        sigs = [signature(k) for k in kinds]
         close = difflib.get_close_matches(self.name, pass_names(), n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         return (f"unknown pass '{self.name}'{hint}; valid passes: {', '.join(pass_names())}; "
-                f"with parameters: {', '.join(s for s, k in zip(sigs, _PASSES) if s != k)} "
+                f"with parameters: {', '.join(s for s, k in zip(sigs, kinds) if s != k)} "
                 f"(your own passes: the entry-point group {ENTRY_POINT_GROUP} or ptxopt.passes.register)")

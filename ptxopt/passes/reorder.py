@@ -58,6 +58,7 @@ from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches
 from ptxopt.ptx.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
 from ptxopt.passes.families import REORDER
+from ptxopt.passes.registry import declare
 
 
 @dataclass
@@ -194,12 +195,15 @@ _POLICIES = {
 }
 
 
+@declare
 @dataclass(frozen=True)
 class Reorder(FunctionPass):
     """``reorder{policy=P}``, one of the priorities above (aliases ``reorder_cp``,
     ``reorder_il``, ``reorder_lf``, ``reorder_sl``)."""
 
     kind: ClassVar[str] = "reorder"
+    aliases: ClassVar[dict[str, dict]] = {"reorder_cp": {"policy": "cp"}, "reorder_il": {"policy": "il"},
+                                           "reorder_lf": {"policy": "lf"}, "reorder_sl": {"policy": "sl"}}
     family: ClassVar[str] = REORDER
     choices: ClassVar[dict] = {"policy": tuple(_POLICIES)}
     policy: str

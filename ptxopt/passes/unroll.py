@@ -67,6 +67,7 @@ from ptxopt.analysis.unroll_guard import NEGATED as _NEG, guard_lines  # noqa: F
 from ptxopt.ptx.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
+from ptxopt.passes.registry import declare
 
 
 
@@ -108,11 +109,13 @@ def _parse_snippet(lines: list[str]) -> list:
     return list(parse(text, "<unroll>").entries[0].body.items)
 
 
+@declare
 @dataclass(frozen=True)
 class Unroll(FunctionPass):
     """``unroll{factor=F}``: see the module doc."""
 
     kind: ClassVar[str] = "unroll"
+    aliases: ClassVar[dict[str, dict]] = {"unroll_2": {"factor": 2}, "unroll_4": {"factor": 4}}
     family: ClassVar[str] = UNROLL
     choices: ClassVar[dict] = {"factor": (2, 4, 8)}
     structural: ClassVar[bool] = True  # it rewrites loops: proved before ``run`` writes it

@@ -70,6 +70,7 @@ from ptxopt.ptx.ir import Addr, Block, Decl, Function, Instruction, Label, Modul
 from ptxopt.ptx.operand_facts import Address
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import VECTORIZE
+from ptxopt.passes.registry import declare
 
 # ---------------------------------------------------------------------------
 # The scan: candidates, straight-line regions, def/use positions
@@ -609,6 +610,7 @@ class _Vectorize(FunctionPass):
             report.refuse(fn.name, line, why)
 
 
+@declare
 @dataclass(frozen=True)
 class VecLd(_Vectorize):
     kind: ClassVar[str] = "vec_ld"
@@ -617,6 +619,7 @@ class VecLd(_Vectorize):
                                   "into .v2/.v4 loads")
 
 
+@declare
 @dataclass(frozen=True)
 class VecSt(_Vectorize):
     kind: ClassVar[str] = "vec_st"
@@ -625,6 +628,7 @@ class VecSt(_Vectorize):
                                   "into .v2/.v4 stores")
 
 
+@declare
 @dataclass(frozen=True)
 class SplitLd(FunctionPass):
     kind: ClassVar[str] = "split_ld"

@@ -15,8 +15,11 @@ one (its new actions masked, :mod:`rl.checkpoint`), any other is refused
 Each action is written the way it prints (:meth:`ptxopt.passes.pipeline.Pipeline.__str__`),
 so an action, a trajectory's ``action`` and a pipeline's items compare as
 strings; the strings of the first 20 are the pass names from before passes
-took parameters. This lives under ``ptxopt.search`` because the search
-strategies need the mask layout, and ``ptxopt`` never imports ``rl``.
+took parameters. The passes themselves (names, aliases, families, conflicts)
+are declared in their own modules (:mod:`ptxopt.passes.registry`): this list
+only says which variants are actions, at which index. This lives under
+``ptxopt.search`` because the search strategies need the mask layout, and
+``ptxopt`` never imports ``rl``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ptxopt.passes.base import Pass
-from ptxopt.passes.families import EXCLUSIVE_FAMILIES
+from ptxopt.passes.families import is_exclusive
 
 STOP = "stop"
 
@@ -77,4 +80,4 @@ def families() -> tuple[str, ...]:
     constant: it imports every pass module, which ``import ptxopt.search``
     should not pay for (about 0.3 s)."""
     fams = {action_pass(a).family for a in PASS_ACTIONS}
-    return tuple(sorted(fams, key=lambda f: (f in EXCLUSIVE_FAMILIES, f)))
+    return tuple(sorted(fams, key=lambda f: (is_exclusive(f), f)))
