@@ -6,12 +6,15 @@ Per candidate (front half, in order):
    (the Candidate parsed it when it was built: ``illegal`` if it names an
    unknown pass or conflicting passes);
 2. the original PTX is parsed (``parse``; parsed modules are memoised per
-   process, so the candidates of one kernel parse it once) and the passes run
-   through :class:`~ptxopt.passes.passmanager.PassManager` (``illegal`` when a pass
+   evaluation session, :mod:`ptxopt.evaluate.session`, so the candidates of
+   one kernel parse it once). A candidate that carries its module (a search
+   state's child, :meth:`~ptxopt.evaluate.candidate.Candidate.with_built`:
+   the action mask already applied its passes) is measured as it is;
+   otherwise the passes run through
+   :class:`~ptxopt.passes.passmanager.PassManager` (``illegal`` when a pass
    refuses the module as a whole, ``internal`` when a pass crashes), from
    the module of the longest prefix of the pipeline already evaluated on
-   this original (:mod:`ptxopt.evaluate.prefix`: a search's ``P+[p]`` runs
-   ``p`` alone);
+   this original (:mod:`ptxopt.evaluate.prefix`: ``P+[p]`` runs ``p`` alone);
 3. the result is printed and the *result key* looked up: a pipeline that
    changed nothing prints the original's text and hits the cache;
 4. ptxas compiles the printed PTX (in a helper thread) while the interpreter

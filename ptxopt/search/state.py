@@ -18,9 +18,13 @@ A pass that depends on the launch (:attr:`ptxopt.passes.base.Pass.uses_launch`:
 ``launch_bounds`` needs the block, which an nvcc entry without ``.reqntid``
 does not state) is applied bound to the kernel's performance launch,
 exactly as the evaluator binds it for the state's pipeline
-(:func:`ptxopt.evaluate.candidate.bind_launch`), so a child is the module
-the evaluator measures for it; the pipeline keeps the action's own string
-(the evaluator binds it again, the same way).
+(:func:`ptxopt.evaluate.candidate.bind_launch`); the pipeline keeps the
+action's own string (the evaluator binds it again, the same way). A child's
+candidate carries the child's module, its bound passes and their records
+(:meth:`State.candidate`), and the evaluator measures that module: each pass
+of a search is applied once. Passes are deterministic (the same module and
+pass print the same output), which the transposition key
+(:attr:`State.digest`) relies on as well.
 
 The module-dependent part of that decision (legal? changes the printed
 module?) is remembered per printed module -- and per performance launch
