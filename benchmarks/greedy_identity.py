@@ -33,8 +33,8 @@ def _cold() -> None:
         from ptxopt.evaluate.session import cold_start
     except ImportError:  # a tree from before the evaluation session
         from ptxopt.equivalence import decision, prove
-        from ptxopt.evaluate import frontend
-        from ptxopt.measure import sim
+        from ptxopt.evaluate import frontend, keys
+        from ptxopt.measure import loop_slice, sim
         from ptxopt.search import memos
         from ptxopt.toolchain import ptxas
 
@@ -44,6 +44,8 @@ def _cold() -> None:
         ptxas.clear_memo()
         prove.clear_memo()
         sim.clear_memo()
+        loop_slice._CACHE.clear()  # what a new evaluation session also starts without
+        keys._FINGERPRINTS.clear()
         return
     cold_start()
 
@@ -54,23 +56,25 @@ def _cpu() -> float:
 
 
 class PassRuns:
-    """Counts the pass manager's runs of non-empty pipelines, and their wall time."""
+    """Counts the pass manager's runs of non-empty pipelines, their wall time and their CPU time
+    (of the calling thread: the passes run in it)."""
 
     def __init__(self) -> None:
         from ptxopt.passes.passmanager import PassManager
 
-        self.n, self.seconds = 0, 0.0
+        self.n, self.seconds, self.cpu = 0, 0.0, 0.0
         real, log = PassManager.run, self
 
         def run(pm, module):
             if not len(pm.pipeline):
                 return real(pm, module)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             try:
                 return real(pm, module)
             finally:
                 log.n += 1
                 log.seconds += time.perf_counter() - t
+                log.cpu += time.thread_time() - c
 
         PassManager.run = run
 
@@ -84,12 +88,13 @@ def search(kernels: list[str], steps: int, lockstep: bool, runs: PassRuns, tmp: 
                        options=EvalOptions(backend="sim", cache=str(tmp / f"cache-{lockstep}.sqlite")))
     cands = [(Candidate.from_corpus(get(k)), None) for k in kernels]
     _cold()
-    runs.n, runs.seconds = 0, 0.0
+    runs.n, runs.seconds, runs.cpu = 0, 0.0, 0.0
     c0, t0 = _cpu(), time.perf_counter()
     rs = search_many(cands, cfg, workers=0, lockstep=lockstep)
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     return {"lockstep": lockstep, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "evaluator_pass_runs": runs.n, "evaluator_pass_s": round(runs.seconds, 3),
+            "evaluator_pass_cpu_s": round(runs.cpu, 3),
             "evaluations": sum(r.evaluations for r in rs),
             "results": {r.kernel: {"best": [r.pipeline, r.best_cycles, r.verdict],
                                    "steps": [json.dumps(s.to_json(), sort_keys=True) for s in r.steps]}
@@ -107,7 +112,8 @@ def diff(a: Path, b: Path) -> int:
         print(f"{mode}: wall {old[mode]['wall_s']} -> {new[mode]['wall_s']} s, CPU {old[mode]['cpu_s']} -> "
               f"{new[mode]['cpu_s']} s, evaluator pass runs {old[mode]['evaluator_pass_runs']} -> "
               f"{new[mode]['evaluator_pass_runs']} ({old[mode]['evaluator_pass_s']} -> "
-              f"{new[mode]['evaluator_pass_s']} s)")
+              f"{new[mode]['evaluator_pass_s']} s wall, {old[mode].get('evaluator_pass_cpu_s')} -> "
+              f"{new[mode].get('evaluator_pass_cpu_s')} s CPU)")
     print(f"{bad} kernel trajectories differ")
     return 1 if bad else 0
 
@@ -130,7 +136,8 @@ def main() -> int:
     for mode in ("meter", "lockstep"):
         o = out[mode]
         print(f"{mode}: wall {o['wall_s']} s, CPU {o['cpu_s']} s, {o['evaluations']} evaluations, "
-              f"evaluator pass runs {o['evaluator_pass_runs']} ({o['evaluator_pass_s']} s)")
+              f"evaluator pass runs {o['evaluator_pass_runs']} ({o['evaluator_pass_s']} s wall, "
+              f"{o['evaluator_pass_cpu_s']} s CPU)")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
     return 0
