@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ptxopt.evaluate import Candidate  # noqa: E402
-from ptxopt.search.memos import clear_front_end as _forget  # noqa: E402
+from ptxopt.evaluate.session import cold_start as _forget  # noqa: E402
 from ptxopt.evaluate.move_memo import MoveMemo  # noqa: E402
 from ptxopt.search.state import State  # noqa: E402
 from ptxopt.toolchain import compile_ptx  # noqa: E402

@@ -49,16 +49,11 @@ GREEDY_KERNELS = ("gemm_tile_4x4x4", "gemm_tile_6x6x6", "gemm_tile_8x4x8", "gemm
 
 
 def _fresh_state() -> None:
-    """Forget parsed originals, remembered reference outputs and compiles (a new process would not have them)."""
-    from ptxopt.equivalence import decision, prove
-    from ptxopt.measure import sim
-    from ptxopt.toolchain import ptxas
+    """Forget parsed originals, remembered reference outputs and compiles (a new process would not have
+    them): the evaluator's memos of a new session, made the active one."""
+    from ptxopt.evaluate.session import EvaluationSession
 
-    frontend._MEMO.clear()
-    decision.clear()
-    ptxas.clear_memo()
-    prove.clear_memo()
-    sim.clear_memo()
+    EvaluationSession().state.enter()
 
 
 def _ptxas_alone(results, arch=DEFAULT_ARCH) -> float:

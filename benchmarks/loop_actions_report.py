@@ -254,7 +254,7 @@ def pass_cost(spec, bound: tuple[str, ...] = (), reps: int = 3) -> dict:
     import resource
 
     from ptxopt.ptx.emit import emit
-    from ptxopt.search.memos import clear_front_end
+    from ptxopt.evaluate.session import cold_start as clear_front_end
     from ptxopt.ptx.parser import parse
     from ptxopt.search.actions import action_pass
     from ptxopt.toolchain import compile_ptx

@@ -32,7 +32,7 @@ import ptxopt.passes.base as base  # noqa: E402
 import ptxopt.search.state as st  # noqa: E402
 from ptxopt.evaluate import Candidate  # noqa: E402
 from ptxopt.evaluate.deadline import StepClock, deadline, per_step  # noqa: E402
-from ptxopt.search.memos import clear_front_end  # noqa: E402
+from ptxopt.evaluate.session import cold_start as clear_front_end  # noqa: E402
 from ptxopt.support.pass_output import captured  # noqa: E402
 
 

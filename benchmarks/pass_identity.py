@@ -31,7 +31,10 @@ try:
     from ptxopt.ptx import operand_facts
     from ptxopt.kernels.corpus import load_manifest
     from ptxopt.ptx.emit import emit
-    from ptxopt.search.memos import clear_front_end
+    try:
+        from ptxopt.evaluate.session import cold_start as clear_front_end
+    except ImportError:  # a tree from before the evaluation session
+        from ptxopt.search.memos import clear_front_end
     from ptxopt.ptx.parser import parse
     from ptxopt.passes.pipeline import make_pass
 except ImportError:  # a tree from before the modules moved into packages

@@ -6,7 +6,7 @@ Best of several repetitions each (the least disturbed one), wall clock; the
 repetitions share the memos a search state's candidates share (the block's
 dependency graph, the function's CFG, each instruction's text and role), so
 the "cold" column also shows the first application to a freshly parsed module
-with every memo cleared (:func:`ptxopt.search.memos.clear_front_end`; the operand
+with every memo cleared (a cold session, :func:`ptxopt.evaluate.session.cold_start`; the operand
 facts are kept on the instructions, so only a new parse has none).
 The last column is the cold run's CPU time over ptxas's CPU time (its
 children's rusage): on a shared machine wall times swing with the load, CPU
@@ -22,7 +22,7 @@ import time
 
 from ptxopt.kernels.corpus import get
 from ptxopt.ptx.emit import emit
-from ptxopt.search.memos import clear_front_end
+from ptxopt.evaluate.session import cold_start as clear_front_end
 from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
 from ptxopt.passes.pipeline import make_pass

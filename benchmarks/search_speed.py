@@ -121,7 +121,14 @@ class CubinLog:
 
 
 def _fresh_state() -> None:
-    """Forget every in-process memo (a new process would not have them)."""
+    """Forget every in-process memo (a new process would not have them): a cold evaluation session."""
+    try:
+        from ptxopt.evaluate.session import cold_start
+    except ImportError:  # a tree from before the evaluation session
+        cold_start = None
+    if cold_start is not None:
+        cold_start()
+        return
     from ptxopt.search import memos
     from ptxopt.equivalence import decision, prove
     from ptxopt.evaluate import frontend

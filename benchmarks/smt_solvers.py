@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.ptx.emit import emit
 from ptxopt.ptx.parser import parse
-from ptxopt.equivalence.prove import _MEMO, prove
+from ptxopt.equivalence.prove import _MEMO, prove  # _MEMO.get(): the active session's proofs
 from ptxopt.equivalence.prove.smt import check, solver
 from ptxopt.testing.mutants import mutants
 from ptxopt.testing.smt_recheck import matrix_pairs, recheck_pairs
@@ -108,7 +108,7 @@ def newly_proved(kernels) -> list[str]:
     """Pairs inconclusive without the solver and proved with it."""
     out = []
     for p in matrix_pairs(kernels):
-        _MEMO.clear()
+        _MEMO.get().clear()
         available = solver.available
         solver.available = lambda name=solver.DEFAULT: False
         try:
@@ -117,7 +117,7 @@ def newly_proved(kernels) -> list[str]:
             solver.available = available
         if before == "proved":
             continue
-        _MEMO.clear()
+        _MEMO.get().clear()
         if prove(p.original, p.candidate, entry=p.entry).verdict == "proved":
             out.append(p.label)
     return out

@@ -15,7 +15,10 @@ Prints figures that compare across branches (run it on each checkout):
   ``.clear()`` / ``.cache_clear()`` calls on a module-level global of the same
   file or on another module's attribute (``module._NAME.clear()``); the
   latter with a private name are "private-name reaches";
-* registered memos: ``register(group, ...)`` calls of :mod:`ptxopt.support.bounded_memo`.
+* registered memos: ``register(group, ...)`` calls of :mod:`ptxopt.support.bounded_memo`;
+* session slots: module-level ``Slot(...)`` declarations of :mod:`ptxopt.support.session_state` (a memo
+  each evaluation session owns; not module state), and their clearing (``_X.get().clear()``) counts
+  among the places that clear state.
 
 Usage: ``python benchmarks/state_census.py [ROOT]`` (ROOT: a checkout, default
 this one); ``--by-file`` lists the LRUs and reaches per file.
@@ -82,8 +85,13 @@ def census_file(path: Path, rel: str, out: dict) -> None:
     src = path.read_text(encoding="utf-8")
     tree = ast.parse(src, str(path))
     globals_: dict[str, str] = {}
+    slots: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            if _callee(stmt.value) == "Slot":
+                slots.update(_targets(stmt))
+                out["slots"] += len(_targets(stmt))
+                continue
             kind = _kind(stmt.value)
             for name in _targets(stmt):
                 if kind is not None and not name.startswith("__"):
@@ -117,6 +125,9 @@ def census_file(path: Path, rel: str, out: dict) -> None:
         if attr in ("clear", "cache_clear") and not node.args:
             if isinstance(recv, ast.Name) and recv.id in globals_:
                 out["clear_calls_own"] += 1
+            elif (isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and recv.func.attr == "get"
+                  and isinstance(recv.func.value, ast.Name) and recv.func.value.id in slots):
+                out["clear_calls_own"] += 1  # the active session's memo of this module's slot
             elif isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id != "self":
                 out["clear_calls_other"] += 1
                 if recv.attr.startswith("_"):
@@ -127,7 +138,7 @@ def census_file(path: Path, rel: str, out: dict) -> None:
 def census(root: Path, package: str = "ptxopt") -> dict:
     out = {"globals": Counter(), "lru_cache": 0, "lrus": 0, "lru_files": Counter(), "clear_defs": 0,
            "clear_calls_own": 0, "clear_calls_other": 0, "private_reaches": 0, "reach_files": Counter(),
-           "registered": 0, "files": 0}
+           "registered": 0, "slots": 0, "files": 0}
     for path in sorted((root / package).rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         out["files"] += 1
@@ -150,9 +161,10 @@ def report(c: dict, by_file: bool) -> str:
         f"hand-written LRUs                  {c['lrus']}  (popitem(last=False) outside support/bounded_memo)",
         f"places that clear state            {clearing}",
         f"  def clear*                       {c['clear_defs']}",
-        f"  .clear() on own global           {c['clear_calls_own']}",
+        f"  .clear() on own global or slot   {c['clear_calls_own']}",
         f"  .clear() on another module's     {c['clear_calls_other']}  (private-name reaches {c['private_reaches']})",
         f"registered memos (register(...))   {c['registered']}",
+        f"session slots (Slot(...))          {c['slots']}  (memos an evaluation session owns)",
     ]
     if by_file:
         lines += ["", "hand-written LRUs by file:"] + [f"  {n}  {f}" for f, n in sorted(c["lru_files"].items())]

@@ -142,20 +142,10 @@ def _store_kw(pt, where) -> dict:
 
 def _forget() -> None:
     """Forget ptxopt's in-process memos (compiles, parses, proofs, SASS, estimates): each hooked
-    compile starts as cold as the plain one, which gets a fresh Triton cache."""
-    from ptxopt.search import memos
-    from ptxopt.equivalence import decision, prove
-    from ptxopt.evaluate import frontend
-    from ptxopt.measure import sim
-    from ptxopt.toolchain import ptxas
+    compile starts as cold as the plain one, which gets a fresh Triton cache (a cold evaluation session)."""
+    from ptxopt.evaluate.session import cold_start
 
-    memos.clear_front_end()
-    frontend._MEMO.clear()
-    decision.clear()
-    ptxas.clear_memo()
-    prove._MEMO.clear()
-    getattr(prove, "clear_memo", lambda: None)()
-    getattr(sim, "clear_memo", lambda: None)()
+    cold_start()
 
 
 def _cycles(ptx: str) -> float | None:

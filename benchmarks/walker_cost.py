@@ -28,7 +28,7 @@ CHILD = r"""
 import json, sys, time
 from ptxopt.kernels.corpus import get, load_manifest
 from ptxopt.ptx.emit import emit
-from ptxopt.search.memos import clear_front_end
+from ptxopt.evaluate.session import cold_start as clear_front_end
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.pipeline import make_pass
 from ptxopt.analysis.alias import address_of

@@ -48,6 +48,7 @@ from typing import Callable, NamedTuple
 
 from ptxopt.ptx.emit import emit
 from ptxopt.support.host_state import library_call
+from ptxopt.support.session_state import in_context
 from ptxopt.ptx.ir import Module
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
@@ -267,7 +268,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
         finally:
             input_seconds[0] = time.perf_counter() - t
 
-    input_run = _helper("input").submit(run_input) if compile is not None and overlap_compiles else None
+    input_run = _helper("input").submit(in_context(run_input)) if compile is not None and overlap_compiles else None
     capped = budget_s is not None and (timeout is None or budget_s <= timeout)
     if capped:
         timeout = budget_s
@@ -426,7 +427,7 @@ class _Pending:
 
     def __init__(self, fn, *args) -> None:
         self.seconds = 0.0
-        self.future = _helper("estimate").submit(self._run, fn, *args)
+        self.future = _helper("estimate").submit(in_context(self._run, fn, *args))
 
     def _run(self, fn, *args):
         t = time.perf_counter()

@@ -13,10 +13,9 @@ from typing import ClassVar
 import pytest
 
 from ptxopt import emit
-from ptxopt.search import memos
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.launch import Launch
-from ptxopt.evaluate import Candidate, evaluate_many, frontend
+from ptxopt.evaluate import Candidate, EvaluationSession, evaluate_many, frontend
 from ptxopt.evaluate.prefix import PrefixMemo, key_of, run_pipeline
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass
@@ -155,9 +154,8 @@ def test_the_launch_is_part_of_the_key():
     assert emit(b.module) == emit(PassManager(pipe.with_launch(big, "saxpy")).run(m).module)
 
 
-def _fresh():
-    memos.clear_front_end()
-    frontend._MEMO.clear()
+def _fresh() -> EvaluationSession:
+    return EvaluationSession.cold()
 
 
 def _same_results(a, b) -> None:
@@ -177,32 +175,41 @@ def test_the_evaluator_gives_the_same_results_under_two_launches(monkeypatch):
     runs = {}
     for flag in (False, True):
         monkeypatch.setattr(frontend, "PREFIXES", flag)
-        _fresh()
-        runs[flag] = [r for launch in launches for c in cands
-                      for r in evaluate_many([replace(c, performance=launch)], cache=None)]
+        with _fresh().active() as session:
+            runs[flag] = [r for launch in launches for c in cands
+                          for r in evaluate_many([replace(c, performance=launch)], cache=None)]
     _same_results(runs[False], runs[True])
     assert len({r.key for r in runs[True]}) == 6  # every launch-bound module is its own
-    orig = next(iter(frontend._MEMO.values()))
+    orig = next(iter(session.originals.values()))
     assert orig.prefixes.hits >= 4 and len(orig.prefixes) == 5  # cache_cg once, the bound ones per launch
 
 
 def _search_both_ways(monkeypatch, strategy: str, kernels: tuple[str, ...], steps: int) -> None:
+    """Searched with the passes applied once (the evaluator measures each state's own module)
+    and applied again by the evaluator from the original: the same trajectories."""
     cands = [(Candidate.from_corpus(get(k)), None) for k in kernels]
-    got = {}
-    for flag in (False, True):
-        monkeypatch.setattr(frontend, "PREFIXES", flag)
-        _fresh()
-        cfg = SearchConfig(strategy, max_steps=steps, options=EvalOptions(backend="sim", cache=None))
-        got[flag] = [(r.kernel, r.pipeline, r.best_cycles, r.verdict, r.evaluations,
-                      [json.dumps(s.to_json(), sort_keys=True) for s in r.steps]) for r in search_many(cands, cfg)]
-        hits = sum(o.prefixes.hits for o in frontend._MEMO.values())
-        assert (hits > 0) == flag
+    got, runs = {}, []
+    real_run = PassManager.run
+    monkeypatch.setattr(PassManager, "run", lambda pm, m: runs.append(len(pm.pipeline)) or real_run(pm, m))
+    for once in (False, True):
+        monkeypatch.setattr(frontend, "PREFIXES", once)
+        monkeypatch.setattr(frontend, "HAND_OVER", once)
+        runs.clear()
+        with _fresh().active() as session:
+            cfg = SearchConfig(strategy, max_steps=steps, options=EvalOptions(backend="sim", cache=None))
+            got[once] = [(r.kernel, r.pipeline, r.best_cycles, r.verdict, r.evaluations,
+                          [json.dumps(s.to_json(), sort_keys=True) for s in r.steps])
+                         for r in search_many(cands, cfg)]
+        # applied once: the evaluator runs no pass of any candidate (only the empty pipeline of the roots)
+        assert any(runs) != once
     assert got[False] == got[True]  # best pipelines, cycles, verdicts, every step's candidates
     assert any(len(r[1].split(",")) >= 2 for r in got[True])  # some best pipeline was extended
-    # every remembered module still prints what its pipeline gives from the original
-    for o in frontend._MEMO.values():
-        for passes, built in o.prefixes.items():
-            assert emit(built.module) == emit(PassManager(Pipeline(passes)).run(o.module).module)
+    # every module the search built and the evaluator measured prints what its pipeline gives from the
+    # original through the pass manager (passes are deterministic: a state's digest stands for it)
+    built = [(o, passes, b) for o in session.originals.values() for passes, b in o.prefixes.items()]
+    assert built
+    for o, passes, b in built:
+        assert emit(b.module) == emit(real_run(PassManager(Pipeline(passes)), o.module).module)
 
 
 def test_a_greedy_search_is_the_same_with_and_without_the_memo(monkeypatch):
@@ -214,17 +221,18 @@ def test_a_beam_search_is_the_same_with_and_without_the_memo(monkeypatch):
     _search_both_ways(monkeypatch, "beam", ("gemm_tile_4x4x4", "cuda_saxpy", "triton_softmax_row"), 4)
 
 
-def test_the_clear_functions_forget_every_prefix():
+def test_a_new_session_starts_without_prefixes():
     c = Candidate.from_corpus(get("gemm_tile_2x2x2"), "vec_ld,vec_st")
-    _fresh()
-    evaluate_many([replace(c, pipeline="vec_ld"), c], cache=None)
-    orig = next(iter(frontend._MEMO.values()))
+    with _fresh().active() as first:
+        evaluate_many([replace(c, pipeline="vec_ld"), c], cache=None)
+    orig = next(iter(first.originals.values()))
     assert len(orig.prefixes) == 2 and orig.prefixes.hits == 1
-    memos.clear_front_end()
-    assert len(orig.prefixes) == 0
-    evaluate_many([c], cache=None)
-    assert len(orig.prefixes) == 1 and orig.prefixes.hits == 0
-    frontend._MEMO.clear()  # the memo goes with its original
-    evaluate_many([c], cache=None)
-    fresh = next(iter(frontend._MEMO.values()))
+    second = EvaluationSession()
+    evaluate_many([c], cache=None, session=second)
+    fresh = next(iter(second.originals.values()))
     assert fresh is not orig and len(fresh.prefixes) == 1 and fresh.prefixes.hits == 0
+    assert len(orig.prefixes) == 2  # the first session's memos are its own
+    first.originals.clear()  # the prefixes go with their original
+    evaluate_many([c], cache=None, session=first)
+    again = next(iter(first.originals.values()))
+    assert again is not orig and len(again.prefixes) == 1 and again.prefixes.hits == 0

@@ -473,7 +473,7 @@ def test_memoised_verify_agrees_with_verify(kernel, mutate):
     expect = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec)
     clear()
     for _ in range(2):  # computing the reference, then reusing it (decide()'s memo of the originals' runs)
-        got = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec, reference=_RUNS,
+        got = verify(Program(orig), Program(new), spec.entry, trials=4, spec=spec, reference=_RUNS.get(),
                      reference_key="ref")
         assert got.to_json() == expect.to_json()
 

@@ -32,9 +32,9 @@ def test_entries_keep_their_objects_alive_and_a_full_memo_starts_afresh():
     assert len(memo) == 0
 
 
-def test_clear_front_end_empties_every_identity_memo():
+def test_a_cold_session_empties_every_identity_memo():
     from ptxopt import emit, parse
-    from ptxopt.search.memos import clear_front_end
+    from ptxopt.evaluate import EvaluationSession
 
     mine = IdentityMemo()
     ins = Instruction("mov", (), (Reg("%r1"),))
@@ -44,11 +44,11 @@ def test_clear_front_end_empties_every_identity_memo():
 
     printed = sys.modules["ptxopt.ptx.emit"]._TEXT
     assert len(mine) == 1 and len(printed) > 0
-    clear_front_end()
+    EvaluationSession.cold()
     assert len(mine) == 0 and len(printed) == 0
 
 
-def test_clear_front_end_empties_every_registered_memo():
+def test_a_cold_session_empties_every_registered_memo():
     """The memos a cold start forgets: each front-end memo, filled by a real
     parse, analysis and pass, is empty afterwards."""
     from ptxopt.analysis.cfg_memo import cfg_of
@@ -57,7 +57,7 @@ def test_clear_front_end_empties_every_registered_memo():
     from ptxopt.passes.cache_hints import set_cache_op
     from ptxopt.passes.readonly_path import is_nc_candidate, nc_form
     from ptxopt.ptx.parser import parse
-    from ptxopt.search.memos import clear_front_end
+    from ptxopt.evaluate import EvaluationSession
     from ptxopt.support.bounded_memo import registered
 
     m = parse(".version 8.0\n.target sm_89\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
@@ -81,8 +81,8 @@ def test_clear_front_end_empties_every_registered_memo():
     memos = registered("front_end")
     assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "ptx.operand_facts._FORMS",
             "analysis.latency._BY_FORM", "passes.cache_hints._with_cache_op",
-            "passes.readonly_path._nc_modifiers", "evaluate.move_memo"} <= set(memos)
+            "passes.readonly_path._nc_modifiers"} <= set(memos)
     filled = {n for n, memo in memos.items() if size(memo)}
     assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "passes.readonly_path._nc_modifiers"} <= filled
-    clear_front_end()
+    EvaluationSession.cold()
     assert {n: size(memo) for n, memo in memos.items() if size(memo)} == {}

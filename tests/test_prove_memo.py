@@ -8,7 +8,7 @@ from ptxopt.analysis.cfg import CFG
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.prove import clear_memo, original_memo, prove
 from ptxopt.equivalence.prove.symexec import BlockExecutor
-from ptxopt.evaluate import Candidate
+from ptxopt.evaluate import Candidate, EvaluationSession
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.passmanager import PassManager
 
@@ -92,5 +92,5 @@ def test_bounded():
     c = PassManager("reorder_cp").run(m).module
     for i in range(original_memo.MAX_ENTRIES + 3):
         prove(m, c, entry=fn.name, assume_align=1 << i)  # a different key each time
-    assert len(original_memo._ENTRIES) == original_memo.MAX_ENTRIES
+    assert len(EvaluationSession.current().proof_originals) == original_memo.MAX_ENTRIES
     clear_memo()

@@ -77,14 +77,19 @@ def test_launch_bounds_is_legal_on_an_nvcc_entry_with_a_performance_launch():
 
 
 def test_the_child_is_the_module_the_evaluator_builds(monkeypatch):
-    """The evaluator's own pass run for the child's pipeline prints exactly
-    the child (the state and the evaluator bind the launch one way)."""
+    """The evaluator measures the child's own module (no pass runs again), and
+    its own pass run for the child's pipeline, when told to apply the passes
+    again, prints exactly the child (the state and the evaluator bind the
+    launch one way) and gives the same result."""
+    from ptxopt.evaluate import EvaluationSession, frontend
+
     built = []
     real = PassManager.run
 
     def spy(self, module):
         out = real(self, module)
-        built.append(emit(out.module))
+        if len(self.pipeline):
+            built.append(emit(out.module))
         return out
 
     monkeypatch.setattr(PassManager, "run", spy)
@@ -93,7 +98,13 @@ def test_the_child_is_the_module_the_evaluator_builds(monkeypatch):
         built.clear()
         r = evaluate(child.candidate(), cache=None)
         assert r.ok and r.changed, (r.status, r.error)
+        assert built == []  # measured as the search built it
+        monkeypatch.setattr(frontend, "HAND_OVER", False)
+        with EvaluationSession().active():  # a session that has not seen the child's module
+            again = evaluate(child.candidate(), cache=None)
+        monkeypatch.setattr(frontend, "HAND_OVER", True)
         assert built and built[0] == child.printed
+        assert (again.key, again.cycles, again.equivalence) == (r.key, r.cycles, r.equivalence)
 
 
 def test_a_corpus_nvcc_kernel_offers_launch_bounds():

@@ -24,7 +24,9 @@ def test_counts_globals_lrus_and_clearing(tmp_path):
         "@lru_cache(maxsize=None)\ndef g(x):\n    return x\n"
         "def clear_memo():\n    _MEMO.clear()\n")
     (pkg / "b.py").write_text("from ptxopt import a\n\ndef cold():\n    a._MEMO.clear()\n    a.g.cache_clear()\n")
+    (pkg / "c.py").write_text("_S = Slot('c', dict)\n\ndef drop():\n    _S.get().clear()\n")
     c = _census().census(tmp_path)
+    assert c["slots"] == 1
     assert c["lrus"] == 1 and c["lru_cache"] == 1
     assert c["globals"][("state", "container")] == 1 and c["globals"][("table", "container")] == 1
-    assert (c["clear_defs"], c["clear_calls_own"], c["clear_calls_other"], c["private_reaches"]) == (1, 1, 2, 1)
+    assert (c["clear_defs"], c["clear_calls_own"], c["clear_calls_other"], c["private_reaches"]) == (1, 2, 2, 1)

@@ -50,12 +50,13 @@ from ptxopt.equivalence.trial_budget import DEFAULT_SEEDS, DEFAULT_TRIALS
 from ptxopt.equivalence.launch import Launch, ceiling
 from ptxopt.equivalence.launch import guessed as guessed_launch
 from ptxopt.equivalence.verdict import Verdict, weakest
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 
 if TYPE_CHECKING:
     from ptxopt.equivalence.interpret import VerifyResult
 
-REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per process
+REFERENCE_SIZE = 128  # (kernel, trial) interpreter runs of originals kept per evaluation session
 
 HINTS_NOTE = ("differs from the original only in cache operators, eviction hints, prefetches or register budgets, "
               "which no result can depend on: equal by construction, not run")
@@ -72,12 +73,13 @@ class _LRU(BoundedMemo):
         self.remember(key, value, touch=False)
 
 
-# the originals' interpreter runs, per (Reference.key, launch, seed, trial, ...)
-_RUNS = register("evaluator", "equivalence.decision", _LRU(lambda: REFERENCE_SIZE))
+#: the active evaluation session's interpreter runs of originals, per (Reference.key, launch, seed, trial, ...)
+_RUNS = Slot("equivalence.decision", lambda: _LRU(lambda: REFERENCE_SIZE))
 
 
 def clear() -> None:
-    _RUNS.clear()
+    """Forget the active session's runs of originals."""
+    _RUNS.get().clear()
 
 
 @dataclass
@@ -330,7 +332,7 @@ def _interpret(ref: Reference, candidate, entry: str, launch: Launch, trials: in
     try:
         program = program if program is not None else Program(candidate)
         res = verify(ref.program, program, entry, DEFAULT_SEEDS, trials, launch=launch,
-                     max_steps=max_steps, reference=_RUNS if ref.key else None,
+                     max_steps=max_steps, reference=_RUNS.get() if ref.key else None,
                      reference_key=f"{ref.key}/{entry}/{launch.key()}" if ref.key else None,
                      min_coverage=min_coverage, budget=budget, nc_reads=nc_reads,
                      cap=False)  # the caller applies assumption_cap (with the footprints nc_reads asks for)

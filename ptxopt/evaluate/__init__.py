@@ -64,6 +64,7 @@ from .cache import SCHEMA, SCHEMA_VERSION, CacheError, EvalCache, default_cache_
 from .candidate import DEFAULT_BATCH, DEFAULT_TIMEOUT, Candidate, Settings, as_candidate
 from .keys import module_key, pipeline_key
 from .result import EQUIVALENCE, FAILURES, OK, STATUSES, TRUSTED, VERDICTS, EvalResult
+from .session import EvaluationSession
 
 #: ``cache=DEFAULT_CACHE`` (the default) means :func:`default_cache_path`.
 DEFAULT_CACHE = "default"
@@ -116,17 +117,20 @@ def evaluate(candidate, pipeline: str | None = None, *, cache=DEFAULT_CACHE, **o
 @library_call
 def evaluate_many(items: Iterable, *, workers: int = 0, cache=DEFAULT_CACHE,
                   on_result: Callable[[int, EvalResult], None] | None = None, executor=None,
-                  **options) -> list[EvalResult]:
+                  session: EvaluationSession | None = None, **options) -> list[EvalResult]:
     """Evaluate candidates (see :func:`as_candidate` for the accepted item
     forms) and return their results in order.  ``workers=0`` runs in this
     process; ``N >= 1`` uses N worker processes (this process writes the cache).
     ``executor`` (``"ray"``, ``"ray:ADDRESS"``, a :class:`ptxopt.executor.Executor`):
-    batches of candidates as tasks there instead (:mod:`ptxopt.executor`)."""
+    batches of candidates as tasks there instead (:mod:`ptxopt.executor`).
+    ``session``: the :class:`EvaluationSession` whose memos this call uses
+    and fills (default: the active one; worker processes use their own)."""
     from .parallel import run_many
 
     candidates = [as_candidate(i) for i in items]
-    return run_many(candidates, _settings(**options), _cache_path(cache), workers=workers, on_result=on_result,
-                    executor=executor)
+    with (session or EvaluationSession.current()).active():
+        return run_many(candidates, _settings(**options), _cache_path(cache), workers=workers,
+                        on_result=on_result, executor=executor)
 
 
 __all__ = [
@@ -135,5 +139,5 @@ __all__ = [
     "EvalCache", "CacheError", "SCHEMA", "SCHEMA_VERSION", "default_cache_path", "DEFAULT_CACHE",
     "DEFAULT_TIMEOUT", "DEFAULT_BATCH", "OK", "FAILURES", "STATUSES", "EQUIVALENCE",
     "VERDICTS", "TRUSTED",
-    "module_key", "pipeline_key", "as_candidate",
+    "module_key", "pipeline_key", "as_candidate", "EvaluationSession",
 ]

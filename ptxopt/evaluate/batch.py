@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
 from ptxopt.measure.registry import get_backend
+from ptxopt.support.session_state import in_context
 
 from .cache import EvalCache
 from .candidate import Candidate, Settings
@@ -94,8 +95,8 @@ class Batcher:
         if not ready:
             return
         if self.overlap:
-            self.inflight.append((ready, tools("measure").submit(_collect_and_measure, self.backend, ready,
-                                                                 self.settings)))
+            self.inflight.append((ready, tools("measure").submit(in_context(_collect_and_measure, self.backend,
+                                                                            ready, self.settings))))
             return
         if self.on_start is not None:
             self.on_start([w.index for w in ready])

@@ -67,6 +67,10 @@ class Candidate:
     rewritten_from: str | None = None
     parsed: "Pipeline | None" = field(default=None, init=False, repr=False, compare=False)
     pipeline_error: "PipelineError | None" = field(default=None, init=False, repr=False, compare=False)
+    #: the module ``pipeline`` gives, as the caller already built it (a search state's child:
+    #: :meth:`with_built`); the evaluator measures it instead of applying the passes again. Not part
+    #: of equality, not pickled (a worker process applies the passes itself), dropped by ``replace``
+    built: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.ptx, str):  # not a TypeError from deep inside hashing or parsing
@@ -82,6 +86,20 @@ class Candidate:
         object.__setattr__(self, "pipeline", text)
         object.__setattr__(self, "parsed", parsed)
         object.__setattr__(self, "pipeline_error", error)
+
+    def with_built(self, built) -> "Candidate":
+        """This candidate carrying ``built`` (:class:`ptxopt.evaluate.prefix.Built`: the bound passes
+        of ``pipeline``, the module after them, the pass records), which the evaluator then measures."""
+        from dataclasses import replace
+
+        out = replace(self)
+        object.__setattr__(out, "built", built)
+        return out
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["built"] = None
+        return state
 
     @classmethod
     def from_corpus(cls, kernel, pipeline: str = "") -> "Candidate":

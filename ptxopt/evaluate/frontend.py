@@ -6,12 +6,15 @@ Per candidate (front half, in order):
    (the Candidate parsed it when it was built: ``illegal`` if it names an
    unknown pass or conflicting passes);
 2. the original PTX is parsed (``parse``; parsed modules are memoised per
-   process, so the candidates of one kernel parse it once) and the passes run
-   through :class:`~ptxopt.passes.passmanager.PassManager` (``illegal`` when a pass
+   evaluation session, :mod:`ptxopt.evaluate.session`, so the candidates of
+   one kernel parse it once). A candidate that carries its module (a search
+   state's child, :meth:`~ptxopt.evaluate.candidate.Candidate.with_built`:
+   the action mask already applied its passes) is measured as it is;
+   otherwise the passes run through
+   :class:`~ptxopt.passes.passmanager.PassManager` (``illegal`` when a pass
    refuses the module as a whole, ``internal`` when a pass crashes), from
    the module of the longest prefix of the pipeline already evaluated on
-   this original (:mod:`ptxopt.evaluate.prefix`: a search's ``P+[p]`` runs
-   ``p`` alone);
+   this original (:mod:`ptxopt.evaluate.prefix`: ``P+[p]`` runs ``p`` alone);
 3. the result is printed and the *result key* looked up: a pipeline that
    changed nothing prints the original's text and hits the cache;
 4. ptxas compiles the printed PTX (in a helper thread) while the interpreter
@@ -56,7 +59,8 @@ from dataclasses import dataclass, field
 from ptxopt.equivalence.decision import Reference
 from ptxopt.equivalence.infer import infer_launch
 from ptxopt.equivalence.launch import from_spec
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot, in_context
 
 from .cache import EvalCache
 from .candidate import DEFAULT_TIMEOUT, Candidate, Settings, bind_launch, entry_of, performance_for, settings_for
@@ -66,10 +70,14 @@ from .result import EvalResult
 from .work import Work, one_line
 
 _MEMO_SIZE = 16
-_MEMO = register("evaluator", "evaluate.frontend", BoundedMemo(lambda: _MEMO_SIZE))  # sha256(original text) -> Original
+#: (sha256(original text), ptxas environment) -> Original, per evaluation session (:mod:`ptxopt.evaluate.session`)
+_MEMO = Slot("evaluate.frontend.originals", lambda: BoundedMemo(lambda: _MEMO_SIZE))
 #: start each candidate's passes from its longest evaluated prefix (:mod:`ptxopt.evaluate.prefix`);
 #: False: from the original every time (the tests compare both)
 PREFIXES = True
+#: measure the module a candidate carries (a search state's child: :meth:`Candidate.with_built`) as it is;
+#: False: apply its passes again (the tests compare both)
+HAND_OVER = True
 _POOL: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
@@ -94,12 +102,13 @@ def original(text: str, name: str, parsed=None) -> Original:
 
     h = sha256(text)
     memo = (h, environment_key())  # its compiles are the default ptxas's: another one, another entry
-    o = _MEMO.lookup(memo)
+    originals = _MEMO.get()
+    o = originals.lookup(memo)
     if o is not None:
         return o
     m = parsed if parsed is not None else parse(text, name)
     o = Original(m, h, emit(m))
-    _MEMO.remember(memo, o)
+    originals.remember(memo, o)
     return o
 
 
@@ -160,7 +169,8 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.finish("illegal", error=one_line(e))
         return
     try:
-        run = run_pipeline(orig.prefixes if PREFIXES else None, m, pipeline)  # from the longest evaluated prefix
+        # the module the caller built (a search state's child), else from the longest evaluated prefix
+        run = run_pipeline(orig.prefixes if PREFIXES else None, m, pipeline, cand.built if HAND_OVER else None)
     except (PassFailure, PassError, Exception) as e:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("internal", error=f"a pass crashed: {one_line(e)}", cacheable=False)
@@ -196,7 +206,8 @@ def front(w: Work, cache: EvalCache | None) -> None:
     # 4: ptxas in a helper thread (collected by _collect_compile), equivalence here
     from ptxopt.toolchain import compile_ptx
 
-    w.ptxas_future = tools().submit(_timed, compile_ptx, printed, s.arch, timeout=s.timeout or DEFAULT_TIMEOUT)
+    w.ptxas_future = tools().submit(in_context(_timed, compile_ptx, printed, s.arch,
+                                               timeout=s.timeout or DEFAULT_TIMEOUT))  # the caller's session
     t = time.perf_counter()
     _verify(w, orig)  # a CandidateTimeout leaves ptxas to finish (or time out) on its own
     w.timings["verify"] = time.perf_counter() - t

@@ -16,6 +16,7 @@ import json
 from ptxopt.passes.registry import code_digests
 from ptxopt.support.digests import evaluator_digest
 from ptxopt.measure.registry import backend_version, get_backend
+from ptxopt.support.session_state import Slot
 
 from .cache import SCHEMA_VERSION
 from .candidate import Candidate, Settings, performance_for
@@ -25,7 +26,7 @@ def sha256(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
-_FINGERPRINTS: dict = {}
+_FINGERPRINTS = Slot("evaluate.keys.fingerprints", dict)  # per evaluation session
 
 
 def fingerprint(settings: Settings) -> dict:
@@ -33,12 +34,13 @@ def fingerprint(settings: Settings) -> dict:
     from ptxopt.toolchain.ptxas import environment_key
 
     memo = (settings, environment_key())  # another PTXOPT_PTXAS(_FLAGS) in this process: other tools
-    fp = _FINGERPRINTS.get(memo)
+    fps = _FINGERPRINTS.get()
+    fp = fps.get(memo)
     if fp is None:
         from ptxopt.toolchain import toolchain_versions
 
         backend = get_backend(settings.backend)
-        fp = _FINGERPRINTS[memo] = {
+        fp = fps[memo] = {
             "schema": SCHEMA_VERSION,
             "arch": settings.arch,
             "backend": settings.backend,

@@ -46,7 +46,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 
 #: in-process entries kept (one per printed module)
 ENTRIES = 4096
@@ -54,8 +55,8 @@ ENTRIES = 4096
 LOCK_TIMEOUT = 5.0
 _FORMAT = "ptxopt-moves/2"
 
-_LOCK = threading.Lock()
-_LOCAL: BoundedMemo = register("front_end", "evaluate.move_memo", BoundedMemo(lambda: ENTRIES, lock=_LOCK))
+#: the in-process level, owned by the active evaluation session (:mod:`ptxopt.support.session_state`)
+_LOCAL = Slot("evaluate.move_memo", lambda: BoundedMemo(lambda: ENTRIES, lock=threading.Lock()))
 #: memo files (path) a write of this process failed on: read, never written again here
 _NO_WRITES: set[str] = set()
 
@@ -123,8 +124,9 @@ class MoveMemo:
     def _load(self, table: str, key: str, decode):
         """The remembered value of ``key``: in process, else from ``table`` of
         the file (read with ``decode``, which raises on a malformed row)."""
-        with _LOCK:
-            hit = _LOCAL.get(key)
+        local = _LOCAL.get()
+        with local.lock:
+            hit = local.get(key)
         if hit is None:
             db = self._conn()
             if db is not None:
@@ -174,8 +176,9 @@ class MoveMemo:
 
 
 def _remember(key: str, frozen: tuple) -> None:
-    with _LOCK:
-        _LOCAL.remember(key, frozen)
+    local = _LOCAL.get()
+    with local.lock:
+        local.remember(key, frozen)
 
 
 def _decode_facts(text: str) -> tuple:
@@ -195,9 +198,10 @@ def _decode_vector(text: str) -> tuple:
 
 
 def clear_memo() -> None:
-    """Forget the in-process entries (benchmarks measuring a cold state)."""
-    with _LOCK:
-        _LOCAL.clear()
+    """Forget the active session's in-process entries."""
+    local = _LOCAL.get()
+    with local.lock:
+        local.clear()
 
 
 def memo_beside(cache) -> MoveMemo:

@@ -50,6 +50,7 @@ from .cache import CacheError, EvalCache
 from .candidate import Candidate, Settings
 from .frontend import lookup
 from .result import EvalResult
+from .session import EvaluationSession
 
 if TYPE_CHECKING:
     import multiprocessing as mp
@@ -188,21 +189,27 @@ def _worker_main(conn, settings: Settings, cache_path, parent=None) -> None:
     become_worker(*(parent or ()))
     cache = EvalCache(cache_path) if cache_path is not None else None
     try:
-        while True:
-            msg = conn.recv()
-            if msg is None:
-                break
-            batch = [i for i, _ in msg]
-            run_batch([c for _, c in msg], settings, _Forwarding(cache, conn) if cache is not None else None,
-                      indices=batch,
-                      on_start=lambda idx: conn.send(("start", idx)),
-                      on_result=lambda i, r: conn.send(("result", i, r)))
-            conn.send(("done",))
+        with EvaluationSession().active():  # the worker's own memos, for its whole life
+            _serve(conn, settings, cache)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
     finally:
         if cache is not None:
             cache.close()
+
+
+def _serve(conn, settings: Settings, cache: EvalCache | None) -> None:
+    """A worker's loop: batches from ``conn`` until None."""
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            break
+        batch = [i for i, _ in msg]
+        run_batch([c for _, c in msg], settings, _Forwarding(cache, conn) if cache is not None else None,
+                  indices=batch,
+                  on_start=lambda idx: conn.send(("start", idx)),
+                  on_result=lambda i, r: conn.send(("result", i, r)))
+        conn.send(("done",))
 
 
 class _Forwarding:

@@ -37,15 +37,14 @@ module shares every unchanged instruction with its prefix: about 130 KB
 each on gemm_tile_16x16x16 (5,127 instructions), so the 16 originals of
 :data:`~ptxopt.evaluate.frontend._MEMO_SIZE` hold at most ~140 MB of them on
 the corpus's largest kernel, a few MB on typical ones.
-Emptied with its original (``frontend._MEMO.clear()``) and by
-:func:`ptxopt.search.memos.clear_front_end` (:func:`clear_all`), so a cold
-measurement starts without any.
+Owned by its original, which the evaluation session owns
+(:mod:`ptxopt.evaluate.session`): a cold measurement (a new session) starts
+without any.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass
 from types import FunctionType
 
@@ -54,7 +53,6 @@ from ptxopt.support.bounded_memo import BoundedMemo
 #: pipelines remembered per original
 ENTRIES = 64
 
-_ALL: "weakref.WeakSet[PrefixMemo]" = weakref.WeakSet()
 _CODE = (FunctionType, property, classmethod, staticmethod)
 
 
@@ -70,13 +68,12 @@ class Built:
 class PrefixMemo:
     """:func:`key_of` a pass tuple -> :class:`Built`, least recently used out first."""
 
-    __slots__ = ("_entries", "_lock", "hits", "misses", "__weakref__")
+    __slots__ = ("_entries", "_lock", "hits", "misses")
 
     def __init__(self, max_entries: int = ENTRIES):
         self._entries: BoundedMemo = BoundedMemo(max_entries)
         self._lock = threading.Lock()
         self.hits = self.misses = 0  # lookups that found a non-empty prefix / none
-        _ALL.add(self)
 
     def longest(self, key: tuple) -> tuple[int, Built | None]:
         """``(k, built)``: the longest remembered ``key[:k]`` (``k`` may be
@@ -125,15 +122,25 @@ def key_of(passes: tuple) -> tuple | None:
     return key
 
 
-def run_pipeline(memo: PrefixMemo | None, module, pipeline):
+def run_pipeline(memo: PrefixMemo | None, module, pipeline, built: Built | None = None):
     """:meth:`PassManager(pipeline).run(module) <ptxopt.passes.passmanager.PassManager.run>`,
     starting from the module of the longest prefix of ``pipeline`` that
     ``memo`` remembers (``module`` is the original's; ``memo`` None: no memo).
+    ``built``: the module of ``pipeline`` as the caller built it (a search
+    state's child, from the same original), taken as it is when its passes
+    are ``pipeline``'s (by :func:`key_of`): passes are deterministic, so it
+    is the module the pass manager would build, and the passes do not run twice.
     Raises what the pass manager raises; remembers the result otherwise."""
     from ptxopt.passes.passmanager import PassManager, RunResult
     from ptxopt.passes.pipeline import Pipeline
 
     passes = tuple(pipeline.passes)
+    if built is not None and passes:
+        key = key_of(passes)
+        if key is not None and key_of(tuple(built.passes)) == key:
+            if memo is not None:
+                memo.put(key, built)
+            return RunResult(built.module, pipeline, list(built.records))
     key = key_of(passes) if memo is not None and passes else None
     if key is None:
         return PassManager(pipeline).run(module)
@@ -151,10 +158,4 @@ def run_pipeline(memo: PrefixMemo | None, module, pipeline):
     return run
 
 
-def clear_all() -> None:
-    """Empty every :class:`PrefixMemo` of the process."""
-    for memo in list(_ALL):
-        memo.clear()
-
-
-__all__ = ["PrefixMemo", "Built", "ENTRIES", "key_of", "run_pipeline", "clear_all"]
+__all__ = ["PrefixMemo", "Built", "ENTRIES", "key_of", "run_pipeline"]

@@ -36,6 +36,7 @@ from .cache import EvalCache
 from .candidate import as_candidate
 from .frontend import lookup
 from .result import EvalResult
+from .session import EvaluationSession
 from .work import Work
 
 #: Candidates per chunk (one nvdisasm run) when the caller does not say.
@@ -45,12 +46,14 @@ STREAM_BATCH = 64
 class Stream:
     """Groups of candidates evaluated in this process as they are submitted (see the module doc).
 
-    ``cache`` and ``options`` are :func:`~ptxopt.evaluate.evaluate_many`'s. Use as a context
+    ``cache``, ``session`` and ``options`` are :func:`~ptxopt.evaluate.evaluate_many`'s (the
+    session: the one active when the stream is made, by default). Use as a context
     manager (it holds the cache's connection)."""
 
-    def __init__(self, *, cache: Any = "default", **options) -> None:
+    def __init__(self, *, cache: Any = "default", session: EvaluationSession | None = None, **options) -> None:
         from . import _cache_path, _settings
 
+        self.session = session or EvaluationSession.current()
         options.setdefault("batch", STREAM_BATCH)
         self.settings = _settings(**options)
         path = _cache_path(cache)
@@ -78,6 +81,10 @@ class Stream:
 
     def submit(self, tag: Hashable, items: Iterable) -> None:
         """Start evaluating a group (the candidates' front halves run now, in this thread)."""
+        with self.session.active():
+            self._submit(tag, items)
+
+    def _submit(self, tag: Hashable, items: Iterable) -> None:
         if tag in self._groups:
             raise ValueError(f"group {tag!r} is still being evaluated")
         cands = [as_candidate(i) for i in items]
@@ -105,6 +112,10 @@ class Stream:
 
     def next(self) -> tuple[Hashable, list[EvalResult]]:
         """A group whose results are all known (the first to complete), waiting for one if needed."""
+        with self.session.active():
+            return self._next()
+
+    def _next(self) -> tuple[Hashable, list[EvalResult]]:
         b = self._batcher
         while not self._ready:
             if b.inflight:

@@ -35,7 +35,8 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Hashable, Sequence
 
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 
 #: Listings remembered (a 5,000-instruction kernel's listing is a few MB of objects).
 MAX_LISTINGS = 256
@@ -74,7 +75,8 @@ class _LRU:
             self.hits = self.misses = 0
 
 
-_LISTINGS = register("evaluator", "measure.cubin_memo._LISTINGS", _LRU(MAX_LISTINGS))
+#: the active evaluation session's listings (:mod:`ptxopt.support.session_state`)
+_LISTINGS = Slot("measure.cubin_memo.listings", lambda: _LRU(MAX_LISTINGS))
 
 
 def decoder_tag() -> str:
@@ -94,12 +96,13 @@ def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> l
 
     tag = decoder_tag()
     keys = [tag + d for d in (digests if digests is not None else [digest(c) for c in cubins])]
-    out: list = [_LISTINGS.get(k) for k in keys]
+    memo = _LISTINGS.get()
+    out: list = [memo.get(k) for k in keys]
     store = active()  # the Triton hook's listings on disk (sass_store), only while it estimates
     if store is not None:
         for i, k in enumerate(keys):
             if out[i] is None and (lst := store.get(k)) is not None:
-                _LISTINGS.put(k, lst)
+                memo.put(k, lst)
                 for j in range(i, len(keys)):  # and every later copy of the same cubin
                     if keys[j] == k:
                         out[j] = lst
@@ -111,7 +114,7 @@ def listings(cubins: Sequence[bytes], digests: Sequence[str] | None = None) -> l
         got = dict(zip(todo, disassemble_many(list(todo.values()))))
         for k, lst in got.items():
             if not isinstance(lst, Exception):
-                _LISTINGS.put(k, lst)
+                memo.put(k, lst)
                 if store is not None:
                     store.put(k, lst)
         out = [got[k] if have is None else have for k, have in zip(keys, out)]
@@ -140,17 +143,19 @@ class EstimateMemo:
         return self._lru.hits, self._lru.misses
 
 
-ESTIMATES = register("evaluator", "measure.cubin_memo.ESTIMATES", EstimateMemo())
+#: the active evaluation session's estimates (``ESTIMATES.get()``: its :class:`EstimateMemo`)
+ESTIMATES = Slot("measure.cubin_memo.estimates", EstimateMemo)
 
 
 def clear() -> None:
-    """Forget every remembered listing and estimate (benchmarks measuring a cold start)."""
-    _LISTINGS.clear()
-    ESTIMATES.clear()
+    """Forget every listing and estimate the active session remembers."""
+    _LISTINGS.get().clear()
+    ESTIMATES.get().clear()
 
 
 def listing_stats() -> tuple[int, int]:
-    return _LISTINGS.hits, _LISTINGS.misses
+    memo = _LISTINGS.get()
+    return memo.hits, memo.misses
 
 
 __all__ = ["decoder_tag", "listings", "EstimateMemo", "ESTIMATES", "digest", "clear", "listing_stats"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ptxopt.support.session_state import Slot
 from ptxopt.ptx.ir import Block, Imm, Instruction
 from ptxopt.ptx.operand_facts import defs_uses, facts, reg_name
 
@@ -175,9 +176,10 @@ def _warp_block(block) -> tuple[int, int, int]:
     return (bx, by, -(-32 // (bx * by)))
 
 
-#: printed slice (+ launch) -> counts: a search's candidates nearly always share their loop control
-_CACHE: dict = {}
 _CACHE_SIZE = 256
+#: printed slice (+ launch) -> counts, per evaluation session (:mod:`ptxopt.support.session_state`): a search's
+#: candidates nearly always share their loop control
+_CACHE = Slot("measure.loop_slice", dict)
 
 
 def _scalar_slots(args) -> list[int]:
@@ -256,7 +258,8 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
         emit_function(fn, text)
         key = ("\n".join(text), run_block, tuple(repr(base_args[i]) for i in _scalar_slots(base_args)),
                int(performance.shared_bytes), max_steps)
-        got = _CACHE.get(key)
+        cache = _CACHE.get()
+        got = cache.get(key)
         if got is None:
             program = Program(inst)
             counts = np.zeros(counter_slots(len(headers)), dtype=np.uint32)
@@ -266,9 +269,9 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
             finally:
                 fn.body = body
             got = res.buffers[-1].astype(np.int64)
-            if len(_CACHE) >= _CACHE_SIZE:
-                _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[key] = got
+            if len(cache) >= _CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+            cache[key] = got
         total += got
     fn.body = body
     from .loops import loop_signatures

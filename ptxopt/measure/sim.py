@@ -112,7 +112,7 @@ class SimBackend:
         key = (decoder_tag() + cubin_digest, entry, job.arch, compiled.arch, repr(compiled.kernels.get(entry)), job.objective,
                repr(sorted(kw.items())), _describe(job, kw), repr(sorted((trips or {}).items(), key=repr)), source,
                tuple(notes), self.loop_trips, self.max_steps)
-        return ESTIMATES.get_or_compute(key, run)
+        return ESTIMATES.get().get_or_compute(key, run)
 
     def _model(self, job: MeasureJob, program, trips, source, notes, kw: dict) -> Measurement:
         from ptxopt.sim import simulate
@@ -239,7 +239,7 @@ def _dram_floor(job: MeasureJob, perf):
 
 
 def clear_memo() -> None:
-    """Forget the SASS listings and estimates remembered by cubin digest (a cold start)."""
+    """Forget the SASS listings and estimates the active session remembers by cubin digest."""
     from .cubin_memo import clear
 
     clear()

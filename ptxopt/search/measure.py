@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.evaluate import EvalResult, evaluate_many
+from ptxopt.evaluate import EvalResult, EvaluationSession, evaluate_many
 
 from .state import State
 
@@ -94,6 +94,8 @@ class Meter:
     unchecked: Counter = field(default_factory=Counter)  # verdict -> ok candidates left unverified
     unchecked_reasons: dict = field(default_factory=dict)  # "verdict: why" -> pipelines (the first few)
     seen: dict = field(default_factory=dict)  # state digest -> EvalResult
+    #: whose memos the measurements use and fill: the session active when the meter was made
+    session: EvaluationSession = field(default_factory=EvaluationSession.current, repr=False)
 
     @property
     def remaining(self) -> int | None:
@@ -113,7 +115,8 @@ class Meter:
         (:mod:`ptxopt.search.stepwise`)."""
         new = self.plan(states)
         if new:
-            self.absorb(new, evaluate_many([s.candidate() for s in new], workers=0, **self.options.kwargs()))
+            self.absorb(new, evaluate_many([s.candidate() for s in new], workers=0, session=self.session,
+                                              **self.options.kwargs()))
         return self.answer(states)
 
     def plan(self, states: Sequence[State]) -> list[State]:

@@ -18,9 +18,13 @@ A pass that depends on the launch (:attr:`ptxopt.passes.base.Pass.uses_launch`:
 ``launch_bounds`` needs the block, which an nvcc entry without ``.reqntid``
 does not state) is applied bound to the kernel's performance launch,
 exactly as the evaluator binds it for the state's pipeline
-(:func:`ptxopt.evaluate.candidate.bind_launch`), so a child is the module
-the evaluator measures for it; the pipeline keeps the action's own string
-(the evaluator binds it again, the same way).
+(:func:`ptxopt.evaluate.candidate.bind_launch`); the pipeline keeps the
+action's own string (the evaluator binds it again, the same way). A child's
+candidate carries the child's module, its bound passes and their records
+(:meth:`State.candidate`), and the evaluator measures that module: each pass
+of a search is applied once. Passes are deterministic (the same module and
+pass print the same output), which the transposition key
+(:attr:`State.digest`) relies on as well.
 
 The module-dependent part of that decision (legal? changes the printed
 module?) is remembered per printed module -- and per performance launch
@@ -43,6 +47,7 @@ stdout (:mod:`ptxopt.support.pass_output`).
 from __future__ import annotations
 
 import hashlib
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -56,6 +61,7 @@ from ptxopt.support.gc_pause import gc_paused
 from ptxopt.ptx.ir import Module
 from ptxopt.support.pass_output import captured
 from ptxopt.passes.base import IllegalPass, PassError
+from ptxopt.passes.passmanager import PassRecord
 from ptxopt.passes.pipeline import Pipeline
 from ptxopt.search.actions import N_ACTIONS, PASS_ACTIONS, STOP, STOP_INDEX, action_pass, families
 from ptxopt.evaluate.move_memo import MoveMemo
@@ -110,6 +116,10 @@ class State:
     binding: tuple | None = field(default=None, repr=False)
     #: the time limit of a pass application, shared by the whole tree
     limit: PassLimit = field(default_factory=PassLimit, repr=False)
+    #: the passes of ``pipeline`` as applied (bound to the launch) and their pass records: with
+    #: ``module``, what the evaluator measures for this state without applying them again
+    applied: tuple = field(default=(), repr=False)
+    records: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if self.binding is None:
@@ -166,10 +176,17 @@ class State:
         return f"{entry}\0{perf.key()}"
 
     def candidate(self) -> Candidate:
-        """What the evaluator measures for this state."""
+        """What the evaluator measures for this state: the kernel, the pipeline
+        (already parsed: the Candidate keeps it) and this state's module, which
+        the evaluator measures as it is (the passes are not applied again)."""
         from dataclasses import replace
 
-        return replace(self.kernel, pipeline=self.pipeline)  # already parsed: the Candidate keeps it
+        from ptxopt.evaluate.prefix import Built
+
+        cand = replace(self.kernel, pipeline=self.pipeline)
+        if not self.applied:
+            return cand
+        return cand.with_built(Built(self.applied, self.module, self.records))
 
     def moves(self) -> list[Move]:
         """Every pass action in action order (not ``stop``), legal or masked."""
@@ -240,10 +257,12 @@ class State:
             return Move(name, reason=f"timeout: took longer than {limit.seconds:g} s on an earlier state")
         try:
             limit.clock.start()
+            t0 = time.perf_counter()
             try:
-                module, _report = bound.apply(self.module)  # check_legal first
+                module, report = bound.apply(self.module)  # check_legal first
             finally:
                 limit.clock.stop()
+            seconds = time.perf_counter() - t0
         except CandidateTimeout:
             limit.overran.add(name)
             return Move(name, reason=f"timeout: the pass took longer than {limit.seconds:g} s")
@@ -259,7 +278,9 @@ class State:
         if same:
             return Move(name, reason="no change")
         return Move(name, child=State(self.kernel, self.pipeline + p, module, printed, memo=self.memo,
-                                      actions=self.actions, binding=self.binding, limit=limit))
+                                      actions=self.actions, binding=self.binding, limit=limit,
+                                      applied=(*self.applied, bound),
+                                      records=(*self.records, PassRecord(bound.name, report, seconds))))
 
     def legal_moves(self) -> list[Move]:
         return [m for m in self.moves() if m.legal]

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 
 from .arch import DEFAULT_ARCH
 from .errors import Diagnostic, PtxasError
@@ -186,7 +187,7 @@ def compile_ptx(
     the result).  ``timeout`` bounds the ptxas run (:class:`ToolchainTimeout`).
 
     ``memo``: answer a compile of the same text, arch, flags and ptxas binary
-    from this process's bounded memo (:data:`MEMO_ENTRIES`) instead of
+    from the evaluation session's bounded memo (:data:`MEMO_ENTRIES`) instead of
     running ptxas again -- the evaluator and the verifier both compile each
     candidate, and the original once per candidate. A hit returns a fresh
     :class:`CompileResult` (its dicts copied; the rest is immutable) whose
@@ -210,31 +211,33 @@ def compile_ptx(
         return _compile(ptx, arch, timeout, extra_args, tool, version)
     key = (hashlib.sha256(ptx.encode("utf-8", "surrogatepass")).digest(), arch, extra_args,
            str(tool.path), tool.full_version)
-    with _MEMO_LOCK:
-        hit = _MEMO.lookup(key)
+    memo = _MEMO.get()
+    with memo.lock:
+        hit = memo.lookup(key)
     if hit is None:
         try:
             hit = _compile(ptx, arch, timeout, extra_args, tool, version)
         except PtxasError as e:
             hit = e
-        with _MEMO_LOCK:
-            _MEMO.remember(key, hit)
+        with memo.lock:
+            memo.remember(key, hit)
     if isinstance(hit, PtxasError):
         raise PtxasError(hit.diagnostics, hit.log, hit.returncode)
     return replace(hit, kernels=dict(hit.kernels), functions=dict(hit.functions))
 
 
-#: Compile results (or rejections) kept per process, most recently used last.
+#: Compile results (or rejections) kept per evaluation session, most recently used last.
 #: A 16x16x16 gemm cubin is ~100 KB, so the memo stays within tens of MB.
 MEMO_ENTRIES = 256
-_MEMO_LOCK = threading.Lock()
-_MEMO = register("evaluator", "toolchain.ptxas", BoundedMemo(lambda: MEMO_ENTRIES, lock=_MEMO_LOCK))
+#: the active session's compiles (:mod:`ptxopt.support.session_state`)
+_MEMO = Slot("toolchain.ptxas", lambda: BoundedMemo(lambda: MEMO_ENTRIES, lock=threading.Lock()))
 
 
 def clear_memo() -> None:
-    """Forget remembered compiles (tests, timing benchmarks)."""
-    with _MEMO_LOCK:
-        _MEMO.clear()
+    """Forget the active session's remembered compiles (tests, timing benchmarks)."""
+    memo = _MEMO.get()
+    with memo.lock:
+        memo.clear()
 
 
 def _compile(ptx: str, arch: str, timeout: float, extra_args: tuple[str, ...], tool: Ptxas,

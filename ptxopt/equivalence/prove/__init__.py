@@ -41,7 +41,8 @@ import time
 from dataclasses import dataclass, field
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 from ptxopt.ptx.ir import Decl, Function, Module
 from ptxopt.ptx.opcodes import PERF_ONLY_DIRECTIVES
 from ptxopt.equivalence.prove.loop_sim import extra_registers_only, prove_by_simulation
@@ -75,7 +76,8 @@ class ProveResult:
 
 
 _MEMO_SIZE = 256
-_MEMO: BoundedMemo = register("evaluator", "equivalence.prove", BoundedMemo(lambda: _MEMO_SIZE))
+#: the active evaluation session's proofs of text pairs (:mod:`ptxopt.support.session_state`)
+_MEMO = Slot("equivalence.prove", lambda: BoundedMemo(lambda: _MEMO_SIZE))
 
 
 def prove(original, candidate, *, entry: str | None = None, assume_align: int = 0,
@@ -99,7 +101,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     key = None
     if isinstance(original, str) and isinstance(candidate, str):
         key = hashlib.sha256(f"{entry}\0{assume_align}\0{cap}\0{original}\0{candidate}".encode()).hexdigest()
-        hit = _MEMO.lookup(key)
+        hit = _MEMO.get().lookup(key)
         if hit is not None:
             return hit
     try:
@@ -115,7 +117,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     result.seconds = time.perf_counter() - t0
     result.entry = entry
     if key is not None:
-        _MEMO.remember(key, result)
+        _MEMO.get().remember(key, result)
     return result
 
 
@@ -136,10 +138,10 @@ def _assumption_cap(mo: Module, mc: Module, result: ProveResult) -> ProveResult:
 
 
 def clear_memo() -> None:
-    """Forget the remembered results and originals (a benchmark's cold start)."""
+    """Forget the active session's remembered results and originals."""
     from ptxopt.equivalence.prove import original_memo
 
-    _MEMO.clear()
+    _MEMO.get().clear()
     original_memo.clear()
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from ptxopt.support.bounded_memo import BoundedMemo, register
+from ptxopt.support.bounded_memo import BoundedMemo
+from ptxopt.support.session_state import Slot
 
 #: Originals remembered (one search works on one kernel at a time).
 MAX_ENTRIES = 8
@@ -55,9 +56,8 @@ class Original:
         return r
 
 
-_LOCK = threading.Lock()
-_ENTRIES: BoundedMemo = register("evaluator", "equivalence.prove.original_memo",
-                                 BoundedMemo(lambda: MAX_ENTRIES, lock=_LOCK))
+#: the active evaluation session's originals (:mod:`ptxopt.support.session_state`), each under its own lock
+_ENTRIES = Slot("equivalence.prove.original_memo", lambda: BoundedMemo(lambda: MAX_ENTRIES, lock=threading.Lock()))
 
 
 def key(fo, mo, noalias: frozenset, overlap: frozenset, assume_align: int) -> tuple:
@@ -71,15 +71,16 @@ def acquire(k: tuple, make) -> tuple[Original, bool]:
     """The entry for ``k`` (``make()`` builds it when absent), locked for this
     proof, and whether it is memoised; release with :func:`release`. When the
     entry is in use elsewhere a private one is built and not remembered."""
-    with _LOCK:
-        entry = _ENTRIES.lookup(k)
+    memo = _ENTRIES.get()
+    with memo.lock:
+        entry = memo.lookup(k)
         if entry is not None:
             if entry.lock.acquire(blocking=False):
                 return entry, True
             return make(), False
         entry = make()
         entry.lock.acquire()
-        _ENTRIES.remember(k, entry)
+        memo.remember(k, entry)
         return entry, True
 
 
@@ -87,16 +88,18 @@ def release(k: tuple, entry: Original, memoised: bool) -> None:
     if not memoised:
         return
     if len(entry.graph) > MAX_NODES:
-        with _LOCK:
-            if _ENTRIES.get(k) is entry:
-                del _ENTRIES[k]
+        memo = _ENTRIES.get()
+        with memo.lock:
+            if memo.get(k) is entry:
+                del memo[k]
     entry.lock.release()
 
 
 def clear() -> None:
-    """Forget every remembered original (benchmarks measuring a cold start)."""
-    with _LOCK:
-        _ENTRIES.clear()
+    """Forget every original the active session remembers."""
+    memo = _ENTRIES.get()
+    with memo.lock:
+        memo.clear()
 
 
 __all__ = ["Original", "key", "acquire", "release", "clear", "MAX_ENTRIES"]
