@@ -757,7 +757,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
 
     ``reference`` (any mapping with ``get`` and item assignment) memoises the
     original's runs under ``(reference_key, seed, trial, flavour, schedule,
-    layout)``, for callers that check many candidates of one original (the
+    layout, races, extra scalars)``, for callers that check many candidates of one original (the
     evaluator): ``reference_key`` must identify the original module and the
     launch. A failure of the original is memoised too, and raised again on
     reuse (or the trial skipped, as without the memo).
@@ -969,7 +969,10 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
             launch["buffers"] = {names[i]: (f"alias of {names[a.of]}" + (f" +{a.offset} bytes" if a.offset else "")
                                             if isinstance(a, Alias) else f"{a.offset} bytes past an aligned base")
                                  for i, a in enumerate(args) if isinstance(a, (Alias, Placed))}
-        key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ())
+        # the extra launches' scalars are part of the key: a trip-count launch's values come from the loops
+        # the candidate changed, so two candidates' launches of one number may set different scalars
+        key = (reference_key, seed, t, flavour, schedule, layout) + (("races",) if races else ()) + (
+            tuple(sorted((extra or {}).get("scalars", {}).items())),)
         ref = reference.get(key) if reference is not None else None
         where = f"launch {t} ({flavour} inputs, {schedule} schedule, {layout} buffers)"
         if budget is not None and budget.spent:

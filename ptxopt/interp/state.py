@@ -146,8 +146,19 @@ class Frame:
 def full_warps_check(cta, idx: np.ndarray) -> np.ndarray | None:
     """Lanes of the warps touched by ``idx`` that are alive but not in ``idx``
     (for ``.aligned`` collectives that need the whole warp)."""
-    warps = np.unique(idx // WARP)
-    lanes = (warps[:, None] * WARP + np.arange(WARP)).ravel()
-    lanes = lanes[lanes < cta.T]
-    lanes = lanes[cta.alive[lanes]]
-    return np.setdiff1d(lanes, idx, assume_unique=True)
+    T = cta.T
+    nw = -(-T // WARP)
+    present = np.zeros(nw * WARP, dtype=bool)
+    present[idx] = True
+    touched = np.repeat(present.reshape(nw, WARP).any(axis=1), WARP)[:T]  # lanes of the warps idx touches
+    return np.flatnonzero(touched & cta.alive & ~present[:T])  # ascending, as the lanes are
+
+
+def not_in(threads: np.ndarray, idx: np.ndarray, T: int) -> np.ndarray:
+    """The elements of ``threads`` (thread indices below ``T``) not in ``idx``,
+    in their order: ``np.setdiff1d(threads, idx, assume_unique=True)`` for
+    ascending unique ``threads``, by one mask over the CTA instead of a sort
+    (collectives ask this at every step of a divergent warp)."""
+    present = np.zeros(T, dtype=bool)
+    present[idx] = True
+    return threads[~present[threads]]

@@ -17,6 +17,10 @@ For one (pass, kernel) pair the outcome is one of:
 Used by ``tests/test_pass_matrix.py`` (no cell may be broken)
 and ``benchmarks/pass_matrix.py`` (sites changed per pass per family, and time
 per pass). ptxas runs only on outputs that changed, once per distinct text.
+The interpreter check runs each original once per launch, not once per
+pass: the original's program and runs are memoised by its printed text and
+launch (``verify``'s ``reference``), as the evaluator does for the
+candidates of one original.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ptxopt.ptx.emit import emit
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import IllegalPass
 from ptxopt.passes.pipeline import Pipeline, make_pass
+from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
 
@@ -60,6 +65,41 @@ def _ptxas_error(text: str, arch: str) -> str | None:
         except ToolchainError as e:
             _compiled[key] = str(e).splitlines()[0]
     return _compiled[key]
+
+
+class _Runs(BoundedMemo):
+    """The originals' interpreter runs behind the mapping protocol ``verify``'s
+    ``reference`` takes (``get``, ``[]=``), at most :data:`REFERENCE_RUNS`."""
+
+    def get(self, key, default=None):
+        return self.lookup(key, default)
+
+    def __setitem__(self, key, value):
+        self.remember(key, value, touch=False)
+
+
+#: original runs kept (one per launch of a check: about 10 per kernel), enough
+#: for one sweep of the corpus's checked kernels, so that the next pass's
+#: sweep finds them; the buffers are the check launch's (kilobytes)
+REFERENCE_RUNS = 4096
+_RUNS = register("matrix", "testing.matrix", _Runs(lambda: REFERENCE_RUNS))
+#: per original module object: (module, interpreter program, reference key)
+_ORIGINALS = register("matrix", "testing.matrix.programs", BoundedMemo(512))
+
+
+def _original(spec: KernelSpec, m):
+    """``(program, reference key)`` of the original ``m`` under ``spec``'s
+    launch: the key names the printed text and the whole manifest entry, so
+    two modules that print alike share runs and nothing else does."""
+    hit = _ORIGINALS.lookup(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1], hit[2]
+    from ptxopt.interp import Program
+
+    key = hashlib.sha256((repr(spec) + "\0" + emit(m)).encode()).hexdigest()
+    program = Program(m)
+    _ORIGINALS.remember(id(m), (m, program, key))
+    return program, key
 
 
 def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_ARCH,
@@ -107,7 +147,9 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
             # checks the interpreter agrees)
             cell.outcome, cell.detail = "changed", "hints-only"
             return cell
-        res = verify(m, out, spec.entry, trials=equivalence_trials, spec=spec)
+        program, key = _original(spec, m)
+        res = verify(program, out, spec.entry, trials=equivalence_trials, spec=spec,
+                     reference=_RUNS, reference_key=key)
         if res.status == "inconclusive" and getattr(p, "structural", False):
             # a loop rewrite the interpreter cannot settle (swp_ld's predicated-off early loads are masked
             # reads the original lacks): the proof decides, as `run` requires for structural passes

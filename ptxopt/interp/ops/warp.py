@@ -18,7 +18,7 @@ import numpy as np
 from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.errors import WarpSyncError, describe
 from ptxopt.interp.ops.common import one_type
-from ptxopt.interp.state import ALL, WARP
+from ptxopt.interp.state import ALL, WARP, full_warps_check, not_in
 from ptxopt.ptx.ir import Pair
 
 U32 = np.uint32
@@ -34,14 +34,13 @@ def members_missing(mask_reader, ins=None):
         if np.ndim(raw) == 0 and int(raw) & 0xFFFFFFFF == 0xFFFFFFFF:
             if sel is ALL and cta.n_alive == cta.T:
                 return None  # every lane named, every lane here
-            m = np.full(len(idx), 0xFFFFFFFF, dtype=np.uint64)
-        else:
-            m = np.broadcast_to(raw, (len(idx),)).astype(np.uint64)
-            own = ((m >> (idx % WARP).astype(np.uint64)) & np.uint64(1)).astype(bool)
-            if not own.all():
-                t = idx[~own][0]
-                raise WarpSyncError(f"{where}thread tid={cta.tid_of(int(t))} executes a warp collective whose membermask "
-                                    f"({int(m[~own][0]):#010x}) does not name its own lane (undefined in PTX)")
+            return full_warps_check(cta, idx)  # every lane named: the live lanes of the touched warps
+        m = np.broadcast_to(raw, (len(idx),)).astype(np.uint64)
+        own = ((m >> (idx % WARP).astype(np.uint64)) & np.uint64(1)).astype(bool)
+        if not own.all():
+            t = idx[~own][0]
+            raise WarpSyncError(f"{where}thread tid={cta.tid_of(int(t))} executes a warp collective whose membermask "
+                                f"({int(m[~own][0]):#010x}) does not name its own lane (undefined in PTX)")
         warps = idx // WARP
         uw, inv = np.unique(warps, return_inverse=True)
         wm = np.zeros(len(uw), dtype=np.uint64)
@@ -52,7 +51,7 @@ def members_missing(mask_reader, ins=None):
         req &= threads < cta.T
         need = threads[req]
         need = need[cta.alive[need]]
-        return np.setdiff1d(need, idx, assume_unique=True)
+        return not_in(need, idx, cta.T)
 
     return aux
 
