@@ -28,6 +28,35 @@ def rl_options(rl_cache):
     return EvalOptions(cache=rl_cache)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``-n N`` without ``--dist`` distributes by work stealing (pytest-xdist's
+    ``worksteal``): an idle worker takes the tail of a busy one's queue, so
+    the minutes-long corpus sweeps, ordered first (:func:`_heavy_first`),
+    do not end the run on one worker while the other waits."""
+    opt = config.option
+    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", None) == "no" and not opt.distload:
+        opt.dist = "worksteal"
+
+
+def _heavy_first(items):
+    """Under pytest-xdist, the slow tier first, the pass matrix's corpus sweeps
+    (the longest tests) before the rest, each group in collection order: a
+    long test started last would end the run alone (worksteal balances the
+    rest). Every worker collects the same order, as xdist requires."""
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item):
+        if item.get_closest_marker("slow") is None:
+            return 2
+        return 0 if item.nodeid.startswith("tests/test_pass_matrix.py::") else 1
+
+    items.sort(key=rank)  # stable
+
+
 def pytest_collection_modifyitems(config, items):
     """Tier the generated corpus families in every parametrized test (see
     tests/corpus_tiers.py): a test whose parameters name a generated kernel
@@ -54,3 +83,4 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    _heavy_first(items)
