@@ -40,19 +40,26 @@ def pytest_cmdline_main(config):
 
 
 def _heavy_first(items):
-    """Under pytest-xdist, the slow tier first, the pass matrix's corpus sweeps
-    (the longest tests) before the rest, each group in collection order: a
-    long test started last would end the run alone (worksteal balances the
-    rest). Every worker collects the same order, as xdist requires."""
+    """Under pytest-xdist, the pass matrix first, each pass's corpus sweep (the
+    longest tests) right before its fast-tier check (which then finds its
+    cells computed, when both run on one worker: test_pass_matrix.py), then
+    the rest of the slow tier, then the fast tier, each group in collection
+    order: a long test started last would end the run alone (worksteal
+    balances the rest). Every worker collects the same order, as xdist
+    requires."""
     import os
 
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
+    passes: dict[str, int] = {}
 
     def rank(item):
-        if item.get_closest_marker("slow") is None:
-            return 2
-        return 0 if item.nodeid.startswith("tests/test_pass_matrix.py::") else 1
+        slow = item.get_closest_marker("slow") is not None
+        callspec = getattr(item, "callspec", None)
+        module = getattr(getattr(item, "module", None), "__name__", "")
+        if module == "test_pass_matrix" and callspec and "pass_name" in callspec.params:
+            return (0, passes.setdefault(callspec.params["pass_name"], len(passes)), not slow)
+        return (1 if slow else 2, 0, False)
 
     items.sort(key=rank)  # stable
 
