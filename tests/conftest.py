@@ -22,8 +22,8 @@ def rl_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def rl_options(rl_cache):
-    """:class:`~ptxopt.search.measure.EvalOptions` on :func:`rl_cache`."""
-    from ptxopt.search.measure import EvalOptions
+    """:class:`~ptxopt.search.meter.EvalOptions` on :func:`rl_cache`."""
+    from ptxopt.search.meter import EvalOptions
 
     return EvalOptions(cache=rl_cache)
 

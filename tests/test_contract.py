@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ptxopt.equivalence.contract import (
+from ptxopt.equivalence.launch_contract import (
     ContractError,
     contract_path_for,
     load_contract_file,
@@ -102,7 +102,7 @@ def test_resolution_file_is_found_automatically_and_options_override_fields(tmp_
 def test_a_scalar_the_entry_lacks_is_an_error_of_the_contract_itself():
     """Checked in Launch.fit, so every command refuses it (run --verify-each
     used to accept --scalar nosuch=1 and report 'verified')."""
-    from ptxopt.equivalence.contract import ContractError
+    from ptxopt.equivalence.launch_contract import ContractError
     from ptxopt.equivalence.launch import Launch
 
     c = Launch(scalars={"nosuch": 1}, origin="options", source="options")
@@ -130,7 +130,7 @@ def _perf_file(tmp_path, doc, name="k.contract.json"):
 
 
 def test_a_contract_performance_entry_is_a_performance_launch_kept_apart_from_the_check_one(tmp_path):
-    from ptxopt.equivalence.contract import load_performance_file, performance_from_json
+    from ptxopt.equivalence.launch_contract import load_performance_file, performance_from_json
     from ptxopt.equivalence.launch import Origin, Role
 
     f = _perf_file(tmp_path, {"entry": "k", "launch": {"grid": [2], "block": [128]},
@@ -165,7 +165,7 @@ def test_a_contract_performance_entry_is_a_performance_launch_kept_apart_from_th
     ({"block": [128], "counts": {"k_param_0": -1}}, "performance.counts must be an object"),
 ])
 def test_malformed_performance_entries_say_what_is_wrong(tmp_path, perf, message):
-    from ptxopt.equivalence.contract import load_performance_file
+    from ptxopt.equivalence.launch_contract import load_performance_file
 
     f = _perf_file(tmp_path, {"launch": {"grid": [1], "block": [1]}, "performance": perf})
     with pytest.raises(ContractError, match=f"^k.contract.json: .*{message}"):
@@ -173,7 +173,7 @@ def test_malformed_performance_entries_say_what_is_wrong(tmp_path, perf, message
 
 
 def test_resolve_performance_file_options_and_base(tmp_path):
-    from ptxopt.equivalence.contract import resolve_performance
+    from ptxopt.equivalence.launch_contract import resolve_performance
     from ptxopt.equivalence.launch import Launch, Origin, Role
 
     ptx = tmp_path / "k.ptx"
@@ -215,7 +215,7 @@ def test_resolve_performance_file_options_and_base(tmp_path):
 
 
 def test_check_performance_refuses_a_launch_no_gpu_runs():
-    from ptxopt.equivalence.contract import check_performance
+    from ptxopt.equivalence.launch_contract import check_performance
     from ptxopt.equivalence.launch import Launch, Role
     from ptxopt.ptx.parser import parse
 

@@ -217,7 +217,7 @@ def test_performance_launch_is_one_a_gpu_runs(kernel):
     1024 threads, the block .reqntid demands, every scalar parameter given by
     .param name, Triton's compiled block/shared bytes and 16-divisibility;
     and it is a performance launch, not the check launch."""
-    from ptxopt.equivalence.contract import check_performance
+    from ptxopt.equivalence.launch_contract import check_performance
     from ptxopt.equivalence.launch import Origin, Role, performance_of
 
     perf = performance_of(kernel)
@@ -282,7 +282,7 @@ def test_the_generator_refuses_a_performance_launch_no_gpu_runs():
 def test_performance_spec_is_the_kernel_at_its_performance_size():
     """Buffers sized for the performance problem (what a GPU run allocates), the
     check launch's kernel otherwise; a manifest entry stays a valid contract."""
-    from ptxopt.equivalence.contract import contract_from_json, performance_from_json
+    from ptxopt.equivalence.launch_contract import contract_from_json, performance_from_json
     from ptxopt.sim.occupancy import footprint_of_spec
 
     data = {k["id"]: k for k in json.loads((ROOT / "manifest.json").read_text())["kernels"]}

@@ -1,4 +1,4 @@
-"""``benchmarks/corpus_report.py``: the whole-corpus greedy plan (stratified
+"""``benchmarks/reports/corpus_report.py``: the whole-corpus greedy plan (stratified
 sample first, every kernel once) and the per-group tables, on fake search
 rows (no search is run here)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ptxopt.kernels.corpus import select
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus_report.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "reports" / "corpus_report.py"
 
 
 def _load():

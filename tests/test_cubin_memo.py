@@ -12,7 +12,7 @@ import ptxopt.sim
 from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate
 from ptxopt.measure import cubin_memo
-from ptxopt.measure.base import MeasureJob, Measurement
+from ptxopt.measure.backend import MeasureJob, Measurement
 from ptxopt.measure.sim import SimBackend
 from ptxopt.toolchain import compile_ptx, find_nvdisasm, process
 

@@ -85,7 +85,7 @@ def test_the_l2_floor_holds_with_a_warm_l2():
 def test_sgemm_on_the_static_trip_fallback_still_meets_its_fp32_floor():
     """No interpreter profile at all (profile_loops off: the static fallback counts the K loop's 256
     trips as 8): the estimate is still at least the 8.6 G FMAs over the L4's FP32 peak, named."""
-    from ptxopt.measure.base import MeasureJob
+    from ptxopt.measure.backend import MeasureJob
     from ptxopt.measure.sim import SimBackend
     from ptxopt.ptx.parser import parse
     from ptxopt.sim.device import device_for
@@ -109,7 +109,7 @@ def test_loop_trips_come_from_the_performance_launch_without_a_check_launch():
     slice runs on it, so the K loop counts its 256 trips instead of the static fallback's."""
     from ptxopt.measure.loop_slice import launch_only_check, trip_counts_for
     from ptxopt.ptx.parser import parse
-    from ptxopt.sim import decode
+    from ptxopt.sim import sass_decode as decode
     from ptxopt.toolchain import compile_ptx, disassemble
     from test_floors import outside
 

@@ -16,7 +16,7 @@ from ptxopt import emit
 from ptxopt.search import memos
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.launch import Launch
-from ptxopt.evaluate import Candidate, evaluate_many, frontend
+from ptxopt.evaluate import Candidate, evaluate_many, prepare as frontend
 from ptxopt.evaluate.prefix import PrefixMemo, key_of, run_pipeline
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass

@@ -17,7 +17,7 @@ import ptxopt.toolchain
 from ptxopt.evaluate import (FAILURES, BackendUnavailable, Candidate, EvalCache, EvalResult, evaluate,
                              evaluate_many, get_backend)
 from ptxopt.measure import gpu as gpu_backend_mod
-from ptxopt.measure import registry as registry_mod
+from ptxopt.measure import backend_registry as registry_mod
 from ptxopt.ptx.ir import Addr, instruction_slots
 from ptxopt.passes.base import ChangeReport, IllegalPass
 from ptxopt.passes.registry import get_pass_class
@@ -223,7 +223,7 @@ def test_timeout_is_a_result(cache, monkeypatch):
     # passes and a memoised proof of this kernel can finish inside 10 ms, and then ptxas, which
     # gets the same limit as its own, is killed first -- a tool fault ('toolchain', never cached:
     # test_tool_faults), not this test's subject. So the passes are made to take 50 ms.
-    from ptxopt.evaluate import frontend
+    from ptxopt.evaluate import prepare as frontend
 
     slow = frontend.run_pipeline
 

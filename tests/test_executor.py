@@ -77,7 +77,7 @@ def test_a_search_worker_never_opens_the_drivers_cache(tmp_path):
     """search_many's task runs against a private cache and returns rows: the driver's path (here
     one that cannot even be created) is never touched by it."""
     from ptxopt.evaluate import Candidate
-    from ptxopt.search.measure import EvalOptions
+    from ptxopt.search.meter import EvalOptions
     from ptxopt.search.run import SearchConfig, _job
 
     blocked = tmp_path / "file"
@@ -123,7 +123,7 @@ def test_an_evaluation_batch_whose_worker_dies_fails_only_the_culprit(monkeypatc
     once more, so only the one that kills its worker fails (an in-process stand-in executor)."""
     from ptxopt.evaluate import evaluate_many
     from ptxopt.evaluate import parallel
-    from ptxopt.executor.base import Outcome
+    from ptxopt.executor.interface import Outcome
 
     class Dying(LocalExecutor):  # a batch holding the "vec_st" candidate dies, as its worker would
         def _round(self, fn, args, indices, fatal, record, *, fresh_worker=False):

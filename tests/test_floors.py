@@ -7,7 +7,7 @@ FP32 / FP16 / tensor work over the device's peak; and a pass that does not chang
 are accessed (every pass here) leaves the exact DRAM bytes unchanged.  A violation fails.
 
 The fast tier sweeps a small slice (``tests/corpus_tiers.py``'s fast corpus, a few passes); the slow
-tier every pass; ``benchmarks/floors_sweep.py`` the corpus x every pass and records the violations.
+tier every pass; ``benchmarks/reports/floors_sweep.py`` the corpus x every pass and records the violations.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ptxopt.kernels.corpus import get
 from ptxopt.ptx.emit import emit
 from ptxopt.equivalence.launch import Launch, Origin, Role
 from ptxopt.evaluate.candidate import _manifest_performance
-from ptxopt.measure.base import MeasureJob
+from ptxopt.measure.backend import MeasureJob
 from ptxopt.measure.sim import SimBackend
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import PassError
@@ -39,7 +39,7 @@ OUTSIDE = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kerne
 FAST_PASSES = ("prefetch_L1",)
 #: the fast tier's slice of tests/corpus_tiers.py's fast corpus (one pointwise, one reduction, one Triton)
 FAST_FLOORS = ("cuda_saxpy", "cuda_reduce_sum_smem", "triton_softmax_row")
-#: the slow tier's kernels x every pass (the whole corpus x every pass: benchmarks/floors_sweep.py)
+#: the slow tier's kernels x every pass (the whole corpus x every pass: benchmarks/reports/floors_sweep.py)
 SLOW_FLOORS = ("cuda_transpose_smem", "triton_matmul_f16")
 
 

@@ -3,7 +3,7 @@ with carry chains, aliasing bases, guards, branches, barriers, atomics,
 prefetches and clock reads (:mod:`ptxopt.testing.random_kernels`); each of
 the 20 passes must leave the kernel unchanged or produce PTX that ptxas
 accepts and the interpreter finds equal. The CI run is bounded and
-derandomised; ``benchmarks/fuzz_passes.py`` runs the long campaign."""
+derandomised; ``benchmarks/reports/fuzz_passes.py`` runs the long campaign."""
 
 import random
 

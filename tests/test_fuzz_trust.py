@@ -1,6 +1,6 @@
 """The trust-class fuzzer (:mod:`ptxopt.testing.trust_fuzz`): every class of
 issue 26 is generated, its cases are valid PTX, its oracles can fail, and
-the classes fixed so far have no findings. ``benchmarks/fuzz_trust.py`` runs
+the classes fixed so far have no findings. ``benchmarks/reports/fuzz_trust.py`` runs
 the campaign (30 seeds per class: about a minute)."""
 
 from __future__ import annotations

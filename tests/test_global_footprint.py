@@ -16,7 +16,7 @@ import pytest
 from ptxopt.analysis.global_footprint import SECTOR, footprint_of_text, launch_footprint
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.interp import run_kernel
-from ptxopt.interp.memory import STORED
+from ptxopt.interp.device_memory import STORED
 from ptxopt.interp.workload import make_args
 from ptxopt.ptx.parser import parse
 

@@ -4,7 +4,7 @@ Skipped, with the reason, wherever :func:`ptxopt.gpu.gpu_available` says
 no. They load, launch and time real kernels through the child-process
 harness: baselines, a single-pass variant, multi-thread kernels, a wrong
 candidate (mismatch), a faulting one (fault, then service continues in a
-fresh child), a hanging one (timeout), and ``benchmarks/gpu_measure_corpus.py`` end to end.
+fresh child), a hanging one (timeout), and ``benchmarks/reports/gpu_measure_corpus.py`` end to end.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ptxopt.passes.passmanager import PassManager
 from ptxopt.toolchain import compile_ptx
 
 GPU, REASON = gpu_available()
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_measure_corpus.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "reports" / "gpu_measure_corpus.py"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not GPU, reason=f"needs a CUDA GPU: {REASON}")]
 
 SPEC = get("gemm_tile_2x2x2")
@@ -147,7 +147,7 @@ def test_hanging_kernel_times_out(worker):
 
 
 def test_backend_for_the_evaluator():
-    pytest.importorskip("ptxopt.measure.base")
+    pytest.importorskip("ptxopt.measure.backend")
     from ptxopt.measure.gpu import make_backend
 
     b = make_backend(warmup=5, repeats=20)

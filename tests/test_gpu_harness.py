@@ -17,9 +17,9 @@ from ptxopt.gpu.errors import HarnessError, classify_cuda_error
 from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params, scalar_dtype, typed_scalar
 from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
 from ptxopt.gpu.session import resolve_arch
-from ptxopt.gpu.instrument import SENTINEL
+from ptxopt.gpu.clock_instrument import SENTINEL
 from ptxopt.gpu.protocol import make_spec, spec_from_json, spec_to_json
-from ptxopt.interp.launch import encode_scalar
+from ptxopt.interp.launcher import encode_scalar
 from ptxopt.interp.workload import FLAVOURS, make_args
 
 SPECS = load_manifest()
@@ -202,7 +202,7 @@ def test_measure_on_gpu_reports_unavailable():
 
 
 def test_backend_adapter_maps_results():
-    backends = pytest.importorskip("ptxopt.measure.base")
+    backends = pytest.importorskip("ptxopt.measure.backend")
     from ptxopt.measure.gpu import CATEGORY, to_measurement
 
     ok = GpuMeasurement(status="ok", kernel="k", cycles=100.0, cycles_iqr=1.0, registers=20, spill_store_bytes=0,
@@ -220,7 +220,7 @@ def test_backend_adapter_maps_results():
 
 @no_gpu_only
 def test_make_backend_unavailable_here():
-    backends = pytest.importorskip("ptxopt.measure.base")
+    backends = pytest.importorskip("ptxopt.measure.backend")
     from ptxopt.measure.gpu import make_backend
 
     with pytest.raises(backends.BackendUnavailable, match="GPU backend unavailable: " + re.escape(GPU_REASON)):

@@ -1,4 +1,4 @@
-"""The %clock64 instrumentation (ptxopt.gpu.instrument), checked on the CPU:
+"""The %clock64 instrumentation (ptxopt.gpu.clock_instrument), checked on the CPU:
 ptxas accepts the instrumented corpus, the printed PTX round-trips, and the
 interpreter runs every instrumented kernel to the same outputs as the
 original plus a plausible duration for every thread."""
@@ -10,7 +10,7 @@ import pytest
 
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.ptx.emit import emit
-from ptxopt.gpu.instrument import (
+from ptxopt.gpu.clock_instrument import (
     CLOCK_PARAM,
     SENTINEL,
     AlreadyInstrumented,

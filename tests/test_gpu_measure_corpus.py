@@ -1,4 +1,4 @@
-"""``benchmarks/gpu_measure_corpus.py``: the no-GPU exit, the numpy
+"""``benchmarks/reports/gpu_measure_corpus.py``: the no-GPU exit, the numpy
 Spearman, the bookkeeping of the corpus loop (with the real harness child,
 which answers ``unavailable`` here), and ``--compare-sim`` on a
 measurements file (no GPU needed)."""
@@ -17,7 +17,7 @@ from ptxopt.kernels.corpus import get
 from ptxopt.gpu import GpuWorker, gpu_available
 from ptxopt.ptx.parser import parse
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_measure_corpus.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "reports" / "gpu_measure_corpus.py"
 sys.path.insert(0, str(SCRIPT.parent))
 from gpu_measure_corpus import (  # noqa: E402
     KIND,

@@ -71,7 +71,7 @@ def test_clear_front_end_empties_every_registered_memo():
     loads = [i for i in cfg.instructions if is_nc_candidate(i)]
     nc_form(loads[0])
     set_cache_op(loads[0], "cg", ("ca", "cg", "cs", "lu", "cv"))
-    from ptxopt.analysis.latency import latencies
+    from ptxopt.analysis.rough_latency import latencies
     latencies(cfg.instructions)
 
     def size(memo):

@@ -40,7 +40,7 @@ def test_a_deep_contract_is_bad_input(tmp_path):
 
 
 def test_a_contract_with_a_byte_order_mark_is_read(tmp_path):
-    from ptxopt.equivalence.contract import load_contract_file
+    from ptxopt.equivalence.launch_contract import load_contract_file
 
     c = tmp_path / "c.json"
     c.write_bytes(b"\xef\xbb\xbf" + json.dumps({"grid": [1, 1, 1], "block": [1, 1, 1]}).encode())

@@ -9,7 +9,7 @@ import pytest
 
 from ptxopt.interp import (BarrierError, KernelTrap, StepLimit, UnsupportedInstruction, WarpSyncError,
                            run_kernel)
-from ptxopt.interp.probe import module
+from ptxopt.interp.snippets import module
 
 OUT = ".param .u64 pout"
 STORE = """

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ptxopt.interp import fp
-from ptxopt.interp.probe import elementwise
+from ptxopt.interp.snippets import elementwise
 
 F32 = np.float32
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from ptxopt.interp import MemoryFault, run_kernel
-from ptxopt.interp.memory import GLOBAL_BASE
-from ptxopt.interp.probe import module
+from ptxopt.interp.device_memory import GLOBAL_BASE
+from ptxopt.interp.snippets import module
 from ptxopt.ptx.parser import parse
 
 P2 = ".param .u64 pa, .param .u64 pb"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxopt.interp.probe import elementwise
+from ptxopt.interp.snippets import elementwise
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1

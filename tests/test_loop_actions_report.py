@@ -1,4 +1,4 @@
-"""``benchmarks/loop_actions_report.py``: its "without" search explores exactly
+"""``benchmarks/studies/loop_actions_report.py``: its "without" search explores exactly
 the actions before issue 31, and its bound launch_bounds actions name the
 performance block (no search is run here)."""
 
@@ -13,7 +13,7 @@ from ptxopt.evaluate import Candidate
 from ptxopt.search import State
 from ptxopt.search.actions import PASS_ACTIONS
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "loop_actions_report.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "studies" / "loop_actions_report.py"
 
 
 def _load():

@@ -10,7 +10,7 @@ from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.interpret import Geometry
 from ptxopt.equivalence.launch import Launch, Role, performance_of
 from ptxopt.measure.loop_slice import SliceError, performance_loop_profile, trip_counts_for
-from ptxopt.measure.loops import loop_profile
+from ptxopt.measure.measured_trips import loop_profile
 from ptxopt.ptx.parser import parse
 
 # bound = (ctaid.x + 1) * n: blocks differ, the scalar scales
@@ -92,7 +92,7 @@ def test_grid_stride_loop_follows_grid_and_block():
 
 
 def test_trip_counts_for_prefers_the_performance_launch_and_says_when_it_cannot():
-    from ptxopt.sim.decode import decode
+    from ptxopt.sim.sass_decode import decode
     from ptxopt.toolchain import compile_ptx, disassemble
 
     k = get("triton_matmul_f16")
@@ -130,7 +130,7 @@ def test_ptxas_split_and_unrolled_loops_get_their_trip_counts():
     loops; by position its counts could not be matched and the model fell back to N=8 per loop. By
     structure the 16-load SASS loop runs K/16 = 128 times at K=2048; cuda_layernorm_row's 4-load loops
     were unrolled 4x again by ptxas (16 loads), one SASS iteration per 4 PTX ones."""
-    from ptxopt.sim.decode import decode
+    from ptxopt.sim.sass_decode import decode
     from ptxopt.sim.trips import sass_loops
     from ptxopt.toolchain import compile_ptx, disassemble
 

@@ -101,7 +101,7 @@ LAUNCH = Launch((1, 1, 1), (1, 1, 1), scalars={"n": 9}, origin=Origin.CONTRACT, 
 @pytest.fixture
 def patient_solver(monkeypatch):
     """The solver's limits are wall time, and this machine is shared: the verdicts checked here
-    are the proof's, not its speed (benchmarks/loop_version_report.py measures that)."""
+    are the proof's, not its speed (benchmarks/reports/loop_version_report.py measures that)."""
     from ptxopt.equivalence.prove import clear_memo, loop_sim
 
     monkeypatch.setattr(loop_sim, "QUERY_TIMEOUT_MS", 60000)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ptxopt.support.digests import EVALUATOR_SOURCES, FRONT_SOURCES
-from ptxopt.measure import base, registry
+from ptxopt.measure import backend as base, backend_registry as registry
 from ptxopt.measure import sim as sim_mod
-from ptxopt.measure.base import Backend, Measurement, is_pipelined
+from ptxopt.measure.backend import Backend, Measurement, is_pipelined
 from ptxopt.measure.gpu import GpuBackend
 from ptxopt.measure.sim import SimBackend
 
@@ -153,7 +153,7 @@ def test_a_backend_that_is_not_pipelined_gives_the_same_results(monkeypatch):
 
 
 class _MeasureOnly:
-    """A backend with ``measure`` alone: :func:`~ptxopt.measure.base.measure_many` calls it per job."""
+    """A backend with ``measure`` alone: :func:`~ptxopt.measure.backend.measure_many` calls it per job."""
 
     name, is_estimate, pipelined = "m", True, True
 

@@ -1,6 +1,6 @@
 """The mutation operators make real changes, and the verifier tells the
 mutants of a small corpus kernel apart from it (issue 13's campaign, in
-small: benchmarks/mutation_campaign.py runs it on every nvcc/Triton kernel)."""
+small: benchmarks/reports/mutation_campaign.py runs it on every nvcc/Triton kernel)."""
 
 import pytest
 

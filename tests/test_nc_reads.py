@@ -20,7 +20,7 @@ from ptxopt.equivalence.decision import ASSUMES_NOALIAS, decide, decide_module
 from ptxopt.equivalence.launch import Launch, Origin, from_spec
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.interp import run_kernel
-from ptxopt.interp.memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
+from ptxopt.interp.device_memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
 from ptxopt.passes.readonly_path import NcLd
 from ptxopt.passes.unroll import Unroll
 

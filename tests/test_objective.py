@@ -73,7 +73,7 @@ def test_eval_states_its_objective_and_launch(tmp_path):
 
 def test_triton_metadata_gives_a_performance_launch_without_a_grid():
     from ptxopt.ptx.parser import parse
-    from ptxopt.triton.contract import triton_performance
+    from ptxopt.triton.contract_from_triton import triton_performance
 
     m = parse(get("triton_vector_add").ptx_text())
     p = triton_performance(m, {"num_warps": 4, "shared": 0})

@@ -65,7 +65,7 @@ def test_with_the_callers_ptxas_the_estimate_reads_its_two_cubins(pipeline, monk
     from ptxopt.evaluate.pair import estimate_compiled
     from ptxopt.measure.sim import clear_memo
 
-    from ptxopt.evaluate.frontend import tools
+    from ptxopt.evaluate.prepare import tools
 
     for kind in ("estimate", "ptxas", "measure"):  # an earlier test's abandoned estimate finishes first
         tools(kind).submit(lambda: None).result()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ptxopt import parse
-from ptxopt.equivalence.contract import Contracts
+from ptxopt.equivalence.launch_contract import Contracts
 from ptxopt.equivalence.launch import Launch, guessed
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.instrument import VerifyEach

@@ -1,4 +1,4 @@
-"""The prover on unrolled loops (:mod:`ptxopt.equivalence.prove.loops`).
+"""The prover on unrolled loops (:mod:`ptxopt.equivalence.prove.loop_paths`).
 
 ``unroll_2``/``unroll_4`` of every test kernel with a constant-trip loop is
 ``proved`` (by executing whole paths: the block matcher cannot pair one
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ptxopt import emit, parse
-from ptxopt.equivalence.prove import loops, prove
+from ptxopt.equivalence.prove import loop_paths as loops, prove
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.passes.unroll import Unroll
 from tests.test_unroll import KERNEL

@@ -46,7 +46,7 @@ def test_vocabulary_has_proved_and_it_is_trusted():
                    cycles=90.0, equivalence="proved", error=None)
     assert r.checked
     # a search (and the RL environment's GRPO rewards, which ask the same Meter) accept it as checked
-    from ptxopt.search.measure import EvalOptions, Meter
+    from ptxopt.search.meter import EvalOptions, Meter
 
     assert Meter(EvalOptions()).usable(r)
 

@@ -30,7 +30,7 @@ def head():
 
 def _search(tmp_path, tag, **kw):
     from ptxopt.evaluate import Candidate
-    from ptxopt.search.measure import EvalOptions
+    from ptxopt.search.meter import EvalOptions
     from ptxopt.search.run import SearchConfig, search_many
 
     cache = tmp_path / f"{tag}.sqlite"
@@ -73,7 +73,7 @@ def test_measurement_actors_hold_their_backend_and_match_local(head):
     a chunk is spread over both, results come back in order and equal the local backend's."""
     from ptxopt.evaluate import evaluate_many
     from ptxopt.executor.gpu_actors import ActorFleet
-    from ptxopt.measure.registry import register_backend
+    from ptxopt.measure.backend_registry import register_backend
     from ptxopt.measure.sim import SimBackend
 
     pipes = ["", "vec_ld", "vec_st", "reorder_cp", "maxnreg_32"]

@@ -8,7 +8,7 @@ from ptxopt import parse
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.footprint import footprint_difference, spiked
 from ptxopt.equivalence.interpret import verify
-from ptxopt.interp.memory import OTHER_READ
+from ptxopt.interp.device_memory import OTHER_READ
 from ptxopt.passes.unroll import Unroll
 from ptxopt.testing.loop_mutants import loop_mutants
 

@@ -80,7 +80,7 @@ def test_readme_python_examples_run(tmp_path, monkeypatch, capsys):
 
 
 def test_the_inferred_launch_the_readme_names_works_too():
-    from ptxopt.equivalence.contract import check_launch
+    from ptxopt.equivalence.launch_contract import check_launch
     from ptxopt.equivalence.interpret import verify
     from ptxopt.ptx.parser import parse
     from ptxopt.passes.passmanager import PassManager

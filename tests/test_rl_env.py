@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("gymnasium")
 pytest.importorskip("torch")
 
-import ptxopt.search.measure as measure_mod  # noqa: E402
+import ptxopt.search.meter as measure_mod  # noqa: E402
 from ptxopt.evaluate import Candidate, EvalResult  # noqa: E402
 from ptxopt.search import ACTIONS, N_ACTIONS, STEP_COST, STOP, STOP_INDEX, EvalOptions, State, observation_names  # noqa: E402,E501
 from ptxopt_rl.env import PipelineEnv, actions_to_pipeline, pipeline_to_actions  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 
 from ptxopt.kernels.corpus import get
 from ptxopt.evaluate.candidate import _manifest_performance
-from ptxopt.measure.base import MeasureJob
+from ptxopt.measure.backend import MeasureJob
 from ptxopt.measure.sim import SimBackend
 from ptxopt.ptx.parser import parse
 from ptxopt.sim.device import device_for
@@ -41,7 +41,7 @@ MUST_MOVE = {
 def throughput_of(kid: str):
     """A corpus kernel at its manifest performance launch under the throughput
     objective: ``(spec, launch, measurement, kernel facts, estimate)`` (also
-    the tensor-core roofline tests' and benchmarks/sim_roofline.py's)."""
+    the tensor-core roofline tests' and benchmarks/reports/sim_roofline.py's)."""
     spec = get(kid)
     perf = _manifest_performance(spec)
     job = MeasureJob(spec.ptx_text(), spec.arch, spec, spec.entry, module=parse(spec.ptx_text(), kid),

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import ptxopt.search.measure as measure_mod
+import ptxopt.search.meter as measure_mod
 from ptxopt.cli import cli
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.search import EvalOptions, SearchConfig, State, search_kernel

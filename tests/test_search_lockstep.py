@@ -80,7 +80,7 @@ def locked(strategy, budget, stream=None, **kw):
 
 @pytest.fixture(autouse=True)
 def fake_meter(monkeypatch):
-    import ptxopt.search.measure as measure_mod
+    import ptxopt.search.meter as measure_mod
 
     monkeypatch.setattr(measure_mod, "evaluate_many", lambda cands, **kw: fake_results(cands))
 

@@ -2,9 +2,9 @@
 
 from ptxopt.evaluate import Candidate
 from ptxopt.search import SearchConfig
-from ptxopt.search.measure import _LISTENERS, evaluation_progress
+from ptxopt.search.meter import _LISTENERS, evaluation_progress
 from ptxopt.search.run import search_kernel
-from ptxopt.search.measure import EvalOptions
+from ptxopt.search.meter import EvalOptions
 
 
 def test_each_evaluation_is_reported_once(tmp_path):

@@ -1,10 +1,10 @@
-"""Search states (ptxopt.search.state) and the evaluation meter (ptxopt.search.measure).
+"""Search states (ptxopt.search.state) and the evaluation meter (ptxopt.search.meter).
 
 States: the action mask (one slot per action of ptxopt.search.actions, stop always legal, unchanged and
 conflicting passes masked with a reason), children, the transposition digest
 and the observation vector. Meter: distinct modules counted once, budgets,
 failures by status. The meter tests use a fake evaluator (monkeypatched into
-ptxopt.search.measure) where the real one is not the point; the real one
+ptxopt.search.meter) where the real one is not the point; the real one
 always gets a temporary cache.
 """
 
@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import ptxopt.search.measure as measure_mod
+import ptxopt.search.meter as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.ptx.parser import ParseError
 from ptxopt.search import (ACTIONS, FAMILIES, N_ACTIONS, STOP, STOP_INDEX, BudgetExhausted, EvalOptions, Meter,

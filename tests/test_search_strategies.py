@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import pytest
 
-import ptxopt.search.measure as measure_mod
+import ptxopt.search.meter as measure_mod
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.search import (ACTIONS, N_ACTIONS, STEP_COST, STOP, EvalOptions, KernelResult, Meter, SearchConfig, State,
                            episodes, read_jsonl, reward, search_kernel, summarize, write_jsonl)

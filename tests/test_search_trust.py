@@ -25,7 +25,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-import ptxopt.search.measure as measure_mod
+import ptxopt.search.meter as measure_mod
 from ptxopt.cli import cli as main
 from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate, EvalCache, EvalResult, SimBackend, evaluate
@@ -337,11 +337,11 @@ def test_sim_result_says_truncated():
 
 
 # ---------------------------------------------------------------------------
-# launch contracts for eval and search (ptxopt.equivalence.contract)
+# launch contracts for eval and search (ptxopt.equivalence.launch_contract)
 
 
 def test_contract_options_make_the_check_possible(tmp_path, cache):
-    pytest.importorskip("ptxopt.equivalence.contract")
+    pytest.importorskip("ptxopt.equivalence.launch_contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     contract = ["--grid", "1", "--block", "1", "--scalar", "untrusted_tile_flag=3"]
@@ -356,7 +356,7 @@ def test_contract_options_make_the_check_possible(tmp_path, cache):
 
 
 def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
-    pytest.importorskip("ptxopt.equivalence.contract")
+    pytest.importorskip("ptxopt.equivalence.launch_contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     (tmp_path / "untrusted.contract.json").write_text(json.dumps(
@@ -369,7 +369,7 @@ def test_contract_file_next_to_the_kernel_is_used(tmp_path, cache):
 
 
 def test_bad_contract_options_are_bad_input(tmp_path, cache):
-    pytest.importorskip("ptxopt.equivalence.contract")
+    pytest.importorskip("ptxopt.equivalence.launch_contract")
     f = tmp_path / "untrusted.ptx"
     f.write_text(UNTRUSTED)
     r = CliRunner().invoke(main, ["eval", str(f), "--cache", str(cache), "--grid", "1"])

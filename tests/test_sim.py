@@ -11,18 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from ptxopt.sim import (
-    LATENCIES,
-    LoopCount,
-    branch_sites,
-    decode,
-    estimate,
-    latencies_for,
-    sass_loops,
-    simulate,
-    trip_counts_from_loop_profile,
-)
-from ptxopt.sim.decode import K_GLOBAL, K_GLOBAL_L2, K_GLOBAL_NA, _latency_class
+from ptxopt.sim import (LATENCIES, LoopCount, branch_sites, sass_decode as decode, estimate, latencies_for, sass_loops,
+                        simulate, trip_counts_from_loop_profile)
+from ptxopt.sim.sass_decode import K_GLOBAL, K_GLOBAL_L2, K_GLOBAL_NA, _latency_class
 from ptxopt.toolchain import Control, KernelResources, PtxasError, SassInstruction, SassListing
 
 LAT = LATENCIES["sm_89"]
@@ -284,7 +275,7 @@ CACHE_PTX = """
 
 @pytest.mark.parametrize("arch", ["sm_89", "sm_90"])
 def test_ptxas_cache_operator_mapping(arch):
-    """The SASS modifiers ptxas emits per PTX cache operator, as documented in ptxopt.sim.decode."""
+    """The SASS modifiers ptxas emits per PTX cache operator, as documented in ptxopt.sim.sass_decode."""
     from ptxopt.toolchain import compile_ptx, disassemble
 
     lst = disassemble(compile_ptx(CACHE_PTX.format(arch=arch), arch).cubin)

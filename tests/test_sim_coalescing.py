@@ -82,7 +82,7 @@ def test_the_tempting_cases_found_from_the_kernels():
 
 
 def _facts(name: str):
-    from ptxopt.measure.base import MeasureJob
+    from ptxopt.measure.backend import MeasureJob
     from ptxopt.measure.sim import SimBackend
     from ptxopt.ptx.parser import parse
 

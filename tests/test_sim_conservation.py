@@ -24,7 +24,7 @@ from ptxopt.ptx.emit import emit
 from ptxopt.ptx.parser import parse_bytes
 from ptxopt.passes.passmanager import PassManager
 from ptxopt.passes.pipeline import Pipeline
-from ptxopt.sim import decode, simulate
+from ptxopt.sim import sass_decode as decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels"

@@ -17,7 +17,8 @@ from dataclasses import replace
 
 import pytest
 
-from ptxopt.sim import LoopCount, branch_sites, decode, sass_loops, simulate, trip_counts_from_loop_profile
+from ptxopt.sim import (LoopCount, branch_sites, sass_decode as decode, sass_loops, simulate,
+                        trip_counts_from_loop_profile)
 from test_sim import ins, listing
 
 #: the guarded form as ptxas lays it out: the copy (.C) before the header (.H), entered backwards

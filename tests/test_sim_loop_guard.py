@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ptxopt.equivalence.contract import resolve_contracts, resolve_performance
+from ptxopt.equivalence.launch_contract import resolve_contracts, resolve_performance
 from ptxopt.measure.loop_slice import trip_counts_for
 from ptxopt.ptx.parser import parse_bytes
-from ptxopt.sim import decode, simulate
+from ptxopt.sim import sass_decode as decode, simulate
 from ptxopt.toolchain import compile_ptx, disassemble
 
 PTX = Path(__file__).resolve().parent.parent / "benchmarks" / "outside_kernels" / "sgemm_regtile.ptx"

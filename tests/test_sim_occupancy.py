@@ -160,7 +160,7 @@ def test_sim_backend_estimates_the_objective_on_the_performance_launch_never_the
     assumed grid), labelled uncalibrated, with the footprint when given."""
     from ptxopt.kernels.corpus import get
     from ptxopt.equivalence.launch import Launch
-    from ptxopt.measure.base import MeasureJob
+    from ptxopt.measure.backend import MeasureJob
     from ptxopt.measure.sim import SimBackend
 
     spec = get("cuda_saxpy")

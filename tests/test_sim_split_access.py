@@ -65,7 +65,7 @@ def _kernel(width: int, rows: int, split: bool) -> str:
 def _l2_bytes(text: str, grid) -> int:
     from types import SimpleNamespace
 
-    from ptxopt.sim import decode, simulate
+    from ptxopt.sim import sass_decode as decode, simulate
     from ptxopt.sim.coalescing import lane_charges
     from ptxopt.toolchain import compile_ptx, disassemble
 

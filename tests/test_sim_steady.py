@@ -79,7 +79,7 @@ def flash():
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.measure.loop_slice import trip_counts_for
     from ptxopt.ptx.parser import parse
-    from ptxopt.sim.decode import decode
+    from ptxopt.sim.sass_decode import decode
     from ptxopt.toolchain import compile_ptx, disassemble
 
     k = get("triton_flash_attn_fwd")
@@ -112,9 +112,9 @@ def test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_re
     from ptxopt.kernels.corpus import select
     from ptxopt.equivalence.launch import performance_of
     from ptxopt.measure.loop_slice import trip_counts_for
-    from ptxopt.measure.loops import loop_headers
+    from ptxopt.measure.measured_trips import loop_headers
     from ptxopt.ptx.parser import parse
-    from ptxopt.sim.decode import decode
+    from ptxopt.sim.sass_decode import decode
     from ptxopt.toolchain import compile_ptx, disassemble
 
     seen = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ptxopt.sim.device import DEVICES
-from ptxopt.sim.tensor import tensor_work
+from ptxopt.sim.tensor_work import tensor_work
 from ptxopt.sim.throughput import BOUND_NAMES, KernelFacts, tensor_cycles
 from tests.test_roofline import throughput_of
 

@@ -162,7 +162,7 @@ def test_both_solvers_agree():
 def _logged_run(text: str):
     """Run the kernel in the interpreter; every load/store's per-thread byte ranges by instruction."""
     from ptxopt.equivalence.interpret import verify
-    from ptxopt.interp import memory as imem
+    from ptxopt.interp import device_memory as imem
     from ptxopt.testing.random_kernels import launch
 
     log: dict[tuple, list] = {}

@@ -4,7 +4,7 @@ Checked by what ends up in ``sys.modules`` of a fresh interpreter, not by a
 timing (the machine is shared, timings are noisy): each module listed in
 :data:`HEAVY` costs 30-300 ms to import, and ``ptxopt --help`` or a plain
 ``ptxopt run`` must not pay for any of them. The import time itself is
-printed by ``benchmarks/frontend_speed.py --imports``.
+printed by ``benchmarks/speed/frontend_speed.py --imports``.
 """
 
 from __future__ import annotations

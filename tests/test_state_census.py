@@ -1,9 +1,9 @@
-"""benchmarks/state_census.py counts what it says on a small made-up package."""
+"""benchmarks/reports/state_census.py counts what it says on a small made-up package."""
 
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "state_census.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reports" / "state_census.py"
 
 
 def _census():

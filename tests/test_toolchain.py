@@ -476,7 +476,7 @@ def test_control_fields_in_range(outer_listing):
 
 
 def test_control_decoding_is_remembered_by_its_bits():
-    from ptxopt.toolchain.control import Control
+    from ptxopt.toolchain.control_bits import Control
 
     a = (0b0110_101_011_0_0011 << CONTROL_SHIFT_IN_HIGH_WORD) | 0x1234  # the same control bits,
     b = (0b0110_101_011_0_0011 << CONTROL_SHIFT_IN_HIGH_WORD) | 0x9876  # other opcode bits

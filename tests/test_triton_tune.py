@@ -191,7 +191,7 @@ def test_triton_stays_optional():
 
 
 def test_signature_and_contracts_from_triton_metadata():
-    from ptxopt.triton.contract import ALTERNATIVES, triton_contracts
+    from ptxopt.triton.contract_from_triton import ALTERNATIVES, triton_contracts
     from ptxopt.triton.signature import parse_signature
 
     ttir = ('module {\n  tt.func private @helper(%a: i32) {}\n'

@@ -13,7 +13,7 @@ import pytest
 
 from ptxopt.kernels.corpus import KernelSpec, Launch, Param
 from ptxopt.interp import Program, WarpSyncError, run_kernel
-from ptxopt.interp.probe import module
+from ptxopt.interp.snippets import module
 from ptxopt.ptx.ir import iter_instructions
 from ptxopt.equivalence.interpret import Geometry, verify
 from ptxopt.equivalence.boundary import boundary_scalars, compared_immediates

@@ -320,7 +320,7 @@ def test_load_hoisted_above_a_possibly_aliasing_store_is_caught():
 
 
 def test_placed_and_aliased_arguments_in_the_interpreter():
-    from ptxopt.interp.launch import Alias, Placed
+    from ptxopt.interp.launcher import Alias, Placed
 
     m = parse(HOIST.replace("BODY", IN_ORDER))
     x = np.arange(256, dtype=np.float32)
@@ -507,7 +507,7 @@ def test_unsupported_opcode_is_a_clear_error(tmp_path):
 
 
 def test_an_interpreter_crash_is_an_error_not_a_traceback(monkeypatch):
-    from ptxopt.interp import UnsupportedInstruction, memory
+    from ptxopt.interp import UnsupportedInstruction, device_memory as memory
 
     def broken(self, *a, **k):
         raise ValueError("simulated")

@@ -36,7 +36,7 @@ _LAZY = {
     **dict.fromkeys(("FEATURE_NAMES", "feature_vector", "function_features", "kernel_features"),
                     "ptxopt.analysis.features"),
     "FunctionAnalysis": "ptxopt.analysis.function",
-    **dict.fromkeys(("LATENCY", "estimated_latency", "latency_class"), "ptxopt.analysis.latency"),
+    **dict.fromkeys(("LATENCY", "estimated_latency", "latency_class"), "ptxopt.analysis.rough_latency"),
     **dict.fromkeys(("RegisterPressure", "register_pressure"), "ptxopt.analysis.pressure"),
 }
 

@@ -10,7 +10,7 @@ blocks as the before one (a register budget changes the time, not the work).
 Launch: the performance launch (what the user runs): the contract file's
 ``"performance"`` entry, else the corpus manifest's, with
 ``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` overriding its
-fields (:func:`ptxopt.equivalence.contract.resolve_performance`); else the
+fields (:func:`ptxopt.equivalence.launch_contract.resolve_performance`); else the
 check launch's block with the grid assumed
 (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at the original
 kernel's occupancy), as when a performance launch gives no grid.  The contract options (``eval``'s) give the
@@ -152,7 +152,7 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
 
 
 def _parse(text: str, label: str):
-    from ptxopt.evaluate.frontend import original
+    from ptxopt.evaluate.prepare import original
     from ptxopt.ptx.parser import ParseError
 
     try:
@@ -215,7 +215,7 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
     performance ``launch``'s, else the check launch's, else the static fallback."""
     from ptxopt.measure.loop_slice import trip_counts_for
     from ptxopt.ptx.parser import parse_bytes
-    from ptxopt.sim import decode, simulate
+    from ptxopt.sim import sass_decode as decode, simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 
     compiled = compile_ptx(text, arch)

@@ -1,10 +1,10 @@
 """Evaluating a batch of candidates in one process: :func:`run_batch`.
 
-Per candidate, the front half (:mod:`ptxopt.evaluate.frontend`): pipeline
+Per candidate, the front half (:mod:`ptxopt.evaluate.prepare`): pipeline
 and cache lookups, parse, passes, print, ptxas in a helper thread and the
 equivalence check.  Then, per chunk of ``Settings.batch`` candidates: the
 backend measures every candidate still ``ok``
-(:func:`ptxopt.measure.base.measure_many`; the ``sim`` backend disassembles
+(:func:`ptxopt.measure.backend.measure_many`; the ``sim`` backend disassembles
 the whole chunk with one nvdisasm run), and each result is committed to the
 cache in its own transaction as soon as it is final.  :func:`run_batch`
 pipelines this over helper threads when the backend is ``pipelined`` (see
@@ -16,13 +16,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
-from ptxopt.measure.registry import get_backend
+from ptxopt.measure.backend import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
+from ptxopt.measure.backend_registry import get_backend
 
 from .cache import EvalCache
 from .candidate import Candidate, Settings
 from .deadline import CandidateTimeout, deadline
-from .frontend import assumed_blocks, collect_compile, front, tools
+from ptxopt.evaluate.prepare import assumed_blocks, collect_compile, front, tools
 from .keys import fingerprint
 from .result import OK, EvalResult
 from .work import Work, one_line

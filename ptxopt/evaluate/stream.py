@@ -34,7 +34,7 @@ from typing import Any, Hashable, Iterable
 from .batch import Batcher
 from .cache import EvalCache
 from .candidate import as_candidate
-from .frontend import lookup
+from ptxopt.evaluate.prepare import lookup
 from .result import EvalResult
 from .work import Work
 

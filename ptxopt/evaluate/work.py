@@ -1,6 +1,6 @@
 """One candidate in flight: :class:`Work`, and the one place an :class:`EvalResult` is built.
 
-The front end (:mod:`ptxopt.evaluate.frontend`), the batch runner
+The front end (:mod:`ptxopt.evaluate.prepare`), the batch runner
 (:mod:`ptxopt.evaluate.batch`) and the worker pool
 (:mod:`ptxopt.evaluate.parallel`, for candidates whose worker died) all
 finish candidates through :meth:`Work.finish`, so every result -- failed or
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.measure.base import Measurement
-from ptxopt.measure.registry import is_estimate
+from ptxopt.measure.backend import Measurement
+from ptxopt.measure.backend_registry import is_estimate
 
 from .candidate import Candidate, Settings, settings_for
 from .result import NOT_REACHED, OK, EvalResult

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxopt.gpu.errors import HarnessError
-from ptxopt.gpu.instrument import SENTINEL
+from ptxopt.gpu.clock_instrument import SENTINEL
 
 _SCALAR_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
 
@@ -29,8 +29,8 @@ def scalar_dtype(ptx_type: str) -> np.dtype:
 
 def typed_scalar(value, ptx_type: str, size: int) -> np.generic:
     """``value`` as a numpy scalar with exactly the bytes the interpreter
-    would put in the parameter block (:func:`ptxopt.interp.launch.encode_scalar`)."""
-    from ptxopt.interp.launch import encode_scalar
+    would put in the parameter block (:func:`ptxopt.interp.launcher.encode_scalar`)."""
+    from ptxopt.interp.launcher import encode_scalar
 
     dt = scalar_dtype(ptx_type)
     if dt.itemsize != size:

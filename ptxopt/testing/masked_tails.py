@@ -16,7 +16,7 @@ two show on ordinary inputs too).
 multiple of ``F``. ``witness`` is an input on which the two differ, when the
 operation and the masked value make one (None: the pair is equivalent).
 The oracle (``tests/test_read_footprint.py``,
-``benchmarks/mutation_campaign.py --masked-tails``): the check never says
+``benchmarks/reports/mutation_campaign.py --masked-tails``): the check never says
 ``equal`` of such a pair -- the masked-read counts differ
 (:func:`ptxopt.equivalence.footprint.masked_difference`) -- and a witness
 really shows a difference.

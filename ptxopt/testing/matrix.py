@@ -15,7 +15,7 @@ For one (pass, kernel) pair the outcome is one of:
   noalias"): ``verify``'s ``inconclusive``, not shown correct, not shown wrong.
 
 Used by ``tests/test_pass_matrix.py`` (no cell may be broken)
-and ``benchmarks/pass_matrix.py`` (sites changed per pass per family, and time
+and ``benchmarks/reports/pass_matrix.py`` (sites changed per pass per family, and time
 per pass). ptxas runs only on outputs that changed, once per distinct text.
 """
 

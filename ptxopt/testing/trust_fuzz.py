@@ -59,7 +59,7 @@ approximation) where one coherent memory and sampled inputs need not show
 it, so their oracle is the construction: any ``proved`` or ``equal`` of the
 pair is a finding (``untrusted``).
 ``tests/test_fuzz_trust.py`` runs a few seeds per class;
-``benchmarks/fuzz_trust.py`` runs the campaign.
+``benchmarks/reports/fuzz_trust.py`` runs the campaign.
 """
 
 from __future__ import annotations
