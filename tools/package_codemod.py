@@ -248,6 +248,39 @@ def public_names(repo: Path) -> set[str]:
     return set()
 
 
+#: the repository the codemod runs on (set by :func:`main`)
+REPO: list[Path] = []
+
+
+def package_names(package: str) -> set[str]:
+    """Names a package's ``__init__`` binds to something other than its submodule of that name: ``from
+    ptxopt.sim import decode`` is the function :mod:`ptxopt.sim` re-exports, not the module ``sim/decode.py``
+    (``__all__``, lazy tables ``_LAZY = {"name": ...}``, and names imported from elsewhere)."""
+    if not REPO or not package.startswith(PKG):
+        return set()
+    init = REPO[0].joinpath(*package.split(".")) / "__init__.py"
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and not (node.level == 0 and node.module == package) \
+                and not (node.level == 1 and node.module is None):
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name == "__all__" or "LAZY" in name:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+                out |= {v for v in value if isinstance(v, str)}
+    return out
+
+
 def rewrite_from(node: ast.ImportFrom, module: str, is_pkg: bool, old_module: str | None) -> list[str] | None:
     """The statements replacing ``node`` (without indentation), or None to keep it."""
     here = old_module or module
@@ -261,7 +294,7 @@ def rewrite_from(node: ast.ImportFrom, module: str, is_pkg: bool, old_module: st
             changed |= map_module(target) != target
             continue
         sub = f"{target}.{alias.name}"
-        if sub in MODMAP and not (target == PKG and alias.name in PUBLIC):
+        if sub in MODMAP and not (target == PKG and alias.name in PUBLIC) and alias.name not in package_names(target):
             new_parent, _, new_stem = MODMAP[sub].rpartition(".")
             local = alias.asname or alias.name
             groups.setdefault(new_parent, []).append(new_stem if new_stem == local else f"{new_stem} as {local}")
@@ -586,7 +619,12 @@ OLD_TESTS_DATA = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)\.parent(\s*/\
                             + "|".join(map(re.escape, TEST_DATA)) + r")[\"'])")
 
 
+#: ``from tests.test_sim import ins`` (the repository's root on ``sys.path``): a namespace package per folder
+TEST_DOTTED = re.compile(r"(?<![\w.])" + TESTS + r"\.(" + _TEST_NAMES + r")\b")
+
+
 def rewrite_test_refs(text: str) -> str:
+    text = TEST_DOTTED.sub(lambda m: f"{TESTS}.{TEST_MOVES[m.group(1)]}.{m.group(1)}", text)
     text = TEST_PATH.sub(lambda m: f"{TESTS}/{TEST_MOVES[m.group(1)]}/{m.group(1)}.py", text)
     return TEST_PARTS.sub(lambda m: f"{m.group(1)}{m.group(2)}{TEST_MOVES[m.group(3)]}{m.group(2)} / "
                                     f"{m.group(2)}{m.group(3)}.py{m.group(2)}", text)
@@ -610,7 +648,7 @@ def fix_syspath(text: str, folder_name: str, moves: dict[str, str]) -> str:
     if not names:
         return text
     folders = {moves[n] for n in names}
-    pat = re.compile(r"(sys\.path\.\w+\((?:0, )?str\([^()\n]*?/\s*[\"']" + folder_name + r"[\"'])(\)\))")
+    pat = re.compile(r"(sys\.path\.\w+\((?:0, )?str\(.*?/\s*[\"']" + folder_name + r"[\"'])(\)\))")
     if not pat.search(text):
         return text
     if len(folders) > 1:
@@ -717,6 +755,7 @@ def main(argv=None) -> int:
         print(f"error: {repo}: no {PKG}/ package here", file=sys.stderr)
         return 2
     PUBLIC.update(public_names(repo))
+    REPO[:] = [repo]
     moved = do_moves(repo, args.dry_run)
     changed = do_rewrites(repo, moved, args.dry_run)
     stubs = do_stubs(repo, args.dry_run)

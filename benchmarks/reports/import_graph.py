@@ -1,7 +1,7 @@
 """The module graph of ``ptxopt/`` and ``rl/`` in numbers: what issue 24 asks
 to measure before and after moving instruments out of the pass manager.
 
-The graph is the import contract's own (:func:`tests.test_import_contract.import_graph`:
+The graph is the import contract's own (:func:`tests.project.test_import_contract.import_graph`:
 every import statement, in functions too, relative ones resolved), so these
 figures and the contract can never count differently. It prints:
 
@@ -45,7 +45,7 @@ from pathlib import Path
 import networkx as nx
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "project"))
 
 from test_import_contract import (FLOORS, LAYERS, cycles, floor_violations, import_graph, string_imports,  # noqa: E402
                                   stubs, unplaced, upward_imports)

@@ -2,11 +2,11 @@
 
 1. Memory-bound kernels whose data exceeds L2 at their performance launch
    (element-wise, transpose, reduction): the bytes each must move (derived by
-   hand from its problem, ``tests/test_roofline.py``), the model's DRAM bytes,
+   hand from its problem, ``tests/measure/test_roofline.py``), the model's DRAM bytes,
    ``bytes / DRAM bandwidth`` in SM cycles, the estimate, and their ratio
    (target: within [1, 1.5]).
 2. Tensor-core kernels (flash attention, an f16 GEMM): the operations each
-   must do (``tests/test_sim_tensor.py``), ``operations / tensor peak``, the
+   must do (``tests/sim/test_sim_tensor.py``), ``operations / tensor peak``, the
    estimate and the ratio (never below 1).
 
     PYTHONPATH=$PWD python benchmarks/reports/sim_roofline.py
@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main() -> int:
-    from tests.test_roofline import roofline_rows, throughput_of
-    from tests.test_sim_tensor import WORK
+    from tests.measure.test_roofline import roofline_rows, throughput_of
+    from tests.sim.test_sim_tensor import WORK
 
     print("1. DRAM roofline (memory-bound, data > L2; L4, sm_89)")
     print(f"   {'kernel':30} {'must move B':>13} {'model B':>13} {'roofline cyc':>13} {'estimate':>11} {'ratio':>6}  binding")

@@ -215,7 +215,7 @@ def _facts(text: str, arch: str, entry: str, cand, launch=None, blocks=None, l2:
     performance ``launch``'s, else the check launch's, else the static fallback."""
     from ptxopt.measure.loop_slice import trip_counts_for
     from ptxopt.ptx.parser import parse_bytes
-    from ptxopt.sim import sass_decode as decode, simulate
+    from ptxopt.sim import decode, simulate
     from ptxopt.toolchain import compile_ptx, disassemble
 
     compiled = compile_ptx(text, arch)

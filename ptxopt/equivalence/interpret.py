@@ -789,7 +789,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     its ``equal`` cannot see the launch whose buffers alias. Only
     :mod:`ptxopt.equivalence.decision`, which applies the same cap to its
     :class:`~ptxopt.equivalence.decision.Decision`, passes ``cap=False``
-    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
+    (``tests/equivalence/test_assumption_cap.py`` holds every other caller to it)."""
     po, pt = _as_program(original), _as_program(transformed)
     a = unproven_nc_loads(po.module, pt.module) if cap else None
     if a is not None and not options.get("nc_reads"):

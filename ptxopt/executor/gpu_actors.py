@@ -28,7 +28,7 @@ Rules, as for every executor (:mod:`ptxopt.executor.interface`):
 
 What was checked here: the actor logic on CPU, with ``num_gpus=0`` and the
 ``sim`` backend or a stub standing in for ``gpu`` through the same backend
-interface (tests/test_ray_executor.py). No GPU measurement has been taken
+interface (tests/executor/test_ray_executor.py). No GPU measurement has been taken
 through this path; treat it as untested on hardware.
 """
 

@@ -22,7 +22,7 @@ child process, so a kernel that faults cannot take the caller down.
 Layering: this package sits *below* the pass layer. It imports the IR,
 parser, printer, interpreter, corpus, toolchain and the buffer comparison,
 never the pass manager, the passes, the evaluator, the measurement backends
-or the search (``tests/test_import_contract.py`` pins that floor). What
+or the search (``tests/project/test_import_contract.py`` pins that floor). What
 builds on it lives above: the evaluator's ``gpu`` backend
 (:func:`ptxopt.measure.gpu.make_backend`; ``BackendUnavailable`` without a
 GPU) and the calibration script ``benchmarks/reports/gpu_measure_corpus.py``, which
@@ -35,7 +35,7 @@ On a machine with a CUDA GPU and network access::
 
     pip install -e '.[gpu]'                      # cupy-cuda12x (runs on CUDA 12 and 13 drivers)
     python -c "from ptxopt.gpu import gpu_available; print(gpu_available())"
-    pytest -m gpu tests/test_gpu_device.py       # load, launch, mismatch, fault, timeout, end to end
+    pytest -m gpu tests/gpu/test_gpu_device.py       # load, launch, mismatch, fault, timeout, end to end
     python benchmarks/reports/gpu_measure_corpus.py --compare-sim     # -> corpus/measurements/<gpu-name>.json
     git add corpus/measurements/<gpu-name>.json
 
@@ -61,7 +61,7 @@ continues a run that needed more than one 10-minute command)::
     export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
       PTXOPT_PTXAS=$PWD/.gpu-carry/ptxas-12.9:/usr/local/cuda/bin/ptxas \
       PTXOPT_NVDISASM=$PWD/.gpu-carry/nvdisasm &&
-    python3 -m pytest -q -m gpu tests/test_gpu_device.py -p no:cacheprovider;
+    python3 -m pytest -q -m gpu tests/gpu/test_gpu_device.py -p no:cacheprovider;
     mkdir -p .gpu-out; timeout 560 python3 benchmarks/reports/gpu_measure_corpus.py --kernels gemm_tile \
       --out .gpu-out/measurements.json --resume; cp .gpu-out/measurements.json $OUT/
 

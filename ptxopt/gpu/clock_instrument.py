@@ -7,7 +7,7 @@ applies it to every candidate (baseline included) right before compiling it
 for the device. So it is a plain rewrite of the IR, built on
 :mod:`ptxopt.ptx.ir`, :mod:`ptxopt.ptx.parser` and :mod:`ptxopt.ptx.emit` only: no
 :class:`~ptxopt.passes.base.Pass`, no pass manager, never an RL action. That
-keeps :mod:`ptxopt.gpu` below the pass layer (``tests/test_import_contract.py``
+keeps :mod:`ptxopt.gpu` below the pass layer (``tests/project/test_import_contract.py``
 pins the floor).
 
 What :func:`instrument` does to the chosen ``.entry``:
@@ -59,7 +59,7 @@ a few cycles, and the id/address arithmetic after the end read may be
 hoisted above it. That offset is small and alike for every variant of a
 kernel, so comparisons stay fair; this is the method whose noise was about
 one cycle on sm_89 (BRIEF §3). Not verified on hardware from this
-repository yet: ``tests/test_gpu_device.py`` runs it where a GPU exists. Instrumentation adds one 64-bit live range, so a kernel that sits
+repository yet: ``tests/gpu/test_gpu_device.py`` runs it where a GPU exists. Instrumentation adds one 64-bit live range, so a kernel that sits
 exactly at its register budget may spill slightly more than uninstrumented;
 the harness reports the uninstrumented kernel's registers and spills and the
 instrumented ones separately.

@@ -36,7 +36,7 @@ lazily on first use and stored in the instruction's ``_facts`` slot
 instruction: it builds a new one (``dataclasses.replace`` or the
 constructor), whose slot starts empty because ``_facts`` is not an
 ``__init__`` field -- so an edited or created instruction can never carry
-stale facts. ``tests/test_operand_facts.py`` checks this, and that no module
+stale facts. ``tests/ptx/test_operand_facts.py`` checks this, and that no module
 outside this one (and a short, justified allow-list) inspects operand node
 types.
 """
@@ -411,7 +411,7 @@ def _walk(ins: Instruction) -> Facts:
 
 def _walk_operands(ins: Instruction, form: _Form) -> Facts:
     """The walk itself, every operand shape (what :func:`_walk`'s fast paths
-    must agree with: ``tests/test_operand_facts_fast.py`` checks they do)."""
+    must agree with: ``tests/ptx/test_operand_facts_fast.py`` checks they do)."""
     ops = ins.operands
     op = ins.opcode
     defs: list[str] = []

@@ -20,7 +20,7 @@ question where the texts would first differ:
 Anything else (statements inserted at a block's end, a ``Raw`` block, a
 trailing comment at the difference, different module headers) is not
 decided here: :func:`prints_same` returns None and the caller prints.
-``tests/test_print_compare.py`` checks every decision against
+``tests/ptx/test_print_compare.py`` checks every decision against
 ``emit(a) == emit(b)``.
 """
 

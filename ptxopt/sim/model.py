@@ -104,7 +104,7 @@ conditional back edge; for an unconditional one, the visits until its exit
 branch's rate takes it).  Inner loops are extrapolated inside each replayed
 outer iteration, so nesting composes.  For the deterministic walk the
 per-iteration cost repeats once the pipeline is primed: on the corpus the
-extrapolated estimate equals the full replay (tests/test_sim_steady.py).
+extrapolated estimate equals the full replay (tests/sim/test_sim_steady.py).
 ``max_steps`` counts replayed instructions only.
 
 ``CALL``/``RET`` follow the call (a stack of return points); a

@@ -58,7 +58,7 @@ construction (a stale read; another rounding, flush or hardware
 approximation) where one coherent memory and sampled inputs need not show
 it, so their oracle is the construction: any ``proved`` or ``equal`` of the
 pair is a finding (``untrusted``).
-``tests/test_fuzz_trust.py`` runs a few seeds per class;
+``tests/testing/test_fuzz_trust.py`` runs a few seeds per class;
 ``benchmarks/reports/fuzz_trust.py`` runs the campaign.
 """
 

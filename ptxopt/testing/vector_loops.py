@@ -32,7 +32,7 @@ store the same bytes for every input, and never fault where the original does
 not; otherwise it is a *wrong version* (:class:`Wrong`).
 ``benchmarks/reports/loop_version_report.py`` runs the campaign, also against
 rewrites with one runtime test removed (which it must catch);
-``tests/test_loop_version_fuzz.py`` a few seeds.
+``tests/testing/test_loop_version_fuzz.py`` a few seeds.
 """
 
 from __future__ import annotations

@@ -489,7 +489,7 @@ def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | Non
     rebuilds now from Triton's knobs, and the architecture is the one
     Triton's ``make_cubin`` names (``--gpu-name``). ptxas is deterministic:
     the same command on the same text gives the same bytes (checked against
-    Triton's own stage by ``tests/test_triton_hook.py``), so Triton would
+    Triton's own stage by ``tests/triton/test_triton_hook.py``), so Triton would
     only pay a second time for the cubin it already has. None (Triton's stage
     runs as it is) otherwise, and whenever Triton was asked to print ptxas's
     log (``knobs.nvidia.dump_ptxas_log``), which only its own run prints."""

@@ -94,7 +94,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     "assumes noalias": the prover models one coherent memory, so it cannot
     see the launch whose buffers alias. Only :mod:`ptxopt.equivalence.decision`,
     which applies the same cap to its decision, passes ``cap=False``
-    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
+    (``tests/equivalence/test_assumption_cap.py`` holds every other caller to it)."""
     t0 = time.perf_counter()
     key = None
     if isinstance(original, str) and isinstance(candidate, str):

@@ -21,7 +21,7 @@ What is independent and what is shared:
   disjoint only when the solver shows their addresses differ, and pointers
   from different parameters may always alias, so the prover's alias rules
   (:mod:`ptxopt.equivalence.prove.memory_versions`, tested separately against the interpreter in
-  ``tests/test_smt.py``) are not trusted here.
+  ``tests/equivalence/test_smt.py``) are not trusted here.
 
 Two uses: :func:`ptxopt.equivalence.prove.match.prove_function` calls :func:`.check.check_block`
 when its own comparison of a block fails (a ``proved`` it then returns says
