@@ -183,7 +183,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     overlaps the passes and the result's, and the estimate reads the cubins
     of those two runs once the result is accepted; False: the runs one after
     the other and the estimate compiling both texts itself with ptxopt's own
-    ptxas, overlapping them (the order before issue 32; for comparisons).
+    ptxas, overlapping them (the older, slower order; kept for comparisons).
 
     ``sass_store``: a :class:`~ptxopt.measure.sass_store.SassStore` the
     estimate of the caller's cubins reads SASS listings from and adds them to

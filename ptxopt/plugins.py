@@ -4,7 +4,7 @@ ptxopt never imports :mod:`rl` (``tests/project/test_import_contract.py``). A la
 above registers what it adds -- a search strategy, a CLI command, a named
 object such as a checkpoint loader -- as lazy ``"module:attr"`` references,
 so registering imports nothing heavy (torch is imported only when a
-reference is resolved, exactly where the code used to import it).
+reference is resolved, where the code needs it).
 
 Plugins are the ``ptxopt.plugins`` entry points (``setup.cfg``: ``rl =
 rl.plugin:register``); each is a function taking the :class:`Registry`.

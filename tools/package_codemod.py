@@ -391,6 +391,16 @@ def _fallback_lines(tree: ast.AST) -> set[int]:
     return out
 
 
+def _relative_mod_refs(text: str, package: str) -> str:
+    """``:mod:`.base``` in a docstring of ``package``: the sibling's new name when it moved within the package."""
+    leaves = {old.rpartition(".")[2]: new.rpartition(".")[2] for old, new in MODMAP.items()
+              if old.rpartition(".")[0] == package and new.rpartition(".")[0] == package}
+    if not leaves:
+        return text
+    pat = re.compile(r"(:(?:mod|func|class|data|meth):`~?\.)(" + "|".join(map(re.escape, leaves)) + r")(?=[`.])")
+    return pat.sub(lambda m: m.group(1) + leaves[m.group(2)], text)
+
+
 def rewrite_python(text: str, module: str, is_pkg: bool, old_module: str | None) -> str:
     try:
         tree = ast.parse(text)
@@ -398,6 +408,7 @@ def rewrite_python(text: str, module: str, is_pkg: bool, old_module: str | None)
         print(f"warning: {module}: not parsed ({e}); only dotted names rewritten")
         return rewrite_text(text)
     keep = _fallback_lines(tree)
+    text = _relative_mod_refs(text, module if is_pkg else module.rpartition(".")[0])
     import_lines = {i for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                     for i in range(n.lineno, n.end_lineno + 1)}
     # 1. dotted names and paths, line by line (the line count stays: the tree's line numbers hold)

@@ -38,7 +38,7 @@ from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, e
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT
 
-#: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
+#: The per-entry keys of ``--json`` (fixed names: scripts read them), besides ``name`` (and ``before``/``after`` with ``--passes``).
 ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "binding", "bounds", "estimate",
               "dram_bytes", "l2", "device")
 

@@ -1,6 +1,6 @@
 """Evaluating a batch of candidates in one process: :func:`run_batch`.
 
-Per candidate, the front half (:mod:`ptxopt.evaluate.prepare`): pipeline
+Per candidate, the preparation (:mod:`ptxopt.evaluate.prepare`): pipeline
 and cache lookups, parse, passes, print, ptxas in a helper thread and the
 equivalence check.  Then, per chunk of ``Settings.batch`` candidates: the
 backend measures every candidate still ``ok``
@@ -61,7 +61,7 @@ class Batcher:
     arrive and when a chunk is measured (:func:`run_batch`; the lockstep search's
     :class:`ptxopt.evaluate.stream.Stream`).
 
-    :meth:`front` runs each candidate's front half here (its ptxas run starts in
+    :meth:`front` runs each candidate's preparation here (its ptxas run starts in
     the helper thread) and keeps the ones waiting for ptxas in the *open* chunk;
     :meth:`launch` hands the open chunk to the measure thread (a backend that is
     not ``pipelined``: collects and measures it here, at once); :meth:`drain`

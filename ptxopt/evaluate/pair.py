@@ -3,7 +3,7 @@
 Search compares candidates by their evaluations; a caller that holds one
 rewritten text (``ptxopt.optimize``, the Triton hook, a policy's final
 pipeline) needs the same comparison once, so that it never applies a choice
-the model rates slower (issue 25). Both texts are evaluated as their own
+the model rates slower. Both texts are evaluated as their own
 baselines (the empty pipeline: nothing to check, ptxas and the backend
 only), under the same objective and the same launch.
 

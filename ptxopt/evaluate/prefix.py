@@ -37,7 +37,7 @@ module shares every unchanged instruction with its prefix: about 130 KB
 each on gemm_tile_16x16x16 (5,127 instructions), so the 16 originals of
 :data:`~ptxopt.evaluate.prepare._MEMO_SIZE` hold at most ~140 MB of them on
 the corpus's largest kernel, a few MB on typical ones.
-Emptied with its original (``frontend._MEMO.clear()``) and by
+Emptied with its original (``prepare._MEMO.clear()``) and by
 :func:`ptxopt.search.memos.clear_front_end` (:func:`clear_all`), so a cold
 measurement starts without any.
 """

@@ -1,6 +1,7 @@
-"""The front half of an evaluation: from (kernel, pipeline) to printed, compiled, checked PTX.
+"""Preparing a candidate, the first half of an evaluation: from (kernel, pipeline) to printed, compiled,
+checked PTX.
 
-Per candidate (front half, in order):
+Per candidate, in order:
 
 1. the *pipeline key* of the candidate's canonical pipeline is looked up
    (the Candidate parsed it when it was built: ``illegal`` if it names an

@@ -14,7 +14,7 @@ one chunk while ptxas compiles the next.
 
 Each candidate is evaluated exactly as :func:`evaluate_many` with
 ``workers=0`` evaluates it (the same :class:`~ptxopt.evaluate.batch.Batcher`
-steps: pipeline-key lookup, front half, ptxas, measurement in chunks of up to
+steps: pipeline-key lookup, preparation, ptxas, measurement in chunks of up to
 ``batch`` candidates, each result committed to the cache as its chunk
 completes), so its result and cache rows are the same; only which
 candidates share an nvdisasm run differs.  A chunk is launched when it is
@@ -77,7 +77,7 @@ class Stream:
             self.cache = None
 
     def submit(self, tag: Hashable, items: Iterable) -> None:
-        """Start evaluating a group (the candidates' front halves run now, in this thread)."""
+        """Start evaluating a group (the candidates' preparations run now, in this thread)."""
         if tag in self._groups:
             raise ValueError(f"group {tag!r} is still being evaluated")
         cands = [as_candidate(i) for i in items]

@@ -1,7 +1,7 @@
 """The operand walker: every per-instruction fact, from one walk, kept on the instruction.
 
-Why one walker: each analysis used to look at operands on its own, and each
-stopped at a different depth. A clock read written as a vector,
+Why one walker: analyses that look at operands on their own each stop at a
+different depth. A clock read written as a vector,
 ``mov.b64 %rd5, {%clock, %clock_hi}``, was an ordering point for nobody and a
 pure value for the prover, because the role test looked only at top-level
 registers. Here one recursive walk descends into vectors, ``%p|%q`` pairs,

@@ -147,7 +147,7 @@ class Device:
         return cycles / (self.clock_mhz * 1e6)
 
     def to_json(self) -> dict:
-        """The keys ``ptxopt explain`` prints (names fixed by issue 25)."""
+        """The keys ``ptxopt explain`` prints (fixed names: scripts read them)."""
         return {"name": self.name, "sm_count": self.sms, "clock_mhz": self.clock_mhz,
                 "dram_gbps": self.dram_gbps, "l2_bytes": self.l2_bytes}
 

@@ -551,7 +551,7 @@ def _kernel_name(resources) -> str | None:
 #: Open question (needs hardware): on 4x4x4 (same 40 registers as the study)
 #: and 8x8x8 the missing time was 1.19 and 1.25 cycles per issued instruction
 #: (144 and 927 cycles), i.e. a per-instruction cost this model lacked.
-#: Issue 27 added register-bank read conflicts (ptxopt.sim.regbank: Huerta et
+#: Register-bank read conflicts are modelled too (ptxopt.sim.regbank: Huerta et
 #: al. on the GA10x SM, an NVIDIA-forum FFMA microbenchmark on sm_86).  The
 #: plain rule (k same-bank reads delay the next issue to k cycles) gave 564,
 #: 1,672, 19,427 (MAPE 18.3%); the same study's MICRO '25 version measures

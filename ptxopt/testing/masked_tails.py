@@ -1,4 +1,4 @@
-"""Random loops whose extra iterations see only masked values (issue 31).
+"""Random loops whose extra iterations see only masked values.
 
 An unrolled loop whose guard is dropped runs up to ``F - 1`` iterations past
 the trip count. In a Triton kernel those iterations' loads are masked (a

@@ -1,4 +1,4 @@
-"""Random cases of the trust classes of issue 26, each with an oracle that
+"""Random cases of the trust classes (the bug classes an adversarial review found), each with an oracle that
 does not trust the code under test.
 
 :mod:`.random_kernels` tempts the passes with straight-line global code in

@@ -14,7 +14,7 @@ ways, whatever its declared ``PipelineStagesHook`` protocol says:
   ``cubin`` stage assembles it), read the signature off the first stage's
   input (:mod:`ptxopt.triton.signature`) and time every stage.
 
-Cost (issue 32): the text handed to the ``cubin`` stage was already assembled
+Cost: the text handed to the ``cubin`` stage was already assembled
 by ptxopt with Triton's own ptxas command, so that stage is handed ptxopt's
 cubin (byte-identical, :func:`reusable_cubin`) instead of running ptxas again;
 the equivalence check has a step budget (:data:`HOOK_CHECK_STEPS`); the

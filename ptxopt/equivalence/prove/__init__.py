@@ -5,11 +5,11 @@ establishes equivalence symbolically instead, in the tradition of
 translation validation (Necula, PLDI 2000; value-graph validation, Tristan,
 Govereau and Morrisett, PLDI 2011): both kernels are executed block by block
 into one hash-consed value graph (:mod:`.values`), memory is versioned state
-in which provably disjoint stores commute (:mod:`.memory`), and the two
+in which provably disjoint stores commute (:mod:`.memory_versions`), and the two
 control-flow graphs are matched block by block with live-in/live-out
 correspondence (:mod:`.match`). Where blocks no longer correspond because a
 loop was unrolled, loops with constant trip counts are run out instead
-(:mod:`.loops`: a one-block loop as a region, else both functions path by
+(:mod:`.loop_paths`: a one-block loop as a region, else both functions path by
 path), and loops with any trip count are proved by an inductive simulation
 at their headers, discharged by the SMT solver (:mod:`.loop_sim`; also the
 only proof tried when the candidate declares new ``.reg`` temporaries).

@@ -17,7 +17,7 @@ into the shared value graph (:mod:`.values`), in one of two ways:
 What is proved, exactly. A *path* is one run from the function's entry to a
 ``ret``/``exit``/``trap`` or the end of the body, as a sequence of blocks;
 each executed into one continuous register map and one memory state
-(:class:`~.memory.MemoryState`: the same canonical store/load/event nodes
+(:class:`~.memory_versions.MemoryState`: the same canonical store/load/event nodes
 the block matcher compares). At a conditional branch (``@p bra``, ``@p
 ret``...) the predicate's node is
 

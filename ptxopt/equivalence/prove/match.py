@@ -16,7 +16,7 @@ table is the one list; in short):
   the body), in every ``.reg`` return register (``.param`` return values are
   stores to ``.param`` memory);
 * the same memory node (same ordering points in the same order with the same
-  operands, the same stores modulo commuting disjoint ones: :mod:`.memory`)
+  operands, the same stores modulo commuting disjoint ones: :mod:`.memory_versions`)
   and the same chain of warp collectives;
 * no new way to fault: every load, store and prefetch lane of the candidate
   touches bytes the original block touches in the same space under the same

@@ -1,4 +1,4 @@
-"""An SMT decision procedure beside the structural prover (issue 28).
+"""An SMT decision procedure beside the structural prover.
 
 The structural prover (:mod:`ptxopt.equivalence.prove`) shows two blocks equal when they
 build the same value graph; it cannot see that ``mul.lo.s32 %r2, %r1, 128``
