@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Move ptxopt's loose top-level modules into packages that show the floors.
+"""Move ptxopt's modules, tests and benchmarks to names and folders that say what they hold.
 
 A re-runnable codemod: run it from the root of a ptxopt checkout (any newer
-main) and it does the mechanical part of the move, nothing else:
+main, for instance after merging a branch written before the moves) and it
+does the mechanical part of the move, nothing else.
+
+Modules (:data:`MOVES`: the loose top-level modules into packages that show
+the floors, and :data:`RENAMES`: no two modules share a stem in different
+meanings):
 
 1. ``git mv`` each module of :data:`MOVES` (and each folder of :data:`DIRS`)
    to its new package, creating the package's ``__init__.py`` when missing;
@@ -17,12 +22,24 @@ main) and it does the mechanical part of the move, nothing else:
    ``examples/`` name (the stub puts the moved module itself in
    ``sys.modules``, so ``import ptxopt.x`` is the very same module object).
 
-README.md and ``examples/`` are left as they are: they are what the stubs
-keep working. The codemod is idempotent (a second run changes nothing) and
+README.md and ``examples/`` keep their module names: they are what the stubs
+keep working (their test and benchmark paths are rewritten). The codemod is idempotent (a second run changes nothing) and
 reads nothing of a file but its imports, dotted module names, paths and
 hand-listed file tuples (``FRONT_SOURCES = ("ir.py", ...)``); imports under
 ``except ImportError:`` (fallbacks to the old paths) are left as written. Files moved here that locate data through
 ``__file__`` are listed at the end: their paths need a hand edit.
+
+Tests (:data:`TEST_FOLDERS`): each ``tests/test_x.py`` moves to the folder of
+the package it tests; ``tests/test_x.py`` paths, ``tests.test_x`` modules,
+``Path(__file__)`` roots and data paths (``golden/``, ``adversarial/``,
+``data/`` stay in tests/) and ``sys.path`` entries of scripts that import a
+test's helpers are rewritten. A test no folder names stays in tests/ (pytest
+collects it as before); add its stem to a folder and re-run to move it.
+
+Benchmarks (:data:`BENCH_FOLDERS`): each script moves to ``speed/``,
+``reports/`` or ``studies/``, with the same rewrites (``outside_kernels/``,
+``results/`` and ``mutation_reviewed.json`` stay in benchmarks/; records in
+``benchmarks/results/`` are left as written).
 
 Usage::
 
@@ -57,6 +74,7 @@ RENAMES: dict[str, str] = {
     "interp.ops.common": "interp.ops.op_helpers",                      # helpers of the opcode tables
     "gpu.result": "gpu.measurement",                                   # GpuMeasurement
     "gpu.instrument": "gpu.clock_instrument",                          # %clock64 instrumentation
+    "gpu.inputs": "gpu.harness_args",                                  # the harness's arguments, built as the verifier's
     "triton.ptxas": "triton.triton_ptxas",                             # the ptxas binary and flags Triton runs
     "triton.contract": "triton.contract_from_triton",                  # launch contracts from Triton's metadata
     "equivalence.contract": "equivalence.launch_contract",             # launches from contract files and options

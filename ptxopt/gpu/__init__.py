@@ -12,7 +12,7 @@ child process, so a kernel that faults cannot take the caller down.
 * :mod:`ptxopt.gpu.clock_instrument` -- the ``%clock64`` instrumentation (a
   rewrite of the IR, not a pass);
 * :mod:`ptxopt.gpu.session` -- what happens on the GPU (compile, load,
-  correctness, timing), with :mod:`ptxopt.gpu.inputs` (arguments built like
+  correctness, timing), with :mod:`ptxopt.gpu.harness_args` (arguments built like
   the CPU verifier's), :mod:`ptxopt.gpu.readback` (durations, statistics,
   output comparison), :mod:`ptxopt.gpu.errors` (CUDA error classes) and
   :mod:`ptxopt.gpu.probe` (is there a usable GPU);

@@ -50,7 +50,7 @@ refusal is treated as having lost the context (``fatal``), and the child
 exits after reporting it.
 
 Only :class:`GpuSession` here and :func:`ptxopt.gpu.probe.probe_in_process`
-import CuPy; the helpers it uses -- :mod:`ptxopt.gpu.inputs` (arguments),
+import CuPy; the helpers it uses -- :mod:`ptxopt.gpu.harness_args` (arguments),
 :mod:`ptxopt.gpu.readback` (durations, statistics, comparison),
 :mod:`ptxopt.gpu.errors` (classification) -- are plain numpy and are tested
 on CPU.
@@ -70,7 +70,7 @@ import numpy as np
 
 from ptxopt.support.bounded_memo import BoundedMemo
 from ptxopt.gpu.errors import HarnessError, classify_cuda_error, is_cuda_error
-from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params
+from ptxopt.gpu.harness_args import clock_buffer, host_args, kernel_params
 from ptxopt.gpu.probe import device_info
 from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
 from ptxopt.gpu.measurement import GpuMeasurement

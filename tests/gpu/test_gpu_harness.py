@@ -14,7 +14,7 @@ import pytest
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.gpu import GpuMeasurement, STATUSES, gpu_available, measure_on_gpu
 from ptxopt.gpu.errors import HarnessError, classify_cuda_error
-from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params, scalar_dtype, typed_scalar
+from ptxopt.gpu.harness_args import clock_buffer, host_args, kernel_params, scalar_dtype, typed_scalar
 from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
 from ptxopt.gpu.session import resolve_arch
 from ptxopt.gpu.clock_instrument import SENTINEL
