@@ -133,7 +133,10 @@ STUB_MARK = "# re-export stub written by the package codemod"
 TEXT_SUFFIXES = {".py", ".cfg", ".toml", ".ini", ".md", ".txt", ".sh"}
 SKIP_PREFIXES = ("examples/", "benchmarks/results/")
 #: README.md: what the stubs keep working; the import contract: its synthetic trees are fixtures, not references
-SKIP_FILES = {"README.md", "tests/test_import_contract.py", "tools/package_codemod.py"}
+SKIP_FILES = {"README.md", "tests/test_import_contract.py", "tests/project/test_import_contract.py",
+              "tools/package_codemod.py", "tests/project/test_package_codemod.py"}
+#: files whose old names and paths are fixtures (the codemod's own test): never rewritten
+FIXTURES = {"tools/package_codemod.py", "tests/project/test_package_codemod.py"}
 
 
 def full(stem: str) -> str:
@@ -575,7 +578,7 @@ def do_bench_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
     changed = []
     for rel in git(repo, "ls-files").splitlines():
         p = repo / rel
-        if rel.startswith(SKIP_PREFIXES) or rel == "tools/package_codemod.py" or p.suffix not in TEXT_SUFFIXES \
+        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
                 or not p.is_file() or (p in moved and dry):
             continue
         text = p.read_text(encoding="utf-8")
@@ -672,19 +675,19 @@ def rewrite_test_file(text: str, moved_now: bool) -> str:
 
 def fix_syspath(text: str, folder_name: str, moves: dict[str, str]) -> str:
     """``sys.path.insert(0, str(X / "benchmarks"))`` before ``from sim_calibration import ...``: the folder the
-    imported scripts now sit in (left, with a note, when they sit in several)."""
+    imported scripts now sit in goes first (left, with a note, when they sit in several)."""
     names = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", text, flags=re.M)) & set(moves)
     if not names:
         return text
     folders = {moves[n] for n in names}
-    pat = re.compile(r"(sys\.path\.\w+\((?:0, )?str\(.*?/\s*[\"']" + folder_name + r"[\"'])(\)\))")
+    pat = re.compile(r"sys\.path\.insert\(0, str\((.*?/\s*[\"']" + folder_name + r"[\"'])\)\)")
     if not pat.search(text):
         return text
     if len(folders) > 1:
         print(f"warning: imports {sorted(names)} from several {folder_name}/ folders: sys.path left as it is")
         return text
-    (folder,) = folders
-    return pat.sub(lambda m: f'{m.group(1)} / "{folder}"{m.group(2)}', text)
+    (folder,) = folders  # the scripts' folder first, the folder itself still there (its helpers: corpus_tiers)
+    return pat.sub(lambda m: f'sys.path[:0] = [str({m.group(1)} / "{folder}"), str({m.group(1)})]', text)
 
 
 def do_test_moves(repo: Path, dry: bool) -> set[Path]:
@@ -711,7 +714,7 @@ def do_test_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
     changed = []
     for rel in git(repo, "ls-files").splitlines():
         p = repo / rel
-        if rel.startswith(SKIP_PREFIXES) or rel == "tools/package_codemod.py" or p.suffix not in TEXT_SUFFIXES \
+        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
                 or not p.is_file():
             continue
         text = p.read_text(encoding="utf-8")

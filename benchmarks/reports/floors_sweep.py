@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "sim"))
+sys.path[:0] = [str(ROOT / "tests" / "sim"), str(ROOT / "tests")]
 
 import ptxopt.measure.sim as sim_backend  # noqa: E402
 from ptxopt.kernels.corpus import load_manifest  # noqa: E402

@@ -45,7 +45,7 @@ from pathlib import Path
 import networkx as nx
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "project"))
+sys.path[:0] = [str(REPO / "tests" / "project"), str(REPO / "tests")]
 
 from test_import_contract import (FLOORS, LAYERS, cycles, floor_violations, import_graph, string_imports,  # noqa: E402
                                   stubs, unplaced, upward_imports)

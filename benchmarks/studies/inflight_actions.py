@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "sim"))
+sys.path[:0] = [str(ROOT / "tests" / "sim"), str(ROOT / "tests")]
 
 from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.evaluate.candidate import _manifest_performance  # noqa: E402

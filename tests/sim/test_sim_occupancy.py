@@ -145,7 +145,7 @@ def test_expected_error_covers_the_published_baselines():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "reports"))
+    sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "benchmarks" / "reports"), str(Path(__file__).resolve().parents[2] / "benchmarks")]
     from sim_calibration import PUBLISHED_BASELINES, _estimate
 
     errs = [abs(_estimate(k)[0].cycles / hw - 1) for k, hw in PUBLISHED_BASELINES.items()]
