@@ -43,7 +43,7 @@ DEFAULT_PER_FAMILY = 16
 
 # performance problem sizes (see corpus/README.md, "Performance launches")
 N_1D = 1 << 24
-MIN_PERF_THREADS = 1 << 16  # a performance launch fills a GPU (tests/test_corpus.py checks it)
+MIN_PERF_THREADS = 1 << 16  # a performance launch fills a GPU (tests/kernels/test_corpus.py checks it)
 ROWS, COLS = 4096, 4096
 
 
@@ -283,7 +283,7 @@ def s_gather_rows(rng):
 
 def s_scatter_add(rng):
     # s32 only: a float atomic add rounds in arrival order, so its result
-    # would depend on the schedule (tests/test_interp_corpus.py checks it does not)
+    # would depend on the schedule (tests/interp/test_interp_corpus.py checks it does not)
     dt = "s32"
     block = _pow2(64, 1024, rng)
     weighted = rng.random() < 0.5

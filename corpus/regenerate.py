@@ -162,7 +162,7 @@ def make_param(ptx_name, arg, role, dtype, amount, extra=None) -> dict:
     return p
 
 
-MAX_BLOCK_THREADS = 1024  # threads a CUDA block may have (every arch); ptxopt.interp.launch.MAX_THREADS
+MAX_BLOCK_THREADS = 1024  # threads a CUDA block may have (every arch); ptxopt.interp.launcher.MAX_THREADS
 
 
 def performance_entry(kid: str, grid, block, shared: int, values: dict, problem: str, params: list[dict],

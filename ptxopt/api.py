@@ -157,7 +157,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     kernel's features into the pipeline applied (needs the ``rl`` extra).
 
     ``contract``: how to launch the entries for the check -- a
-    :class:`~ptxopt.equivalence.launch.Launch`, :class:`~ptxopt.equivalence.contract.Contracts`,
+    :class:`~ptxopt.equivalence.launch.Launch`, :class:`~ptxopt.equivalence.launch_contract.Contracts`,
     ``Geometry``, corpus ``KernelSpec``, or a list of alternatives tried in
     order while the verdict is ``inconclusive`` (the first under which the
     original runs fully decides; a ``differ`` under any is final). None: the
@@ -184,7 +184,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     overlaps the passes and the result's, and the estimate reads the cubins
     of those two runs once the result is accepted; False: the runs one after
     the other and the estimate compiling both texts itself with ptxopt's own
-    ptxas, overlapping them (the order before issue 32; for comparisons).
+    ptxas, overlapping them (the older, slower order; kept for comparisons).
 
     ``sass_store``: a :class:`~ptxopt.measure.sass_store.SassStore` the
     estimate of the caller's cubins reads SASS listings from and adds them to
@@ -414,7 +414,7 @@ def _run_passes(pipe: Pipeline, module: Module, timeout: float | None, timed):
 
 
 def _helper(kind: str):
-    from ptxopt.evaluate.frontend import tools
+    from ptxopt.evaluate.prepare import tools
 
     return tools(kind)
 
@@ -554,8 +554,8 @@ def _policy_pipeline(ptx: str, policy, parsed, filename: str) -> Pipeline:
 def _alternatives(contract, module: Module):
     """``entry -> [Launch, ...]``: the check launches to try for each entry
     (see :func:`optimize`'s ``contract``)."""
-    from ptxopt.equivalence.contract import Contracts
-    from ptxopt.equivalence.contract import check_launch
+    from ptxopt.equivalence.launch_contract import Contracts
+    from ptxopt.equivalence.launch_contract import check_launch
     from ptxopt.equivalence.launch import as_launch
 
     given = list(contract) if isinstance(contract, (list, tuple)) else [contract]

@@ -1,10 +1,10 @@
 """The seam between ptxopt and the layers above it (the learning layer, :mod:`rl`).
 
-ptxopt never imports :mod:`rl` (``tests/test_import_contract.py``). A layer
+ptxopt never imports :mod:`rl` (``tests/project/test_import_contract.py``). A layer
 above registers what it adds -- a search strategy, a CLI command, a named
 object such as a checkpoint loader -- as lazy ``"module:attr"`` references,
 so registering imports nothing heavy (torch is imported only when a
-reference is resolved, exactly where the code used to import it).
+reference is resolved, where the code needs it).
 
 Plugins are the ``ptxopt.plugins`` entry points (``setup.cfg``: ``rl =
 rl.plugin:register``); each is a function taking the :class:`Registry`.

@@ -11,6 +11,6 @@
   ``train``, the ``policy`` search strategy, the checkpoint loader
 
 torch is imported only in this package, and :mod:`ptxopt` never imports it (it stays usable without
-it; ``tests/test_import_contract.py``).
+it; ``tests/project/test_import_contract.py``).
 The design (reward, state, GRPO) is BRIEF section 5.
 """

@@ -8,7 +8,7 @@ For each kernel:
 * ``random@policy``   -- random search with exactly the evaluations ``policy@K`` used
 * ``greedy@policy``   -- greedy search cut off at that same budget
 
-An evaluation is one distinct module measured (see :mod:`ptxopt.search.measure`),
+An evaluation is one distinct module measured (see :mod:`ptxopt.search.meter`),
 so every row is compared on what it cost, not on how many rollouts it drew.
 """
 

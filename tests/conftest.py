@@ -9,7 +9,17 @@ but cache hits.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# tests/ mirrors the packages (tests/sim/, tests/passes/, ...); a test may import another's helpers by module
+# name (``from test_floors import outside``) whichever folder pytest reached first, so every folder is on the path
+# (appended: the folder pytest puts first for the test it imports still wins)
+_HERE = Path(__file__).resolve().parent
+sys.path.extend(str(d) for d in sorted(_HERE.iterdir())
+                if d.is_dir() and any(d.glob("test_*.py")) and str(d) not in sys.path)
 
 
 @pytest.fixture(scope="session")
@@ -22,8 +32,8 @@ def rl_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def rl_options(rl_cache):
-    """:class:`~ptxopt.search.measure.EvalOptions` on :func:`rl_cache`."""
-    from ptxopt.search.measure import EvalOptions
+    """:class:`~ptxopt.search.meter.EvalOptions` on :func:`rl_cache`."""
+    from ptxopt.search.meter import EvalOptions
 
     return EvalOptions(cache=rl_cache)
 

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Move ptxopt's loose top-level modules into packages that show the floors.
+"""Move ptxopt's modules, tests and benchmarks to names and folders that say what they hold.
 
 A re-runnable codemod: run it from the root of a ptxopt checkout (any newer
-main) and it does the mechanical part of the move, nothing else:
+main, for instance after merging a branch written before the moves) and it
+does the mechanical part of the move, nothing else.
+
+Modules (:data:`MOVES`: the loose top-level modules into packages that show
+the floors, and :data:`RENAMES`: no two modules share a stem in different
+meanings):
 
 1. ``git mv`` each module of :data:`MOVES` (and each folder of :data:`DIRS`)
    to its new package, creating the package's ``__init__.py`` when missing;
@@ -17,12 +22,24 @@ main) and it does the mechanical part of the move, nothing else:
    ``examples/`` name (the stub puts the moved module itself in
    ``sys.modules``, so ``import ptxopt.x`` is the very same module object).
 
-README.md and ``examples/`` are left as they are: they are what the stubs
-keep working. The codemod is idempotent (a second run changes nothing) and
+README.md and ``examples/`` keep their module names: they are what the stubs
+keep working (their test and benchmark paths are rewritten). The codemod is idempotent (a second run changes nothing) and
 reads nothing of a file but its imports, dotted module names, paths and
 hand-listed file tuples (``FRONT_SOURCES = ("ir.py", ...)``); imports under
 ``except ImportError:`` (fallbacks to the old paths) are left as written. Files moved here that locate data through
 ``__file__`` are listed at the end: their paths need a hand edit.
+
+Tests (:data:`TEST_FOLDERS`): each ``tests/test_x.py`` moves to the folder of
+the package it tests; ``tests/test_x.py`` paths, ``tests.test_x`` modules,
+``Path(__file__)`` roots and data paths (``golden/``, ``adversarial/``,
+``data/`` stay in tests/) and ``sys.path`` entries of scripts that import a
+test's helpers are rewritten. A test no folder names stays in tests/ (pytest
+collects it as before); add its stem to a folder and re-run to move it.
+
+Benchmarks (:data:`BENCH_FOLDERS`): each script moves to ``speed/``,
+``reports/`` or ``studies/``, with the same rewrites (``outside_kernels/``,
+``results/`` and ``mutation_reviewed.json`` stay in benchmarks/; records in
+``benchmarks/results/`` are left as written).
 
 Usage::
 
@@ -39,6 +56,36 @@ import sys
 from pathlib import Path
 
 PKG = "ptxopt"
+
+#: modules renamed in place for what they hold (old dotted -> new dotted, under ptxopt)
+RENAMES: dict[str, str] = {
+    "equivalence.prove.memory": "equivalence.prove.memory_versions",   # memory as versioned state of a proof
+    "interp.memory": "interp.device_memory",                           # buffers at fake device addresses
+    "equivalence.prove.loops": "equivalence.prove.loop_paths",         # proving unrolled loops path by path
+    "measure.loops": "measure.measured_trips",                         # trip counts the interpreter measured
+    "executor.base": "executor.interface",                             # the one executor interface
+    "measure.base": "measure.backend",                                 # the Backend protocol and its types
+    "measure.registry": "measure.backend_registry",                    # --backend NAME -> backend
+    "sim.tensor": "sim.tensor_work",                                   # tensor-core work of one SASS instruction
+    "sim.decode": "sim.sass_decode",                                   # SASS pre-decoded for the issue model
+    "interp.state": "interp.cta_state",                                # one CTA's run-time state
+    "interp.launch": "interp.launcher",                                # run_kernel: memory set-up, the CTA loop
+    "interp.probe": "interp.snippets",                                 # small kernels from instruction snippets
+    "interp.ops.common": "interp.ops.op_helpers",                      # helpers of the opcode tables
+    "gpu.result": "gpu.measurement",                                   # GpuMeasurement
+    "gpu.instrument": "gpu.clock_instrument",                          # %clock64 instrumentation
+    "gpu.inputs": "gpu.harness_args",                                  # the harness's arguments, built as the verifier's
+    "triton.ptxas": "triton.triton_ptxas",                             # the ptxas binary and flags Triton runs
+    "triton.contract": "triton.contract_from_triton",                  # launch contracts from Triton's metadata
+    "equivalence.contract": "equivalence.launch_contract",             # launches from contract files and options
+    "analysis.latency": "analysis.rough_latency",                      # order-of-magnitude latencies (features)
+    "toolchain.control": "toolchain.control_bits",                     # SASS scheduling (control) bits
+    # one meaning of "front end" (the parser, passes and analyses: support.digests.FRONT_SOURCES); the
+    # evaluation's first half is the candidate's preparation
+    "evaluate.frontend": "evaluate.prepare",
+    # the strategies' meter, not a second ``measure`` beside the measure/ package
+    "search.measure": "search.meter",
+}
 
 #: old dotted module -> new dotted module (both under ptxopt).
 MOVES: dict[str, str] = {
@@ -62,6 +109,9 @@ MOVES: dict[str, str] = {
     # the driver's/worker's cache rows in transit, and the move memo beside the cache
     "executor.journal": "evaluate.journal",
     "search.move_memo": "evaluate.move_memo",
+    # names that explain themselves: no two modules share a stem in different meanings (``errors``, a
+    # package's exception types, and ``__init__``/``__main__`` keep theirs: one meaning each)
+    **RENAMES,
 }
 
 #: old folder (relative to ptxopt/) -> new folder (data, not packages).
@@ -83,7 +133,10 @@ STUB_MARK = "# re-export stub written by the package codemod"
 TEXT_SUFFIXES = {".py", ".cfg", ".toml", ".ini", ".md", ".txt", ".sh"}
 SKIP_PREFIXES = ("examples/", "benchmarks/results/")
 #: README.md: what the stubs keep working; the import contract: its synthetic trees are fixtures, not references
-SKIP_FILES = {"README.md", "tests/test_import_contract.py", "tools/package_codemod.py"}
+SKIP_FILES = {"README.md", "tests/test_import_contract.py", "tests/project/test_import_contract.py",
+              "tools/package_codemod.py", "tests/project/test_package_codemod.py"}
+#: files whose old names and paths are fixtures (the codemod's own test): never rewritten
+FIXTURES = {"tools/package_codemod.py", "tests/project/test_package_codemod.py"}
 
 
 def full(stem: str) -> str:
@@ -216,6 +269,39 @@ def public_names(repo: Path) -> set[str]:
     return set()
 
 
+#: the repository the codemod runs on (set by :func:`main`)
+REPO: list[Path] = []
+
+
+def package_names(package: str) -> set[str]:
+    """Names a package's ``__init__`` binds to something other than its submodule of that name: ``from
+    ptxopt.sim import decode`` is the function :mod:`ptxopt.sim` re-exports, not the module ``sim/decode.py``
+    (``__all__``, lazy tables ``_LAZY = {"name": ...}``, and names imported from elsewhere)."""
+    if not REPO or not package.startswith(PKG):
+        return set()
+    init = REPO[0].joinpath(*package.split(".")) / "__init__.py"
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and not (node.level == 0 and node.module == package) \
+                and not (node.level == 1 and node.module is None):
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name == "__all__" or "LAZY" in name:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+                out |= {v for v in value if isinstance(v, str)}
+    return out
+
+
 def rewrite_from(node: ast.ImportFrom, module: str, is_pkg: bool, old_module: str | None) -> list[str] | None:
     """The statements replacing ``node`` (without indentation), or None to keep it."""
     here = old_module or module
@@ -229,7 +315,7 @@ def rewrite_from(node: ast.ImportFrom, module: str, is_pkg: bool, old_module: st
             changed |= map_module(target) != target
             continue
         sub = f"{target}.{alias.name}"
-        if sub in MODMAP and not (target == PKG and alias.name in PUBLIC):
+        if sub in MODMAP and not (target == PKG and alias.name in PUBLIC) and alias.name not in package_names(target):
             new_parent, _, new_stem = MODMAP[sub].rpartition(".")
             local = alias.asname or alias.name
             groups.setdefault(new_parent, []).append(new_stem if new_stem == local else f"{new_stem} as {local}")
@@ -253,6 +339,12 @@ PATHS = re.compile(r"(?<![\w/])" + re.escape(PKG) + r"/(" + "|".join(re.escape(m
 DIRPATHS = re.compile(r"(?<![\w/])" + re.escape(PKG) + r"/(" + "|".join(DIRS) + r")(?![\w.])")
 
 
+#: a memo's label in :func:`ptxopt.support.bounded_memo.register` (``register("front_end", "analysis.dag", ...)``):
+#: the owner's dotted module without the package prefix
+MEMO_LABEL = re.compile(r"(\bregister\(\s*[\"']\w+[\"'],\s*[\"'])(" + "|".join(map(re.escape, sorted(MOVES, key=len, reverse=True)))
+                        + r")(?=[.\"'])")
+
+
 FROM_PKG = re.compile(r"\bfrom " + re.escape(PKG) + r" import ([\w]+(?:, [\w]+)*)")
 
 
@@ -274,6 +366,7 @@ def rewrite_text(text: str, from_pkg: bool = True) -> str:
     if from_pkg:
         text = FROM_PKG.sub(_from_pkg_in_text, text)
     text = DOTTED.sub(lambda m: f"{PKG}.{MOVES[m.group(1)]}", text)
+    text = MEMO_LABEL.sub(lambda m: m.group(1) + MOVES[m.group(2)], text)
     text = PATHS.sub(lambda m: f"{PKG}/{MOVES[m.group(1).replace('/', '.')].replace('.', '/')}.py", text)
     text = DIRPATHS.sub(lambda m: f"{PKG}/{DIRS[m.group(1)]}", text)
     return text
@@ -319,6 +412,16 @@ def _fallback_lines(tree: ast.AST) -> set[int]:
     return out
 
 
+def _relative_mod_refs(text: str, package: str) -> str:
+    """``:mod:`.base``` in a docstring of ``package``: the sibling's new name when it moved within the package."""
+    leaves = {old.rpartition(".")[2]: new.rpartition(".")[2] for old, new in MODMAP.items()
+              if old.rpartition(".")[0] == package and new.rpartition(".")[0] == package}
+    if not leaves:
+        return text
+    pat = re.compile(r"(:(?:mod|func|class|data|meth):`~?\.)(" + "|".join(map(re.escape, leaves)) + r")(?=[`.])")
+    return pat.sub(lambda m: m.group(1) + leaves[m.group(2)], text)
+
+
 def rewrite_python(text: str, module: str, is_pkg: bool, old_module: str | None) -> str:
     try:
         tree = ast.parse(text)
@@ -326,6 +429,7 @@ def rewrite_python(text: str, module: str, is_pkg: bool, old_module: str | None)
         print(f"warning: {module}: not parsed ({e}); only dotted names rewritten")
         return rewrite_text(text)
     keep = _fallback_lines(tree)
+    text = _relative_mod_refs(text, module if is_pkg else module.rpartition(".")[0])
     import_lines = {i for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                     for i in range(n.lineno, n.end_lineno + 1)}
     # 1. dotted names and paths, line by line (the line count stays: the tree's line numbers hold)
@@ -393,6 +497,242 @@ def do_rewrites(repo: Path, moved: dict[Path, str], dry: bool) -> list[Path]:
     return changed
 
 
+# -- benchmarks: speed, reports, studies ---------------------------------------------------------
+
+BENCH = "benchmarks"
+#: benchmarks/ by purpose: ``speed`` (how fast, what it costs), ``reports`` (the numbers a session re-runs and
+#: records: corpus-wide tables, identity and audit comparisons, fuzzing and mutation campaigns) and ``studies``
+#: (one question, asked once, and the tools that fed it)
+BENCH_FOLDERS: dict[str, tuple[str, ...]] = {
+    "speed": ("action_mask", "bounded_cost", "eval_speed", "executor_scaling", "frontend_speed", "grpo_epoch",
+              "interp_speed", "pass_guard_cost", "pass_speed", "precision_cost", "search_speed", "sim_cost",
+              "unroll_proof_cost", "walker_cost"),
+    "reports": ("corpus_report", "coverage_report", "floors_sweep", "footprint_sources", "fuzz_loop_shapes",
+                "fuzz_passes", "fuzz_pipelined_loads", "fuzz_trust", "gpu_measure_corpus", "import_graph",
+                "loop_trips_report", "loop_version_report", "mutation_campaign", "objective_report", "pass_identity",
+                "pass_matrix", "prove_matrix", "rl_report", "search_report", "sim_agreement", "sim_calibration",
+                "sim_report", "sim_roofline", "state_census", "swp_ld_report", "throughput_audit",
+                "throughput_audit_compare", "triton_hook", "unroll_corpus_report", "verdict_compare"),
+    "studies": ("inflight_actions", "loop_actions_report", "min_improvement_noise", "nc_verdicts", "ranker_report",
+                "record_trajectories", "sim_trip_source", "smt_solvers", "train_ranker", "unroll_estimates",
+                "unroll_shapes_proof", "unroll_sim_scan", "unroll_verdicts"),
+}
+#: script stem -> its folder
+BENCH_MOVES = {stem: folder for folder, stems in BENCH_FOLDERS.items() for stem in stems}
+#: what stays at benchmarks/ (data the scripts and tests share)
+BENCH_DATA = ("outside_kernels", "results", "mutation_reviewed.json")
+
+_BENCH_NAMES = "|".join(map(re.escape, sorted(BENCH_MOVES, key=len, reverse=True)))
+#: ``benchmarks/x.py`` in any text (a command line, a docstring, a Markdown link)
+BENCH_PATH = re.compile(r"(?<![\w/.])" + BENCH + r"/(" + _BENCH_NAMES + r")\.py\b")
+#: ``ROOT / "benchmarks" / "x.py"`` in code
+BENCH_PARTS = re.compile(r"""(["']""" + BENCH + r"""["']\s*/\s*)(["'])(""" + _BENCH_NAMES + r""")\.py\2""")
+#: in a script one folder deeper: ``Path(__file__).resolve().parent.parent`` was the repository's root
+OLD_ROOT = re.compile(r"(Path\(__file__\)\.resolve\(\))\.parent\.parent\b")
+#: ... and ``Path(__file__)[.resolve()].parent / "outside_kernels"`` the benchmarks folder
+OLD_HERE_DATA = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)\.parent(\s*/\s*[\"'](?:"
+                           + "|".join(map(re.escape, BENCH_DATA)) + r")[\"'])")
+#: ... and ``ROOT / "benchmarks"`` on ``sys.path`` the folder of its sibling scripts
+OLD_BENCH_SYSPATH = re.compile(r"sys\.path\.insert\(0, str\(ROOT / [\"']" + BENCH + r"[\"']\)\)")
+
+
+def rewrite_bench_refs(text: str) -> str:
+    text = BENCH_PATH.sub(lambda m: f"{BENCH}/{BENCH_MOVES[m.group(1)]}/{m.group(1)}.py", text)
+    return BENCH_PARTS.sub(lambda m: f"{m.group(1)}{m.group(2)}{BENCH_MOVES[m.group(3)]}{m.group(2)} / "
+                                     f"{m.group(2)}{m.group(3)}.py{m.group(2)}", text)
+
+
+def rewrite_bench_script(text: str, moved_now: bool) -> str:
+    """A script in benchmarks/<folder>/: its root and data paths one level further up."""
+    text = OLD_ROOT.sub(r"\1.parents[2]", text)
+    text = OLD_HERE_DATA.sub(r"\1.parents[1]\2", text)
+    text = OLD_BENCH_SYSPATH.sub("sys.path.insert(0, str(Path(__file__).resolve().parent))", text)
+    if moved_now:  # ``parents[1]`` was the root only while the script sat in benchmarks/ itself
+        text = re.sub(r"(Path\(__file__\)\.resolve\(\))\.parents\[1\](?!\s*/\s*[\"'](?:"
+                      + "|".join(map(re.escape, BENCH_DATA)) + r")[\"'])", r"\1.parents[2]", text)
+    return text
+
+
+def do_bench_moves(repo: Path, dry: bool) -> set[Path]:
+    """Move each benchmark script still at benchmarks/ into its folder; -> the files moved now."""
+    moved: set[Path] = set()
+    for stem, folder in BENCH_MOVES.items():
+        old_p, new_p = repo / BENCH / f"{stem}.py", repo / BENCH / folder / f"{stem}.py"
+        if not old_p.exists():
+            continue
+        if new_p.exists():
+            sys.exit(f"error: both {old_p.relative_to(repo)} and {new_p.relative_to(repo)} exist "
+                     "(merge them by hand, then re-run)")
+        print(f"git mv {old_p.relative_to(repo)} {new_p.relative_to(repo)}")
+        if not dry:
+            new_p.parent.mkdir(parents=True, exist_ok=True)
+            git(repo, "mv", str(old_p.relative_to(repo)), str(new_p.relative_to(repo)))
+        moved.add(new_p)
+    left = sorted(p.name for p in (repo / BENCH).glob("*.py")) if (repo / BENCH).is_dir() else []
+    if left:
+        print(f"note: benchmark scripts with no folder in BENCH_FOLDERS (left at {BENCH}/): {', '.join(left)}")
+    return moved
+
+
+def do_bench_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
+    changed = []
+    for rel in git(repo, "ls-files").splitlines():
+        p = repo / rel
+        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
+                or not p.is_file() or (p in moved and dry):
+            continue
+        text = p.read_text(encoding="utf-8")
+        new = rewrite_bench_refs(text)
+        parts = Path(rel).parts
+        if p.suffix == ".py" and len(parts) == 3 and parts[0] == BENCH and parts[1] in BENCH_FOLDERS:
+            new = rewrite_bench_script(new, p in moved)
+        if new != text:
+            changed.append(p)
+            if not dry:
+                p.write_text(new, encoding="utf-8")
+    return changed
+
+
+# -- tests/: one folder per package ------------------------------------------------------------
+
+TESTS = "tests"
+#: tests/ mirrors the packages: a test sits in the folder of what it tests (``project``: the repository as a
+#: whole -- the import contract, the docs, install, old module paths). A test file named nowhere here stays
+#: in tests/ itself, which pytest collects as before; shared data (golden/, adversarial/, data/) and helpers
+#: (conftest.py, cli_helpers.py, corpus_tiers.py) stay in tests/.
+TEST_FOLDERS: dict[str, tuple[str, ...]] = {
+    "project": ("import_contract", "install_docs", "install_wheel", "old_module_paths", "startup_imports",
+                "state_census", "readme_examples"),
+    "api": ("api", "optimize_overlap", "input_limits", "library_host_state"),
+    "plugins": ("plugins", "plugin_passes", "misbehaving_plugins"),
+    "ptx": ("body_parser", "grammar", "identity_memo", "isa_facts", "layout", "operand_facts", "operand_facts_fast",
+            "print_compare", "roundtrip_corpus", "roundtrip_hypothesis", "parse_errors", "frontend_stress"),
+    "support": ("bounded_memo", "fork_safety", "outputs"),
+    "kernels": ("corpus", "corpus_report", "artefacts"),
+    "toolchain": ("foreign_arch", "ptxas_memo", "tool_faults", "toolchain", "toolchain_arch"),
+    "analysis": ("analysis", "cfg_dominators", "depgraph", "footprint_alternatives", "global_footprint",
+                 "loop_facts_defuse", "loops", "regdeps", "unroll_footprint", "shared_read_footprint"),
+    "passes": ("apply_manifest", "golden", "pass_framework", "pass_launch_bounds", "pass_matrix", "pass_names_stable",
+               "pass_params", "pass_prefetch", "pass_register_budget", "pass_reorder", "pass_vectorize",
+               "passmanager_instruments", "passmanager_verify_each", "unroll", "unroll_runtime", "loop_version",
+               "nc_ld", "pipelined_loads", "vectorize_chains"),
+    "interp": ("interp_control", "interp_corpus", "interp_fp", "interp_memory", "interp_ops", "interp_reference",
+               "bounded_runs"),
+    "equivalence": ("adversarial", "assumption_cap", "contract", "equivalence", "equivalence_budget",
+                    "float_precision", "loop_sim", "nc_reads", "prove", "prove_corpus", "prove_hints", "prove_loops",
+                    "prove_memo", "prove_observables", "prove_wiring", "read_footprint", "smt", "smt_recheck",
+                    "verify", "verify_changes", "verify_trust"),
+    "measure": ("measure", "roofline", "same_code", "sass_store", "cubin_memo", "loop_slice"),
+    "sim": ("sim", "sim_coalescing", "sim_conservation", "sim_guarded_loop", "sim_inflight", "sim_loop_guard",
+            "sim_occupancy", "sim_regbank", "sim_split_access", "sim_steady", "sim_tensor", "sim_throughput",
+            "sim_war", "estimate_floors", "floors"),
+    "gpu": ("gpu_device", "gpu_harness", "gpu_instrument", "gpu_isolation", "gpu_measure_corpus"),
+    "executor": ("executor", "ray_executor"),
+    "evaluate": ("cache_damage", "eval_prefix", "evaluate", "evaluate_disasm", "evaluate_durability",
+                 "evaluate_observable", "input_isolation", "move_memo", "objective", "perf_block_from_ptx"),
+    "search": ("search_cli", "search_guided", "search_launch", "search_lockstep", "search_progress", "search_state",
+               "search_strategies", "search_trust", "loop_actions_report"),
+    "triton": ("triton_hook", "triton_tune", "tune_toolchain"),
+    "testing": ("fuzz_passes", "fuzz_trust", "mutant_reviews", "mutation", "loop_mutant_reviews", "loop_shapes",
+                "loop_version_fuzz"),
+    "cli": ("cli", "cli_conventions", "cli_edges", "cli_explain", "cli_footprint", "cli_run", "emit_staging",
+            "output_rule", "worker_signals"),
+    "rl": ("rl_cli", "rl_env", "rl_learning", "rl_remote", "rl_soft_labels", "rl_widen"),
+}
+#: test module (``test_x``) -> its folder
+TEST_MOVES = {f"test_{stem}": folder for folder, stems in TEST_FOLDERS.items() for stem in stems}
+#: what stays in tests/ and a moved test reaches one level further up
+TEST_DATA = ("golden", "adversarial", "data", "cli_helpers.py", "corpus_tiers.py", "conftest.py")
+
+_TEST_NAMES = "|".join(map(re.escape, sorted(TEST_MOVES, key=len, reverse=True)))
+TEST_PATH = re.compile(r"(?<![\w/.])" + TESTS + r"/(" + _TEST_NAMES + r")\.py\b")
+TEST_PARTS = re.compile(r"""(["']""" + TESTS + r"""["']\s*/\s*)(["'])(""" + _TEST_NAMES + r""")\.py\2""")
+OLD_TESTS_DATA = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)\.parent(\s*/\s*[\"'](?:"
+                            + "|".join(map(re.escape, TEST_DATA)) + r")[\"'])")
+
+
+#: ``from tests.test_sim import ins`` (the repository's root on ``sys.path``): a namespace package per folder
+TEST_DOTTED = re.compile(r"(?<![\w.])" + TESTS + r"\.(" + _TEST_NAMES + r")\b")
+
+
+def rewrite_test_refs(text: str) -> str:
+    text = TEST_DOTTED.sub(lambda m: f"{TESTS}.{TEST_MOVES[m.group(1)]}.{m.group(1)}", text)
+    text = TEST_PATH.sub(lambda m: f"{TESTS}/{TEST_MOVES[m.group(1)]}/{m.group(1)}.py", text)
+    return TEST_PARTS.sub(lambda m: f"{m.group(1)}{m.group(2)}{TEST_MOVES[m.group(3)]}{m.group(2)} / "
+                                    f"{m.group(2)}{m.group(3)}.py{m.group(2)}", text)
+
+
+def rewrite_test_file(text: str, moved_now: bool) -> str:
+    """A test in tests/<folder>/: the repository's root and tests/'s data one level further up."""
+    if moved_now:  # while the test sat in tests/ itself, ``parents[1]`` was the root and ``parent`` tests/
+        text = re.sub(r"(Path\(__file__\)(?:\.resolve\(\))?)\.parents\[1\]", r"\1.parents[2]", text)
+    text = OLD_ROOT.sub(r"\1.parents[2]", text)
+    text = OLD_TESTS_DATA.sub(r"\1.parents[1]\2", text)
+    if moved_now:
+        text = re.sub(r"(Path\(__file__\)(?:\.resolve\(\))?)\.parent(?![\w.])", r"\1.parents[1]", text)
+    return text
+
+
+def fix_syspath(text: str, folder_name: str, moves: dict[str, str]) -> str:
+    """``sys.path.insert(0, str(X / "benchmarks"))`` before ``from sim_calibration import ...``: the folder the
+    imported scripts now sit in goes first (left, with a note, when they sit in several)."""
+    names = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", text, flags=re.M)) & set(moves)
+    if not names:
+        return text
+    folders = {moves[n] for n in names}
+    pat = re.compile(r"sys\.path\.insert\(0, str\((.*?/\s*[\"']" + folder_name + r"[\"'])\)\)")
+    if not pat.search(text):
+        return text
+    if len(folders) > 1:
+        print(f"warning: imports {sorted(names)} from several {folder_name}/ folders: sys.path left as it is")
+        return text
+    (folder,) = folders  # the scripts' folder first, the folder itself still there (its helpers: corpus_tiers)
+    return pat.sub(lambda m: f'sys.path[:0] = [str({m.group(1)} / "{folder}"), str({m.group(1)})]', text)
+
+
+def do_test_moves(repo: Path, dry: bool) -> set[Path]:
+    moved: set[Path] = set()
+    for stem, folder in TEST_MOVES.items():
+        old_p, new_p = repo / TESTS / f"{stem}.py", repo / TESTS / folder / f"{stem}.py"
+        if not old_p.exists():
+            continue
+        if new_p.exists():
+            sys.exit(f"error: both {old_p.relative_to(repo)} and {new_p.relative_to(repo)} exist "
+                     "(merge them by hand, then re-run)")
+        print(f"git mv {old_p.relative_to(repo)} {new_p.relative_to(repo)}")
+        if not dry:
+            new_p.parent.mkdir(parents=True, exist_ok=True)
+            git(repo, "mv", str(old_p.relative_to(repo)), str(new_p.relative_to(repo)))
+        moved.add(new_p)
+    left = sorted(p.name for p in (repo / TESTS).glob("test_*.py")) if (repo / TESTS).is_dir() else []
+    if left:
+        print(f"note: tests with no folder in TEST_FOLDERS (left in {TESTS}/, collected as before): {', '.join(left)}")
+    return moved
+
+
+def do_test_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
+    changed = []
+    for rel in git(repo, "ls-files").splitlines():
+        p = repo / rel
+        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
+                or not p.is_file():
+            continue
+        text = p.read_text(encoding="utf-8")
+        new = rewrite_test_refs(text)
+        parts = Path(rel).parts
+        if p.suffix == ".py":
+            if len(parts) == 3 and parts[0] == TESTS and parts[1] in TEST_FOLDERS:
+                new = rewrite_test_file(new, p in moved)
+            else:  # a script outside tests/ that imports a test's helpers
+                new = fix_syspath(new, TESTS, TEST_MOVES)
+            new = fix_syspath(new, BENCH, BENCH_MOVES)
+        if new != text:
+            changed.append(p)
+            if not dry:
+                p.write_text(new, encoding="utf-8")
+    return changed
+
+
 # -- 3. stubs ------------------------------------------------------------------------------------
 
 def named_in_docs(repo: Path) -> set[str]:
@@ -447,10 +787,17 @@ def main(argv=None) -> int:
         print(f"error: {repo}: no {PKG}/ package here", file=sys.stderr)
         return 2
     PUBLIC.update(public_names(repo))
+    REPO[:] = [repo]
     moved = do_moves(repo, args.dry_run)
     changed = do_rewrites(repo, moved, args.dry_run)
     stubs = do_stubs(repo, args.dry_run)
     print(f"moved {len(moved)} modules, rewrote {len(changed)} files, wrote {len(stubs)} stubs: {', '.join(stubs)}")
+    bench_moved = do_bench_moves(repo, args.dry_run)
+    bench_changed = do_bench_rewrites(repo, bench_moved, args.dry_run)
+    print(f"moved {len(bench_moved)} benchmark scripts, rewrote {len(bench_changed)} files")
+    test_moved = do_test_moves(repo, args.dry_run)
+    test_changed = do_test_rewrites(repo, test_moved, args.dry_run)
+    print(f"moved {len(test_moved)} test files, rewrote {len(test_changed)} files")
     hand = [p for p in moved if "__file__" in p.read_text(encoding="utf-8")] if not args.dry_run else []
     if hand:
         print("locate data through __file__ (check their paths by hand): "

@@ -1,6 +1,6 @@
 """Triton kernels as a user writes them, outside the corpus (the Triton tutorials' shapes).
 
-For ``benchmarks/triton_hook.py --outside``: what the hook costs on kernels
+For ``benchmarks/reports/triton_hook.py --outside``: what the hook costs on kernels
 ptxopt was never developed against. Each ``CORPUS`` entry has the same form
 as ``corpus/triton/*.py`` (signature, constexprs, ``num_warps``) so that
 :func:`ptxopt.testing.triton_corpus.compile_spec` compiles it for sm_89

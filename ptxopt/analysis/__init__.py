@@ -8,7 +8,7 @@ One concept per module:
 * :mod:`.classify` - instruction roles (pure, load, store, ordering point);
 * :mod:`.alias` - the may-alias rules for memory accesses;
 * :mod:`.dag` - the per-block dependency DAG, critical paths, schedule checks;
-* :mod:`.latency` - the rough latency table;
+* :mod:`.rough_latency` - the rough latency table;
 * :mod:`.pressure` - register pressure by class;
 * :mod:`.features` - the kernel feature vector;
 * :mod:`.function` - a per-function cache of all of the above;
@@ -22,7 +22,7 @@ from __future__ import annotations
 #: public name -> the module that defines it; imported on first use (PEP 562):
 #: ``import ptxopt.analysis.alias`` runs this file, and a pass that needs the
 #: alias rules must not pay for the DAG, liveness, features and summary too
-#: (issue 32: start-up of ``ptxopt eval``)
+#: (the start-up of ``ptxopt eval``)
 _LAZY = {
     **dict.fromkeys(("ALIASING_SPACES", "Access", "may_alias", "noalias_params", "overlapping_symbols",
                      "pointer_roots"), "ptxopt.analysis.alias"),
@@ -36,7 +36,7 @@ _LAZY = {
     **dict.fromkeys(("FEATURE_NAMES", "feature_vector", "function_features", "kernel_features"),
                     "ptxopt.analysis.features"),
     "FunctionAnalysis": "ptxopt.analysis.function",
-    **dict.fromkeys(("LATENCY", "estimated_latency", "latency_class"), "ptxopt.analysis.latency"),
+    **dict.fromkeys(("LATENCY", "estimated_latency", "latency_class"), "ptxopt.analysis.rough_latency"),
     **dict.fromkeys(("RegisterPressure", "register_pressure"), "ptxopt.analysis.pressure"),
 }
 

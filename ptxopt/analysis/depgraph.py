@@ -24,7 +24,7 @@ in O(n) edges by adding **join nodes**:
 
 So "u must precede v" (a path from u to v, join nodes included) holds in the
 DepGraph exactly when it holds in ``build_dag``'s DAG for the same input;
-``tests/test_depgraph.py`` checks that on the corpus and on random and
+``tests/analysis/test_depgraph.py`` checks that on the corpus and on random and
 adversarial kernels. Join nodes have no instruction and no latency: longest
 paths, reachability and list schedules over real nodes are therefore the
 DAG's (:mod:`ptxopt.analysis.schedule`).

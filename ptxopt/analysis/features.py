@@ -36,7 +36,7 @@ included, called ``.func`` bodies excluded):
   dependency chain of any one block; ``critical_path_sum`` adds the blocks'
   chains (the chain of the whole kernel if each block ran once, the usual
   case for the straight-line kernels of the corpus); ``critical_path_latency_max``
-  the longest block chain weighted by :mod:`~ptxopt.analysis.latency`;
+  the longest block chain weighted by :mod:`~ptxopt.analysis.rough_latency`;
   ``ilp`` = ``n_instructions / critical_path_sum``.
 * Register pressure (:mod:`~ptxopt.analysis.pressure`): ``regp_pred``,
   ``regp_b16``, ``regp_b32``, ``regp_b64``, ``regp_total32``, ``regp_max_live``.

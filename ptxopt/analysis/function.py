@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.dag import CriticalPath, block_dags, critical_path
 from ptxopt.analysis.defuse import Liveness, ReachingDefs, liveness, reaching_definitions
-from ptxopt.analysis.latency import estimated_latency
+from ptxopt.analysis.rough_latency import estimated_latency
 from ptxopt.analysis.pressure import RegisterPressure, register_pressure
 from ptxopt.ptx.ir import Function
 

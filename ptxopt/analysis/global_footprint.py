@@ -52,7 +52,7 @@ The answer's ``source`` per buffer:
 
 Known limits: integer wrap-around in address arithmetic is assumed not to happen (the forms are taken
 over the integers), and a narrowing ``cvt`` is taken as lossless.  The test against the interpreter's
-recorded bytes (tests/test_global_footprint.py) checks both on the check launches.
+recorded bytes (tests/analysis/test_global_footprint.py) checks both on the check launches.
 """
 
 from __future__ import annotations

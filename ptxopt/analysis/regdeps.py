@@ -64,7 +64,7 @@ class RegisterWalk:
         of a register the instruction also reads: the raw edge on it names
         the same definition earlier (an accumulating ``fma`` then has no
         duplicate to remove). It updates the state exactly as :meth:`step`
-        does; ``tests/test_regdeps.py`` checks the two agree on the corpus."""
+        does; ``tests/analysis/test_regdeps.py`` checks the two agree on the corpus."""
         reach, last_def, uses_since = self.reach, self.last_def, self.uses_since
         for r in uses:
             d = reach.get(r)

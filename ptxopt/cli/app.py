@@ -443,7 +443,7 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     equivalence could not be checked for some entry (an 'inconclusive:' line
     each) and --allow-unchecked was not given.
     """
-    from ptxopt.equivalence.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.launch_contract import ContractError, resolve_contracts
     from ptxopt.ptx.emit import emit
     from ptxopt.ptx.layout import preserve_layout, unified_diff
     from ptxopt.passes.passmanager import PassManager, PrintAfterAll, PrintChanged, Stats, TimePasses

@@ -420,7 +420,7 @@ _CONTRACT_OPTIONS = (
 
 
 def contract_options(f):
-    """``--contract FILE --grid --block --shared-bytes --scalar NAME=V`` (see :mod:`ptxopt.equivalence.contract`)."""
+    """``--contract FILE --grid --block --shared-bytes --scalar NAME=V`` (see :mod:`ptxopt.equivalence.launch_contract`)."""
     for opt in reversed(_CONTRACT_OPTIONS):
         f = opt(f)
     return f
@@ -472,10 +472,10 @@ def performance_launch(path: str, perf: dict, *, contract_file: str | None = Non
     :func:`perf_launch_options` values in ``perf`` (``perf_grid``, ``perf_block``,
     ``perf_shared_bytes``, ``perf_scalars``) over the contract file's
     ``"performance"`` entry, else ``base`` (a corpus kernel's manifest entry):
-    :func:`ptxopt.equivalence.contract.resolve_performance`. With ``fn`` (the
-    entry's IR function) it must fit the entry (:func:`~ptxopt.equivalence.contract.check_performance`).
+    :func:`ptxopt.equivalence.launch_contract.resolve_performance`. With ``fn`` (the
+    entry's IR function) it must fit the entry (:func:`~ptxopt.equivalence.launch_contract.check_performance`).
     None when nothing gives one; a bad one fails (exit 2, one line)."""
-    from ptxopt.equivalence.contract import ContractError, check_performance, resolve_performance
+    from ptxopt.equivalence.launch_contract import ContractError, check_performance, resolve_performance
 
     try:
         launch = resolve_performance(path, contract_file=contract_file, grid=perf.get("perf_grid"),
@@ -495,7 +495,7 @@ def _with_bytes(launch, items, fn):
     """``launch`` with ``footprint_bytes`` the sum of ``--perf-bytes NAME=BYTES`` (the user's counts)."""
     from dataclasses import replace
 
-    from ptxopt.equivalence.contract import ContractError
+    from ptxopt.equivalence.launch_contract import ContractError
 
     if launch is None:
         raise ContractError("--perf-bytes needs a performance launch: give --perf-block X,Y,Z (and --perf-grid)")
@@ -544,7 +544,7 @@ def with_contract(cand, path: str, contract: dict):
     contract or one given for a corpus kernel."""
     from dataclasses import replace
 
-    from ptxopt.equivalence.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.launch_contract import ContractError, resolve_contracts
 
     given = any(v for v in contract.values())
     if cand.spec is not None:
@@ -558,7 +558,7 @@ def with_contract(cand, path: str, contract: dict):
         fail(str(e))
     if not contracts:
         return cand
-    from ptxopt.evaluate.frontend import original as _original
+    from ptxopt.evaluate.prepare import original as _original
 
     module = _original(cand.ptx, cand.label).module
     entries = {f.name: f for f in module.entries}

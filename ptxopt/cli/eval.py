@@ -97,7 +97,7 @@ def eval_cmd(file, pipelines, backend, arch, kernel, cache_path, fresh_cache, no
 
     from dataclasses import replace
 
-    from ptxopt.evaluate.frontend import original as _original
+    from ptxopt.evaluate.prepare import original as _original
 
     contract = dict(contract_file=contract_file, grid=grid, block=block, shared_bytes=shared_bytes,
                     scalars=scalars)

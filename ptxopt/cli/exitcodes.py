@@ -4,7 +4,7 @@ Before this table each command chose its own code for the same failure
 (ptxas rejecting the input was 2 in ``compile`` but 1 in ``eval``; a missing
 ``--kernel`` was 2 in ``eval`` but 1 in ``search``). Every command now asks
 :func:`code_for` (or uses the constants), and :data:`TABLE` is what the
-README prints and what ``tests/test_cli_edges.py`` checks every command
+README prints and what ``tests/cli/test_cli_edges.py`` checks every command
 against.
 
 When one run meets several kinds of failure (``eval`` of many kernels,

@@ -10,7 +10,7 @@ blocks as the before one (a register budget changes the time, not the work).
 Launch: the performance launch (what the user runs): the contract file's
 ``"performance"`` entry, else the corpus manifest's, with
 ``--perf-grid/--perf-block/--perf-shared-bytes/--perf-scalar`` overriding its
-fields (:func:`ptxopt.equivalence.contract.resolve_performance`); else the
+fields (:func:`ptxopt.equivalence.launch_contract.resolve_performance`); else the
 check launch's block with the grid assumed
 (:data:`ptxopt.sim.throughput.ASSUMED_WAVES` full waves at the original
 kernel's occupancy), as when a performance launch gives no grid.  The contract options (``eval``'s) give the
@@ -38,7 +38,7 @@ from ptxopt.cli.common import (arch_option, check_toolchain, contract_options, e
 from ptxopt.cli.output_rule import writes
 from ptxopt.cli.exitcodes import BAD_INPUT
 
-#: The per-entry keys of ``--json`` (issue 25), besides ``name`` (and ``before``/``after`` with ``--passes``).
+#: The per-entry keys of ``--json`` (fixed names: scripts read them), besides ``name`` (and ``before``/``after`` with ``--passes``).
 ENTRY_KEYS = ("launch", "objective", "registers", "spills", "occupancy", "binding", "bounds", "estimate",
               "dram_bytes", "l2", "device")
 
@@ -152,7 +152,7 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
 
 
 def _parse(text: str, label: str):
-    from ptxopt.evaluate.frontend import original
+    from ptxopt.evaluate.prepare import original
     from ptxopt.ptx.parser import ParseError
 
     try:

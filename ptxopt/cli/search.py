@@ -356,7 +356,7 @@ def _policy_path(value: str | None) -> str | None:
 def _triton_cache(target: str, kernel: str | None, contract: dict):
     """``([(Candidate, None)], {label: CachedKernel})`` when TARGET is a Triton
     cache directory, else None. Each kernel is launched under the first
-    contract derived from its metadata (:mod:`ptxopt.triton.contract`) that
+    contract derived from its metadata (:mod:`ptxopt.triton.contract_from_triton`) that
     the original runs under."""
     from ptxopt.triton.cache_dir import is_cache_dir, scan
 
@@ -389,7 +389,7 @@ def _triton_cache(target: str, kernel: str | None, contract: dict):
         # the performance launch the hook judges by (Triton's block and shared memory): tuning and
         # applying optimise the same objective on the same launch
         from ptxopt.ptx.parser import parse
-        from ptxopt.triton.contract import triton_performance
+        from ptxopt.triton.contract_from_triton import triton_performance
 
         perf = triton_performance(parse(k.ptx, str(k.path)), k.metadata).with_entry(k.name)
         out.append((Candidate(k.ptx, name=k.label, entry=k.name, launch=launch, performance=perf), None))

@@ -76,7 +76,7 @@ def run_and_report(kernels, config, *, workers: int, executor=None, record: str 
             what = f"{state.kernel.label} [{state.pipeline or 'baseline'}]"
             bar.update(task, description=f"{what} {r.status} {'(cached)' if r.cache_hit else f'{took:.1f}s'}")
 
-        from ptxopt.search.measure import evaluation_progress
+        from ptxopt.search.meter import evaluation_progress
 
         try:
             with evaluation_progress(evaluated):
@@ -148,7 +148,7 @@ def expected_error(config) -> float | None:
     """The backend's expected relative error of each estimate (the sim model's; None for measurements)."""
     if not config.options.estimate:
         return None
-    from ptxopt.measure.registry import get_backend
+    from ptxopt.measure.backend_registry import get_backend
 
     return getattr(get_backend(config.options.backend), "expected_error", None)
 

@@ -22,7 +22,7 @@ including how many of the changed instructions ran.
 
 Geometry: from the manifest when ORIGINAL is ``corpus:ID`` or when
 ``--manifest-entry ID`` is given; else the launch contract, as in ``run`` and
-``eval`` (:func:`ptxopt.equivalence.contract.resolve_contracts`): ``--contract
+``eval`` (:func:`ptxopt.equivalence.launch_contract.resolve_contracts`): ``--contract
 FILE``, else ``ORIGINAL.contract.json`` next to a PTX file, with
 ``--grid``/``--block``/``--shared-bytes``/``--scalar`` overriding its fields
 (alone they need both ``--grid`` and ``--block``); else the manifest entry
@@ -50,7 +50,7 @@ DEFAULT_MIN_COVERAGE_TEXT = 0.5  # ptxopt.equivalence.interpret.DEFAULT_MIN_COVE
 
 
 def _dim3(text: str | None, what: str):
-    from ptxopt.equivalence.contract import ContractError, parse_dim3
+    from ptxopt.equivalence.launch_contract import ContractError, parse_dim3
 
     try:
         return parse_dim3(text, what)
@@ -59,7 +59,7 @@ def _dim3(text: str | None, what: str):
 
 
 def _scalars(items) -> dict:
-    from ptxopt.equivalence.contract import ContractError, parse_scalars
+    from ptxopt.equivalence.launch_contract import ContractError, parse_scalars
 
     try:
         return parse_scalars(items)
@@ -203,11 +203,11 @@ def _launch(orig_name, module, kernel, manifest_entry, contract_file, grid, bloc
             scalars):
     """``(spec, launch)`` for :func:`~ptxopt.equivalence.interpret.verify`: a
     corpus kernel's manifest entry, else the launch contract of ``run`` and
-    ``eval`` (:func:`~ptxopt.equivalence.contract.resolve_contracts`, fitted to
+    ``eval`` (:func:`~ptxopt.equivalence.launch_contract.resolve_contracts`, fitted to
     the entry's parameters); ``(None, None)``: neither (verify() then looks for
     a manifest entry with this kernel's signature)."""
     from ptxopt.kernels.corpus import get
-    from ptxopt.equivalence.contract import ContractError, resolve_contracts
+    from ptxopt.equivalence.launch_contract import ContractError, resolve_contracts
 
     g, b = _dim3(grid, "--grid"), _dim3(block, "--block")
     given = g is not None or b is not None or contract_file is not None

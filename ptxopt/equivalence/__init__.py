@@ -3,7 +3,7 @@
 * :mod:`~ptxopt.equivalence.verdict`: the one :class:`Verdict` vocabulary and its trust order;
 * :mod:`~ptxopt.equivalence.launch`: the one :class:`Launch` value (grid, block, shared bytes,
   scalars, buffers) with its :class:`Origin` and :class:`Role`, and which verdicts each origin supports;
-* :mod:`~ptxopt.equivalence.contract`: launches from contract files and command-line options;
+* :mod:`~ptxopt.equivalence.launch_contract`: launches from contract files and command-line options;
 * :mod:`~ptxopt.equivalence.decision`: :func:`decide` (identical -> hints-only -> proved ->
   interpreted) and :func:`decide_module`, the one decision every caller uses;
 * :mod:`~ptxopt.equivalence.interpret`: the interpreter's differential check (many launches,

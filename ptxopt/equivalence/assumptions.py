@@ -20,7 +20,7 @@ whose body holds nvcc's own ``.nc`` loads). :func:`nc_evidence` is that
 rule; the interpreter check and the prover apply the same cap themselves
 (:func:`ptxopt.equivalence.interpret.verify`, :func:`ptxopt.equivalence.prove.prove`,
 ``cap=True``), so no caller that skips ``decide`` reads the assumption as
-``equal``/``proved`` (``tests/test_assumption_cap.py``).
+``equal``/``proved`` (``tests/equivalence/test_assumption_cap.py``).
 
 ``.nc`` stays observable (:mod:`ptxopt.equivalence.observable` keeps it), so
 an ``.nc`` rewrite never takes the ``hints-only`` shortcut: a proven one is

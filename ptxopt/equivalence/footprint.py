@@ -30,7 +30,7 @@ import numpy as np
 
 #: the directions :func:`spiked` sets the differing elements in, tried in this order
 SPIKES = ("high", "low")
-#: loops with a tag bit of their own (bits 0 to 27; :mod:`ptxopt.interp.memory` uses the rest)
+#: loops with a tag bit of their own (bits 0 to 27; :mod:`ptxopt.interp.device_memory` uses the rest)
 LOOP_BITS = 28
 
 
@@ -39,7 +39,7 @@ def loop_tags(program, kernel: str) -> tuple[dict[int, int], dict[str, int]]:
     each load inside a loop of ``kernel`` tags the bytes it reads with its
     innermost loop's bit (``tags``: ``id(instruction) -> bit``), ``labels``
     maps each loop's header label to that bit (at most 28 loops: the bits
-    above are :data:`~ptxopt.interp.memory.COHERENT_READ`, ``STORED``,
+    above are :data:`~ptxopt.interp.device_memory.COHERENT_READ`, ``STORED``,
     ``NC_READ`` and ``OTHER_READ``; loads elsewhere set ``OTHER_READ``). A whole-launch
     footprint would hide a loop that skips an element another loop reads."""
     from ptxopt.analysis.loops import loops_of
@@ -64,7 +64,7 @@ def footprint_difference(a: dict | None, b: dict | None, names: list[str], label
     compared together. ``names``: the kernel's parameter names in argument
     order. Kept apart so a spike lands in one kernel's reads only: the same
     extreme in both would move both results alike."""
-    from ptxopt.interp.memory import OTHER_READ
+    from ptxopt.interp.device_memory import OTHER_READ
 
     only_a: dict[int, np.ndarray] = {}
     only_b: dict[int, np.ndarray] = {}
@@ -104,7 +104,7 @@ def masked_difference(a: dict | None, b: dict | None, labels_a: dict[str, int], 
     runs the same iterations with the same masks, so the counts agree; where
     they do not, :func:`ptxopt.equivalence.interpret.verify` ends
     ``inconclusive`` rather than ``equal``."""
-    from ptxopt.interp.memory import OTHER_READ
+    from ptxopt.interp.device_memory import OTHER_READ
 
     if a is None or b is None:
         return None

@@ -17,7 +17,7 @@ from ptxopt.equivalence.launch import Launch
 from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ptx.ir import Module
 from ptxopt.ptx.parser import parse
-from ptxopt.equivalence.contract import check_launch
+from ptxopt.equivalence.launch_contract import check_launch
 from ptxopt.passes.passmanager import InputRejected, Instrument, RevertPass, VerificationError
 
 _REGISTER_TARGET_ERRORS = ("insufficient registers", "register target")
@@ -81,7 +81,7 @@ class VerifyEach(Instrument):
 
     ``contract``: how entries are launched: a
     :class:`~ptxopt.equivalence.launch.Launch`,
-    :class:`~ptxopt.equivalence.contract.Contracts`, an interpreter
+    :class:`~ptxopt.equivalence.launch_contract.Contracts`, an interpreter
     ``Geometry`` or a corpus ``KernelSpec``. Without one, an entry that
     matches a corpus kernel uses its manifest entry, and any other entry a
     launch inferred from its PTX (``equal`` on it needs full coverage).
@@ -104,7 +104,7 @@ class VerifyEach(Instrument):
 
     def __init__(self, arch: str | None = None, equivalence: bool = True, trials: int | None = None,
                  contract=None, source: str | None = None, prove: bool = True):
-        from ptxopt.equivalence.contract import Contracts
+        from ptxopt.equivalence.launch_contract import Contracts
         from ptxopt.equivalence.launch import as_launch
 
         self.arch = arch

@@ -191,7 +191,7 @@ from ptxopt.equivalence.verdict import Verdict
 from ptxopt.interp import InterpError, Program, run_kernel
 from ptxopt.interp import limits
 from ptxopt.interp.errors import LaunchError, StepLimit
-from ptxopt.interp.launch import Alias, Placed
+from ptxopt.interp.launcher import Alias, Placed
 from ptxopt.interp.workload import input_values, make_args, np_dtype
 from ptxopt.ptx.ir import Module, iter_instructions
 from ptxopt.equivalence.changes import changes, merge_executed
@@ -789,7 +789,7 @@ def verify(original, transformed, kernel: str | None = None, seeds=DEFAULT_SEEDS
     its ``equal`` cannot see the launch whose buffers alias. Only
     :mod:`ptxopt.equivalence.decision`, which applies the same cap to its
     :class:`~ptxopt.equivalence.decision.Decision`, passes ``cap=False``
-    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
+    (``tests/equivalence/test_assumption_cap.py`` holds every other caller to it)."""
     po, pt = _as_program(original), _as_program(transformed)
     a = unproven_nc_loads(po.module, pt.module) if cap else None
     if a is not None and not options.get("nc_reads"):
@@ -1146,7 +1146,7 @@ def _verify_uncapped(original, transformed, kernel: str | None = None, seeds=DEF
 
 def _schedule_factor(schedule: str, grid, block) -> float:
     """Steps of a launch under ``schedule`` per step of the same launch in
-    lockstep (:data:`ptxopt.interp.launch.SCHEDULES`): each warp issues on its
+    lockstep (:data:`ptxopt.interp.launcher.SCHEDULES`): each warp issues on its
     own (``warps``), each thread of the first and last CTA (``threads``)."""
     threads = int(np.prod(block))
     warps = (threads + 31) // 32
@@ -1174,7 +1174,7 @@ def _budgeted(kw: dict, budget) -> tuple[dict, bool]:
     whether the budget is what binds the run."""
     if budget is None:
         return kw, False
-    from ptxopt.interp.launch import DEFAULT_MAX_STEPS
+    from ptxopt.interp.launcher import DEFAULT_MAX_STEPS
 
     steps, bound = budget.limit(kw.get("max_steps", DEFAULT_MAX_STEPS))
     return ({**kw, "max_steps": steps, "strict_steps": True} if bound else kw), bound

@@ -13,11 +13,11 @@ original did not.
 
 So, when the cap would apply, :func:`ptxopt.equivalence.interpret.verify`
 records on every launch it compares (and every spiked rerun) which bytes
-each kernel reads through ``.nc`` (:data:`~ptxopt.interp.memory.NC_READ`,
+each kernel reads through ``.nc`` (:data:`~ptxopt.interp.device_memory.NC_READ`,
 on the launches that run anyway, through the read footprint), which bytes
 the original reads through any other load
-(:data:`~ptxopt.interp.memory.COHERENT_READ`) and which bytes either kernel
-stores (:data:`~ptxopt.interp.memory.STORED`). :class:`NcReads` keeps the
+(:data:`~ptxopt.interp.device_memory.COHERENT_READ`) and which bytes either kernel
+stores (:data:`~ptxopt.interp.device_memory.STORED`). :class:`NcReads` keeps the
 outcome: a byte the candidate reads through ``.nc`` is accounted for only
 when, in the same launch, the original reads it through ``.nc`` and through
 nothing else, and neither kernel stores it. Then the candidate's ``.nc``
@@ -34,7 +34,7 @@ never reads (a copied load one element too far), a byte a store writes, a
 ``.nc`` read of bytes the footprint does not hold (a ``.global`` variable),
 a launch whose footprints were not compared. A ``proved`` verdict ran no
 launch and stays capped. (The source of a ``cp.async`` copy counts as a
-coherent read: :meth:`ptxopt.interp.memory.Memory.note_reads`.)
+coherent read: :meth:`ptxopt.interp.device_memory.Memory.note_reads`.)
 
 Like ``equal`` itself this is evidence on the launches that ran, not a proof
 for every launch: it is reported as such in the verdict's note.
@@ -48,7 +48,7 @@ import numpy as np
 
 from ptxopt.ptx import opcodes
 
-from ptxopt.interp.memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
+from ptxopt.interp.device_memory import COHERENT_READ, NC_READ, OTHER_READ, STORED
 
 
 def is_nc_load(ins) -> bool:

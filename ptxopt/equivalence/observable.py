@@ -20,7 +20,7 @@ that also touched the code is still caught.
 What this gives up is nothing the dynamic check could see: on hardware an
 ``ld.global.ca`` can read a stale L1 line written by another CTA where
 ``.cg`` would not, but the interpreter models one coherent memory and would
-call both equal anyway. ``tests/test_evaluate_observable.py`` runs the
+call both equal anyway. ``tests/evaluate/test_evaluate_observable.py`` runs the
 interpreter on the hint-only variants of corpus kernels and checks that it
 agrees.
 """

@@ -4,7 +4,7 @@ These figures are settings of every evaluation (its cache key, the CLI's
 defaults, :class:`ptxopt.evaluate.Settings`), read far more often than the
 interpreter runs: a candidate the prover settles never starts it. They live
 here, not in :mod:`ptxopt.equivalence.interpret`, so that naming them does
-not import numpy and the interpreter (issue 32: start-up of ``ptxopt eval``).
+not import numpy and the interpreter (the start-up of ``ptxopt eval``).
 :mod:`~ptxopt.equivalence.interpret` re-exports them.
 """
 

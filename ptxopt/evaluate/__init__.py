@@ -41,7 +41,7 @@ the interpreter decides every changed candidate); ``evaluate_many`` also takes `
 Cache: :mod:`ptxopt.evaluate.cache` (SQLite, WAL; key and schema documented
 there).  Backends: :mod:`ptxopt.measure` (the :class:`Backend`
 protocol, :func:`register_backend`; re-exported here).  The evaluation
-itself: :mod:`ptxopt.evaluate.frontend` (passes, printing, ptxas,
+itself: :mod:`ptxopt.evaluate.prepare` (passes, printing, ptxas,
 equivalence; the passes from the longest evaluated prefix of the pipeline,
 :mod:`ptxopt.evaluate.prefix`), :mod:`ptxopt.evaluate.batch` (measuring and committing a
 batch), :mod:`ptxopt.evaluate.stream` (groups of candidates submitted over time,
@@ -54,8 +54,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ptxopt.measure.base import Backend, BackendUnavailable, MeasureError, MeasureJob, Measurement
-from ptxopt.measure.registry import backend_names, get_backend, register_backend
+from ptxopt.measure.backend import Backend, BackendUnavailable, MeasureError, MeasureJob, Measurement
+from ptxopt.measure.backend_registry import backend_names, get_backend, register_backend
 from ptxopt.measure.sim import SimBackend
 
 from ptxopt.support.host_state import library_call

@@ -1,10 +1,10 @@
 """Evaluating a batch of candidates in one process: :func:`run_batch`.
 
-Per candidate, the front half (:mod:`ptxopt.evaluate.frontend`): pipeline
+Per candidate, the preparation (:mod:`ptxopt.evaluate.prepare`): pipeline
 and cache lookups, parse, passes, print, ptxas in a helper thread and the
 equivalence check.  Then, per chunk of ``Settings.batch`` candidates: the
 backend measures every candidate still ``ok``
-(:func:`ptxopt.measure.base.measure_many`; the ``sim`` backend disassembles
+(:func:`ptxopt.measure.backend.measure_many`; the ``sim`` backend disassembles
 the whole chunk with one nvdisasm run), and each result is committed to the
 cache in its own transaction as soon as it is final.  :func:`run_batch`
 pipelines this over helper threads when the backend is ``pipelined`` (see
@@ -23,7 +23,7 @@ from ptxopt.support.session_state import in_context
 from .cache import EvalCache
 from .candidate import Candidate, Settings
 from .deadline import CandidateTimeout, deadline
-from .frontend import assumed_blocks, collect_compile, front, tools
+from ptxopt.evaluate.prepare import assumed_blocks, collect_compile, front, tools
 from .keys import fingerprint
 from .result import OK, EvalResult
 from .work import Work, one_line
@@ -62,7 +62,7 @@ class Batcher:
     arrive and when a chunk is measured (:func:`run_batch`; the lockstep search's
     :class:`ptxopt.evaluate.stream.Stream`).
 
-    :meth:`front` runs each candidate's front half here (its ptxas run starts in
+    :meth:`front` runs each candidate's preparation here (its ptxas run starts in
     the helper thread) and keeps the ones waiting for ptxas in the *open* chunk;
     :meth:`launch` hands the open chunk to the measure thread (a backend that is
     not ``pipelined``: collects and measures it here, at once); :meth:`drain`

@@ -1,6 +1,6 @@
 """What is evaluated and how: :class:`Candidate`, :class:`Settings` and their defaults.
 
-These are the evaluator's input types, shared by the front end, the keys,
+These are the evaluator's input types, shared by the preparation, the keys,
 the batch runner and the worker pool; they live apart so that each of those
 can import them without importing the others.
 

@@ -4,7 +4,7 @@ A key is the sha256 of a JSON document: what the result depends on -- the
 kernel text (or the printed module), the entry, the launch, the settings,
 the tool versions, the backend's version and the digests of ptxopt's own
 code (:func:`ptxopt.passes.registry.code_digests`).  They are computed here, in one
-place, so that the front end, the batch runner and the worker pool agree
+place, so that the preparation, the batch runner and the worker pool agree
 on them byte for byte.
 """
 

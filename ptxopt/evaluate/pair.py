@@ -3,7 +3,7 @@
 Search compares candidates by their evaluations; a caller that holds one
 rewritten text (``ptxopt.optimize``, the Triton hook, a policy's final
 pipeline) needs the same comparison once, so that it never applies a choice
-the model rates slower (issue 25). Both texts are evaluated as their own
+the model rates slower. Both texts are evaluated as their own
 baselines (the empty pipeline: nothing to check, ptxas and the backend
 only), under the same objective and the same launch.
 
@@ -23,7 +23,7 @@ from .candidate import Candidate, objective_for, performance_for
 #: ``optimize(min_improvement=)``, the Triton hook's). The sim model is deterministic, so its
 #: noise is not run to run: it is how far an estimate moves when ptxas merely re-schedules or
 #: re-allocates (a rewrite with nothing to gain moved an estimate by 1-2 cycles of 144,774);
-#: benchmarks/min_improvement_noise.py measures those moves on the committed greedy
+#: benchmarks/studies/min_improvement_noise.py measures those moves on the committed greedy
 #: trajectories. A whole-launch timing with CUDA events, the judge a user has, does not tell
 #: 1% apart either. Below this a rewrite is churn in the user's code, not a speed-up.
 MIN_IMPROVEMENT_PCT = 1.0
@@ -77,7 +77,7 @@ class PairEstimate:
 
 def _assumed_blocks(base: Candidate, perf, arch: str, compiled, check) -> int | None:
     """The grid blocks the evaluator assumes for a throughput estimate whose
-    performance launch has no grid (:func:`ptxopt.evaluate.frontend.assumed_blocks`):
+    performance launch has no grid (:func:`ptxopt.evaluate.prepare.assumed_blocks`):
     the ORIGINAL's occupancy (``compiled``: ptxas's result for it) for
     :data:`~ptxopt.sim.throughput.ASSUMED_WAVES` full waves. None: ``perf``
     has a grid, or nothing can be assumed. Passed as the job's ``blocks``, never
@@ -107,7 +107,7 @@ def _fixed_grid(base: Candidate, perf, arch: str | None, compiled=None):
     from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
-    from .frontend import original
+    from ptxopt.evaluate.prepare import original
 
     if perf is not None and perf.grid is not None:
         return perf
@@ -129,7 +129,7 @@ def _fixed_grid(base: Candidate, perf, arch: str | None, compiled=None):
 
 
 def _check(base: Candidate, module, entry: str):
-    from ptxopt.equivalence.contract import check_launch
+    from ptxopt.equivalence.launch_contract import check_launch
 
     return check_launch(module, entry)
 
@@ -147,7 +147,7 @@ def estimate_pair(original: str, candidate: str, *, entry: str | None = None, la
 
     base = Candidate(original, "", entry=entry, spec=spec, launch=launch, performance=performance)
     if parsed is not None:
-        from .frontend import original as remember
+        from ptxopt.evaluate.prepare import original as remember
 
         remember(original, base.label, parsed)
     obj = objective_for(base, objective)
@@ -185,8 +185,8 @@ def estimate_compiled(original: str, candidate: str, before, after, *, entry: st
     caller's parses of the two texts (else parsed here)."""
     from ptxopt.equivalence.infer import infer_launch
     from ptxopt.equivalence.launch import from_spec
-    from ptxopt.measure.base import MeasureError, MeasureJob, Measurement, measure_many
-    from ptxopt.measure.registry import get_backend
+    from ptxopt.measure.backend import MeasureError, MeasureJob, Measurement, measure_many
+    from ptxopt.measure.backend_registry import get_backend
     from ptxopt.ptx.parser import parse
     from ptxopt.toolchain.arch import resolve_arch
 

@@ -42,13 +42,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ptxopt.measure.base import BackendUnavailable, is_pipelined
-from ptxopt.measure.registry import get_backend
+from ptxopt.measure.backend import BackendUnavailable, is_pipelined
+from ptxopt.measure.backend_registry import get_backend
 
 from .batch import run_batch
 from .cache import CacheError, EvalCache
 from .candidate import Candidate, Settings
-from .frontend import lookup
+from ptxopt.evaluate.prepare import lookup
 from .result import EvalResult
 from .session import EvaluationSession
 

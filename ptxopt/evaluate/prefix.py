@@ -4,7 +4,7 @@ A search evaluates ``P+[p]`` for every action ``p`` right after it evaluated
 ``P`` itself (greedy's next step extends the best of the last one; beam and
 the RL environment likewise). Built from the original each time, step ``k``
 of a greedy search runs ``k`` passes per candidate where one would do. So
-each :class:`~ptxopt.evaluate.frontend.Original` keeps a :class:`PrefixMemo`:
+each :class:`~ptxopt.evaluate.prepare.Original` keeps a :class:`PrefixMemo`:
 the module after every pipeline the evaluator ran on it, with the pass
 records, and :func:`run_pipeline` runs only the passes after the longest
 remembered prefix.
@@ -35,7 +35,7 @@ one (a beam of width 4 keeps only part of its ~100; a pipeline whose prefix
 was dropped starts from a shorter one, or from the original). A remembered
 module shares every unchanged instruction with its prefix: about 130 KB
 each on gemm_tile_16x16x16 (5,127 instructions), so the 16 originals of
-:data:`~ptxopt.evaluate.frontend._MEMO_SIZE` hold at most ~140 MB of them on
+:data:`~ptxopt.evaluate.prepare._MEMO_SIZE` hold at most ~140 MB of them on
 the corpus's largest kernel, a few MB on typical ones.
 Owned by its original, which the evaluation session owns
 (:mod:`ptxopt.evaluate.session`): a cold measurement (a new session) starts

@@ -1,5 +1,5 @@
 """What an evaluation returns: :class:`EvalResult` (both backends; built from
-a backend's :class:`~ptxopt.measure.base.Measurement`).
+a backend's :class:`~ptxopt.measure.backend.Measurement`).
 
 Statuses
 --------

@@ -14,7 +14,7 @@ one chunk while ptxas compiles the next.
 
 Each candidate is evaluated exactly as :func:`evaluate_many` with
 ``workers=0`` evaluates it (the same :class:`~ptxopt.evaluate.batch.Batcher`
-steps: pipeline-key lookup, front half, ptxas, measurement in chunks of up to
+steps: pipeline-key lookup, preparation, ptxas, measurement in chunks of up to
 ``batch`` candidates, each result committed to the cache as its chunk
 completes), so its result and cache rows are the same; only which
 candidates share an nvdisasm run differs.  A chunk is launched when it is
@@ -34,7 +34,7 @@ from typing import Any, Hashable, Iterable
 from .batch import Batcher
 from .cache import EvalCache
 from .candidate import as_candidate
-from .frontend import lookup
+from ptxopt.evaluate.prepare import lookup
 from .result import EvalResult
 from .session import EvaluationSession
 from .work import Work

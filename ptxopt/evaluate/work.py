@@ -1,6 +1,6 @@
 """One candidate in flight: :class:`Work`, and the one place an :class:`EvalResult` is built.
 
-The front end (:mod:`ptxopt.evaluate.frontend`), the batch runner
+The preparation (:mod:`ptxopt.evaluate.prepare`), the batch runner
 (:mod:`ptxopt.evaluate.batch`) and the worker pool
 (:mod:`ptxopt.evaluate.parallel`, for candidates whose worker died) all
 finish candidates through :meth:`Work.finish`, so every result -- failed or
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptxopt.equivalence.verdict import Verdict
-from ptxopt.measure.base import Measurement
-from ptxopt.measure.registry import is_estimate
+from ptxopt.measure.backend import Measurement
+from ptxopt.measure.backend_registry import is_estimate
 
 from .candidate import Candidate, Settings, settings_for
 from .result import NOT_REACHED, OK, EvalResult
@@ -23,7 +23,7 @@ from .result import NOT_REACHED, OK, EvalResult
 
 @dataclass
 class Work:
-    """A candidate's state between the front end and its result (``result`` set when final)."""
+    """A candidate's state between its preparation and its result (``result`` set when final)."""
 
     index: int
     cand: Candidate
@@ -44,7 +44,7 @@ class Work:
     coverage: float | None = None
     launch: str | None = None
     bad_input: bool = False
-    orig: Any = None  # the frontend's Original, once parsed
+    orig: Any = None  # prepare's Original, once parsed
     timings: dict = field(default_factory=lambda: {"pass": 0.0, "ptxas": 0.0, "verify": 0.0, "backend": 0.0})
     t0: float = field(default_factory=time.perf_counter)
     result: EvalResult | None = None  # set when final

@@ -7,7 +7,7 @@
     with make_executor("ray:auto", workers=8) as ex:       # or "local", or None
         outcomes = ex.run(fn, args, fatal=(CacheError,))   # Outcome(index, value | error | died)
 
-:mod:`.base` holds the interface and the failure rules every executor
+:mod:`.interface` holds the interface and the failure rules every executor
 shares; :mod:`.local` the default (no Ray needed); :mod:`.raycluster` the
 Ray executor (``ray`` imported there only, when used); :mod:`.journal` how
 workers hand their cache rows to the driver, which alone writes the SQLite

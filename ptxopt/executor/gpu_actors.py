@@ -8,13 +8,13 @@ call at a time -- exactly the backend's "one measurement at a time" rule,
 per GPU, with every GPU of the cluster measuring in parallel.
 
 :class:`MeasureWorker` is the actor's body (a plain class, usable without
-Ray). :class:`ActorFleet` is a :class:`~ptxopt.measure.base.Backend` whose
+Ray). :class:`ActorFleet` is a :class:`~ptxopt.measure.backend.Backend` whose
 ``measure_many`` spreads a chunk of jobs over the actors and gathers the
 results in order; :func:`use_fleet` registers it *under the wrapped
 backend's own name*, so cache keys (which hold the backend's name and
 version) are the ones a local run of that backend writes.
 
-Rules, as for every executor (:mod:`ptxopt.executor.base`):
+Rules, as for every executor (:mod:`ptxopt.executor.interface`):
 
 * a job's own failure (the backend raised) is that job's result, never the
   chunk's;
@@ -28,7 +28,7 @@ Rules, as for every executor (:mod:`ptxopt.executor.base`):
 
 What was checked here: the actor logic on CPU, with ``num_gpus=0`` and the
 ``sim`` backend or a stub standing in for ``gpu`` through the same backend
-interface (tests/test_ray_executor.py). No GPU measurement has been taken
+interface (tests/executor/test_ray_executor.py). No GPU measurement has been taken
 through this path; treat it as untested on hardware.
 """
 
@@ -38,7 +38,7 @@ import os
 from dataclasses import replace
 from typing import Sequence
 
-from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Measurement, measure_many
+from ptxopt.measure.backend import BackendUnavailable, MeasureError, MeasureJob, Measurement, measure_many
 
 
 def _slim(job: MeasureJob) -> MeasureJob:
@@ -51,7 +51,7 @@ class MeasureWorker:
     """The actor's body: one backend instance for the actor's life (its CUDA context)."""
 
     def __init__(self, backend: str):
-        from ptxopt.measure.registry import get_backend
+        from ptxopt.measure.backend_registry import get_backend
 
         self.name = backend
         self.backend = get_backend(backend)  # gpu: the context and harness are created here, once
@@ -152,7 +152,7 @@ class ActorFleet:
 def use_fleet(backend: str = "gpu", **kw) -> ActorFleet:
     """Register an :class:`ActorFleet` of ``backend`` under ``backend``'s own name (in this
     process): evaluations of that backend measure on the actors, with the same cache keys."""
-    from ptxopt.measure.registry import register_backend
+    from ptxopt.measure.backend_registry import register_backend
 
     fleet = ActorFleet(backend, **kw)
     register_backend(backend, lambda: fleet, replace=True)

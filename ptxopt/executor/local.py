@@ -13,7 +13,7 @@ re-import, for jobs that start no threads before forking).
 A worker that dies breaks the whole pool (every pending future fails with
 ``BrokenProcessPool``), so each task touches a marker file as it starts: the
 tasks whose marker exists were held by a worker and count as retried
-(:class:`ptxopt.executor.base.Executor`); the others never started and simply
+(:class:`ptxopt.executor.interface.Executor`); the others never started and simply
 go to the next pool.
 """
 
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .base import Executor, Outcome, run_in_process, task_error
+from ptxopt.executor.interface import Executor, Outcome, run_in_process, task_error
 
 
 def _marked(job) -> object:

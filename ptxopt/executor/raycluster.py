@@ -23,7 +23,7 @@ executor and the rest of the toolkit never need it (``pip install
   ``runtime_env=runtime_env()`` there. Third-party dependencies (ptxas wheels, numpy, ...) must already be
   installed on every node, in the same Python version.
 * **Tasks.** One Ray task per :meth:`run` argument, ``max_retries=0``: the
-  retry rule is ptxopt's own (:mod:`ptxopt.executor.base`: a worker that
+  retry rule is ptxopt's own (:mod:`ptxopt.executor.interface`: a worker that
   dies -- ``WorkerCrashedError``, ``NodeDiedError``, Ray's ``OutOfMemoryError``
   -- gets its task retried once, alone). At most ``workers`` tasks are in
   flight (default: the cluster's CPUs).
@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .base import Executor, Outcome, task_error
+from ptxopt.executor.interface import Executor, Outcome, task_error
 
 #: left out of the working directory shipped to the cluster
 EXCLUDES = [".venv", "venv", ".git", "__pycache__", "*.pyc", "*.sqlite", "*.sqlite-*", "*.sqlite.*",

@@ -77,7 +77,7 @@ class Child:
 
     def _measure(self, req: dict) -> tuple[dict, bool]:
         from ptxopt.gpu.protocol import spec_from_json
-        from ptxopt.gpu.result import GpuMeasurement
+        from ptxopt.gpu.measurement import GpuMeasurement
 
         spec = spec_from_json(req["spec"])
         base = {"kernel": spec.entry, "kernel_id": spec.id, "warmup": int(req.get("warmup", 0)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 class HarnessError(Exception):
-    """A failure with a result category (:data:`ptxopt.gpu.result.STATUSES`)."""
+    """A failure with a result category (:data:`ptxopt.gpu.measurement.STATUSES`)."""
 
     def __init__(self, status: str, message: str, fatal: bool = False):
         super().__init__(message)

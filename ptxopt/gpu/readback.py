@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxopt.gpu.errors import HarnessError
-from ptxopt.gpu.instrument import SENTINEL
+from ptxopt.gpu.clock_instrument import SENTINEL
 
 
 def launch_durations(clk: np.ndarray) -> np.ndarray:

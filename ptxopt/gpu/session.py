@@ -11,7 +11,7 @@ What one measurement does (:meth:`GpuSession.measure`):
    for the *device's* architecture (``sm_<major><minor>``; a PTX module
    targeting ``sm_90a`` on a 9.0 device keeps the ``a``): the candidate as
    given (its registers and spills are reported) and its
-   :func:`~ptxopt.gpu.instrument.instrument`-ed form (what runs).
+   :func:`~ptxopt.gpu.clock_instrument.instrument`-ed form (what runs).
    A requested ``arch`` that differs from the device is recorded as
    ``arch_requested`` and not used: a cubin for another SM does not load.
 2. **Load** the instrumented cubin (``cupy.cuda.function.Module().load``).
@@ -25,7 +25,7 @@ What one measurement does (:meth:`GpuSession.measure`):
    encoded in the PTX parameter's type with the interpreter's own encoder
    (:func:`host_args`). Buffers are ``cupy`` arrays (256-byte aligned, more
    than the manifest's 16). The duration buffer is appended last,
-   pre-filled with :data:`~ptxopt.gpu.instrument.SENTINEL`.
+   pre-filled with :data:`~ptxopt.gpu.clock_instrument.SENTINEL`.
 4. **Correctness**: for each input flavour (default ``random`` and
    ``edge``), one launch of the candidate on fresh inputs, every buffer
    copied back and compared bit for bit with the reference kernel's (the
@@ -50,7 +50,7 @@ refusal is treated as having lost the context (``fatal``), and the child
 exits after reporting it.
 
 Only :class:`GpuSession` here and :func:`ptxopt.gpu.probe.probe_in_process`
-import CuPy; the helpers it uses -- :mod:`ptxopt.gpu.inputs` (arguments),
+import CuPy; the helpers it uses -- :mod:`ptxopt.gpu.harness_args` (arguments),
 :mod:`ptxopt.gpu.readback` (durations, statistics, comparison),
 :mod:`ptxopt.gpu.errors` (classification) -- are plain numpy and are tested
 on CPU.
@@ -70,10 +70,10 @@ import numpy as np
 
 from ptxopt.support.bounded_memo import BoundedMemo
 from ptxopt.gpu.errors import HarnessError, classify_cuda_error, is_cuda_error
-from ptxopt.gpu.inputs import clock_buffer, host_args, kernel_params
+from ptxopt.gpu.harness_args import clock_buffer, host_args, kernel_params
 from ptxopt.gpu.probe import device_info
 from ptxopt.gpu.readback import compare_outputs, launch_durations, nondeterministic_buffers, summarize
-from ptxopt.gpu.result import GpuMeasurement
+from ptxopt.gpu.measurement import GpuMeasurement
 
 DEFAULT_WARMUP = 50
 DEFAULT_REPEATS = 200
@@ -251,7 +251,7 @@ class GpuSession:
         return res, fatal
 
     def _measure(self, res, ptx, spec, reference_ptx, warmup, repeats, seed, flavours):
-        from ptxopt.gpu.instrument import InstrumentError, instrument_ptx
+        from ptxopt.gpu.clock_instrument import InstrumentError, instrument_ptx
         from ptxopt.ptx.parser import ParseError
 
         if repeats < 1 or warmup < 0:

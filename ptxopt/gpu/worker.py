@@ -14,7 +14,7 @@ measurement tens of milliseconds -- and replaced whenever it
 
 :func:`measure_on_gpu` is the plain function the evaluator's ``gpu``
 backend wraps: it never raises for a candidate's failure, it returns a
-:class:`~ptxopt.gpu.result.GpuMeasurement` whose ``status`` says what
+:class:`~ptxopt.gpu.measurement.GpuMeasurement` whose ``status`` says what
 happened. It uses one worker per process (created lazily, closed at exit,
 recreated after a ``fork``).
 """
@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from ptxopt.gpu.result import GpuMeasurement
+from ptxopt.gpu.measurement import GpuMeasurement
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request; the first one includes CuPy import and context creation
 _LOG_TAIL = 2000
@@ -327,7 +327,7 @@ def measure_on_gpu(ptx_text: str, spec, *, warmup: int = 50, repeats: int = 200,
       import and context creation); past it the child is killed.
 
     Never raises for a candidate's failure; see
-    :class:`~ptxopt.gpu.result.GpuMeasurement` for the statuses.
+    :class:`~ptxopt.gpu.measurement.GpuMeasurement` for the statuses.
     """
     if reference_ptx is True:
         reference_ptx = spec.ptx_text()

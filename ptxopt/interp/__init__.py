@@ -9,7 +9,7 @@ inputs generated from its manifest entry. Design notes live in the modules:
 
 * :mod:`~ptxopt.interp.engine` -- the divergence model (minimum-PC scheduling
   of thread groups), barriers, warp collectives, calls;
-* :mod:`~ptxopt.interp.memory` -- fake device addresses, state-space windows,
+* :mod:`~ptxopt.interp.device_memory` -- fake device addresses, state-space windows,
   bounds/alignment checks;
 * :mod:`~ptxopt.interp.fp` -- exact rounding, the true fused multiply-add;
 * :mod:`~ptxopt.interp.decode` -- pre-decoding instructions into closures;
@@ -22,7 +22,7 @@ never a wrong answer.
 
 from ptxopt.interp.errors import (BarrierError, InterpError, KernelTrap, LaunchError, MemoryFault,
                                   StepLimit, UnsupportedInstruction, WarpSyncError)
-from ptxopt.interp.launch import LaunchResult, run_kernel
+from ptxopt.interp.launcher import LaunchResult, run_kernel
 from ptxopt.interp.program import Program
 
 __all__ = [

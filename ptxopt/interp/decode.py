@@ -34,9 +34,9 @@ from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes
 from ptxopt.interp.dtypes import UINT, SINT
 from ptxopt.interp.errors import InterpError, UnsupportedInstruction, describe
-from ptxopt.interp.memory import WINDOW
+from ptxopt.interp.device_memory import WINDOW
 from ptxopt.interp.ops.memory import global_read_bytes
-from ptxopt.interp.state import ALL
+from ptxopt.interp.cta_state import ALL
 from ptxopt.interp.literals import decl_align, decl_size, imm_array
 from ptxopt.ptx.ir import Addr, Block, Decl, Imm, Instruction, Label, Neg, Reg, Sym
 
@@ -548,7 +548,7 @@ def _guarded(run, g: int, neg: bool, read_bytes: int = 0, ins=None):
     """Run only for the threads whose guard predicate holds. ``read_bytes``:
     what one thread of a global read reads; the threads whose guard is false
     count that many masked bytes each while reads are recorded
-    (:meth:`ptxopt.interp.memory.Memory.note_masked`)."""
+    (:meth:`ptxopt.interp.device_memory.Memory.note_masked`)."""
 
     def guarded(fr, sel):
         p = fr.r[g][sel]

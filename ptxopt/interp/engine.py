@@ -64,8 +64,8 @@ from ptxopt.interp import limits
 from ptxopt.interp.decode import BARRIER, BRANCH, BRX, CALL, COLLECTIVE, EXIT, RET, SIMPLE
 from ptxopt.interp.errors import (BarrierError, InterpError, StepLimit, UnsupportedInstruction, WarpSyncError,
                                   describe)
-from ptxopt.interp.memory import WINDOW, Region, round_up
-from ptxopt.interp.state import ALL, WARP, Frame, full_warps_check  # noqa: F401  (engine.full_warps_check)
+from ptxopt.interp.device_memory import WINDOW, Region, round_up
+from ptxopt.interp.cta_state import ALL, WARP, Frame, full_warps_check  # noqa: F401  (engine.full_warps_check)
 
 MAX_CALL_DEPTH = 128
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ptxopt.interp.decode import Decoder, DecodedFunction
 from ptxopt.interp.literals import decl_align, decl_elem_bytes, decl_init, decl_size
 from ptxopt.interp.errors import LaunchError, UnsupportedInstruction
-from ptxopt.interp.memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
+from ptxopt.interp.device_memory import ALIGN, GAP, GLOBAL_BASE, WINDOW, round_up
 from ptxopt.ptx.ir import Decl, Function, Module, iter_decls
 
 DYNAMIC_SHARED = "<dynamic shared>"

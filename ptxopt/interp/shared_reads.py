@@ -115,7 +115,7 @@ _WORDS = {1: (np.uint8, 1), 2: (np.uint16, 0x0101), 4: (np.uint32, 0x0101_0101),
 
 def _mark(arr: np.ndarray, off: np.ndarray, nbytes: int, base: int) -> None:
     """Set ``arr[o : o + nbytes]`` for each offset ``o`` of ``off``. Accesses
-    are naturally aligned (checked by :meth:`ptxopt.interp.memory.Memory.locate`),
+    are naturally aligned (checked by :meth:`ptxopt.interp.device_memory.Memory.locate`),
     so where the region's base is too, each is a whole word of ``arr``."""
     word = min(nbytes, 8)
     if word in _WORDS and nbytes % word == 0 and base % word == 0 and arr.size % word == 0:

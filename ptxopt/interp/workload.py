@@ -26,7 +26,7 @@ import zlib
 import numpy as np
 
 from ptxopt.interp import dtypes
-from ptxopt.interp.launch import run_kernel
+from ptxopt.interp.launcher import run_kernel
 
 FLAVOURS = ("random", "edge", "scales")
 

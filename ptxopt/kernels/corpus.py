@@ -119,7 +119,7 @@ class Performance:
 
     Kept as plain data here: the corpus sits below ``ptxopt.equivalence``
     (the pass manager reads corpus inputs and must reach none of it, see
-    tests/test_import_contract.py), so the equivalence ``Launch`` with role
+    tests/project/test_import_contract.py), so the equivalence ``Launch`` with role
     ``performance`` is made from it there
     (:func:`ptxopt.equivalence.launch.performance_of`). Scalars are keyed by
     ``.param`` name, like the check launch's, and so are ``counts``, each

@@ -1,13 +1,13 @@
 """Where cycle counts come from: the measurement backends, in one package.
 
-* :mod:`ptxopt.measure.base` -- the :class:`Backend` protocol (``name``,
+* :mod:`ptxopt.measure.backend` -- the :class:`Backend` protocol (``name``,
   ``is_estimate``, ``pipelined``, ``measure``), :class:`Measurement`,
   :class:`MeasureJob`, :class:`MeasureError`, :class:`BackendUnavailable`;
-* :mod:`ptxopt.measure.registry` -- :func:`get_backend`,
+* :mod:`ptxopt.measure.backend_registry` -- :func:`get_backend`,
   :func:`register_backend`, :func:`backend_names`, :func:`is_estimate`;
 * :mod:`ptxopt.measure.sim` -- the ``sim`` backend (an ESTIMATE, CPU only),
   adapting the model of :mod:`ptxopt.sim`, with :mod:`ptxopt.measure.disasm`
-  (batched nvdisasm) and :mod:`ptxopt.measure.loops` (loop trip counts from
+  (batched nvdisasm) and :mod:`ptxopt.measure.measured_trips` (loop trip counts from
   the interpreter);
 * :mod:`ptxopt.measure.gpu` -- the ``gpu`` backend (a MEASUREMENT), adapting
   the child-process harness of :mod:`ptxopt.gpu`.
@@ -21,9 +21,10 @@ this package; nothing here imports the evaluator.
 
 from __future__ import annotations
 
-from .base import Backend, BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
+from ptxopt.measure.backend import (Backend, BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined,
+                                    measure_many)
 from .gpu import GpuBackend
-from .registry import backend_names, backend_version, get_backend, is_estimate, register_backend
+from ptxopt.measure.backend_registry import backend_names, backend_version, get_backend, is_estimate, register_backend
 from .sim import SimBackend
 
 __all__ = ["Backend", "BackendUnavailable", "MeasureError", "MeasureJob", "Measurement", "SimBackend", "GpuBackend",

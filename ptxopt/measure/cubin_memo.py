@@ -14,7 +14,7 @@ twice for the same bytes.
   path and version: ``PTXOPT_NVDISASM`` may point elsewhere mid-process, and
   another release may decode the same bytes differently); the architecture
   is in the ELF header.
-* :class:`EstimateMemo` -- a :class:`~ptxopt.measure.base.Measurement`
+* :class:`EstimateMemo` -- a :class:`~ptxopt.measure.backend.Measurement`
   keyed by the cubin's digest plus everything else the model reads: the
   entry, the device (architecture), the objective and the launch (grid,
   block, shared bytes, assumed blocks, footprint, its description), the

@@ -12,7 +12,7 @@ on the rest of the file, so a few kernels get ``.L_x_16`` where a lone run
 says ``.L_x_17``; the listing stays consistent (operands and label table
 agree), its normalised text (:meth:`SassListing.text`, which renames labels)
 is identical, and so is every :mod:`ptxopt.sim` estimate
-(``tests/test_evaluate_disasm.py`` checks both over the corpus).
+(``tests/evaluate/test_evaluate_disasm.py`` checks both over the corpus).
 
 The merged ELF holds, per input cubin, every ``.text.<fn>`` section, the
 symbols defined in them, the matching ``.nv.info.<fn>`` section (nvdisasm
@@ -60,7 +60,7 @@ _NVINFO_SIZED = 4
 #: symbol of the function's .nv.constant0 section, then its offset and size)
 _NVINFO_SYMBOL_ATTRS = frozenset({0x0A})
 #: the .nv.info attribute nvdisasm names ``EIATTR_MAXREG_COUNT``: the ``.maxnreg`` budget ptxas was
-#: given (``tests/test_same_code.py`` checks the name against nvdisasm's own listing of the section)
+#: given (``tests/measure/test_same_code.py`` checks the name against nvdisasm's own listing of the section)
 NVINFO_MAXREG_COUNT = 0x1B
 _PREFIX = "__pxb{}__"
 _PREFIX_RE = re.compile(r"__pxb\d+__")

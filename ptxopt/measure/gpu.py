@@ -1,5 +1,5 @@
 """The evaluator's ``gpu`` backend: :func:`ptxopt.gpu.measure_on_gpu` behind the
-:class:`~ptxopt.measure.base.Backend` protocol.
+:class:`~ptxopt.measure.backend.Backend` protocol.
 
 The harness (child process, CuPy, timing) lives in :mod:`ptxopt.gpu`; this
 module only adapts it, and imports nothing of :mod:`ptxopt.gpu` before a
@@ -7,7 +7,7 @@ backend is made, so the registry can name it on machines without CuPy.
 
 :func:`make_backend` (``**options``; the harness package does not re-export
 it: :mod:`ptxopt.gpu` sits below this layer) raises
-:class:`~ptxopt.measure.base.BackendUnavailable` (``GPU backend unavailable:
+:class:`~ptxopt.measure.backend.BackendUnavailable` (``GPU backend unavailable:
 <reason>``) where :func:`~ptxopt.gpu.probe.gpu_available` says no; the
 registry's factory (:func:`registry_factory`) checks first that the
 :mod:`ptxopt.gpu` package and CuPy are importable. ``measure``
@@ -37,7 +37,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from .base import BackendUnavailable, MeasureError, Measurement
+from ptxopt.measure.backend import BackendUnavailable, MeasureError, Measurement
 
 CATEGORY = {
     "mismatch": "mismatch", "fault": "fault", "crash": "fault", "timeout": "timeout", "ptxas": "ptxas",
@@ -59,7 +59,7 @@ def harness_digest() -> str:
 
 def to_measurement(m) -> Measurement:
     """The evaluator's ``Measurement`` for a successful
-    :class:`~ptxopt.gpu.result.GpuMeasurement` ``m``; raises its
+    :class:`~ptxopt.gpu.measurement.GpuMeasurement` ``m``; raises its
     ``MeasureError`` for a failed one."""
     if not m.ok:
         raise MeasureError(CATEGORY.get(m.status, "internal"), f"gpu {m.status}: {m.message}")

@@ -8,7 +8,7 @@ Running the whole kernel at the performance size is out of reach for the
 interpreter; running the part of it that decides the branches is not.
 
 The **loop-control slice** keeps, of the loop-counting copy that
-:func:`ptxopt.measure.loops.instrument_loops` makes, only
+:func:`ptxopt.measure.measured_trips.instrument_loops` makes, only
 
 * every instruction that defines a register some conditional branch (or a
   register in the slice) reads -- closed over register names, flow
@@ -41,7 +41,8 @@ from ptxopt.support.session_state import Slot
 from ptxopt.ptx.ir import Block, Imm, Instruction
 from ptxopt.ptx.operand_facts import defs_uses, facts, reg_name
 
-from .loops import BASE_REG, LoopProfile, LoopProfileError, counter_slots, instrument_loops, read_counts
+from ptxopt.measure.measured_trips import (BASE_REG, LoopProfile, LoopProfileError, counter_slots, instrument_loops,
+                                           read_counts)
 
 #: The slice's interpreter step budget (per sample block); a slice that needs more is refused.
 MAX_SLICE_STEPS = 2_000_000
@@ -274,7 +275,7 @@ def performance_loop_profile(module, entry: str, performance, *, spec=None, geom
             cache[key] = got
         total += got
     fn.body = body
-    from .loops import loop_signatures
+    from ptxopt.measure.measured_trips import loop_signatures
 
     return LoopProfile(read_counts(total, len(headers)), tuple(headers), loop_signatures(module, entry))
 
@@ -321,7 +322,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
        (:func:`performance_loop_profile`), whatever the objective -- the user
        runs that launch, one warp or the whole grid;
     2. else the **check launch**'s counts (the interpreter on the whole kernel,
-       :func:`ptxopt.measure.loops.loop_profile`), said so with the reason;
+       :func:`ptxopt.measure.measured_trips.loop_profile`), said so with the reason;
     3. else the model's static fallback (``static:N``).
 
     ``check`` is the check launch's ``interp_kwargs()`` (``{"spec": ...}`` or
@@ -330,7 +331,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
     with a contract that gives the performance launch but no check launch."""
     from ptxopt.sim import sass_loops
 
-    from .loops import loop_profile
+    from ptxopt.measure.measured_trips import loop_profile
 
     if not any(lp.function == program.kernel for lp in sass_loops(program)):
         return {}, "none needed (no SASS loops)", []

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: what turns nvdisasm's output into a :class:`~ptxopt.toolchain.SassListing` (part of every key)
-PARSER_SOURCES = ("toolchain/sass.py", "toolchain/control.py", "measure/disasm.py", "measure/sass_store.py")
+PARSER_SOURCES = ("toolchain/sass.py", "toolchain/control_bits.py", "measure/disasm.py", "measure/sass_store.py")
 FORMAT = 1
 
 

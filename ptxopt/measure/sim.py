@@ -1,11 +1,11 @@
 """The ``sim`` backend: the SASS issue model of :mod:`ptxopt.sim` behind the
-:class:`~ptxopt.measure.base.Backend` protocol.
+:class:`~ptxopt.measure.backend.Backend` protocol.
 
 The model itself lives in :mod:`ptxopt.sim`; this module adapts it to the
 evaluator: it compiles (or reuses the evaluator's ptxas result), disassembles
 a whole chunk with one nvdisasm run (:mod:`ptxopt.measure.disasm`), gets loop
-trip counts from the interpreter (:mod:`ptxopt.measure.loops`) and turns the
-model's answer into a :class:`~ptxopt.measure.base.Measurement`.
+trip counts from the interpreter (:mod:`ptxopt.measure.measured_trips`) and turns the
+model's answer into a :class:`~ptxopt.measure.backend.Measurement`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ptxopt.support.digests import source_digest
 
-from .base import MeasureError, MeasureJob, Measurement
+from ptxopt.measure.backend import MeasureError, MeasureJob, Measurement
 
 #: The source the model's estimates depend on (its digest is the backend's version).
 SOURCES = ("sim", "analysis/global_footprint.py", "analysis/carried_footprint.py")
@@ -25,7 +25,7 @@ class SimBackend:
 
     Loops: trip counts come from the performance launch (its scalars, grid
     and block: :mod:`ptxopt.measure.loop_slice`) under either objective, else
-    from the interpreter on the check launch (:mod:`ptxopt.measure.loops`);
+    from the interpreter on the check launch (:mod:`ptxopt.measure.measured_trips`);
     where neither can be had the model's static fallback applies and the measurement says so (``fallback``
     and ``notes``).  Warps: the launch (corpus spec or geometry) goes to the
     many-warp part of the model (occupancy, waves, issue and bandwidth
@@ -91,7 +91,7 @@ class SimBackend:
         return out  # type: ignore[return-value]
 
     def _simulate(self, job: MeasureJob, listing, cubin_digest: str | None = None) -> Measurement:
-        from ptxopt.sim.decode import decode
+        from ptxopt.sim.sass_decode import decode
 
         from .cubin_memo import ESTIMATES, decoder_tag
 

@@ -53,7 +53,7 @@ from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.depgraph import DepGraph, block_depgraph
-from ptxopt.analysis.latency import latencies
+from ptxopt.analysis.rough_latency import latencies
 from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ptx.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass

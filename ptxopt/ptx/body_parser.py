@@ -16,7 +16,7 @@ so every other token keeps its line and column -- and Lark parses what is
 left; the body is then put into the empty block Lark made for it, after
 checking that Lark saw a function body with exactly those braces. Any
 syntax error, or any doubt, and the whole text is parsed by Lark alone, so
-error messages are Lark's, unchanged. ``tests/test_body_parser.py`` checks
+error messages are Lark's, unchanged. ``tests/ptx/test_body_parser.py`` checks
 that both paths give the identical IR (line numbers and comments included)
 on the whole corpus and on generated statements.
 

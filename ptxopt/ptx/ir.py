@@ -208,7 +208,7 @@ class Instruction:
     def with_modifiers(self, modifiers: tuple[str, ...]) -> "Instruction":
         # ``replace`` spelt out (a pass may rewrite thousands of loads, and
         # ``dataclasses.replace`` introspects the fields each time); every
-        # ``__init__`` field is passed (tests/test_operand_facts.py checks that)
+        # ``__init__`` field is passed (tests/ptx/test_operand_facts.py checks that)
         return Instruction(self.opcode, tuple(modifiers), self.operands, self.guard, self.guard_neg, self.line)
 
 

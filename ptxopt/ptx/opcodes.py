@@ -255,7 +255,7 @@ PERF_ONLY_DIRECTIVES = frozenset({"maxnreg", "minnctapersm", "maxnctapersm"})
 # exceeded"); a launch with more threads fails. ``.reqntid`` fixes every
 # extent: a launch whose extents differ fails. ``.maxnctapersm`` is
 # deprecated since 2.0 (renamed ``.minnctapersm``; ptxas: "not supported as of
-# PTX version 2.1"). The versions are checked against ptxas in tests/test_isa_facts.py.
+# PTX version 2.1"). The versions are checked against ptxas in tests/ptx/test_isa_facts.py.
 ENTRY_TUNING_DIRECTIVES: dict[str, tuple[tuple[int, int], int]] = {
     "maxnreg": ((1, 3), 1),
     "maxntid": ((1, 3), 3),

@@ -1,7 +1,7 @@
 """The operand walker: every per-instruction fact, from one walk, kept on the instruction.
 
-Why one walker: each analysis used to look at operands on its own, and each
-stopped at a different depth. A clock read written as a vector,
+Why one walker: analyses that look at operands on their own each stop at a
+different depth. A clock read written as a vector,
 ``mov.b64 %rd5, {%clock, %clock_hi}``, was an ordering point for nobody and a
 pure value for the prover, because the role test looked only at top-level
 registers. Here one recursive walk descends into vectors, ``%p|%q`` pairs,
@@ -36,7 +36,7 @@ lazily on first use and stored in the instruction's ``_facts`` slot
 instruction: it builds a new one (``dataclasses.replace`` or the
 constructor), whose slot starts empty because ``_facts`` is not an
 ``__init__`` field -- so an edited or created instruction can never carry
-stale facts. ``tests/test_operand_facts.py`` checks this, and that no module
+stale facts. ``tests/ptx/test_operand_facts.py`` checks this, and that no module
 outside this one (and a short, justified allow-list) inspects operand node
 types.
 """
@@ -411,7 +411,7 @@ def _walk(ins: Instruction) -> Facts:
 
 def _walk_operands(ins: Instruction, form: _Form) -> Facts:
     """The walk itself, every operand shape (what :func:`_walk`'s fast paths
-    must agree with: ``tests/test_operand_facts_fast.py`` checks they do)."""
+    must agree with: ``tests/ptx/test_operand_facts_fast.py`` checks they do)."""
     ops = ins.operands
     op = ins.opcode
     defs: list[str] = []

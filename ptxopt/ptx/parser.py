@@ -26,7 +26,7 @@ from ptxopt.ptx.ir import (
     Neg, Pair, ParenList, PerfDirective, Raw, Reg, Sym, Vec, iter_decls, parse_int,
 )
 from ptxopt.ptx.body_parser import EXPR_NUMBER
-from ptxopt.ptx.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: where it always was
+from ptxopt.ptx.ptxwords import GRAMMAR_PATH  # parser.GRAMMAR_PATH: callers read the grammar's path here
 
 if TYPE_CHECKING:
     from lark import Lark

@@ -1,7 +1,7 @@
 """Does a rewritten module print as the module it was made from? -- mostly without printing it.
 
 The action mask keeps a pass only when it changes the printed module
-(:mod:`ptxopt.search.state`), and used to print every candidate to find out:
+(:mod:`ptxopt.search.state`); printing every candidate to find out would be
 ~25 prints of a 5,000-line kernel per state, most of them for children that
 are never visited. A pass's output shares every statement it did not
 rewrite with its input (statements are immutable; :meth:`ptxopt.ptx.ir.Module.copy`
@@ -20,7 +20,7 @@ question where the texts would first differ:
 Anything else (statements inserted at a block's end, a ``Raw`` block, a
 trailing comment at the difference, different module headers) is not
 decided here: :func:`prints_same` returns None and the caller prints.
-``tests/test_print_compare.py`` checks every decision against
+``tests/ptx/test_print_compare.py`` checks every decision against
 ``emit(a) == emit(b)``.
 """
 

@@ -4,7 +4,7 @@ types and numeric literals.
 The IR (:mod:`ptxopt.ptx.ir`), the opcode tables (:mod:`ptxopt.ptx.opcodes`), the
 constant-expression evaluator (:mod:`ptxopt.ptx.constexpr`) and the parser all
 use these; keeping them here lets each import this module instead of one
-another (``tests/test_import_contract.py``: no import cycles).
+another (``tests/project/test_import_contract.py``: no import cycles).
 """
 
 from __future__ import annotations

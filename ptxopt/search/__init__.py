@@ -4,7 +4,7 @@ The graph searched: a node is a :class:`~ptxopt.search.state.State` (a
 kernel after a pipeline), an edge appends one legal pass (the mask comes
 from the pass API; see :mod:`ptxopt.search.state`); the actions are
 :mod:`ptxopt.search.actions`. Every strategy measures
-states through a :class:`~ptxopt.search.measure.Meter` (the evaluator, with
+states through a :class:`~ptxopt.search.meter.Meter` (the evaluator, with
 evaluations counted for equal-budget comparisons) and records trajectories
 (:mod:`ptxopt.search.trajectory`) for the learning layer. Each strategy is
 also a generator (:mod:`ptxopt.search.stepwise`), so that ``search_many``
@@ -20,7 +20,7 @@ Library use::
     r.pipeline, r.baseline_cycles, r.best_cycles, r.improvement_pct, r.evaluations, r.steps
 """
 
-from .measure import BudgetExhausted, EvalOptions, Meter
+from ptxopt.search.meter import BudgetExhausted, EvalOptions, Meter
 from .run import STRATEGIES, KernelResult, SearchConfig, search_kernel, search_many, summarize
 from .actions import ACTIONS, N_ACTIONS, STOP, STOP_INDEX, families
 from .state import Move, State, observation_names

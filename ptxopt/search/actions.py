@@ -39,11 +39,11 @@ PASS_ACTIONS: tuple[str, ...] = (
     "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
     "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
     "prefetch_L1", "prefetch_L2",
-    # issue 31: occupancy, the read-only data path (never ``assume_noalias``: an assumption is not an
+    # occupancy, the read-only data path (never ``assume_noalias``: an assumption is not an
     # action), unrolling. Appended, so the first 20 indices keep their meaning: a checkpoint trained on
     # the list before them is widened to this one (:func:`widen_indices`, ``rl.checkpoint``)
     "launch_bounds_2", "launch_bounds{minblocks=4}", "nc_ld", "unroll_2", "unroll_4",
-    "unroll{factor=8}",  # issue 31, appended later (the committed policy is widened once more)
+    "unroll{factor=8}",  # appended after the 25 above (the committed policy is widened once more)
     "loop_version_2", "loop_version_4",  # versioned loops with a vectorised fast copy (appended)
     "swp_ld_1", "swp_ld_2",  # software-pipelined loads, appended
 )

@@ -12,7 +12,7 @@ beam member was measured, so each step has its cycles).
 
 from __future__ import annotations
 
-from .measure import BudgetExhausted, Meter
+from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, path_steps, start_steps
 from .state import State, new_children
 from .stepwise import Steps, drive

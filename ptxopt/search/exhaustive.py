@@ -9,7 +9,7 @@ the enumeration short, in which case the result is no longer an oracle.
 
 from __future__ import annotations
 
-from .measure import BudgetExhausted, Meter
+from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, path_steps, start_steps
 from .state import State, new_children
 from .stepwise import Steps, drive

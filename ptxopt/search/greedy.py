@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ptxopt.search.actions import STOP
 
-from .measure import BudgetExhausted, Meter
+from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, start_steps
 from .state import State
 from .stepwise import Steps, drive

@@ -25,7 +25,7 @@ import math
 
 from ptxopt.search.actions import STOP
 
-from .measure import BudgetExhausted, Meter
+from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, start_steps
 from .random_search import kernel_rng
 from .state import State

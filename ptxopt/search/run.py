@@ -10,7 +10,7 @@ process writes them.
 Only candidates whose equivalence with the original was established (verdict
 ``identical``, ``hints-only``, ``proved`` or ``equal``) can be a kernel's best, unless
 ``EvalOptions.allow_unchecked``; the others are counted (``unchecked``) and
-the note says why (see :mod:`ptxopt.search.measure`). Each result carries
+the note says why (see :mod:`ptxopt.search.meter`). Each result carries
 the best pipeline's ``verdict``, its note, ``coverage`` and ``launch``, and the
 ``arch`` it was compiled for (the kernel's ``.target`` unless one was given).
 
@@ -32,7 +32,7 @@ from .beam import beam, beam_steps
 from .exhaustive import exhaustive, exhaustive_steps
 from .greedy import greedy, greedy_steps
 from .guided import guided, guided_steps
-from .measure import EvalOptions, Meter
+from ptxopt.search.meter import EvalOptions, Meter
 from ptxopt.evaluate.move_memo import memo_beside
 from .random_search import random_search, random_steps
 from .state import State
@@ -378,7 +378,7 @@ def search_many(kernels: Sequence[tuple[Candidate, str | None]], config: SearchC
     process -- the only writer of the cache and the move memo -- stores the
     rows each worker returns, as each kernel finishes (:mod:`ptxopt.evaluate.journal`).
 
-    The executor's rules (:mod:`ptxopt.executor.base`): a kernel whose
+    The executor's rules (:mod:`ptxopt.executor.interface`): a kernel whose
     search raises is a result with an ``error``; a worker that dies (SIGKILL,
     out of memory, a segfault, a lost node) gets the kernels it held retried
     once, each alone in a fresh worker, failing only if their worker dies

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Sequence
 
-from .measure import BudgetExhausted, Meter
+from ptxopt.search.meter import BudgetExhausted, Meter
 from .state import State
 
 #: What a stepwise strategy is: yields requests, receives answers, returns an Outcome.

@@ -140,7 +140,7 @@ def _json_number(x):
 def reward_model(backend: str) -> str:
     """What a trajectory's cycles are: the backend and its version (the sim: its model source's digest)."""
     try:
-        from ptxopt.measure.registry import backend_version, get_backend
+        from ptxopt.measure.backend_registry import backend_version, get_backend
 
         version = backend_version(get_backend(backend))
     except Exception:  # an unavailable backend: its name alone

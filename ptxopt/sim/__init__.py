@@ -22,7 +22,7 @@ Library use::
 Command line: ``python -m ptxopt.sim KERNEL.ptx [--arch sm_89] [--explain]``.
 """
 
-from .decode import Program, decode
+from ptxopt.sim.sass_decode import Program, decode
 from .latency import LATENCIES, ArchLatencies, latencies_for
 from .model import DEFAULT_LOOP_TRIPS, SimResult, TimelineEntry, estimate, simulate
 from .trips import BranchSite, LoopCount, SassLoop, branch_sites, sass_loops, trip_counts_from_loop_profile

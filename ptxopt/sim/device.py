@@ -24,7 +24,7 @@ by ``explain`` next to bandwidth x the unloaded latency (the bound's own figure)
 
 ``tensor_flops_per_cycle`` is the dense tensor-core peak per SM per cycle by
 input precision (vendor TFLOPS / SMs / the clock the vendor figure assumes);
-the throughput model's tensor bound (:mod:`ptxopt.sim.tensor`) divides the
+the throughput model's tensor bound (:mod:`ptxopt.sim.tensor_work`) divides the
 MMA work by it, so an estimate is never faster than the vendor peak.
 
 The default device of an architecture is :data:`DEFAULT_BY_ARCH` (sm_89: the
@@ -112,7 +112,7 @@ class Device:
     #: bytes in flight per SM the vendor measured as needed to saturate DRAM (information for explain;
     #: None: no figure found)
     saturating_inflight_bytes_per_sm: float | None = None
-    #: dense tensor-core operations per SM per cycle by input precision (ptxopt.sim.tensor.PRECISIONS);
+    #: dense tensor-core operations per SM per cycle by input precision (ptxopt.sim.tensor_work.PRECISIONS);
     #: a precision not listed has no tensor bound on this device
     tensor_flops_per_cycle: Mapping[str, float] = field(default_factory=dict, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -147,7 +147,7 @@ class Device:
         return cycles / (self.clock_mhz * 1e6)
 
     def to_json(self) -> dict:
-        """The keys ``ptxopt explain`` prints (names fixed by issue 25)."""
+        """The keys ``ptxopt explain`` prints (fixed names: scripts read them)."""
         return {"name": self.name, "sm_count": self.sms, "clock_mhz": self.clock_mhz,
                 "dram_gbps": self.dram_gbps, "l2_bytes": self.l2_bytes}
 

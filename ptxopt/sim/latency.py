@@ -37,8 +37,8 @@ was found.  These values only matter for kernels that use such instructions
 on their critical path; gemm_tile kernels are dominated by LDG/LDL/STL and
 the stall counts.
 
-Calibration against hardware (issue 16)
----------------------------------------
+Calibration against hardware
+----------------------------
 ``prefetch_fill_bytes`` (what an L1 prefetch fills) was 128 (the whole line:
 the PTX ISA says ``prefetch`` brings "the line containing" the address into
 the cache level).  It is now 32, one sector, for a physical reason and a

@@ -86,7 +86,7 @@ from the **static fallback** ``static:N=8``:
 
 * a loop's back edge is taken N times each time the loop is entered (the
   body runs N+1 times per entry), then falls through.  Loops are natural
-  loops (:func:`ptxopt.sim.decode.decode`): a backward branch whose target
+  loops (:func:`ptxopt.sim.sass_decode.decode`): a backward branch whose target
   dominates it; a backward jump to a block ptxas placed out of line (before
   the loop's header, as for ``unroll``'s guarded copies) is an ordinary
   branch inside the loop;
@@ -104,7 +104,7 @@ conditional back edge; for an unconditional one, the visits until its exit
 branch's rate takes it).  Inner loops are extrapolated inside each replayed
 outer iteration, so nesting composes.  For the deterministic walk the
 per-iteration cost repeats once the pipeline is primed: on the corpus the
-extrapolated estimate equals the full replay (tests/test_sim_steady.py).
+extrapolated estimate equals the full replay (tests/sim/test_sim_steady.py).
 ``max_steps`` counts replayed instructions only.
 
 ``CALL``/``RET`` follow the call (a stack of return points); a
@@ -179,7 +179,7 @@ Expected error
 Every result carries ``expected_error`` (:data:`EXPECTED_ERROR`, now 0.25 =
 ±25%) and its basis: the mean absolute percentage error of the single-warp
 estimate on the published absolute sm_89 baselines (all under-estimates;
-``benchmarks/sim_calibration.py`` prints the derivation and the per-pass
+``benchmarks/reports/sim_calibration.py`` prints the derivation and the per-pass
 comparison).  Multi-warp estimates say that their error is larger and unknown.
 
 The result is an **estimate** (``SimResult.estimate`` is always True).
@@ -194,47 +194,15 @@ from typing import Mapping
 from ptxopt.toolchain import CompileResult, KernelResources, SassListing
 from ptxopt.toolchain.arch import DEFAULT_ARCH
 
-from .decode import (
-    C_BRA,
-    C_CALL,
-    C_DIV,
-    C_EXIT,
-    C_NONE,
-    C_RET,
-    CLASS_NAMES,
-    K_ATOMG,
-    K_ATOMS,
-    K_CONST,
-    K_CONV,
-    K_FIXED,
-    K_FP64,
-    K_GLOBAL,
-    K_GLOBAL_L2,
-    K_GLOBAL_NA,
-    K_LDGDEPBAR,
-    K_LOCAL,
-    K_MUFU,
-    K_OTHER,
-    K_SHARED,
-    K_SHFL,
-    K_SREG,
-    K_TENSOR,
-    K_UMOV,
-    M_INVALIDATE_L1,
-    M_LDGSTS,
-    M_LDGSTS_L2,
-    M_PREFETCH_L1,
-    V_CONST,
-    V_COPY,
-    V_FRESH,
-    V_LOAD_SLOT,
-    Program,
-    decode,
-)
+from ptxopt.sim.sass_decode import (C_BRA, C_CALL, C_DIV, C_EXIT, C_NONE, C_RET, CLASS_NAMES, K_ATOMG, K_ATOMS, K_CONST,
+                                    K_CONV, K_FIXED, K_FP64, K_GLOBAL, K_GLOBAL_L2, K_GLOBAL_NA, K_LDGDEPBAR, K_LOCAL,
+                                    K_MUFU, K_OTHER, K_SHARED, K_SHFL, K_SREG, K_TENSOR, K_UMOV, M_INVALIDATE_L1,
+                                    M_LDGSTS, M_LDGSTS_L2, M_PREFETCH_L1, V_CONST, V_COPY, V_FRESH, V_LOAD_SLOT,
+                                    Program, decode)
 from .inflight import DepthTracker
 from .latency import ArchLatencies, latencies_for, war_latency
 from .regbank import bank_reads, read_cycles
-from .tensor import PRECISIONS, tensor_work
+from ptxopt.sim.tensor_work import PRECISIONS, tensor_work
 
 DEFAULT_LOOP_TRIPS = 8  # N of the static fallback: back edges taken N times per loop entry
 DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends with a note)
@@ -317,7 +285,7 @@ class SimResult:
     inflight_bytes: float = 0.0
     #: sum over one thread's global-load misses of bytes x the latency of the level that served them
     miss_latency_bytes: float = 0.0
-    #: tensor-core operations the warp issued, by input precision (ptxopt.sim.tensor); the throughput
+    #: tensor-core operations the warp issued, by input precision (ptxopt.sim.tensor_work); the throughput
     #: model's compute roofline
     tensor_flops: Mapping[str, float] = field(default_factory=dict)
     expected_error: float = 0.0  # the model's expected relative error (0.25 = +-25%), see EXPECTED_ERROR
@@ -558,7 +526,7 @@ def _kernel_name(resources) -> str | None:
 
 
 #: The model's expected relative error, from the calibration against published
-#: hardware results (``benchmarks/sim_calibration.py`` prints the derivation):
+#: hardware results (``benchmarks/reports/sim_calibration.py`` prints the derivation):
 #: the mean absolute percentage error of the single-warp estimate on the three
 #: absolute gemm_tile baselines measured on an sm_89 L4 (SM clock, 50 warm-up +
 #: 200 timed launches): 4x4x4 696, 8x8x8 2,448 (2,444-2,452), 16x16x16 20,272
@@ -583,7 +551,7 @@ def _kernel_name(resources) -> str | None:
 #: Open question (needs hardware): on 4x4x4 (same 40 registers as the study)
 #: and 8x8x8 the missing time was 1.19 and 1.25 cycles per issued instruction
 #: (144 and 927 cycles), i.e. a per-instruction cost this model lacked.
-#: Issue 27 added register-bank read conflicts (ptxopt.sim.regbank: Huerta et
+#: Register-bank read conflicts are modelled too (ptxopt.sim.regbank: Huerta et
 #: al. on the GA10x SM, an NVIDIA-forum FFMA microbenchmark on sm_86).  The
 #: plain rule (k same-bank reads delay the next issue to k cycles) gave 564,
 #: 1,672, 19,427 (MAPE 18.3%); the same study's MICRO '25 version measures
@@ -601,12 +569,12 @@ def _kernel_name(resources) -> str | None:
 #: on Ampere: a constant per kernel, not per instruction) -- are not modelled.
 #: 16x16x16 is not comparable per instruction: our ptxas spills 6,720 B where
 #: the study's spilled 1,268 B.  EXPECTED_ERROR stays 0.25 (it covers 21.8%).
-#: ``python benchmarks/sim_calibration.py --compare`` prints the variants;
-#: ``benchmarks/sim_agreement.py`` every published figure as a claim
+#: ``python benchmarks/reports/sim_calibration.py --compare`` prints the variants;
+#: ``benchmarks/reports/sim_agreement.py`` every published figure as a claim
 #: (benchmarks/results/sim_agreement_sm_89.txt).
 EXPECTED_ERROR = 0.25
 EXPECTED_ERROR_BASIS = ("MAPE of the single-warp estimate on 3 published sm_89 L4 gemm_tile baselines "
-                        "(benchmarks/sim_calibration.py); all under-estimates")
+                        "(benchmarks/reports/sim_calibration.py); all under-estimates")
 MULTI_WARP_CAVEAT = ("; the many-warp bounds (occupancy, issue slots, L1/L2/DRAM bandwidth) are not "
                      "calibrated against hardware: the error of such an estimate is larger and unknown")
 
@@ -663,7 +631,7 @@ def _traffic_table(program: Program, factors: list | None = None) -> list:
     the lanes' strides are known) or None.
     ``factors``: per instruction, (L1, L2) multiples of the coalesced charge a warp's lanes make
     (:func:`ptxopt.sim.coalescing.sass_factors`), or None (coalesced)."""
-    from .decode import _access_size
+    from ptxopt.sim.sass_decode import _access_size
 
     out: list = []
     for i, ins in enumerate(program.instructions):

@@ -19,7 +19,7 @@ The throughput model (per SM; the busiest SM sets the launch's time)::
       issue         ceil(n x warps/block / 4 schedulers) x issued instructions
       tensor        n x warps/block x tensor-core operations per warp / the device's
                     dense tensor peak per SM per cycle, per input precision
-                    (ptxopt.sim.tensor counts the MMA shapes; vendor peaks in
+                    (ptxopt.sim.tensor_work counts the MMA shapes; vendor peaks in
                     ptxopt.sim.device): the compute roofline of mma/wgmma kernels
       LSU issue     n x warps/block x memory instructions / 1 per SM cycle
       L1 bandwidth  n x threads/block x bytes through L1 / 128 B per cycle (a warp's

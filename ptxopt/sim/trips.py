@@ -7,7 +7,7 @@ lists the keys.  Without them the static fallback (``static:N=8``) applies.
 
 Loop counts from the PTX interpreter
 ------------------------------------
-:mod:`ptxopt.measure.loops` (check launch) and :mod:`ptxopt.measure.loop_slice`
+:mod:`ptxopt.measure.measured_trips` (check launch) and :mod:`ptxopt.measure.loop_slice`
 (performance launch) count, for every PTX loop in header order, how often it
 was *entered* and how many *iterations* ran, and the loop's *signature*: its
 own body's instructions per class of :data:`SIGNATURE_CLASSES` (global
@@ -22,7 +22,7 @@ iterations; a split loop's most unrolled part runs ``floor(T/k)`` and the
 rest the remainder.  A loop's counted *work* (its signature-class
 instructions that ran) gives the rate of the one branch inside a SASS loop
 that picks between two paths through it (``unroll``'s guarded copies).
-Loops are natural loops (:func:`ptxopt.sim.decode.decode`).  Without signatures, or when no alignment exists, the
+Loops are natural loops (:func:`ptxopt.sim.sass_decode.decode`).  Without signatures, or when no alignment exists, the
 mapping is by position and refuses (``ValueError``) when the numbers of
 loops differ; the caller then keeps the static fallback.  Limits: a loop
 with no counted instruction matches any such loop with k=1; shared-memory
@@ -37,7 +37,7 @@ from typing import Sequence
 
 from ptxopt.toolchain import SassListing
 
-from .decode import C_BRA, C_CALL, C_DIV, C_EXIT, C_NONE, Program, decode
+from ptxopt.sim.sass_decode import C_BRA, C_CALL, C_DIV, C_EXIT, C_NONE, Program, decode
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ version (:mod:`ptxopt.measure.sim`), the Triton hook and the search's move
 memo fold in a hash of the source files that decide their results.  The
 lists of those files live here, in one leaf module that imports nothing of
 ptxopt, so every one of those users can import it without an import cycle;
-``tests/test_measure.py`` checks that each module of the evaluation
+``tests/measure/test_measure.py`` checks that each module of the evaluation
 stack is covered by one of them.
 """
 

@@ -113,7 +113,7 @@ def preserved():
     """The block runs as a library call: see the module doc."""
     depth = getattr(_local, "depth", 0)
     if depth or threading.current_thread().name.startswith("ptxopt-"):
-        # nested, or in one of ptxopt's own helper threads (ptxopt.evaluate.frontend.tools: an estimate
+        # nested, or in one of ptxopt's own helper threads (ptxopt.evaluate.prepare.tools: an estimate
         # overlapping optimize() may outlive the call that started it): the process-wide state is the
         # caller's call to restore; a helper putting back its snapshot would undo what the host changed since
         _local.depth = depth + 1

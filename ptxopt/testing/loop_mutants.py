@@ -1,5 +1,5 @@
 """Mutants of unrolled loops: the bugs an unroller makes, which the
-verifier must catch (issue 31, item 4).
+verifier must catch.
 
 :func:`loop_mutants` unrolls ``entry`` with ``unroll{factor=F}`` and breaks
 each unrolled loop in one of these ways:

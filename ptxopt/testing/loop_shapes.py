@@ -34,8 +34,8 @@ same bytes as the original for every input (:data:`INPUTS`); a difference is
 a *wrong unroll*. Where the loop facts give a constant trip count, it must be
 the number of iterations the interpreter counted (a *wrong trip count*,
 pipeline ``"trip count"``). A launch the original cannot finish (a step
-limit) is skipped. ``benchmarks/fuzz_loop_shapes.py`` runs the campaign;
-``tests/test_loop_shapes.py`` a few seeds per class.
+limit) is skipped. ``benchmarks/reports/fuzz_loop_shapes.py`` runs the campaign;
+``tests/testing/test_loop_shapes.py`` a few seeds per class.
 """
 
 from __future__ import annotations

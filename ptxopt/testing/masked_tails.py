@@ -1,4 +1,4 @@
-"""Random loops whose extra iterations see only masked values (issue 31).
+"""Random loops whose extra iterations see only masked values.
 
 An unrolled loop whose guard is dropped runs up to ``F - 1`` iterations past
 the trip count. In a Triton kernel those iterations' loads are masked (a
@@ -15,8 +15,8 @@ two show on ordinary inputs too).
 < n`` (:data:`FORMS`), and a mutant whose bound is ``n`` rounded up to a
 multiple of ``F``. ``witness`` is an input on which the two differ, when the
 operation and the masked value make one (None: the pair is equivalent).
-The oracle (``tests/test_read_footprint.py``,
-``benchmarks/mutation_campaign.py --masked-tails``): the check never says
+The oracle (``tests/equivalence/test_read_footprint.py``,
+``benchmarks/reports/mutation_campaign.py --masked-tails``): the check never says
 ``equal`` of such a pair -- the masked-read counts differ
 (:func:`ptxopt.equivalence.footprint.masked_difference`) -- and a witness
 really shows a difference.

@@ -14,8 +14,8 @@ For one (pass, kernel) pair the outcome is one of:
   assumption no check establishes (``nc_ld{assume_noalias=1}``: "assumes
   noalias"): ``verify``'s ``inconclusive``, not shown correct, not shown wrong.
 
-Used by ``tests/test_pass_matrix.py`` (no cell may be broken)
-and ``benchmarks/pass_matrix.py`` (sites changed per pass per family, and time
+Used by ``tests/passes/test_pass_matrix.py`` (no cell may be broken)
+and ``benchmarks/reports/pass_matrix.py`` (sites changed per pass per family, and time
 per pass). ptxas runs only on outputs that changed, once per distinct text.
 The interpreter check runs each original once per launch, not once per
 pass: the original's program and runs are memoised by its printed text and
@@ -143,7 +143,7 @@ def run_cell(pass_name: str, spec: KernelSpec, module=None, arch: str = DEFAULT_
             return cell
         if observable_form(out) == observable_form(m):
             # only cache operators, hints, prefetches or budgets changed: equal
-            # by construction, as in the evaluator (tests/test_evaluate_observable.py
+            # by construction, as in the evaluator (tests/evaluate/test_evaluate_observable.py
             # checks the interpreter agrees)
             cell.outcome, cell.detail = "changed", "hints-only"
             return cell

@@ -15,7 +15,7 @@ kernel (deterministically):
   4 bytes or more, inside its bytes but misaligned for its own width
   (``ld.global.u32 %r1, [%rd4+2]`` before ``ld.global.u64 %rd1, [%rd4]``,
   whose destination it shares and which overwrites it): it touches only
-  bytes the original touches and faults all the same (issue 26, class 4).
+  bytes the original touches and faults all the same.
 
 A mutant is not always a different function (a store overwritten later, a
 constant in dead code, a barrier no schedule needs): the campaign reports

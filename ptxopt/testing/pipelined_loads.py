@@ -36,8 +36,8 @@ classes that must be refused also count a change as wrong
 and on :data:`MUTANTS`, hand-broken copies of the last one (the rotation
 dropped or reordered, the prefetch unpredicated or predicated on the next
 iteration only, the prologue's address moved); ``proved`` on anything the
-interpreter tells apart is a *false proof*. ``tests/test_pipelined_loads.py`` runs a few seeds
-per class; ``benchmarks/fuzz_pipelined_loads.py`` the campaign.
+interpreter tells apart is a *false proof*. ``tests/passes/test_pipelined_loads.py`` runs a few seeds
+per class; ``benchmarks/reports/fuzz_pipelined_loads.py`` the campaign.
 """
 
 from __future__ import annotations

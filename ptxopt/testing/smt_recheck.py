@@ -1,5 +1,5 @@
-"""The independent SMT re-check of ``proved`` pairs (issue 28), shared by the
-slow tier (``tests/test_smt_recheck.py``) and ``benchmarks/smt_solvers.py``.
+"""The independent SMT re-check of ``proved`` pairs, shared by the
+slow tier (``tests/equivalence/test_smt_recheck.py``) and ``benchmarks/studies/smt_solvers.py``.
 
 Pairs come from the pass matrix (every pass on corpus kernels, cells whose
 printing changed) and from the random-kernel fuzzer

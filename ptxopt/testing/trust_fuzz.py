@@ -1,4 +1,4 @@
-"""Random cases of the trust classes of issue 26, each with an oracle that
+"""Random cases of the trust classes (the bug classes an adversarial review found), each with an oracle that
 does not trust the code under test.
 
 :mod:`.random_kernels` tempts the passes with straight-line global code in
@@ -58,8 +58,8 @@ construction (a stale read; another rounding, flush or hardware
 approximation) where one coherent memory and sampled inputs need not show
 it, so their oracle is the construction: any ``proved`` or ``equal`` of the
 pair is a finding (``untrusted``).
-``tests/test_fuzz_trust.py`` runs a few seeds per class;
-``benchmarks/fuzz_trust.py`` runs the campaign.
+``tests/testing/test_fuzz_trust.py`` runs a few seeds per class;
+``benchmarks/reports/fuzz_trust.py`` runs the campaign.
 """
 
 from __future__ import annotations

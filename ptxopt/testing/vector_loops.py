@@ -30,9 +30,9 @@ gives ``n`` 0, 1, 3 and 5 (trip counts 0 to 12) and ``s`` 0, 1, 2 and 16.
 Oracle (:func:`check_vector_loop`): every result that changes the kernel must
 store the same bytes for every input, and never fault where the original does
 not; otherwise it is a *wrong version* (:class:`Wrong`).
-``benchmarks/loop_version_report.py`` runs the campaign, also against
+``benchmarks/reports/loop_version_report.py`` runs the campaign, also against
 rewrites with one runtime test removed (which it must catch);
-``tests/test_loop_version_fuzz.py`` a few seeds.
+``tests/testing/test_loop_version_fuzz.py`` a few seeds.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Expected failures (missing wheels, PTX that does not assemble, timeouts) are
 
 from __future__ import annotations
 
-from .control import Control
+from ptxopt.toolchain.control_bits import Control
 from .errors import (
     Diagnostic,
     NvdisasmError,

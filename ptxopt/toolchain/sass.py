@@ -6,8 +6,8 @@ instruction stream as data: :func:`disassemble` runs ``nvdisasm -c -hex``
 parses every instruction into a :class:`SassInstruction` -- enclosing
 function, byte offset, guard predicate, opcode with its dot modifiers,
 operand text, the raw words, and the decoded scheduling bits
-(:class:`~ptxopt.toolchain.control.Control`; the bit layout is documented in
-:mod:`ptxopt.toolchain.control` and tabulated in
+(:class:`~ptxopt.toolchain.control_bits.Control`; the bit layout is documented in
+:mod:`ptxopt.toolchain.control_bits` and tabulated in
 :data:`ptxopt.toolchain.tables.CONTROL_FIELDS`: stall 4 bits, yield 1,
 write barrier 3, read barrier 3, wait mask 6, reuse 4, starting at bit 105).
 
@@ -30,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from .control import Control
+from ptxopt.toolchain.control_bits import Control
 from .errors import NvdisasmError
 from .locate import Tool, find_nvdisasm
 from .process import run_tool

@@ -11,7 +11,7 @@ Triton (3.9) keeps one folder per compiled kernel under its cache directory
 :func:`scan` returns a :class:`CachedKernel` per folder with a ``.ptx`` and
 its metadata ``.json`` (other cache entries -- autotuner results, driver
 builds -- are skipped), with the launch contracts derived from the metadata
-(:mod:`ptxopt.triton.contract`), so ``ptxopt search`` can verify rewrites of
+(:mod:`ptxopt.triton.contract_from_triton`), so ``ptxopt search`` can verify rewrites of
 Triton kernels without hand-written geometry.
 
 A kernel compiled while ptxopt's hook was on and *rewritten* has ptxopt's
@@ -48,9 +48,9 @@ class CachedKernel:
         return f"{self.name}@{self.path.parent.name[:8]}"
 
     def contracts(self) -> list:
-        """The launch contract alternatives (:func:`ptxopt.triton.contract.triton_contracts`)."""
+        """The launch contract alternatives (:func:`ptxopt.triton.contract_from_triton.triton_contracts`)."""
         from ptxopt.ptx.parser import parse
-        from ptxopt.triton.contract import triton_contracts
+        from ptxopt.triton.contract_from_triton import triton_contracts
 
         module = parse(self.ptx, str(self.path))
         fn = next((f for f in module.entries if f.name == self.name), None) or module.entries[0]

@@ -14,7 +14,7 @@ ways, whatever its declared ``PipelineStagesHook`` protocol says:
   ``cubin`` stage assembles it), read the signature off the first stage's
   input (:mod:`ptxopt.triton.signature`) and time every stage.
 
-Cost (issue 32): the text handed to the ``cubin`` stage was already assembled
+Cost: the text handed to the ``cubin`` stage was already assembled
 by ptxopt with Triton's own ptxas command, so that stage is handed ptxopt's
 cubin (byte-identical, :func:`reusable_cubin`) instead of running ptxas again;
 the equivalence check has a step budget (:data:`HOOK_CHECK_STEPS`); the
@@ -29,9 +29,9 @@ depended on (:mod:`ptxopt.triton.rejections`), so a later compile of the same
 kernel keeps Triton's PTX at once.
 
 Per kernel: the pipeline comes from the chooser (:mod:`ptxopt.triton.choose`),
-the launch contract from Triton's metadata (:mod:`ptxopt.triton.contract`),
+the launch contract from Triton's metadata (:mod:`ptxopt.triton.contract_from_triton`),
 the architecture from the PTX's ``.target``, and ptxas is Triton's own
-binary and flags (:mod:`ptxopt.triton.ptxas`). On any failure -- ptxas
+binary and flags (:mod:`ptxopt.triton.triton_ptxas`). On any failure -- ptxas
 rejects the result, equivalence is not established, a pass or ptxopt
 itself raises -- Triton's own PTX goes on to the ``cubin`` stage unchanged
 and one :class:`PtxoptTritonWarning` says why. :func:`report` lists what
@@ -359,8 +359,8 @@ class StagesHook:
         from ptxopt.api import optimize
         from ptxopt.ptx.parser import parse
         from ptxopt.toolchain.arch import resolve_arch
-        from ptxopt.triton.contract import triton_contracts, triton_performance
-        from ptxopt.triton.ptxas import triton_compile
+        from ptxopt.triton.contract_from_triton import triton_contracts, triton_performance
+        from ptxopt.triton.triton_ptxas import triton_compile
 
         pipe, why = self.chooser.choose(name, ptx)
         rep.why_pipeline = why
@@ -485,11 +485,11 @@ class Assembled:
 def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | None:
     """``done.cubin`` when Triton's ``cubin`` stage would run the same
     command on the same text: the text is byte-identical, the ptxas binary
-    and flags are those :func:`~ptxopt.triton.ptxas.triton_ptxas_command`
+    and flags are those :func:`~ptxopt.triton.triton_ptxas.triton_ptxas_command`
     rebuilds now from Triton's knobs, and the architecture is the one
     Triton's ``make_cubin`` names (``--gpu-name``). ptxas is deterministic:
     the same command on the same text gives the same bytes (checked against
-    Triton's own stage by ``tests/test_triton_hook.py``), so Triton would
+    Triton's own stage by ``tests/triton/test_triton_hook.py``), so Triton would
     only pay a second time for the cubin it already has. None (Triton's stage
     runs as it is) otherwise, and whenever Triton was asked to print ptxas's
     log (``knobs.nvidia.dump_ptxas_log``), which only its own run prints."""
@@ -499,7 +499,7 @@ def reusable_cubin(done: Assembled | None, src, backend, options) -> bytes | Non
         from triton import knobs
         from triton.backends.nvidia.compiler import sm_arch_from_capability
 
-        from ptxopt.triton.ptxas import triton_ptxas_command
+        from ptxopt.triton.triton_ptxas import triton_ptxas_command
 
         if knobs.nvidia.dump_ptxas_log:
             return None

@@ -1,7 +1,7 @@
 """Tune a Triton cache with the ptxas the hook will run: Triton's binary and flags.
 
 The hook checks and judges a tuned pipeline with the ptxas command Triton's
-``cubin`` stage runs (:func:`ptxopt.triton.ptxas.triton_ptxas_command`: its
+``cubin`` stage runs (:func:`ptxopt.triton.triton_ptxas.triton_ptxas_command`: its
 bundled binary, ``-lineinfo``, ``--regAllocOptLevel=2``, the kernel's
 ``ptx_options`` ...). Tuning with ptxopt's own ptxas and no flags judges
 another SASS: a pipeline can gain when tuned and nothing in the hook. So
@@ -63,7 +63,7 @@ def for_metadata(metadata: dict) -> Toolchain:
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
 
-    from ptxopt.triton.ptxas import triton_ptxas_command
+    from ptxopt.triton.triton_ptxas import triton_ptxas_command
 
     target = metadata.get("target") or {}
     if not isinstance(target, dict):  # a CompiledKernel's metadata holds a GPUTarget

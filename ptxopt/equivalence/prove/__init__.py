@@ -5,11 +5,11 @@ establishes equivalence symbolically instead, in the tradition of
 translation validation (Necula, PLDI 2000; value-graph validation, Tristan,
 Govereau and Morrisett, PLDI 2011): both kernels are executed block by block
 into one hash-consed value graph (:mod:`.values`), memory is versioned state
-in which provably disjoint stores commute (:mod:`.memory`), and the two
+in which provably disjoint stores commute (:mod:`.memory_versions`), and the two
 control-flow graphs are matched block by block with live-in/live-out
 correspondence (:mod:`.match`). Where blocks no longer correspond because a
 loop was unrolled, loops with constant trip counts are run out instead
-(:mod:`.loops`: a one-block loop as a region, else both functions path by
+(:mod:`.loop_paths`: a one-block loop as a region, else both functions path by
 path), and loops with any trip count are proved by an inductive simulation
 at their headers, discharged by the SMT solver (:mod:`.loop_sim`; also the
 only proof tried when the candidate declares new ``.reg`` temporaries).
@@ -96,7 +96,7 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     "assumes noalias": the prover models one coherent memory, so it cannot
     see the launch whose buffers alias. Only :mod:`ptxopt.equivalence.decision`,
     which applies the same cap to its decision, passes ``cap=False``
-    (``tests/test_assumption_cap.py`` holds every other caller to it)."""
+    (``tests/equivalence/test_assumption_cap.py`` holds every other caller to it)."""
     t0 = time.perf_counter()
     key = None
     if isinstance(original, str) and isinstance(candidate, str):

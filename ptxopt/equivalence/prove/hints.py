@@ -6,7 +6,7 @@ differs from the original only in annotations the interpreter ignores:
 cache operators, eviction hints, prefetches, register budgets
 (:func:`ptxopt.equivalence.observable.observable_form`). That argument is about
 *values*; it says nothing about whether the inserted or changed instruction
-is itself well formed. Two ways it was not (issue 26):
+is itself well formed. Two ways it may not be:
 
 * ``prefetch_*`` inserted ``prefetch [%rd5]`` above the definition of
   ``%rd5``: the prefetch reads an undefined register (an arbitrary address;

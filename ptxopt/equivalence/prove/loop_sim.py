@@ -1,7 +1,7 @@
 """Loops proved by inductive simulation at their headers (unrolling with any trip count).
 
 The block matcher (:mod:`.match`) needs the blocks of both kernels to
-correspond one to one; the run-out proofs (:mod:`.loops`) need constant trip
+correspond one to one; the run-out proofs (:mod:`.loop_paths`) need constant trip
 counts. An unrolled loop with a runtime trip count (``unroll``'s guarded
 form: ``k`` copies per trip while a check allows them, else one iteration)
 has neither. This module proves it for every trip count, with the SMT

@@ -16,7 +16,7 @@ table is the one list; in short):
   the body), in every ``.reg`` return register (``.param`` return values are
   stores to ``.param`` memory);
 * the same memory node (same ordering points in the same order with the same
-  operands, the same stores modulo commuting disjoint ones: :mod:`.memory`)
+  operands, the same stores modulo commuting disjoint ones: :mod:`.memory_versions`)
   and the same chain of warp collectives;
 * no new way to fault: every load, store and prefetch lane of the candidate
   touches bytes the original block touches in the same space under the same
@@ -49,7 +49,7 @@ from ptxopt.equivalence.verdict import Verdict
 from ptxopt.ptx.ir import Block, Decl, Function, Module, iter_decls
 from ptxopt.equivalence.prove import original_memo
 from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
-from ptxopt.equivalence.prove.memory import AliasOracle
+from ptxopt.equivalence.prove.memory_versions import AliasOracle
 from ptxopt.equivalence.prove.observables import BlockPair, first_mismatch
 from ptxopt.equivalence.prove.symexec import Access, BlockExecutor, BlockRun
 from ptxopt.equivalence.prove.values import Graph
@@ -165,7 +165,7 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
         rc = sc.exe.run(y.index, y.instructions)
         why = _compare_block(graph, so, sc, x, ro, rc, assume_align)
         if why is not None and x.index in x.succs:  # a loop of one block, unrolled: run it out (prove.loops)
-            from ptxopt.equivalence.prove.loops import GiveUp, prove_loop_block
+            from ptxopt.equivalence.prove.loop_paths import GiveUp, prove_loop_block
 
             try:
                 ok, how = prove_loop_block(so, sc, graph, oracle, x.index, assume_align, fault_check)
@@ -193,8 +193,8 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
 def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume_align: int,
                  failed: FunctionDetail) -> FunctionDetail:
     """Where blocks do not correspond (a loop unrolled), the bounded
-    whole-path proof of :mod:`ptxopt.equivalence.prove.loops`; ``failed`` when it cannot prove."""
-    from ptxopt.equivalence.prove import loop_sim, loops
+    whole-path proof of :mod:`ptxopt.equivalence.prove.loop_paths`; ``failed`` when it cannot prove."""
+    from ptxopt.equivalence.prove import loop_sim, loop_paths as loops
 
     sim = ""
     if loop_sim.worth_trying(so.cfg):  # any trip count, by the SMT solver

@@ -6,7 +6,7 @@ order other threads (or the host, or a profiler) can see. Each row of
 the end of a pair of corresponding basic blocks (:mod:`.match` runs every
 row on every block; a pair is ``proved`` only when no row reports a
 mismatch). Adding an observable is adding a row, and
-``tests/test_prove_observables.py`` holds, for every row, a pair that
+``tests/equivalence/test_prove_observables.py`` holds, for every row, a pair that
 differs only in that observable and must not be proved.
 
 Why a table: the last false proof (a ``.func`` returning ``tbl[0]`` vs

@@ -1,8 +1,8 @@
 """The original's side of a proof, executed once per module digest.
 
 A search proves every candidate of a kernel against the same original, and
-:func:`~ptxopt.equivalence.prove.match.prove_function` used to execute the
-original symbolically again for each (its CFG, liveness and every block
+:func:`~ptxopt.equivalence.prove.match.prove_function` would otherwise execute
+the original symbolically again for each (its CFG, liveness and every block
 run), about half of each proof.  Here the original's side is remembered:
 its :class:`~ptxopt.equivalence.prove.match._Side` (CFG, liveness,
 alignment facts), the value graph it was executed into, the alias oracle,

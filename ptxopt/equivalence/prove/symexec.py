@@ -3,7 +3,7 @@
 A block starts from the induction hypothesis: every register holds its
 ``livein`` node (the same node in both kernels), memory is the block's entry
 memory. Each instruction then updates a register map and the block's
-:class:`~ptxopt.equivalence.prove.memory.MemoryState`:
+:class:`~ptxopt.equivalence.prove.memory_versions.MemoryState`:
 
 * **pure** instructions (:func:`ptxopt.ptx.operand_facts.role`) become ``op`` nodes
   whose key is the full opcode, so rounding, saturation, ``.ftz``, ``.wide``
@@ -33,7 +33,7 @@ from ptxopt.ptx import opcodes, operand_facts
 
 # operand node types: only val/address, which evaluate operands (everything else reads operand_facts)
 from ptxopt.ptx.ir import Addr, Imm, Instruction, Neg, Pair, ParenList, Reg, Sym, Vec
-from ptxopt.equivalence.prove.memory import MemoryState
+from ptxopt.equivalence.prove.memory_versions import MemoryState
 from ptxopt.equivalence.prove.values import Graph
 
 _LANE_SPLIT = frozenset({"ld", "ldu", "st"})

@@ -26,7 +26,7 @@ an int argument is unambiguous (a node id in one kind, a constant in another):
 ``guard``  ``(guard, pred, negated)``
 ``vec``    ``(vec, *items)``: a braced source operand ``{%r1, %r2}``
 ``addr``   ``(addr, base, offset)``: ``base`` a node, ``offset`` an int
-``load``   ``(load, key, addr, size, epoch, deps)``: see :mod:`.memory`
+``load``   ``(load, key, addr, size, epoch, deps)``: see :mod:`.memory_versions`
 ``store``  ``(store, key, addr, size, value, guard, epoch, deps)``
 ``event``  ``(event, key, operands, guard, state)``: an ordering point
 ``coll``   ``(coll, key, operands, guard, epoch, prev)``: a warp collective

@@ -17,7 +17,7 @@ import numpy as np
 from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
-from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding, wide_type
+from ptxopt.interp.ops.op_helpers import elementwise, one_type, packed, rounding, wide_type
 
 U64 = np.uint64
 MASK32 = U64(0xFFFFFFFF)

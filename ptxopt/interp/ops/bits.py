@@ -14,7 +14,7 @@ import numpy as np
 
 from ptxopt.interp import dtypes
 from ptxopt.interp.dtypes import UINT
-from ptxopt.interp.ops.common import elementwise, one_type
+from ptxopt.interp.ops.op_helpers import elementwise, one_type
 
 U64 = np.uint64
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxopt.interp import dtypes, fp
-from ptxopt.interp.ops.common import elementwise, one_type
+from ptxopt.interp.ops.op_helpers import elementwise, one_type
 from ptxopt.ptx.ir import Pair
 
 ORDERED = {

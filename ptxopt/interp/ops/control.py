@@ -20,7 +20,7 @@ from ptxopt.interp import dtypes
 from ptxopt.interp.step import BARRIER, BRANCH, BRX, CALL, EXIT, RET, Step
 from ptxopt.interp.errors import BarrierError, KernelTrap, describe
 from ptxopt.interp.ops import warp
-from ptxopt.interp.state import ALL
+from ptxopt.interp.cta_state import ALL
 from ptxopt.ptx.ir import Imm, ParenList, Reg, Sym
 
 

@@ -9,7 +9,7 @@ always saturates, NaN giving 0 (PTX ISA); float to float rounds with
 ``.rn/.rz/.rm/.rp`` (narrowing) or to an integral value (``.rni`` ...);
 ``.ftz`` flushes f32 subnormal inputs and results, ``.sat`` clamps to [0, 1].
 ``cvta`` moves between a state space and the generic window
-(:mod:`ptxopt.interp.memory`).
+(:mod:`ptxopt.interp.device_memory`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
-from ptxopt.interp.memory import GLOBAL_BASE, WINDOW
-from ptxopt.interp.ops.common import IROUND, ROUND, elementwise, one_type, pack16
+from ptxopt.interp.device_memory import GLOBAL_BASE, WINDOW
+from ptxopt.interp.ops.op_helpers import IROUND, ROUND, elementwise, one_type, pack16
 from ptxopt.ptx.ir import Vec
 
 F64 = np.float64

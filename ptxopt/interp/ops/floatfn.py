@@ -16,7 +16,7 @@ import numpy as np
 
 from ptxopt.ptx import opcodes
 from ptxopt.interp import fp
-from ptxopt.interp.ops.common import elementwise, one_type, packed, rounding
+from ptxopt.interp.ops.op_helpers import elementwise, one_type, packed, rounding
 
 
 def _flags(ins, types):

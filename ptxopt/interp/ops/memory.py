@@ -1,6 +1,6 @@
 """Memory instructions: ld ldu st atom red cp.async prefetch membar fence.
 
-Loads and stores go through :class:`ptxopt.interp.memory.Memory`, which
+Loads and stores go through :class:`ptxopt.interp.device_memory.Memory`, which
 checks bounds, state space and natural alignment of the *whole* access
 (``ld.v4.f32`` needs 16 bytes). A narrow load into a wider register extends
 (sign-extends for ``.s8/.s16/.s32``); a narrow store keeps the low bits.
@@ -25,8 +25,8 @@ import numpy as np
 from ptxopt.ptx import opcodes
 from ptxopt.interp import dtypes, fp
 from ptxopt.interp.dtypes import UINT
-from ptxopt.interp.ops.common import pack16, split16
-from ptxopt.interp.state import ALL
+from ptxopt.interp.ops.op_helpers import pack16, split16
+from ptxopt.interp.cta_state import ALL
 from ptxopt.ptx.ir import Vec
 from ptxopt.ptx.operand_facts import immediate
 
@@ -335,7 +335,7 @@ def global_read_bytes(ins) -> int:
     of the global or generic space (vector width x element size), a
     ``cp.async`` copy (its cp-size); 0 for every other instruction. A guarded
     one whose guard is false counts these bytes as masked
-    (:meth:`ptxopt.interp.memory.Memory.note_masked`)."""
+    (:meth:`ptxopt.interp.device_memory.Memory.note_masked`)."""
     if ins.opcode in ("ld", "ldu"):
         return (opcodes.access_bytes(ins) or 0) if opcodes.mem_space(ins) in ("global", "generic") else 0
     if ins.opcode == "cp" and ins.modifiers[:1] == ("async",) and len(ins.operands) >= 3:

@@ -22,10 +22,10 @@ import numpy as np
 
 from ptxopt.ptx import opcodes
 from ptxopt.interp import fp
-from ptxopt.interp.state import full_warps_check
+from ptxopt.interp.cta_state import full_warps_check
 from ptxopt.interp.step import COLLECTIVE, Step
-from ptxopt.interp.ops.common import pack16, split16
-from ptxopt.interp.state import ALL, WARP
+from ptxopt.interp.ops.op_helpers import pack16, split16
+from ptxopt.interp.cta_state import ALL, WARP
 from ptxopt.ptx.ir import Vec
 
 LANE = np.arange(WARP)

@@ -2,7 +2,7 @@
 
 Two backends read the same text (:mod:`.terms`): ``z3`` (the ``z3-solver``
 wheel) and ``bitwuzla`` (the ``bitwuzla`` wheel). :data:`DEFAULT` is the one
-``benchmarks/smt_solvers.py`` measured faster on this project's queries; the
+``benchmarks/studies/smt_solvers.py`` measured faster on this project's queries; the
 other is used only when asked for (the comparison script, a user's choice).
 A solver that is not installed gives ``unknown`` with a reason, never an
 exception: the SMT check is an extra way to say ``proved``, and without a
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-DEFAULT = "bitwuzla"  # benchmarks/smt_solvers.py, 120 queries: median 3.0 ms vs 8.8 ms (z3), total 2.0 s vs 7.6 s
+DEFAULT = "bitwuzla"  # benchmarks/studies/smt_solvers.py, 120 queries: median 3.0 ms vs 8.8 ms (z3), total 2.0 s vs 7.6 s
 TIMEOUT_MS = 2000  # per query
 
 

@@ -1,0 +1,313 @@
+"""Does a learned ranker make search cheaper on template groups it never saw?
+
+Protocol (all figures are sim ESTIMATES, on the reward the trajectory files
+hold -- the report prints their ``reward_model``):
+
+* **leave-one-group-out** over the manifest's template groups present in the
+  trajectories: each group in turn is held out, rankers are trained on the
+  others' greedy trajectories (:func:`ptxopt.search.ranker.train`), which
+  also choose their ``top_k`` and ``threshold`` by replay on folds of their
+  own training groups (never the held-out group;
+  :func:`ptxopt.search.ranker_replay.train_tuned`); ``--top-k``/``--threshold``
+  override that;
+* a **learning curve**: 1, 2, 4, 8 and all-but-one training groups, each size
+  in 3 orders (random permutations of the other groups, seeded);
+* **baselines** in the same table, per held-out group: greedy (every legal
+  action measured at every step), guided with a *random* ranker at the
+  learned ranker's top-k and exploration slot, never stopping on a
+  prediction (random at equal per-step budget), the best fixed pass chosen
+  on the training groups (the action with the best mean log gain at the
+  training kernels' roots; baseline + 1 evaluation), and that pass plus one
+  measured alternative (the training groups' second best; the better of the
+  two; baseline + 2). Fixed pipelines are single passes: the trajectories
+  hold every legal candidate's cycles at the root only. The committed RL
+  policy is not in this table (it needs the torch layer;
+  ``benchmarks/reports/rl_report.py`` reports it).
+* **top-3 recall**: at every greedy state where greedy did not stop, a hit
+  is any of the ranker's 3 first-ordered actions within 0.1% of the best
+  candidate's cycles; a random ranker's recall is printed beside it.
+* per held-out group, the number of kernels where greedy gains >= 1%.
+
+How guided search is evaluated: **REPLAY** of the recorded greedy
+trajectories (:mod:`ptxopt.search.ranker_replay`; no ptxas, no sim): a
+lower bound on live guided search's gain (it ends where it leaves greedy's
+path). Evaluations are counted as ``search`` counts them: the baseline plus
+each measured candidate; every evaluation of a new module is one ptxas run,
+so the ptxas calls equal the evaluations on a cold cache. Wall time is the
+ranker's own (training with tuning, scoring); replay measures nothing.
+
+Usage (nice it on a shared machine)::
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/studies/ranker_report.py [FILES...] [--json OUT]
+        [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N]
+
+FILES: trajectory JSONL files (default: corpus/trajectories/*.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from ptxopt.search.ranker import RandomRanker  # noqa: E402
+from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay, score_steps, \
+    train_tuned  # noqa: E402
+from ptxopt.search.trajectory import read_jsonl  # noqa: E402
+
+SIZES = (1, 2, 4, 8)
+ORDERS = 3
+
+
+def load_episodes(files):
+    eps, models = [], {}
+    for f in files:
+        steps = [s for s in read_jsonl(f) if s.strategy == "greedy"]
+        for s in steps:
+            key = (s.reward_model or f"{s.backend} (version not recorded)", s.objective or "not recorded")
+            models[key] = models.get(key, 0) + 1
+        eps.extend(greedy_episodes(steps))
+    return eps, models
+
+
+def group_of(kernel: str, groups: dict) -> str:
+    return groups.get(kernel, "outside-the-corpus")
+
+
+def fixed_passes(train_eps) -> list[str]:
+    """Single passes ordered by mean log gain at the training kernels' roots (missing: no gain)."""
+    acts: dict[str, list[float]] = {}
+    n = len(train_eps)
+    for ep in train_eps:
+        s = ep[0]
+        for a, c in s.candidates.items():
+            if c:
+                acts.setdefault(a, []).append(math.log(s.cycles_before / c))
+    mean = {a: sum(g) / n for a, g in acts.items()}
+    return sorted(mean, key=lambda a: -mean[a])
+
+
+def fixed_on(ep, passes) -> float:
+    s = ep[0]
+    best = s.cycles_before
+    for a in passes:
+        c = s.candidates.get(a)
+        if c is not None and c < best:
+            best = c
+    return 100.0 * (1 - best / s.cycles_before)
+
+
+def mean(xs):
+    xs = [x for x in xs if not (isinstance(x, float) and math.isnan(x))]
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--top-k", type=int, default=None, help="override the ranker's own (tuned on its training groups)")
+    ap.add_argument("--threshold", type=float, default=None, help="override the ranker's own")
+    ap.add_argument("--max-groups", type=int, default=None, help="hold out only the first N groups (by size)")
+    ap.add_argument("--max-iter", type=int, default=60, help="boosting iterations per ranker")
+    ap.add_argument("--tune-iter", type=int, default=30, help="boosting iterations per tuning fold")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="training-group counts of the learning curve "
+                    "(all-but-one is always run); '' for all-but-one only")
+    ap.add_argument("--orders", type=int, default=ORDERS)
+    ap.add_argument("--groups", default=None, help="hold out only these groups (comma-separated; to split a run "
+                    "over processes, then --merge their --json files)")
+    ap.add_argument("--train-extra", nargs="+", default=[], metavar="FILE",
+                    help="more trajectories added to every ranker's training (their held-out group's kernels "
+                         "left out), never held out themselves (e.g. another reward's)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
+    args = ap.parse_args(argv)
+    if args.merge:
+        doc = merge([json.loads(Path(f).read_text()) for f in args.merge])
+        print(doc.get("header", ""))
+        _print(doc)
+        if args.json:
+            Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+        return 0
+    from ptxopt.kernels.corpus import load_manifest
+
+    files = args.files or sorted(str(p) for p in (ROOT / "corpus" / "trajectories").glob("*.jsonl"))
+    eps, models = load_episodes(files)
+    groups = {k.id: k.group for k in load_manifest()}
+    by_group: dict[str, list] = {}
+    for ep in eps:
+        by_group.setdefault(group_of(ep[0].kernel, groups), []).append(ep)
+    names = sorted(by_group, key=lambda g: (-len(by_group[g]), g))
+    extra_eps, extra_models = load_episodes(args.train_extra) if args.train_extra else ([], {})
+    held_kernels = {ep[0].kernel for ep in eps}
+    extra_by_group: dict[str, list] = {}
+    for ep in extra_eps:
+        if ep[0].kernel not in held_kernels:
+            extra_by_group.setdefault(group_of(ep[0].kernel, groups), []).append(ep)
+    header = (f"trajectories: {len(eps)} greedy episodes from {len(files)} file(s); rewards (model, objective): "
+              + "; ".join(f"{m} / {o}: {n} steps" for (m, o), n in sorted(models.items())) + "\n"
+              "all cycle figures are sim ESTIMATES; guided figures are REPLAYS of greedy trajectories (a lower "
+              "bound on guided's gain, see the module doc)\n"
+              + (f"training also on {sum(map(len, extra_by_group.values()))} episodes of {args.train_extra} "
+                 "(rewards: " + "; ".join(f"{m} / {o}: {n} steps" for (m, o), n in sorted(extra_models.items()))
+                 + "), never those of the held-out group\n" if args.train_extra else ""))
+    print(header)
+    held = names[: args.max_groups] if args.max_groups else names
+    if args.groups:
+        held = [g for g in names if g in args.groups.split(",")]
+    sizes_req = [int(x) for x in args.sizes.split(",") if x.strip()]
+    all_actions = sorted({a for ep in eps + extra_eps for s in ep for a in s.candidates})
+    doc = {"header": header, "files": files, "reward_models": [list(k) + [n] for k, n in models.items()], "groups": {},
+           "max_iter": args.max_iter, "tune_iter": args.tune_iter}
+    t_train = t_score = 0.0
+    n_train = 0
+    for g in held:
+        test = by_group[g]
+        others = [o for o in names + sorted(set(extra_by_group) - set(names)) if o != g]
+        if not others:
+            continue
+        gre = [greedy_of(ep) for ep in test]
+        row = {"kernels": len(test), "greedy_gains_1pct": sum(1 for x, _ in gre if x >= 1.0),
+               "greedy": {"gain": mean([x for x, _ in gre]), "evals": mean([e for _, e in gre])}}
+        sizes = sorted({min(n, len(others)) for n in sizes_req} | {len(others)})
+        row["curve"] = {}
+        test_steps = [s for ep in test for s in ep]
+        for n in sizes:
+            runs = []
+            for order in range(args.orders if n < len(others) else 1):
+                perm = list(np.random.default_rng(1000 * order + n).permutation(others))[:n]
+                train_steps = [s for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, []) for s in ep]
+                t = time.perf_counter()
+                try:
+                    rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order,
+                                     tune_iter=args.tune_iter, top_k=args.top_k, threshold=args.threshold)
+                except ValueError:
+                    continue
+                t_train += time.perf_counter() - t
+                n_train += 1
+                t = time.perf_counter()
+                scored = score_steps(rk, test_steps)
+                rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold) for ep in test]
+                h, m = recall(scored, test)
+                t_score += time.perf_counter() - t
+                train_eps = [ep for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, [])]
+                fixed = fixed_passes(train_eps)
+                fx = [fixed_on(ep, fixed[:1]) for ep in test]
+                fx2 = [fixed_on(ep, fixed[:2]) for ep in test]
+                runs.append({"train_groups": perm, "top_k": rk.top_k, "threshold": rk.threshold,
+                             "gain": mean([x for x, _ in rep]), "evals": mean([e for _, e in rep]),
+                             "recall3": h / m if m else float("nan"), "states": m,
+                             "fixed": {"pass": fixed[:1], "gain": mean(fx)},
+                             "fixed_plus_one": {"passes": fixed[:2], "gain": mean(fx2)}})
+                if n == len(others):
+                    rr = RandomRanker(all_actions, seed=0)
+                    rscored = score_steps(rr, test_steps)
+                    rrep = [replay(rscored, ep, top_k=rk.top_k, threshold=-math.inf) for ep in test]
+                    rh, rm = recall(rscored, test)
+                    row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
+                                            "recall3": rh / rm if rm else float("nan"), "top_k": rk.top_k}
+                    row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
+                                         "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm]}
+            if runs:
+                row["curve"]["all-but-one" if n == len(others) else str(n)] = runs
+        doc["groups"][g] = row
+        last = row["curve"]["all-but-one"][0] if row["curve"] else {}
+        print(f"held out {g}: {len(test)} kernels, greedy {_f(row['greedy']['gain'])}% / "
+              f"{_f(row['greedy']['evals'], 1)} evals, guided {_f(last.get('gain'))}% / {_f(last.get('evals'), 1)}",
+              file=sys.stderr, flush=True)
+    doc["train_s"], doc["score_s"], doc["rankers_trained"] = t_train, t_score, n_train
+    _print(doc)
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+    return 0
+
+
+def _f(x, d=2):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
+
+
+def pooled_of(doc) -> dict:
+    """Every kernel once, in its held-out group, under the all-but-one ranker."""
+    pk = [r["per_kernel"] for r in doc["groups"].values() if "per_kernel" in r]
+    cat = {k: [x for p in pk for x in p[k]] for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one")}
+    hits = [sum(p["hits"][i] for p in pk) for i in (0, 1)]
+    rhits = [sum(p["random_hits"][i] for p in pk) for i in (0, 1)]
+    return {"kernels": len(cat["greedy"]),
+            "greedy_gain": mean([x for x, _ in cat["greedy"]]), "greedy_evals": mean([e for _, e in cat["greedy"]]),
+            "guided_gain": mean([x for x, _ in cat["guided"]]), "guided_evals": mean([e for _, e in cat["guided"]]),
+            "random_gain": mean([x for x, _ in cat["random"]]), "random_evals": mean([e for _, e in cat["random"]]),
+            "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"]),
+            "recall3": hits[0] / hits[1] if hits[1] else float("nan"),
+            "random_recall3": rhits[0] / rhits[1] if rhits[1] else float("nan"), "recall_states": hits[1]}
+
+
+def merge(docs: list[dict]) -> dict:
+    """One report from several runs over disjoint held-out groups (``--groups`` in parallel processes)."""
+    out = dict(docs[0])
+    out["groups"] = {g: r for d in docs for g, r in d["groups"].items()}
+    for k in ("train_s", "score_s", "rankers_trained"):
+        out[k] = sum(d.get(k, 0) for d in docs)
+    return out
+
+
+def _print(doc) -> None:
+    p = doc["pooled"] = pooled_of(doc)
+    curve: dict[str, list] = {}
+    for r in doc["groups"].values():
+        for n, runs in r["curve"].items():
+            curve.setdefault(n, []).extend(
+                (x["gain"], x["evals"], x["recall3"], r["greedy"]["gain"], r["greedy"]["evals"]) for x in runs)
+    if p.get("kernels"):
+        gg, ge = p["greedy_gain"], p["greedy_evals"]
+        print("## Headline: every kernel once in a held-out group (all-but-one training groups; REPLAY)\n")
+        print("| strategy | mean gain % | evaluations / kernel | gain vs greedy | evals vs greedy |")
+        print("|---|---|---|---|---|")
+        for name, gk, ek in (("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
+                             ("random ranker, same top-k + slot (replay)", "random_gain", "random_evals")):
+            print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
+                  f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
+        print(f"| best fixed pass (training groups) | {_f(p['fixed_gain'])} | 2 (baseline + 1) | "
+              f"{_f(100 * p['fixed_gain'] / gg if gg else math.nan, 0)}% | {_f(200 / ge if ge else math.nan, 0)}% |")
+        print(f"| that pass + 1 measured alternative | {_f(p['fixed_plus_one_gain'])} | 3 | "
+              f"{_f(100 * p['fixed_plus_one_gain'] / gg if gg else math.nan, 0)}% | {_f(300 / ge if ge else math.nan, 0)}% |")
+        print(f"\ntop-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
+              f"(random ranker: {_f(p['random_recall3'])})\n")
+    print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
+    print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "
+          "random top-k gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | recall@3 | random recall@3 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for g, r in doc["groups"].items():
+        if not r["curve"]:
+            continue
+        last = r["curve"]["all-but-one"][0]
+        rr = r.get("random_ranker", {})
+        print(f"| {g} | {r['kernels']} | {r['greedy_gains_1pct']} | {_f(r['greedy']['gain'])} / {_f(r['greedy']['evals'], 1)} | "
+              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}, t={last['threshold']:g}) | "
+              f"{_f(rr.get('gain'))} / {_f(rr.get('evals'), 1)} | {_f(last['fixed']['gain'])} ({','.join(last['fixed']['pass'])}) | "
+              f"{_f(last['fixed_plus_one']['gain'])} | {_f(last['recall3'])} | {_f(rr.get('recall3'))} |")
+    print("\n## Learning curve (mean over held-out groups and orders)\n")
+    print("| training groups | runs | guided gain % | guided evals | greedy gain % | greedy evals | "
+          "gain vs greedy | evals vs greedy | recall@3 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in sorted(curve, key=lambda k: (k == "all-but-one", int(k) if k.isdigit() else 0)):
+        rs = curve[n]
+        gg, ge = mean([r[3] for r in rs]), mean([r[4] for r in rs])
+        g, e = mean([r[0] for r in rs]), mean([r[1] for r in rs])
+        print(f"| {n} | {len(rs)} | {_f(g)} | {_f(e, 1)} | {_f(gg)} | {_f(ge, 1)} | "
+              f"{_f(100 * g / gg if gg else float('nan'), 0)}% | {_f(100 * e / ge if ge else float('nan'), 0)}% | "
+              f"{_f(mean([r[2] for r in rs]))} |")
+    print(f"\nranker time: {doc['rankers_trained']} rankers trained in {doc['train_s']:.1f} s (each: tuning folds + "
+          f"order and gain models), scoring (replay + recall) {doc['score_s']:.1f} s; "
+          "ptxas calls = evaluations on a cold cache (replay runs none)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
