@@ -103,8 +103,6 @@ MOVES: dict[str, str] = {
     "pipeline": "passes.pipeline",
     # parse -> print -> ptxas: needs the toolchain, so it lives there
     "roundtrip": "toolchain.roundtrip",
-    # clears memos of analysis, evaluate and search: the lowest floor above all of them
-    "memos": "search.memos",
     # the evaluation's on-disk stores sit together, so the executor imports neither evaluate nor search:
     # the driver's/worker's cache rows in transit, and the move memo beside the cache
     "executor.journal": "evaluate.journal",
@@ -505,11 +503,11 @@ BENCH = "benchmarks"
 #: (one question, asked once, and the tools that fed it)
 BENCH_FOLDERS: dict[str, tuple[str, ...]] = {
     "speed": ("action_mask", "bounded_cost", "eval_speed", "executor_scaling", "frontend_speed", "grpo_epoch",
-              "interp_speed", "pass_guard_cost", "pass_speed", "precision_cost", "search_speed", "sim_cost",
+              "interp_speed", "pass_guard_cost", "pass_speed", "precision_cost", "search_speed", "sim_cost", "matrix_reference_runs",
               "unroll_proof_cost", "walker_cost"),
     "reports": ("corpus_report", "coverage_report", "floors_sweep", "footprint_sources", "fuzz_loop_shapes",
                 "fuzz_passes", "fuzz_pipelined_loads", "fuzz_trust", "gpu_measure_corpus", "import_graph",
-                "loop_trips_report", "loop_version_report", "mutation_campaign", "objective_report", "pass_identity",
+                "loop_trips_report", "loop_version_report", "greedy_identity", "pass_declarations", "mutation_campaign", "objective_report", "pass_identity",
                 "pass_matrix", "prove_matrix", "rl_report", "search_report", "sim_agreement", "sim_calibration",
                 "sim_report", "sim_roofline", "state_census", "swp_ld_report", "throughput_audit",
                 "throughput_audit_compare", "triton_hook", "unroll_corpus_report", "verdict_compare"),
@@ -614,13 +612,13 @@ TEST_FOLDERS: dict[str, tuple[str, ...]] = {
                  "loop_facts_defuse", "loops", "regdeps", "unroll_footprint", "shared_read_footprint"),
     "passes": ("apply_manifest", "golden", "pass_framework", "pass_launch_bounds", "pass_matrix", "pass_names_stable",
                "pass_params", "pass_prefetch", "pass_register_budget", "pass_reorder", "pass_vectorize",
-               "passmanager_instruments", "passmanager_verify_each", "unroll", "unroll_runtime", "loop_version",
+               "passmanager_instruments", "passmanager_verify_each", "pass_declarations", "unroll", "unroll_runtime", "loop_version",
                "nc_ld", "pipelined_loads", "vectorize_chains"),
-    "interp": ("interp_control", "interp_corpus", "interp_fp", "interp_memory", "interp_ops", "interp_reference",
+    "interp": ("interp_control", "interp_corpus", "interp_fp", "interp_memory", "interp_ops", "interp_reference", "interp_missing_lanes",
                "bounded_runs"),
     "equivalence": ("adversarial", "assumption_cap", "contract", "equivalence", "equivalence_budget",
                     "float_precision", "loop_sim", "nc_reads", "prove", "prove_corpus", "prove_hints", "prove_loops",
-                    "prove_memo", "prove_observables", "prove_wiring", "read_footprint", "smt", "smt_recheck",
+                    "prove_memo", "prove_observables", "prove_wiring", "verify_reference_key", "read_footprint", "smt", "smt_recheck",
                     "verify", "verify_changes", "verify_trust"),
     "measure": ("measure", "roofline", "same_code", "sass_store", "cubin_memo", "loop_slice"),
     "sim": ("sim", "sim_coalescing", "sim_conservation", "sim_guarded_loop", "sim_inflight", "sim_loop_guard",
@@ -629,7 +627,7 @@ TEST_FOLDERS: dict[str, tuple[str, ...]] = {
     "gpu": ("gpu_device", "gpu_harness", "gpu_instrument", "gpu_isolation", "gpu_measure_corpus"),
     "executor": ("executor", "ray_executor"),
     "evaluate": ("cache_damage", "eval_prefix", "evaluate", "evaluate_disasm", "evaluate_durability",
-                 "evaluate_observable", "input_isolation", "move_memo", "objective", "perf_block_from_ptx"),
+                 "evaluate_observable", "input_isolation", "evaluation_session", "move_memo", "objective", "perf_block_from_ptx"),
     "search": ("search_cli", "search_guided", "search_launch", "search_lockstep", "search_progress", "search_state",
                "search_strategies", "search_trust", "loop_actions_report"),
     "triton": ("triton_hook", "triton_tune", "tune_toolchain"),

@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from ptxopt.measure.base import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
-from ptxopt.measure.registry import get_backend
+from ptxopt.measure.backend import BackendUnavailable, MeasureError, MeasureJob, Measurement, is_pipelined, measure_many
+from ptxopt.measure.backend_registry import get_backend
 from ptxopt.support.session_state import in_context
 
 from .cache import EvalCache

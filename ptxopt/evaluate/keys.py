@@ -15,7 +15,7 @@ import json
 
 from ptxopt.passes.registry import code_digests
 from ptxopt.support.digests import evaluator_digest
-from ptxopt.measure.registry import backend_version, get_backend
+from ptxopt.measure.backend_registry import backend_version, get_backend
 from ptxopt.support.session_state import Slot
 
 from .cache import SCHEMA_VERSION

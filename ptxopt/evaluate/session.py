@@ -66,9 +66,9 @@ class EvaluationSession:
     # -- the memos, one field each ------------------------------------------------------------
     @property
     def originals(self):
-        """(sha256 of an original text, ptxas environment) -> :class:`~ptxopt.evaluate.frontend.Original`
+        """(sha256 of an original text, ptxas environment) -> :class:`~ptxopt.evaluate.prepare.Original`
         (each with its pipelines' modules)."""
-        from . import frontend
+        from ptxopt.evaluate import prepare as frontend
 
         return self.state.memo(frontend._MEMO)
 

@@ -16,7 +16,7 @@ files; :mod:`.gpu_actors` GPU measurement as Ray actors.
 
 from __future__ import annotations
 
-from .base import DIED, CodeMismatch, Executor, Outcome
+from ptxopt.executor.interface import DIED, CodeMismatch, Executor, Outcome
 from .local import LocalExecutor
 
 #: what ``--executor`` accepts, for help texts and messages

@@ -90,7 +90,7 @@ def package_digest() -> str:
     the tree a long search runs from, an edit, another install on a cluster node -- runs other code
     than its driver, and its rows would carry other keys than the driver's for equal results.  The
     executor compares this digest of the worker with its driver's before every task
-    (:func:`ptxopt.executor.base.same_code_call`).  Taken with :func:`own_code_digests` (one
+    (:func:`ptxopt.executor.interface.same_code_call`).  Taken with :func:`own_code_digests` (one
     snapshot), so a driver whose key digests are stale also has a stale package digest."""
     _snapshot()
     return _CODE["package"]

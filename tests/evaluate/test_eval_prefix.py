@@ -15,7 +15,7 @@ import pytest
 from ptxopt import emit
 from ptxopt.kernels.corpus import get
 from ptxopt.equivalence.launch import Launch
-from ptxopt.evaluate import Candidate, EvaluationSession, evaluate_many, frontend
+from ptxopt.evaluate import Candidate, EvaluationSession, evaluate_many, prepare as frontend
 from ptxopt.evaluate.prefix import PrefixMemo, key_of, run_pipeline
 from ptxopt.ptx.parser import parse
 from ptxopt.passes.base import ChangeReport, IllegalPass, Pass

@@ -81,7 +81,7 @@ def test_the_child_is_the_module_the_evaluator_builds(monkeypatch):
     its own pass run for the child's pipeline, when told to apply the passes
     again, prints exactly the child (the state and the evaluator bind the
     launch one way) and gives the same result."""
-    from ptxopt.evaluate import EvaluationSession, frontend
+    from ptxopt.evaluate import EvaluationSession, prepare as frontend
 
     built = []
     real = PassManager.run

@@ -17,8 +17,8 @@ import numpy as np
 
 from ptxopt.interp.step import COLLECTIVE, Step
 from ptxopt.interp.errors import WarpSyncError, describe
-from ptxopt.interp.ops.common import one_type
-from ptxopt.interp.state import ALL, WARP, full_warps_check, not_in
+from ptxopt.interp.ops.op_helpers import one_type
+from ptxopt.interp.cta_state import ALL, WARP, full_warps_check, not_in
 from ptxopt.ptx.ir import Pair
 
 U32 = np.uint32

@@ -25,7 +25,7 @@ from ptxopt.passes.pipeline import Pipeline
 from ptxopt.ptx.emit import emit
 from ptxopt.ptx.parser import parse
 from ptxopt.search.actions import PASS_ACTIONS, action_pass
-from ptxopt.search.measure import EvalOptions, Meter
+from ptxopt.search.meter import EvalOptions, Meter
 from ptxopt.search.state import State
 from ptxopt.toolchain.locate import installed_ptxas
 

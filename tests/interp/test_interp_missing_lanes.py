@@ -1,5 +1,5 @@
 """The lanes a warp collective waits for, computed by one mask over the CTA
-(:func:`ptxopt.interp.state.full_warps_check`, the membermask check of
+(:func:`ptxopt.interp.cta_state.full_warps_check`, the membermask check of
 :func:`ptxopt.interp.ops.warp.members_missing`), agree with the
 definition by sets (``np.setdiff1d`` of the named live lanes and the
 executing ones) on random CTAs: sizes that end in a partial warp, exited
@@ -12,7 +12,7 @@ import pytest
 
 from ptxopt.interp.errors import WarpSyncError
 from ptxopt.interp.ops.warp import members_missing
-from ptxopt.interp.state import ALL, WARP, full_warps_check
+from ptxopt.interp.cta_state import ALL, WARP, full_warps_check
 
 
 class _CTA:

@@ -1,11 +1,11 @@
 """What the pass matrix's memo of the originals' runs saves: passes over a
-sample of corpus kernels, checked as tests/test_pass_matrix.py checks them
+sample of corpus kernels, checked as tests/passes/test_pass_matrix.py checks them
 (2 interpreter trials, 1 for its HEAVY kernels), once with the memo
 (:data:`ptxopt.testing.matrix.REFERENCE_RUNS`) and once without, each in a
 fresh process; per pass: CPU seconds and interpreter launches. The cells'
 outcomes and details must be the same both ways (exit 1 otherwise).
 
-Run: ``python benchmarks/matrix_reference_runs.py [--passes P,Q] [--every N]``
+Run: ``python benchmarks/speed/matrix_reference_runs.py [--passes P,Q] [--every N]``
 (default: the fast tier's hand-written kernels; ``--every N``: every Nth
 kernel of the slow tier's slice instead).
 """
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+TESTS = Path(__file__).resolve().parents[2] / "tests"
 HEAVY = {"triton_flash_attn_fwd", "triton_flash_attn_fwd_causal", "triton_attention", "cuda_attention_small",
-         "gen_gemv_00"}  # as tests/test_pass_matrix.py
+         "gen_gemv_00"}  # as tests/passes/test_pass_matrix.py
 
 
 def _one(passes: list[str], every: int, memo: bool) -> dict:

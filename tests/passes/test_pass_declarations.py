@@ -4,7 +4,7 @@ code before passes declared themselves in their own modules
 (``tests/data/pass_registry.json``); and a new pass needs only its own module.
 
 Regenerate the snapshot only on purpose (a name, alias, conflict or action
-changed): ``python tests/test_pass_declarations.py > tests/data/pass_registry.json``.
+changed): ``python tests/passes/test_pass_declarations.py > tests/data/pass_registry.json``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "pass_registry.json"
 
 
@@ -153,7 +153,7 @@ def test_a_new_pass_needs_only_its_module_and_its_golden_folder(mark_module):
     from ptxopt.cli import cli
     from ptxopt.passes.pipeline import Pipeline, PipelineError
     from ptxopt.passes.registry import pass_kinds, pass_names, resolve
-    from tests.test_golden import check_file
+    from tests.passes.test_golden import check_file
 
     names = pass_names()
     assert names[names.index("swp_ld_2") + 1:][:2] == ["mark_1", "mark_2"]

@@ -12,7 +12,7 @@ application of the passes). ``--json OUT`` also writes every step's
 candidates (pipeline, status, verdict, cycles: ESTIMATES of the sim model),
 which ``--diff A B`` compares.
 
-Run on each tree: ``PYTHONPATH=<tree> python benchmarks/greedy_identity.py --json OUT``.
+Run on each tree: ``PYTHONPATH=<tree> python benchmarks/reports/greedy_identity.py --json OUT``.
 """
 
 from __future__ import annotations

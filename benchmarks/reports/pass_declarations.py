@@ -15,8 +15,8 @@ folder in either design).
 
 Run (from the repository root)::
 
-    python benchmarks/pass_declarations.py               # this checkout
-    python benchmarks/pass_declarations.py --rev b0784ad # a commit, read with git
+    python benchmarks/reports/pass_declarations.py               # this checkout
+    python benchmarks/reports/pass_declarations.py --rev b0784ad # a commit, read with git
 
 ``--json FILE`` also writes the figures. A report: exit 0, or 2 when the
 revision cannot be read.
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "pass_registry.json"
 
 
