@@ -45,6 +45,7 @@ it is registered under the ``front_end`` group, so a cold start empties it.
 from __future__ import annotations
 
 import copy
+import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -130,8 +131,7 @@ class AnalysisManager:
             "text": BoundedMemo(lambda: TEXT_ENTRIES),
         }
         self.builds: Counter[str] = Counter()
-        self._handed: dict[str, set] | None = None  # keys handed out in the open pass scope
-        self._last_scope: dict[str, set] | None = None  # ... in the last one closed
+        self._scopes = threading.local()  # .handed: the keys handed out in this thread's open pass scope
 
     # -- the analyses ------------------------------------------------------
 
@@ -226,26 +226,26 @@ class AnalysisManager:
     # -- invalidation ------------------------------------------------------
 
     @contextmanager
-    def pass_scope(self) -> Iterator[None]:
-        """Record the keys handed out inside (one pass's run), for :meth:`invalidate`."""
-        outer, self._handed = self._handed, {a: set() for a in ANALYSES}
+    def pass_scope(self) -> Iterator[dict[str, set]]:
+        """Record the keys handed out inside (one pass's run, in this thread)
+        in the dict it yields (analysis -> keys), for :meth:`invalidate`."""
+        outer = getattr(self._scopes, "handed", None)
+        handed: dict[str, set] = {a: set() for a in ANALYSES}
+        self._scopes.handed = handed
         try:
-            yield
+            yield handed
         finally:
-            handed, self._handed = self._handed, outer
-            self._last_scope = handed
+            self._scopes.handed = outer
 
-    def invalidate(self, preserved: PreservedAnalyses, *, drop: bool = True) -> list[str]:
-        """After a pass (the last :meth:`pass_scope`): forget the results it was
-        handed of every analysis ``preserved`` does not name, when ``drop`` (the
-        state they describe is gone). Returns the analyses dropped from."""
-        handed = self._last_scope or {}
-        self._last_scope = None
-        gone = []
+    def invalidate(self, preserved: PreservedAnalyses, handed: dict[str, set], *, drop: bool = True) -> list[str]:
+        """After a pass that was ``handed`` these results (its :meth:`pass_scope`):
+        forget those of every analysis ``preserved`` does not name, when ``drop``
+        (the state they describe is gone). Returns the analyses dropped from."""
+        gone: list[str] = []
         if not drop:
             return gone
         for name in ANALYSES:
-            keys = handed.get(name) or ()
+            keys = handed.get(name)
             if keys and not preserved.preserves(name):
                 memo = self._memos[name]
                 for k in keys:
@@ -270,8 +270,9 @@ class AnalysisManager:
 
     def _lookup(self, name: str, key):
         hit = self._memos[name].lookup(key)
-        if self._handed is not None:
-            self._handed[name].add(key)
+        handed = getattr(self._scopes, "handed", None)
+        if handed is not None:
+            handed[name].add(key)
         return hit
 
     def _remember(self, name: str, key, value) -> None:

@@ -322,12 +322,12 @@ class PassManager:
                 current, owned = current.copy(), True
             am = self.analyses
             try:
-                with captured(f"pass '{p.kind}'"), am.pass_scope():
+                with captured(f"pass '{p.kind}'"), am.pass_scope() as handed:
                     report = p.run_with(current, am)
             except Exception as e:  # a bug in the pass (IllegalPass belongs in check_legal): keep the evidence
                 self._crashed(module, p, e)
             # in place on the run's own module: the state before the pass is gone
-            am.invalidate(p.preserved(report), drop=before_owned and not keep_before)
+            am.invalidate(p.preserved(report), handed, drop=before_owned and not keep_before)
             record = PassRecord(p.name, report, seconds + time.perf_counter() - t0)
             result.records.append(record)
             try:
