@@ -108,6 +108,19 @@ def test_a_pass_that_does_not_preserve_the_cfg_forces_a_recompute():
     assert am.builds["cfg"] == 2 and am.builds["loops"] == 1
 
 
+def test_nothing_is_dropped_while_the_state_before_is_kept():
+    """Under an instrument that keeps the module before each pass (it may
+    revert to it), every pass runs on a copy: what the state before holds stays."""
+    import io
+
+    from ptxopt.passes.passmanager import PrintChanged
+
+    am = AnalysisManager()
+    PassManager(Pipeline([_AsksCFG(), _AsksCFG(), _LooksOnly()]), analyses=am,
+                instruments=[PrintChanged(io.StringIO())]).run(parse(LOOP))
+    assert am.builds["cfg"] == 1
+
+
 def test_a_pass_that_preserves_the_cfg_keeps_it():
     am = _run([_KeepsCFG(), _KeepsCFG(), _LooksOnly()])
     assert am.builds["cfg"] == 1 and am.builds["loops"] == 1
