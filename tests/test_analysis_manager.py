@@ -211,6 +211,9 @@ def test_the_dependence_graph_and_loops_handed_out_are_read_only():
     info = am.loops(fn)
     with pytest.raises(AttributeError):
         info.loops.append(info.loops[0])
+    with pytest.raises(AttributeError, match="read-only"):
+        info.loops[0].carried_mem = ()
+    assert replace(info.loops[0], carried_mem=()).carried_mem == ()  # a copy is the caller's
 
 
 def test_a_cfg_built_without_the_manager_stays_writable():

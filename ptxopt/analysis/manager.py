@@ -33,7 +33,8 @@ so they are handed out frozen: the CFG's lists are tuples and its maps
 ``MappingProxyType`` (:meth:`ptxopt.analysis.cfg.CFG.freeze`, assigning an
 attribute raises), the DAG is ``networkx.freeze``-d, the dependence graph's
 lists are tuples (:meth:`ptxopt.analysis.depgraph.DepGraph.freeze`), the loop
-list a tuple. ``cfg.shared`` is the one writable part, on purpose: a dict per
+list a tuple of frozen loops (:meth:`ptxopt.analysis.loops.Loop.freeze`). The
+DAG's edge and node attribute dicts are read-only by contract only. ``cfg.shared`` is the one writable part, on purpose: a dict per
 function shape where passes keep what they derive from the shape alone
 (``prefetch_L1`` and ``prefetch_L2`` share their plan there).
 
@@ -151,7 +152,7 @@ class AnalysisManager:
 
     def loops(self, fn: Function) -> LoopInfo:
         """The loops of ``fn`` (:func:`ptxopt.analysis.loops.find_loops` of
-        :meth:`cfg`), their list a tuple."""
+        :meth:`cfg`), their list a tuple, each loop frozen."""
         from ptxopt.analysis.loops import LoopInfo, find_loops
 
         cfg = self.cfg(fn)
@@ -159,7 +160,7 @@ class AnalysisManager:
         hit = self._lookup("loops", key)
         if hit is None:
             info = find_loops(cfg)
-            hit = (LoopInfo(tuple(info.loops), info.irreducible), cfg)
+            hit = (LoopInfo(tuple(lp.freeze() for lp in info.loops), info.irreducible), cfg)
             self._remember("loops", key, hit)
         return hit[0]
 
