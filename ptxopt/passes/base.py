@@ -40,11 +40,10 @@ import inspect
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
-from ptxopt.analysis.manager import AnalysisManager, PreservedAnalyses, manager_or_default
-
 from ptxopt.support.gc_pause import gc_paused
 from ptxopt.support.pass_output import captured
 from ptxopt.ptx.ir import Module
+from ptxopt.analysis.manager import AnalysisManager, PreservedAnalyses, manager_or_default
 from ptxopt.passes.aliases import alias_of
 
 
@@ -257,7 +256,8 @@ def _takes_analyses(method) -> bool:
             return "analyses" in inspect.signature(method).parameters
         except (TypeError, ValueError):
             return False
-    return "analyses" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] or bool(code.co_flags & 0x08)
+    named = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return "analyses" in named or bool(code.co_flags & inspect.CO_VARKEYWORDS)
 
 
 class FunctionPass(Pass):
