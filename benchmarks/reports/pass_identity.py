@@ -5,8 +5,10 @@ must leave every pass's printed output and report, and every instruction's
 operand facts, byte-identical. This digests, for every corpus kernel (or every
 ``--stride``-th): each pass's output + report from the parsed kernel; each
 reorder policy's output + report from 7 start states (the kernel, and after
-vec_ld, vec_st, cache_cg, prefetch_L1, reorder_cp, unroll_2); the facts of
-every instruction. Each tree runs in its own child process
+vec_ld, vec_st, cache_cg, prefetch_L1, reorder_cp, unroll_2); the output and
+records of a few pipelines run by the pass manager (passes in place, one
+after the other: what the analysis manager's invalidation acts on); the
+facts of every instruction. Each tree runs in its own child process
 (``PYTHONPATH=<tree>``); the digests are compared key by key.
 
 Run: ``python benchmarks/reports/pass_identity.py --old DIR [--stride N]`` (DIR: the
@@ -48,6 +50,20 @@ from ptxopt.passes import pass_names
 
 REORDERS = ("reorder_cp", "reorder_il", "reorder_lf", "reorder_sl")
 STARTS = ("", "vec_ld", "vec_st", "cache_cg", "prefetch_L1", "reorder_cp", "unroll_2")
+PIPELINES = ("vec_ld,reorder_cp,unroll_2,reorder_il,prefetch_L1", "maxnreg_128,reorder_sl,launch_bounds_2,reorder_lf",
+             "cache_cg,prefetch_L2,swp_ld_1,reorder_cp", "nc_ld,vec_st,loop_version_2,reorder_il,split_ld")
+
+def run_pipeline(text, m):
+    try:
+        try:
+            from ptxopt.passes.passmanager import PassManager
+        except ImportError:
+            from ptxopt.passmanager import PassManager
+        r = PassManager(text).run(m)
+        recs = [(x.name, x.skipped, x.reverted, x.report.to_json() if x.report else None) for x in r.records]
+        return h(emit(r.module) + json.dumps(recs))
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
 
 def h(s):
     return hashlib.sha256(s.encode()).hexdigest()[:16]
@@ -71,6 +87,8 @@ for k in load_manifest()[::int(sys.argv[1])]:
         if base is not None:
             for r in REORDERS:
                 out[k.id + "|" + s + ">" + r] = app(r, base)[1]
+    for pl in PIPELINES:
+        out[k.id + "|run " + pl] = run_pipeline(pl, m)
     clear_front_end()
 print(json.dumps(out))
 """

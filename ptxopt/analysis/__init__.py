@@ -12,6 +12,9 @@ One concept per module:
 * :mod:`.pressure` - register pressure by class;
 * :mod:`.features` - the kernel feature vector;
 * :mod:`.function` - a per-function cache of all of the above;
+* :mod:`.manager` - what passes ask for their analyses: the memos of the
+  CFG, loops, DAGs, dependence graphs and printed text, their invalidation
+  (what a pass preserves) and read-only results;
 * :mod:`.summary` - the ``ptxopt stats`` document.
 
 All results are deterministic: same module in, same numbers out.

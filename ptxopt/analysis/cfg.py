@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.ptx.ir import Block, Decl, Function, Instruction, Label
@@ -68,6 +69,18 @@ class BasicBlock:
     preds: list[int] = field(default_factory=list)
     labels: tuple[str, ...] = ()
     start: int = 0
+
+    def __setattr__(self, name: str, value) -> None:
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(f"a frozen BasicBlock is read-only (cannot set {name})")
+        object.__setattr__(self, name, value)
+
+    def freeze(self) -> None:
+        """Make the lists tuples and refuse assignment (:meth:`CFG.freeze`)."""
+        self.instructions = tuple(self.instructions)
+        self.succs = tuple(self.succs)
+        self.preds = tuple(self.preds)
+        self.__dict__["_frozen"] = True
 
     @property
     def iids(self) -> range:
@@ -325,6 +338,32 @@ class CFG:
             self.block_of[b.start:b.start + len(b.instructions)] = [b.index] * len(b.instructions)
         self._link()
 
+    def __setattr__(self, name: str, value) -> None:
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(f"a frozen CFG is read-only (cannot set {name})")
+        object.__setattr__(self, name, value)
+
+    def freeze(self) -> CFG:
+        """Make this CFG read-only, in place: its lists become tuples, its
+        maps ``MappingProxyType``, its blocks frozen, and assigning an
+        attribute raises. What :class:`~ptxopt.analysis.manager.AnalysisManager`
+        hands out (one CFG is shared by every caller that asks for the same
+        function shape); ``shared``, if set, stays a writable dict on purpose.
+        Returns ``self``."""
+        self.instructions = tuple(self.instructions)
+        self.sites = tuple(self.sites)
+        self.du = tuple(self.du)
+        self.block_of = tuple(self.block_of)
+        self.label_block = MappingProxyType(self.label_block)
+        self._branchtargets = MappingProxyType(self._branchtargets)
+        for b in self.blocks:
+            b.freeze()
+        self.blocks = tuple(self.blocks)
+        rt = self.reg_types
+        rt.exact, rt.ranges = MappingProxyType(rt.exact), MappingProxyType(rt.ranges)
+        self.__dict__["_frozen"] = True
+        return self
+
     def _new_block(self, labels: tuple[str, ...]) -> BasicBlock:
         b = BasicBlock(len(self.blocks), labels[0] if labels else None, [], labels=labels,
                        start=len(self.instructions))
@@ -379,7 +418,7 @@ class CFG:
         for b in self.blocks:
             for s in b.succs:
                 g.add_edge(b.index, s)
-        return g
+        return nx.freeze(g) if self.__dict__.get("_frozen") else g
 
     # -- queries -----------------------------------------------------------
 
@@ -438,7 +477,7 @@ class CFG:
                 else:
                     stack.pop()
                     state[node] = 2
-        return out
+        return tuple(out) if self.__dict__.get("_frozen") else out
 
     @property
     def has_loop(self) -> bool:

@@ -52,8 +52,8 @@ pointer parameters) builds in ~0.12 s: edges are collected as
 ``u*n+v -> kinds bitmask``, the adjacency dicts are filled directly, and the
 cyclic garbage collector is paused while the ~10^5 attribute dicts are made
 (generational GC passes otherwise cost more than the work). Built DAGs are
-remembered by their input and returned frozen (``build_dag``'s memo), so a
-search state's features and its four reorder candidates build one.
+returned frozen; :meth:`ptxopt.analysis.manager.AnalysisManager.dag` remembers
+them by their input, so a search state's features build each block's once.
 """
 
 from __future__ import annotations
@@ -71,7 +71,6 @@ from ptxopt.analysis.alias import (
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
 from ptxopt.support.gc_pause import gc_paused
-from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.ptx.ir import Instruction
 
 KIND_PRIORITY = ("raw", "waw", "war", "mem", "order")
@@ -101,34 +100,10 @@ def build_dag(
     ``overlap`` names the symbols that may share addresses with other symbols
     (:func:`~ptxopt.analysis.alias.overlapping_symbols`).
     """
-    key = (tuple((ins, ins.line) for ins in instructions),
-           None if du is None else tuple((tuple(d), tuple(u)) for d, u in du),
-           tuple(sorted((roots or {}).items())), frozenset(noalias), frozenset(overlap))
-    g = _MEMO.lookup(key)
-    if g is not None:
-        return g
     import networkx as nx
 
     with gc_paused():  # ~10^5 small containers: generational GC passes dominate otherwise
-        g = nx.freeze(_build_dag(instructions, du, roots or {}, noalias, frozenset(overlap)))
-    _MEMO.remember(key, g)
-    return g
-
-
-# Recently built DAGs, keyed by their whole input (instructions with their
-# line numbers, defs/uses, alias facts). One search state asks for the same
-# block's DAG five times -- its features and the four reorder passes -- and a
-# 5,000-instruction block costs ~0.2 s to build. Returned graphs are frozen
-# (nx.freeze), so a consumer cannot change what the next one is given.
-MEMO_ENTRIES = 16
-MEMO_EDGES = 400_000  # ~the memory of a few of the largest corpus blocks
-_MEMO = register("front_end", "analysis.dag", BoundedMemo(lambda: MEMO_ENTRIES, weight=lambda g: g.number_of_edges(),
-                                                           max_weight=lambda: MEMO_EDGES))
-
-
-def clear_memo() -> None:
-    """Forget remembered DAGs (benchmarks that time the build)."""
-    _MEMO.clear()
+        return nx.freeze(_build_dag(instructions, du, roots or {}, noalias, frozenset(overlap)))
 
 
 def _build_dag(instructions, du, roots, noalias, overlap) -> nx.DiGraph:
@@ -270,6 +245,20 @@ def block_dag(cfg: CFG, block: int, *, roots: dict[str, str] | None = None,
     :func:`~ptxopt.analysis.alias.overlapping_symbols` of the function and
     ``module`` (give the module whenever the DAG decides legality: without
     it, module-level ``.extern .shared`` arrays are not seen)."""
+    ins, du, kw = block_dag_inputs(cfg, block, roots=roots, noalias=noalias, module=module, overlap=overlap)
+    return build_dag(ins, du, **kw)
+
+
+def block_alias_facts(cfg: CFG, module=None) -> tuple[dict[str, str], frozenset[str], frozenset[str]]:
+    """``(roots, noalias, overlap)`` of ``cfg``'s function, as :func:`block_dag` defaults them."""
+    noalias = noalias_params(cfg.function)
+    roots = pointer_roots(cfg) if noalias else {}
+    return roots, noalias, overlapping_symbols(cfg.function, module)
+
+
+def block_dag_inputs(cfg: CFG, block: int, *, roots=None, noalias=None, module=None, overlap=None):
+    """``(instructions, du, keywords)``: :func:`build_dag`'s arguments for one
+    block of ``cfg``, the alias facts defaulted as :func:`block_dag` says."""
     if overlap is None:
         overlap = overlapping_symbols(cfg.function, module)
     if noalias is None:
@@ -277,15 +266,12 @@ def block_dag(cfg: CFG, block: int, *, roots: dict[str, str] | None = None,
     if roots is None:
         roots = pointer_roots(cfg) if noalias else {}
     b = cfg.blocks[block]
-    return build_dag(b.instructions, [cfg.du[i] for i in b.iids], roots=roots, noalias=noalias,
-                     overlap=overlap)
+    return b.instructions, [cfg.du[i] for i in b.iids], {"roots": roots, "noalias": noalias, "overlap": overlap}
 
 
 def block_dags(cfg: CFG, module=None) -> list[nx.DiGraph]:
     """One DAG per block of ``cfg`` (``module``: see :func:`block_dag`)."""
-    noalias = noalias_params(cfg.function)
-    roots = pointer_roots(cfg) if noalias else {}
-    overlap = overlapping_symbols(cfg.function, module)
+    roots, noalias, overlap = block_alias_facts(cfg, module)
     return [block_dag(cfg, b.index, roots=roots, noalias=noalias, overlap=overlap)
             for b in cfg.blocks]
 

@@ -42,7 +42,6 @@ from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import ALIASING_SPACES, Access, base_key, may_alias
 from ptxopt.analysis.cfg import CFG, instr_defs_uses
 from ptxopt.analysis.regdeps import RegisterWalk
-from ptxopt.support.bounded_memo import BoundedMemo, register
 from ptxopt.ptx.ir import Instruction
 from ptxopt.ptx.operand_facts import ALIAS_WINDOW, alias_offset
 
@@ -53,10 +52,11 @@ class DepGraph:
     ``n``: number of instructions; ``preds[v]`` / ``succs[v]`` for every node
     (lists of node ids, each pair at most once); ``topo``: every node, sources
     first, real nodes in index order; ``instructions``: the block's
-    instructions. Read-only by contract (graphs are memoised and shared).
+    instructions. :meth:`freeze` makes the lists tuples (what the analysis
+    manager hands out: one graph is shared by every caller of one block).
     """
 
-    __slots__ = ("n", "preds", "succs", "topo", "instructions")
+    __slots__ = ("n", "preds", "succs", "topo", "instructions", "_frozen")
 
     def __init__(self, instructions: Sequence[Instruction], preds: list[list[int]], topo: list[int]):
         self.instructions = list(instructions)
@@ -68,6 +68,20 @@ class DepGraph:
             for u in ps:
                 succs[u].append(v)
         self.succs = succs
+
+    def __setattr__(self, name: str, value) -> None:
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"a frozen DepGraph is read-only (cannot set {name})")
+        object.__setattr__(self, name, value)
+
+    def freeze(self) -> DepGraph:
+        """Make the lists tuples and refuse assignment; returns ``self``."""
+        self.instructions = tuple(self.instructions)
+        self.preds = tuple(map(tuple, self.preds))
+        self.succs = tuple(map(tuple, self.succs))
+        self.topo = tuple(self.topo)
+        self._frozen = True
+        return self
 
     @property
     def size(self) -> int:
@@ -156,27 +170,9 @@ def build_depgraph(
     overlap: frozenset[str] = frozenset(),
 ) -> DepGraph:
     """The :class:`DepGraph` of a straight-line instruction sequence; the
-    arguments are :func:`~ptxopt.analysis.dag.build_dag`'s. Memoised on the
-    identity of the (immutable, shared between module copies) instructions,
-    their defs/uses and the alias facts."""
-    roots = roots or {}
-    key = (tuple(map(id, instructions)), None if du is None else tuple(map(tuple, du)),
-           tuple(sorted(roots.items())), frozenset(noalias), frozenset(overlap))
-    g = _MEMO.lookup(key)
-    if g is not None:
-        return g
-    g = _build(instructions, du, roots, frozenset(noalias), frozenset(overlap))
-    _MEMO.remember(key, g)  # g.instructions holds the instructions, so their ids stay unique while remembered
-    return g
-
-
-MEMO_ENTRIES = 32
-_MEMO = register("front_end", "analysis.depgraph", BoundedMemo(lambda: MEMO_ENTRIES))
-
-
-def clear_memo() -> None:
-    """Forget remembered graphs (benchmarks that time the build)."""
-    _MEMO.clear()
+    arguments are :func:`~ptxopt.analysis.dag.build_dag`'s
+    (:meth:`ptxopt.analysis.manager.AnalysisManager.depgraph` remembers it)."""
+    return _build(instructions, du, roots or {}, frozenset(noalias), frozenset(overlap))
 
 
 def block_depgraph(cfg: CFG, block: int, *, roots: dict[str, str], noalias: frozenset[str],

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.analysis.dag import CriticalPath, block_dags, critical_path
+from ptxopt.analysis.dag import CriticalPath, critical_path
 from ptxopt.analysis.defuse import Liveness, ReachingDefs, liveness, reaching_definitions
 from ptxopt.analysis.rough_latency import estimated_latency
 from ptxopt.analysis.pressure import RegisterPressure, register_pressure
@@ -55,7 +55,11 @@ class FunctionAnalysis:
 
     @cached_property
     def dags(self) -> list[nx.DiGraph]:
-        return block_dags(self.cfg)
+        """One frozen DAG per block, remembered by the default analysis manager
+        (a search state's features ask for the same blocks again)."""
+        from ptxopt.analysis.manager import default_manager
+
+        return default_manager().block_dags(self.cfg)
 
     @cached_property
     def critical_paths(self) -> list[CriticalPath]:

@@ -186,6 +186,19 @@ class Loop:
     iids: tuple[int, ...] = ()
     test: ExitTest | None = None  # the exit test, when it has the counted form (:class:`ExitTest`)
 
+    def __setattr__(self, name: str, value) -> None:
+        if self.__dict__.get("_frozen"):
+            raise AttributeError(f"a frozen Loop is read-only (cannot set {name})")
+        object.__setattr__(self, name, value)
+
+    def freeze(self) -> Loop:
+        """Make ``children`` a tuple and refuse assignment (what the analysis
+        manager hands out: one loop's facts are shared by every pass of a
+        state); returns ``self``. :func:`dataclasses.replace` makes a writable copy."""
+        self.children = tuple(self.children)
+        self.__dict__["_frozen"] = True
+        return self
+
     def to_json(self, cfg: CFG) -> dict:
         blk = cfg.blocks[self.header]
         return {

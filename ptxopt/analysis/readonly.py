@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import Access, may_alias, noalias_params, overlapping_symbols, pointer_roots
 from ptxopt.analysis.cfg import CFG
-from ptxopt.analysis.cfg_memo import cfg_of
+from ptxopt.analysis.manager import AnalysisManager, manager_or_default
 from ptxopt.ptx.ir import Instruction, Module
 
 _OTHER_SPACES = frozenset({"shared", "local", "param", "const"})
@@ -91,10 +91,10 @@ def _access(ins: Instruction, roots: dict[str, str], store: bool) -> Access | No
 class ReadOnly:
     """The writers of one kernel (and its callees) and the reach test for its loads."""
 
-    def __init__(self, module: Module, fn, cfg: CFG | None = None) -> None:
+    def __init__(self, module: Module, fn, cfg: CFG | None = None, analyses: AnalysisManager | None = None) -> None:
         self.module = module
         self.fn = fn
-        self.cfg = cfg if cfg is not None else cfg_of(fn)
+        self.cfg = cfg if cfg is not None else manager_or_default(analyses).cfg(fn)
         self.roots = pointer_roots(self.cfg)
         self.noalias = noalias_params(fn)
         self.overlap = overlapping_symbols(fn, module)

@@ -24,16 +24,26 @@ Why this shape (after xDSL and LLVM's new pass manager):
 * ``check(cond, msg)`` is the one way a pass states a legality condition
   inside its rewrite; it raises :class:`Refused`, which the pass turns into a
   refusal for that site.
+* Analyses come from an :class:`~ptxopt.analysis.manager.AnalysisManager`
+  given to ``run(module, analyses=...)`` (and to a :class:`FunctionPass`'s
+  ``run_function(..., analyses)``): the pass manager passes its own, and
+  :meth:`Pass.apply` the one it is given or the default manager. A pass
+  states what it leaves valid in :attr:`Pass.preserves`
+  (:meth:`Pass.preserved`: all when it changed nothing). A plugin whose
+  ``run``/``run_function`` takes no ``analyses`` still runs (called without;
+  it may ask :func:`~ptxopt.analysis.manager.default_manager`).
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import MISSING, dataclass, field, fields
 from typing import ClassVar, Sequence
 
 from ptxopt.support.gc_pause import gc_paused
 from ptxopt.support.pass_output import captured
 from ptxopt.ptx.ir import Module
+from ptxopt.analysis.manager import AnalysisManager, PreservedAnalyses, manager_or_default
 
 
 class PassError(Exception):
@@ -138,6 +148,8 @@ class Pass:
     #: inherit them.
     aliases: ClassVar[dict[str, dict]] = {}
     _alias_by_params: ClassVar[dict[tuple, str]] = {}
+    #: What a run that changed the module leaves valid (:meth:`preserved`).
+    preserves: ClassVar[PreservedAnalyses] = PreservedAnalyses.none()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -160,9 +172,21 @@ class Pass:
         """Raise :class:`IllegalPass` if the pass may not run on ``module`` at
         all (``module`` is not changed). The default accepts every module."""
 
-    def run(self, module: Module) -> ChangeReport:
-        """Rewrite ``module`` in place and report the changes."""
+    def run(self, module: Module, analyses: AnalysisManager | None = None) -> ChangeReport:
+        """Rewrite ``module`` in place and report the changes, asking
+        ``analyses`` (default: the default manager) for what it needs."""
         raise NotImplementedError
+
+    def run_with(self, module: Module, analyses: AnalysisManager) -> ChangeReport:
+        """:meth:`run` given ``analyses`` (without, for a plugin whose ``run`` takes none)."""
+        if _takes_analyses(self.run):
+            return self.run(module, analyses=analyses)
+        return self.run(module)
+
+    def preserved(self, report: ChangeReport) -> PreservedAnalyses:
+        """What the run that made ``report`` left valid: every analysis when
+        it changed nothing, else :attr:`preserves`."""
+        return PreservedAnalyses.all() if not report.changed_any else self.preserves
 
     def with_launch(self, launch, entry: str | None = None) -> Pass:
         """This pass for a performance launch of kernel ``entry`` (the one
@@ -174,15 +198,18 @@ class Pass:
         from the launch (cache keys are made from it)."""
         return self
 
-    def apply(self, module: Module) -> tuple[Module, ChangeReport]:
-        """:meth:`check_legal`, then :meth:`run` on a copy: returns the new
-        module and the report; ``module`` is untouched (also when the pass
-        raises or refuses). What the pass prints is kept off stdout
-        (:mod:`ptxopt.support.pass_output`)."""
+    def apply(self, module: Module, analyses: AnalysisManager | None = None) -> tuple[Module, ChangeReport]:
+        """:meth:`check_legal`, then :meth:`run` on a copy, with ``analyses``
+        (default: the default manager): returns the new module and the report;
+        ``module`` is untouched (also when the pass raises or refuses). What
+        the pass prints is kept off stdout (:mod:`ptxopt.support.pass_output`).
+        Nothing is invalidated: the input, which every result handed out
+        describes, is unchanged."""
+        am = manager_or_default(analyses)
         with gc_paused(), captured(f"pass '{self.kind}'"):  # a burst of small acyclic objects (ptxopt.support.gc_pause)
             self.check_legal(module)
             out = module.copy()
-            report = self.run(out)
+            report = self.run_with(out, am)
         return out, report
 
     @classmethod
@@ -234,16 +261,34 @@ def show_choices(legal: Sequence) -> str:
     return "|".join(str(x) for x in legal)
 
 
+def _takes_analyses(method) -> bool:
+    """Does ``method`` (a bound ``run``/``run_function``) take an ``analyses``
+    argument? Asked at each call: a test or plugin may replace the method."""
+    code = getattr(getattr(method, "__func__", method), "__code__", None)
+    if code is None:
+        try:
+            return "analyses" in inspect.signature(method).parameters
+        except (TypeError, ValueError):
+            return False
+    named = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return "analyses" in named or bool(code.co_flags & inspect.CO_VARKEYWORDS)
+
+
 class FunctionPass(Pass):
     """A pass that rewrites every defined function on its own: subclasses
     implement :meth:`run_function` and report into the shared report."""
 
-    def run(self, module: Module) -> ChangeReport:
+    def run(self, module: Module, analyses: AnalysisManager | None = None) -> ChangeReport:
+        am = manager_or_default(analyses)
         report = ChangeReport(self.name)
+        takes = _takes_analyses(self.run_function)
         for fn in module.functions:
             if fn.body is not None:
-                self.run_function(fn, report, module)
+                if takes:
+                    self.run_function(fn, report, module, am)
+                else:
+                    self.run_function(fn, report, module)
         return report
 
-    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses: AnalysisManager) -> None:
         raise NotImplementedError

@@ -72,6 +72,7 @@ from ptxopt.ptx.opcodes import ENTRY_TUNING_DIRECTIVES, TYPE_BITS
 from ptxopt.passes.base import ChangeReport, Pass, PassError
 from ptxopt.passes.families import REGISTER_BUDGET
 from ptxopt.passes.registry import declare
+from ptxopt.analysis.manager import AnalysisManager, PreservedAnalyses
 from ptxopt.passes.register_budget import instruction_registers
 from ptxopt.sim.occupancy import LIMITS, SmLimits, limits_for, occupancy
 
@@ -198,7 +199,10 @@ class LaunchBounds(Pass):
             raise PassError(f"'{self}' names {self.shared_bytes} shared bytes, the performance launch {shared}")
         return replace(self, block=block, shared_bytes=shared, entry=entry or self.entry)
 
-    def run(self, module: Module) -> ChangeReport:
+    #: only directives change: the body's analyses stay valid
+    preserves = PreservedAnalyses.of("cfg", "loops", "dag", "depgraph")
+
+    def run(self, module: Module, analyses: AnalysisManager | None = None) -> ChangeReport:
         from ptxopt.toolchain.arch import resolve_arch
 
         report = ChangeReport(self.name)
@@ -211,7 +215,7 @@ class LaunchBounds(Pass):
         for fn in module.entries:
             if self.entry and fn.name != self.entry:
                 continue
-            why = (no_limits if lim is None else None) or self._too_old(version) or self._refusal(module, fn, lim)
+            why = (no_limits if lim is None else None) or self._too_old(version) or self._refusal(module, fn, lim, analyses)
             if isinstance(why, str):
                 report.refuse(fn.name, fn.line, why)
             elif why is not None:
@@ -228,7 +232,7 @@ class LaunchBounds(Pass):
             return f".minnctapersm needs PTX ISA {need[0]}.{need[1]}; the module is .version {version[0]}.{version[1]}"
         return None
 
-    def _refusal(self, module: Module, fn: Function, lim: SmLimits):
+    def _refusal(self, module: Module, fn: Function, lim: SmLimits, analyses: AnalysisManager | None = None):
         """A reason (str), None (nothing to do), or (new directives, what changed)."""
         n = self.minblocks
         if any(i.opcode == "setmaxnreg" for i in fn.instructions()):
@@ -257,7 +261,7 @@ class LaunchBounds(Pass):
                         + ("a launch with that block would fail" if have < want else
                            "lowering it would make launches the source allows fail"))
         threads = prod(block)
-        why = self._infeasible(module, fn, lim, threads)
+        why = self._infeasible(module, fn, lim, threads, analyses)
         if why:
             return why
         cur = fn.directive(".minnctapersm")
@@ -283,7 +287,8 @@ class LaunchBounds(Pass):
         return new, " and ".join(what) + (f" (ptxas caps registers at {cap} per thread for {n} "
                                           f"block{'s' if n > 1 else ''} of {threads} threads on {lim.arch})")
 
-    def _infeasible(self, module: Module, fn: Function, lim: SmLimits, threads: int) -> str | None:
+    def _infeasible(self, module: Module, fn: Function, lim: SmLimits, threads: int,
+                    analyses: AnalysisManager | None = None) -> str | None:
         n = self.minblocks
         where = f"on {lim.arch}"
         if threads > lim.max_threads_per_block:
@@ -303,7 +308,7 @@ class LaunchBounds(Pass):
         if smem and occupancy(lim.arch, threads, cap, smem).limits["shared memory"] < n:
             what = f"{static} static + {self.shared_bytes} dynamic" if self.shared_bytes else f"{static} static"
             return f"{n} blocks with {what} bytes of shared memory each do not fit an SM {where}"
-        need = instruction_registers(fn)
+        need = instruction_registers(fn, analyses)
         if need is not None and need[0] > cap:
             at = f" at line {need[1]}" if need[1] else ""
             return (f"an instruction{at} names {need[0]} registers at once, more than the {cap} that "

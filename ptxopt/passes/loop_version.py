@@ -54,8 +54,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ptxopt.ptx import opcodes, operand_facts
-from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.analysis.loops import find_loops
 from ptxopt.analysis.uniform import nonuniform_registers
 from ptxopt.ptx.emit import format_instruction
 from ptxopt.ptx.ir import Addr, Imm, Instruction, Label, Neg, Pair, Reg, Vec
@@ -108,9 +106,9 @@ class LoopVersion(FunctionPass):
                 f"global accesses merged into .v{self.width}, taken per trip when a runtime test shows the "
                 "addresses aligned and the store windows disjoint; else the original iteration")
 
-    def run_function(self, fn, report: ChangeReport, module) -> None:
-        cfg = cfg_of(fn)
-        info = find_loops(cfg)
+    def run_function(self, fn, report: ChangeReport, module, analyses) -> None:
+        cfg = analyses.cfg(fn)
+        info = analyses.loops(fn)
         labels = {s.name for s in fn.body.items if type(s) is Label}
         types = declared_bits(fn)
         nonuniform = nonuniform_registers(cfg)

@@ -40,6 +40,16 @@ pass runs on a fresh copy and the module before it is kept for those
 callbacks. (A module copy shares every immutable leaf, :meth:`Module.copy`,
 so this is a few percent of a pass's time, not more.)
 
+Analyses. Every pass of a run asks one
+:class:`~ptxopt.analysis.manager.AnalysisManager` (the one given to the
+manager, else the default one) for its CFGs, loops and dependence graphs.
+After a pass the manager is told what the pass preserved
+(:meth:`Pass.preserved`), and the results the pass was handed and did not
+preserve are dropped when the pass changed the run's own module in place
+(the state they describe is gone); after a pass that ran on a copy (the
+first, or every one under ``needs_before``) the state before is still held,
+and nothing is dropped.
+
 Legality and failures:
 
 * Before a pass runs the manager asks :meth:`Pass.check_legal`; a pass that
@@ -73,6 +83,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NoReturn, TextIO, Union
 
+from ptxopt.analysis.manager import AnalysisManager, manager_or_default
 from ptxopt.ptx.emit import emit
 from ptxopt.kernels.inputs import InputError
 from ptxopt.ptx.ir import Module
@@ -257,9 +268,12 @@ class BisectLimit(Instrument):
 
 class PassManager:
     def __init__(self, pipeline: Pipeline | str, *, instruments: list[Instrument] | tuple = (),
-                 bisect_limit: int | None = None, reproducer_dir: str | Path | None = None):
+                 bisect_limit: int | None = None, reproducer_dir: str | Path | None = None,
+                 analyses: AnalysisManager | None = None):
         """``bisect_limit``: shorthand for a :class:`BisectLimit` instrument
-        (asked before ``instruments``)."""
+        (asked before ``instruments``); ``analyses``: the passes' analysis
+        manager (default: :func:`~ptxopt.analysis.manager.default_manager`)."""
+        self.analyses = manager_or_default(analyses)
         self.pipeline = Pipeline.parse(pipeline) if isinstance(pipeline, str) else pipeline
         self.instruments = list(instruments)
         self.bisect_limit = bisect_limit
@@ -306,11 +320,14 @@ class PassManager:
             before, before_owned = current, owned
             if keep_before or not owned:
                 current, owned = current.copy(), True
+            am = self.analyses
             try:
-                with captured(f"pass '{p.kind}'"):
-                    report = p.run(current)
+                with captured(f"pass '{p.kind}'"), am.pass_scope() as handed:
+                    report = p.run_with(current, am)
             except Exception as e:  # a bug in the pass (IllegalPass belongs in check_legal): keep the evidence
                 self._crashed(module, p, e)
+            # in place on the run's own module: the state before the pass is gone
+            am.invalidate(p.preserved(report), handed, drop=before_owned and not keep_before)
             record = PassRecord(p.name, report, seconds + time.perf_counter() - t0)
             result.records.append(record)
             try:

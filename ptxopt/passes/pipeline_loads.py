@@ -59,8 +59,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ptxopt.ptx import opcodes, operand_facts
-from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.analysis.loops import find_loops
 from ptxopt.ptx.ir import Addr, Decl, Instruction, Label, Module, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
 from ptxopt.passes.families import UNROLL
@@ -253,9 +251,9 @@ class SwpLd(FunctionPass):
                f"{'s' if self.distance > 1 else ''} ahead into rotating registers, predicated on that " \
                f"iteration running"
 
-    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
-        cfg = cfg_of(fn)
-        info = find_loops(cfg)
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+        cfg = analyses.cfg(fn)
+        info = analyses.loops(fn)
         taken = _declared(fn.body)
         plans = []
         for n, lp in enumerate(info.loops):

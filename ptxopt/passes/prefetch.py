@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ptxopt.ptx import opcodes, operand_facts
-from ptxopt.analysis.cfg_memo import cfg_of
 from ptxopt.analysis.alias import address_of
 from ptxopt.analysis.defuse import defined_on_every_path
 from ptxopt.ptx.ir import Block, Comment, Function, Instruction, Label, Loc, Module
@@ -143,10 +142,10 @@ class Prefetch(FunctionPass):
     def description(self) -> str:
         return f"prefetch each 128-byte line of the global loads into {self.level} once its address is known"
 
-    def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = cfg_of(fn)  # shared with the other passes tried on this state
+    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses) -> None:
+        cfg = analyses.cfg(fn)  # shared with the other passes tried on this state
         # the plan does not depend on the level: prefetch_L1 and prefetch_L2 tried on
-        # one state share it (cfg.shared: one dict per function shape, see cfg_memo)
+        # one state share it (cfg.shared: one dict per function shape, see ptxopt.analysis.manager)
         plan = cfg.shared.get("prefetch")
         if plan is None:
             plan = cfg.shared["prefetch"] = _plan(fn, cfg)

@@ -89,7 +89,7 @@ class NcLd(FunctionPass):
     choices: ClassVar[dict] = {"assume_noalias": (0, 1)}
     assume_noalias: int = 0
 
-    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
         if fn.kind != ".entry":
             return
         ro = None
@@ -102,7 +102,7 @@ class NcLd(FunctionPass):
                 report.refuse(fn.name, ins.line, f"{ins.full_opcode}: {r}")
                 continue
             if ro is None:
-                ro = ReadOnly(module, fn)
+                ro = ReadOnly(module, fn, analyses=analyses)
             w = ro.may_write(ins)
             if w is not None and not self.assume_noalias:
                 report.refuse(fn.name, ins.line, f"{ins.full_opcode}: the buffer may be written: {w.describe()} "

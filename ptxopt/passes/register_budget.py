@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from math import prod
 from typing import ClassVar
 
+from ptxopt.analysis.manager import AnalysisManager, PreservedAnalyses, manager_or_default
 from ptxopt.ptx.ir import Function, Module, PerfDirective
 from ptxopt.ptx.operand_facts import facts
 from ptxopt.passes.base import ChangeReport, Pass
@@ -67,17 +68,16 @@ def register_bound(fn: Function) -> tuple[int, str] | None:
 _WIDE_OPCODES = frozenset({"mma", "wgmma", "wmma"})
 
 
-def instruction_registers(fn: Function) -> tuple[int, int] | None:
+def instruction_registers(fn: Function, analyses: AnalysisManager | None = None) -> tuple[int, int] | None:
     """The most 32-bit registers that one matrix instruction (``mma``,
     ``wgmma``, ``wmma``) of ``fn`` names at once, with its PTX line; None
     when there is none. Registers weigh as in register pressure
     (:data:`ptxopt.analysis.pressure.WEIGHT32`: b64 2, b16 1, predicates 0)."""
     if fn.body is None or not any(i.opcode in _WIDE_OPCODES for i in fn.instructions()):
         return None
-    from ptxopt.analysis.cfg_memo import cfg_of
     from ptxopt.analysis.pressure import WEIGHT32, reg_class
 
-    cfg = cfg_of(fn)
+    cfg = manager_or_default(analyses).cfg(fn)
     best = None
     for ins, (defs, uses) in zip(cfg.instructions, cfg.du):
         if ins.opcode in _WIDE_OPCODES:
@@ -109,7 +109,8 @@ def setmaxnreg_user(fn: Function, module: Module | None = None) -> str | None:
     return None
 
 
-def budget_refusal(fn: Function, budget: int, module: Module | None = None) -> str | None:
+def budget_refusal(fn: Function, budget: int, module: Module | None = None,
+                   analyses: AnalysisManager | None = None) -> str | None:
     user = setmaxnreg_user(fn, module)
     if user is not None:
         via = "" if user == fn.name else f" (through the function {user} it calls)"
@@ -118,7 +119,7 @@ def budget_refusal(fn: Function, budget: int, module: Module | None = None) -> s
     b = register_bound(fn)
     if b is not None and budget > b[0]:
         return f"{b[1]} allows at most {b[0]} registers per thread, below .maxnreg {budget}"
-    need = instruction_registers(fn)
+    need = instruction_registers(fn, analyses)
     if need is not None and need[0] > budget:
         where = f" at line {need[1]}" if need[1] else ""
         return (f"an instruction{where} names {need[0]} registers at once, more than .maxnreg {budget} "
@@ -160,7 +161,10 @@ class MaxNReg(Pass):
         plain = str(replace(self, override=False))
         return plain[:-1] + ",override=1}" if plain.endswith("}") else plain + "{override=1}"
 
-    def run(self, module: Module) -> ChangeReport:
+    #: only the .maxnreg directive changes: the body's analyses stay valid
+    preserves = PreservedAnalyses.of("cfg", "loops", "dag", "depgraph")
+
+    def run(self, module: Module, analyses: AnalysisManager | None = None) -> ChangeReport:
         report = ChangeReport(self.name)
         budget = self.n
         for fn in module.entries:
@@ -172,7 +176,7 @@ class MaxNReg(Pass):
                               f"the source sets .maxnreg {', '.join(current.args)} "
                               f"(use {self.overriding()} to replace it)")
                 continue
-            why = budget_refusal(fn, budget, module)
+            why = budget_refusal(fn, budget, module, analyses)
             if why:
                 report.refuse(fn.name, fn.line, why)
                 continue

@@ -51,8 +51,7 @@ from typing import ClassVar
 
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import noalias_params, overlapping_symbols, pointer_roots
-from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.analysis.depgraph import DepGraph, block_depgraph
+from ptxopt.analysis.depgraph import DepGraph
 from ptxopt.analysis.rough_latency import latencies
 from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ptx.ir import Comment, Function, Loc, Module
@@ -106,7 +105,7 @@ def _runs_of(fn: Function, cfg, block) -> tuple[list[_Run], list[tuple[int, list
     """:func:`_runs` of ``block`` and :func:`_groups` of each run. The four
     policies tried on one state find the same ones (they depend on the
     function's shape alone), so the first keeps them in ``cfg.shared``
-    (see :mod:`ptxopt.analysis.cfg_memo`) as scope paths and statement groups
+    (see :mod:`ptxopt.analysis.manager`) as scope paths and statement groups
     (statements are shared by every copy); each pass rebinds the runs to the
     containers of its own copy."""
     key = ("reorder.runs", block.index)
@@ -212,8 +211,8 @@ class Reorder(FunctionPass):
     def description(self) -> str:
         return _POLICIES[self.policy][1]
 
-    def run_function(self, fn: Function, report: ChangeReport, module: Module) -> None:
-        cfg = cfg_of(fn)  # the reorder policies tried on one state share it
+    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses) -> None:
+        cfg = analyses.cfg(fn)  # the reorder policies tried on one state share it
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}
         overlap = overlapping_symbols(fn, module)
@@ -232,7 +231,7 @@ class Reorder(FunctionPass):
             movable = [r for r in runs if len(r.indices) > 1]
             if not movable:
                 continue
-            g = block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
+            g = analyses.block_depgraph(cfg, block.index, roots=roots, noalias=noalias, overlap=overlap)
             order = _POLICIES[self.policy][0](g, [(r.lo, r.hi) for r in runs])
             moved = sum(map(ne, order, range(len(order))))  # positions whose instruction changed
             if not moved:

@@ -61,8 +61,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ptxopt.analysis.cfg import CFG
-from ptxopt.analysis.cfg_memo import cfg_of
-from ptxopt.analysis.loops import find_loops
 from ptxopt.analysis.unroll_guard import NEGATED as _NEG, guard_lines  # noqa: F401 (_NEG: loop_version)
 from ptxopt.ptx.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -126,12 +124,12 @@ class Unroll(FunctionPass):
         return f"counted single-block loops are unrolled {self.factor} times (a runtime or non-divisible trip " \
                f"count runs {self.factor} copies per trip while the exit test allows them, else one iteration)"
 
-    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
-        cfg = cfg_of(fn)  # shared with the other passes tried on this state
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+        cfg = analyses.cfg(fn)  # shared with the other passes tried on this state
         first_label = next((k for k, s in enumerate(fn.body.items) if type(s) is Label), len(fn.body.items))
         nounroll = "at module level" if any(_nounroll(d) for d in module.items) else \
             "on the function" if any(_nounroll(s) for s in fn.body.items[:first_label]) else None
-        info = find_loops(cfg)
+        info = analyses.loops(fn)
         labels = {s.name for s in fn.body.items if type(s) is Label}
         plans = []
         for n, lp in enumerate(info.loops):

@@ -66,6 +66,7 @@ from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.analysis.alias import (CHAIN_OPCODES, Access, address_of, constant_step, may_alias,
                                    noalias_params, overlapping_symbols, pointer_roots)
 from ptxopt.analysis.alignment import Alignment, Fact, lowbit
+from ptxopt.analysis.manager import AnalysisManager, manager_or_default
 from ptxopt.ptx.ir import Addr, Block, Decl, Function, Instruction, Label, Module, Vec, iter_decls
 from ptxopt.ptx.operand_facts import Address
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
@@ -103,7 +104,7 @@ class _Region:
 class _Scan:
     """One walk over a function body collecting what the legality rules ask."""
 
-    def __init__(self, fn: Function, store: bool) -> None:
+    def __init__(self, fn: Function, store: bool, analyses: AnalysisManager | None = None) -> None:
         self.store = store
         self.instrs: list[Instruction] = []
         self.slots: list[tuple[list, int]] = []
@@ -111,7 +112,7 @@ class _Scan:
         self.uses_at: dict[str, list[int]] = {}
         self.regions: list[_Region] = []
         self.untrusted: set[str] = set()
-        self.roots = pointer_roots_of(fn)
+        self.roots = pointer_roots_of(fn, analyses)
         # (register, version) -> (canonical base key, base register, byte offset): a 64-bit
         # ``add R, B, C`` earlier in the *current* region (see :meth:`_link`)
         self.chain: dict[tuple[str, int], tuple[tuple, str, int]] = {}
@@ -278,13 +279,11 @@ def declared_bits(fn: Function) -> dict[str, int | None]:
     return out
 
 
-def pointer_roots_of(fn: Function) -> dict[str, str]:
+def pointer_roots_of(fn: Function, analyses: AnalysisManager | None = None) -> dict[str, str]:
     """Pointer-parameter roots, only needed (and computed) with ``.noalias`` params."""
     if not noalias_params(fn):
         return {}
-    from ptxopt.analysis.cfg_memo import cfg_of
-
-    return pointer_roots(cfg_of(fn))
+    return pointer_roots(manager_or_default(analyses).cfg(fn))
 
 
 def candidate(ins: Instruction) -> tuple | None:
@@ -327,9 +326,10 @@ def _addr_text(m: _Member, offset: int) -> str:
 class _Vectorizer:
     """One round of vec_ld / vec_st over one function: scan, plan, check, rewrite."""
 
-    def __init__(self, fn: Function, module: Module, store: bool, assume_align: int) -> None:
+    def __init__(self, fn: Function, module: Module, store: bool, assume_align: int,
+                 analyses: AnalysisManager | None = None) -> None:
         self.fn, self.store = fn, store
-        self.scan = _Scan(fn, store)
+        self.scan = _Scan(fn, store, analyses)
         self.align = Alignment(fn, module, self.scan.def_instructions, assume_align,
                                 frozenset(self.scan.untrusted))
         self.noalias = noalias_params(fn)
@@ -589,14 +589,14 @@ class _Vectorize(FunctionPass):
         if a < 0 or (a and a & (a - 1)):
             raise ValueError(f"assume_align must be 0 or a power of two, not {a}")
 
-    def run_function(self, fn, report: ChangeReport, module: Module) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
         # Merging moves instructions; a hazard that refused one group may be
         # gone afterwards, so repeat until nothing changes (idempotence).
         # A refusal stands unless a later round merged at its line.
         changes: list[tuple[int, str]] = []
         refusals: list[list[tuple[int, str]]] = []
         for _ in range(8):
-            v = _Vectorizer(fn, module, self.stores, self.assume_align)
+            v = _Vectorizer(fn, module, self.stores, self.assume_align, analyses)
             v.run()
             changes += v.changes
             merged_now = {line for line, _ in v.changes}

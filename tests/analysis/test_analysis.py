@@ -663,27 +663,29 @@ def test_gemm_16_dag_and_features_cover_the_large_block():
 def test_dag_memo_gives_one_frozen_graph_per_input(monkeypatch):
     from dataclasses import replace
 
-    from ptxopt.analysis import dag as dag_mod
+    from ptxopt.analysis import manager as manager_mod
 
     text = (CORPUS / "gemm_tile" / "gemm_tile_4x4x4.ptx").read_text()
     fn = parse(text).entries[0]
     cfg = build_cfg(fn)
-    dag_mod.clear_memo()
-    a = block_dag(cfg, 0)
-    assert block_dag(cfg, 0) is a and nx.is_frozen(a)  # the reorder passes and the features share it
+    am = manager_mod.AnalysisManager()
+    a = am.block_dag(cfg, 0)
+    assert am.block_dag(cfg, 0) is a and nx.is_frozen(a)  # the features of one state share it
+    assert nx.is_frozen(block_dag(cfg, 0))  # built afresh without a manager, frozen too
     with pytest.raises(nx.NetworkXError):
         a.add_edge(0, 1)
     ins = list(cfg.blocks[0].instructions)
-    shorter = build_dag(ins[:-1])
+    shorter = am.dag(ins[:-1])
     assert shorter is not a and len(shorter) == len(a) - 1
     # equal instructions at other lines are other nodes' data: not the same graph
-    plain = build_dag(ins)
-    moved = build_dag([replace(i, line=i.line + 100) for i in ins])
+    plain = am.dag(ins)
+    moved = am.dag([replace(i, line=i.line + 100) for i in ins])
     assert moved is not plain and moved.nodes[0]["ins"].line == ins[0].line + 100
     assert set(moved.edges) == set(plain.edges)
     # bounded: past the edge budget the oldest graphs go (the newest always stays)
-    monkeypatch.setattr(dag_mod, "MEMO_EDGES", a.number_of_edges() + 1)
+    monkeypatch.setattr(manager_mod, "DAG_EDGES", a.number_of_edges() + 1)
     for k in range(2, 6):
-        build_dag(ins[:-k])
-    assert sum(g.number_of_edges() for g in dag_mod._MEMO.values()) <= a.number_of_edges() + 1
-    assert len(dag_mod._MEMO) >= 1
+        am.dag(ins[:-k])
+    memo = am._memos["dag"]
+    assert sum(g.number_of_edges() for g in memo.values()) <= a.number_of_edges() + 1
+    assert len(memo) >= 1

@@ -35,16 +35,25 @@ def test_oracle_catches_an_unpredicated_prefetch(monkeypatch):
     assert r.applied and any("fails" in w[2] for w in r.wrong), r.wrong
 
 
+def _forget_memory_facts(monkeypatch):
+    """The passes' loop facts without loop-carried memory dependences (copies:
+    the manager's remembered facts stay true)."""
+    from dataclasses import replace
+
+    from ptxopt.analysis.loops import LoopInfo
+    from ptxopt.analysis.manager import AnalysisManager
+
+    real = AnalysisManager.loops
+
+    def no_memory_facts(self, fn):
+        info = real(self, fn)
+        return LoopInfo(tuple(replace(lp, carried_mem=()) for lp in info.loops), info.irreducible)
+
+    monkeypatch.setattr(AnalysisManager, "loops", no_memory_facts)
+
+
 def test_oracle_catches_an_ignored_aliasing_store(monkeypatch):
-    real = pipeline_loads.find_loops
-
-    def no_memory_facts(cfg):
-        info = real(cfg)
-        for lp in info.loops:
-            lp.carried_mem = ()
-        return info
-
-    monkeypatch.setattr(pipeline_loads, "find_loops", no_memory_facts)
+    _forget_memory_facts(monkeypatch)
     r = check_shape(make_shape("store_alias", 0))
     assert r.applied
     assert any(n >= 0 and "->" in w for _, n, w in r.wrong), r.wrong  # stale values, not just "applied"
@@ -116,15 +125,7 @@ def test_wrong_pipelining_is_never_proved(name):
 def test_an_ignored_aliasing_store_is_not_proved(monkeypatch):
     from ptxopt.equivalence.prove import prove
 
-    real = pipeline_loads.find_loops
-
-    def no_memory_facts(cfg):
-        info = real(cfg)
-        for lp in info.loops:
-            lp.carried_mem = ()
-        return info
-
-    monkeypatch.setattr(pipeline_loads, "find_loops", no_memory_facts)
+    _forget_memory_facts(monkeypatch)
     text, cand = _pipelined("store_alias", 0, "swp_ld_1")
     r = prove(text, cand)
     assert str(r.verdict) != "proved"

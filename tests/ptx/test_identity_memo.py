@@ -51,9 +51,7 @@ def test_a_cold_session_empties_every_identity_memo():
 def test_a_cold_session_empties_every_registered_memo():
     """The memos a cold start forgets: each front-end memo, filled by a real
     parse, analysis and pass, is empty afterwards."""
-    from ptxopt.analysis.cfg_memo import cfg_of
-    from ptxopt.analysis.dag import build_dag
-    from ptxopt.analysis.depgraph import build_depgraph
+    from ptxopt.analysis.manager import default_manager
     from ptxopt.passes.cache_hints import set_cache_op
     from ptxopt.passes.readonly_path import is_nc_candidate, nc_form
     from ptxopt.ptx.parser import parse
@@ -65,9 +63,10 @@ def test_a_cold_session_empties_every_registered_memo():
               "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.f32 %f1, [%rd2];\n\tst.global.f32 [%rd2], %f1;\n"
               "\tret;\n}\n")
     fn = m.functions[0]
-    cfg = cfg_of(fn)
-    build_dag(cfg.instructions)
-    build_depgraph(cfg.instructions)
+    am = default_manager()
+    cfg = am.cfg(fn)
+    am.dag(cfg.instructions)
+    am.depgraph(cfg.instructions)
     loads = [i for i in cfg.instructions if is_nc_candidate(i)]
     nc_form(loads[0])
     set_cache_op(loads[0], "cg", ("ca", "cg", "cs", "lu", "cv"))
@@ -79,10 +78,10 @@ def test_a_cold_session_empties_every_registered_memo():
         return info().currsize if info else len(memo)
 
     memos = registered("front_end")
-    assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "ptx.operand_facts._FORMS",
+    assert {"analysis.manager", "ptx.operand_facts._FORMS",
             "analysis.latency._BY_FORM", "passes.cache_hints._with_cache_op",
             "passes.readonly_path._nc_modifiers"} <= set(memos)
     filled = {n for n, memo in memos.items() if size(memo)}
-    assert {"analysis.cfg_memo", "analysis.dag", "analysis.depgraph", "passes.readonly_path._nc_modifiers"} <= filled
+    assert {"analysis.manager", "passes.readonly_path._nc_modifiers"} <= filled
     EvaluationSession.cold()
     assert {n: size(memo) for n, memo in memos.items() if size(memo)} == {}
