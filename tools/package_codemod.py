@@ -608,7 +608,7 @@ TEST_FOLDERS: dict[str, tuple[str, ...]] = {
     "support": ("bounded_memo", "fork_safety", "outputs"),
     "kernels": ("corpus", "corpus_report", "artefacts"),
     "toolchain": ("foreign_arch", "ptxas_memo", "tool_faults", "toolchain", "toolchain_arch"),
-    "analysis": ("analysis", "cfg_dominators", "depgraph", "footprint_alternatives", "global_footprint",
+    "analysis": ("analysis", "analysis_manager", "cfg_dominators", "depgraph", "footprint_alternatives", "global_footprint",
                  "loop_facts_defuse", "loops", "regdeps", "unroll_footprint", "shared_read_footprint"),
     "passes": ("apply_manifest", "golden", "pass_framework", "pass_launch_bounds", "pass_matrix", "pass_names_stable",
                "pass_params", "pass_prefetch", "pass_register_budget", "pass_reorder", "pass_vectorize",
