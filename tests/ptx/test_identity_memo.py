@@ -79,7 +79,7 @@ def test_a_cold_session_empties_every_registered_memo():
 
     memos = registered("front_end")
     assert {"analysis.manager", "ptx.operand_facts._FORMS",
-            "analysis.latency._BY_FORM", "passes.cache_hints._with_cache_op",
+            "analysis.rough_latency._BY_FORM", "passes.cache_hints._with_cache_op",
             "passes.readonly_path._nc_modifiers"} <= set(memos)
     filled = {n for n, memo in memos.items() if size(memo)}
     assert {"analysis.manager", "passes.readonly_path._nc_modifiers"} <= filled
