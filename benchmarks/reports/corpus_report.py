@@ -1,4 +1,4 @@
-"""The corpus in numbers (issue 30): what it holds, what it costs, and what
+"""The corpus in numbers: what it holds, what it costs, and what
 greedy search and the committed policy make of each template group.
 
 Two steps, so that the long part can run in the background and be resumed:

@@ -1,5 +1,6 @@
 """What the verifier's launches exercise on every nvcc and Triton corpus
-kernel under its manifest contract (issue 13: at least 90% of output bytes).
+kernel under its manifest contract (the target: at least 90% of output bytes,
+so that an ``equal`` rests on most of what a kernel writes).
 
     python benchmarks/reports/coverage_report.py [SELECTOR ...]
 

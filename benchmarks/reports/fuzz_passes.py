@@ -1,4 +1,4 @@
-"""Long differential fuzzing run of every pass (issue 13).
+"""Long differential fuzzing run of every pass: none may change what a race-free kernel computes.
 
     python benchmarks/reports/fuzz_passes.py [--cases 500] [--steps 24] [--seed 0]
 

@@ -1,4 +1,4 @@
-"""The trust-class fuzzing campaign of issue 26.
+"""The trust-class fuzzing campaign: findings per class of false trust (the target: none).
 
     python benchmarks/reports/fuzz_trust.py [--seeds 30] [--classes func_exit,misaligned] [--json FILE]
 

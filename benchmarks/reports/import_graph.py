@@ -1,5 +1,5 @@
-"""The module graph of ``ptxopt/`` and ``rl/`` in numbers: what issue 24 asks
-to measure before and after moving instruments out of the pass manager.
+"""The module graph of ``ptxopt/`` and ``rl/`` in numbers, to compare two
+trees before and after a change to the package layout.
 
 The graph is the import contract's own (:func:`tests.project.test_import_contract.import_graph`:
 every import statement, in functions too, relative ones resolved), so these

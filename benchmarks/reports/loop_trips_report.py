@@ -1,5 +1,5 @@
 """Loop kernels under the sim model: where trip counts come from, what they
-cost, and the latency/throughput estimates they give (issue 27).
+cost, and the latency/throughput estimates they give.
 
 For every corpus kernel with a PTX loop (or the ids given), prints the
 trip-count source, the estimate under both objectives on the kernel's

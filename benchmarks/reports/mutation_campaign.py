@@ -8,7 +8,7 @@ constant, drop a store, swap operands, shift an address, drop a barrier)
 are verified against the original under the kernel's manifest launch.
 Prints mutants x verdicts per operator and lists every ``equal`` (a mutant
 the verifier could not tell apart: either an equivalent mutant or a hole).
-Targets (issue 13): no ``equal`` on a non-equivalent mutant; ``differ`` on
+Targets: no ``equal`` on a non-equivalent mutant; ``differ`` on
 at least 90% of mutants.
 
 ``--loops F`` adds the loop mutants (ptxopt.testing.loop_mutants: the kernel

@@ -1,6 +1,6 @@
 """Greedy under ``latency`` and under ``throughput``, per nvcc/Triton corpus kernel (ESTIMATES).
 
-Issue 25 asks what the objective does to search: under the single-warp
+What the objective does to search: under the single-warp
 ``latency`` objective greedy's gains are mostly register budgets (more
 registers for one warp), which a whole launch may pay for in occupancy.
 This script runs greedy twice per kernel -- ``--objective latency`` and

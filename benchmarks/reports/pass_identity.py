@@ -1,6 +1,6 @@
 """Do two source trees print the same pass outputs and operand facts?
 
-A behaviour-preserving speed change (issue 32: the cold reorder + print path)
+A behaviour-preserving change (e.g. a faster reorder + print path)
 must leave every pass's printed output and report, and every instruction's
 operand facts, byte-identical. This digests, for every corpus kernel (or every
 ``--stride``-th): each pass's output + report from the parsed kernel; each

@@ -1,8 +1,8 @@
 """The sim model's agreement with every published sm_89 figure this repository holds, as
 checkable claims, for several model variants in one run (latency mode, one thread).
 
-Why: issue 27 asks that the latency mode "not get worse on the published sm_89 figures"; the
-figure it quotes (27/30 signs, Spearman 0.84, ratio MAPE 21.1%) has no script or data in the
+Why: the latency mode must not get worse on the published sm_89 figures; the agreement figure
+quoted for it elsewhere (27/30 signs, Spearman 0.84, ratio MAPE 21.1%) has no script or data in the
 repository, so it cannot be re-measured.  This script is the set that CAN be checked: each
 published figure (BRIEF section 3, issue 16 -- an sm_89 L4, SM clock, 50 warm-up + 200 timed
 launches, one thread) becomes one claim of one of three kinds:

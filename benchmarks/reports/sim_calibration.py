@@ -71,7 +71,7 @@ SINGLE = ("vec_ld", "vec_st", "cache_cg", "maxnreg_128", "reorder_cp", "reorder_
 #: Model variants ``--compare`` (and ``sim_agreement.py``) run side by side in one process (same
 #: ptxas output, same kernels), each a change to the committed sm_89 latency table, every switch
 #: spelled out so a variant means the same whatever the defaults are: no register-bank conflicts
-#: (the model before issue 27), the plain bank rule, the MICRO '25 three-cycle read windows with the
+#: (the walk without the mechanism), the plain bank rule, the MICRO '25 three-cycle read windows with the
 #: per-(bank, slot) register-file cache, and those plus the published WAR latencies
 #: (ptxopt.sim.regbank and ptxopt.sim.latency say where each comes from).
 VARIANTS = {

@@ -1,4 +1,4 @@
-"""The throughput model against its rooflines (issue 27), ESTIMATES.
+"""The throughput model against its rooflines, ESTIMATES.
 
 1. Memory-bound kernels whose data exceeds L2 at their performance launch
    (element-wise, transpose, reduction): the bytes each must move (derived by

@@ -24,7 +24,7 @@ its own cubin); then the median and geometric mean of the ratio. Nothing is
 measured on a GPU.
 
 ``--old`` also compiles every kernel, in the same run and interleaved, with
-the hook as it was before issue 32's work: Triton's ``cubin`` stage
+the hook without its savings, as a baseline: Triton's ``cubin`` stage
 assembling again what ptxopt assembled, and no step budget for the
 equivalence check, the two ptxas runs one after the other and the estimate
 compiling both texts again (``reuse_cubin=False``, ``check_steps=None``,
@@ -158,7 +158,7 @@ def _cycles(ptx: str) -> float | None:
 
 
 #: Variants a run can add to the hook as it is (``--old``, ``--also-no-estimate``): a label, extra
-#: enable() arguments, hook attributes. "before": the hook as it was before issue 32's work --
+#: enable() arguments, hook attributes. "before": the hook without its savings, as a baseline --
 #: Triton's cubin stage assembling again what ptxopt assembled, no step budget for the check, the
 #: two ptxas runs one after the other and the estimate compiling both texts again itself.
 BEFORE = ("before", {"check_steps": None}, {"reuse_cubin": False, "overlap_compiles": False})

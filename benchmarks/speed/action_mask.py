@@ -1,7 +1,8 @@
 """What a search state's action mask costs, as a fraction of one ptxas compile of that state.
 
-Issue 14's target: <= 25% of one ptxas compile. Three figures per state,
-all measured in this run (best of ``--reps``):
+The target: <= 25% of one ptxas compile, so that the mask never dominates
+a search step. Three figures per state, all measured in this run (best of
+``--reps``):
 
 * **cold**: nothing remembered (analysis memos, printed-text memos and the
   move memo cleared): every pass applied to the state, and its output compared

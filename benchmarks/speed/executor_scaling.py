@@ -1,4 +1,4 @@
-"""Local vs Ray executors on one small search, measured in one run (issue 33).
+"""Local vs Ray executors on one small search, measured in one run (same machine, same load).
 
 Prints (JSON, with --json) for the same search -- KERNELS, greedy,
 ``--max-steps 2``, a fresh cache each time -- the wall time in the driver

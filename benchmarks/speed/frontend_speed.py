@@ -9,7 +9,7 @@ Targets (issue: foundation, section 7):
 Each figure is the best of several repetitions (the least disturbed one), in
 wall-clock time. Run: ``python benchmarks/speed/frontend_speed.py [--json]``.
 
-``--corpus`` (issue 32: parse <= 0.10 of ptxas on the corpus): every corpus
+``--corpus`` (the target: parse <= 0.10 of ptxas on the corpus): every corpus
 kernel (``--every K``: every K-th), parse CPU time (best of ``--reps``) with
 the fast body path and with Lark alone (:data:`ptxopt.ptx.parser.FAST_BODIES`),
 against one ptxas run's CPU time (its children's rusage) and wall time; the
@@ -17,7 +17,7 @@ sums' ratios are printed, both in one run.
 
 ``--imports``: the start-up imports of ``ptxopt --help`` and of a small
 ``ptxopt run`` (``python -X importtime``, the sum of the top-level imports,
-best of 5 fresh interpreters; issue 32's target: <= 0.2 s), and the CPU
+best of 5 fresh interpreters; the target: <= 0.2 s), and the CPU
 time of importing exactly those modules, compiled from source as this
 environment does (``PYTHONDONTWRITEBYTECODE=1``) and with byte code cached
 (as an installed ptxopt runs).

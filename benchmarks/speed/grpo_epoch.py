@@ -1,11 +1,11 @@
 """How long does one GRPO epoch take with a warm evaluation cache?
 
-Issue 14's target: one epoch over the 68 gemm_tile kernels (G=8 rollouts
-each, warm cache, fresh process) at least 3x faster than the 30 s measured
-before the action-mask work. With a warm cache no candidate is compiled or
-interpreted: what is left is the search-state work (parsing, the action
-mask -- every pass applied to every state visited --, printing), the policy
-and the GRPO update, which is what this benchmark times.
+The target: one epoch over the 68 gemm_tile kernels (G=8 rollouts each,
+warm cache, fresh process) at least 3x faster than the recorded 30 s
+baseline. With a warm cache no candidate is compiled or interpreted: what
+is left is the search-state work (parsing, the action mask -- every pass
+applied to every state visited --, printing), the policy and the GRPO
+update, which is what this benchmark times.
 
 Each measurement runs in a **fresh process** (``subprocess``), so no memo
 survives from the warm-up; the warm-up itself (``--warm``, once per cache)

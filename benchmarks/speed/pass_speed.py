@@ -10,7 +10,7 @@ with every memo cleared (a cold session, :func:`ptxopt.evaluate.session.cold_sta
 facts are kept on the instructions, so only a new parse has none).
 The last column is the cold run's CPU time over ptxas's CPU time (its
 children's rusage): on a shared machine wall times swing with the load, CPU
-times much less (issue 32 states both).
+times much less, so both are given.
 Run: ``python benchmarks/speed/pass_speed.py [--kernel ID] [--reps N]``.
 """
 

@@ -1,4 +1,4 @@
-"""Is a search bound by ptxas alone?  Issue 32's targets, measured in one run.
+"""Is a search bound by ptxas alone?  The targets below, measured in one run.
 
 1. **Greedy vs its own ptxas runs**: greedy search (max 6 steps) on 8
    gemm_tile kernels spread over the sizes, cold evaluation cache, in this
@@ -140,8 +140,8 @@ def _fresh_state() -> None:
     decision.clear()
     ptxas.clear_memo()
     prove._MEMO.clear()
-    getattr(prove, "clear_memo", lambda: None)()  # the original's symbolic runs (after issue 32)
-    getattr(sim, "clear_memo", lambda: None)()  # SASS and estimates by cubin digest (after issue 32)
+    getattr(prove, "clear_memo", lambda: None)()  # the original's symbolic runs (where the prover has that memo)
+    getattr(sim, "clear_memo", lambda: None)()  # SASS and estimates by cubin digest (where the sim has that memo)
 
 
 def _cpu() -> float:

@@ -1,5 +1,5 @@
-"""What an estimate costs next to ptxas, per corpus kernel with a loop (issue 27:
-the replay must cost <= 25% of that kernel's ptxas time).
+"""What an estimate costs next to ptxas, per corpus kernel with a loop (the
+target: the replay must cost <= 25% of that kernel's ptxas time).
 
 For each kernel: ptxas wall time (no memo, best of ``--repeat``), then the
 sim replay alone -- :func:`ptxopt.sim.simulate` on the already decoded SASS

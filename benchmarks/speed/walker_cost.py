@@ -1,6 +1,6 @@
 """Cold cost of the operand facts: the reorder passes + print on one kernel, and
 parse + every per-instruction fact over the corpus, for one or two source
-trees measured in one run (issue 26: "cold pass cost before/after the walker").
+trees measured in one run (cold pass cost of two versions of the walker, side by side).
 
 Cold means a fresh parse for every timed repetition (the facts live on the
 instructions, so a module that was looked at once is warm) and every memo

@@ -1,4 +1,4 @@
-"""Verdicts of candidates with new ``.nc`` loads the read-only analysis cannot prove (issue 31).
+"""Verdicts of candidates with new ``.nc`` loads the read-only analysis cannot prove.
 
     python benchmarks/studies/nc_verdicts.py {unroll|nc} [--per-family N] [--json OUT]
 

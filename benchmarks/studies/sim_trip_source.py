@@ -1,6 +1,6 @@
 """How many corpus kernels change their best pipeline under the throughput
-objective when loop trip counts come from the performance launch (issue 27's
-fix) instead of the check launch (the behaviour before it).  ESTIMATES.
+objective when loop trip counts come from the performance launch instead of the
+check launch.  ESTIMATES.
 
 For every corpus kernel with a PTX loop (or the ids given):
 

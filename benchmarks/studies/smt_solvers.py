@@ -1,4 +1,4 @@
-"""z3 or bitwuzla? And what does the SMT check add? (issue 28)
+"""z3 or bitwuzla? And what does the SMT check add to the structural prover?
 
 1. **Solver comparison**: real queries of :mod:`ptxopt.equivalence.prove.smt` -- the
    re-check of every ``proved`` pass-matrix pair (kernels sampled: every

@@ -1,4 +1,4 @@
-"""What the sim model says unrolling is worth (issue 31, item 5): ESTIMATES.
+"""What the sim model says unrolling is worth: ESTIMATES.
 
     python benchmarks/studies/unroll_estimates.py [KERNEL ...] [--factors 2,4,8]
 

@@ -1,4 +1,4 @@
-"""Which ``unroll`` candidates the sim model cannot value (issue 31 item 5): a scan.
+"""Which ``unroll`` candidates the sim model cannot value: a scan.
 
     PYTHONPATH=$PWD python benchmarks/studies/unroll_sim_scan.py [SELECTOR] [--factors 2,4,8] [--objective throughput]
 

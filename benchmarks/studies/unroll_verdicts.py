@@ -1,4 +1,4 @@
-"""Verdicts of ``unroll{factor=F}`` on corpus kernels with loops (issue 31).
+"""Verdicts of ``unroll{factor=F}`` on corpus kernels with loops.
 
     python benchmarks/studies/unroll_verdicts.py [SELECTOR ...] [--factors 2,4,8] [--per-family 2] [--mutants]
 

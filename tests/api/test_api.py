@@ -1,4 +1,5 @@
-"""ptxopt.optimize: the library API another compiler calls (issue 15, part 1).
+"""ptxopt.optimize: the library API another compiler calls, from PTX text to a
+checked, faster PTX or the input back.
 
 Each test drives a real pipeline, a real ptxas and the real interpreter;
 the fallbacks are provoked with real failures (a ptxas that rejects the

@@ -1,4 +1,4 @@
-"""Input limits (issue 29): JSON nested past the limit is bad input with its
+"""Input limits: JSON nested past the limit is bad input with its
 position, a UTF-8 byte-order mark is accepted, a pipeline has a length cap,
 and the library's entry points say what type they take."""
 
@@ -97,7 +97,7 @@ def test_the_library_says_what_type_it_takes(call, words):
 
 
 def test_ptx_nested_too_deeply_is_reported_where_the_limit_is_passed():
-    """Blocks reduce innermost first: the error used to name a line 100 levels above the innermost one."""
+    """Blocks reduce innermost first, so the error names the line where the limit is passed, not one 100 levels above it."""
     from ptxopt.ptx.parser import MAX_NESTING, ParseError
 
     n = 20_000

@@ -1,5 +1,5 @@
 """optimize()'s estimate overlaps ptxas and the check, and a caller's parse is
-reused (issue 32): the answers are the ones the sequential code gave."""
+reused, to save wall time: the answers are the ones the sequential code gave."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One convention across the commands (issue 34, item 6).
+"""One convention across the commands, so a script drives each of them the same way.
 
 ``--json`` prints the command's one JSON document on stdout; ``--json-out
 FILE`` writes the same document and keeps the text report; ``search``'s and

@@ -76,7 +76,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 
 ROWS = [
-    # -- fixed before issue 18 -------------------------------------------------
+    # -- missing directories, unsupported targets, unknown kernels, foreign caches
     row("run -p vec_ld {k} -o {t}/missing/out.ptx", E, "no such directory"),
     row("run -p vec_ld {k} --opt-bisect-limit -1", E, "--opt-bisect-limit"),
     row("roundtrip -j -1 {k}", E, "--jobs"),
@@ -94,7 +94,7 @@ ROWS = [
     row("search corpus:nosuch", E, "nosuch"),
     row("eval {k} --cache {foreign}", E, "foreign.sqlite"),
     row("search {k} --cache {foreign}", E, "foreign.sqlite"),
-    # -- issue 18 ----------------------------------------------------------------
+    # -- unwritable outputs, bad option values, '-' twice, bad trajectories and checkpoints
     row("train --out /proc/x", E, "/proc/x"),
     row("train --eval --checkpoint " + str(POLICY) + " --json /proc/x/y.json", E, "/proc/x/y.json",
         id="train --eval --json /proc/x/y.json"),

@@ -1,4 +1,4 @@
-"""``ptxopt explain``: the JSON keys exactly as issue 25 lists them, launches
+"""``ptxopt explain``: the JSON keys a caller relies on (exactly these), launches
 (given, assumed), objectives, before/after, and one-line errors (exit 2)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_corpus_performance_launch_a_given_block_with_the_grid_assumed_and_laten
     assert la["origin"] == "corpus:cuda_saxpy performance" and k["objective"] == "throughput"
     assert la["scalars"] == {"saxpy_param_0": 1 << 24, "saxpy_param_1": 2.5}
     # its buffers at that size (2 x 64 MiB, over L2) bound it by DRAM: no faster than bytes / bandwidth;
-    # x is read, y read and written back: 3 x 64 MiB move (issue 27)
+    # x is read, y read and written back (a read-modify-write buffer counts twice): 3 x 64 MiB move
     assert k["dram_bytes"] == 3 * 4 << 24 and k["binding"] == "DRAM bandwidth"
     assert k["estimate"]["seconds"] >= k["dram_bytes"] / (k["device"]["dram_gbps"] * 1e9)
     # a block alone: the grid is assumed (full waves at the original's occupancy)
@@ -84,7 +84,7 @@ def test_corpus_performance_launch_a_given_block_with_the_grid_assumed_and_laten
 
 
 def test_a_register_budget_that_cuts_occupancy_is_slower_for_the_launch_though_one_warp_is_faster(tmp_path):
-    """Issue 25's point on a real corpus kernel (ESTIMATES): maxnreg_255 lets ptxas give Triton's attention
+    """Why the launch matters, on a real corpus kernel (ESTIMATES): maxnreg_255 lets ptxas give Triton's attention
     48 -> 53 registers; one warp gets (slightly) faster, but 10 -> 9 blocks fit per SM, and the same
     work (the original's assumed block count) takes longer. (Its manifest performance launch, one head of
     seq 4096, is 256 blocks: under one wave, where the lost block per SM costs nothing; so the grid is

@@ -120,7 +120,7 @@ def test_unknown_scalar_is_bad_input_for_verify_each():
 
 def _breaking_maxnreg(monkeypatch):
     """maxnreg_64 made to also write a vector of 32- and 16-bit registers (what vec_ld did to two
-    ld.global.u16, issue 26): a pass whose output ptxas rejects."""
+    ld.global.u16): a pass whose output ptxas rejects."""
     from ptxopt.ptx.ir import Addr, Instruction, Reg, Vec
     from ptxopt.passes.register_budget import MaxNReg
 

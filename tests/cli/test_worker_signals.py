@@ -1,4 +1,5 @@
-"""``search -j 2``'s workers die with their parent and stay quiet on Ctrl-C (issue 18, ptxopt.support.workers).
+"""``search -j 2``'s workers die with their parent and stay quiet on Ctrl-C
+(ptxopt.support.workers): no orphans, no tracebacks.
 
 Each test starts the real CLI in its own session with a fresh cache (so the
 workers have work), waits until both workers exist, and signals it.

@@ -1,5 +1,5 @@
 """Every path that turns a check into a verdict carries the "assumes noalias"
-cap (issue 31): a rewrite that adds ``ld.global.nc`` loads no analysis proves
+cap: a rewrite that adds ``ld.global.nc`` loads no analysis proves
 read-only (``nc_ld{assume_noalias=1}``) is never ``proved``/``equal`` on its
 own, whoever asks.
 

@@ -101,7 +101,7 @@ def test_resolution_file_is_found_automatically_and_options_override_fields(tmp_
 
 def test_a_scalar_the_entry_lacks_is_an_error_of_the_contract_itself():
     """Checked in Launch.fit, so every command refuses it (run --verify-each
-    used to accept --scalar nosuch=1 and report 'verified')."""
+    too: --scalar nosuch=1 must never be ignored and reported 'verified')."""
     from ptxopt.equivalence.launch_contract import ContractError
     from ptxopt.equivalence.launch import Launch
 

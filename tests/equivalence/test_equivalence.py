@@ -1,10 +1,10 @@
 """The equivalence package: one Verdict order, one Launch with its origin,
 the origin table, and one decide() that goes cheap to expensive.
 
-The adversarial case of issue 26 (class 5): a deliberately wrong user pass
-(``mul.lo.s32 x, 128`` -> ``shl.b32 x, 6``) on a kernel nobody gave a launch
-for used to come back ``equal`` from ``optimize()`` (a guessed one-thread
-launch whose outputs did not depend on it) and ``run --verify-each`` exited 0.
+The adversarial case: a deliberately wrong user pass (``mul.lo.s32 x, 128``
+-> ``shl.b32 x, 6``) on a kernel nobody gave a launch for must not come back
+``equal`` from ``optimize()`` (a guessed one-thread launch whose outputs do not
+depend on the change proves nothing), and ``run --verify-each`` must not exit 0.
 """
 
 from __future__ import annotations

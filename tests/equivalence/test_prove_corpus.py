@@ -106,8 +106,7 @@ def dead_site(module, entry: str, line: int) -> bool:
 
 def _equivalent_mutant(original, mutant, entry: str, reason: str, what: str) -> bool:
     """A proved mutant that changes a live value must be one the SMT fallback
-    (issue 28) or a loop proof (issue 31: a loop run out, its exit tests
-    evaluated) showed equal -- the structural prover only proves terms built
+    or a loop proof (a loop run out, its exit tests evaluated) showed equal -- the structural prover only proves terms built
     the same way -- and the interpreter, an independent oracle, must find no
     difference on the manifest's launch. Seen: a mask bit a shifted operand
     never has (``(tid << 1) & 254`` vs ``& 255``) and the "other" value of a

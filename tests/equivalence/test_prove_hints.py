@@ -2,7 +2,7 @@
 a candidate that differs only in hints is equal by construction, *if* the
 inserted or changed hint instructions are themselves well formed -- every
 register they read is defined on every path before them, and vector
-operands have elements of one register width (issue 26)."""
+operands have elements of one register width."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_evaluator_does_not_take_the_shortcut_for_a_prefetch_before_its_address(
 
 def test_the_evaluator_calls_an_ill_formed_hint_inconclusive_not_hints_only(tmp_path, monkeypatch):
     """prefetch_L1 made to put its prefetch at the top of the body, above the
-    definition of its address (issue 26): equal by the interpreter, which
+    definition of its address: equal by the interpreter, which
     ignores prefetches, so the shortcut must not take it and nothing may call
     it trusted."""
     from ptxopt.evaluate import Candidate, evaluate

@@ -1,4 +1,4 @@
-"""The prover executes the original once for many candidates (issue 32), with unchanged verdicts."""
+"""The prover executes the original once for many candidates (a search asks about many), with unchanged verdicts."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 For each row of the table there is a pair that differs only in that
 observable: the prover must not say ``proved``, and its reason must come
 from that row. A row without a pair fails ``test_every_observable_has_a_pair``,
-so a new observable arrives with its test. Then the two classes of issue 26
-this table and the fault rule close: ``.func`` exits (``.reg`` and ``.param``
+so a new observable arrives with its test. Then the two classes of
+false ``proved`` this table and the fault rule close: ``.func`` exits (``.reg`` and ``.param``
 return values, several exits, a call whose result is used) and scalar
 alignment (a new access inside an original one, misaligned for its width).
 """
@@ -98,7 +98,7 @@ def test_store_space_of_keys():
 # -- class 1: function exits --------------------------------------------------------------------------
 
 FUNC_EXITS = {
-    # issue 26: pick() returning tbl[0] vs tbl[1] in a .reg return value was proved
+    # pick() returning tbl[0] vs tbl[1] in a .reg return value must never be proved
     "reg_return": pick_pair("\tmov.b32 %rv, %a1;\n\tret;", "\tmov.b32 %rv, %a2;\n\tret;"),
     "param_return": pick_pair("\tst.param.b32 [rv], %a1;\n\tret;", "\tst.param.b32 [rv], %a2;\n\tret;",
                               ret=".param .b32 rv"),
@@ -167,7 +167,7 @@ def test_function_exit_pairs_really_differ(name):
 
 WIDE = "\tld.global.u64 %rd5, [%rd4];\n\tst.global.u64 [%rd3], %rd5;\n"
 ALIGN_TEMPTING = {
-    # issue 26: inside the original 8-byte access, so covered, but misaligned for 4 bytes
+    # inside the original 8-byte access, so covered, but misaligned for 4 bytes
     "u32_at_plus2": (WIDE, WIDE + "\tld.global.u32 %r1, [%rd4+2];"),
     "u16_at_plus1": (WIDE, WIDE + "\tld.global.u16 %rs1, [%rd4+1];"),
     "v2_u16_at_plus2": (WIDE, WIDE + "\tld.global.v2.u16 {%rs1, %rs2}, [%rd4+2];"),

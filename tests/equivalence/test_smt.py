@@ -1,4 +1,4 @@
-"""The SMT decision procedure (:mod:`ptxopt.equivalence.prove.smt`, issue 28): a correct
+"""The SMT decision procedure (:mod:`ptxopt.equivalence.prove.smt`): a correct
 strength reduction is ``proved`` through the solver, a wrong one never is and
 the solver's counterexample is shown; the encoding's carry and shift
 semantics can fail; and the alias facts the prover relies on (shared with the

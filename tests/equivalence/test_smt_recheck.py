@@ -1,4 +1,5 @@
-"""The independent SMT re-check of ``proved`` pairs (issue 28, slow tier).
+"""The independent SMT re-check of ``proved`` pairs (slow tier): a second,
+independent way to the same verdict.
 
 Every pair the prover calls ``proved`` -- pass-matrix cells (every pass on a
 sample of the corpus: every 3rd kernel, so the tier stays within budget) and

@@ -1,4 +1,4 @@
-"""Issue 13's holes, one small hand-written kernel per class: thread-serial
+"""Holes a verifier can have, one small hand-written kernel per class: thread-serial
 schedules and executed-instruction coverage in the interpreter; in verify,
 changed-instruction coverage (a change no launch ran is never ``equal``),
 the thread-serial launch (a barrier dropped inside one warp), descending

@@ -1,5 +1,5 @@
-"""Issue 13, "trust on any kernel": each test is a way the verifier used to
-say "equal" (or crash) on a pair it must not call equal, or a class of
+"""Trust on any kernel: each test is a way a verifier can wrongly say
+"equal" (or crash) on a pair it must not call equal, or a class of
 launches it must exercise. Kernels are hand-written PTX."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A damaged, foreign, newer or locked evaluation cache, against ``eval`` and ``search`` (issue 18).
+"""A damaged, foreign, newer or locked evaluation cache, against ``eval`` and ``search``:
+a clear error, never a traceback or a wrong hit.
 
 A cache that cannot be used is one ``ptxopt: error:`` line and exit 2 (or,
 with ``--fresh-cache``, a fresh cache beside it); a bad row is a miss and is

@@ -302,7 +302,7 @@ def test_hung_worker_is_killed_at_the_time_limit(cache, monkeypatch):
 def test_loop_trip_counts_come_from_the_performance_launch(cache):
     # latency: one warp, whose time follows its loop trips (on the performance launch saxpy is bound by
     # DRAM bandwidth, which no trip count changes); the trips are the performance launch's under either
-    # objective (issue 27), the check launch only checks
+    # objective, the check launch only checks
     r = evaluate(Candidate.from_corpus("cuda_saxpy", ""), cache=cache, objective="latency")
     assert r.ok and r.trip_counts == "performance launch"
     assert any("loop trips at the performance launch" in n for n in r.notes)

@@ -36,7 +36,7 @@ def _check(ids, monkeypatch=None):
     batched = disassemble_many([c.cubin for c in compiled])
     if monkeypatch is not None:
         # one run per ELF layout (ptxas 12.9 and 13.x cubins differ in their header flags), never
-        # a silent fallback to one run per cubin (Triton cubins once failed the merge: issue 32)
+        # a silent fallback to one run per cubin (Triton cubins must merge too)
         assert runs.count("nvdisasm") == len({c.cubin[48:52] for c in compiled}), runs
     for k, c, b in zip(ids, compiled, batched):
         assert not isinstance(b, Exception), (k, b)

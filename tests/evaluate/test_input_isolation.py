@@ -1,4 +1,4 @@
-"""One bad input of a folder run is reported; the others are searched (issue 29).
+"""One bad input of a folder run is reported; the others are searched.
 
 Folder runs and Triton caches: a kernel that does not parse, is not UTF-8 or
 names an unknown ``.version`` is said at once, in the words a single file

@@ -1,4 +1,4 @@
-"""Issue 25: the objective (latency or throughput) and the performance launch.
+"""The objective (latency or throughput) and the performance launch.
 
 One rule for the default objective, the performance launch never confused
 with the check launch, both in the cache key, an unknown grid assumed once

@@ -1,5 +1,5 @@
 """The executor interface (ptxopt.executor): failure rules every executor shares, and the
-driver as the only writer of the cache (issue 33). Ray itself: tests/executor/test_ray_executor.py (slow)."""
+driver as the only writer of the cache (so workers never race on it). Ray itself: tests/executor/test_ray_executor.py (slow)."""
 
 from __future__ import annotations
 

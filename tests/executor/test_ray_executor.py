@@ -1,4 +1,4 @@
-"""Ray as the executor (issue 33): a local Ray head on 127.0.0.1, a small search through it,
+"""Ray as the executor: a local Ray head on 127.0.0.1, a small search through it,
 the same results and cache as the local executor; the failure rules on Ray; the GPU actor
 logic on CPU (num_gpus=0, the sim backend standing in for the gpu one: nothing here is measured
 on a GPU). Slow tier: starting Ray takes ~10-20 s here."""
@@ -112,7 +112,7 @@ def test_evaluations_through_ray_equal_the_local_ones(head, tmp_path):
 
 
 def _ray_task_running(session: int) -> bool:
-    """A Ray worker of this session is running one of our tasks (its title is ``ray::_call``)."""
+    """A Ray worker in process session ``session`` is running one of our tasks (its title is ``ray::_call``)."""
     import os
     from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Artefacts a build can ship (issue 34): ``compile -o K.cubin`` and
+"""Artefacts a build can ship: ``compile -o K.cubin`` and
 ``search --emit DIR`` (best PTX, its cubin, DIR/manifest.json)."""
 
 from __future__ import annotations

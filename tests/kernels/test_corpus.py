@@ -393,7 +393,7 @@ def test_ptxas_compiles(kernel):
     assert proc.returncode == 0, proc.stderr
 
 
-# -- generated families (issue 30) --------------------------------------------
+# -- generated families --------------------------------------------------------
 
 GENERATED = [k for k in KERNELS if k.generated]
 

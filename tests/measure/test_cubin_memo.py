@@ -1,4 +1,4 @@
-"""SASS and sim estimates keyed by cubin digest (issue 32): an identical cubin
+"""SASS and sim estimates keyed by cubin digest: an identical cubin
 runs neither nvdisasm nor the model again and gets the same numbers; another
 objective, launch or device does not share the entry."""
 

@@ -1,4 +1,4 @@
-"""Loop trip counts at the performance launch (issue 27 item 2): the loop-control
+"""Loop trip counts at the performance launch: the loop-control
 slice (:mod:`ptxopt.measure.loop_slice`) runs one warp under the performance
 launch's scalars, grid and block; the check launch only checks."""
 
@@ -68,7 +68,7 @@ def test_a_bound_read_from_memory_is_refused_and_the_check_launch_is_said():
 
 def test_matmul_k_loop_counts_the_performance_k():
     """triton_matmul_f16: BLOCK_K 16; the check launch's K=64 gives 4 K-steps, the performance
-    launch's K=2048 gives 128 (before issue 27 the model used 4 for the 2048^3 launch)."""
+    launch's K=2048 gives 128 (the 2048^3 launch must not be estimated with the check launch's 4)."""
     k = get("triton_matmul_f16")
     m = parse(k.ptx_text())
     (c,) = loop_profile(m, k.entry, spec=k).counts
@@ -109,7 +109,7 @@ def test_trip_counts_for_prefers_the_performance_launch_and_says_when_it_cannot(
 
 
 # ---------------------------------------------------------------------------
-# matching PTX loops to SASS loops by structure (issue 27 item 1)
+# matching PTX loops to SASS loops by structure
 
 
 def test_match_loops_by_signature():

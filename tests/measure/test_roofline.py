@@ -1,11 +1,11 @@
-"""Roofline consistency of the throughput estimate (issue 27 item 3), ESTIMATES.
+"""Roofline consistency of the throughput estimate, ESTIMATES.
 
 Memory-bound corpus kernels whose data exceeds L2 at their performance
 launch: element-wise, transpose and reduction. The bytes each must move are
 derived here by hand from its problem (not from the model), then:
 
 * the model's DRAM bytes equal them (a read-modify-write buffer counts twice:
-  before issue 27 ``cuda_saxpy``'s ``y`` counted once, 2/3 of the traffic);
+  ``cuda_saxpy``'s ``y`` counted once would be 2/3 of the traffic);
 * the estimate is never faster than ``bytes / DRAM bandwidth``;
 * and within 1.5x of it (a memory-bound kernel is not made compute-bound by
   the model's other bounds).

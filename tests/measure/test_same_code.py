@@ -1,5 +1,5 @@
-"""Two cubins with the same machine code (issue 32: the Triton hook's estimate
-is skipped for them): what counts as "the same", the EIATTR fact it uses, and
+"""Two cubins with the same machine code (the Triton hook's estimate
+is skipped for them, to save an nvdisasm run): what counts as "the same", the EIATTR fact it uses, and
 optimize() running no nvdisasm for such a result."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_maxreg_count_is_what_nvdisasm_calls_it():
 def test_optimize_runs_no_nvdisasm_for_a_result_with_the_inputs_code(monkeypatch):
     """With the caller's ptxas (the Triton hook), a rewrite whose cubin holds
     the input's code is used without an estimate; one whose code differs is
-    still estimated (fails before issue 32's change: nvdisasm ran for both)."""
+    still estimated (nvdisasm must not run for the one that is the same)."""
     from ptxopt.measure import disasm
     from ptxopt.api import ACCEPTED, SAME_CODE
     from ptxopt.measure.sim import clear_memo

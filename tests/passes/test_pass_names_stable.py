@@ -35,8 +35,8 @@ def test_pipeline_cache_key_is_unchanged(monkeypatch):
     spec = get("gemm_tile_4x4x4")
     key = keys.pipeline_key(spec.ptx_text(), str(Pipeline.parse("vec_ld,maxnreg_128")), spec.entry,
                             keys.launch_id(from_spec(spec)), None)
-    # changed once, on purpose (issue 24): the launch is recorded by Launch.key() (role, origin, grid,
-    # block, shared bytes, scalars, buffers) instead of the old corpus/geometry strings
+    # the launch enters the key as Launch.key() (role, origin, grid, block, shared bytes, scalars,
+    # buffers), so two launches of one kernel never share an entry; the key changes only on purpose
     assert key == "24743697fd7bf7adcb884b203fe42c5ac778df5bd13f424d54f41bf756b29cee"
 
 
@@ -97,17 +97,17 @@ def test_committed_policy_and_trajectories_give_the_same_results():
     obs = np.array([s.observation for s in steps])
     mask = np.array([s.action_mask for s in steps], bool)
     lp = pp.policy.log_probs(obs, mask)
-    # re-recorded on purpose (issue 31: 27 actions, unroll{factor=8} appended, stop 25 -> 26; the runtime/guarded
-    # unroll, launch_bounds on nvcc kernels, the sim's register-bank model (register_read_window=3); was
-    # (324, 3800, 3922) over 26 actions, (355, 3855, 3791) over 21)
+    # (steps, sum of the policy's argmax, sum of the recorded actions): re-recorded only on purpose, when an
+    # action is appended before stop or what a pass or the sim model does changes (e.g. the runtime/guarded
+    # unroll, launch_bounds on nvcc kernels, the sim's register-bank model with register_read_window=3)
     # two actions appended before stop (loop_version, widths 2 and 4), stop 26 -> 28: the recorded masks are
     # widened (trajectory.widen_mask), the policy picks what it picked (argmax +2 on each of its 109 stops, the
     # recorded actions +2 on each of the 110 stop steps); was (319, 3882, 4011)
     # two more (swp_ld, distances 1 and 2), stop 28 -> 30: again +2 on each stop; was (319, 4100, 4231)
     assert (len(steps), int(lp.argmax(1).sum()), sum(s.action_index for s in steps)) == (319, 4318, 4451)
     root = State.root(Candidate.from_corpus("gemm_tile_4x4x4"))
-    # changed once, on purpose (issue 31): five actions appended before stop, two family slots added to the
-    # observation; the slots the committed policy was trained on still hold exactly what they held
+    # the observation may grow (actions appended before stop, family slots added), but the slots the
+    # committed policy was trained on must still hold exactly what they held
     import torch
 
     from ptxopt.search import observation_names

@@ -54,7 +54,7 @@ def test_sets_a_budget_where_the_source_has_none():
 
 @pytest.mark.parametrize("pipeline", ["maxnreg_32", "maxnreg_128", "maxnreg_255"])
 def test_a_source_maxnreg_is_never_raised_or_replaced(pipeline):
-    """Triton set .maxnreg 64: maxnreg_128 used to replace it silently."""
+    """Triton set .maxnreg 64: maxnreg_128 must not replace it (the source's budget is a choice, not a default)."""
     out, rep = apply(pipeline, kernel(".maxnreg 64"))
     assert out.entries[0].directive(".maxnreg").args == ("64",)
     assert not rep.changed

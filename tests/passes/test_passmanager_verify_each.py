@@ -19,8 +19,8 @@ DYN = (DATA / "dyn_smem.ptx").read_text()
 
 
 def test_arch_comes_from_the_module_target():
-    """sm_90a-only PTX used to be compiled for sm_89, and the rejection was
-    blamed on vec_ld."""
+    """sm_90a-only PTX is compiled for its own target, never for sm_89 (where
+    ptxas would reject it and the rejection would be blamed on vec_ld)."""
     ve = VerifyEach()
     res = PassManager("vec_ld", instruments=[ve]).run(parse(SM90A))
     assert res.changed and ve.resolved_arch == "sm_90a"

@@ -1,6 +1,6 @@
 """unroll{factor=2|4|8} on runtime trip counts (the guarded form), the
 interpreter's launches at boundary trip counts, and the loop mutants
-(issue 31, items 2 and 4)."""
+that must tell a wrong remainder or guard apart."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""A user's own passes (issue 34): the ``ptxopt.passes`` entry-point group and
+"""A user's own passes: the ``ptxopt.passes`` entry-point group and
 ``ptxopt.passes.register``; names in every pipeline string; code in the cache key.
 
 Also runs the example package's own tests (``examples/mul_pow2/tests``).

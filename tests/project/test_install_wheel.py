@@ -1,4 +1,4 @@
-"""A normal (non-editable) install is self-contained (issue 34).
+"""A normal (non-editable) install is self-contained: it needs no source checkout.
 
 The fast tests check the lookup (``ptxopt.kernels.corpus.corpus_root`` prefers the
 copy a wheel ships) and that setup.cfg's package data covers every file the

@@ -1,4 +1,4 @@
-"""The README's Python examples run as written (issue 34, item 7).
+"""The README's Python examples run as written, so the README cannot drift from the API.
 
 Every ```python block that follows a ``<!-- tested: ... -->`` comment in
 README.md is executed, in README order and in one namespace, in a folder

@@ -1,4 +1,4 @@
-"""Start-up cost (issue 32): the command path imports no heavy module it does not use.
+"""Start-up cost: the command path imports no heavy module it does not use.
 
 Checked by what ends up in ``sys.modules`` of a fresh interpreter, not by a
 timing (the machine is shared, timings are noisy): each module listed in
@@ -55,7 +55,7 @@ def heavy_modules_after(*args: str, extra: tuple[str, ...] = (), build_all: bool
 
 
 def test_building_the_cli_and_help_import_nothing_heavy():
-    # fails on the code before issue 32: the parser and the pipeline parser imported lark on import
+    # e.g. the parser and the pipeline parser must not import lark when they are imported
     assert heavy_modules_after("--help") == []
 
 

@@ -1,7 +1,7 @@
-"""Regression tests for ISA facts that were wrong (issue 13): the carry flag
+"""Regression tests for ISA facts that are easy to get wrong: the carry flag
 as implicit state, destinations of opcodes that only sometimes have one,
 ``.extern .shared`` arrays that alias, and scoped declarations that shadow
-module-level ones. Each test fails on the code before its fix."""
+module-level ones. Each test fails if its fact is ignored."""
 
 from pathlib import Path
 
@@ -85,7 +85,7 @@ def test_carry_chain_dag_edges():
 
 @pytest.mark.parametrize("pipeline", REORDERS)
 def test_reorder_keeps_carry_pairs_together(pipeline):
-    """reorder_il used to put sub.cc above add.cc, so subc read add.cc's carry."""
+    """reorder_il must not put sub.cc above add.cc, where subc would read add.cc's carry."""
     m = parse((DATA / "carry_chain.ptx").read_text())
     out = emit(PassManager(pipeline).run(m).module)
     seq = _order(out, ("add", "addc", "sub", "subc"))
@@ -123,7 +123,7 @@ def test_extern_shared_store_orders_later_loads():
 
 @pytest.mark.parametrize("pipeline", REORDERS)
 def test_reorder_keeps_extern_shared_store_before_loads(pipeline):
-    """reorder_il/lf used to hoist ld [sb] above st [sa]: both are the dynamic
+    """reorder_il/lf must not hoist ld [sb] above st [sa]: both are the dynamic
     shared-memory base."""
     m = parse((DATA / "extern_shared_alias.ptx").read_text())
     out = emit(PassManager(pipeline).run(m).module)

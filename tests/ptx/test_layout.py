@@ -1,4 +1,4 @@
-"""Minimal-diff output (issue 34): ``ptxopt run`` keeps the input's lines byte
+"""Minimal-diff output: ``ptxopt run`` keeps the input's lines byte
 for byte where the transformed module has the same statement; ``--diff``;
 ``--canonical``; and the fallback when the spliced text would not read back."""
 

@@ -108,7 +108,7 @@ CASES = [
     ("unterminated_comment", UNTERMINATED_COMMENT.encode(), 7, 1),
     ("unbalanced_close", (HEADER + ".entry k()\n{\n\tret;\n}\n}\n").encode(), 8, 1),
     ("deeply_nested_braces", (HEADER + ".entry k()\n" + "{" * NESTED + "}" * NESTED + "\n").encode(),
-     5, 101),  # the brace that opens level 101 (issue 29: was NESTED - 100, where the innermost-first reduction found it)
+     5, 101),  # the brace that opens level 101 (where the limit is passed, not NESTED - 100)
     ("deeply_nested_unclosed", (HEADER + ".entry k()\n" + "{" * NESTED + "\n").encode(), 6, 1),
     ("deeply_nested_at_top", ("{" * NESTED).encode(), 1, 1),
     ("instruction_outside_function", (HEADER + "ret;\n").encode(), 4, 1),

@@ -1,7 +1,7 @@
 """Search states apply a pass that depends on the launch (``launch_bounds``)
 bound to the kernel's performance launch, as the evaluator does, and the
 move memo never hands one launch's outcome (or a launch-free one) to
-another (issue 31: every nvcc kernel's launch_bounds was masked)."""
+another (else an action such as launch_bounds on an nvcc kernel is masked for every launch)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, "trust on any kernel": search and the library never return what
+"""Trust on any kernel: search and the library never return what
 was not checked.
 
 * one verdict vocabulary (identical, hints-only, equal, inconclusive, differ)

@@ -1,4 +1,5 @@
-"""The sim model values loops whose body ptxas lays out of line (issue 31 item 5).
+"""The sim model values loops whose body ptxas lays out of line, so a guarded
+unroll is estimated, not dropped.
 
 ``unroll``'s guarded form (:mod:`ptxopt.passes.unroll`) is a loop with an
 if inside: the ``q``-guarded copies run only when every skipped test stays in

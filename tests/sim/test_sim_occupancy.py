@@ -156,9 +156,9 @@ def test_expected_error_covers_the_published_baselines():
 
 
 def test_sim_backend_estimates_the_objective_on_the_performance_launch_never_the_check_launch():
-    """Issue 25: the manifest's launch is the interpreter's check launch (2
-    blocks of 128 threads for cuda_saxpy); it used to be estimated as if it
-    were the user's. Latency: one warp, the calibrated error bar. Throughput:
+    """The manifest's launch is the interpreter's check launch (2 blocks of
+    128 threads for cuda_saxpy); it must never be estimated as if it were the
+    user's. Latency: one warp, the calibrated error bar. Throughput:
     the performance launch (or, without one, the check launch's block with an
     assumed grid), labelled uncalibrated, with the footprint when given."""
     from ptxopt.kernels.corpus import get

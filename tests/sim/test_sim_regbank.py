@@ -1,4 +1,4 @@
-"""Register-bank read conflicts in the single-warp walk (issue 27), ESTIMATES.
+"""Register-bank read conflicts in the single-warp walk, ESTIMATES.
 
 The rules (ptxopt/sim/regbank.py, sourced there): two banks (register index
 mod 2), one warp register per bank per cycle, reuse-cache hits read nothing.
@@ -72,7 +72,7 @@ def test_tables_say_where_the_mechanism_is_sourced():
 
 def test_conflicts_lengthen_the_walk_toward_the_published_baseline():
     """gemm_tile_4x4x4 (same 40 registers as the study's ptxas): published 696 cycles on an L4.
-    The walk without the mechanism (the model before issue 27) is 552; with it the estimate must
+    The walk without the mechanism is 552; with it the estimate must
     be later, yet not past the measurement (the mechanism alone does not explain the gap)."""
     from ptxopt.kernels.corpus import get
     from ptxopt.sim import simulate

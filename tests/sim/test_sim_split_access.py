@@ -2,11 +2,12 @@
 between L1 and L2; merging them (``vec_ld``) likewise.  ESTIMATES of the model.
 
 Where no lane strides are known (no grid: a Triton kernel's performance launch), the walk takes the
-warp's lanes as coalesced.  It used to charge that per access: one 16-byte load at lane stride 16 was
-16 B per thread, but four 4-byte loads of the same bytes were 4 B (the first, taken as lanes 4 B
-apart) and three L1 hits -- a quarter of the transfers, which made ``unroll_2,split_ld`` on the Triton
-tutorial's layernorm look 71% faster under throughput.  A table over widths and lane counts,
-each kernel in both forms, and with the lane strides known (the grid given) the same figures.
+warp's lanes as coalesced, and must charge the same bytes whatever the access width.  Charged per
+access, one 16-byte load at lane stride 16 would be 16 B per thread, but four 4-byte loads of the same
+bytes 4 B (the first, taken as lanes 4 B apart) and three L1 hits -- a quarter of the transfers, which
+would make ``unroll_2,split_ld`` on the Triton tutorial's layernorm look 71% faster under throughput.  A table
+over widths and lane counts, each kernel in both forms, and with the lane strides known (the grid
+given) the same figures.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Steady-state loops in the SASS walk (issue 27 item 1): a few iterations per
+"""Steady-state loops in the SASS walk: a few iterations per
 loop entry are replayed and the rest extrapolated; the estimate must match
 the full replay, nested loops included, and flash attention at its
 performance size must be estimated, not ``truncated``."""

@@ -1,4 +1,4 @@
-"""Published WAR (read-barrier) latencies of memory instructions in the sim walk (issue 27).
+"""Published WAR (read-barrier) latencies of memory instructions in the sim walk.
 
 Source: Huerta et al., MICRO '25, Table 2 (RTX A6000); ptxopt.sim.latency.MEASURED_WAR.  Every
 cycle figure here is a model ESTIMATE.

@@ -1,4 +1,4 @@
-"""A cache or move memo opened before a fork is left alone by the child (issue 29, ptxopt.support.forksafe).
+"""A cache or move memo opened before a fork is left alone by the child (ptxopt.support.forksafe).
 
 Each scenario runs in its own interpreter (``sys.exit`` must really end the
 child): the parent writes rows, forks, writes more and closes; the child uses

@@ -1,4 +1,4 @@
-"""Outputs are written whole or not at all; shared streams are refused (issue 29, ptxopt.support.outputs).
+"""Outputs are written whole or not at all; shared streams are refused (ptxopt.support.outputs).
 
 A full disk is a small tmpfs (root only; skipped elsewhere), a file-size
 limit is RLIMIT_FSIZE in a child interpreter.
@@ -146,7 +146,7 @@ def test_two_live_runs_cannot_share_a_record_file(tmp_path):
 
 
 def test_a_file_size_limit_is_not_a_damaged_cache(tmp_path):
-    """EFBIG on a new cache: 'cache not writable', nothing moved aside (it used to be 'damaged')."""
+    """EFBIG on a new cache: 'cache not writable', nothing moved aside (not 'damaged': the cache is fine)."""
     code = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
             "from ptxopt.evaluate.cache import check_cache, CacheError\n"
             "try:\n    check_cache(sys.argv[1], fresh=True)\nexcept CacheError as e:\n"

@@ -1,4 +1,4 @@
-"""Differential fuzzing of every pass (issue 13): random race-free kernels
+"""Differential fuzzing of every pass: random race-free kernels
 with carry chains, aliasing bases, guards, branches, barriers, atomics,
 prefetches and clock reads (:mod:`ptxopt.testing.random_kernels`); each of
 the 20 passes must leave the kernel unchanged or produce PTX that ptxas

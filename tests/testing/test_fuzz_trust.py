@@ -1,5 +1,5 @@
 """The trust-class fuzzer (:mod:`ptxopt.testing.trust_fuzz`): every class of
-issue 26 is generated, its cases are valid PTX, its oracles can fail, and
+false trust it knows is generated, its cases are valid PTX, its oracles can fail, and
 the classes fixed so far have no findings. ``benchmarks/reports/fuzz_trust.py`` runs
 the campaign (30 seeds per class: about a minute)."""
 
@@ -26,8 +26,8 @@ def test_cases_are_valid_ptx_and_deterministic(cls):
 
 @pytest.mark.parametrize("cls", CLASSES)
 def test_every_class_has_no_findings(cls):
-    """Every class of issue 26 is fixed: the campaign against 91cb30d found
-    each of them (see the closing note: seeds and counts), and none now."""
+    """Every class has no findings: each is a way a checker can call a wrong
+    pair equal, and a finding is a wrong verdict."""
     for s in range(6):
         r = check_case(make_case(cls, s))
         assert not r.findings, "\n".join(map(str, r.findings))

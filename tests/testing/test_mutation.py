@@ -1,5 +1,5 @@
 """The mutation operators make real changes, and the verifier tells the
-mutants of a small corpus kernel apart from it (issue 13's campaign, in
+mutants of a small corpus kernel apart from it (the mutation campaign, in
 small: benchmarks/reports/mutation_campaign.py runs it on every nvcc/Triton kernel)."""
 
 import pytest

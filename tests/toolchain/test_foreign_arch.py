@@ -1,4 +1,4 @@
-"""Older and foreign PTX (issue 34): a ``.target`` no installed ptxas supports
+"""Older and foreign PTX: a ``.target`` no installed ptxas supports
 fails with one line that names ``--arch``; ``--arch A`` compiles for A and
 never rewrites ``.target``."""
 

@@ -1,4 +1,4 @@
-"""A toolchain that fails on its own is not a verdict (issue 29).
+"""A toolchain that fails on its own is not a verdict about the kernel.
 
 ptxas or nvdisasm killed by a signal, out of memory, or hung past the time
 limit is a *transient* ``toolchain`` failure: retried once, never cached,

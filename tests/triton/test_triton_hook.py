@@ -361,7 +361,7 @@ def test_no_estimate_skips_the_speed_comparison(tcache):
 
 
 def test_a_kernel_compiled_again_reads_its_sass_from_the_store(tcache, tmp_path, monkeypatch):
-    # issue 32: nvdisasm (~0.2 s per run, whatever the cubin) is most of the hook's time on a small
+    # nvdisasm (~0.2 s per run, whatever the cubin) is most of the hook's time on a small
     # kernel. A second process -- here: a fresh Triton cache, the in-process memos forgotten --
     # finds both listings in the hook's store and runs no nvdisasm; the estimate is the same.
     from ptxopt.measure import disasm
