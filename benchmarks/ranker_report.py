@@ -21,8 +21,7 @@ hold -- the report prints their ``reward_model``):
   measured alternative (the training groups' second best; the better of the
   two; baseline + 2). Fixed pipelines are single passes: the trajectories
   hold every legal candidate's cycles at the root only. The committed RL
-  policy is not in this table (it needs the torch layer;
-  ``benchmarks/rl_report.py`` reports it).
+  policy joins the table with ``--policy NAME`` (it needs the torch layer).
 * **top-3 recall**: at every greedy state where greedy did not stop, a hit
   is any of the ranker's 3 first-ordered actions within 0.1% of the best
   candidate's cycles; actions tied in the ranker's order count by their
@@ -47,7 +46,7 @@ ranker's own (training with tuning, scoring); replay measures nothing.
 Usage (nice it on a shared machine)::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/ranker_report.py [FILES...] [--json OUT]
-        [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N]
+        [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N] [--policy NAME]
 
 FILES: trajectory JSONL files (default: corpus/trajectories/*.jsonl).
 """
