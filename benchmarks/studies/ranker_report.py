@@ -21,11 +21,18 @@ hold -- the report prints their ``reward_model``):
   measured alternative (the training groups' second best; the better of the
   two; baseline + 2). Fixed pipelines are single passes: the trajectories
   hold every legal candidate's cycles at the root only. The committed RL
-  policy is not in this table (it needs the torch layer;
-  ``benchmarks/reports/rl_report.py`` reports it).
+  policy joins the table with ``--policy NAME`` (it needs the torch layer).
 * **top-3 recall**: at every greedy state where greedy did not stop, a hit
   is any of the ranker's 3 first-ordered actions within 0.1% of the best
-  candidate's cycles; a random ranker's recall is printed beside it.
+  candidate's cycles; actions tied in the ranker's order count by their
+  chance under guided search's random tie-break (an expectation,
+  :func:`ptxopt.search.ranker_replay.recall`); a random ranker's expected
+  recall is printed beside it, and the same two over the states whose best
+  gains at least 0.1% (where greedy moved on less, every action that
+  changes nothing is a hit);
+* the **committed policy** (``--policy NAME``, needs the torch layer):
+  its greedy-decoded choice replayed the same way (one evaluation per
+  step; the replay ends where it leaves greedy's path).
 * per held-out group, the number of kernels where greedy gains >= 1%.
 
 How guided search is evaluated: **REPLAY** of the recorded greedy
@@ -39,7 +46,7 @@ ranker's own (training with tuning, scoring); replay measures nothing.
 Usage (nice it on a shared machine)::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/studies/ranker_report.py [FILES...] [--json OUT]
-        [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N]
+        [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N] [--policy NAME]
 
 FILES: trajectory JSONL files (default: corpus/trajectories/*.jsonl).
 """
@@ -60,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ptxopt.search.ranker import RandomRanker  # noqa: E402
+from ptxopt.search.ranker import NEAR_BEST  # noqa: E402
 from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay, score_steps, \
     train_tuned  # noqa: E402
 from ptxopt.search.trajectory import read_jsonl  # noqa: E402
@@ -77,6 +85,39 @@ def load_episodes(files):
             models[key] = models.get(key, 0) + 1
         eps.extend(greedy_episodes(steps))
     return eps, models
+
+
+def load_rl_policy(name: str):
+    """A committed policy (by name or path), widened to the current actions (the torch layer)."""
+    from ptxopt.kernels.corpus import committed_policy
+    from ptxopt_rl.checkpoint import load_policy
+
+    path = name if Path(name).is_file() else committed_policy(name)
+    if path is None:
+        raise SystemExit(f"--policy {name}: neither a file nor a committed policy")
+    return load_policy(path)[0]
+
+
+def policy_replay(policy, ep) -> tuple[float, int]:
+    """The policy's greedy-decoded choices replayed on a greedy episode: ``(gain %, evaluations)``, one
+    evaluation per pass it appends; it ends at ``stop`` or where the policy leaves greedy's path (keeping
+    that candidate when it is faster: never slower than the baseline)."""
+    from ptxopt.search.actions import ACTIONS, STOP
+
+    base = cycles = ep[0].cycles_before
+    evals = 1
+    for s in ep:
+        a, _ = policy.act(np.asarray(s.observation, dtype=float), np.asarray(s.action_mask, dtype=bool), greedy=True)
+        act = ACTIONS[a]
+        if act == STOP:
+            break
+        evals += 1
+        c = s.candidates.get(act)
+        if c is not None and c < cycles:
+            cycles = c
+        if act != s.action or c is None:
+            break
+    return 100.0 * (1 - cycles / base), evals
 
 
 def group_of(kernel: str, groups: dict) -> str:
@@ -129,7 +170,9 @@ def main(argv=None) -> int:
                     help="more trajectories added to every ranker's training (their held-out group's kernels "
                          "left out), never held out themselves (e.g. another reward's)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
+    ap.add_argument("--policy", default=None, help="also replay this committed policy (name or checkpoint; torch)")
     args = ap.parse_args(argv)
+    policy = load_rl_policy(args.policy) if args.policy else None
     if args.merge:
         doc = merge([json.loads(Path(f).read_text()) for f in args.merge])
         print(doc.get("header", ""))
@@ -195,8 +238,9 @@ def main(argv=None) -> int:
                 n_train += 1
                 t = time.perf_counter()
                 scored = score_steps(rk, test_steps)
-                rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold) for ep in test]
+                rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions) for ep in test]
                 h, m = recall(scored, test)
+                hg, mg = recall(scored, test, min_gain=NEAR_BEST)
                 t_score += time.perf_counter() - t
                 train_eps = [ep for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, [])]
                 fixed = fixed_passes(train_eps)
@@ -205,17 +249,25 @@ def main(argv=None) -> int:
                 runs.append({"train_groups": perm, "top_k": rk.top_k, "threshold": rk.threshold,
                              "gain": mean([x for x, _ in rep]), "evals": mean([e for _, e in rep]),
                              "recall3": h / m if m else float("nan"), "states": m,
+                             "recall3_gain": hg / mg if mg else float("nan"), "states_gain": mg,
                              "fixed": {"pass": fixed[:1], "gain": mean(fx)},
                              "fixed_plus_one": {"passes": fixed[:2], "gain": mean(fx2)}})
                 if n == len(others):
                     rr = RandomRanker(all_actions, seed=0)
                     rscored = score_steps(rr, test_steps)
                     rrep = [replay(rscored, ep, top_k=rk.top_k, threshold=-math.inf) for ep in test]
-                    rh, rm = recall(rscored, test)
+                    rh, rm = recall(None, test)
+                    rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
-                                            "recall3": rh / rm if rm else float("nan"), "top_k": rk.top_k}
+                                            "recall3": rh / rm if rm else float("nan"),
+                                            "recall3_gain": rhg / rmg if rmg else float("nan"), "top_k": rk.top_k}
                     row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
-                                         "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm]}
+                                         "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm],
+                                         "hits_gain": [hg, mg], "random_hits_gain": [rhg, rmg]}
+                    if policy is not None:
+                        pol = [policy_replay(policy, ep) for ep in test]
+                        row["policy"] = {"gain": mean([x for x, _ in pol]), "evals": mean([e for _, e in pol])}
+                        row["per_kernel"]["policy"] = pol
             if runs:
                 row["curve"]["all-but-one" if n == len(others) else str(n)] = runs
         doc["groups"][g] = row
@@ -237,16 +289,26 @@ def _f(x, d=2):
 def pooled_of(doc) -> dict:
     """Every kernel once, in its held-out group, under the all-but-one ranker."""
     pk = [r["per_kernel"] for r in doc["groups"].values() if "per_kernel" in r]
-    cat = {k: [x for p in pk for x in p[k]] for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one")}
-    hits = [sum(p["hits"][i] for p in pk) for i in (0, 1)]
-    rhits = [sum(p["random_hits"][i] for p in pk) for i in (0, 1)]
-    return {"kernels": len(cat["greedy"]),
-            "greedy_gain": mean([x for x, _ in cat["greedy"]]), "greedy_evals": mean([e for _, e in cat["greedy"]]),
-            "guided_gain": mean([x for x, _ in cat["guided"]]), "guided_evals": mean([e for _, e in cat["guided"]]),
-            "random_gain": mean([x for x, _ in cat["random"]]), "random_evals": mean([e for _, e in cat["random"]]),
-            "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"]),
-            "recall3": hits[0] / hits[1] if hits[1] else float("nan"),
-            "random_recall3": rhits[0] / rhits[1] if rhits[1] else float("nan"), "recall_states": hits[1]}
+    cat = {k: [x for p in pk for x in p.get(k, [])]
+           for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one", "policy")}
+
+    def ratio(key):
+        h = [sum(p[key][i] for p in pk if key in p) for i in (0, 1)]
+        return (h[0] / h[1] if h[1] else float("nan")), h[1]
+
+    out = {"kernels": len(cat["greedy"]),
+           "greedy_gain": mean([x for x, _ in cat["greedy"]]), "greedy_evals": mean([e for _, e in cat["greedy"]]),
+           "greedy_kernels_1pct": sum(1 for x, _ in cat["greedy"] if x >= 1.0),
+           "guided_gain": mean([x for x, _ in cat["guided"]]), "guided_evals": mean([e for _, e in cat["guided"]]),
+           "random_gain": mean([x for x, _ in cat["random"]]), "random_evals": mean([e for _, e in cat["random"]]),
+           "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"])}
+    if cat["policy"]:
+        out.update(policy_gain=mean([x for x, _ in cat["policy"]]), policy_evals=mean([e for _, e in cat["policy"]]))
+    out["recall3"], out["recall_states"] = ratio("hits")
+    out["random_recall3"], _ = ratio("random_hits")
+    out["recall3_gain"], out["recall_states_gain"] = ratio("hits_gain")
+    out["random_recall3_gain"], _ = ratio("random_hits_gain")
+    return out
 
 
 def merge(docs: list[dict]) -> dict:
@@ -264,7 +326,8 @@ def _print(doc) -> None:
     for r in doc["groups"].values():
         for n, runs in r["curve"].items():
             curve.setdefault(n, []).extend(
-                (x["gain"], x["evals"], x["recall3"], r["greedy"]["gain"], r["greedy"]["evals"]) for x in runs)
+                (x["gain"], x["evals"], x["recall3"], r["greedy"]["gain"], r["greedy"]["evals"], x["fixed"]["gain"],
+                 x["fixed_plus_one"]["gain"]) for x in runs)
     if p.get("kernels"):
         gg, ge = p["greedy_gain"], p["greedy_evals"]
         print("## Headline: every kernel once in a held-out group (all-but-one training groups; REPLAY)\n")
@@ -274,36 +337,44 @@ def _print(doc) -> None:
                              ("random ranker, same top-k + slot (replay)", "random_gain", "random_evals")):
             print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
                   f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
+        if "policy_gain" in p:
+            print(f"| committed policy (greedy-decoded, replay) | {_f(p['policy_gain'])} | {_f(p['policy_evals'], 1)} | "
+                  f"{_f(100 * p['policy_gain'] / gg if gg else math.nan, 0)}% | "
+                  f"{_f(100 * p['policy_evals'] / ge if ge else math.nan, 0)}% |")
         print(f"| best fixed pass (training groups) | {_f(p['fixed_gain'])} | 2 (baseline + 1) | "
               f"{_f(100 * p['fixed_gain'] / gg if gg else math.nan, 0)}% | {_f(200 / ge if ge else math.nan, 0)}% |")
         print(f"| that pass + 1 measured alternative | {_f(p['fixed_plus_one_gain'])} | 3 | "
               f"{_f(100 * p['fixed_plus_one_gain'] / gg if gg else math.nan, 0)}% | {_f(300 / ge if ge else math.nan, 0)}% |")
-        print(f"\ntop-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
-              f"(random ranker: {_f(p['random_recall3'])})\n")
+        print(f"\n{p['greedy_kernels_1pct']} of {p['kernels']} kernels gain >= 1% under greedy.\n")
+        print(f"top-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
+              f"(random ranker, expected: {_f(p['random_recall3'])}); over the {p['recall_states_gain']} of them "
+              f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})\n")
     print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
     print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "
-          "random top-k gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | recall@3 | random recall@3 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "random top-k gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "
+          "recall@3 | random recall@3 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for g, r in doc["groups"].items():
         if not r["curve"]:
             continue
         last = r["curve"]["all-but-one"][0]
-        rr = r.get("random_ranker", {})
+        rr, pol = r.get("random_ranker", {}), r.get("policy", {})
         print(f"| {g} | {r['kernels']} | {r['greedy_gains_1pct']} | {_f(r['greedy']['gain'])} / {_f(r['greedy']['evals'], 1)} | "
               f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}, t={last['threshold']:g}) | "
               f"{_f(rr.get('gain'))} / {_f(rr.get('evals'), 1)} | {_f(last['fixed']['gain'])} ({','.join(last['fixed']['pass'])}) | "
-              f"{_f(last['fixed_plus_one']['gain'])} | {_f(last['recall3'])} | {_f(rr.get('recall3'))} |")
+              f"{_f(last['fixed_plus_one']['gain'])} | {_f(pol.get('gain'))} / {_f(pol.get('evals'), 1)} | "
+              f"{_f(last['recall3'])} | {_f(rr.get('recall3'))} |")
     print("\n## Learning curve (mean over held-out groups and orders)\n")
     print("| training groups | runs | guided gain % | guided evals | greedy gain % | greedy evals | "
-          "gain vs greedy | evals vs greedy | recall@3 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "gain vs greedy | evals vs greedy | recall@3 | fixed pass gain % | fixed + 1 alt gain % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sorted(curve, key=lambda k: (k == "all-but-one", int(k) if k.isdigit() else 0)):
         rs = curve[n]
         gg, ge = mean([r[3] for r in rs]), mean([r[4] for r in rs])
         g, e = mean([r[0] for r in rs]), mean([r[1] for r in rs])
         print(f"| {n} | {len(rs)} | {_f(g)} | {_f(e, 1)} | {_f(gg)} | {_f(ge, 1)} | "
               f"{_f(100 * g / gg if gg else float('nan'), 0)}% | {_f(100 * e / ge if ge else float('nan'), 0)}% | "
-              f"{_f(mean([r[2] for r in rs]))} |")
+              f"{_f(mean([r[2] for r in rs]))} | {_f(mean([r[5] for r in rs]))} | {_f(mean([r[6] for r in rs]))} |")
     print(f"\nranker time: {doc['rankers_trained']} rankers trained in {doc['train_s']:.1f} s (each: tuning folds + "
           f"order and gain models), scoring (replay + recall) {doc['score_s']:.1f} s; "
           "ptxas calls = evaluations on a cold cache (replay runs none)")

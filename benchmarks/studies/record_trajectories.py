@@ -22,7 +22,7 @@ there the parts are concatenated, in subset order, into the output file.
 
 Usage (nice it on a shared machine)::
 
-    nice -n 10 python benchmarks/studies/record_trajectories.py [--per-family 2] [--chunk 6] [-j 2]
+    nice -n 10 python benchmarks/studies/record_trajectories.py [--per-family 2] [--per-group N] [--chunk 6] [-j 2]
         [--work runs/record] [--out FILE] [--list]
 """
 
@@ -45,8 +45,13 @@ def hand_written(k) -> bool:
     return k.id.startswith(("cuda_", "triton_"))
 
 
-def subset(per_family: int) -> list[str]:
-    """``per_family`` evenly spaced variants of each generated family, then every hand-written kernel."""
+def subset(per_family: int, per_group: int | None = None) -> list[str]:
+    """``per_family`` evenly spaced variants of each generated family, then every hand-written kernel.
+
+    ``per_group``: at most that many of those per template group (the first ones in that order: the
+    generated kernels, then the hand-written in manifest order), interleaved round by round -- every
+    group's first kernel, then every group's second, ... -- so that a recording cut short still holds
+    every group it reached."""
     from ptxopt.kernels.corpus import load_manifest
 
     ks = load_manifest()
@@ -59,7 +64,14 @@ def subset(per_family: int) -> list[str]:
         ids = sorted(fams[fam])
         n = min(per_family, len(ids))
         out.extend(ids[(2 * i + 1) * len(ids) // (2 * n)] for i in range(n))
-    return out + [k.id for k in ks if hand_written(k)]
+    out += [k.id for k in ks if hand_written(k)]
+    if per_group is None:
+        return out
+    group = {k.id: k.group for k in ks}
+    by_group: dict[str, list[str]] = {}
+    for kid in out:
+        by_group.setdefault(group[kid], []).append(kid)
+    return [ids[r] for r in range(per_group) for ids in by_group.values() if r < len(ids)]
 
 
 def default_out(backend: str = "sim") -> Path:
@@ -71,6 +83,8 @@ def default_out(backend: str = "sim") -> Path:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per-family", type=int, default=2)
+    ap.add_argument("--per-group", type=int, default=None,
+                    help="at most N of those kernels per template group, interleaved over the groups")
     ap.add_argument("--chunk", type=int, default=6, help="kernels per search command (the resume granularity)")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--work", default=str(ROOT / "runs" / "record"))
@@ -79,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--partial", action="store_true",
                     help="search nothing more: write the output from the kernels recorded so far")
     args = ap.parse_args(argv)
-    kernels = subset(args.per_family)
+    kernels = subset(args.per_family, args.per_group)
     model = reward_model("sim")
     out = Path(args.out) if args.out else default_out()
     work = Path(args.work) / model.replace(":", "_").replace("/", "_")

@@ -4,8 +4,10 @@ At each state a ranker (:mod:`ptxopt.search.ranker`) orders every legal
 action and predicts its gain from features that cost no measurement
 (:mod:`ptxopt.search.rank_features`). When some action is predicted to gain
 more than ``threshold``, the ``top_k`` first in the ranker's order are
-measured; and always one *exploration slot*: an action the ranker does not
-know (added after it was trained; chosen at random among them), else --
+measured (ties in the order broken by the predicted gain, then at random);
+and always one *exploration slot*: an action the ranker does not know
+(added after it was trained; chosen at random among those not picked on
+their prior score), else --
 when something is measured anyway -- a random one of the rest. The best
 measured child that beats the current state is kept; the search stops when
 none does, when no action is predicted to gain and none is unknown, or
@@ -35,27 +37,48 @@ from .trajectory import make_step
 from .ranker import THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-exported)
 
 
-def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None) -> list:
-    """The moves to measure: the ``top_k`` first by ``scores`` when some predicted gain (``gains``; None:
-    the scores are the gains) exceeds ``threshold``, then the exploration slot."""
+def order(moves, scores: dict, gains: dict | None, rng) -> list:
+    """The scored moves, best first: by order score, ties by predicted gain, remaining ties at random
+    (never by the action list's order, which would always favour the same actions)."""
     gains = scores if gains is None else gains
-    known = sorted((m for m in moves if m.action in scores), key=lambda m: -scores[m.action])
-    go = any(gains.get(m.action, -math.inf) > threshold for m in known)
-    pick = known[:top_k] if go else []
-    unseen = [m for m in moves if m.action not in scores]
+    scored = [m for m in moves if m.action in scores]
+    noise = rng.random(len(scored)) if scored else []
+    keyed = sorted(zip(scored, noise), key=lambda mn: (-scores[mn[0].action], -gains.get(mn[0].action, -math.inf),
+                                                       mn[1]))
+    return [m for m, _ in keyed]
+
+
+def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None,
+           known=None) -> list:
+    """The moves to measure: the ``top_k`` first by :func:`order` when some predicted gain (``gains``; None:
+    the scores are the gains) exceeds ``threshold``, then the exploration slot: an action the ranker does
+    not know (``known``: the actions it was trained on; None: every scored one) not picked yet, else -- when
+    something is measured anyway -- a random one of the rest. An unknown action may be scored (its prior)
+    and picked on that score; unscored or not, it keeps its chance at the slot."""
+    gains = scores if gains is None else gains
+    known = set(scores) if known is None else set(known)
+    ranked = order(moves, scores, gains, rng)
+    go = any(gains.get(m.action, -math.inf) > threshold for m in ranked)
+    pick = ranked[:top_k] if go else []
+    taken = {m.action for m in pick}
+    unseen = [m for m in moves if m.action not in known and m.action not in taken]
+    rest = [m for m in ranked[top_k:] if m.action not in taken]
     if unseen:
         pick.append(unseen[int(rng.integers(len(unseen)))])
-    elif pick and len(known) > top_k:
-        rest = known[top_k:]
+    elif pick and rest:
         pick.append(rest[int(rng.integers(len(rest)))])
     return pick
 
 
-def predictions(ranker, state, result, moves) -> tuple[dict, dict | None]:
-    """``(order scores, predicted gains)`` from ``ranker`` (one that only scores: its scores are the gains)."""
+def predictions(ranker, state, result, moves) -> tuple[dict, dict | None, set]:
+    """``(order scores, predicted gains, known actions)`` from ``ranker`` (one that only scores: its scores
+    are the gains; one without ``knows``: it knows what it scores)."""
     if hasattr(ranker, "predict"):
-        return ranker.predict(state, result, moves)
-    return ranker.score(state, result, moves), None
+        scores, gains = ranker.predict(state, result, moves)
+    else:
+        scores, gains = ranker.score(state, result, moves), None
+    knows = getattr(ranker, "knows", None)
+    return scores, gains, ({m.action for m in moves if knows(m.action)} if knows else set(scores))
 
 
 def settings(ranker, top_k: int | None, threshold: float | None) -> tuple[int, float]:
@@ -82,8 +105,8 @@ def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k
     state, result = root, out.baseline
     for i in range(max_steps):
         moves = state.legal_moves()
-        scores, gains = predictions(ranker, state, result, moves)
-        pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains)
+        scores, gains, known = predictions(ranker, state, result, moves)
+        pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains, known=known)
         results = []
         if pick:
             try:

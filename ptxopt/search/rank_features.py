@@ -11,9 +11,12 @@ legal action of a state, and only the best-scoring few are measured
   (threads per block, blocks, dynamic shared bytes), ptxas registers and
   spills, SASS instruction count, and the occupancy that follows from
   registers and launch (:func:`ptxopt.sim.occupancy.occupancy`) with its
-  limiter.  The sim's bounds and the binding bound are not here: an
-  :class:`~ptxopt.evaluate.EvalResult` does not carry them and recomputing
-  them would cost a model run per state;
+  limiter; and the sim's throughput bounds over the estimate (LSU issue,
+  L1, L2, DRAM, the arithmetic floor: 1.0 is the bound that binds; none
+  near 1: latency or issue binds), read from the many-warp note the sim
+  writes into the state's result (:func:`bound_context`: an
+  :class:`~ptxopt.evaluate.EvalResult` carries no bound field, and
+  recomputing them would cost a model run per state);
 * per-action features of the *child*, which come only from applying the
   pass (the action mask applies every pass anyway: no ptxas, no sim): how
   the child's static features differ from the state's.
@@ -27,6 +30,7 @@ ranker's trees route on their own.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -35,7 +39,14 @@ CONTEXT_NAMES: tuple[str, ...] = (
     "objective_throughput", "block_threads", "grid_blocks", "dynamic_shared_bytes", "registers",
     "spill_bytes", "sass_instructions", "occupancy", "blocks_per_sm",
     "limited_by_warps", "limited_by_blocks", "limited_by_registers", "limited_by_shared",
+    "waves", "bound_lsu", "bound_l1", "bound_l2", "bound_dram", "bound_arithmetic", "binds_memory",
+    "binds_arithmetic", "binds_latency_or_issue",
 )
+
+#: The bound slots of :data:`CONTEXT_NAMES` (each a bound's cycles over the estimate's) and the
+#: one-hot of what binds (a bound within :data:`BINDS` of the estimate binds).
+BOUND_NAMES: tuple[str, ...] = ("bound_lsu", "bound_l1", "bound_l2", "bound_dram", "bound_arithmetic")
+BINDS = 0.98
 
 #: Static features whose change from state to child is an action feature (names of
 #: :data:`ptxopt.analysis.features.FEATURE_NAMES`).
@@ -93,9 +104,39 @@ def state_context(state, result) -> dict:
         if occ is not None:
             ctx["occupancy"] = float(occ.occupancy())
             ctx["blocks_per_sm"] = float(occ.blocks_per_sm)
-            for lim, name in zip(_LIMITERS, CONTEXT_NAMES[-4:]):
+            for lim, name in zip(_LIMITERS, ("limited_by_warps", "limited_by_blocks", "limited_by_registers",
+                                             "limited_by_shared")):
                 ctx[name] = 1.0 if occ.limited_by == lim else 0.0
+    ctx.update(bound_context(result.notes, result.cycles))
     return ctx
+
+
+_MANY_WARPS = re.compile(r"many warps .*?(\d+) wave\(s\).*?per wave: LSU (\d+), L1 (\d+), L2 (\d+) cycles; "
+                         r"DRAM for the launch (\d+) cycles")
+_ARITHMETIC = re.compile(r"arithmetic floor: .*? = ([\d,]+) cycles")
+
+
+def bound_context(notes, cycles) -> dict:
+    """The bound slots from a sim result's notes (the many-warp note: per-wave LSU, L1 and L2 cycles, the
+    launch's DRAM cycles, the arithmetic floor), each over ``cycles``; {} when the notes hold no many-warp
+    estimate (latency objective, another backend, a note this parser does not know: unknown, not zero)."""
+    try:
+        text = next((n for n in notes or () if n.startswith("many warps")), None)
+        m = _MANY_WARPS.search(text or "")
+        if m is None or not cycles or cycles <= 0:
+            return {}
+        waves, lsu, l1, l2, dram = (float(x) for x in m.groups())
+        a = _ARITHMETIC.search(text)
+        arith = float(a.group(1).replace(",", "")) if a else 0.0
+        out = dict(zip(BOUND_NAMES, (waves * lsu / cycles, waves * l1 / cycles, waves * l2 / cycles, dram / cycles,
+                                     arith / cycles)))
+        top = max(out, key=out.get)
+        binds = out[top] >= BINDS
+        out.update(waves=waves, binds_memory=float(binds and top != "bound_arithmetic"),
+                   binds_arithmetic=float(binds and top == "bound_arithmetic"), binds_latency_or_issue=float(not binds))
+        return out
+    except (ValueError, TypeError, StopIteration):
+        return {}
 
 
 def _index() -> list[int]:

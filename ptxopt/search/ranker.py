@@ -29,9 +29,12 @@ derived features`` (:data:`~ptxopt.search.rank_features.DERIVED_NAMES`).
 guided search on held-out folds of the training kernels' own groups (never
 on data outside the training steps).
 
-An action the ranker never saw (added after it was trained) has an all-zero
-one-hot and no score: guided search gives it the exploration slot, so it is
-never masked forever.
+An action the ranker never saw (added after it was trained) gets a *prior*:
+its row has an all-zero one-hot, so the trees score it from what applying
+it does (the child's action features, its register cap) and the state, as
+an action they know nothing else about. It competes for the ``top_k`` on
+that score, and guided search keeps its exploration slot for the unknown
+actions, so none is masked forever (:func:`ptxopt.search.guided.choose`).
 
 File format: a pickle of a dict ``{"format": FORMAT, "version": VERSION,
 "actions": [...], "feature_names": [...], "model": <sklearn estimator>,
@@ -125,25 +128,26 @@ class Ranker:
         return np.asarray((self.gain_model or self.model).predict(rows), dtype=float)
 
     def _rows(self, state, result, moves):
-        known = [m for m in moves if m.legal and self.knows(m.action)]
-        if not known:
+        legal = [m for m in moves if m.legal]
+        if not legal:
             return [], None
         static, step = _static_of(state.observation())
         ctx = context_vector(state_context(state, result))
         arch = getattr(result, "arch", None) or "sm_89"
-        return known, np.stack([_row(static, step, ctx, m.action, self.actions,
-                                     action_vector(action_features(state, m.child)), arch) for m in known])
+        return legal, np.stack([_row(static, step, ctx, m.action, self.actions,
+                                     action_vector(action_features(state, m.child)), arch) for m in legal])
 
     def predict(self, state, result, moves) -> tuple[dict[str, float], dict[str, float]]:
-        """``(order scores, predicted log gains)`` of each legal move's action the ranker knows (others: absent)."""
-        known, rows = self._rows(state, result, moves)
-        if not known:
+        """``(order scores, predicted log gains)`` of every legal move's action; an action the ranker does not
+        know (:meth:`knows`) is scored by its prior (an all-zero one-hot: the module doc)."""
+        legal, rows = self._rows(state, result, moves)
+        if not legal:
             return {}, {}
-        names = [m.action for m in known]
+        names = [m.action for m in legal]
         return dict(zip(names, self.score_rows(rows))), dict(zip(names, self.gain_rows(rows)))
 
     def score(self, state, result, moves) -> dict[str, float]:
-        """The order score of each legal move's action the ranker knows (others: absent)."""
+        """The order score of every legal move's action (unknown ones: their prior)."""
         return self.predict(state, result, moves)[0]
 
     def save(self, path: str | Path) -> None:
@@ -207,33 +211,36 @@ def resolve(name_or_path: str) -> Ranker:
 
 # -- training ----------------------------------------------------------------------------------------------
 
-def _step_rows(s, actions: tuple) -> list[tuple[str, np.ndarray, float]]:
+def _step_rows(s, actions: tuple, unknown: bool = False) -> list[tuple[str, np.ndarray, float]]:
     """The rows of one step, kept on the step per action vocabulary (evaluation protocols train many
-    rankers on overlapping subsets of the same steps; the rows go when the step goes)."""
+    rankers on overlapping subsets of the same steps; the rows go when the step goes). ``unknown``: also
+    the candidates outside the vocabulary (all-zero one-hot: their prior, for scoring)."""
     per = s.__dict__.setdefault("_ranker_rows", {})
-    if actions not in per:
+    if (actions, unknown) not in per:
         out = []
         if s.candidates and s.cycles_before:
             static, step = _static_of(s.observation)
             ctx = context_vector(s.context)
             feats = s.action_features or {}
             for action, cyc in s.candidates.items():
-                if action not in actions:
+                if action not in actions and not unknown:
                     continue
                 gain = FAILED_GAIN if cyc is None or cyc <= 0 else math.log(s.cycles_before / cyc)
                 out.append((action, _row(static, step, ctx, action, actions, action_vector(feats.get(action)),
                                          s.arch or "sm_89"), max(-CLIP, min(CLIP, gain))))
-        per[actions] = out
-    return per[actions]
+        per[(actions, unknown)] = out
+    return per[(actions, unknown)]
 
 
-def rows_of(steps: Iterable, actions: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
-    """Training rows from trajectory steps: one per candidate measured at a state.
-    Returns ``(X, y, index)``: ``y`` the clipped log gain; ``index[i]`` is ``(kernel, step position, action)``."""
+def rows_of(steps: Iterable, actions: Sequence[str], *, unknown: bool = False
+            ) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+    """Training rows from trajectory steps: one per candidate measured at a state (``unknown``: also those
+    outside ``actions``, scored by their prior). Returns ``(X, y, index)``: ``y`` the clipped log gain;
+    ``index[i]`` is ``(kernel, step position, action)``."""
     X, y, idx = [], [], []
     actions = tuple(actions)
     for n, s in enumerate(steps):
-        for action, row, gain in _step_rows(s, actions):
+        for action, row, gain in _step_rows(s, actions, unknown):
             X.append(row)
             y.append(gain)
             idx.append((s.kernel, n, action))
@@ -251,11 +258,13 @@ def regret(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
 
 
 def near_best(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
-    """1 for a row within :data:`NEAR_BEST` of its state's best gain at a state whose best gains, else 0."""
+    """1 for a row within :data:`NEAR_BEST` of its state's best gain at a state whose best gains more than
+    :data:`NEAR_BEST`, else 0. (Where the best gains less, an action that changes nothing -- gain 0 -- is
+    within :data:`NEAR_BEST` of it: such states would teach that doing nothing is among the best.)"""
     best: dict[int, float] = {}
     for (_, n, _), g in zip(idx, y):
         best[n] = max(best.get(n, -math.inf), g)
-    return np.array([1 if best[n] > 0 and g >= best[n] - NEAR_BEST else 0 for (_, n, _), g in zip(idx, y)])
+    return np.array([1 if best[n] > NEAR_BEST and g >= best[n] - NEAR_BEST else 0 for (_, n, _), g in zip(idx, y)])
 
 
 def _fit(X, y, seed, max_iter, classify: bool = False):

@@ -27,6 +27,7 @@ import numpy as np
 from ptxopt.search.actions import STOP
 
 from .random_search import kernel_rng
+from .ranker import Ranker
 
 #: A hit of top-k recall: an action within this fraction of the best candidate's cycles.
 HIT_TOL = 0.001
@@ -54,7 +55,7 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
     """``id(step) -> (order scores, predicted gains)`` for every step, in one prediction per model."""
     from .ranker import rows_of
 
-    X, _, idx = rows_of(steps, ranker.actions)
+    X, _, idx = rows_of(steps, ranker.actions, unknown=isinstance(ranker, Ranker))
     out: dict[int, tuple[dict, dict]] = {id(s): ({}, {}) for s in steps}
     if idx:
         X = X.copy()
@@ -65,8 +66,9 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
     return out
 
 
-def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0) -> tuple[float, int]:
-    """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc)."""
+def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None) -> tuple[float, int]:
+    """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc).
+    ``known``: the actions the ranker was trained on (None: every scored one)."""
     from .guided import choose
 
     rng = kernel_rng(seed, episode[0].kernel)
@@ -75,7 +77,7 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
     for s in episode:
         sc, gn = scored[id(s)]
         pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
-                                         rng=rng, gains=gn)]
+                                         rng=rng, gains=gn, known=known)]
         evals += len(pick)
         ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
         if not ok:
@@ -93,10 +95,31 @@ def greedy_of(episode) -> tuple[float, int]:
     return 100.0 * (1 - episode[-1].cycles_after / base), 1 + sum(len(s.candidates) for s in episode)
 
 
-def recall(scored: dict, episodes_, k: int = 3) -> tuple[int, int]:
-    """``(hits, states)``: at each greedy state where greedy did not stop, is one of the ``k`` first-ordered
-    actions within :data:`HIT_TOL` of the best candidate's cycles?"""
-    hits = n = 0
+def topk_hit(keys: dict, hits: set, k: int) -> float:
+    """The probability that the ``k`` first of an order by ``keys`` (action -> sort key, larger first; equal
+    keys in a random order, as :func:`ptxopt.search.guided.order` breaks them) hold an action of ``hits``."""
+    classes: dict = {}
+    for a, key in keys.items():
+        classes.setdefault(key, []).append(a)
+    slots = k
+    for key in sorted(classes, reverse=True):
+        tied = classes[key]
+        h = sum(1 for a in tied if a in hits)
+        if len(tied) <= slots:
+            if h:
+                return 1.0
+            slots -= len(tied)
+            if slots == 0:
+                return 0.0
+            continue
+        return 1.0 - math.comb(len(tied) - h, slots) / math.comb(len(tied), slots)
+    return 0.0
+
+
+def recall_states(episodes_, *, min_gain: float = 0.0):
+    """``(step, hits)`` at each greedy state where greedy did not stop: the candidates within
+    :data:`HIT_TOL` of the best candidate's cycles. ``min_gain``: only states whose best gains more than
+    this fraction (0: every such state, the definition the targets use)."""
     for ep in episodes_:
         for s in ep:
             if s.action == STOP:
@@ -105,10 +128,26 @@ def recall(scored: dict, episodes_, k: int = 3) -> tuple[int, int]:
             if not usable:
                 continue
             best = min(usable.values())
-            sc = scored[id(s)][0]
-            top = sorted(sc, key=lambda a: -sc[a])[:k]
-            n += 1
-            hits += any(a in usable and usable[a] <= best * (1 + HIT_TOL) for a in top)
+            if best >= s.cycles_before * (1 - min_gain):
+                continue
+            yield s, {a for a, c in usable.items() if c <= best * (1 + HIT_TOL)}
+
+
+def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0) -> tuple[float, int]:
+    """``(hits, states)``: at each greedy state where greedy did not stop (:func:`recall_states`), is one of
+    the ``k`` first-ordered actions within :data:`HIT_TOL` of the best candidate's cycles? The order is guided
+    search's (:func:`ptxopt.search.guided.order`: score, then predicted gain); actions tied on both count by
+    their chance under the random tie-break, so ``hits`` is an expectation. ``scored`` None: a random
+    ranker's expected hits (every candidate tied)."""
+    hits, n = 0.0, 0
+    for s, near in recall_states(episodes_, min_gain=min_gain):
+        if scored is None:
+            keys = dict.fromkeys(s.candidates, 0)
+        else:
+            sc, gn = scored[id(s)]
+            keys = {a: (sc[a], gn.get(a, -math.inf)) for a in sc}
+        n += 1
+        hits += topk_hit(keys, near, k)
     return hits, n
 
 
@@ -149,7 +188,7 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
             greedy_gain += max(g, 0.0)
             greedy_evals += e
             for (k, t), acc in sums.items():
-                rg, re_ = replay(scored, ep, top_k=k, threshold=t, seed=seed)
+                rg, re_ = replay(scored, ep, top_k=k, threshold=t, seed=seed, known=rk.actions)
                 acc[0] += rg
                 acc[1] += re_
     table = {kt: (acc[0] / greedy_gain if greedy_gain > 0 else (1.0 if acc[0] >= 0 else 0.0),
