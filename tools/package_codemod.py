@@ -629,7 +629,7 @@ TEST_FOLDERS: dict[str, tuple[str, ...]] = {
     "evaluate": ("cache_damage", "eval_prefix", "evaluate", "evaluate_disasm", "evaluate_durability",
                  "evaluate_observable", "input_isolation", "evaluation_session", "move_memo", "objective", "perf_block_from_ptx"),
     "search": ("search_cli", "search_guided", "search_launch", "search_lockstep", "search_progress", "search_state",
-               "search_strategies", "search_trust", "loop_actions_report"),
+               "search_strategies", "search_trust", "loop_actions_report", "ranker_recall"),
     "triton": ("triton_hook", "triton_tune", "tune_toolchain"),
     "testing": ("fuzz_passes", "fuzz_trust", "mutant_reviews", "mutation", "loop_mutant_reviews", "loop_shapes",
                 "loop_version_fuzz"),
