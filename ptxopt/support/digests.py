@@ -23,7 +23,8 @@ EVALUATOR_SOURCES = ("evaluate", "measure", "interp", "equivalence",
                      "kernels/corpus.py", "toolchain", "support/digests.py")
 
 #: What decides the printed PTX for a (kernel, pipeline).
-FRONT_SOURCES = ("passes", "analysis", "ptx", "kernels/inputs.py", "support/gc_pause.py", "support/bounded_memo.py")
+FRONT_SOURCES = ("passes", "analysis", "ptx", "kernels/inputs.py", "support/gc_pause.py", "support/bounded_memo.py",
+                "support/session_state.py")
 
 
 def source_digest(*packages_or_files: str) -> str:

@@ -149,10 +149,10 @@ def _wrong_unroll(monkeypatch):
 
     real = Unroll.run_function
 
-    def broken(self, fn, report, module):
+    def broken(self, fn, report, module, analyses=None):
         from ptxopt import emit, parse
 
-        real(self, fn, report, module)
+        real(self, fn, report, module, analyses)
         text = emit(module)
         import re
 
