@@ -65,11 +65,13 @@ def markdown(doc: dict) -> str:
     w, wo = doc["with"], doc["without"]
     out = ["# Greedy with and without the latency-hiding actions (ESTIMATES of the sim model, not measured)", "",
            f"Written by `benchmarks/latency_actions_greedy.py`: greedy, max {doc['max_steps']} steps, throughput, "
-           f"L2 cold, arch {doc['arch']}, one fresh cache shared by both searches; the sample of `latency_actions_table.py` (first "
-           f"{doc['per_group']} loop kernel per stratum, plus every outside kernel). Wall: with "
-           f"{doc['with_s']:.0f} s, without {doc['without_s']:.0f} s.", "",
-           "| search | kernels | mean gain | median gain | evaluations | " + " | ".join(f"{a} chosen" for a in NEW_ACTIONS)
-           + " |", "|---|---|---|---|---|" + "---|" * len(NEW_ACTIONS)]
+           f"L2 cold, arch {doc['arch']}, one fresh cache shared by both searches; "
+           + (f"the kernels named ({len(doc['kernels'])}, `--only`)" if doc.get("only") else
+              f"the sample of `latency_actions_table.py` (every outside kernel, the first {doc['per_group']} "
+              "loop kernel per stratum)")
+           + f". Wall: with {doc['with_s']:.0f} s, without {doc['without_s']:.0f} s.", "",
+           "| search | kernels | mean gain | median gain | evaluations | "
+           + " | ".join(f"{a} chosen" for a in NEW_ACTIONS) + " |", "|---|---|---|---|---|" + "---|" * len(NEW_ACTIONS)]
     for name, s in (("with the new actions", w), ("without them", wo)):
         out.append(f"| {name} | {s['kernels']} | {s['mean']:.2f}% | {s['median']:.2f}% | {s['evaluations']} | "
                    + " | ".join(str(s["chosen"][a]) for a in NEW_ACTIONS) + " |")
@@ -87,10 +89,18 @@ def main() -> int:
     ap.add_argument("--max-steps", type=int, default=4)
     ap.add_argument("--arch", default="sm_89", help="sm_89: the L4 table; sm_90: the H100 table")
     ap.add_argument("--only", default=None, help="comma list of kernel names (a quick look)")
-    ap.add_argument("--cache", default=None, help="evaluator cache file (default: a fresh one in a temporary directory)")
+    ap.add_argument("--cache", default=None, help="evaluator cache file (default: a fresh one in a temporary "
+                                                  "directory)")
+    ap.add_argument("--from-json", default=None, help="only print/write the Markdown of a JSON this script wrote")
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.from_json:
+        md = markdown(json.loads(Path(args.from_json).read_text()))
+        print(md)
+        if args.md:
+            Path(args.md).write_text(md)
+        return 0
     if args.cache is None:
         args.cache = str(Path(tempfile.mkdtemp(prefix="latency_greedy_")) / "cache.sqlite")
     kernels = candidates(args.per_group)
@@ -103,8 +113,8 @@ def main() -> int:
              "gain_without": b.improvement_pct or 0.0, "pipeline_without": b.pipeline,
              "error": a.error or b.error}
             for (_, g), a, b in zip(kernels, with_, without)]
-    doc = {"kind": "estimate", "arch": args.arch, "max_steps": args.max_steps, "per_group": args.per_group,
-           "with": summary(with_), "without": summary(without), "with_s": t_with, "without_s": t_without,
+    doc = {"kind": "estimate", "arch": args.arch, "only": args.only, "max_steps": args.max_steps,
+           "per_group": args.per_group, "with": summary(with_), "without": summary(without), "with_s": t_with, "without_s": t_without,
            "kernels": rows}
     md = markdown(doc)
     print(md)

@@ -283,7 +283,8 @@ def markdown(doc: dict) -> str:
            f"{doc['per_group']} with a natural loop per stratum of `throughput_audit.py`, strata in name order: "
            f"{', '.join(corpus) or 'none'}); {doc['wall_s']:.0f} s wall.", "",
            "## Verdicts per action (once per kernel; the evaluator's decision: proof first, then the interpreter)",
-           "", "| action | kernels | refused | proved | equal | inconclusive | differ |", "|---|---|---|---|---|---|---|"]
+           "", "| action | kernels | refused | proved | equal | inconclusive | differ |",
+           "|---|---|---|---|---|---|---|"]
     for a in NEW_ACTIONS:
         vs = collections.Counter(v["verdict"] for v in verdicts if v["action"] == a)
         out.append(f"| {a} | {sum(vs.values())} | {vs['refused']} | {vs['proved']} | {vs['equal']} | "

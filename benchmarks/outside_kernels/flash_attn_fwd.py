@@ -94,7 +94,8 @@ def main() -> int:
         "params": params,
         "performance": {"grid": [seq // 128, heads, 1], "block": block, "shared_bytes": ck.metadata.shared,
                         "scalars": {names[4]: seq, names[5]: 0.125},
-                        "problem": f"flash attention forward, {heads} heads (batch 4 x 16), seq_len {seq}, head_dim 64, "
+                        "problem": f"flash attention forward, {heads} heads (batch 4 x 16), seq_len {seq}, "
+                                   "head_dim 64, "
                                    "fp16: Q, K, V read (K and V once per 128-row query block), O written"},
     }
     (here / "flash_attn_fwd.contract.json").write_text(json.dumps(contract, indent=1) + "\n")

@@ -237,7 +237,8 @@ def test_pipeline_conflicts_with_unroll():
 # local spill slot, a parameter re-read): weak ld/st of those spaces never touch the global bytes the
 # fast copy merges, so they stay in place in every copy and the loop is versioned. A generic address
 # may be global, and a volatile access orders memory: both stay refused.
-_STAGE = "\tld.global.f32 %f2, [%rd9];\n\tst.shared.f32 [%r5], %f2;\n\tld.shared.f32 %f2, [%r5];\n\tadd.s32 %r5, %r5, 4;\n"
+_STAGE = ("\tld.global.f32 %f2, [%rd9];\n\tst.shared.f32 [%r5], %f2;\n\tld.shared.f32 %f2, [%r5];\n"
+          "\tadd.s32 %r5, %r5, 4;\n")
 _SPILL = "\tld.global.f32 %f2, [%rd9];\n\tst.local.f32 [%rd11], %f2;\n\tld.local.f32 %f2, [%rd11];\n"
 OTHER_SPACES = {
     "shared": ROW.replace(".reg .b64 %rd<12>;", ".reg .b64 %rd<12>;\n\t.shared .align 4 .f32 stage[64];").replace(
