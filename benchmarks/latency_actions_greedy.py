@@ -114,7 +114,8 @@ def main() -> int:
              "error": a.error or b.error}
             for (_, g), a, b in zip(kernels, with_, without)]
     doc = {"kind": "estimate", "arch": args.arch, "only": args.only, "max_steps": args.max_steps,
-           "per_group": args.per_group, "with": summary(with_), "without": summary(without), "with_s": t_with, "without_s": t_without,
+           "per_group": args.per_group, "with": summary(with_), "without": summary(without), "with_s": t_with,
+           "without_s": t_without,
            "kernels": rows}
     md = markdown(doc)
     print(md)
