@@ -205,8 +205,9 @@ def run(args) -> dict:
             if t_ptxas:
                 costs.append({"kernel": label, "action": action, "ratio": t_pass / t_ptxas})
             if not rep.changed:
+                why = sorted({fold(s.what) for s in rep.refused}) or ["no natural loop in the kernel"]
                 verdicts.append({"kernel": label, "group": group, "action": action, "verdict": "refused",
-                                 "reasons": sorted({fold(s.what) for s in rep.refused}) or ["no loop it takes"]})
+                                 "reasons": why})
                 continue
             cand = emit(out)
             c0 = time.perf_counter()
