@@ -69,7 +69,8 @@ def markdown(doc: dict) -> str:
            + (f"the kernels named ({len(doc['kernels'])}, `--only`)" if doc.get("only") else
               f"the sample of `latency_actions_table.py` (every outside kernel, the first {doc['per_group']} "
               "loop kernel per stratum)")
-           + f". Wall: with {doc['with_s']:.0f} s, without {doc['without_s']:.0f} s.", "",
+           + f". Wall: with {doc['with_s']:.0f} s, without {doc['without_s']:.0f} s."
+           + (f" Note: {doc['note']}." if doc.get("note") else ""), "",
            "| search | kernels | mean gain | median gain | evaluations | "
            + " | ".join(f"{a} chosen" for a in NEW_ACTIONS) + " |", "|---|---|---|---|---|" + "---|" * len(NEW_ACTIONS)]
     for name, s in (("with the new actions", w), ("without them", wo)):
