@@ -1,5 +1,5 @@
 """Greedy with and without the latency-hiding actions (``loop_version_2/4``, ``swp_ld_1/2``), under
-``--objective throughput``, on the sample of ``benchmarks/latency_actions_table.py``.
+``--objective throughput``, on the sample of ``benchmarks/reports/latency_actions_table.py``.
 
 Every gain is an ESTIMATE of the sim model (throughput, L2 cold, the performance launch), not a
 measurement. Two greedy searches per kernel (``--max-steps``, default 4; one fresh evaluator cache that
@@ -9,7 +9,7 @@ one with every action, one with the four new actions dropped
 pipelines; then the mean and median gain of each search, how often each new action is in the best
 pipeline, and the evaluations each search spent.
 
-    python benchmarks/latency_actions_greedy.py [--per-group 1] [--max-steps 4] [--arch sm_89]
+    python benchmarks/reports/latency_actions_greedy.py [--per-group 1] [--max-steps 4] [--arch sm_89]
                                                 [--md benchmarks/results/latency_actions_greedy.md]
 """
 
@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT / "benchmarks" / "reports"), str(ROOT / "benchmarks" / "studies")]
 
 from latency_actions_table import NEW_ACTIONS, sample  # noqa: E402
 
@@ -64,7 +64,8 @@ def summary(res: list) -> dict:
 def markdown(doc: dict) -> str:
     w, wo = doc["with"], doc["without"]
     out = ["# Greedy with and without the latency-hiding actions (ESTIMATES of the sim model, not measured)", "",
-           f"Written by `benchmarks/latency_actions_greedy.py`: greedy, max {doc['max_steps']} steps, throughput, "
+           "Written by `benchmarks/reports/latency_actions_greedy.py`: "
+           f"greedy, max {doc['max_steps']} steps, throughput, "
            f"L2 cold, arch {doc['arch']}, one fresh cache shared by both searches; "
            + (f"the kernels named ({len(doc['kernels'])}, `--only`)" if doc.get("only") else
               f"the sample of `latency_actions_table.py` (every outside kernel, the first {doc['per_group']} "

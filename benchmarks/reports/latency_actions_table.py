@@ -18,9 +18,9 @@ nothing; its reasons, registers, labels and numbers folded, are counted), else t
 the proof does not settle it): ``proved``, ``equal``, ``inconclusive`` or ``differ``. Last, the pass's
 CPU time against one ptxas run of the original (CPU time of the child, measured in the same run).
 
-    python benchmarks/latency_actions_table.py [--per-group 1] [--devices L4,H100-SXM] [--only a,b]
+    python benchmarks/reports/latency_actions_table.py [--per-group 1] [--devices L4,H100-SXM] [--only a,b]
                                                [--json FILE] [--md benchmarks/results/latency_actions_table.md]
-    python benchmarks/latency_actions_table.py --cost-only --per-group 0   # pass cost, every loop kernel
+    python benchmarks/reports/latency_actions_table.py --cost-only --per-group 0   # pass cost, every loop kernel
 
 Sample: every outside kernel, then per stratum of ``benchmarks/throughput_audit.py`` (the manifest
 group, else gemm_tile / real:<compiler>, in name order) the first ``--per-group`` kernels in id order with
@@ -39,10 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "benchmarks" / "reports"), str(ROOT / "benchmarks" / "studies"),
+                str(ROOT / "tests" / "sim"), str(ROOT / "tests")]
 
 NEW_ACTIONS = ("loop_version_2", "loop_version_4", "swp_ld_1", "swp_ld_2")
 OUTSIDE = ROOT / "benchmarks" / "outside_kernels"
@@ -131,7 +131,7 @@ def ptxas_cpu_s(text: str, arch: str) -> float | None:
 def measure(text: str, dev, entry: str, launch, spec, original: str | None) -> dict:
     """The estimate of ``text`` on ``dev`` at ``launch`` (a rewrite of ``original``), described."""
     from inflight_actions import describe
-    from ptxopt.measure.base import MeasureJob
+    from ptxopt.measure.backend import MeasureJob
     from ptxopt.measure.sim import SimBackend, _objective_kw
     from ptxopt.ptx.parser import parse
     from ptxopt.sim.throughput import KernelFacts, estimate
@@ -220,7 +220,9 @@ def run(args) -> dict:
                              "note": note, "check_s": time.perf_counter() - c0})
             for dev in devices:
                 b = base[dev.name]
-                if "error" in b:
+                if "error" in b:  # the original could not be estimated: a row that says so
+                    rows.append({"kernel": label, "group": group, "device": dev.name, "action": action,
+                                 "error": f"original: {b['error']}"})
                     continue
                 try:
                     a = measure(cand, dev, entry, perf, spec, text)
@@ -278,7 +280,8 @@ def markdown(doc: dict) -> str:
     kernels = sorted({v["kernel"] for v in verdicts})
     corpus = [k for k in kernels if not k.startswith("outside:")]
     out = ["# Latency-hiding actions: where they pay (ESTIMATES of the sim model, not measured)", "",
-           "Written by `benchmarks/latency_actions_table.py` (throughput objective, L2 cold, performance launches; "
+           "Written by `benchmarks/reports/latency_actions_table.py` (throughput objective, L2 cold, "
+           "performance launches; "
            "H100 = the same PTX retargeted to sm_90). Every cycle figure and gain is an ESTIMATE.",
            f"Sample: {len(kernels) - len(corpus)} outside kernels and {len(corpus)} corpus loop kernels (the first "
            f"{doc['per_group']} with a natural loop per stratum of `throughput_audit.py`, strata in name order: "
