@@ -38,9 +38,11 @@ whose distance is a constant are decided here (the same slots loaded before
 stored, or windows apart) and need no runtime test.
 
 Refused, with the reason: what ``unroll``'s guarded form refuses (the trip
-count's form, several blocks, nested scopes, declarations), a memory
-instruction other than a scalar weak ``ld.global``/``st.global`` of 4 bytes
-(8 with ``width=2``), an address that is not register-based, not 64-bit or
+count's form, several blocks, nested scopes, declarations), a global or
+generic memory instruction other than a scalar weak ``ld.global``/``st.global``
+of 4 bytes (8 with ``width=2``) -- weak ``ld``/``st`` of the shared, local,
+const and param spaces never touch global bytes and stay in place, unmerged,
+in every copy (a row staged in shared memory) --, an address that is not register-based, not 64-bit or
 not contiguous across iterations, a constant-distance overlap, an address
 computed by something other than pure integer arithmetic, and a barrier,
 fence or warp collective in the loop: the runtime test reads per-thread
@@ -66,6 +68,9 @@ from ptxopt.passes.vectorize import candidate, declared_bits
 #: opcodes copied into the runtime test when an address depends on them (pure integer arithmetic)
 _SLICEABLE = frozenset({"mov", "add", "sub", "mul", "mad", "shl", "shr", "cvt", "cvta", "and", "or", "xor"})
 _SIZES = {2: (4, 8), 4: (4,)}
+#: state spaces whose weak ``ld``/``st`` never touch global bytes (a generic address may): left unmerged,
+#: in place in every copy, so moving the merged global accesses across them reorders disjoint bytes only
+_OTHER_SPACES = frozenset({"shared", "local", "const", "param"})
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,8 @@ class LoopVersion(FunctionPass):
         out = []
         for k, ins in enumerate(body):
             role = operand_facts.role(ins)
+            if role in ("load", "store") and ins.opcode in ("ld", "st") and opcodes.space_of(ins) in _OTHER_SPACES:
+                continue  # weak, another state space than the merged global bytes: kept in place in every copy
             if role in ("load", "store"):
                 check(candidate(ins) == (), f"line {ins.line}: {ins.full_opcode} is not a scalar weak global "
                                             "access (only ld.global/st.global are merged)")

@@ -22,7 +22,12 @@ the temptations mixed in:
   must refuse those;
 * nvcc's own unrolling: 2 or 4 consecutive elements of an array per
   iteration from one pointer (``[p]``, ``[p+4]`` ...), sometimes interleaved
-  with another array's, the pointer advancing by all of them.
+  with another array's, the pointer advancing by all of them;
+* sometimes (drawn apart, so the other draws of a seed stay as they were) a
+  per-thread ring of two shared-memory slots: each iteration reads the value
+  an earlier iteration staged there, then stages its own, so the fast copy
+  must keep the shared accesses in place and in order in every copy
+  (:func:`swap_shared` breaks that, and the oracle must catch it).
 
 Each of :data:`THREADS` threads runs ``n + tid`` iterations (``n`` only with a
 barrier), so one launch covers trip counts ``n .. n + 7``; :data:`INPUTS`
@@ -120,6 +125,11 @@ def make_vector_loop(seed: int) -> VectorLoop:
             body += [f"ld.global.u32 %r{60 + k}, {a};", f"xor.b32 %r7, %r7, %r{60 + k};"]  # every value observed
             vals.append(f"%r{60 + k}")
         what.append(f"{'st' if st else 'ld'} {arr}[i+{off}]")
+    stage = random.Random(f"vector_rows:stage:{seed}").random() < 0.3
+    if stage:  # read the slot an earlier iteration staged, then stage the last loaded value there
+        body += ["and.b32 %r90, %r4, 1;", "shl.b32 %r90, %r90, 2;", "add.u32 %r91, %r92, %r90;",
+                 "ld.shared.u32 %r93, [%r91];", "xor.b32 %r7, %r7, %r93;", f"st.shared.u32 [%r91], {vals[-1]};"]
+        what.append("shared ring")
     if barrier:
         body.insert(rng.randrange(0, len(body) + 1), "bar.sync 0;")
     if pointer:
@@ -138,10 +148,14 @@ def make_vector_loop(seed: int) -> VectorLoop:
            "mul.wide.u32 %rd8, %r9, 4;", "add.s64 %rd9, %rd6, %rd8;", "mov.u32 %r4, 0;", "mov.u32 %r7, 0;",
            "mov.u32 %r8, %r5;", "mov.u64 %rd20, %rd6;", "mov.u64 %rd21, %rd7;", "mov.u64 %rd22, %rd9;",
            "setp.lt.s32 %p2, %r5, 1;", "@%p2 bra L_end;"]
+    if stage:
+        pre[-2:-2] = ["mov.u32 %r92, stage;", "shl.b32 %r93, %r2, 3;", "add.u32 %r92, %r92, %r93;",
+                      "st.shared.u32 [%r92], 0;", "st.shared.u32 [%r92+4], 0;"]
     post = ["cvta.to.global.u64 %rd12, %rd11;", "mul.wide.u32 %rd13, %r2, 4;", "add.s64 %rd14, %rd12, %rd13;",
             "st.global.u32 [%rd14], %r7;", "ret;"]
     text = (HEAD + "\n.visible .entry k(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n, "
-            ".param .u32 s)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<80>;\n\t.reg .b64 %rd<60>;\n"
+            ".param .u32 s)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<100>;\n\t.reg .b64 %rd<60>;\n"
+            + (f"\t.shared .align 8 .u32 stage[{2 * THREADS}];\n" if stage else "")
             + "".join(f"\t{l}\n" for l in pre) + "L_top:\n" + "".join(f"\t{l}\n" for l in body)
             + "\t@%p1 bra L_top;\nL_end:\n" + "".join(f"\t{l}\n" for l in post) + "}\n")
     form = f"{'pointer' if pointer else 'index'} form, {'down' if down else 'up'}, rows of {row}" + \
@@ -218,9 +232,20 @@ def drop_guard_line(kind: str):
     return rewrite
 
 
+def swap_shared(text: str) -> str:
+    """A rewrite that stages before it reads in the fast copy's first shared pair (the first
+    ``st.shared`` moved above the ``ld.shared`` before it): a reordering the oracle must catch."""
+    lines = text.split("\n")
+    ld = next((i for i, line in enumerate(lines) if "ld.shared" in line), None)
+    st = next((i for i, line in enumerate(lines) if "st.shared" in line and ld is not None and i > ld), None)
+    if ld is None or st is None:
+        return text
+    return "\n".join(lines[:ld] + [lines[st]] + lines[ld:st] + lines[st + 1:])
+
+
 def campaign(seeds=range(40), rewrite=None) -> list[VectorResult]:
     return [check_vector_loop(make_vector_loop(s), rewrite=rewrite) for s in seeds]
 
 
 __all__ = ["CLASSES", "INPUTS", "VectorLoop", "VectorResult", "Wrong", "campaign", "check_vector_loop",
-           "drop_guard_line", "make_vector_loop"]
+           "drop_guard_line", "make_vector_loop", "swap_shared"]

@@ -106,13 +106,13 @@ def test_alternatives_are_exact_only_when_the_index_decides(construct, a, n, blo
 
 def _contract_args(contract: dict) -> tuple[dict, dict]:
     """Arguments for a contract's check launch: zeroed buffers of their counts, the scalars' values."""
-    np_type = {"f32": np.float32, "u32": np.uint32, "s32": np.int32, "f64": np.float64}
+    np_type = {"u8": np.uint8, "f16": np.float16, "f32": np.float32, "u32": np.uint32, "s32": np.int32, "f64": np.float64}
     args, scalars = {}, {}
     for p in contract["params"]:
         if p["role"] == "scalar":
             args[p["name"]] = scalars[p["name"]] = p["value"]
         else:
-            args[p["name"]] = np.zeros(p["count"], np_type[p["dtype"]])
+            args[p["name"]] = np.zeros(p["count"], np_type[p["dtype"]])  # a scratch pointer: 0 elements
     return args, scalars
 
 
@@ -131,7 +131,7 @@ def test_outside_kernels_match_the_interpreter(name):
     launch = contract["launch"]
     args, scalars = _contract_args(contract)
     fp, touched = _run((OUTSIDE / f"{name}.ptx").read_text(), contract["entry"], tuple(launch["grid"]),
-                       tuple(launch["block"]), args, scalars)
+                       tuple(launch["block"]), args, scalars, shared=launch.get("shared_bytes", 0))
     assert fp.source != "unknown", fp
     _check(fp, touched)
 

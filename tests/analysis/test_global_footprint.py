@@ -161,11 +161,11 @@ GATHER = _HEAD + """
 """
 
 
-def _run(text, entry, grid, block, args, scalars):
+def _run(text, entry, grid, block, args, scalars, shared=0):
     module = parse(text, entry)
     fp = footprint_of_text(text, entry, grid, block, scalars)
     names = {p for p, a in args.items() if isinstance(a, np.ndarray)}
-    touched = _touched(module, entry, grid, block, args, names)
+    touched = _touched(module, entry, grid, block, args, names, shared)
     return fp, touched
 
 

@@ -47,7 +47,8 @@ def outside(name: str):
     """(ptx text, entry, performance launch) of a kernel in benchmarks/outside_kernels/ (no byte counts)."""
     text = (OUTSIDE / f"{name}.ptx").read_text()
     perf = json.loads((OUTSIDE / f"{name}.contract.json").read_text())["performance"]
-    launch = Launch(tuple(perf["grid"]), tuple(perf["block"]), 0, perf["scalars"], origin=Origin.CONTRACT,
+    launch = Launch(tuple(perf["grid"]), tuple(perf["block"]), perf.get("shared_bytes", 0), perf["scalars"],
+                    origin=Origin.CONTRACT,
                     role=Role.PERFORMANCE, source=f"{name}.contract.json", entry=name)
     return text, name, launch
 

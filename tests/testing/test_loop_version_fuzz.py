@@ -35,3 +35,18 @@ def test_no_wrong_version_and_broken_tests_are_caught():
     assert sum(bool(r.wrong) for r in no_align) >= 5
     no_window = campaign(range(70, 95), rewrite=drop_guard_line("window"))  # 73, 92: a store, then its alias loaded
     assert any(r.wrong for r in no_window)
+
+
+@pytest.mark.slow
+def test_a_shared_ring_in_the_loop_is_versioned_in_order():
+    """Draws whose loop reads and stages a per-thread shared ring: versioned (the shared accesses
+    are another state space, kept in place), equal on every input; staging before reading in the
+    fast copy is caught by the oracle."""
+    from ptxopt.testing.vector_loops import swap_shared
+
+    seeds = [s for s in range(40) if "shared ring" in make_vector_loop(s).what]
+    rs = campaign(seeds)
+    assert sum(bool(r.applied) for r in rs) >= 2, [(r.loop.seed, r.refused) for r in rs]
+    assert [(r.loop.seed, r.wrong[0]) for r in rs if r.wrong] == []
+    swapped = campaign(seeds, rewrite=swap_shared)
+    assert all(r.wrong for r in swapped if r.applied)
