@@ -22,7 +22,7 @@ CPU time against one ptxas run of the original (CPU time of the child, measured 
                                                [--json FILE] [--md benchmarks/results/latency_actions_table.md]
     python benchmarks/reports/latency_actions_table.py --cost-only --per-group 0   # pass cost, every loop kernel
 
-Sample: every outside kernel, then per stratum of ``benchmarks/throughput_audit.py`` (the manifest
+Sample: every outside kernel, then per stratum of ``benchmarks/reports/throughput_audit.py`` (the manifest
 group, else gemm_tile / real:<compiler>, in name order) the first ``--per-group`` kernels in id order with
 a natural loop and a performance launch. ``--json`` is written after each kernel and resumed from.
 """
@@ -97,7 +97,7 @@ def _corpus(per_group: int):
 
 
 def _outside():
-    from ptxopt.equivalence.contract import contract_from_json
+    from ptxopt.equivalence.launch_contract import contract_from_json
     from ptxopt.equivalence.launch import Launch, Origin
     from test_floors import outside
 
