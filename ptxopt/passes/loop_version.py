@@ -60,6 +60,7 @@ from ptxopt.analysis.uniform import nonuniform_registers
 from ptxopt.ptx.emit import format_instruction
 from ptxopt.ptx.ir import Addr, Imm, Instruction, Label, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import UNROLL
 from ptxopt.passes.registry import declare
 from ptxopt.passes.unroll import _declared, _fresh, _nounroll, _parse_snippet, counted_single_block_loop, exit_check
@@ -111,7 +112,8 @@ class LoopVersion(FunctionPass):
                 f"global accesses merged into .v{self.width}, taken per trip when a runtime test shows the "
                 "addresses aligned and the store windows disjoint; else the original iteration")
 
-    def run_function(self, fn, report: ChangeReport, module, analyses) -> None:
+    def run_function(self, fn, report: ChangeReport, module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         cfg = analyses.cfg(fn)
         info = analyses.loops(fn)
         labels = {s.name for s in fn.body.items if type(s) is Label}

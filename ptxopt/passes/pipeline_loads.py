@@ -61,6 +61,7 @@ from typing import ClassVar
 from ptxopt.ptx import opcodes, operand_facts
 from ptxopt.ptx.ir import Addr, Decl, Instruction, Label, Module, Neg, Pair, Reg, Vec
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import UNROLL
 from ptxopt.passes.registry import declare
 from ptxopt.passes.unroll import _declared, _parse_snippet
@@ -251,7 +252,8 @@ class SwpLd(FunctionPass):
                f"{'s' if self.distance > 1 else ''} ahead into rotating registers, predicated on that " \
                f"iteration running"
 
-    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         cfg = analyses.cfg(fn)
         info = analyses.loops(fn)
         taken = _declared(fn.body)

@@ -51,6 +51,7 @@ from ptxopt.analysis.alias import address_of
 from ptxopt.analysis.defuse import defined_on_every_path
 from ptxopt.ptx.ir import Block, Comment, Function, Instruction, Label, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import PREFETCH
 from ptxopt.passes.registry import declare
 
@@ -142,7 +143,8 @@ class Prefetch(FunctionPass):
     def description(self) -> str:
         return f"prefetch each 128-byte line of the global loads into {self.level} once its address is known"
 
-    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         cfg = analyses.cfg(fn)  # shared with the other passes tried on this state
         # the plan does not depend on the level: prefetch_L1 and prefetch_L2 tried on
         # one state share it (cfg.shared: one dict per function shape, see ptxopt.analysis.manager)

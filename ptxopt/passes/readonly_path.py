@@ -33,6 +33,7 @@ from ptxopt.ptx import opcodes
 from ptxopt.analysis.readonly import ReadOnly
 from ptxopt.ptx.ir import Instruction, Module, instruction_slots
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import READ_ONLY_PATH
 from ptxopt.passes.registry import declare
 from ptxopt.support.bounded_memo import register
@@ -89,7 +90,8 @@ class NcLd(FunctionPass):
     choices: ClassVar[dict] = {"assume_noalias": (0, 1)}
     assume_noalias: int = 0
 
-    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         if fn.kind != ".entry":
             return
         ro = None

@@ -56,6 +56,7 @@ from ptxopt.analysis.rough_latency import latencies
 from ptxopt.analysis.schedule import heights, interleave, list_schedule, reaches, respects
 from ptxopt.ptx.ir import Comment, Function, Loc, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import REORDER
 from ptxopt.passes.registry import declare
 
@@ -211,7 +212,8 @@ class Reorder(FunctionPass):
     def description(self) -> str:
         return _POLICIES[self.policy][1]
 
-    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn: Function, report: ChangeReport, module: Module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         cfg = analyses.cfg(fn)  # the reorder policies tried on one state share it
         noalias = noalias_params(fn)
         roots = pointer_roots(cfg) if noalias else {}

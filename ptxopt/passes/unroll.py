@@ -64,6 +64,7 @@ from ptxopt.analysis.cfg import CFG
 from ptxopt.analysis.unroll_guard import NEGATED as _NEG, guard_lines  # noqa: F401 (_NEG: loop_version)
 from ptxopt.ptx.ir import Decl, Label, Module
 from ptxopt.passes.base import ChangeReport, FunctionPass, Refused, check
+from ptxopt.analysis.manager import manager_or_default
 from ptxopt.passes.families import UNROLL
 from ptxopt.passes.registry import declare
 
@@ -124,7 +125,8 @@ class Unroll(FunctionPass):
         return f"counted single-block loops are unrolled {self.factor} times (a runtime or non-divisible trip " \
                f"count runs {self.factor} copies per trip while the exit test allows them, else one iteration)"
 
-    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses=None) -> None:
+        analyses = manager_or_default(analyses)
         cfg = analyses.cfg(fn)  # shared with the other passes tried on this state
         first_label = next((k for k, s in enumerate(fn.body.items) if type(s) is Label), len(fn.body.items))
         nounroll = "at module level" if any(_nounroll(d) for d in module.items) else \

@@ -589,10 +589,11 @@ class _Vectorize(FunctionPass):
         if a < 0 or (a and a & (a - 1)):
             raise ValueError(f"assume_align must be 0 or a power of two, not {a}")
 
-    def run_function(self, fn, report: ChangeReport, module: Module, analyses) -> None:
+    def run_function(self, fn, report: ChangeReport, module: Module, analyses=None) -> None:
         # Merging moves instructions; a hazard that refused one group may be
         # gone afterwards, so repeat until nothing changes (idempotence).
         # A refusal stands unless a later round merged at its line.
+        analyses = manager_or_default(analyses)
         changes: list[tuple[int, str]] = []
         refusals: list[list[tuple[int, str]]] = []
         for _ in range(8):

@@ -251,6 +251,24 @@ def test_a_plugin_without_an_analyses_argument_still_runs():
     assert calls == [True, "run", True]
 
 
+def test_a_subclass_of_a_built_in_pass_may_call_it_the_old_way():
+    """A plugin that wraps a built-in pass and calls its ``run_function``
+    without ``analyses`` (written before the manager) gets the default
+    manager's analyses and the built-in's result."""
+    from ptxopt.passes.unroll import Unroll
+
+    @dataclass(frozen=True)
+    class Wrapped(Unroll):
+        kind = "am_test_wrapped_unroll"
+
+        def run_function(self, fn, report, module):
+            super().run_function(fn, report, module)
+
+    new, _ = Wrapped(factor=2).apply(parse(LOOP))
+    want, _ = Unroll(factor=2).apply(parse(LOOP))
+    assert emit(new) == emit(want)
+
+
 # -- determinism and identity ---------------------------------------------------
 
 def test_passes_are_deterministic_with_a_fresh_shared_or_default_manager():
