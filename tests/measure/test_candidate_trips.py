@@ -1,0 +1,105 @@
+"""A rewrite's loops keep their trip counts in the sim's walk (ESTIMATES; ptxas runs).
+
+``loop_version`` puts a fast copy (vector loads) and a slow copy (scalar loads) of a loop body under one
+alignment test; ``split_ld`` makes the fast copy's loads scalar again, the two arms become the same and
+ptxas merges them, so the SASS loop holds one arm while the PTX loop's static signature counts both.  The
+structural match then gave the SASS loop the counts of a loop that never ran: the walk took the row
+loop once instead of K/4 times and the estimate read as a 2x gain.  These tests check the match by
+the loop's per-iteration work, the refusal when trips are lost, and that no pipeline on the row kernels
+makes the walk's dynamic instruction count collapse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ptxopt.sim.trips import TRIPS_UNKNOWN, LoopCount, match_loops
+
+ROWS = Path(__file__).resolve().parents[2] / "benchmarks" / "outside_kernels"
+
+
+def test_a_loop_whose_arms_ptxas_merged_matches_by_its_per_iteration_work():
+    # PTX loop 0: two arms of 8 loads each (static 16), 8 per iteration ran; loop 1 (2 loads) never ran
+    static, per_iter, live = [(16, 0), (2, 0)], [(8, 0), None], [True, False]
+    assert match_loops([(8, 0), (2, 0)], static, live, per_iter) == [(0, 1), (1, 1)]
+    # the static signature still wins where it fits (both arms kept by ptxas)
+    assert match_loops([(16, 0), (2, 0)], static, live, per_iter) == [(0, 1), (1, 1)]
+
+
+def test_an_alignment_that_loses_a_loop_that_ran_is_refused():
+    """Without the per-iteration work the only alignment gives the 8-load SASS loop (k=4) the counts of
+    the loop that never ran: trip_counts_from_loop_profile refuses it instead of walking it once."""
+    from ptxopt.sim.trips import _refuse_lost_trips
+
+    match = match_loops([(8, 0), (2, 0)], [(16, 0), (2, 0)], [True, False])
+    assert match == [(1, 4), (1, 1)]  # the alignment the walk used to take
+    with pytest.raises(ValueError, match=TRIPS_UNKNOWN):
+        _refuse_lost_trips(match, [LoopCount(96, 98304), LoopCount(0, 0)])
+    # a loop that ran and has no SASS loop is ptxas's full unrolling when nothing is given a dead loop's counts
+    _refuse_lost_trips([(1, 1)], [LoopCount(1, 4), LoopCount(2, 20)])
+
+
+def _walk(text: str, entry: str, perf):
+    """(trip source, issued instructions of the one-warp walk) as the sim backend gets them."""
+    from ptxopt.measure.loop_slice import launch_only_check, trip_counts_for
+    from ptxopt.ptx.parser import parse_bytes
+    from ptxopt.sim import decode, simulate
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    compiled = compile_ptx(text, "sm_90")
+    program = decode(disassemble(compiled.cubin), entry)
+    module = parse_bytes(text.encode(), "t")
+    check, _ = launch_only_check(module, entry, perf)
+    trips, source, notes = trip_counts_for(program, module, entry, check=check, performance=perf)
+    return source, trips, simulate(program, compiled, trips or None).issued_instructions
+
+
+def _rewrite(name: str, pipeline: str):
+    from ptxopt.cli.common import performance_launch
+    from ptxopt.evaluate.candidate import bind_launch
+    from ptxopt.passes.passmanager import PassManager
+    from ptxopt.passes.pipeline import Pipeline
+    from ptxopt.ptx.emit import emit
+    from ptxopt.ptx.parser import parse_bytes
+    from ptxopt.sim.throughput import launch_shape
+
+    path = ROWS / f"{name}.ptx"
+    text = path.read_text()
+    module = parse_bytes(text.encode(), name)
+    fn = module.entries[0]
+    known = performance_launch(str(path), {}, entry=fn.name, fn=fn)
+    after = text if not pipeline else emit(PassManager(bind_launch(Pipeline.parse(pipeline), known, fn.name))
+                                           .run(parse_bytes(text.encode(), name)).module)
+    return after, fn.name, launch_shape(known, origin="contract")
+
+
+@pytest.mark.slow
+def test_loop_version_then_split_ld_keeps_the_row_loop_trips():
+    """rows_gemv: after loop_version_4,split_ld the row loop still runs K/4 SASS iterations per thread
+    (K from the contract's performance launch), and the walk issues about as much as the original's."""
+    contract = json.loads((ROWS / "rows_gemv.contract.json").read_text())
+    k = contract["performance"]["scalars"]["rows_gemv_param_4"]
+    text, entry, perf = _rewrite("rows_gemv", "")
+    src0, _t0, issued0 = _walk(text, entry, perf)
+    after, _, _ = _rewrite("rows_gemv", "loop_version_4,split_ld")
+    source, trips, issued = _walk(after, entry, perf)
+    assert src0 == source == "performance launch"
+    assert max(trips.values()) == k // 4 - 1  # the back edge of the 4-fold row loop, taken K/4 - 1 times
+    assert issued >= issued0 / 4, (issued, issued0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline", ["split_ld", "loop_version_4", "loop_version_4,split_ld"])
+def test_no_pipeline_collapses_the_walk_of_a_row_kernel(pipeline):
+    """Class check: a pass pipeline on rows_var_lowocc (a per-thread row loop at the performance launch)
+    either keeps the walk's dynamic instruction count within what the passes can explain (unrolling by 4
+    and vector loads: at most 4x fewer) or says the trips are unknown -- never a silent collapse."""
+    from ptxopt.measure.loop_slice import UNKNOWN
+
+    text, entry, perf = _rewrite("rows_var_lowocc", "")
+    _s0, _t0, issued0 = _walk(text, entry, perf)
+    after, _, _ = _rewrite("rows_var_lowocc", pipeline)
+    source, _trips, issued = _walk(after, entry, perf)
+    assert source == UNKNOWN or issued >= issued0 / 4, (source, issued, issued0)
