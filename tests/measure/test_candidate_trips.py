@@ -135,3 +135,38 @@ def test_no_pipeline_loses_the_row_loop_trips(name):
         text, entry, perf = _rewrite(name, pipeline)
         source, walked, counted = _walked_and_counted(text, entry, perf)
         assert source == UNKNOWN or walked >= counted / 4, (pipeline, source, walked, counted)
+
+
+def test_the_sim_backend_refuses_a_rewrite_whose_trips_are_unknown():
+    """A rewrite whose loops ran but match no SASS loop is a failed measurement (not comparable with its
+    original's counted walk), as a truncated walk is; the original itself is still walked and says so."""
+    from ptxopt.measure.backend import MeasureError, MeasureJob
+    from ptxopt.measure.loop_slice import UNKNOWN
+    from ptxopt.measure.sim import SimBackend
+
+    note = f"{UNKNOWN}: loops ran but their counts match no SASS loop (why)"
+    job = MeasureJob("// rewritten", "sm_90", original="// original")
+    with pytest.raises(MeasureError, match="not comparable") as e:
+        SimBackend()._model(job, None, {}, UNKNOWN, [note], {})
+    assert e.value.category == "unsupported" and UNKNOWN in str(e.value)
+
+
+def test_lost_trips_are_refused_on_the_merged_arms_listing():
+    """rows_gemv after loop_version_4,split_ld, its PTX loops' counts given without the per-iteration
+    work: the only alignment loses the row loop, and the mapping refuses instead of walking it once."""
+    from ptxopt.sim import decode
+    from ptxopt.sim.trips import trip_counts_from_loop_profile
+    from ptxopt.measure.measured_trips import loop_signatures
+    from ptxopt.ptx.parser import parse_bytes
+    from ptxopt.toolchain import compile_ptx, disassemble
+
+    after, entry, _perf = _rewrite("rows_gemv", "loop_version_4,split_ld")
+    program = decode(disassemble(compile_ptx(after, "sm_90").cubin), entry)
+    sigs = loop_signatures(parse_bytes(after.encode(), "t"), entry)
+    counts = [LoopCount(96, 98304), LoopCount(0, 0)]
+    with pytest.raises(ValueError, match=TRIPS_UNKNOWN):
+        trip_counts_from_loop_profile(program, counts, signatures=sigs)
+    # with the work the interpreter counts (8 loads per iteration, the arm ptxas kept) it matches
+    work = [LoopCount(96, 98304, work=(8 * 98304, 0, 0, 0, 0)), LoopCount(0, 0, work=(0, 0, 0, 0, 0))]
+    trips = trip_counts_from_loop_profile(program, work, signatures=sigs)
+    assert max(trips.values()) == 98304 / 96 - 1
