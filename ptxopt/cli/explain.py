@@ -70,6 +70,7 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
     from ptxopt.evaluate import Candidate
     from ptxopt.evaluate.candidate import objective_for
     from ptxopt.kernels.inputs import read_one
+    from ptxopt.measure.loop_slice import UNKNOWN
     from ptxopt.passes.pipeline import Pipeline, PipelineError
     from ptxopt.sim.device import device_for, device_named
 
@@ -139,7 +140,9 @@ def explain_cmd(file, kernel, pipeline, objective, l2, device_name, arch, perf_g
                                    "kind": "estimate",
                                    "dram_floor": obj != "throughput" or all(
                                        (x.get("footprint") or {}).get("floor_bytes") is not None
-                                       for x in (before, after))}})
+                                       for x in (before, after)),
+                                   "comparable": all(str(x.get("loop_trips", "")) != UNKNOWN
+                                                     for x in (before, after))}})
         docs.append(doc)
 
     as_json, json_out = json_target(as_json, json_out)
@@ -351,7 +354,18 @@ def _print(d: dict) -> None:
     c = d["change"]
     rel = "" if c["relative"] is None else f" ({100 * c['relative']:+.1f}%)"
     click.echo(f"  change: {c['cycles']:+,.0f} cycles{rel} (estimated; negative = faster)"
-               + _floor_caveat(d["before"], d["after"]))
+               + _floor_caveat(d["before"], d["after"]) + _trips_caveat(d["before"], d["after"]))
+
+
+def _trips_caveat(before: dict, after: dict) -> str:
+    """What a change must say when one side's loop trips are unknown (:data:`ptxopt.measure.loop_slice.UNKNOWN`):
+    the loops were walked the static fallback's few times, so the figures cannot be compared."""
+    from ptxopt.measure.loop_slice import UNKNOWN
+
+    lost = [w for w, x in (("before", before), ("after", after)) if str(x.get("loop_trips", "")) == UNKNOWN]
+    if not lost:
+        return ""
+    return f"; NOT COMPARABLE: {' and '.join(lost)}: {UNKNOWN} (the search refuses such a rewrite)"
 
 
 def _floor_caveat(before: dict, after: dict) -> str:

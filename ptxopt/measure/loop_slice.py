@@ -290,6 +290,21 @@ def _map(program, prof: LoopProfile) -> dict:
     return trip_counts_from_loop_profile(program, prof.counts, signatures=prof.signatures)
 
 
+#: The trip-count source of a kernel whose loops ran in the interpreter but whose counts could not be
+#: mapped onto its SASS loops (:func:`trip_counts_for`).
+UNKNOWN = "loop trips unknown"
+
+
+def _ran(prof) -> bool:
+    """Did the profile see a loop run (its counts were there to be mapped)?"""
+    return prof is not None and any(c.iterations > 0 for c in prof.counts)
+
+
+def _unknown_note(why: str, static_n: int) -> str:
+    return (f"{UNKNOWN}: loops ran but their counts match no SASS loop ({why}); static fallback N={static_n} "
+            "walked, NOT an estimate of these loops (a rewrite's estimate cannot be compared)")
+
+
 def launch_only_check(module, entry: str, performance) -> tuple[dict | None, str]:
     """``({"geometry": ...}, "")`` standing in for a check launch when none is known, so the loop-control
     slice can run on the performance launch alone: the slice reads no buffer (:class:`SliceError` where a
@@ -323,7 +338,12 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
        runs that launch, one warp or the whole grid;
     2. else the **check launch**'s counts (the interpreter on the whole kernel,
        :func:`ptxopt.measure.measured_trips.loop_profile`), said so with the reason;
-    3. else the model's static fallback (``static:N``).
+    3. else the model's static fallback (``static:N``) -- with the source
+       :data:`UNKNOWN` instead when a profile showed loops that ran but its
+       counts could not be mapped onto the SASS loops (ptxas reshaped them past
+       what :func:`ptxopt.sim.trips.match_loops` recognises): the static walk
+       of such a kernel is no estimate of it, and a rewrite's must not be
+       compared with its original's (the ``sim`` backend refuses it).
 
     ``check`` is the check launch's ``interp_kwargs()`` (``{"spec": ...}`` or
     ``{"geometry": ...}``), None when it cannot run: then, with ``synthesise``, the slice runs on
@@ -345,6 +365,7 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
         why = notes[-1].split("(", 1)[-1].rstrip(")") if notes else "no interpreter profile requested"
         return {}, static, notes + [f"loop trips: static fallback N={static_n} ({why})"]
     if performance is not None:
+        prof = None
         try:
             prof = performance_loop_profile(module, entry, performance, blocks=blocks, **check)
             trips = _map(program, prof)
@@ -354,14 +375,20 @@ def trip_counts_for(program, module, entry: str, *, check: dict | None, performa
         except Exception as e:  # SliceError, InterpError, ValueError (loop counts differ)
             why = str(e).splitlines()[0] if str(e) else type(e).__name__
             notes.append(f"loop trips: not from the performance launch ({why})")
+            if isinstance(e, ValueError) and _ran(prof):
+                # the check launch's counts (another size) would stand in for the same lost mapping
+                return {}, UNKNOWN, notes + [_unknown_note(why, static_n)]
+    prof = None
     try:
         prof = loop_profile(module, entry, **check)
         trips = _map(program, prof)
     except Exception as e:  # LoopProfileError, InterpError, ValueError (loop counts differ)
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if isinstance(e, ValueError) and _ran(prof):
+            return {}, UNKNOWN, notes + [_unknown_note(why, static_n)]
         return {}, static, notes + [f"loop trips: static fallback N={static_n} ({why})"]
     per = ", ".join(f"{h} {c.trips_per_entry:g}" for h, c in zip(prof.headers, prof.counts))
     where = "the check launch" + (", NOT the performance launch" if performance is not None else "")
     return trips, "interpreter", notes + [f"loop trips from the interpreter on {where} (mean per entry): {per}"]
 
-__all__ = ["performance_loop_profile", "loop_control_slice", "trip_counts_for", "launch_only_check", "SliceError", "MAX_SLICE_STEPS"]
+__all__ = ["performance_loop_profile", "loop_control_slice", "trip_counts_for", "launch_only_check", "SliceError", "MAX_SLICE_STEPS", "UNKNOWN"]

@@ -27,7 +27,9 @@ class SimBackend:
     and block: :mod:`ptxopt.measure.loop_slice`) under either objective, else
     from the interpreter on the check launch (:mod:`ptxopt.measure.measured_trips`);
     where neither can be had the model's static fallback applies and the measurement says so (``fallback``
-    and ``notes``).  Warps: the launch (corpus spec or geometry) goes to the
+    and ``notes``).  A rewrite whose loops ran but whose counts match none of its SASS loops
+    (:data:`ptxopt.measure.loop_slice.UNKNOWN`) is refused (``MeasureError("unsupported")``): its
+    static walk is not comparable with the original's counted one, and would read as a gain.  Warps: the launch (corpus spec or geometry) goes to the
     many-warp part of the model (occupancy, waves, issue and bandwidth
     bounds), see :func:`ptxopt.sim.simulate`.
     """
@@ -118,7 +120,14 @@ class SimBackend:
         from ptxopt.sim import simulate
         from ptxopt.sim.throughput import KernelFacts
 
+        from .loop_slice import UNKNOWN
+
         compiled = job.compiled
+        if source == UNKNOWN and job.original is not None:
+            # the original's loops got their trips and this rewrite's did not: the static walk would take
+            # each loop about N times, a "gain" that is the model's loss of the trips, not the rewrite's
+            raise MeasureError("unsupported", f"{notes[-1]}: this rewrite's estimate is not comparable with "
+                                              "the original's")
         r = simulate(program, compiled, trips or None, loop_trips=self.loop_trips, **kw)
         if r.truncated:
             raise MeasureError("truncated", f"the sim model {next(n for n in r.notes if 'stopped after' in n)}: "

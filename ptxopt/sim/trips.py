@@ -27,6 +27,19 @@ mapping is by position and refuses (``ValueError``) when the numbers of
 loops differ; the caller then keeps the static fallback.  Limits: a loop
 with no counted instruction matches any such loop with k=1; shared-memory
 accesses are not counted (ptxas merges them into wider ones).
+
+Merged arms: a PTX loop's static signature counts every arm of an if/else in
+its body; when the arms do the same accesses (``loop_version``'s fast and slow
+copies after ``split_ld`` made the fast copy's loads scalar again) ptxas merges
+them and the SASS loop holds one arm.  So a PTX loop also matches through its
+*per-iteration* signature, the counted work per iteration when that is whole
+(:func:`_per_iteration`), where its static signature does not fit.
+
+Trips unknown: an alignment that leaves a PTX loop that ran without any SASS
+loop while giving a SASS loop the counts of a PTX loop that never ran has
+lost the trips (the SASS loop would be walked about once where the PTX loop
+ran thousands of times): :func:`trip_counts_from_loop_profile` refuses it
+(``ValueError`` starting with :data:`TRIPS_UNKNOWN`) rather than return it.
 """
 
 from __future__ import annotations
@@ -216,18 +229,43 @@ def _unroll(sass_sig: Sequence[int], ptx_sig: Sequence[int]) -> int | None:
     return k
 
 
+#: The start of the message of the ``ValueError`` that says a candidate's loops could not be given trips.
+TRIPS_UNKNOWN = "loop trips unknown"
+
+
+def _per_iteration(count: LoopCount) -> tuple[int, ...] | None:
+    """The PTX loop's counted work per iteration when it is whole in every class (None: not counted,
+    never ran, or the iterations differ): the signature of the one arm ptxas keeps when it merges an
+    if/else's arms that do the same accesses."""
+    if not count.work or count.iterations <= 0 or any(w % count.iterations for w in count.work):
+        return None
+    sig = tuple(w // count.iterations for w in count.work)
+    return sig if any(sig) else None
+
+
+def _unroll_any(sass_sig: Sequence[int], ptx_sig: Sequence[int], alt: Sequence[int] | None) -> int | None:
+    """k by the static signature, else by the per-iteration one (``alt``), else None."""
+    k = _unroll(sass_sig, ptx_sig)
+    if k is None and alt is not None:
+        k = _unroll(sass_sig, alt)
+    return k
+
+
 def match_loops(sass_sigs: Sequence[Sequence[int]], ptx_sigs: Sequence[Sequence[int]],
-                ptx_live: Sequence[bool] | None = None) -> list[tuple[int, int]]:
+                ptx_live: Sequence[bool] | None = None,
+                per_iteration: Sequence[Sequence[int] | None] | None = None) -> list[tuple[int, int]]:
     """``(PTX loop index, unroll k)`` per SASS loop: an order-preserving alignment in which every SASS
-    loop is a k-fold unrolling of one PTX loop (same signature up to k); several SASS loops may share one
+    loop is a k-fold unrolling of one PTX loop (same signature up to k, the static one or else the
+    loop's ``per_iteration`` one: ptxas merged an if/else's equal arms); several SASS loops may share one
     PTX loop (ptxas split it: main + remainder), and a PTX loop may have none (ptxas unrolled it fully).
     Fewest splits and unmatched live PTX loops win, then the smallest unroll factors.  Raises
     ``ValueError`` when no alignment exists."""
     n, m = len(sass_sigs), len(ptx_sigs)
     live = list(ptx_live) if ptx_live is not None else [True] * m
+    alts = list(per_iteration) if per_iteration is not None else [None] * m
     if n == 0:
         return []
-    ks = [[_unroll(sass_sigs[j], ptx_sigs[i]) for i in range(m)] for j in range(n)]
+    ks = [[_unroll_any(sass_sigs[j], ptx_sigs[i], alts[i]) for i in range(m)] for j in range(n)]
     INF = (10**9, 10**9)
     # best[j][i] = (cost, sum of k), back pointer
     best = [[INF] * m for _ in range(n)]
@@ -425,6 +463,19 @@ def _inner_branch_rate(p: Program, lp: SassLoop, count: LoopCount, visits: float
     return site, 0.0 if rate <= 0 else min(rate, 1.0)
 
 
+def _refuse_lost_trips(match: Sequence[tuple[int, int]], profile: Sequence[LoopCount]) -> None:
+    """Raise ``ValueError`` (:data:`TRIPS_UNKNOWN`) when ``match`` gives a SASS loop the counts of a PTX
+    loop that never ran while a PTX loop that ran has no SASS loop: the ran loop's trips are lost, and
+    the walk would take its SASS loop about once (an estimate many times too fast, which a search takes
+    for a gain).  A ran loop with no SASS loop is otherwise ptxas's full unrolling and stands."""
+    used = {i for i, _k in match}
+    lost = [i for i, c in enumerate(profile) if c.iterations > 0 and i not in used]
+    dead = [i for i in used if profile[i].iterations == 0]
+    if lost and dead:
+        raise ValueError(f"{TRIPS_UNKNOWN}: PTX loop(s) {lost} ran but match no SASS loop, while SASS loop(s) "
+                         f"match PTX loop(s) {sorted(dead)} that never ran (the structural match lost the trips)")
+
+
 def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount],
                   signatures: Sequence[Sequence[int]]) -> dict[tuple[str, int], float]:
     """Trip counts through :func:`match_loops`: a SASS loop that unrolls its PTX loop k-fold runs 1/k
@@ -434,12 +485,14 @@ def _by_structure(p: Program, loops: list[SassLoop], profile: Sequence[LoopCount
     if len(signatures) != len(profile):
         raise ValueError("one signature per PTX loop is needed")
     sass_sigs = sass_signatures(p)
+    live = [c.iterations > 0 for c in profile]
     try:
-        match = match_loops(sass_sigs, signatures, [c.iterations > 0 for c in profile])
+        match = match_loops(sass_sigs, signatures, live, [_per_iteration(c) for c in profile])
     except ValueError:
         if len(loops) != len(profile):
             raise
         match = [(i, 1) for i in range(len(loops))]  # same number of loops: by position, as before
+    _refuse_lost_trips(match, profile)
     out: dict[tuple[str, int], float] = {}
     groups: dict[int, list[tuple[SassLoop, int]]] = {}
     for lp, (i, k) in zip(loops, match):
