@@ -97,7 +97,8 @@ def test_unrolled_outside_kernels_match_the_interpreter(name):
         out = _unrolled((OUTSIDE / f"{name}.ptx").read_text(), f)
         if out is None:
             continue
-        fp, touched = _run(out, contract["entry"], tuple(launch["grid"]), tuple(launch["block"]), args, scalars)
+        fp, touched = _run(out, contract["entry"], tuple(launch["grid"]), tuple(launch["block"]), args, scalars,
+                           shared=launch.get("shared_bytes", 0))
         _check(fp, touched)
 
 
