@@ -477,22 +477,27 @@ def tracked_files(repo: Path) -> list[Path]:
     return out
 
 
-def do_rewrites(repo: Path, moved: dict[Path, str], dry: bool) -> list[Path]:
+def rewrite_each(files, rewrite, dry: bool) -> list[Path]:
+    """``rewrite(path, text)`` on each file; write the ones it changed (unless ``dry``); -> those."""
     changed = []
-    for p in tracked_files(repo):
-        if is_stub(p):
-            continue
+    for p in files:
         text = p.read_text(encoding="utf-8")
-        if p.suffix == ".py":
-            mod, is_pkg = module_of(repo, p)
-            new = rewrite_python(text, mod, is_pkg, moved.get(p))
-        else:
-            new = rewrite_text(text)
+        new = rewrite(p, text)
         if new != text:
             changed.append(p)
             if not dry:
                 p.write_text(new, encoding="utf-8")
     return changed
+
+
+def do_rewrites(repo: Path, moved: dict[Path, str], dry: bool) -> list[Path]:
+    def rewrite(p: Path, text: str) -> str:
+        if p.suffix == ".py":
+            mod, is_pkg = module_of(repo, p)
+            return rewrite_python(text, mod, is_pkg, moved.get(p))
+        return rewrite_text(text)
+
+    return rewrite_each([p for p in tracked_files(repo) if not is_stub(p)], rewrite, dry)
 
 
 # -- benchmarks: speed, reports, studies ---------------------------------------------------------
@@ -551,11 +556,13 @@ def rewrite_bench_script(text: str, moved_now: bool) -> str:
     return text
 
 
-def do_bench_moves(repo: Path, dry: bool) -> set[Path]:
-    """Move each benchmark script still at benchmarks/ into its folder; -> the files moved now."""
+def move_into_folders(repo: Path, base: str, moves: dict[str, str], left_glob: str, left_note: str,
+                      dry: bool) -> set[Path]:
+    """Move each ``base/<stem>.py`` that ``moves`` names into ``base/<folder>/``; -> the files moved now.
+    Files matching ``left_glob`` still in ``base/`` afterwards are named after ``left_note``."""
     moved: set[Path] = set()
-    for stem, folder in BENCH_MOVES.items():
-        old_p, new_p = repo / BENCH / f"{stem}.py", repo / BENCH / folder / f"{stem}.py"
+    for stem, folder in moves.items():
+        old_p, new_p = repo / base / f"{stem}.py", repo / base / folder / f"{stem}.py"
         if not old_p.exists():
             continue
         if new_p.exists():
@@ -566,29 +573,34 @@ def do_bench_moves(repo: Path, dry: bool) -> set[Path]:
             new_p.parent.mkdir(parents=True, exist_ok=True)
             git(repo, "mv", str(old_p.relative_to(repo)), str(new_p.relative_to(repo)))
         moved.add(new_p)
-    left = sorted(p.name for p in (repo / BENCH).glob("*.py")) if (repo / BENCH).is_dir() else []
+    left = sorted(p.name for p in (repo / base).glob(left_glob)) if (repo / base).is_dir() else []
     if left:
-        print(f"note: benchmark scripts with no folder in BENCH_FOLDERS (left at {BENCH}/): {', '.join(left)}")
+        print(f"note: {left_note}: {', '.join(left)}")
     return moved
 
 
+def layout_files(repo: Path) -> list[Path]:
+    """The tracked text files the benchmarks/ and tests/ stages read (fixtures left alone)."""
+    return [repo / rel for rel in git(repo, "ls-files").splitlines()
+            if not (rel.startswith(SKIP_PREFIXES) or rel in FIXTURES)
+            and (repo / rel).suffix in TEXT_SUFFIXES and (repo / rel).is_file()]
+
+
+def do_bench_moves(repo: Path, dry: bool) -> set[Path]:
+    """Move each benchmark script still at benchmarks/ into its folder; -> the files moved now."""
+    return move_into_folders(repo, BENCH, BENCH_MOVES, "*.py",
+                             f"benchmark scripts with no folder in BENCH_FOLDERS (left at {BENCH}/)", dry)
+
+
 def do_bench_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
-    changed = []
-    for rel in git(repo, "ls-files").splitlines():
-        p = repo / rel
-        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
-                or not p.is_file() or (p in moved and dry):
-            continue
-        text = p.read_text(encoding="utf-8")
+    def rewrite(p: Path, text: str) -> str:
         new = rewrite_bench_refs(text)
-        parts = Path(rel).parts
+        parts = p.relative_to(repo).parts
         if p.suffix == ".py" and len(parts) == 3 and parts[0] == BENCH and parts[1] in BENCH_FOLDERS:
             new = rewrite_bench_script(new, p in moved)
-        if new != text:
-            changed.append(p)
-            if not dry:
-                p.write_text(new, encoding="utf-8")
-    return changed
+        return new
+
+    return rewrite_each([p for p in layout_files(repo) if not (p in moved and dry)], rewrite, dry)
 
 
 # -- tests/: one folder per package ------------------------------------------------------------
@@ -689,46 +701,23 @@ def fix_syspath(text: str, folder_name: str, moves: dict[str, str]) -> str:
 
 
 def do_test_moves(repo: Path, dry: bool) -> set[Path]:
-    moved: set[Path] = set()
-    for stem, folder in TEST_MOVES.items():
-        old_p, new_p = repo / TESTS / f"{stem}.py", repo / TESTS / folder / f"{stem}.py"
-        if not old_p.exists():
-            continue
-        if new_p.exists():
-            sys.exit(f"error: both {old_p.relative_to(repo)} and {new_p.relative_to(repo)} exist "
-                     "(merge them by hand, then re-run)")
-        print(f"git mv {old_p.relative_to(repo)} {new_p.relative_to(repo)}")
-        if not dry:
-            new_p.parent.mkdir(parents=True, exist_ok=True)
-            git(repo, "mv", str(old_p.relative_to(repo)), str(new_p.relative_to(repo)))
-        moved.add(new_p)
-    left = sorted(p.name for p in (repo / TESTS).glob("test_*.py")) if (repo / TESTS).is_dir() else []
-    if left:
-        print(f"note: tests with no folder in TEST_FOLDERS (left in {TESTS}/, collected as before): {', '.join(left)}")
-    return moved
+    return move_into_folders(repo, TESTS, TEST_MOVES, "test_*.py",
+                             f"tests with no folder in TEST_FOLDERS (left in {TESTS}/, collected as before)", dry)
 
 
 def do_test_rewrites(repo: Path, moved: set[Path], dry: bool) -> list[Path]:
-    changed = []
-    for rel in git(repo, "ls-files").splitlines():
-        p = repo / rel
-        if rel.startswith(SKIP_PREFIXES) or rel in FIXTURES or p.suffix not in TEXT_SUFFIXES \
-                or not p.is_file():
-            continue
-        text = p.read_text(encoding="utf-8")
+    def rewrite(p: Path, text: str) -> str:
         new = rewrite_test_refs(text)
-        parts = Path(rel).parts
+        parts = p.relative_to(repo).parts
         if p.suffix == ".py":
             if len(parts) == 3 and parts[0] == TESTS and parts[1] in TEST_FOLDERS:
                 new = rewrite_test_file(new, p in moved)
             else:  # a script outside tests/ that imports a test's helpers
                 new = fix_syspath(new, TESTS, TEST_MOVES)
             new = fix_syspath(new, BENCH, BENCH_MOVES)
-        if new != text:
-            changed.append(p)
-            if not dry:
-                p.write_text(new, encoding="utf-8")
-    return changed
+        return new
+
+    return rewrite_each(layout_files(repo), rewrite, dry)
 
 
 # -- 3. stubs ------------------------------------------------------------------------------------
