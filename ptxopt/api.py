@@ -51,7 +51,7 @@ from ptxopt.support.host_state import library_call
 from ptxopt.support.session_state import in_context
 from ptxopt.ptx.ir import Module
 from ptxopt.ptx.parser import parse
-from ptxopt.passes.passmanager import InputRejected, PassFailure, PassManager, PassRecord, structural_changes
+from ptxopt.passes.passmanager import InputRejected, PassManager, PassRecord, structural_changes
 from ptxopt.passes.base import PassError
 from ptxopt.passes.pipeline import Pipeline, PipelineError
 
@@ -216,7 +216,10 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     problems of the input, not of a rewrite; and a transient
     :class:`~ptxopt.toolchain.ToolchainError` (ptxas crashed, ran out of
     memory or hung: ``e.transient``), which says nothing about either."""
-    from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
+    from ptxopt.evaluate import stages
+    from ptxopt.evaluate.stages import (blame, budget_exceeded, estimate_decision, input_judged, input_rejected,
+                                        over_budget, refusal, run_passes)
+    from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
     from ptxopt.ptx.parser import expected_text
@@ -272,9 +275,11 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     capped = budget_s is not None and (timeout is None or budget_s <= timeout)
     if capped:
         timeout = budget_s
-    run, failure, printed = _run_passes(pipe, module, timeout, timed)
-    if capped and isinstance(failure, str):
-        failure = f"over the compile-time budget of {budget_s:g} s ({failure})"
+    passes = run_passes(lambda: timed("passes", PassManager(pipe).run, module), timeout=timeout, limited=True,
+                        collect=True)
+    run = passes.run
+    if capped and passes.timed_out is not None:
+        passes.timed_out = budget_exceeded(budget_s, passes.timed_out)
     printed_in = text = None
     pending = None
     if run is not None:
@@ -293,30 +298,31 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
             seconds["ptxas"] = seconds.get("ptxas", 0.0) + input_seconds[0]
         else:
             before = timed("ptxas", run_ptxas, ptx, arch)
-    except (PtxasError, ToolchainError) as e:
-        if e.transient:  # ptxas crashed or hung: not a verdict on the input (raised as it is)
+    except Exception as e:
+        if not input_judged(e):  # ptxas crashed or hung: not a verdict on the input (raised as it is)
             raise
-        raise InputRejected(f"ptxas rejects the input itself for {arch}, before any pass: {e}") from None
+        raise InputRejected(input_rejected(arch, e)) from None
     regs0, spill0 = _resources(before)
     out = OptimizeResult(ptx, False, str(pipe), arch, verdict=Verdict.IDENTICAL,
                          registers=BeforeAfter(regs0, regs0), spills=BeforeAfter(spill0, spill0),
                          ptxas=f"{before.ptxas_path} ({before.ptxas_version})", cubin=before.cubin,
                          seconds=seconds)
-    out.warnings.extend(printed)
+    out.warnings.extend(passes.printed)
 
     def keep_input(reason: str) -> OptimizeResult:
         out.reason = reason
         seconds["total"] = time.perf_counter() - t0
         return out
 
-    if isinstance(failure, str):  # the passes ran out of time
+    kind = passes.kind
+    if kind == stages.TIMEOUT:
         out.verdict = Verdict.INCONCLUSIVE
-        return keep_input(failure)
-    if failure is not None:
-        if not isinstance(failure, PassFailure):
-            raise failure
+        return keep_input(passes.timed_out)
+    if kind == stages.CRASHED:
+        raise passes.error
+    if kind == stages.FAILED:
         out.verdict = Verdict.INCONCLUSIVE
-        return keep_input(f"a pass failed: {failure}")
+        return keep_input(f"a pass failed: {passes.error}")
     out.records = run.records
     if text == printed_in:
         seconds["total"] = time.perf_counter() - t0
@@ -329,19 +335,13 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
                 raise err
         else:
             after = timed("ptxas", run_ptxas, text, arch)
-    except (PtxasError, ToolchainError) as e:
-        if e.transient:  # ptxas crashed or hung: not a verdict on the result
-            raise
+    except Exception as e:
+        if blame(e, lambda: None) in (stages.TRANSIENT, stages.BROKEN):  # the input was accepted above
+            raise  # ptxas crashed or hung: not a verdict on the result
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")
 
-    def over_budget(before_stage: str) -> str | None:
-        spent = time.perf_counter() - t0
-        if budget_s is None or spent <= budget_s:
-            return None
-        return f"over the compile-time budget of {budget_s:g} s ({spent:.2f} s spent before {before_stage})"
-
-    late = over_budget("the equivalence check")
+    late = over_budget(t0, budget_s, "the equivalence check")
     if late:
         out.verdict = Verdict.INCONCLUSIVE
         return keep_input(late)
@@ -350,20 +350,12 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
     else:
         out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
-    moved = structural_changes(run)
-    if moved and out.verdict in ACCEPTED and out.verdict is not Verdict.PROVED:
-        # a pass that changes control flow is applied only when proved (ptxopt.equivalence.prove.structural):
-        # launches that agreed at a few trip counts are no evidence for every trip count
-        return keep_input(f"{', '.join(moved)} changed control flow and the result was not proved equivalent "
-                          f"({out.verdict}: {out.verdict_note})")
-    if out.verdict not in ACCEPTED:
-        from ptxopt.equivalence.budget import BUDGET_SPENT
-
-        why = f"{out.verdict} (budget)" if BUDGET_SPENT in out.verdict_note else out.verdict
-        return keep_input(f"equivalence {why}: {out.verdict_note}")
+    refused = refusal(out.verdict, out.verdict_note, structural_changes(run))
+    if refused:
+        return keep_input(refused)
     if if_slower not in ("keep", "apply"):
         raise ValueError(f"if_slower must be 'keep' or 'apply', got {if_slower!r}")
-    late = over_budget("the estimate") if estimate else None
+    late = over_budget(t0, budget_s, "the estimate") if estimate else None
     if late:
         return keep_input(late)
     if estimate:
@@ -375,42 +367,16 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
                                    objective, performance, sass_store)
             est = out.estimate = timed("estimate_wait", pending.result)
             seconds["estimate"] = pending.seconds
-        if est.slower and if_slower == "keep":
-            return keep_input(f"estimated slower: {est.describe()}")
-        if est.slower:
-            out.warnings.append(f"applied as asked, but estimated {100 * est.change:.1f}% slower: {est.describe()}")
-        else:
-            from ptxopt.evaluate.pair import MIN_IMPROVEMENT_PCT, worth_making
-
-            floor = MIN_IMPROVEMENT_PCT if min_improvement is None else min_improvement
-            if est.change is not None and not worth_making(est.change, floor):
-                why = (f"estimated to gain {-100 * est.change:.2f}%, below the minimum gain of {floor:g}% "
-                       f"(min_improvement): {est.describe()}")
-                if if_slower == "keep":
-                    return keep_input(f"no change worth making: {why}")
-                out.warnings.append(f"applied as asked, but {why}")
+        kept, warning = estimate_decision(est, if_slower, min_improvement)
+        if kept:
+            return keep_input(kept)
+        if warning:
+            out.warnings.append(warning)
     regs1, spill1 = _resources(after)
     out.ptx, out.changed, out.cubin = text, True, after.cubin
     out.registers, out.spills = BeforeAfter(regs0, regs1), BeforeAfter(spill0, spill1)
     seconds["total"] = time.perf_counter() - t0
     return out
-
-
-def _run_passes(pipe: Pipeline, module: Module, timeout: float | None, timed):
-    """``(run, failure, printed)``: the pass manager's result, or the exception
-    it raised (reported after ptxas has judged the input), or a string when
-    the passes ran out of ``timeout``; ``printed``: what passes wrote to stdout."""
-    from ptxopt.evaluate.deadline import CandidateTimeout, deadline
-    from ptxopt.support.pass_output import collecting
-
-    with collecting() as printed:
-        try:
-            with deadline(timeout):
-                return timed("passes", PassManager(pipe).run, module), None, printed
-        except CandidateTimeout:
-            return None, f"the passes took longer than {timeout:g} s", printed
-        except Exception as e:  # noqa: BLE001
-            return None, e, printed
 
 
 def _helper(kind: str):

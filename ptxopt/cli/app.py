@@ -480,9 +480,11 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
     pm = PassManager(pl, instruments=instruments, bisect_limit=opt_bisect_limit,
                      reproducer_dir=reproducer_dir)
     result = pm.run(m)
-    unproved = structural.unproved if structural is not None else []
+    from ptxopt.evaluate.stages import structural_stands, unproved_proofs
+
+    unproved = unproved_proofs(structural.proofs) if structural is not None else []
     for pr in structural.proofs if structural is not None else ():
-        if pr.proved:
+        if structural_stands(pr.verdict):
             click.echo(f"ptxopt: proved: {pr.line()}", err=True)
         elif allow_unchecked:
             click.echo(f"ptxopt: warning: NOT PROVED, written because of --allow-unchecked: {pr.line()}", err=True)
@@ -541,27 +543,42 @@ def run_cmd(file, pipeline, output, arch, no_compile_check, verify_each, contrac
 def _compile_check(text: str, module, arch: str | None, src) -> None:
     """ptxas must accept what ``run`` prints: exit 1 with its message when it
     does not (2 when it rejects the input too); a toolchain that cannot
-    assemble this version or architecture is said, not hidden."""
-    from ptxopt.toolchain import PtxasError, ToolchainError, compile_ptx
+    assemble this version or architecture is said, not hidden (ptxas's
+    judgement: :func:`ptxopt.evaluate.stages.blame`)."""
+    from ptxopt.evaluate import stages
+    from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
     a = resolve_arch(module, arch)
     try:
         compile_ptx(text, a)
         return
-    except PtxasError as e:
-        err = str(e)
-    except ToolchainError as e:
-        click.echo(f"ptxopt: note: the output was not compile-checked: {e}", err=True)
+    except Exception as e:
+        out_error = e
+    rejection: list[str] = []
+
+    def input_rejection() -> str | None:
+        try:
+            compile_ptx(src.data.decode("utf-8"), a)
+        except Exception as e:
+            kind = stages.judge_ptxas(e)
+            if kind == stages.BROKEN:
+                raise
+            if kind == stages.REJECTED:
+                rejection.append(str(e))
+                return rejection[0]
+        return None
+
+    kind = stages.judge_ptxas(out_error)
+    if kind == stages.BROKEN:
+        raise out_error
+    if kind != stages.REJECTED:  # the toolchain could not judge the output: said, not hidden
+        click.echo(f"ptxopt: note: the output was not compile-checked: {out_error}", err=True)
         return
-    try:
-        compile_ptx(src.data.decode("utf-8"), a)
-    except PtxasError as e:
-        fail(f"{src.name}: ptxas rejects the input itself for {a}: {e}", code=BAD_INPUT)
-    except ToolchainError:
-        pass
+    if stages.blame(out_error, input_rejection, changed=None) == stages.BAD_INPUT:
+        fail(f"{src.name}: ptxas rejects the input itself for {a}: {rejection[0]}", code=BAD_INPUT)
     click.echo(f"ptxopt: error: ptxas rejects the output for {a} (nothing written; --no-compile-check "
-               f"prints it anyway): {err}", err=True)
+               f"prints it anyway): {out_error}", err=True)
     sys.exit(CHECK_FAILED)
 
 

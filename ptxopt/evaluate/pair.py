@@ -19,19 +19,8 @@ from dataclasses import dataclass, replace
 
 from .candidate import Candidate, objective_for, performance_for
 
-#: The smallest estimated gain, in percent, worth shipping (``--min-improvement``,
-#: ``optimize(min_improvement=)``, the Triton hook's). The sim model is deterministic, so its
-#: noise is not run to run: it is how far an estimate moves when ptxas merely re-schedules or
-#: re-allocates (a rewrite with nothing to gain moved an estimate by 1-2 cycles of 144,774);
-#: benchmarks/studies/min_improvement_noise.py measures those moves on the committed greedy
-#: trajectories. A whole-launch timing with CUDA events, the judge a user has, does not tell
-#: 1% apart either. Below this a rewrite is churn in the user's code, not a speed-up.
-MIN_IMPROVEMENT_PCT = 1.0
-
-
-def worth_making(change: float | None, min_improvement: float) -> bool:
-    """Is an estimated relative change (``after / before - 1``) a gain of at least ``min_improvement`` %?"""
-    return change is not None and -100.0 * change >= min_improvement
+# the keep/apply threshold, decided with the other stage outcomes (:mod:`ptxopt.evaluate.stages`)
+from .stages import MIN_IMPROVEMENT_PCT, worth_making  # noqa: E402,F401  (re-exported: callers read it here)
 
 
 @dataclass(frozen=True)

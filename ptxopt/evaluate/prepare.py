@@ -63,12 +63,14 @@ from ptxopt.equivalence.launch import from_spec
 from ptxopt.support.bounded_memo import BoundedMemo
 from ptxopt.support.session_state import Slot, in_context
 
+from ptxopt.evaluate import stages
 from ptxopt.evaluate.cache import EvalCache
 from ptxopt.evaluate.candidate import (DEFAULT_TIMEOUT, Candidate, Settings, bind_launch, entry_of, performance_for,
                                        settings_for)
 from ptxopt.evaluate.keys import given_launch, keyed_text, launch_id, module_key, request_key, sha256
 from ptxopt.evaluate.prefix import PrefixMemo, run_pipeline
 from ptxopt.evaluate.result import EvalResult
+from ptxopt.evaluate.stages import blame, judge_ptxas, run_passes
 from ptxopt.evaluate.work import Work, one_line
 
 _MEMO_SIZE = 16
@@ -138,7 +140,6 @@ def front(w: Work, cache: EvalCache | None) -> None:
     from ptxopt.ptx.emit import emit
     from ptxopt.ptx.parser import ParseError
     from ptxopt.passes.base import PassError
-    from ptxopt.passes.passmanager import PassFailure
 
     s, cand = w.settings, w.cand
     t = time.perf_counter()
@@ -170,19 +171,20 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.timings["pass"] = time.perf_counter() - t
         w.finish("illegal", error=one_line(e))
         return
-    try:
-        # the module the caller built (a search state's child), else from the longest evaluated prefix
-        run = run_pipeline(orig.prefixes if PREFIXES else None, m, pipeline, cand.built if HAND_OVER else None)
-    except (PassFailure, PassError, Exception) as e:
+    # the module the caller built (a search state's child), else from the longest evaluated prefix; the
+    # candidate's time limit is the batch's (a timeout goes through to it)
+    passes = run_passes(lambda: run_pipeline(orig.prefixes if PREFIXES else None, m, pipeline,
+                                             cand.built if HAND_OVER else None))
+    kind = passes.kind
+    if kind in (stages.FAILED, stages.CRASHED):
         w.timings["pass"] = time.perf_counter() - t
-        w.finish("internal", error=f"a pass crashed: {one_line(e)}", cacheable=False)
+        w.finish("internal", error=f"a pass crashed: {one_line(passes.error)}", cacheable=False)
         return
-    refused = [r for r in run.records if r.skipped.startswith("illegal")]
-    if refused:
+    if kind == stages.REFUSED:
         w.timings["pass"] = time.perf_counter() - t
-        r = refused[0]
-        w.finish("illegal", error=f"pass '{r.name}' refuses this module: {r.skipped[len('illegal: '):]}")
+        w.finish("illegal", error=passes.refusal())
         return
+    run = passes.run
     try:
         printed = emit(run.module)
     except Exception as e:
@@ -261,28 +263,25 @@ def _spec_for(orig: Original, entry: str):
 
 
 def _toolchain_failure(w: Work, e: BaseException) -> None:
-    from ptxopt.toolchain import PtxasError, ToolNotFound, UnsupportedArch, is_transient
-    from ptxopt.toolchain import UnsupportedPTXVersion
-
-    if is_transient(e):  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
+    """The candidate's status for ptxas's failure on its text, as :func:`ptxopt.evaluate.stages.blame` judges it."""
+    kind = blame(e, lambda: _original_rejected(w), w.changed)
+    if kind == stages.TRANSIENT:  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
         w.finish("toolchain", error=one_line(e), cacheable=False)
-    elif isinstance(e, PtxasError):
-        why = _original_rejected(w)
-        if why is not None:
-            # not cached: the message quotes the lines of the user's file, and every file that prints
-            # the same (blank lines, comments) shares this result's key
-            w.bad_input = True
-            w.finish("ptxas", error=f"ptxas rejects the original kernel for {w.settings.arch} (bad input, not the "
-                                    f"pipeline's doing; give the arch it was written for with --arch): {why}",
-                     cacheable=False)
-        elif w.changed is False:
-            w.finish("internal", error=f"ptxas accepts the original but not its reprinting (a printer bug): "
-                                       f"{one_line(e)}", cacheable=False)
-        else:
-            w.finish("ptxas", error=one_line(e))
-    elif isinstance(e, (UnsupportedPTXVersion, UnsupportedArch)):
+    elif kind == stages.BAD_INPUT:
+        # not cached: the message quotes the lines of the user's file, and every file that prints
+        # the same (blank lines, comments) shares this result's key
+        w.bad_input = True
+        w.finish("ptxas", error=f"ptxas rejects the original kernel for {w.settings.arch} (bad input, not the "
+                                f"pipeline's doing; give the arch it was written for with --arch): "
+                                f"{_original_rejected(w)}", cacheable=False)
+    elif kind == stages.REPRINT:
+        w.finish("internal", error=f"ptxas accepts the original but not its reprinting (a printer bug): "
+                                   f"{one_line(e)}", cacheable=False)
+    elif kind == stages.REJECTED:
+        w.finish("ptxas", error=one_line(e))
+    elif kind == stages.UNSUPPORTED:
         w.finish("unsupported", error=one_line(e))
-    elif isinstance(e, ToolNotFound):
+    elif kind == stages.MISSING:
         w.finish("unsupported", error=one_line(e), cacheable=False)
     else:
         w.finish("internal", error=f"compiling failed: {type(e).__name__}: {one_line(e)}", cacheable=False)
@@ -291,7 +290,7 @@ def _toolchain_failure(w: Work, e: BaseException) -> None:
 def _original_rejected(w: Work) -> str | None:
     """ptxas's error for the candidate's original text (as given) on the
     candidate's arch, None when ptxas accepts it; memoised per original."""
-    from ptxopt.toolchain import PtxasError, compile_ptx
+    from ptxopt.toolchain import compile_ptx
 
     orig, arch = w.orig, w.settings.arch
     if orig is None:
@@ -300,10 +299,10 @@ def _original_rejected(w: Work) -> str | None:
         try:
             orig.compiled[arch] = compile_ptx(w.cand.ptx, arch, timeout=w.settings.timeout or DEFAULT_TIMEOUT)
             orig.rejected[arch] = None
-        except PtxasError as e:
+        except Exception as e:
+            if judge_ptxas(e) != stages.REJECTED:  # a timeout or a missing tool says nothing about the original
+                return None
             orig.rejected[arch] = one_line(e)
-        except Exception:  # a timeout or a missing tool says nothing about the original
-            return None
     return orig.rejected[arch]
 
 
