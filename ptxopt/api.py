@@ -301,7 +301,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     except Exception as e:
         if not input_judged(e):  # ptxas crashed or hung: not a verdict on the input (raised as it is)
             raise
-        raise InputRejected(input_rejected(arch, e)) from None
+        raise input_rejected(arch, e) from None
     regs0, spill0 = _resources(before)
     out = OptimizeResult(ptx, False, str(pipe), arch, verdict=Verdict.IDENTICAL,
                          registers=BeforeAfter(regs0, regs0), spills=BeforeAfter(spill0, spill0),

@@ -156,10 +156,7 @@ class VerifyEach(Instrument):
         try:
             res = compile_ptx(self.source if self.source is not None else emit(module), self.resolved_arch)
         except PtxasError as e:
-            raise InputRejected(
-                f"ptxas rejects the input itself for {self.resolved_arch}, before any pass: {e}"
-                + ("" if self.arch else " (the architecture comes from the module's .target; "
-                   "give --arch to use another)")) from None
+            raise InputRejected.by_ptxas(self.resolved_arch, e, arch_given=bool(self.arch)) from None
         self._input_warnings = frozenset(d.message for d in res.warnings)
         if self.equivalence:
             for fn in module.entries:

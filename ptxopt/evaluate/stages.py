@@ -186,11 +186,13 @@ def blame(e: BaseException, input_rejection: Callable[[], str | None], changed: 
     return REPRINT if changed is False else REJECTED
 
 
-def input_rejected(arch: str, e, *, arch_given: bool = True) -> str:
-    """The message of an input ptxas rejects before any pass ran (``arch_given`` False: the arch came from
-    the module's ``.target``, and the message says how to give another)."""
-    return (f"ptxas rejects the input itself for {arch}, before any pass: {e}"
-            + ("" if arch_given else " (the architecture comes from the module's .target; give --arch to use another)"))
+def input_rejected(arch: str, e, *, arch_given: bool = True):
+    """The :class:`~ptxopt.passes.passmanager.InputRejected` of an input ptxas rejects before any pass ran
+    (its wording is the exception's own, :meth:`~ptxopt.passes.passmanager.InputRejected.by_ptxas`: the
+    ``--verify-each`` instrument, on a floor below this one, raises it too)."""
+    from ptxopt.passes.passmanager import InputRejected
+
+    return InputRejected.by_ptxas(arch, e, arch_given=arch_given)
 
 
 # -- stage 3: the verdict --------------------------------------------------------------------------------------------

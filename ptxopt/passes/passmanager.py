@@ -106,6 +106,15 @@ class InputRejected(InputError):
     """The pipeline's *input* is unusable (ptxas rejects the original, a
     contract does not fit the kernel): an input problem, not a pass's fault."""
 
+    @classmethod
+    def by_ptxas(cls, arch: str, error, *, arch_given: bool = True) -> "InputRejected":
+        """ptxas rejects the input before any pass ran (``arch_given`` False: the arch came from the
+        module's ``.target``, and the message says how to give another). The one wording of
+        :func:`ptxopt.optimize` and ``--verify-each`` (:mod:`ptxopt.evaluate.stages`)."""
+        return cls(f"ptxas rejects the input itself for {arch}, before any pass: {error}"
+                   + ("" if arch_given else " (the architecture comes from the module's .target; "
+                      "give --arch to use another)"))
+
 
 class VerificationError(Exception):
     """An instrument found the output of a pass invalid: the run fails with a
