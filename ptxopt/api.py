@@ -218,7 +218,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     memory or hung: ``e.transient``), which says nothing about either."""
     from ptxopt.evaluate import stages
     from ptxopt.evaluate.stages import (blame, budget_exceeded, estimate_decision, input_judged, input_rejected,
-                                        over_budget, refusal, run_passes)
+                                        over_budget, refusal, run_passes, same_code, unchecked_verdict)
     from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
@@ -349,7 +349,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
         chk = timed("verify", check_equivalence, module, run.module, contract, prove, check_steps)
         out.verdict, out.verdict_note, out.coverage, out.contract = chk
     else:
-        out.verdict, out.verdict_note = _cheap_verdict(module, run.module)
+        out.verdict, out.verdict_note = unchecked_verdict(module, run.module)
     refused = refusal(out.verdict, out.verdict_note, structural_changes(run))
     if refused:
         return keep_input(refused)
@@ -359,7 +359,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     if late:
         return keep_input(late)
     if estimate:
-        if pending is None and _same_code(before, after):  # nothing the estimate could rank: no nvdisasm run
+        if pending is None and same_code(before, after):  # nothing the estimate could rank: no nvdisasm run
             est = out.estimate = _same_speed(ptx, objective, performance)
         else:
             if pending is None:  # the caller's cubins, the ones that will run: one nvdisasm run for both
@@ -463,41 +463,15 @@ def _estimate_compiled(ptx: str, text: str, before, after, module: Module, resul
         return _per_entry(module, contract, objective, one)
 
 
-#: :func:`optimize`'s estimate when the result's cubin holds the input's machine code
-SAME_CODE = ("the result's cubin holds the input's machine code (the same code sections, constant banks, symbols "
-             "and launch attributes, the same ptxas resources; debug info and the .maxnreg budget aside): "
-             "the same speed, not estimated")
-
-
-def _same_code(before, after) -> bool:
-    """The two ptxas results hold the same machine code and resources
-    (:func:`ptxopt.measure.same_code.same_code`, and every kernel's and
-    function's registers, spills, stack, shared memory, barriers and
-    constant banks as ptxas reported them): the estimate, which reads only
-    the SASS, those resources and the launch, has nothing to rank."""
-    from ptxopt.measure.same_code import same_code
-
-    return (before.arch == after.arch and before.kernels == after.kernels
-            and before.functions == after.functions and same_code(before.cubin, after.cubin))
-
-
 def _same_speed(ptx: str, objective, performance):
-    """The estimate of a result whose cubin holds the input's code: no cycles, not slower."""
+    """The estimate of a result whose cubin holds the input's code (:func:`ptxopt.evaluate.stages.same_code`):
+    no cycles, not slower."""
     from ptxopt.evaluate.candidate import Candidate, objective_for
     from ptxopt.evaluate.pair import PairEstimate
+    from ptxopt.evaluate.stages import SAME_CODE
 
     obj = objective_for(Candidate(ptx, "", performance=performance), objective)
     return PairEstimate(obj, None, None, None, note=SAME_CODE)
-
-
-def _cheap_verdict(original: Module, transformed: Module) -> tuple[Verdict, str]:
-    """verify=False: only the hints-only shortcut (with its well-formedness rule), nothing run."""
-    from ptxopt.equivalence.decision import hints_only
-
-    d = hints_only(original, transformed)
-    if d is not None:
-        return d.verdict, d.note
-    return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
 
 
 def _policy_pipeline(ptx: str, policy, parsed, filename: str) -> Pipeline:

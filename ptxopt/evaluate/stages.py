@@ -35,8 +35,11 @@ Design note -- each decision, and where it lived before:
   ``differ``), ``prepare._toolchain_failure`` + ``_original_rejected``
   (statuses ``toolchain``/``ptxas``+``bad_input``/``internal``/``unsupported``)
   and ``cli.app._compile_check`` (exit 2 / exit 1 / a note). The wording of
-  an input rejected before any pass (:func:`input_rejected`) was in
-  ``api.optimize`` and :class:`~ptxopt.equivalence.instrument.VerifyEach`.
+  an input rejected before any pass was in ``api.optimize`` and
+  :class:`~ptxopt.equivalence.instrument.VerifyEach`; it is now the
+  exception's own (:meth:`InputRejected.by_ptxas
+  <ptxopt.passes.passmanager.InputRejected.by_ptxas>`, used through
+  :func:`input_rejected`): that instrument sits on a floor below this module.
 * **Accepting a verdict** (:func:`refusal`): a rewrite is used only on an
   accepted verdict (:data:`~ptxopt.equivalence.verdict.ACCEPTED`), and one in
   which a structural pass (:attr:`ptxopt.passes.base.Pass.structural`: it
@@ -47,12 +50,18 @@ Design note -- each decision, and where it lived before:
   unless ``--allow-unchecked``; an ``inconclusive`` ``--verify-each``, exit
   4). The evaluator applies no such rule itself: it reports the verdict
   (:attr:`~ptxopt.evaluate.result.EvalResult.checked`) and its callers choose.
+* **The verdict without a check** (:func:`unchecked_verdict`, ``verify=False``):
+  only the hints-only shortcut, else ``unchecked``. Was ``api._cheap_verdict``.
 * **The compile-time budget** (:func:`over_budget`, :func:`budget_exceeded`):
   the wording of a stage reached past the budget. Was in ``api.optimize``.
 * **The estimate's keep/apply decision** (:func:`estimate_decision`): a
   result estimated slower, or faster by less than the minimum gain, is kept
   out (``if_slower="keep"``) or used with a warning (``"apply"``). Was in
   ``api.optimize``; the evaluator and ``run`` do not decide on an estimate.
+  A result whose cubin holds the input's machine code is not estimated
+  (:func:`same_code`, :data:`SAME_CODE`; was ``api._same_code``), and the
+  minimum gain (:data:`MIN_IMPROVEMENT_PCT`, :func:`worth_making`) moved here
+  from :mod:`ptxopt.evaluate.pair` (which re-exports it for the search).
 """
 
 from __future__ import annotations
@@ -223,6 +232,16 @@ def unproved_proofs(proofs) -> list:
     return [p for p in proofs if not structural_stands(p.verdict)]
 
 
+def unchecked_verdict(original, transformed) -> tuple[Verdict, str]:
+    """verify=False: only the hints-only shortcut (with its well-formedness rule), nothing run."""
+    from ptxopt.equivalence.decision import hints_only
+
+    d = hints_only(original, transformed)
+    if d is not None:
+        return d.verdict, d.note
+    return Verdict.UNCHECKED, "verify=False: equivalence was not checked"
+
+
 # -- budget ----------------------------------------------------------------------------------------------------------
 
 def budget_exceeded(budget_s: float, why: str) -> str:
@@ -239,6 +258,24 @@ def over_budget(t0: float, budget_s: float | None, before_stage: str) -> str | N
 
 
 # -- stage 4: the estimate -------------------------------------------------------------------------------------------
+
+#: the estimate's note when the result's cubin holds the input's machine code
+SAME_CODE = ("the result's cubin holds the input's machine code (the same code sections, constant banks, symbols "
+             "and launch attributes, the same ptxas resources; debug info and the .maxnreg budget aside): "
+             "the same speed, not estimated")
+
+
+def same_code(before, after) -> bool:
+    """The two ptxas results hold the same machine code and resources
+    (:func:`ptxopt.measure.same_code.same_code`, and every kernel's and
+    function's registers, spills, stack, shared memory, barriers and
+    constant banks as ptxas reported them): the estimate, which reads only
+    the SASS, those resources and the launch, has nothing to rank."""
+    from ptxopt.measure.same_code import same_code
+
+    return (before.arch == after.arch and before.kernels == after.kernels
+            and before.functions == after.functions and same_code(before.cubin, after.cubin))
+
 
 #: The smallest estimated gain, in percent, worth shipping (``--min-improvement``,
 #: ``optimize(min_improvement=)``, the Triton hook's). The sim model is deterministic, so its
@@ -276,4 +313,4 @@ def estimate_decision(est, if_slower: str, min_improvement: float | None) -> tup
 
 __all__ = ["PassStage", "run_passes", "judge_ptxas", "input_judged", "blame", "input_rejected", "structural_stands",
            "refusal", "unproved_proofs", "budget_exceeded", "over_budget", "estimate_decision",
-           "MIN_IMPROVEMENT_PCT", "worth_making"]
+           "MIN_IMPROVEMENT_PCT", "worth_making", "SAME_CODE", "same_code", "unchecked_verdict"]

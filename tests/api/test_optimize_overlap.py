@@ -61,7 +61,7 @@ def test_with_the_callers_ptxas_the_estimate_reads_its_two_cubins(pipeline, monk
     once on each text, the input's run overlapping the passes and the result's;
     the estimate is of exactly those two cubins, and no other ptxas runs."""
     import ptxopt.toolchain.ptxas as tp
-    from ptxopt.api import SAME_CODE
+    from ptxopt.evaluate.stages import SAME_CODE
     from ptxopt.evaluate.pair import estimate_compiled
     from ptxopt.measure.sim import clear_memo
 

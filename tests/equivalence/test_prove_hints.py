@@ -10,7 +10,7 @@ import pytest
 from test_prove import kernel
 
 from ptxopt import parse
-from ptxopt.api import _cheap_verdict
+from ptxopt.evaluate.stages import unchecked_verdict as _cheap_verdict
 from ptxopt.equivalence.observable import observable_form
 from ptxopt.equivalence.prove.hints import hints_only_legal
 

@@ -78,7 +78,8 @@ def test_optimize_runs_no_nvdisasm_for_a_result_with_the_inputs_code(monkeypatch
     the input's code is used without an estimate; one whose code differs is
     still estimated (nvdisasm must not run for the one that is the same)."""
     from ptxopt.measure import disasm
-    from ptxopt.api import ACCEPTED, SAME_CODE
+    from ptxopt.api import ACCEPTED
+    from ptxopt.evaluate.stages import SAME_CODE
     from ptxopt.measure.sim import clear_memo
 
     clear_memo()

@@ -394,7 +394,7 @@ def test_a_kernel_compiled_again_reads_its_sass_from_the_store(tcache, tmp_path,
 def test_a_result_with_tritons_machine_code_is_not_estimated(tcache):
     # maxnreg_128 above what relu_scale uses: ptxas emits the same code; the files differ (line
     # tables, the budget attribute), the speed cannot: no nvdisasm run, the rewrite is used
-    from ptxopt.api import SAME_CODE
+    from ptxopt.evaluate.stages import SAME_CODE
 
     compile_kernel("relu_scale")
     pt.enable("maxnreg_128")
