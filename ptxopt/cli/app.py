@@ -554,31 +554,23 @@ def _compile_check(text: str, module, arch: str | None, src) -> None:
         compile_ptx(text, a)
         return
     except Exception as e:
-        out_error = e
-    rejection: list[str] = []
+        err = e
+    input_error = []
 
-    def input_rejection() -> str | None:
-        try:
-            compile_ptx(src.data.decode("utf-8"), a)
-        except Exception as e:
-            kind = stages.judge_ptxas(e)
-            if kind == stages.BROKEN:
-                raise
-            if kind == stages.REJECTED:
-                rejection.append(str(e))
-                return rejection[0]
-        return None
+    def input_rejection():
+        input_error.append(stages.rejection(lambda: compile_ptx(src.data.decode("utf-8"), a)))
+        return input_error[0]
 
-    kind = stages.judge_ptxas(out_error)
+    kind = stages.blame(err, input_rejection, changed=None)
     if kind == stages.BROKEN:
-        raise out_error
+        raise err
+    if kind == stages.BAD_INPUT:
+        fail(f"{src.name}: ptxas rejects the input itself for {a}: {input_error[0]}", code=BAD_INPUT)
     if kind != stages.REJECTED:  # the toolchain could not judge the output: said, not hidden
-        click.echo(f"ptxopt: note: the output was not compile-checked: {out_error}", err=True)
+        click.echo(f"ptxopt: note: the output was not compile-checked: {err}", err=True)
         return
-    if stages.blame(out_error, input_rejection, changed=None) == stages.BAD_INPUT:
-        fail(f"{src.name}: ptxas rejects the input itself for {a}: {rejection[0]}", code=BAD_INPUT)
     click.echo(f"ptxopt: error: ptxas rejects the output for {a} (nothing written; --no-compile-check "
-               f"prints it anyway): {out_error}", err=True)
+               f"prints it anyway): {err}", err=True)
     sys.exit(CHECK_FAILED)
 
 

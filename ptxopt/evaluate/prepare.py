@@ -265,7 +265,7 @@ def _spec_for(orig: Original, entry: str):
 def _toolchain_failure(w: Work, e: BaseException) -> None:
     """The candidate's status for ptxas's failure on its text, as :func:`ptxopt.evaluate.stages.blame` judges it."""
     kind = blame(e, lambda: _original_rejected(w), w.changed)
-    if kind == stages.TRANSIENT:  # a crash, out of memory, a hang: the tool's trouble, not the candidate's nor the input's
+    if kind == stages.TRANSIENT:  # a crash, out of memory, a hang: the tool's, not the candidate's nor the input's
         w.finish("toolchain", error=one_line(e), cacheable=False)
     elif kind == stages.BAD_INPUT:
         # not cached: the message quotes the lines of the user's file, and every file that prints

@@ -195,6 +195,21 @@ def blame(e: BaseException, input_rejection: Callable[[], str | None], changed: 
     return REPRINT if changed is False else REJECTED
 
 
+def rejection(compile_text: Callable[[], object]) -> BaseException | None:
+    """ptxas's rejection of a text (what ``compile_text()`` raised) when ptxas rejects it; None when it
+    accepts it or could not judge it (a transient failure, a missing tool: nothing said about the text).
+    Anything that is not the toolchain's goes through."""
+    try:
+        compile_text()
+    except Exception as e:
+        kind = judge_ptxas(e)
+        if kind == BROKEN:
+            raise
+        if kind == REJECTED:
+            return e
+    return None
+
+
 def input_rejected(arch: str, e, *, arch_given: bool = True):
     """The :class:`~ptxopt.passes.passmanager.InputRejected` of an input ptxas rejects before any pass ran
     (its wording is the exception's own, :meth:`~ptxopt.passes.passmanager.InputRejected.by_ptxas`: the
@@ -311,6 +326,6 @@ def estimate_decision(est, if_slower: str, min_improvement: float | None) -> tup
     return None, None
 
 
-__all__ = ["PassStage", "run_passes", "judge_ptxas", "input_judged", "blame", "input_rejected", "structural_stands",
-           "refusal", "unproved_proofs", "budget_exceeded", "over_budget", "estimate_decision",
-           "MIN_IMPROVEMENT_PCT", "worth_making", "SAME_CODE", "same_code", "unchecked_verdict"]
+__all__ = ["PassStage", "run_passes", "judge_ptxas", "input_judged", "blame", "rejection", "input_rejected",
+           "structural_stands", "refusal", "unproved_proofs", "unchecked_verdict", "budget_exceeded", "over_budget",
+           "SAME_CODE", "same_code", "MIN_IMPROVEMENT_PCT", "worth_making", "estimate_decision"]

@@ -164,6 +164,20 @@ def test_blame_asks_about_the_input_only_for_a_rejection():
     assert not stages.input_judged(ToolCrashed("ptxas", "killed")) and stages.input_judged(_ptxas_error())
 
 
+def test_rejection_is_said_only_by_a_ptxas_that_judged_the_text():
+    def raising(e):
+        def compile_text():
+            raise e
+        return compile_text
+
+    rejected = _ptxas_error()
+    assert stages.rejection(raising(rejected)) is rejected
+    assert stages.rejection(lambda: None) is None
+    assert stages.rejection(raising(ToolCrashed("ptxas", "killed"))) is None  # says nothing about the text
+    with pytest.raises(ValueError):  # not the toolchain's: goes through
+        stages.rejection(raising(ValueError("a bug")))
+
+
 def test_refusal_puts_structural_rewrites_behind_a_proof():
     from ptxopt.equivalence.verdict import Verdict
 
