@@ -238,7 +238,7 @@ def _failed(res: KernelResult, e: BaseException, seconds: float) -> KernelResult
 
 def _below_min_improvement(out, config: SearchConfig) -> str | None:
     """Why the best pipeline is not worth reporting (its gain under the minimum), else None."""
-    from ptxopt.evaluate.pair import MIN_IMPROVEMENT_PCT, worth_making
+    from ptxopt.evaluate.stages import MIN_IMPROVEMENT_PCT, worth_making
 
     floor = MIN_IMPROVEMENT_PCT if config.min_improvement is None else config.min_improvement
     before, after = out.baseline.cycles, out.best_result.cycles
