@@ -38,6 +38,12 @@ and for the returned text.
 
 ``compile`` lets a caller use its own ptxas (binary and flags) for steps 2
 and 4: the Triton hook checks with exactly the ptxas Triton will run.
+
+What each step's outcome means (a pass failure, ptxas's judgement of the
+input and of the result, the acceptance rule, the estimate's keep/apply) is
+decided in :mod:`ptxopt.evaluate.stages`, which the evaluator and ``ptxopt
+run`` take it from too; the order, the helper threads and the budget are this
+module's.
 """
 
 from __future__ import annotations

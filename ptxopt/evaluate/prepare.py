@@ -47,7 +47,9 @@ measured, but a search never takes it as its best (see
 
 When ptxas rejects a candidate, the original is compiled too: if ptxas
 rejects the original as well, the result is marked ``bad_input`` and says
-so, instead of blaming the pipeline.
+so, instead of blaming the pipeline. What a pass failure and a ptxas
+failure mean is decided in :mod:`ptxopt.evaluate.stages`, with
+:func:`ptxopt.optimize` and ``ptxopt run``; the statuses are this module's.
 """
 
 from __future__ import annotations
