@@ -46,7 +46,7 @@ Design note -- each decision, and where it lived before:
   changes control flow) changed the module only when ``proved``
   (:func:`structural_stands`): launches that agreed at a few trip counts are
   no evidence for every trip count. Was in ``api.optimize`` (after the
-  check) and ``cli.app.run_cmd`` (``StructuralProofs.unproved``, exit 1
+  check) and ``cli.app.run_cmd`` (``StructuralProofs.unproved``: :func:`unproved_proofs`; exit 1
   unless ``--allow-unchecked``; an ``inconclusive`` ``--verify-each``, exit
   4). The evaluator applies no such rule itself: it reports the verdict
   (:attr:`~ptxopt.evaluate.result.EvalResult.checked`) and its callers choose.

@@ -32,10 +32,6 @@ class StructuralProof:
     reason: str
     seconds: float
 
-    @property
-    def proved(self) -> bool:
-        return self.verdict == "proved"
-
     def line(self) -> str:
         return f"{self.name}: {self.verdict} ({self.seconds:.2f} s): {self.reason}"
 
@@ -45,7 +41,9 @@ class StructuralProof:
 
 class StructuralProofs(Instrument):
     """Proves the result of every structural pass that changed the module
-    (module doc); ``proofs`` in pipeline order, ``unproved`` those not proved."""
+    (module doc); ``proofs`` in pipeline order. Which of them let their
+    rewrite stand is decided with the other stage outcomes
+    (:func:`ptxopt.evaluate.stages.unproved_proofs`)."""
 
     needs_before = True
 
@@ -59,10 +57,6 @@ class StructuralProofs(Instrument):
 
         r = prove(emit(before), emit(after))
         self.proofs.append(StructuralProof(p.name, str(r.verdict), r.reason, r.seconds))
-
-    @property
-    def unproved(self) -> list[StructuralProof]:
-        return [x for x in self.proofs if not x.proved]
 
 
 __all__ = ["StructuralProof", "StructuralProofs"]
