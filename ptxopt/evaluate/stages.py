@@ -21,8 +21,9 @@ Design note -- each decision, and where it lived before:
 * **A pass's failure** (:class:`PassStage`.``kind``): ``timeout`` (the limit
   ran out), ``refused`` (a pass refused the module as a whole: a record
   skipped ``illegal: ...``), ``failed`` (:class:`~ptxopt.passes.passmanager.PassFailure`:
-  a pass crashed or an instrument rejected its output, reproducer written),
-  ``crashed`` (anything else raised). Was spread over ``api.optimize``
+  a pass raised or an instrument rejected its output, reproducer written),
+  ``crashed`` (anything else raised: the pass manager itself, an
+  instrument's :class:`~ptxopt.passes.passmanager.InputRejected`). Was spread over ``api.optimize``
   (``isinstance(failure, str)`` / ``PassFailure`` / re-raise) and
   ``prepare.front`` (``internal: a pass crashed``, the ``illegal`` records).
 * **ptxas's judgement** (:func:`judge_ptxas`, :func:`blame`): a transient
@@ -46,9 +47,9 @@ Design note -- each decision, and where it lived before:
   changes control flow) changed the module only when ``proved``
   (:func:`structural_stands`): launches that agreed at a few trip counts are
   no evidence for every trip count. Was in ``api.optimize`` (after the
-  check) and ``cli.app.run_cmd`` (``StructuralProofs.unproved``: :func:`unproved_proofs`; exit 1
-  unless ``--allow-unchecked``; an ``inconclusive`` ``--verify-each``, exit
-  4). The evaluator applies no such rule itself: it reports the verdict
+  check) and ``cli.app.run_cmd`` with ``StructuralProofs.unproved`` (now
+  :func:`unproved_proofs`; exit 1 unless ``--allow-unchecked``). The
+  evaluator applies no such rule: it reports the verdict
   (:attr:`~ptxopt.evaluate.result.EvalResult.checked`) and its callers choose.
 * **The verdict without a check** (:func:`unchecked_verdict`, ``verify=False``):
   only the hints-only shortcut, else ``unchecked``. Was ``api._cheap_verdict``.
@@ -62,6 +63,23 @@ Design note -- each decision, and where it lived before:
   (:func:`same_code`, :data:`SAME_CODE`; was ``api._same_code``), and the
   minimum gain (:data:`MIN_IMPROVEMENT_PCT`, :func:`worth_making`) moved here
   from :mod:`ptxopt.evaluate.pair` (which re-exports it for the search).
+
+What each caller makes of an outcome (its statuses, exit codes, wording):
+
+===============  ========================  =========================  ==========================
+outcome          :func:`~ptxopt.optimize`  evaluator (``status``)     ``ptxopt run`` (exit)
+===============  ========================  =========================  ==========================
+pass timeout     input kept, inconclusive  ``timeout`` (the batch's)  no limit
+pass failed      input kept, inconclusive  ``internal``, not cached   1 (``pass failure``)
+other error      raised                    ``internal``, not cached   the command's handler
+pass refused     a record (the rest ran)   ``illegal``                a record
+input rejected   ``InputRejected``         ``ptxas`` + ``bad_input``  2
+result rejected  input kept, ``differ``    ``ptxas``                  1, nothing written
+reprint          (not compiled)            ``internal``               (not told apart)
+transient        raised                    ``toolchain``, not cached  a note (output unchecked)
+unsupported      ``InputRejected``         ``unsupported``            a note (output unchecked)
+unproved         input kept                the verdict, as it is      1 unless --allow-unchecked
+===============  ========================  =========================  ==========================
 """
 
 from __future__ import annotations
