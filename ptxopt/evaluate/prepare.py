@@ -142,6 +142,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
     from ptxopt.ptx.emit import emit
     from ptxopt.ptx.parser import ParseError
     from ptxopt.passes.base import PassError
+    from ptxopt.passes.passmanager import structural_changes
 
     s, cand = w.settings, w.cand
     t = time.perf_counter()
@@ -194,6 +195,7 @@ def front(w: Work, cache: EvalCache | None) -> None:
         w.finish("internal", error=f"printing the transformed module failed: {one_line(e)}", cacheable=False)
         return
     w.printed, w.module = printed, run.module
+    w.structural = structural_changes(run)
     w.changed = printed != orig.printed
     w.ptx_sha = sha256(printed)
     if given is None:
@@ -337,6 +339,8 @@ def _verify(w: Work, orig: Original) -> None:
     decided by :func:`ptxopt.equivalence.decision`); a counterexample or a
     failure of the transformed kernel also finishes it."""
     from ptxopt.equivalence import Verdict, decide
+    from ptxopt.equivalence.verdict import ACCEPTED
+    from ptxopt.evaluate.stages import refusal
 
     s = w.settings
     d = decide(orig, w.module, w.entry, w.check, prove=s.prove, trials=s.trials, min_coverage=s.min_coverage,
@@ -344,6 +348,9 @@ def _verify(w: Work, orig: Original) -> None:
     w.equivalence, w.equivalence_note = d.verdict.value, d.note or None
     if d.verdict in (Verdict.IDENTICAL, Verdict.HINTS_ONLY):
         return
+    why = refusal(d.verdict, d.note or "", w.structural) if d.verdict in ACCEPTED else None
+    if why is not None:  # a control-flow rewrite short of a proof: measured, never a search's best
+        w.equivalence, w.equivalence_note = Verdict.INCONCLUSIVE.value, why
     w.launch = w.check.describe()
     if d.coverage is not None:
         w.coverage = d.coverage

@@ -51,6 +51,8 @@ class Work:
     from_cache: bool = False
     ptx_sha: str | None = None
     ptxas_future: Any = None
+    #: the structural passes (they change control flow) that changed the module: its verdict must be a proof
+    structural: list = field(default_factory=list)
 
     def __post_init__(self):
         self.settings = settings_for(self.cand, self.settings)
