@@ -13,9 +13,10 @@ hold -- the report prints their ``reward_model``):
 * a **learning curve**: 1, 2, 4, 8 and all-but-one training groups, each size
   in 3 orders (random permutations of the other groups, seeded);
 * **baselines** in the same table, per held-out group: greedy (every legal
-  action measured at every step), guided with a *random* ranker at the
-  learned ranker's top-k and exploration slot, never stopping on a
-  prediction (random at equal per-step budget), the best fixed pass chosen
+  action measured at every step), guided search with a *random* order at
+  the learned ranker's per-step budget (``top_k + explore`` actions, all
+  random), never stopping on a prediction (random at equal per-step
+  budget; every replay with a random choice is averaged over 5 draws), the best fixed pass chosen
   on the training groups (the action with the best mean log gain at the
   training kernels' roots; baseline + 1 evaluation), and that pass plus one
   measured alternative (the training groups' second best; the better of the
@@ -66,14 +67,38 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.search.ranker import RandomRanker  # noqa: E402
 from ptxopt.search.ranker import NEAR_BEST  # noqa: E402
-from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay, score_steps, \
+from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay_mean, score_steps, \
     train_tuned  # noqa: E402
 from ptxopt.search.trajectory import read_jsonl  # noqa: E402
 
 SIZES = (1, 2, 4, 8)
 ORDERS = 3
+#: Draws averaged per replay of a random choice (guided's exploration slots, the random baseline).
+DRAWS = 5
+
+
+def json_safe(x):
+    """``x`` with every non-finite float (a threshold of -inf: never stop on a prediction; a NaN mean over
+    nothing) as None, so that the report is strict JSON (``json.dumps(..., allow_nan=False)`` accepts it)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, np.generic):
+        return json_safe(x.item())
+    return x
+
+
+def dump_json(doc, path) -> None:
+    Path(path).write_text(json.dumps(json_safe(doc), indent=1, default=str, allow_nan=False))
+
+
+def _t(threshold) -> str:
+    """A threshold for the tables (None in the JSON, -inf in memory: never stops on a prediction)."""
+    return "none" if threshold is None or not math.isfinite(threshold) else f"{threshold:g}"
 
 
 def load_episodes(files):
@@ -178,7 +203,7 @@ def main(argv=None) -> int:
         print(doc.get("header", ""))
         _print(doc)
         if args.json:
-            Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+            dump_json(doc, args.json)
         return 0
     from ptxopt.kernels.corpus import load_manifest
 
@@ -238,7 +263,8 @@ def main(argv=None) -> int:
                 n_train += 1
                 t = time.perf_counter()
                 scored = score_steps(rk, test_steps)
-                rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions) for ep in test]
+                rep = [replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
+                                   explore=rk.explore, seeds=DRAWS) for ep in test]
                 h, m = recall(scored, test)
                 hg, mg = recall(scored, test, min_gain=NEAR_BEST)
                 t_score += time.perf_counter() - t
@@ -246,21 +272,24 @@ def main(argv=None) -> int:
                 fixed = fixed_passes(train_eps)
                 fx = [fixed_on(ep, fixed[:1]) for ep in test]
                 fx2 = [fixed_on(ep, fixed[:2]) for ep in test]
-                runs.append({"train_groups": perm, "top_k": rk.top_k, "threshold": rk.threshold,
+                runs.append({"train_groups": perm, "top_k": rk.top_k, "explore": rk.explore,
+                             "threshold": rk.threshold,
                              "gain": mean([x for x, _ in rep]), "evals": mean([e for _, e in rep]),
                              "recall3": h / m if m else float("nan"), "states": m,
                              "recall3_gain": hg / mg if mg else float("nan"), "states_gain": mg,
                              "fixed": {"pass": fixed[:1], "gain": mean(fx)},
                              "fixed_plus_one": {"passes": fixed[:2], "gain": mean(fx2)}})
                 if n == len(others):
-                    rr = RandomRanker(all_actions, seed=0)
-                    rscored = score_steps(rr, test_steps)
-                    rrep = [replay(rscored, ep, top_k=rk.top_k, threshold=-math.inf) for ep in test]
+                    # random at the same per-step budget (top_k + explore actions, all random), never stopping
+                    # on a prediction; the scores are ignored at top_k 0
+                    rrep = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
+                                        seeds=DRAWS) for ep in test]
                     rh, rm = recall(None, test)
                     rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
                                             "recall3": rh / rm if rm else float("nan"),
-                                            "recall3_gain": rhg / rmg if rmg else float("nan"), "top_k": rk.top_k}
+                                            "recall3_gain": rhg / rmg if rmg else float("nan"),
+                                            "budget": rk.top_k + rk.explore}
                     row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
                                          "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm],
                                          "hits_gain": [hg, mg], "random_hits_gain": [rhg, rmg]}
@@ -278,7 +307,7 @@ def main(argv=None) -> int:
     doc["train_s"], doc["score_s"], doc["rankers_trained"] = t_train, t_score, n_train
     _print(doc)
     if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+        dump_json(doc, args.json)
     return 0
 
 
@@ -334,7 +363,7 @@ def _print(doc) -> None:
         print("| strategy | mean gain % | evaluations / kernel | gain vs greedy | evals vs greedy |")
         print("|---|---|---|---|---|")
         for name, gk, ek in (("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
-                             ("random ranker, same top-k + slot (replay)", "random_gain", "random_evals")):
+                             ("random order, same actions per step (replay)", "random_gain", "random_evals")):
             print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
                   f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
         if "policy_gain" in p:
@@ -360,7 +389,8 @@ def _print(doc) -> None:
         last = r["curve"]["all-but-one"][0]
         rr, pol = r.get("random_ranker", {}), r.get("policy", {})
         print(f"| {g} | {r['kernels']} | {r['greedy_gains_1pct']} | {_f(r['greedy']['gain'])} / {_f(r['greedy']['evals'], 1)} | "
-              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}, t={last['threshold']:g}) | "
+              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}+{last.get('explore', 1)}, "
+              f"t={_t(last['threshold'])}) | "
               f"{_f(rr.get('gain'))} / {_f(rr.get('evals'), 1)} | {_f(last['fixed']['gain'])} ({','.join(last['fixed']['pass'])}) | "
               f"{_f(last['fixed_plus_one']['gain'])} | {_f(pol.get('gain'))} / {_f(pol.get('evals'), 1)} | "
               f"{_f(last['recall3'])} | {_f(rr.get('recall3'))} |")

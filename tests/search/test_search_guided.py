@@ -1,4 +1,4 @@
-"""Guided search (a ranker's top-k plus an exploration slot) and the ranker file.
+"""Guided search (a ranker's top-k plus exploration slots) and the ranker file.
 
 The evaluator is replaced by a deterministic fake (cycles from a hash of the
 pipeline), so the tests exercise the strategy's rules -- never slower than the
@@ -251,6 +251,9 @@ def test_policy_takes_a_ranker_whose_top_choice_is_applied_unmeasured(tmp_path, 
                         lambda state, result, moves: ({legal[1]: 1.0, legal[0]: 0.5}, {legal[1]: 0.02, legal[0]: 0.0}))
     pipe, why = chooser.choose("k", ptx)
     assert str(pipe) == legal[1] and "not measured" in why
+    monkeypatch.setattr(chooser.ranker, "top_k", 0)  # its order lost to random on its folds: no guess applied
+    assert chooser.choose("k", ptx)[0] is None
+    monkeypatch.setattr(chooser.ranker, "top_k", 2)
     monkeypatch.setattr(chooser.ranker, "predict", lambda state, result, moves: ({legal[0]: 1.0}, {legal[0]: -0.1}))
     assert chooser.choose("k", ptx)[0] is None
     from ptxopt.search.ranker import committed_rankers
