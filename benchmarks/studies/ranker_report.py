@@ -173,7 +173,7 @@ def fixed_on(ep, passes) -> float:
 
 
 def mean(xs):
-    xs = [x for x in xs if not (isinstance(x, float) and math.isnan(x))]
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]  # None: NaN in the JSON
     return statistics.fmean(xs) if xs else float("nan")
 
 
@@ -380,7 +380,7 @@ def _print(doc) -> None:
               f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})\n")
     print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
     print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "
-          "random top-k gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "
+          "random order (same budget) gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "
           "recall@3 | random recall@3 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for g, r in doc["groups"].items():

@@ -157,4 +157,7 @@ def test_the_ranker_report_is_strict_json(tmp_path):
     doc = json.loads(out.read_text(), parse_constant=refuse)
     runs = [r for g in doc["groups"].values() for r in g["curve"]["all-but-one"]]
     assert runs and all(r["threshold"] is None for r in runs)
+    merged = tmp_path / "m.json"  # a merge reads the strict JSON back (null where NaN was) and writes it again
+    assert rr.main(["--merge", str(out), "--json", str(merged)]) == 0
+    assert json.loads(merged.read_text(), parse_constant=refuse)["groups"].keys() == doc["groups"].keys()
     assert rr.json_safe({"a": [float("nan"), -math.inf, 1.5, np.float64(2.0)]}) == {"a": [None, None, 1.5, 2.0]}
