@@ -196,6 +196,8 @@ def main(argv=None) -> int:
                          "left out), never held out themselves (e.g. another reward's)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
     ap.add_argument("--policy", default=None, help="also replay this committed policy (name or checkpoint; torch)")
+    ap.add_argument("--show-states", action="store_true", help="list, at every held-out state whose best gains >= "
+                    "0.1%%, the all-but-one ranker's 3 first actions and where the best candidate ranks")
     args = ap.parse_args(argv)
     policy = load_rl_policy(args.policy) if args.policy else None
     if args.merge:
@@ -279,6 +281,8 @@ def main(argv=None) -> int:
                              "recall3_gain": hg / mg if mg else float("nan"), "states_gain": mg,
                              "fixed": {"pass": fixed[:1], "gain": mean(fx)},
                              "fixed_plus_one": {"passes": fixed[:2], "gain": mean(fx2)}})
+                if n == len(others) and args.show_states:
+                    row["states"] = ranked_states(scored, test, rk)
                 if n == len(others):
                     # random at the same per-step budget (top_k + explore actions, all random), never stopping
                     # on a prediction; the scores are ignored at top_k 0
@@ -309,6 +313,27 @@ def main(argv=None) -> int:
     if args.json:
         dump_json(doc, args.json)
     return 0
+
+
+def ranked_states(scored, test, rk) -> list[str]:
+    """One line per held-out state whose best candidate gains >= 0.1%: the ranker's 3 first actions (its
+    order: score, then predicted option value; true gain % beside each) and the best candidate's rank."""
+    from ptxopt.search.guided import order
+    from ptxopt.search.ranker_replay import _Move
+
+    out = []
+    for ep in test:
+        for s in ep:
+            true = {a: 100.0 * (1 - c / s.cycles_before) for a, c in s.candidates.items() if c is not None}
+            if not true or max(true.values()) < 100 * NEAR_BEST:
+                continue
+            sc, gn = scored[id(s)]
+            ranked = [m.action for m in order([_Move(a) for a in sc], sc, gn, np.random.default_rng(0))]
+            best = max(true, key=true.get)
+            first = ", ".join(f"{a} ({true.get(a, math.nan):+.1f}%)" for a in ranked[:3])
+            out.append(f"{s.kernel} step {s.step}: first {first}; best {best} ({true[best]:+.1f}%) ranked "
+                       f"{ranked.index(best) + 1} of {len(ranked)} (k={rk.top_k}+{rk.explore})")
+    return out
 
 
 def _f(x, d=2):
@@ -405,6 +430,13 @@ def _print(doc) -> None:
         print(f"| {n} | {len(rs)} | {_f(g)} | {_f(e, 1)} | {_f(gg)} | {_f(ge, 1)} | "
               f"{_f(100 * g / gg if gg else float('nan'), 0)}% | {_f(100 * e / ge if ge else float('nan'), 0)}% | "
               f"{_f(mean([r[2] for r in rs]))} | {_f(mean([r[5] for r in rs]))} | {_f(mean([r[6] for r in rs]))} |")
+    shown = {g: r["states"] for g, r in doc["groups"].items() if r.get("states")}
+    if shown:
+        print("\n## What each held-out group's ranker orders first at its states that gain >= 0.1% (true gain %, "
+              "ESTIMATE)\n")
+        for g, lines in shown.items():
+            for line in lines:
+                print(f"- {g}: {line}")
     print(f"\nranker time: {doc['rankers_trained']} rankers trained in {doc['train_s']:.1f} s (each: tuning folds + "
           f"order and gain models), scoring (replay + recall) {doc['score_s']:.1f} s; "
           "ptxas calls = evaluations on a cold cache (replay runs none)")
