@@ -282,6 +282,11 @@ def near_best(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
 def _fit(X, y, seed, max_iter, weight=None):
     from sklearn.ensemble import HistGradientBoostingRegressor
 
+    never = np.isnan(X).all(axis=0)
+    if never.any():  # a column never known in these rows (old trajectories): constant, never split on
+        X = X.copy()  # (the trees' binning fails on a column with no value at all)
+        X[:, never] = 0.0
+
     model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15,
                                           min_samples_leaf=5, l2_regularization=1.0, random_state=seed)
     model.fit(X, y, sample_weight=weight)
@@ -321,8 +326,6 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
     X, y, idx = rows_of(steps, actions)
     if len(y) == 0:
         raise ValueError("no measured candidates to train on")
-    X = X.copy()
-    X[:, np.isnan(X).all(axis=0)] = 0.0  # a column never known (old trajectories): constant, never split on
     info = {"rows": int(len(y)), "kernels": len({k for k, _, _ in idx}),
             "gaining_states": int(len({n for (_, n, _), r in zip(idx, relevance(y, idx)) if not math.isnan(r)})),
             **(note or {})}

@@ -85,6 +85,16 @@ class _M:
         self.action = action
 
 
+def test_a_column_unknown_at_every_gaining_state_does_not_stop_training():
+    """The order model sees only the states that gain: a context slot known elsewhere but never there (an old
+    record among new ones) must not break the trees' binning (it did, for a learning-curve draw)."""
+    steps, groups = _corpus()
+    for s in steps:
+        s.context = None if s.action == WIN else {"registers": 32.0}
+    rk = train(steps, actions=ACTIONS, max_iter=5)
+    assert rk.trained_on["order"].startswith("listwise")
+
+
 def test_the_root_is_never_given_up_on_a_prediction():
     moves = [_M(a) for a in ACTIONS]
     scores = {a: float(i) for i, a in enumerate(ACTIONS)}
