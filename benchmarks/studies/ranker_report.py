@@ -48,6 +48,7 @@ Usage (nice it on a shared machine)::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/studies/ranker_report.py [FILES...] [--json OUT]
         [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N] [--policy NAME]
+        [--seed S] [--draws N] [--show-states]
 
 FILES: trajectory JSONL files (default: corpus/trajectories/*.jsonl).
 """
@@ -196,6 +197,9 @@ def main(argv=None) -> int:
                          "left out), never held out themselves (e.g. another reward's)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
     ap.add_argument("--policy", default=None, help="also replay this committed policy (name or checkpoint; torch)")
+    ap.add_argument("--seed", type=int, default=0, help="added to every ranker's training seed (its tuning folds and "
+                    "trees): the spread over seeds says how stable a result is")
+    ap.add_argument("--draws", type=int, default=DRAWS, help="draws averaged per replay of a random choice")
     ap.add_argument("--show-states", action="store_true", help="list, at every held-out state whose best gains >= "
                     "0.1%%, the all-but-one ranker's 3 first actions and where the best candidate ranks")
     args = ap.parse_args(argv)
@@ -257,7 +261,7 @@ def main(argv=None) -> int:
                 train_steps = [s for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, []) for s in ep]
                 t = time.perf_counter()
                 try:
-                    rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order,
+                    rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order + args.seed,
                                      tune_iter=args.tune_iter, top_k=args.top_k, threshold=args.threshold)
                 except ValueError as e:  # nothing to train on; counted and printed, never silently dropped
                     doc.setdefault("train_failures", []).append(f"{g}, {n} groups, order {order}: {e}")
@@ -267,7 +271,7 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 scored = score_steps(rk, test_steps)
                 rep = [replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
-                                   explore=rk.explore, seeds=DRAWS) for ep in test]
+                                   explore=rk.explore, seeds=args.draws) for ep in test]
                 h, m = recall(scored, test)
                 hg, mg = recall(scored, test, min_gain=NEAR_BEST)
                 t_score += time.perf_counter() - t
@@ -288,7 +292,7 @@ def main(argv=None) -> int:
                     # random at the same per-step budget (top_k + explore actions, all random), never stopping
                     # on a prediction; the scores are ignored at top_k 0
                     rrep = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
-                                        seeds=DRAWS) for ep in test]
+                                        seeds=args.draws) for ep in test]
                     rh, rm = recall(None, test)
                     rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
