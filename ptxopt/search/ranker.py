@@ -71,7 +71,8 @@ TOP_K = 2
 EXPLORE = 1
 #: The smallest predicted option value worth a measurement past the root (0.05%), when a ranker does not say.
 THRESHOLD = 0.0005
-#: A candidate within this log gain of its state's best candidate is "among the best" (0.1%).
+#: A state whose best candidate gains less than this log gain (0.1%) has nothing to order (the order model
+#: skips it; recall and the report count near-best actions within it).
 NEAR_BEST = 0.001
 #: The gain a failing or unusable candidate is trained towards (a wasted measurement).
 FAILED_GAIN = -0.05
@@ -129,8 +130,6 @@ class Ranker:
 
     def score_rows(self, rows: np.ndarray) -> np.ndarray:
         """The order scores of ``rows`` (higher: measure first)."""
-        if hasattr(self.model, "predict_proba"):
-            return np.asarray(self.model.predict_proba(rows)[:, 1], dtype=float)
         return np.asarray(self.model.predict(rows), dtype=float)
 
     def gain_rows(self, rows: np.ndarray) -> np.ndarray:
@@ -269,16 +268,6 @@ def relevance(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
     return np.array([max(0.0, g) / best[n] if best[n] > NEAR_BEST else math.nan for (_, n, _), g in zip(idx, y)])
 
 
-def near_best(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
-    """1 for a row within :data:`NEAR_BEST` of its state's best gain at a state whose best gains more than
-    :data:`NEAR_BEST`, else 0. (Where the best gains less, an action that changes nothing -- gain 0 -- is
-    within :data:`NEAR_BEST` of it: such states would teach that doing nothing is among the best.)"""
-    best: dict[int, float] = {}
-    for (_, n, _), g in zip(idx, y):
-        best[n] = max(best.get(n, -math.inf), g)
-    return np.array([1 if best[n] > NEAR_BEST and g >= best[n] - NEAR_BEST else 0 for (_, n, _), g in zip(idx, y)])
-
-
 def _fit(X, y, seed, max_iter, weight=None):
     from sklearn.ensemble import HistGradientBoostingRegressor
 
@@ -335,29 +324,3 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
         "the gain model's option value (fewer than two gaining states)"
     return Ranker(order_model if order_model is not None else gain_model, tuple(actions), info,
                   gain_model=gain_model, top_k=int(top_k), threshold=float(threshold), explore=int(explore))
-
-
-class RandomRanker:
-    """The baseline a learned ranker must beat: every known action scored at random, never stopping early."""
-
-    top_k, threshold, explore = TOP_K, -math.inf, EXPLORE
-
-    def __init__(self, actions: Sequence[str], seed: int = 0):
-        self.actions = tuple(actions)
-        self.rng = np.random.default_rng(seed)
-
-    def knows(self, action: str) -> bool:
-        return action in self.actions
-
-    def score_rows(self, rows: np.ndarray) -> np.ndarray:
-        return self.rng.random(len(rows))
-
-    def gain_rows(self, rows: np.ndarray) -> np.ndarray:
-        return np.ones(len(rows))
-
-    def predict(self, state, result, moves):
-        known = [m.action for m in moves if m.legal and self.knows(m.action)]
-        return dict(zip(known, self.rng.random(len(known)))), dict.fromkeys(known, 1.0)
-
-    def score(self, state, result, moves) -> dict[str, float]:
-        return self.predict(state, result, moves)[0]
