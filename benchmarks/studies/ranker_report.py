@@ -13,9 +13,10 @@ hold -- the report prints their ``reward_model``):
 * a **learning curve**: 1, 2, 4, 8 and all-but-one training groups, each size
   in 3 orders (random permutations of the other groups, seeded);
 * **baselines** in the same table, per held-out group: greedy (every legal
-  action measured at every step), guided with a *random* ranker at the
-  learned ranker's top-k and exploration slot, never stopping on a
-  prediction (random at equal per-step budget), the best fixed pass chosen
+  action measured at every step), guided search with a *random* order at
+  the learned ranker's per-step budget (``top_k + explore`` actions, all
+  random), never stopping on a prediction (random at equal per-step
+  budget; every replay with a random choice is averaged over 5 draws), the best fixed pass chosen
   on the training groups (the action with the best mean log gain at the
   training kernels' roots; baseline + 1 evaluation), and that pass plus one
   measured alternative (the training groups' second best; the better of the
@@ -47,6 +48,7 @@ Usage (nice it on a shared machine)::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/studies/ranker_report.py [FILES...] [--json OUT]
         [--sizes 1,2,4,8] [--orders 3] [--max-iter 40] [--tune-iter 15] [--max-groups N] [--policy NAME]
+        [--seed S] [--draws N] [--show-states]
 
 FILES: trajectory JSONL files (default: corpus/trajectories/*.jsonl).
 """
@@ -66,14 +68,38 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ptxopt.search.ranker import RandomRanker  # noqa: E402
 from ptxopt.search.ranker import NEAR_BEST  # noqa: E402
-from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay, score_steps, \
+from ptxopt.search.ranker_replay import greedy_episodes, greedy_of, recall, replay_mean, score_steps, \
     train_tuned  # noqa: E402
 from ptxopt.search.trajectory import read_jsonl  # noqa: E402
 
 SIZES = (1, 2, 4, 8)
 ORDERS = 3
+#: Draws averaged per replay of a random choice (guided's exploration slots, the random baseline).
+DRAWS = 5
+
+
+def json_safe(x):
+    """``x`` with every non-finite float (a threshold of -inf: never stop on a prediction; a NaN mean over
+    nothing) as None, so that the report is strict JSON (``json.dumps(..., allow_nan=False)`` accepts it)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, np.generic):
+        return json_safe(x.item())
+    return x
+
+
+def dump_json(doc, path) -> None:
+    Path(path).write_text(json.dumps(json_safe(doc), indent=1, default=str, allow_nan=False))
+
+
+def _t(threshold) -> str:
+    """A threshold for the tables (None in the JSON, -inf in memory: never stops on a prediction)."""
+    return "none" if threshold is None or not math.isfinite(threshold) else f"{threshold:g}"
 
 
 def load_episodes(files):
@@ -148,7 +174,7 @@ def fixed_on(ep, passes) -> float:
 
 
 def mean(xs):
-    xs = [x for x in xs if not (isinstance(x, float) and math.isnan(x))]
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]  # None: NaN in the JSON
     return statistics.fmean(xs) if xs else float("nan")
 
 
@@ -171,6 +197,11 @@ def main(argv=None) -> int:
                          "left out), never held out themselves (e.g. another reward's)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON", help="print one report from these --json files")
     ap.add_argument("--policy", default=None, help="also replay this committed policy (name or checkpoint; torch)")
+    ap.add_argument("--seed", type=int, default=0, help="added to every ranker's training seed (its tuning folds and "
+                    "trees): the spread over seeds says how stable a result is")
+    ap.add_argument("--draws", type=int, default=DRAWS, help="draws averaged per replay of a random choice")
+    ap.add_argument("--show-states", action="store_true", help="list, at every held-out state whose best gains >= "
+                    "0.1%%, the all-but-one ranker's 3 first actions and where the best candidate ranks")
     args = ap.parse_args(argv)
     policy = load_rl_policy(args.policy) if args.policy else None
     if args.merge:
@@ -178,7 +209,7 @@ def main(argv=None) -> int:
         print(doc.get("header", ""))
         _print(doc)
         if args.json:
-            Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+            dump_json(doc, args.json)
         return 0
     from ptxopt.kernels.corpus import load_manifest
 
@@ -230,15 +261,17 @@ def main(argv=None) -> int:
                 train_steps = [s for o in perm for ep in by_group.get(o, []) + extra_by_group.get(o, []) for s in ep]
                 t = time.perf_counter()
                 try:
-                    rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order,
+                    rk = train_tuned(train_steps, groups, actions=all_actions, max_iter=args.max_iter, seed=order + args.seed,
                                      tune_iter=args.tune_iter, top_k=args.top_k, threshold=args.threshold)
-                except ValueError:
+                except ValueError as e:  # nothing to train on; counted and printed, never silently dropped
+                    doc.setdefault("train_failures", []).append(f"{g}, {n} groups, order {order}: {e}")
                     continue
                 t_train += time.perf_counter() - t
                 n_train += 1
                 t = time.perf_counter()
                 scored = score_steps(rk, test_steps)
-                rep = [replay(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions) for ep in test]
+                rep = [replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
+                                   explore=rk.explore, seeds=args.draws) for ep in test]
                 h, m = recall(scored, test)
                 hg, mg = recall(scored, test, min_gain=NEAR_BEST)
                 t_score += time.perf_counter() - t
@@ -246,21 +279,26 @@ def main(argv=None) -> int:
                 fixed = fixed_passes(train_eps)
                 fx = [fixed_on(ep, fixed[:1]) for ep in test]
                 fx2 = [fixed_on(ep, fixed[:2]) for ep in test]
-                runs.append({"train_groups": perm, "top_k": rk.top_k, "threshold": rk.threshold,
+                runs.append({"train_groups": perm, "top_k": rk.top_k, "explore": rk.explore,
+                             "threshold": rk.threshold,
                              "gain": mean([x for x, _ in rep]), "evals": mean([e for _, e in rep]),
                              "recall3": h / m if m else float("nan"), "states": m,
                              "recall3_gain": hg / mg if mg else float("nan"), "states_gain": mg,
                              "fixed": {"pass": fixed[:1], "gain": mean(fx)},
                              "fixed_plus_one": {"passes": fixed[:2], "gain": mean(fx2)}})
+                if n == len(others) and args.show_states:
+                    row["states"] = ranked_states(scored, test, rk)
                 if n == len(others):
-                    rr = RandomRanker(all_actions, seed=0)
-                    rscored = score_steps(rr, test_steps)
-                    rrep = [replay(rscored, ep, top_k=rk.top_k, threshold=-math.inf) for ep in test]
+                    # random at the same per-step budget (top_k + explore actions, all random), never stopping
+                    # on a prediction; the scores are ignored at top_k 0
+                    rrep = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
+                                        seeds=args.draws) for ep in test]
                     rh, rm = recall(None, test)
                     rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
                                             "recall3": rh / rm if rm else float("nan"),
-                                            "recall3_gain": rhg / rmg if rmg else float("nan"), "top_k": rk.top_k}
+                                            "recall3_gain": rhg / rmg if rmg else float("nan"),
+                                            "budget": rk.top_k + rk.explore}
                     row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
                                          "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm],
                                          "hits_gain": [hg, mg], "random_hits_gain": [rhg, rmg]}
@@ -278,8 +316,31 @@ def main(argv=None) -> int:
     doc["train_s"], doc["score_s"], doc["rankers_trained"] = t_train, t_score, n_train
     _print(doc)
     if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=1, default=str))
+        dump_json(doc, args.json)
     return 0
+
+
+def ranked_states(scored, test, rk) -> list[str]:
+    """One line per held-out state whose best candidate gains >= 0.1%: the ranker's 3 first actions (its
+    order: score, then predicted option value; true gain % beside each) and the best candidate's rank."""
+    from ptxopt.search.guided import order
+    from ptxopt.search.ranker_replay import _Move
+
+    out = []
+    for ep in test:
+        for s in ep:
+            true = {a: 100.0 * (1 - c / s.cycles_before) for a, c in s.candidates.items() if c is not None}
+            if not true or max(true.values()) < 100 * NEAR_BEST:
+                continue
+            sc, gn = scored[id(s)]
+            ranked = [m.action for m in order([_Move(a) for a in sc], sc, gn, np.random.default_rng(0))]
+            top = max(true.values())
+            near = [a for a in ranked if true.get(a, -math.inf) >= top - 100 * NEAR_BEST]  # within 0.1%: hits
+            first = ", ".join(f"{a} ({true[a]:+.1f}%)" if a in true else f"{a} (failed)" for a in ranked[:3])
+            out.append(f"{s.kernel} step {s.step}: first {first}; best {near[0]} ({true[near[0]]:+.1f}%"
+                       + (f", {len(near)} within 0.1%" if len(near) > 1 else "") + f") ranked "
+                       f"{ranked.index(near[0]) + 1} of {len(ranked)} (k={rk.top_k}+{rk.explore})")
+    return out
 
 
 def _f(x, d=2):
@@ -317,6 +378,7 @@ def merge(docs: list[dict]) -> dict:
     out["groups"] = {g: r for d in docs for g, r in d["groups"].items()}
     for k in ("train_s", "score_s", "rankers_trained"):
         out[k] = sum(d.get(k, 0) for d in docs)
+    out["train_failures"] = [x for d in docs for x in d.get("train_failures", [])]
     return out
 
 
@@ -334,7 +396,7 @@ def _print(doc) -> None:
         print("| strategy | mean gain % | evaluations / kernel | gain vs greedy | evals vs greedy |")
         print("|---|---|---|---|---|")
         for name, gk, ek in (("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
-                             ("random ranker, same top-k + slot (replay)", "random_gain", "random_evals")):
+                             ("random order, same actions per step (replay)", "random_gain", "random_evals")):
             print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
                   f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
         if "policy_gain" in p:
@@ -351,7 +413,7 @@ def _print(doc) -> None:
               f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})\n")
     print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
     print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "
-          "random top-k gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "
+          "random order (same budget) gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "
           "recall@3 | random recall@3 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for g, r in doc["groups"].items():
@@ -360,7 +422,8 @@ def _print(doc) -> None:
         last = r["curve"]["all-but-one"][0]
         rr, pol = r.get("random_ranker", {}), r.get("policy", {})
         print(f"| {g} | {r['kernels']} | {r['greedy_gains_1pct']} | {_f(r['greedy']['gain'])} / {_f(r['greedy']['evals'], 1)} | "
-              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}, t={last['threshold']:g}) | "
+              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}+{last.get('explore', 1)}, "
+              f"t={_t(last['threshold'])}) | "
               f"{_f(rr.get('gain'))} / {_f(rr.get('evals'), 1)} | {_f(last['fixed']['gain'])} ({','.join(last['fixed']['pass'])}) | "
               f"{_f(last['fixed_plus_one']['gain'])} | {_f(pol.get('gain'))} / {_f(pol.get('evals'), 1)} | "
               f"{_f(last['recall3'])} | {_f(rr.get('recall3'))} |")
@@ -375,6 +438,16 @@ def _print(doc) -> None:
         print(f"| {n} | {len(rs)} | {_f(g)} | {_f(e, 1)} | {_f(gg)} | {_f(ge, 1)} | "
               f"{_f(100 * g / gg if gg else float('nan'), 0)}% | {_f(100 * e / ge if ge else float('nan'), 0)}% | "
               f"{_f(mean([r[2] for r in rs]))} | {_f(mean([r[5] for r in rs]))} | {_f(mean([r[6] for r in rs]))} |")
+    if doc.get("train_failures"):
+        print(f"\n{len(doc['train_failures'])} ranker(s) could not be trained (their runs are missing above): "
+              + "; ".join(doc["train_failures"]))
+    shown = {g: r["states"] for g, r in doc["groups"].items() if r.get("states")}
+    if shown:
+        print("\n## What each held-out group's ranker orders first at its states that gain >= 0.1% (true gain %, "
+              "ESTIMATE)\n")
+        for g, lines in shown.items():
+            for line in lines:
+                print(f"- {g}: {line}")
     print(f"\nranker time: {doc['rankers_trained']} rankers trained in {doc['train_s']:.1f} s (each: tuning folds + "
           f"order and gain models), scoring (replay + recall) {doc['score_s']:.1f} s; "
           "ptxas calls = evaluations on a cold cache (replay runs none)")

@@ -1,12 +1,14 @@
 """Train an action ranker (:mod:`ptxopt.search.ranker`) on greedy trajectories and save it.
 
-Prints what it was trained on, the training time, the ``top_k`` and
-``threshold`` chosen by replay on held-out folds of its own template groups
-(:func:`ptxopt.search.ranker_replay.train_tuned`), and what the models learned:
-permutation importances (the drop in the model's score when one input is
+Prints what it was trained on, the training time, the ``top_k``,
+``explore`` and ``threshold`` chosen by replay on held-out folds of its own
+template groups (:func:`ptxopt.search.ranker_replay.train_tuned`; ``top_k``
+0: its order did not beat random there), and what the models learned:
+permutation importances (the drop in the model's R^2 when one input is
 shuffled, on at most 3000 training rows, 3 repeats) of the 15 most
-important inputs of the order model (accuracy of "among the state's best")
-and of the gain model (R^2). Every cycle figure behind it is a sim ESTIMATE
+important inputs of the order model (the share of the state's best gain,
+on the rows of states that gain) and of the gain model (the option value
+``max(0, log gain)``). Every cycle figure behind it is a sim ESTIMATE
 on the reward the files hold.
 
 Usage::
@@ -54,7 +56,8 @@ def main(argv=None) -> int:
           f"({len(steps)} states) in {dt:.1f} s -> {args.out} ({Path(args.out).stat().st_size / 1024:.0f} KiB)")
     print("rewards:", "; ".join(models))
     print(f"guided search settings (chosen by replay on held-out folds of its training groups): top_k {rk.top_k}, "
-          f"threshold {rk.threshold:g}")
+          f"explore {rk.explore}, threshold {rk.threshold:g}; order: {rk.trained_on.get('order')} "
+          f"({rk.trained_on.get('gaining_states')} gaining states)")
     if args.no_importance:
         return 0
     from sklearn.inspection import permutation_importance
@@ -62,15 +65,18 @@ def main(argv=None) -> int:
     X, y, idx = rows_of(steps, rk.actions)
     X = X.copy()
     X[:, np.isnan(X).all(axis=0)] = 0.0
-    rng = np.random.default_rng(0)
-    sel = rng.choice(len(y), size=min(3000, len(y)), replace=False)
     names = feature_names(rk.actions)
-    from ptxopt.search.ranker import near_best
+    from ptxopt.search.ranker import relevance
 
-    order_y = near_best(y, idx) if hasattr(rk.model, "predict_proba") else y
-    for title, model, target in (("order model (drop in accuracy of 'among the state's best')", rk.model, order_y),
-                                 ("gain model (drop in R^2 of the log gain)", rk.gain_model, y)):
-        imp = permutation_importance(model, X[sel], target[sel], n_repeats=3, random_state=0)
+    rel = relevance(y, idx)
+    keep = ~np.isnan(rel)
+    for title, model, rows, target in (("order model (drop in R^2 of the share of the state's best gain)", rk.model,
+                                        X[keep], rel[keep]),
+                                       ("gain model (drop in R^2 of the option value max(0, log gain))", rk.gain_model,
+                                        X, np.maximum(y, 0.0))):
+        rng = np.random.default_rng(0)
+        sel = rng.choice(len(target), size=min(3000, len(target)), replace=False)
+        imp = permutation_importance(model, rows[sel], target[sel], n_repeats=3, random_state=0)
         print(f"permutation importance, {title}:")
         for i in np.argsort(-imp.importances_mean)[:15]:
             print(f"  {names[i]:<40} {imp.importances_mean[i]:.4f}")

@@ -147,7 +147,7 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
 @click.option("-s", "--strategy", type=click.Choice(["greedy", "beam", "random", "exhaustive", "guided"]),
               default="greedy", show_default=True,
               help="How pipelines are explored (guided: greedy measuring only a learned ranker's top actions "
-                   "plus one exploration slot; give the ranker with --policy).")
+                   "plus exploration slots; give the ranker with --policy).")
 @click.option("--max-steps", default=6, show_default=True, type=click.IntRange(1, 20),
               help="Longest pipeline (exhaustive: keep it at 2-3).")
 @click.option("--budget", default=None, metavar="N|STRATEGY",
@@ -160,11 +160,12 @@ def _check_parse(kernels, arch: str | None = None, rejected: list | None = None)
                    "shipped with the package): roll the policy out instead of a search strategy. With --strategy "
                    "guided: a ranker file (ptxopt.search.ranker) or a committed ranker's name (corpus/rankers).")
 @click.option("--top-k", default=None, type=click.IntRange(1, 64),
-              help="With --strategy guided: actions measured per step besides the exploration slot "
-                   "[default: the ranker's own, chosen on its training groups].")
+              help="With --strategy guided: actions measured per step in the ranker's order, plus one "
+                   "exploration slot [default: the ranker's own top-k and exploration slots, chosen on its "
+                   "training groups].")
 @click.option("--threshold", default=None, type=float,
-              help="With --strategy guided: stop when no action is predicted to gain more than this (log gain) "
-                   "[default: the ranker's own].")
+              help="With --strategy guided: past the root, stop when no action is predicted to gain more than "
+                   "this (option value max(0, log gain)) [default: the ranker's own].")
 @click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1024),
               help="With --policy: 0 = one greedy-decoded rollout; K = best of K rollouts (the greedy-decoded one and K-1 sampled at temperature 0.5).")
 @click.option("--temperature", default=0.5, show_default=True, type=FiniteFloat(0.01),

@@ -2,19 +2,22 @@
 
 At each state a ranker (:mod:`ptxopt.search.ranker`) orders every legal
 action and predicts its gain from features that cost no measurement
-(:mod:`ptxopt.search.rank_features`). When some action is predicted to gain
-more than ``threshold``, the ``top_k`` first in the ranker's order are
-measured (ties in the order broken by the predicted gain, then at random);
-and always one *exploration slot*: an action the ranker does not know
-(added after it was trained; chosen at random among those not picked on
-their prior score), else --
-when something is measured anyway -- a random one of the rest. The best
-measured child that beats the current state is kept; the search stops when
-none does, when no action is predicted to gain and none is unknown, or
-after ``max_steps``. ``top_k`` and ``threshold`` default to the ranker's
-own (chosen when it was trained, on its training groups).
+(:mod:`ptxopt.search.rank_features`). At the root, and past it when some
+action is predicted to gain more than ``threshold``, the ``top_k`` first in
+the ranker's order are measured (ties in the order broken by the predicted
+gain, then at random), and ``explore`` *exploration slots*: actions the
+ranker does not know (added after it was trained; chosen at random among
+those not picked on their prior score) first, then random ones of the rest.
+The root is never given up on a prediction: a ranker's stop rule learned on
+kernels that mostly have nothing to gain would otherwise skip the few that
+do. The best measured child that beats the current state is kept; the
+search stops when none does, when no action is predicted to gain and none
+is unknown, or after ``max_steps``. ``top_k``, ``explore`` and
+``threshold`` default to the ranker's own (chosen when it was trained, on
+its training groups, against a random order at the same budget: ``top_k``
+0 means its order did not beat random there and every slot is random).
 
-So a step costs at most ``top_k + 1`` evaluations instead of greedy's one
+So a step costs at most ``top_k + explore`` evaluations instead of greedy's one
 per legal action, a ranker's mistake costs gain but never correctness or
 speed (a child is kept only when measured better, and the reported pipeline
 goes through the same never-slower and equivalence guards as every
@@ -34,7 +37,7 @@ from .state import State
 from .stepwise import Steps, drive
 from .trajectory import make_step
 
-from .ranker import THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-exported)
+from .ranker import EXPLORE, THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-exported)
 
 
 def order(moves, scores: dict, gains: dict | None, rng) -> list:
@@ -49,24 +52,32 @@ def order(moves, scores: dict, gains: dict | None, rng) -> list:
 
 
 def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None,
-           known=None) -> list:
-    """The moves to measure: the ``top_k`` first by :func:`order` when some predicted gain (``gains``; None:
-    the scores are the gains) exceeds ``threshold``, then the exploration slot: an action the ranker does
-    not know (``known``: the actions it was trained on; None: every scored one) not picked yet, else -- when
-    something is measured anyway -- a random one of the rest. An unknown action may be scored (its prior)
-    and picked on that score; unscored or not, it keeps its chance at the slot."""
+           known=None, explore: int = 1, at_root: bool = False) -> list:
+    """The moves to measure. When the state is the root (``at_root``: never stop there before measuring) or
+    some predicted gain (``gains``; None: the scores are the gains) exceeds ``threshold``: the ``top_k``
+    first by :func:`order`, then ``explore`` exploration slots: the actions the ranker does not know
+    (``known``: the actions it was trained on; None: every scored one) not picked yet first, then random
+    ones of the rest. Otherwise only one unknown action, if any (so none is masked forever). An unknown
+    action may be scored (its prior) and picked on that score; unscored or not, it keeps its chance at a
+    slot. ``top_k`` 0: every measured action is random (the fallback a tuner picks when the order does not
+    beat random on its folds)."""
     gains = scores if gains is None else gains
     known = set(scores) if known is None else set(known)
     ranked = order(moves, scores, gains, rng)
-    go = any(gains.get(m.action, -math.inf) > threshold for m in ranked)
+    go = at_root or any(gains.get(m.action, -math.inf) > threshold for m in ranked)
     pick = ranked[:top_k] if go else []
     taken = {m.action for m in pick}
     unseen = [m for m in moves if m.action not in known and m.action not in taken]
-    rest = [m for m in ranked[top_k:] if m.action not in taken]
-    if unseen:
-        pick.append(unseen[int(rng.integers(len(unseen)))])
-    elif pick and rest:
-        pick.append(rest[int(rng.integers(len(rest)))])
+    rest = [m for m in moves if m.action in scores and m.action not in taken and m.action in known]
+    slots = max(1, explore) if go else 1
+    for _ in range(slots):
+        if unseen:
+            m = unseen.pop(int(rng.integers(len(unseen))))
+        elif go and rest:
+            m = rest.pop(int(rng.integers(len(rest))))
+        else:
+            break
+        pick.append(m)
     return pick
 
 
@@ -87,6 +98,12 @@ def settings(ranker, top_k: int | None, threshold: float | None) -> tuple[int, f
             threshold if threshold is not None else getattr(ranker, "threshold", THRESHOLD))
 
 
+def exploration(ranker, top_k: int | None) -> int:
+    """The exploration slots: the ranker's own (``top_k`` 0: all random) unless the caller set ``top_k``
+    (then one, as the ``top_k + 1`` budget says)."""
+    return getattr(ranker, "explore", EXPLORE) if top_k is None else 1
+
+
 def guided(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k: int | None = None,
            threshold: float | None = None, seed: int = 0, episode: int = 0, strategy: str = "guided", **_) -> Outcome:
     return drive(guided_steps(root, meter, ranker=ranker, max_steps=max_steps, top_k=top_k, threshold=threshold,
@@ -101,12 +118,14 @@ def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k
     if not out.baseline.ok:
         return out
     rng = kernel_rng(seed, root.kernel.label)
+    explore = exploration(ranker, top_k)
     top_k, threshold = settings(ranker, top_k, threshold)
     state, result = root, out.baseline
     for i in range(max_steps):
         moves = state.legal_moves()
         scores, gains, known = predictions(ranker, state, result, moves)
-        pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains, known=known)
+        pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains, known=known,
+                      explore=explore, at_root=i == 0)
         results = []
         if pick:
             try:

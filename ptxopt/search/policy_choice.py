@@ -59,7 +59,9 @@ class PolicyPipelines:
 
 
 class RankerPipelines:
-    """The ranker's first choice at the kernel's root (one pass), when it predicts a gain; measures nothing."""
+    """The ranker's first choice at the kernel's root (one pass), when it predicts a gain and its order beat a
+    random one on its training folds (``top_k`` > 0: else its first choice is no better than a guess, and
+    applying a guess unmeasured is not a choice); measures nothing."""
 
     def __init__(self, ranker_path: str | Path):
         from ptxopt.search.ranker import load
@@ -78,6 +80,9 @@ class RankerPipelines:
         if not order:
             return None, f"{name}: ranker {self.path} knows none of the legal passes"
         best = max(order, key=order.get)
+        if getattr(self.ranker, "top_k", 1) == 0:
+            return None, (f"{name}: ranker {self.path} orders no better than random on its training folds "
+                          "(nothing applied)")
         if max(gains.values()) <= self.ranker.threshold:
             return None, f"{name}: ranker {self.path} predicts no gain (nothing measured)"
         return Pipeline.parse(best), f"ranker {self.path} (top choice, not measured)"

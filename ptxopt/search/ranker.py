@@ -1,46 +1,53 @@
 """A learned action ranker: orders a state's legal actions and predicts whether any gains.
 
 Guided search (:mod:`ptxopt.search.guided`) measures only the actions a
-ranker orders first, and stops when it predicts nothing gains, so two
-questions are learned, each by scikit-learn's histogram gradient-boosted
-trees (torch-free; missing inputs -- old trajectories without context, see
+ranker orders first, plus ``explore`` random ones, and stops when it
+predicts nothing gains (never at the root), so two questions are learned,
+each by scikit-learn's histogram gradient-boosted trees (torch-free; missing
+inputs -- old trajectories without context, see
 :mod:`ptxopt.search.rank_features` -- are routed by the trees themselves):
 
-* **order** (``model``): the probability that a candidate is among its
-  state's best -- within :data:`NEAR_BEST` of the best candidate's cycles,
-  at a state where the best improves (a classifier). Labelling per state
-  removes what all the state's actions share (how much there is to gain at
-  all), so the trees spend their splits on what tells one action from
-  another; it is also the question guided search asks (is the action worth
-  one of the ``top_k`` measurements). When the training data has no such
-  state, or only such candidates, the order is the per-state *regret* (log
-  gain minus the state's best) regressed instead;
-* **gain** (``gain_model``): the log gain itself, for the stop decision:
-  a state is searched further only while its best predicted gain exceeds
-  the threshold.
+* **order** (``model``): a listwise target, the action's share of its
+  state's best gain, ``max(0, gain) / best`` (1 for the best, 0 for every
+  action that gains nothing), learned only at the states whose best gains
+  more than :data:`NEAR_BEST`, each state weighted equally. States where
+  nothing gains say nothing about which action to measure first; with them
+  in (the previous, per-row "among the best" classifier) 98% of the rows
+  were negatives, the classifier collapsed to a near-constant probability
+  (every action of an unseen state tied) and the ties fell to the signed
+  gain model, which ranks *safe* no-ops above the risky passes that win
+  (a mean log gain punishes an action for the losses a search never
+  keeps). When fewer than two states gain, the order is the gain model's;
+* **gain** (``gain_model``): the *option value* of measuring the action,
+  ``max(0, log gain)`` (a slower child is never kept, so a loss costs one
+  evaluation, not its size), for the stop decision: a state past the root
+  is searched further only while its best predicted value exceeds the
+  threshold, and it breaks ties in the order.
 
-A candidate that failed or could not be checked counts as
-:data:`FAILED_GAIN` (measuring it is wasted). One row is ``static PTX
-features ++ step ++ context ++ one-hot action ++ action features ++
-derived features`` (:data:`~ptxopt.search.rank_features.DERIVED_NAMES`).
+A candidate that failed or could not be checked is worth nothing (0).
+One row is ``static PTX features ++ step ++ context ++ one-hot action ++
+action features ++ derived features``
+(:data:`~ptxopt.search.rank_features.DERIVED_NAMES`).
 
-``top_k`` and ``threshold`` travel with the ranker:
+``top_k``, ``explore`` and ``threshold`` travel with the ranker:
 :func:`ptxopt.search.ranker_replay.train_tuned` chooses them by replaying
 guided search on held-out folds of the training kernels' own groups (never
-on data outside the training steps).
+on data outside the training steps), against a random order at the same
+budget in the same grid (``top_k`` 0: every measured action random), so a
+ranker whose order does not beat random on its own folds falls back to it.
 
 An action the ranker never saw (added after it was trained) gets a *prior*:
 its row has an all-zero one-hot, so the trees score it from what applying
 it does (the child's action features, its register cap) and the state, as
 an action they know nothing else about. It competes for the ``top_k`` on
-that score, and guided search keeps its exploration slot for the unknown
-actions, so none is masked forever (:func:`ptxopt.search.guided.choose`).
+that score, and guided search keeps its exploration slots for the unknown
+actions first, so none is masked forever (:func:`ptxopt.search.guided.choose`).
 
 File format: a pickle of a dict ``{"format": FORMAT, "version": VERSION,
 "actions": [...], "feature_names": [...], "model": <sklearn estimator>,
-"gain_model": <sklearn estimator>, "top_k": int, "threshold": float,
-"trained_on": {...}}``. A pickle runs code when loaded: load only rankers
-you trust (the committed ones, or your own).
+"gain_model": <sklearn estimator>, "top_k": int, "explore": int,
+"threshold": float, "trained_on": {...}}``. A pickle runs code when
+loaded: load only rankers you trust (the committed ones, or your own).
 """
 
 from __future__ import annotations
@@ -57,12 +64,15 @@ from .rank_features import ACTION_FEATURE_NAMES, CONTEXT_NAMES, DERIVED_NAMES, a
     context_vector, derived_features, state_context
 
 FORMAT = "ptxopt-ranker"
-VERSION = 2
-#: Actions measured per step besides the exploration slot, when a ranker does not say.
+VERSION = 3
+#: Actions measured per step in the ranker's order, when a ranker does not say.
 TOP_K = 2
-#: The smallest predicted log gain worth a measurement (0.1%), when a ranker does not say.
-THRESHOLD = 0.001
-#: A candidate within this log gain of its state's best candidate is "among the best" (0.1%).
+#: Random actions measured per step besides them (the exploration slots), when a ranker does not say.
+EXPLORE = 1
+#: The smallest predicted option value worth a measurement past the root (0.05%), when a ranker does not say.
+THRESHOLD = 0.0005
+#: A state whose best candidate gains less than this log gain (0.1%) has nothing to order (the order model
+#: skips it; recall and the report count near-best actions within it).
 NEAR_BEST = 0.001
 #: The gain a failing or unusable candidate is trained towards (a wasted measurement).
 FAILED_GAIN = -0.05
@@ -113,14 +123,13 @@ class Ranker:
     gain_model: object = None
     top_k: int = TOP_K
     threshold: float = THRESHOLD
+    explore: int = EXPLORE
 
     def knows(self, action: str) -> bool:
         return action in self.actions
 
     def score_rows(self, rows: np.ndarray) -> np.ndarray:
         """The order scores of ``rows`` (higher: measure first)."""
-        if hasattr(self.model, "predict_proba"):
-            return np.asarray(self.model.predict_proba(rows)[:, 1], dtype=float)
         return np.asarray(self.model.predict(rows), dtype=float)
 
     def gain_rows(self, rows: np.ndarray) -> np.ndarray:
@@ -153,7 +162,8 @@ class Ranker:
     def save(self, path: str | Path) -> None:
         doc = {"format": FORMAT, "version": VERSION, "actions": list(self.actions),
                "feature_names": feature_names(self.actions), "model": self.model, "gain_model": self.gain_model,
-               "top_k": int(self.top_k), "threshold": float(self.threshold), "trained_on": self.trained_on}
+               "top_k": int(self.top_k), "explore": int(self.explore), "threshold": float(self.threshold),
+               "trained_on": self.trained_on}
         with open(path, "wb") as f:
             pickle.dump(doc, f, protocol=4)
 
@@ -176,10 +186,10 @@ def load(path: str | Path) -> Ranker:
             or doc.get("feature_names") != feature_names(actions) or not hasattr(doc.get("model"), "predict"):
         raise RankerError(f"{path}: ranker trained on other features than this ptxopt computes: retrain it")
     if not hasattr(doc.get("gain_model"), "predict") or not isinstance(doc.get("top_k"), int) \
-            or not isinstance(doc.get("threshold"), float):
+            or not isinstance(doc.get("explore"), int) or not isinstance(doc.get("threshold"), float):
         raise RankerError(f"{path}: ranker file without its gain model or search settings: retrain it")
     return Ranker(doc["model"], tuple(actions), dict(doc.get("trained_on") or {}), gain_model=doc["gain_model"],
-                  top_k=doc["top_k"], threshold=doc["threshold"])
+                  top_k=doc["top_k"], threshold=doc["threshold"], explore=doc["explore"])
 
 
 def committed_ranker(name: str) -> Path | None:
@@ -249,39 +259,41 @@ def rows_of(steps: Iterable, actions: Sequence[str], *, unknown: bool = False
     return np.stack(X), np.asarray(y), idx
 
 
-def regret(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
-    """Each row's gain minus the best gain among the rows of its state (0 for the best; <= 0)."""
+def relevance(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
+    """Each row's share of its state's best gain, ``max(0, gain) / best``, at a state whose best gains more
+    than :data:`NEAR_BEST`; NaN at the other states (nothing there tells one action from another)."""
     best: dict[int, float] = {}
     for (_, n, _), g in zip(idx, y):
         best[n] = max(best.get(n, -math.inf), g)
-    return np.array([g - best[n] for (_, n, _), g in zip(idx, y)])
+    return np.array([max(0.0, g) / best[n] if best[n] > NEAR_BEST else math.nan for (_, n, _), g in zip(idx, y)])
 
 
-def near_best(y: np.ndarray, idx: Sequence[tuple]) -> np.ndarray:
-    """1 for a row within :data:`NEAR_BEST` of its state's best gain at a state whose best gains more than
-    :data:`NEAR_BEST`, else 0. (Where the best gains less, an action that changes nothing -- gain 0 -- is
-    within :data:`NEAR_BEST` of it: such states would teach that doing nothing is among the best.)"""
-    best: dict[int, float] = {}
-    for (_, n, _), g in zip(idx, y):
-        best[n] = max(best.get(n, -math.inf), g)
-    return np.array([1 if best[n] > NEAR_BEST and g >= best[n] - NEAR_BEST else 0 for (_, n, _), g in zip(idx, y)])
+def _fit(X, y, seed, max_iter, weight=None):
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
+    never = np.isnan(X).all(axis=0)
+    if never.any():  # a column never known in these rows (old trajectories): constant, never split on
+        X = X.copy()  # (the trees' binning fails on a column with no value at all)
+        X[:, never] = 0.0
 
-def _fit(X, y, seed, max_iter, classify: bool = False):
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-
-    kind = HistGradientBoostingClassifier if classify else HistGradientBoostingRegressor
-    model = kind(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15, min_samples_leaf=5,
-                 l2_regularization=1.0, random_state=seed)
-    model.fit(X, y)
+    model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=0.08, max_leaf_nodes=15,
+                                          min_samples_leaf=5, l2_regularization=1.0, random_state=seed)
+    model.fit(X, y, sample_weight=weight)
     return model
 
 
 def _order_model(X, y, idx, seed, max_iter):
-    labels = near_best(y, idx)
-    if 0 < labels.sum() < len(labels):
-        return _fit(X, labels, seed, max_iter, classify=True)
-    return _fit(X, regret(y, idx), seed, max_iter)
+    """The listwise order model (module doc), or None when fewer than two states gain."""
+    rel = relevance(y, idx)
+    keep = ~np.isnan(rel)
+    states = [n for (_, n, _), k in zip(idx, keep) if k]
+    if len(set(states)) < 2:
+        return None
+    count: dict[int, int] = {}
+    for n in states:
+        count[n] = count.get(n, 0) + 1
+    weight = np.array([1.0 / count[n] for n in states]) * len(states) / len(count)  # each state alike, mean 1
+    return _fit(X[keep], rel[keep], seed, max_iter, weight)
 
 
 def default_actions(steps: Sequence) -> list[str]:
@@ -292,43 +304,23 @@ def default_actions(steps: Sequence) -> list[str]:
 
 
 def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 0, max_iter: int = 200,
-          note: dict | None = None, top_k: int = TOP_K, threshold: float = THRESHOLD) -> Ranker:
+          note: dict | None = None, top_k: int = TOP_K, threshold: float = THRESHOLD,
+          explore: int = EXPLORE) -> Ranker:
     """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects), with guided
-    search's ``top_k`` and ``threshold`` (:func:`ptxopt.search.ranker_replay.train_tuned` chooses them)."""
+    search's ``top_k``, ``explore`` and ``threshold`` (:func:`ptxopt.search.ranker_replay.train_tuned`
+    chooses them)."""
     steps = list(steps)
     if actions is None:
         actions = default_actions(steps)
     X, y, idx = rows_of(steps, actions)
     if len(y) == 0:
         raise ValueError("no measured candidates to train on")
-    X = X.copy()
-    X[:, np.isnan(X).all(axis=0)] = 0.0  # a column never known (old trajectories): constant, never split on
-    info = {"rows": int(len(y)), "kernels": len({k for k, _, _ in idx}), **(note or {})}
-    return Ranker(_order_model(X, y, idx, seed, max_iter), tuple(actions), info,
-                  gain_model=_fit(X, y, seed, max_iter), top_k=int(top_k), threshold=float(threshold))
-
-
-class RandomRanker:
-    """The baseline a learned ranker must beat: every known action scored at random, never stopping early."""
-
-    top_k, threshold = TOP_K, -math.inf
-
-    def __init__(self, actions: Sequence[str], seed: int = 0):
-        self.actions = tuple(actions)
-        self.rng = np.random.default_rng(seed)
-
-    def knows(self, action: str) -> bool:
-        return action in self.actions
-
-    def score_rows(self, rows: np.ndarray) -> np.ndarray:
-        return self.rng.random(len(rows))
-
-    def gain_rows(self, rows: np.ndarray) -> np.ndarray:
-        return np.ones(len(rows))
-
-    def predict(self, state, result, moves):
-        known = [m.action for m in moves if m.legal and self.knows(m.action)]
-        return dict(zip(known, self.rng.random(len(known)))), dict.fromkeys(known, 1.0)
-
-    def score(self, state, result, moves) -> dict[str, float]:
-        return self.predict(state, result, moves)[0]
+    info = {"rows": int(len(y)), "kernels": len({k for k, _, _ in idx}),
+            "gaining_states": int(len({n for (_, n, _), r in zip(idx, relevance(y, idx)) if not math.isnan(r)})),
+            **(note or {})}
+    gain_model = _fit(X, np.maximum(y, 0.0), seed, max_iter)
+    order_model = _order_model(X, y, idx, seed, max_iter)
+    info["order"] = "listwise share of the state's best gain" if order_model is not None else \
+        "the gain model's option value (fewer than two gaining states)"
+    return Ranker(order_model if order_model is not None else gain_model, tuple(actions), info,
+                  gain_model=gain_model, top_k=int(top_k), threshold=float(threshold), explore=int(explore))

@@ -12,9 +12,13 @@ action is measured and ties the best measured cycles exactly, the replay
 follows greedy's path.) Evaluations are
 counted as ``search`` counts them: the baseline plus each measured candidate.
 
-:func:`tune` chooses a ranker's ``top_k`` and ``threshold`` this way on its
-own training groups (group-wise folds: a fold's ranker never saw the
-fold's groups), so no held-out data decides them.
+:func:`tune` chooses a ranker's ``top_k``, ``explore`` and ``threshold``
+this way on its own training groups (group-wise folds: a fold's ranker
+never saw the fold's groups), so no held-out data decides them. Its grid
+holds a random order at every budget (``top_k`` 0: every measured action
+random, averaged over :data:`RANDOM_SEEDS` draws), so the ranker's order is
+kept only where it beats random on the folds; and when the folds hold no
+kernel that gains, nothing is learned about stopping: the defaults stay.
 """
 
 from __future__ import annotations
@@ -31,9 +35,13 @@ from .ranker import Ranker
 
 #: A hit of top-k recall: an action within this fraction of the best candidate's cycles.
 HIT_TOL = 0.001
-#: The grid :func:`tune` searches.
-TOP_KS = (1, 2, 3, 4, 6, 8)
-THRESHOLDS = (-math.inf, -0.01, -0.002, 0.0, 0.001, 0.003, 0.01)
+#: The grid :func:`tune` searches: actions in the ranker's order (0: none, a random order), random
+#: exploration slots, and stop thresholds on the predicted option value (applied past the root only).
+TOP_KS = (0, 1, 2, 3, 4, 6)
+EXPLORES = (1, 2, 4)
+THRESHOLDS = (-math.inf, 0.0005, 0.002, 0.005)
+#: Draws averaged per replay where the choice is random (``top_k`` 0 or exploration slots).
+RANDOM_SEEDS = 3
 #: :func:`tune` keeps the replayed evaluations at most this fraction of greedy's (below the 35% target:
 #: live search spends a little more than a replay, which ends where it leaves greedy's path).
 EVAL_CAP = 0.30
@@ -66,7 +74,8 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
     return out
 
 
-def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None) -> tuple[float, int]:
+def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None,
+           explore: int = 1) -> tuple[float, int]:
     """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc).
     ``known``: the actions the ranker was trained on (None: every scored one)."""
     from .guided import choose
@@ -74,10 +83,10 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
     rng = kernel_rng(seed, episode[0].kernel)
     base = episode[0].cycles_before
     cycles, evals = base, 1
-    for s in episode:
+    for i, s in enumerate(episode):
         sc, gn = scored[id(s)]
         pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
-                                         rng=rng, gains=gn, known=known)]
+                                         rng=rng, gains=gn, known=known, explore=explore, at_root=i == 0)]
         evals += len(pick)
         ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
         if not ok:
@@ -87,6 +96,14 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
         if s.action not in pick or s.candidates[s.action] != c:  # off greedy's path: nothing after was measured
             break
     return 100.0 * (1 - cycles / base), evals
+
+
+def replay_mean(scored: dict, episode, *, top_k: int, threshold: float, known=None, explore: int = 1,
+                seeds: int = RANDOM_SEEDS) -> tuple[float, float]:
+    """:func:`replay` averaged over ``seeds`` draws of its random choices (ties, exploration slots)."""
+    runs = [replay(scored, episode, top_k=top_k, threshold=threshold, seed=i, known=known, explore=explore)
+            for i in range(seeds)]
+    return sum(g for g, _ in runs) / seeds, sum(e for _, e in runs) / seeds
 
 
 def greedy_of(episode) -> tuple[float, int]:
@@ -151,27 +168,31 @@ def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0)
     return hits, n
 
 
-def choose_setting(table: dict) -> tuple[int, float]:
-    """The (top_k, threshold) with the most gain relative to greedy among those within :data:`EVAL_CAP` of
-    greedy's evaluations (ties: fewer evaluations); none within: the cheapest."""
+def choose_setting(table: dict) -> tuple:
+    """The setting (``(top_k, explore, threshold)``) with the most gain relative to greedy among those within
+    :data:`EVAL_CAP` of greedy's evaluations (gains within 0.01 of greedy's are ties: then fewer
+    evaluations, then -- at equal evaluations -- the learned order before a random one); none within: the
+    cheapest."""
     within = [kt for kt, (g, e) in table.items() if e <= EVAL_CAP]
     if not within:
         return min(table, key=lambda kt: (table[kt][1], -table[kt][0]))
-    return max(within, key=lambda kt: (round(table[kt][0], 4), -table[kt][1]))
+    return max(within, key=lambda kt: (round(table[kt][0], 2), -round(table[kt][1], 4), kt[0] > 0))
 
 
 def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: int = 0, max_iter: int = 60,
-         folds: int = 3) -> tuple[tuple[int, float], dict]:
-    """``((top_k, threshold), table)`` chosen by replay over group-wise folds of ``steps``' own groups.
+         folds: int = 3) -> tuple[tuple[int, int, float], dict]:
+    """``((top_k, explore, threshold), table)`` chosen by replay over group-wise folds of ``steps``' own groups
+    (:func:`choose_setting`); the defaults when no fold kernel gains under greedy (nothing to tune on).
 
-    ``table``: ``"k/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's]``."""
-    from .ranker import train
+    ``table``: ``"k/explore/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's]``."""
+    from .ranker import EXPLORE, THRESHOLD, TOP_K, train
 
     groups = sorted({g for g in kernel_groups.values() if g})
     order = list(np.random.default_rng(seed).permutation(groups))
     n = min(folds, len(order))
     fold_of = {g: i % n for i, g in enumerate(order)}
-    sums = {(k, t): [0.0, 0.0] for k in TOP_KS for t in THRESHOLDS}
+    grid = [(k, x, t) for k in TOP_KS for x in EXPLORES for t in THRESHOLDS]
+    sums = {kxt: [0.0, 0.0] for kxt in grid}
     greedy_gain = greedy_evals = 0.0
     for f in range(n):
         train_steps = [s for s in steps if fold_of.get(kernel_groups.get(s.kernel)) not in (f, None)]
@@ -187,24 +208,26 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
             g, e = greedy_of(ep)
             greedy_gain += max(g, 0.0)
             greedy_evals += e
-            for (k, t), acc in sums.items():
-                rg, re_ = replay(scored, ep, top_k=k, threshold=t, seed=seed, known=rk.actions)
+            for (k, x, t), acc in sums.items():
+                rg, re_ = replay_mean(scored, ep, top_k=k, threshold=t, known=rk.actions, explore=x)
                 acc[0] += rg
                 acc[1] += re_
-    table = {kt: (acc[0] / greedy_gain if greedy_gain > 0 else (1.0 if acc[0] >= 0 else 0.0),
-                  acc[1] / greedy_evals if greedy_evals else math.inf) for kt, acc in sums.items()}
-    best = choose_setting(table)
-    return best, {f"{k}/{t:g}": [round(g, 4), round(e, 4)] for (k, t), (g, e) in table.items()}
-
+    table = {kxt: (acc[0] / greedy_gain if greedy_gain > 0 else math.nan,
+                   acc[1] / greedy_evals if greedy_evals else math.inf) for kxt, acc in sums.items()}
+    shown = {f"{k}/{x}/{t:g}": [round(g, 4), round(e, 4)] for (k, x, t), (g, e) in table.items()}
+    if greedy_gain <= 0:
+        return (TOP_K, EXPLORE, THRESHOLD), shown
+    return choose_setting(table), shown
 
 
 def train_tuned(steps: Sequence, groups: dict[str, str] | None, *, actions: Sequence[str] | None = None,
                 seed: int = 0, max_iter: int = 200, tune_iter: int | None = None, note: dict | None = None,
                 top_k: int | None = None, threshold: float | None = None):
-    """:func:`ptxopt.search.ranker.train` with ``top_k``/``threshold`` chosen by :func:`tune` on the
-    training kernels' own groups (``groups``: kernel -> group; ``tune_iter`` boosting iterations per fold,
-    default ``max_iter``) when they name at least two; else the defaults. Given ones are kept."""
-    from .ranker import THRESHOLD, TOP_K, default_actions, train
+    """:func:`ptxopt.search.ranker.train` with ``top_k``/``explore``/``threshold`` chosen by :func:`tune` on
+    the training kernels' own groups (``groups``: kernel -> group; ``tune_iter`` boosting iterations per
+    fold, default ``max_iter``) when they name at least two; else the defaults. Given ones are kept (a given
+    ``top_k`` comes with one exploration slot)."""
+    from .ranker import EXPLORE, THRESHOLD, TOP_K, default_actions, train
 
     steps = list(steps)
     actions = default_actions(steps) if actions is None else actions
@@ -212,11 +235,16 @@ def train_tuned(steps: Sequence, groups: dict[str, str] | None, *, actions: Sequ
     if top_k is None or threshold is None:
         kernel_groups = {s.kernel: (groups or {}).get(s.kernel) for s in steps}
         if len({g for g in kernel_groups.values() if g}) >= 2:
-            (k, t), table = tune(steps, kernel_groups, actions=actions, seed=seed, max_iter=tune_iter or max_iter)
-            note["tuned"] = {"top_k": k, "threshold": t, "on": "held-out folds of the training groups",
-                             "grid (gain, evaluations: fractions of greedy's)": table}
+            (k, x, t), table = tune(steps, kernel_groups, actions=actions, seed=seed, max_iter=tune_iter or max_iter)
+            note["tuned"] = {"top_k": k, "explore": x, "threshold": t if math.isfinite(t) else None,
+                             "on": "held-out folds of the training groups",
+                             "grid k/explore/threshold (gain, evaluations: fractions of greedy's)": table}
         else:
-            k, t = TOP_K, THRESHOLD
+            k, x, t = TOP_K, EXPLORE, THRESHOLD
+        explore = x if top_k is None else 1
         top_k = k if top_k is None else top_k
         threshold = t if threshold is None else threshold
-    return train(steps, actions=actions, seed=seed, max_iter=max_iter, note=note, top_k=top_k, threshold=threshold)
+    else:
+        explore = 1
+    return train(steps, actions=actions, seed=seed, max_iter=max_iter, note=note, top_k=top_k, threshold=threshold,
+                 explore=explore)

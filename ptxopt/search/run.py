@@ -59,8 +59,8 @@ class SearchConfig:
     seed: int = 0
     options: EvalOptions = field(default_factory=EvalOptions)
     policy: str | None = None  # strategy "policy": a checkpoint of the learning layer (rl/); "guided": a ranker
-    top_k: int | None = None  # guided: actions measured per step besides the exploration slot (None: the ranker's)
-    threshold: float | None = None  # guided: the smallest predicted log gain worth measuring (None: the ranker's)
+    top_k: int | None = None  # guided: actions measured per step in the ranker's order, + 1 random (None: the ranker's)
+    threshold: float | None = None  # guided: the smallest predicted option value worth measuring (None: the ranker's)
     samples: int = 0  # policy: 0 = one greedy-decoded rollout, K = best of K (greedy-decoded + K-1 sampled)
     temperature: float = 0.5  # policy: sampling temperature of the K-1 samples
     #: pass actions explored besides the learning layer's (a user's plugin passes: ``--actions +name``);

@@ -1,5 +1,5 @@
 """The ranker's measuring stick and its inputs: recall under ties, the order guided search measures in,
-the near-best label, the bound context read from a sim result, and the prior of an action added later.
+the bound context read from a sim result, and the prior of an action added later.
 
 Recall is checked against brute force: every random tie-break of a small scored state is enumerated
 (the orders guided search can take) and the top-k hit rate averaged, for generated states with many
@@ -93,17 +93,6 @@ def test_recall_can_skip_states_with_nothing_to_gain():
     assert recall(scored, [[tiny], [real]], k=1, min_gain=0.001) == (1.0, 1)
 
 
-def test_the_near_best_label_needs_a_state_whose_best_gains_more_than_the_tolerance():
-    from ptxopt.search.ranker import NEAR_BEST, near_best
-
-    y = np.array([0.0, 0.0005, -0.01, 0.0, 0.05, 0.0495])
-    idx = [("k", 0, "noop"), ("k", 0, "tiny"), ("k", 0, "bad"), ("k", 1, "noop"), ("k", 1, "good"), ("k", 1, "close")]
-    labels = near_best(y, idx)
-    assert list(labels[:3]) == [0, 0, 0]  # best gains 0.05% < NEAR_BEST: doing nothing is not "among the best"
-    assert list(labels[3:]) == [0, 1, 1]
-    assert NEAR_BEST == pytest.approx(0.001)
-
-
 NOTE = ("many warps (L4, 58 SMs): 24 blocks/SM fit (limited by blocks; 50% occupancy), 24 warps resident (6 per "
         "scheduler), 48 wave(s) (47 full + a tail of 2 blocks); per wave: LSU 32304, L1 50736, L2 16656 cycles; "
         "DRAM for the launch 228940 cycles (L2 cold; footprint 33667584 B, streamed from DRAM); DRAM floor: "
@@ -150,9 +139,6 @@ def test_an_action_added_after_training_gets_a_prior_and_keeps_the_exploration_s
     from ptxopt.search.ranker import Ranker
 
     class _Const:
-        def predict_proba(self, X):
-            return np.column_stack([1 - X[:, -1] * 0, X[:, -1] * 0 + 0.2])
-
         def predict(self, X):
             return np.full(len(X), 0.01)
 

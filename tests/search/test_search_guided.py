@@ -1,4 +1,4 @@
-"""Guided search (a ranker's top-k plus an exploration slot) and the ranker file.
+"""Guided search (a ranker's top-k plus exploration slots) and the ranker file.
 
 The evaluator is replaced by a deterministic fake (cycles from a hash of the
 pipeline), so the tests exercise the strategy's rules -- never slower than the
@@ -187,8 +187,8 @@ def test_a_trained_ranker_round_trips_and_ranks_what_it_learned(tmp_path):
     pred = dict(zip((a for _, _, a in idx[:4]), back.score_rows(X[:4])))
     assert max(pred, key=pred.get) == "vec_ld"
     gains = dict(zip((a for _, _, a in idx[:4]), back.gain_rows(X[:4])))
-    assert gains["vec_ld"] > 0 > gains["cache_cg"]
-    assert (back.top_k, back.threshold) == (r.top_k, r.threshold)
+    assert gains["vec_ld"] > 0.05 > 10 * gains["cache_cg"]  # option values: vec_ld's ~0.1, a loss's 0
+    assert (back.top_k, back.explore, back.threshold) == (r.top_k, r.explore, r.threshold)
 
 
 @pytest.mark.slow
@@ -197,10 +197,10 @@ def test_train_tunes_top_k_and_threshold_on_its_own_groups():
     from ptxopt.search.ranker_replay import train_tuned
 
     tuned = train_tuned(steps, {f"k{i}": "ab"[i % 2] for i in range(6)}, max_iter=10, tune_iter=5)
-    grid = tuned.trained_on["tuned"]["grid (gain, evaluations: fractions of greedy's)"]
-    assert f"{tuned.top_k}/{tuned.threshold:g}" in grid
-    assert grid["8/-inf"][0] > 0  # measuring everything, the held-out fold's replay finds vec_ld's gain
-    assert grid["8/-inf"][1] > grid["1/0.01"][1]  # and pays for it
+    grid = tuned.trained_on["tuned"]["grid k/explore/threshold (gain, evaluations: fractions of greedy's)"]
+    assert f"{tuned.top_k}/{tuned.explore}/{tuned.threshold:g}" in grid
+    assert grid["6/4/-inf"][0] > 0  # measuring everything, the held-out fold's replay finds vec_ld's gain
+    assert grid["6/4/-inf"][1] > grid["1/1/0.005"][1]  # and pays for it
 
 
 def test_old_trajectory_records_stay_readable_and_new_keys_round_trip():
@@ -251,6 +251,9 @@ def test_policy_takes_a_ranker_whose_top_choice_is_applied_unmeasured(tmp_path, 
                         lambda state, result, moves: ({legal[1]: 1.0, legal[0]: 0.5}, {legal[1]: 0.02, legal[0]: 0.0}))
     pipe, why = chooser.choose("k", ptx)
     assert str(pipe) == legal[1] and "not measured" in why
+    monkeypatch.setattr(chooser.ranker, "top_k", 0)  # its order lost to random on its folds: no guess applied
+    assert chooser.choose("k", ptx)[0] is None
+    monkeypatch.setattr(chooser.ranker, "top_k", 2)
     monkeypatch.setattr(chooser.ranker, "predict", lambda state, result, moves: ({legal[0]: 1.0}, {legal[0]: -0.1}))
     assert chooser.choose("k", ptx)[0] is None
     from ptxopt.search.ranker import committed_rankers

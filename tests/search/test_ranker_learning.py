@@ -1,0 +1,191 @@
+"""What the ranker learns and how its settings are tuned, on synthetic trajectories (no ptxas, no sim).
+
+The synthetic corpus has the shape that broke the previous ranker: most kernels have nothing to gain,
+and the one action that wins where something gains (``WIN``) is *risky* -- it loses 30% everywhere
+else. A model of the mean log gain ranks it below the no-ops; a per-row "among the best" classifier
+sees 2% positives and collapses to a constant. The listwise order model (share of the state's best
+gain, learned at the states that gain) must rank it first on held-out groups, and the tuner must keep
+the learned order when it beats random on its folds, fall back to random when it does not, and never
+give up at the root.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ptxopt.analysis.features import FEATURE_NAMES
+from ptxopt.search.guided import choose, order
+from ptxopt.search.rank_features import ACTION_FEATURE_NAMES
+from ptxopt.search.ranker import EXPLORE, THRESHOLD, TOP_K, relevance, train
+from ptxopt.search.actions import PASS_ACTIONS, STOP
+from ptxopt.search.ranker_replay import choose_setting, recall, replay, score_steps, tune
+from ptxopt.search.trajectory import Step
+
+#: 16 real action names (trajectories store them): WIN gains where anything does, two are slower, one fails,
+#: the rest change nothing; greedy spends 17 evaluations per state.
+WIN, SLOWER, SLOWER_2, FAILS = "split_ld", "maxnreg_32", "reorder_cp", "cache_cv"
+ACTIONS = tuple(a for a in PASS_ACTIONS if a != STOP)[:16]
+
+
+def _state(kernel: str, rng, gains: bool, noise: bool = True) -> Step:
+    base = 1000.0
+    cands = {a: base for a in ACTIONS}
+    cands.update({SLOWER: base * 1.02, SLOWER_2: base * 1.1, FAILS: None, WIN: base * (0.8 if gains else 1.3)})
+    if noise:  # features that say nothing (the trees must not read a winner into them)
+        obs = list(rng.random(len(FEATURE_NAMES))) + [0.0]
+        feats = {a: [1.0, *rng.normal(size=len(ACTION_FEATURE_NAMES) - 1)] for a in ACTIONS}
+    else:  # every state alike: nothing tells a state that gains from one that does not
+        obs = [0.5] * len(FEATURE_NAMES) + [0.0]
+        feats = {a: [1.0, *[float(i)] * (len(ACTION_FEATURE_NAMES) - 1)] for i, a in enumerate(ACTIONS)}
+    best = min((a for a in ACTIONS if cands[a] is not None), key=lambda a: cands[a])
+    after = cands[best] if cands[best] < base else base
+    return Step(kernel=kernel, strategy="greedy", episode=0, step=0, pipeline="", observation=obs,
+                action_mask=[1] * len(ACTIONS), action=best if after < base else STOP, cycles_before=base,
+                cycles_after=after, reward=0.0, candidates=cands, action_features=feats)
+
+
+def _corpus(seed: int = 0, n_groups: int = 5, gaining: int = 2, noise: bool = True
+            ) -> tuple[list[Step], dict[str, str]]:
+    """One root state per kernel, 8 kernels per group; the first ``gaining`` of each group gain, by ``WIN``
+    alone."""
+    rng = np.random.default_rng(seed)
+    steps, groups = [], {}
+    for i in range(n_groups):
+        for j in range(8):
+            k = f"g{i}_k{j}"
+            steps.append(_state(k, rng, gains=j < gaining, noise=noise))
+            groups[k] = f"g{i}"
+    return steps, groups
+
+
+def test_relevance_is_the_share_of_the_states_best_gain_and_undefined_where_nothing_gains():
+    y = np.array([0.2, 0.1, 0.0, -0.3, 0.0, -0.1, 0.0005])
+    idx = [("k", 0, a) for a in "abcd"] + [("k", 1, a) for a in "efg"]
+    rel = relevance(y, idx)
+    assert list(rel[:4]) == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    assert all(math.isnan(r) for r in rel[4:])  # best gains < 0.1%: nothing there orders the actions
+
+
+def test_the_ranker_ranks_the_risky_winner_first_on_held_out_groups_and_beats_random_recall():
+    steps, groups = _corpus(n_groups=10, gaining=1)  # 1 kernel in 8 gains: 0.8% of the rows are the winner's
+    for held in ("g0", "g1", "g2"):
+        rk = train([s for s in steps if groups[s.kernel] != held], actions=ACTIONS, max_iter=20)
+        test = [s for s in steps if groups[s.kernel] == held]
+        scored = score_steps(rk, test)
+        gaining = [s for s in test if s.action == WIN]
+        assert gaining
+        for s in gaining:
+            first = order([_M(a) for a in s.candidates], *scored[id(s)], np.random.default_rng(0))[0].action
+            assert first == WIN, (held, scored[id(s)][0])
+        hits, n = recall(scored, [[s] for s in test], k=1)
+        random_hits, _ = recall(None, [[s] for s in test], k=1)
+        assert n == len(gaining) and hits / n == 1.0 > random_hits / n
+
+
+def test_the_predicted_value_of_measuring_ranks_a_risky_winner_above_a_no_op():
+    """A search keeps no slower child, so measuring WIN (+20% at one state in eight, -30% elsewhere) is worth
+    more than measuring a no-op (0 everywhere). A model of the signed log gain says the opposite (its mean is
+    negative): it broke the previous ranker's ties in favour of no-ops."""
+    steps, groups = _corpus(n_groups=10, gaining=1, noise=False)
+    rk = train([s for s in steps if groups[s.kernel] != "g0"], actions=ACTIONS, max_iter=20)
+    noop = next(a for a in ACTIONS if a not in (WIN, SLOWER, SLOWER_2, FAILS))
+    for s in (s for s in steps if groups[s.kernel] == "g0"):
+        _, gains = score_steps(rk, [s])[id(s)]
+        assert gains[WIN] > gains[noop] + 0.005
+
+
+class _M:
+    def __init__(self, action):
+        self.action = action
+
+
+def test_a_column_unknown_at_every_gaining_state_does_not_stop_training():
+    """The order model sees only the states that gain: a context slot known elsewhere but never there (an old
+    record among new ones) must not break the trees' binning (it did, for a learning-curve draw)."""
+    steps, groups = _corpus()
+    for s in steps:
+        s.context = None if s.action == WIN else {"registers": 32.0}
+    rk = train(steps, actions=ACTIONS, max_iter=5)
+    assert rk.trained_on["order"].startswith("listwise")
+
+
+def test_the_root_is_never_given_up_on_a_prediction():
+    moves = [_M(a) for a in ACTIONS]
+    scores = {a: float(i) for i, a in enumerate(ACTIONS)}
+    gains = dict.fromkeys(ACTIONS, -1.0)  # nothing predicted to gain
+    rng = np.random.default_rng(0)
+    assert choose(moves, scores, top_k=2, threshold=0.0, rng=rng, gains=gains) == []  # past the root: stop
+    pick = choose(moves, scores, top_k=2, threshold=0.0, rng=rng, gains=gains, explore=3, at_root=True)
+    assert len(pick) == 5 and [m.action for m in pick[:2]] == list(ACTIONS[::-1][:2])
+    assert len({m.action for m in pick}) == 5
+    every = choose(moves, scores, top_k=0, threshold=0.0, rng=rng, gains=gains, explore=3, at_root=True)
+    assert len(every) == 3  # top_k 0: every slot random
+
+
+def test_a_replay_measures_the_root_even_when_the_stop_rule_says_nothing_gains():
+    steps, _ = _corpus()
+    s = steps[0]  # gains 20% by WIN
+    scored = {id(s): ({a: (1.0 if a == WIN else 0.0) for a in ACTIONS}, dict.fromkeys(ACTIONS, -1.0))}
+    gain, evals = replay(scored, [s], top_k=1, threshold=0.01, explore=1)
+    assert gain == pytest.approx(20.0) and evals == 3
+
+
+def test_the_tuner_keeps_the_learned_order_when_it_beats_random_on_its_folds():
+    steps, groups = _corpus()
+    (k, x, t), table = tune(steps, groups, actions=ACTIONS, max_iter=20)
+    assert k >= 1  # the order finds WIN first; random needs more of the budget
+    g, e = table[f"{k}/{x}/{t:g}"]
+    assert g == pytest.approx(1.0)  # every fold kernel that gains gets greedy's gain
+
+
+def test_choose_setting_falls_back_to_a_random_order_that_beats_the_learned_one():
+    table = {(2, 1, -math.inf): (0.3, 0.2), (0, 3, -math.inf): (0.6, 0.2), (4, 2, -math.inf): (0.9, 0.5)}
+    assert choose_setting(table) == (0, 3, -math.inf)  # (4, 2) is over the evaluation cap
+    table[(1, 2, -math.inf)] = (0.6, 0.2)
+    assert choose_setting(table) == (1, 2, -math.inf)  # a tie at equal cost: the learned order
+
+
+def test_the_tuner_keeps_the_defaults_when_no_fold_kernel_gains():
+    steps, groups = _corpus()
+    flat = [s for s in steps if s.action == STOP]
+    (k, x, t), _ = tune(flat, groups, actions=ACTIONS, max_iter=10)
+    assert (k, x, t) == (TOP_K, EXPLORE, THRESHOLD)  # not "the cheapest", which would learn to give up
+
+
+def test_the_ranker_report_is_strict_json(tmp_path):
+    """``benchmarks/studies/ranker_report.py``'s --json parses with NaN and infinities refused (a threshold
+    of -inf, never stop on a prediction, is written as null)."""
+    import importlib.util
+    from pathlib import Path
+
+    from ptxopt.kernels.corpus import load_manifest
+    from ptxopt.search.trajectory import write_jsonl
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "ranker_report.py"
+    spec = importlib.util.spec_from_file_location("ranker_report_under_test", script)
+    rr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rr)
+    by_group: dict[str, list[str]] = {}
+    for k in load_manifest():
+        by_group.setdefault(k.group, []).append(k.id)
+    rng = np.random.default_rng(1)
+    steps = [_state(k, rng, gains=j == 0) for g in sorted(by_group)[:3] for j, k in enumerate(by_group[g][:3])]
+    write_jsonl(steps, tmp_path / "t.jsonl")
+    out = tmp_path / "r.json"
+    assert rr.main([str(tmp_path / "t.jsonl"), "--sizes", "", "--max-iter", "5", "--top-k", "1", "--threshold=-inf",
+                    "--json", str(out)]) == 0
+
+    def refuse(c):
+        raise ValueError(f"non-standard JSON constant {c}")
+
+    doc = json.loads(out.read_text(), parse_constant=refuse)
+    runs = [r for g in doc["groups"].values() for r in g["curve"]["all-but-one"]]
+    assert runs and all(r["threshold"] is None for r in runs)
+    merged = tmp_path / "m.json"  # a merge reads the strict JSON back (null where NaN was) and writes it again
+    assert rr.main(["--merge", str(out), "--json", str(merged)]) == 0
+    assert json.loads(merged.read_text(), parse_constant=refuse)["groups"].keys() == doc["groups"].keys()
+    assert rr.json_safe({"a": [float("nan"), -math.inf, 1.5, np.float64(2.0)]}) == {"a": [None, None, 1.5, 2.0]}
