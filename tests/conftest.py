@@ -49,8 +49,24 @@ def pytest_cmdline_main(config):
         opt.dist = "worksteal"
 
 
+#: single tests of the slow tier that each take 20-90 s (``--durations``, 2 shared cores): started first
+#: under xdist, so that none of them starts last and ends the run alone (a stale name only loses its place)
+LONGEST = (
+    "tests/equivalence/test_prove_corpus.py::test_every_corpus_mutant_is_never_proved[cuda_attention_small]",
+    "tests/equivalence/test_smt_recheck.py::test_pass_matrix_proofs_survive_the_solver",
+    "tests/equivalence/test_prove_corpus.py::test_every_pass_on_every_corpus_kernel[gen_conv2d_00]",
+    "tests/evaluate/test_eval_prefix.py::test_a_beam_search_is_the_same_with_and_without_the_memo",
+    "tests/sim/test_sim_steady.py::test_no_corpus_loop_kernel_is_truncated_and_steady_state_matches_the_full_replay",
+    "tests/testing/test_fuzz_passes.py::test_every_pass_is_refused_or_equal_more",
+    "tests/equivalence/test_prove_corpus.py::test_every_corpus_mutant_is_never_proved[gen_transpose_tiled_01]",
+    "tests/project/test_install_wheel.py::test_wheel_installs_and_runs_the_quick_start_outside_the_repository",
+    "tests/testing/test_loop_mutant_reviews.py::test_flash_causal_dropped_guard_is_not_equal",
+)
+
+
 def _heavy_first(items):
-    """Under pytest-xdist, the pass matrix first, each pass's corpus sweep (the
+    """Under pytest-xdist, the longest single tests (:data:`LONGEST`, longest
+    first), then the pass matrix, each pass's corpus sweep (the
     longest tests) right before its fast-tier check (which then finds its
     cells computed, when both run on one worker: test_pass_matrix.py), then
     the rest of the slow tier, then the fast tier, each group in collection
@@ -62,8 +78,11 @@ def _heavy_first(items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     passes: dict[str, int] = {}
+    longest = {nodeid: k for k, nodeid in enumerate(LONGEST)}
 
     def rank(item):
+        if item.nodeid in longest:
+            return (0, longest[item.nodeid] - len(longest), False)
         slow = item.get_closest_marker("slow") is not None
         callspec = getattr(item, "callspec", None)
         module = getattr(getattr(item, "module", None), "__name__", "")

@@ -92,6 +92,19 @@ def slow_kernels(specs) -> list:
     return list(specs) if full_corpus() else [k for k in specs if generated_tier(k.id) != "full"]
 
 
+#: the SMT re-check (tests/equivalence/test_smt_recheck.py) takes every this-many-th kernel of the slow slice
+SMT_RECHECK_EVERY = 3
+
+
+def smt_recheck_kernels(specs) -> list:
+    """The corpus kernels whose pass-matrix pairs the SMT re-check proves and
+    re-checks (every :data:`SMT_RECHECK_EVERY`-th of :func:`slow_kernels`).
+    It also holds their verdicts to what test_prove_corpus's sweep asserts
+    (``proved`` or ``inconclusive``, with a reason), so that sweep leaves them
+    to it when a solver is installed: one proof per pair, not two."""
+    return slow_kernels(specs)[::SMT_RECHECK_EVERY]
+
+
 def corpus_params(specs) -> list:
     """``pytest.param`` per kernel (id = kernel id), marked ``slow`` unless in :data:`FAST_CORPUS`
     (generated kernels: see the module docstring; conftest applies their tiers)."""

@@ -601,11 +601,39 @@ def test_gemm_tile_features(path):
     assert np.all(np.isfinite(vec))
 
 
-def test_feature_vector_on_every_corpus_kernel():
+def _corpus_files_by_tier() -> tuple[list[Path], list[Path]]:
+    """CORPUS_FILES split in two: the hand-written kernels and the generated
+    families' fast slice (tests/corpus_tiers.py), and the other generated kernels."""
+    from corpus_tiers import generated_tier
+
+    from ptxopt.kernels.corpus import load_manifest
+
+    ids = {(CORPUS / k.path).resolve(): k.id for k in load_manifest()}
+    fast, rest = [], []
     for path in CORPUS_FILES:
+        kid = ids.get(path.resolve())
+        (fast if kid is None or generated_tier(kid) in (None, "fast") else rest).append(path)
+    return fast, rest
+
+
+def _check_feature_vectors(paths):
+    assert paths
+    for path in paths:
         vec = feature_vector(parse(path.read_text()))
         assert len(vec) == len(FEATURE_NAMES) and np.all(np.isfinite(vec)), path
     assert len(set(FEATURE_NAMES)) == len(FEATURE_NAMES)
+
+
+def test_feature_vector_on_every_corpus_kernel():
+    """The hand-written kernels and each generated template's cheapest kernel
+    (the fast tier); the slow test below takes every other corpus file, so the
+    two tiers together still cover all of them (each file once)."""
+    _check_feature_vectors(_corpus_files_by_tier()[0])
+
+
+@pytest.mark.slow
+def test_feature_vector_on_the_other_generated_kernels():
+    _check_feature_vectors(_corpus_files_by_tier()[1])
 
 
 def test_features_count_spaces_widths_and_maxnreg():

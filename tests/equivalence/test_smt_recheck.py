@@ -2,7 +2,8 @@
 independent way to the same verdict.
 
 Every pair the prover calls ``proved`` -- pass-matrix cells (every pass on a
-sample of the corpus: every 3rd kernel, so the tier stays within budget) and
+sample of the corpus: every 3rd kernel, so the tier stays within budget;
+test_prove_corpus's sweep leaves these kernels to this test) and
 every pass on seeded random kernels of the fuzzer -- is re-checked block by
 block by :func:`ptxopt.equivalence.prove.smt.recheck`, whose value semantics share no
 code with the prover. A counterexample to a ``proved`` pair fails and is
@@ -10,7 +11,7 @@ printed; timeouts and unsupported constructs are counted and printed, not
 failures."""
 
 import pytest
-from corpus_tiers import slow_kernels
+from corpus_tiers import SMT_RECHECK_EVERY, smt_recheck_kernels
 
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.equivalence.prove.smt import solver
@@ -18,7 +19,6 @@ from ptxopt.testing.smt_recheck import fuzz_pairs, matrix_pairs, recheck_pairs
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not solver.available(), reason="no SMT solver installed")]
 
-EVERY = 3  # corpus kernels sampled for the pass matrix
 
 
 def _report(what, t):
@@ -30,8 +30,12 @@ def _report(what, t):
 
 
 def test_pass_matrix_proofs_survive_the_solver():
-    t = recheck_pairs(matrix_pairs(slow_kernels(load_manifest())[::EVERY]))  # generated: their slow slice
-    _report(f"pass matrix (every {EVERY}rd corpus kernel)", t)
+    """Also the prover's check of test_prove_corpus.py's sweep on these
+    kernels (which leaves them to this test): every changed pair is
+    ``proved`` or ``inconclusive``, with a reason."""
+    t = recheck_pairs(matrix_pairs(smt_recheck_kernels(load_manifest())))  # generated: their slow slice
+    _report(f"pass matrix (every {SMT_RECHECK_EVERY}rd corpus kernel)", t)
+    assert not t.unexplained, "\n".join(t.unexplained)
     assert t.proved > 100
     assert not t.counterexamples, "\n".join(t.counterexamples)
     assert t.status["equal"] >= 0.8 * t.proved  # the re-check is not mostly "unsupported"
