@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+from broken_rewrite import STORE_ONE, append_bad_load, patch_maxnreg, with_bad_load
 from cli_helpers import run_cli as run
 
 DATA = Path(__file__).parents[1] / "data" / "contract"
@@ -118,48 +119,12 @@ def test_unknown_scalar_is_bad_input_for_verify_each():
     assert r.exit_code == 2 and "no parameter nosuch" in r.stderr
 
 
-def _breaking_maxnreg(monkeypatch):
-    """maxnreg_64 made to also write a vector of 32- and 16-bit registers (what vec_ld did to two
-    ld.global.u16): a pass whose output ptxas rejects."""
-    from ptxopt.ptx.ir import Addr, Instruction, Reg, Vec
-    from ptxopt.passes.register_budget import MaxNReg
-
-    real = MaxNReg.run
-
-    def run(self, module):
-        rep = real(self, module)
-        body = module.entries[0].body
-        bad = Instruction("ld", ("global", "v2", "u16"), (Vec((Reg("%r1"), Reg("%rs1"))), Addr(Reg("%rd1"))))
-        body.items.insert(len(body.items) - 1, bad)
-        return rep
-
-    monkeypatch.setattr(MaxNReg, "run", run)
-
-
-BROKEN = """\
-.version 8.0
-.target sm_89
-.address_size 64
-
-.visible .entry k(.param .u64 out)
-{
-\t.reg .b16 %rs<4>;
-\t.reg .b32 %r<4>;
-\t.reg .b64 %rd<4>;
-\tld.param.u64 %rd1, [out];
-\tcvta.to.global.u64 %rd1, %rd1;
-\tst.global.u32 [%rd1], 1;
-\tret;
-}
-"""
-
-
 def test_run_checks_its_output_with_ptxas_by_default(tmp_path, monkeypatch):
     ptx = tmp_path / "k.ptx"
-    ptx.write_text(BROKEN)
+    ptx.write_text(STORE_ONE)
     r = run("run", "--passes", "maxnreg_64", ptx)
     assert r.exit_code == 0 and ".maxnreg 64" in r.stdout, r.stderr
-    _breaking_maxnreg(monkeypatch)
+    patch_maxnreg(monkeypatch, append_bad_load)
     out = tmp_path / "out.ptx"
     r = run("run", "--passes", "maxnreg_64", "-o", out, ptx)
     assert r.exit_code == 1
@@ -171,6 +136,6 @@ def test_run_checks_its_output_with_ptxas_by_default(tmp_path, monkeypatch):
 
 def test_run_blames_an_input_ptxas_rejects_not_the_pass(tmp_path):
     ptx = tmp_path / "k.ptx"
-    ptx.write_text(BROKEN.replace("\tret;", "\tld.global.v2.u16 {%r1, %rs1}, [%rd1];\n\tret;"))
+    ptx.write_text(with_bad_load(STORE_ONE))
     r = run("run", "--passes", "maxnreg_64", ptx)
     assert r.exit_code == 2 and "rejects the input itself" in r.stderr

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from broken_rewrite import STORE_ONE, append_bad_load, patch_maxnreg, with_bad_load
 from cli_helpers import run_cli
 
 import ptxopt
@@ -22,47 +23,9 @@ from ptxopt.evaluate import evaluate
 from ptxopt.evaluate import stages
 from ptxopt.kernels.corpus import load_manifest
 from ptxopt.passes.passmanager import InputRejected
-from ptxopt.passes.register_budget import MaxNReg
 from ptxopt.toolchain import PtxasError, ToolCrashed, UnsupportedArch
 
-KERNEL = """\
-.version 8.0
-.target sm_89
-.address_size 64
-
-.visible .entry k(.param .u64 out)
-{
-\t.reg .b16 %rs<4>;
-\t.reg .b32 %r<4>;
-\t.reg .b64 %rd<4>;
-\tld.param.u64 %rd1, [out];
-\tcvta.to.global.u64 %rd1, %rd1;
-\tst.global.u32 [%rd1], 1;
-\tret;
-}
-"""
-#: a vector of a 32- and a 16-bit register: ptxas rejects it, the parser and printer take it
-BAD_LOAD = "\tld.global.v2.u16 {%r1, %rs1}, [%rd1];\n"
-
-
-def _patch_maxnreg(monkeypatch, extra):
-    """maxnreg_64 made to also do ``extra(module)``."""
-    real = MaxNReg.run
-
-    def run(self, module):
-        rep = real(self, module)
-        extra(module)
-        return rep
-
-    monkeypatch.setattr(MaxNReg, "run", run)
-
-
-def _append_bad_load(module):
-    from ptxopt.ptx.ir import Addr, Instruction, Reg, Vec
-
-    body = module.entries[0].body
-    bad = Instruction("ld", ("global", "v2", "u16"), (Vec((Reg("%r1"), Reg("%rs1"))), Addr(Reg("%rd1"))))
-    body.items.insert(len(body.items) - 1, bad)
+KERNEL = STORE_ONE
 
 
 def _cli(tmp_path, text, *args):
@@ -73,7 +36,7 @@ def _cli(tmp_path, text, *args):
 
 
 def test_a_rewrite_ptxas_rejects_is_the_rewrites_fault_everywhere(monkeypatch, tmp_path):
-    _patch_maxnreg(monkeypatch, _append_bad_load)
+    patch_maxnreg(monkeypatch, append_bad_load)
     res = ptxopt.optimize(KERNEL, "maxnreg_64")
     assert res.ptx is KERNEL and res.verdict == "differ" and res.reason.startswith("ptxas rejects the result")
     ev = evaluate(KERNEL, "maxnreg_64", cache=None)
@@ -83,7 +46,7 @@ def test_a_rewrite_ptxas_rejects_is_the_rewrites_fault_everywhere(monkeypatch, t
 
 
 def test_an_input_ptxas_rejects_is_the_inputs_problem_everywhere(tmp_path):
-    bad = KERNEL.replace("\tret;", BAD_LOAD + "\tret;")
+    bad = with_bad_load(KERNEL)
     with pytest.raises(InputRejected, match="rejects the input itself"):
         ptxopt.optimize(bad, "maxnreg_64")
     ev = evaluate(bad, "maxnreg_64", cache=None)
@@ -99,7 +62,7 @@ def test_a_pass_that_crashes_is_never_the_inputs_problem(monkeypatch, tmp_path):
     def crash(module):
         raise RuntimeError("boom in the test pass")
 
-    _patch_maxnreg(monkeypatch, crash)
+    patch_maxnreg(monkeypatch, crash)
     res = ptxopt.optimize(KERNEL, "maxnreg_64")
     assert res.ptx is KERNEL and res.verdict == "inconclusive" and res.reason.startswith("a pass failed")
     assert "boom in the test pass" in res.reason
@@ -111,7 +74,7 @@ def test_a_pass_that_crashes_is_never_the_inputs_problem(monkeypatch, tmp_path):
 
 def test_a_pass_that_runs_out_of_time_keeps_the_input(monkeypatch):
     """``run`` sets no time limit (it has no option for one): only the two callers that do are compared."""
-    _patch_maxnreg(monkeypatch, lambda module: time.sleep(3))
+    patch_maxnreg(monkeypatch, lambda module: time.sleep(3))
     res = ptxopt.optimize(KERNEL, "maxnreg_64", timeout=0.5, estimate=False)
     assert res.ptx is KERNEL and res.verdict == "inconclusive" and "took longer than 0.5 s" in res.reason
     ev = evaluate(KERNEL, "maxnreg_64", cache=None, timeout=0.5)
