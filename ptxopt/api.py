@@ -223,8 +223,8 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     :class:`~ptxopt.toolchain.ToolchainError` (ptxas crashed, ran out of
     memory or hung: ``e.transient``), which says nothing about either."""
     from ptxopt.evaluate import stages
-    from ptxopt.evaluate.stages import (blame, budget_exceeded, estimate_decision, input_judged, input_rejected,
-                                        over_budget, refusal, run_passes, same_code, unchecked_verdict)
+    from ptxopt.evaluate.stages import (budget_exceeded, estimate_decision, input_judged, judge_ptxas, over_budget,
+                                        refusal, run_passes, same_code, unchecked_verdict)
     from ptxopt.toolchain import compile_ptx
     from ptxopt.toolchain.arch import resolve_arch
 
@@ -307,7 +307,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
     except Exception as e:
         if not input_judged(e):  # ptxas crashed or hung: not a verdict on the input (raised as it is)
             raise
-        raise input_rejected(arch, e) from None
+        raise InputRejected.by_ptxas(arch, e) from None
     regs0, spill0 = _resources(before)
     out = OptimizeResult(ptx, False, str(pipe), arch, verdict=Verdict.IDENTICAL,
                          registers=BeforeAfter(regs0, regs0), spills=BeforeAfter(spill0, spill0),
@@ -342,7 +342,7 @@ def optimize(ptx: str, pipeline: str | Pipeline | None = None, *, policy=None, a
         else:
             after = timed("ptxas", run_ptxas, text, arch)
     except Exception as e:
-        if blame(e, lambda: None) in (stages.TRANSIENT, stages.BROKEN):  # the input was accepted above
+        if judge_ptxas(e) in (stages.TRANSIENT, stages.BROKEN):  # the input was accepted above
             raise  # ptxas crashed or hung: not a verdict on the result
         out.verdict, out.verdict_note = Verdict.DIFFER, f"ptxas rejects the result: {e}"
         return keep_input(f"ptxas rejects the result for {arch}: {e}")

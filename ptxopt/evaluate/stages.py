@@ -39,8 +39,8 @@ Design note -- each decision, and where it lived before:
   an input rejected before any pass was in ``api.optimize`` and
   :class:`~ptxopt.equivalence.instrument.VerifyEach`; it is now the
   exception's own (:meth:`InputRejected.by_ptxas
-  <ptxopt.passes.passmanager.InputRejected.by_ptxas>`, used through
-  :func:`input_rejected`): that instrument sits on a floor below this module.
+  <ptxopt.passes.passmanager.InputRejected.by_ptxas>`): that instrument sits
+  on a floor below this module.
 * **Accepting a verdict** (:func:`refusal`): a rewrite is used only on an
   accepted verdict (:data:`~ptxopt.equivalence.verdict.ACCEPTED`), and one in
   which a structural pass (:attr:`ptxopt.passes.base.Pass.structural`: it
@@ -49,8 +49,10 @@ Design note -- each decision, and where it lived before:
   no evidence for every trip count. Was in ``api.optimize`` (after the
   check) and ``cli.app.run_cmd`` with ``StructuralProofs.unproved`` (now
   :func:`unproved_proofs`; exit 1 unless ``--allow-unchecked``). The
-  evaluator applies no such rule: it reports the verdict
-  (:attr:`~ptxopt.evaluate.result.EvalResult.checked`) and its callers choose.
+  evaluator applies it too (``prepare._verify``): such a candidate's verdict
+  becomes ``inconclusive`` with the refusal as its note, so its cycles are
+  measured but no search takes it as its best (it once reported the
+  sampled ``equal``, and ``search --emit`` wrote what ``optimize`` refused).
 * **The verdict without a check** (:func:`unchecked_verdict`, ``verify=False``):
   only the hints-only shortcut, else ``unchecked``. Was ``api._cheap_verdict``.
 * **The compile-time budget** (:func:`over_budget`, :func:`budget_exceeded`):
@@ -78,7 +80,7 @@ result rejected  input kept, ``differ``    ``ptxas``                  1, nothing
 reprint          (not compiled)            ``internal``               (not told apart)
 transient        raised                    ``toolchain``, not cached  a note (output unchecked)
 unsupported      ``InputRejected``         ``unsupported``            a note (output unchecked)
-unproved         input kept                the verdict, as it is      1 unless --allow-unchecked
+unproved         input kept                ``inconclusive``           1 unless --allow-unchecked
 ===============  ========================  =========================  ==========================
 """
 
@@ -228,15 +230,6 @@ def rejection(compile_text: Callable[[], object]) -> BaseException | None:
     return None
 
 
-def input_rejected(arch: str, e, *, arch_given: bool = True):
-    """The :class:`~ptxopt.passes.passmanager.InputRejected` of an input ptxas rejects before any pass ran
-    (its wording is the exception's own, :meth:`~ptxopt.passes.passmanager.InputRejected.by_ptxas`: the
-    ``--verify-each`` instrument, on a floor below this one, raises it too)."""
-    from ptxopt.passes.passmanager import InputRejected
-
-    return InputRejected.by_ptxas(arch, e, arch_given=arch_given)
-
-
 # -- stage 3: the verdict --------------------------------------------------------------------------------------------
 
 def structural_stands(verdict) -> bool:
@@ -344,6 +337,6 @@ def estimate_decision(est, if_slower: str, min_improvement: float | None) -> tup
     return None, None
 
 
-__all__ = ["PassStage", "run_passes", "judge_ptxas", "input_judged", "blame", "rejection", "input_rejected",
+__all__ = ["PassStage", "run_passes", "judge_ptxas", "input_judged", "blame", "rejection",
            "structural_stands", "refusal", "unproved_proofs", "unchecked_verdict", "budget_exceeded", "over_budget",
            "SAME_CODE", "same_code", "MIN_IMPROVEMENT_PCT", "worth_making", "estimate_decision"]

@@ -74,7 +74,7 @@ THRESHOLD = 0.0005
 #: A state whose best candidate gains less than this log gain (0.1%) has nothing to order (the order model
 #: skips it; recall and the report count near-best actions within it).
 NEAR_BEST = 0.001
-#: The gain a failing or unusable candidate is trained towards (a wasted measurement).
+#: The log gain recorded for a failing or unusable candidate (a wasted measurement); both models clip it to 0.
 FAILED_GAIN = -0.05
 #: Gains are clipped to this magnitude before training (a 10x slowdown says no more than a 40% one).
 CLIP = 0.5
