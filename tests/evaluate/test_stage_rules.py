@@ -154,3 +154,37 @@ def test_refusal_puts_structural_rewrites_behind_a_proof():
     assert stages.refusal(Verdict.DIFFER, "x was 1", ["unroll_2"]) == "equivalence differ: x was 1"
     assert stages.unproved_proofs([SimpleNamespace(verdict="proved"), SimpleNamespace(verdict="unknown")]) \
         == [SimpleNamespace(verdict="unknown")]
+
+
+@pytest.mark.slow
+def test_no_structural_rewrite_is_trusted_without_a_proof(tmp_path):
+    """The class of the gap :func:`test_a_structural_rewrite_stands_only_on_a_proof` closed: every pass
+    that declares itself structural (found in the registry, so a new one is covered), applied through
+    ``ptxopt eval --no-prove`` (the interpreter decides) to kernels it rewrites, must never come back with
+    a trusted verdict: ``equal`` at sampled trip counts is no evidence for every trip count. Each pass
+    kind must rewrite at least one kernel here, so the test cannot pass by rewriting nothing."""
+    import json
+    from pathlib import Path
+
+    from ptxopt.passes import pass_names
+    from ptxopt.passes.pipeline import make_pass
+
+    structural = [n for n in pass_names() if make_pass(n).structural]
+    assert {make_pass(n).kind for n in structural} >= {"unroll", "loop_version", "swp_ld"}
+    rows = Path(__file__).resolve().parents[2] / "benchmarks" / "outside_kernels"
+    inputs = ["corpus:cuda_matmul_naive", str(rows / "rows_axpy.ptx")]  # a nvcc loop; a row-per-thread walk
+    rewrote, by_rule = set(), set()
+    for src in inputs:
+        args = [a for n in structural for a in ("-p", n)]
+        r = run_cli("eval", src, *args, "--no-prove", "--no-cache", "--json")
+        doc = json.loads(r.stdout)
+        results = doc["results"] if isinstance(doc, dict) and "results" in doc else doc
+        for res in results if isinstance(results, list) else [results]:
+            if not res.get("pipeline") or not res.get("changed") or res.get("status") != "ok":
+                continue
+            rewrote.add(make_pass(res["pipeline"]).kind)
+            assert res["verdict"] not in ("equal", "proved", "hints-only", "identical"), (src, res["pipeline"])
+            if "changed control flow and the result was not proved equivalent" in (res["equivalence_note"] or ""):
+                by_rule.add(make_pass(res["pipeline"]).kind)  # the interpreter said equal; the rule refused it
+    assert rewrote >= {"unroll", "loop_version", "swp_ld"}, rewrote
+    assert by_rule, "no sampled 'equal' reached the rule: the test would pass on the old code"
