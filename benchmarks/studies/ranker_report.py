@@ -279,7 +279,8 @@ def main(argv=None) -> int:
                 fixed = fixed_passes(train_eps)
                 fx = [fixed_on(ep, fixed[:1]) for ep in test]
                 fx2 = [fixed_on(ep, fixed[:2]) for ep in test]
-                runs.append({"train_groups": perm, "top_k": rk.top_k, "explore": rk.explore,
+                runs.append({"train_groups": perm, "order": rk.trained_on.get("order_model"), "top_k": rk.top_k,
+                             "explore": rk.explore,
                              "threshold": rk.threshold,
                              "gain": mean([x for x, _ in rep]), "evals": mean([e for _, e in rep]),
                              "recall3": h / m if m else float("nan"), "states": m,
@@ -422,7 +423,7 @@ def _print(doc) -> None:
         last = r["curve"]["all-but-one"][0]
         rr, pol = r.get("random_ranker", {}), r.get("policy", {})
         print(f"| {g} | {r['kernels']} | {r['greedy_gains_1pct']} | {_f(r['greedy']['gain'])} / {_f(r['greedy']['evals'], 1)} | "
-              f"{_f(last['gain'])} / {_f(last['evals'], 1)} (k={last['top_k']}+{last.get('explore', 1)}, "
+              f"{_f(last['gain'])} / {_f(last['evals'], 1)} ({last.get('order') or '?'}, k={last['top_k']}+{last.get('explore', 1)}, "
               f"t={_t(last['threshold'])}) | "
               f"{_f(rr.get('gain'))} / {_f(rr.get('evals'), 1)} | {_f(last['fixed']['gain'])} ({','.join(last['fixed']['pass'])}) | "
               f"{_f(last['fixed_plus_one']['gain'])} | {_f(pol.get('gain'))} / {_f(pol.get('evals'), 1)} | "

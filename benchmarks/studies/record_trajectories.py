@@ -22,7 +22,7 @@ there the parts are concatenated, in subset order, into the output file.
 
 Usage (nice it on a shared machine)::
 
-    nice -n 10 python benchmarks/studies/record_trajectories.py [--per-family 2] [--per-group N] [--chunk 6] [-j 2]
+    nice -n 10 python benchmarks/studies/record_trajectories.py [--per-family 2] [--per-group N] [--family FAMILY=N ...] [--chunk 6] [-j 2]
         [--work runs/record] [--out FILE] [--list]
 """
 
@@ -45,8 +45,12 @@ def hand_written(k) -> bool:
     return k.id.startswith(("cuda_", "triton_"))
 
 
-def subset(per_family: int, per_group: int | None = None) -> list[str]:
+def subset(per_family: int, per_group: int | None = None, more: dict[str, int] | None = None) -> list[str]:
     """``per_family`` evenly spaced variants of each generated family, then every hand-written kernel.
+
+    ``more``: family -> count, families recorded with more variants than ``per_family`` (the first
+    ``per_family`` picks stay the same, the others follow them at the end of the list, so that a
+    recording made with fewer resumes into this one).
 
     ``per_group``: at most that many of those per template group (the first ones in that order: the
     generated kernels, then the hand-written in manifest order), interleaved round by round -- every
@@ -61,10 +65,15 @@ def subset(per_family: int, per_group: int | None = None) -> list[str]:
         if not hand_written(k):
             fams.setdefault(k.family, []).append(k.id)
     for fam in sorted(fams):
-        ids = sorted(fams[fam])
-        n = min(per_family, len(ids))
-        out.extend(ids[(2 * i + 1) * len(ids) // (2 * n)] for i in range(n))
+        out.extend(_spaced(sorted(fams[fam]), per_family))
     out += [k.id for k in ks if hand_written(k)]
+    for fam, n in sorted((more or {}).items()):
+        if fam not in fams:
+            raise SystemExit(f"--family {fam}: no generated family of that name ({', '.join(sorted(fams))})")
+        ids = sorted(fams[fam])
+        have = [k for k in out if k in set(ids)]
+        extra = [k for k in dict.fromkeys(_spaced(ids, n) + ids) if k not in have]
+        out.extend(extra[:max(0, min(n, len(ids)) - len(have))])
     if per_group is None:
         return out
     group = {k.id: k.group for k in ks}
@@ -72,6 +81,11 @@ def subset(per_family: int, per_group: int | None = None) -> list[str]:
     for kid in out:
         by_group.setdefault(group[kid], []).append(kid)
     return [ids[r] for r in range(per_group) for ids in by_group.values() if r < len(ids)]
+
+
+def _spaced(ids: list[str], n: int) -> list[str]:
+    n = min(n, len(ids))
+    return [ids[(2 * i + 1) * len(ids) // (2 * n)] for i in range(n)] if n else []
 
 
 def default_out(backend: str = "sim") -> Path:
@@ -85,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--per-family", type=int, default=2)
     ap.add_argument("--per-group", type=int, default=None,
                     help="at most N of those kernels per template group, interleaved over the groups")
+    ap.add_argument("--family", action="append", default=[], metavar="FAMILY=N",
+                    help="record N variants of this generated family (repeatable); the others get --per-family")
     ap.add_argument("--chunk", type=int, default=6, help="kernels per search command (the resume granularity)")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--work", default=str(ROOT / "runs" / "record"))
@@ -93,7 +109,11 @@ def main(argv=None) -> int:
     ap.add_argument("--partial", action="store_true",
                     help="search nothing more: write the output from the kernels recorded so far")
     args = ap.parse_args(argv)
-    kernels = subset(args.per_family, args.per_group)
+    try:
+        more = {f: int(n) for f, n in (x.split("=", 1) for x in args.family)}
+    except ValueError:
+        ap.error("--family takes FAMILY=N")
+    kernels = subset(args.per_family, args.per_group, more)
     model = reward_model("sim")
     out = Path(args.out) if args.out else default_out()
     work = Path(args.work) / model.replace(":", "_").replace("/", "_")

@@ -7,22 +7,35 @@ each by scikit-learn's histogram gradient-boosted trees (torch-free; missing
 inputs -- old trajectories without context, see
 :mod:`ptxopt.search.rank_features` -- are routed by the trees themselves):
 
-* **order** (``model``): a listwise target, the action's share of its
-  state's best gain, ``max(0, gain) / best`` (1 for the best, 0 for every
-  action that gains nothing), learned only at the states whose best gains
-  more than :data:`NEAR_BEST`, each state weighted equally. States where
-  nothing gains say nothing about which action to measure first; with them
-  in (the previous, per-row "among the best" classifier) 98% of the rows
-  were negatives, the classifier collapsed to a near-constant probability
-  (every action of an unseen state tied) and the ties fell to the signed
-  gain model, which ranks *safe* no-ops above the risky passes that win
-  (a mean log gain punishes an action for the losses a search never
-  keeps). When fewer than two states gain, the order is the gain model's;
+* **order** (``model``), one of two models (:data:`ORDERS`), learned only
+  at the states whose best gains more than :data:`NEAR_BEST` (states where
+  nothing gains say nothing about which action to measure first), on a
+  listwise target, the action's share of its state's best gain,
+  ``max(0, gain) / best`` (1 for the best, 0 for every action that gains
+  nothing):
+
+  - ``prior`` (:class:`ActionPrior`): the action's own record, its mean
+    share over the training states where it was legal, shrunk toward the
+    mean over all actions by one pseudo-observation (an action legal at few
+    gaining states sits near the mean instead of below the ones that were
+    legal everywhere and never helped). It reads nothing of the state;
+  - ``trees``: gradient-boosted trees on the whole row (state, context,
+    action identity and what applying the action does), each state
+    weighted equally. When fewer than two states gain, the gain model's
+    order is used instead.
+
+  Which one a ranker uses is chosen with its search settings on its own
+  training groups (:func:`ptxopt.search.ranker_replay.tune`). On the
+  current recordings the prior wins there: with a few dozen gaining states
+  the trees fit the states they saw (the held-out report:
+  ``benchmarks/studies/ranker_report.py``);
 * **gain** (``gain_model``): the *option value* of measuring the action,
   ``max(0, log gain)`` (a slower child is never kept, so a loss costs one
   evaluation, not its size), for the stop decision: a state past the root
   is searched further only while its best predicted value exceeds the
-  threshold, and it breaks ties in the order.
+  threshold, and it breaks ties in the order. (A signed gain would rank
+  *safe* no-ops above the risky passes that win: a mean log gain punishes
+  an action for the losses a search never keeps.)
 
 A candidate that failed or could not be checked is worth nothing (0).
 One row is ``static PTX features ++ step ++ context ++ one-hot action ++
@@ -36,15 +49,17 @@ on data outside the training steps), against a random order at the same
 budget in the same grid (``top_k`` 0: every measured action random), so a
 ranker whose order does not beat random on its own folds falls back to it.
 
-An action the ranker never saw (added after it was trained) gets a *prior*:
-its row has an all-zero one-hot, so the trees score it from what applying
-it does (the child's action features, its register cap) and the state, as
-an action they know nothing else about. It competes for the ``top_k`` on
-that score, and guided search keeps its exploration slots for the unknown
-actions first, so none is masked forever (:func:`ptxopt.search.guided.choose`).
+An action the ranker never saw (added after it was trained) still gets a
+score: its row has an all-zero one-hot, so the action prior gives it the
+mean share over the known actions, and the trees score it from what
+applying it does (the child's action features, its register cap) and the
+state, as an action they know nothing else about. It competes for the
+``top_k`` on that score, and guided search keeps its exploration slots for
+the unknown actions first, so none is masked forever
+(:func:`ptxopt.search.guided.choose`).
 
 File format: a pickle of a dict ``{"format": FORMAT, "version": VERSION,
-"actions": [...], "feature_names": [...], "model": <sklearn estimator>,
+"actions": [...], "feature_names": [...], "model": <sklearn estimator or ActionPrior>,
 "gain_model": <sklearn estimator>, "top_k": int, "explore": int,
 "threshold": float, "trained_on": {...}}``. A pickle runs code when
 loaded: load only rankers you trust (the committed ones, or your own).
@@ -78,6 +93,10 @@ NEAR_BEST = 0.001
 FAILED_GAIN = -0.05
 #: Gains are clipped to this magnitude before training (a 10x slowdown says no more than a 40% one).
 CLIP = 0.5
+#: The order models :func:`train` fits (``order=``; the module doc).
+ORDERS = ("prior", "trees")
+#: Pseudo-observations of the action prior's shrinkage toward the mean share over all actions.
+PRIOR_WEIGHT = 1.0
 #: Where committed rankers live (``corpus/rankers/NAME.ranker``).
 SUFFIX = ".ranker"
 
@@ -296,6 +315,44 @@ def _order_model(X, y, idx, seed, max_iter):
     return _fit(X[keep], rel[keep], seed, max_iter, weight)
 
 
+class ActionPrior:
+    """The ``prior`` order model (module doc): each action's mean share of its state's best gain over the
+    training states that gain where it was legal, shrunk toward ``mean`` (the mean share over every action
+    there) by :data:`PRIOR_WEIGHT` pseudo-observations. It scores a row by its action's one-hot column; a row
+    without one (an action it was not trained on) gets ``mean``. ``states[a]``: the gaining states where
+    ``a`` was legal (its evidence)."""
+
+    def __init__(self, columns: dict[str, int], share: dict[str, float], mean: float, states: dict[str, int]):
+        self.columns, self.share, self.mean, self.states = columns, share, mean, states
+
+    def predict(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        out = np.full(len(X), self.mean)
+        for a, col in self.columns.items():
+            out[X[:, col] == 1.0] = self.share[a]
+        return out
+
+
+def _prior_model(y, idx, actions: Sequence[str]) -> ActionPrior | None:
+    """The :class:`ActionPrior` of the rows ``(y, idx)``, or None when fewer than two states gain."""
+    rel = relevance(y, idx)
+    total: dict[str, float] = {}
+    count: dict[str, int] = {}
+    states = set()
+    for (_, n, a), r in zip(idx, rel):
+        if not math.isnan(r):
+            total[a] = total.get(a, 0.0) + r
+            count[a] = count.get(a, 0) + 1
+            states.add(n)
+    if len(states) < 2:
+        return None
+    mean = sum(total.values()) / sum(count.values())
+    share = {a: (total.get(a, 0.0) + mean * PRIOR_WEIGHT) / (count.get(a, 0) + PRIOR_WEIGHT) for a in actions}
+    start = len(_static_names()) + 1 + len(CONTEXT_NAMES)
+    return ActionPrior({a: start + i for i, a in enumerate(actions)}, share, mean,
+                       {a: count.get(a, 0) for a in actions})
+
+
 def default_actions(steps: Sequence) -> list[str]:
     from .actions import PASS_ACTIONS
 
@@ -305,10 +362,12 @@ def default_actions(steps: Sequence) -> list[str]:
 
 def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 0, max_iter: int = 200,
           note: dict | None = None, top_k: int = TOP_K, threshold: float = THRESHOLD,
-          explore: int = EXPLORE) -> Ranker:
-    """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects), with guided
-    search's ``top_k``, ``explore`` and ``threshold`` (:func:`ptxopt.search.ranker_replay.train_tuned`
-    chooses them)."""
+          explore: int = EXPLORE, order: str = "prior") -> Ranker:
+    """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects), with the ``order``
+    model (:data:`ORDERS`) and guided search's ``top_k``, ``explore`` and ``threshold``
+    (:func:`ptxopt.search.ranker_replay.train_tuned` chooses all four)."""
+    if order not in ORDERS:
+        raise ValueError(f"order {order!r}: one of {', '.join(ORDERS)}")
     steps = list(steps)
     if actions is None:
         actions = default_actions(steps)
@@ -319,8 +378,14 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
             "gaining_states": int(len({n for (_, n, _), r in zip(idx, relevance(y, idx)) if not math.isnan(r)})),
             **(note or {})}
     gain_model = _fit(X, np.maximum(y, 0.0), seed, max_iter)
-    order_model = _order_model(X, y, idx, seed, max_iter)
-    info["order"] = "listwise share of the state's best gain" if order_model is not None else \
+    if order == "prior":
+        order_model = _prior_model(y, idx, actions)
+        described = "prior: each action's mean share of the state's best gain where it was legal"
+    else:
+        order_model = _order_model(X, y, idx, seed, max_iter)
+        described = "trees: listwise share of the state's best gain"
+    info["order"] = described if order_model is not None else \
         "the gain model's option value (fewer than two gaining states)"
+    info["order_model"] = order if order_model is not None else "gain"
     return Ranker(order_model if order_model is not None else gain_model, tuple(actions), info,
                   gain_model=gain_model, top_k=int(top_k), threshold=float(threshold), explore=int(explore))

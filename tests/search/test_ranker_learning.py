@@ -4,7 +4,8 @@ The synthetic corpus has the shape that broke the previous ranker: most kernels 
 and the one action that wins where something gains (``WIN``) is *risky* -- it loses 30% everywhere
 else. A model of the mean log gain ranks it below the no-ops; a per-row "among the best" classifier
 sees 2% positives and collapses to a constant. The listwise order model (share of the state's best
-gain, learned at the states that gain) must rank it first on held-out groups, and the tuner must keep
+gain, learned at the states that gain) must rank it first on held-out groups -- both its models, the
+action prior and the trees --, and the tuner must keep
 the learned order when it beats random on its folds, fall back to random when it does not, and never
 give up at the root.
 """
@@ -20,7 +21,7 @@ import pytest
 from ptxopt.analysis.features import FEATURE_NAMES
 from ptxopt.search.guided import choose, order
 from ptxopt.search.rank_features import ACTION_FEATURE_NAMES
-from ptxopt.search.ranker import EXPLORE, THRESHOLD, TOP_K, relevance, train
+from ptxopt.search.ranker import EXPLORE, ORDERS, THRESHOLD, TOP_K, relevance, train
 from ptxopt.search.actions import PASS_ACTIONS, STOP
 from ptxopt.search.ranker_replay import choose_setting, recall, replay, score_steps, tune
 from ptxopt.search.trajectory import Step
@@ -70,10 +71,11 @@ def test_relevance_is_the_share_of_the_states_best_gain_and_undefined_where_noth
     assert all(math.isnan(r) for r in rel[4:])  # best gains < 0.1%: nothing there orders the actions
 
 
-def test_the_ranker_ranks_the_risky_winner_first_on_held_out_groups_and_beats_random_recall():
+@pytest.mark.parametrize("order_model", ORDERS)
+def test_the_ranker_ranks_the_risky_winner_first_on_held_out_groups_and_beats_random_recall(order_model):
     steps, groups = _corpus(n_groups=10, gaining=1)  # 1 kernel in 8 gains: 0.8% of the rows are the winner's
     for held in ("g0", "g1", "g2"):
-        rk = train([s for s in steps if groups[s.kernel] != held], actions=ACTIONS, max_iter=20)
+        rk = train([s for s in steps if groups[s.kernel] != held], actions=ACTIONS, max_iter=20, order=order_model)
         test = [s for s in steps if groups[s.kernel] == held]
         scored = score_steps(rk, test)
         gaining = [s for s in test if s.action == WIN]
@@ -109,8 +111,36 @@ def test_a_column_unknown_at_every_gaining_state_does_not_stop_training():
     steps, groups = _corpus()
     for s in steps:
         s.context = None if s.action == WIN else {"registers": 32.0}
-    rk = train(steps, actions=ACTIONS, max_iter=5)
-    assert rk.trained_on["order"].startswith("listwise")
+    rk = train(steps, actions=ACTIONS, max_iter=5, order="trees")
+    assert rk.trained_on["order"].startswith("trees: listwise")
+
+
+def test_the_action_prior_is_each_actions_mean_share_shrunk_toward_the_mean():
+    """WIN is the best at every gaining state (share 1), the no-ops share 0, an action legal at no gaining
+    state sits at the mean share (one pseudo-observation of it), and an action the prior was not trained on
+    (no one-hot column) gets the mean: ranked above the actions that were legal and never helped."""
+    steps, groups = _corpus(n_groups=3, gaining=2)  # 6 gaining states
+    rare = ACTIONS[-1]
+    for s in steps:
+        if s.action == WIN:
+            del s.candidates[rare]
+    rk = train(steps, actions=ACTIONS, order="prior")
+    prior = rk.model
+    mean = prior.mean
+    assert 0 < mean < 1 and prior.states[WIN] == 6 and prior.states[rare] == 0
+    assert prior.share[WIN] == pytest.approx((6 + mean) / 7)
+    assert prior.share[rare] == pytest.approx(mean)
+    noop = next(a for a in ACTIONS if a not in (WIN, SLOWER, SLOWER_2, FAILS, rare))
+    assert prior.share[noop] == pytest.approx(mean / 7)
+    gaining = next(s for s in steps if s.action == WIN)
+    scores, _ = score_steps(rk, [gaining])[id(gaining)]
+    assert max(scores, key=scores.get) == WIN
+    from ptxopt.search.ranker import feature_names
+
+    unknown_row = np.zeros((1, len(feature_names(ACTIONS))))  # an all-zero one-hot: an action not trained on
+    assert prior.predict(unknown_row)[0] == pytest.approx(mean)
+    with pytest.raises(ValueError, match="order"):
+        train(steps, actions=ACTIONS, order="forest")
 
 
 def test_the_root_is_never_given_up_on_a_prediction():
@@ -136,24 +166,27 @@ def test_a_replay_measures_the_root_even_when_the_stop_rule_says_nothing_gains()
 
 def test_the_tuner_keeps_the_learned_order_when_it_beats_random_on_its_folds():
     steps, groups = _corpus()
-    (k, x, t), table = tune(steps, groups, actions=ACTIONS, max_iter=20)
-    assert k >= 1  # the order finds WIN first; random needs more of the budget
-    g, e = table[f"{k}/{x}/{t:g}"]
+    (o, k, x, t), table = tune(steps, groups, actions=ACTIONS, max_iter=20)
+    assert o in ORDERS and k >= 1  # the order finds WIN first; random needs more of the budget
+    g, e = table[f"{o}/{k}/{x}/{t:g}"]
     assert g == pytest.approx(1.0)  # every fold kernel that gains gets greedy's gain
 
 
 def test_choose_setting_falls_back_to_a_random_order_that_beats_the_learned_one():
-    table = {(2, 1, -math.inf): (0.3, 0.2), (0, 3, -math.inf): (0.6, 0.2), (4, 2, -math.inf): (0.9, 0.5)}
-    assert choose_setting(table) == (0, 3, -math.inf)  # (4, 2) is over the evaluation cap
-    table[(1, 2, -math.inf)] = (0.6, 0.2)
-    assert choose_setting(table) == (1, 2, -math.inf)  # a tie at equal cost: the learned order
+    table = {("prior", 2, 1, -math.inf): (0.3, 0.2), ("prior", 0, 3, -math.inf): (0.6, 0.2),
+             ("prior", 4, 2, -math.inf): (0.9, 0.5)}
+    assert choose_setting(table) == ("prior", 0, 3, -math.inf)  # (4, 2) is over the evaluation cap
+    table[("trees", 1, 2, -math.inf)] = (0.6, 0.2)
+    assert choose_setting(table) == ("trees", 1, 2, -math.inf)  # a tie at equal cost: the learned order
+    table[("prior", 1, 2, -math.inf)] = (0.6, 0.2)
+    assert choose_setting(table) == ("prior", 1, 2, -math.inf)  # ... and of two learned orders, the first
 
 
 def test_the_tuner_keeps_the_defaults_when_no_fold_kernel_gains():
     steps, groups = _corpus()
     flat = [s for s in steps if s.action == STOP]
-    (k, x, t), _ = tune(flat, groups, actions=ACTIONS, max_iter=10)
-    assert (k, x, t) == (TOP_K, EXPLORE, THRESHOLD)  # not "the cheapest", which would learn to give up
+    (o, k, x, t), _ = tune(flat, groups, actions=ACTIONS, max_iter=10)
+    assert (o, k, x, t) == (ORDERS[0], TOP_K, EXPLORE, THRESHOLD)  # not "the cheapest", which would learn to give up
 
 
 def test_the_ranker_report_is_strict_json(tmp_path):

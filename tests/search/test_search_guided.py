@@ -155,9 +155,11 @@ def test_register_cap_of_an_action(action, threads, cap):
 def test_tuning_keeps_the_evaluations_within_the_cap():
     from ptxopt.search.ranker_replay import EVAL_CAP, choose_setting
 
-    table = {(1, 0.0): (0.5, 0.1), (2, 0.0): (0.7, EVAL_CAP), (4, 0.0): (0.95, EVAL_CAP + 0.1)}
-    assert choose_setting(table) == (2, 0.0)
-    assert choose_setting({(4, 0.0): (0.9, 0.9), (1, 0.0): (0.1, 0.5)}) == (1, 0.0)  # none within: the cheapest
+    table = {("prior", 1, 1, 0.0): (0.5, 0.1), ("prior", 2, 1, 0.0): (0.7, EVAL_CAP),
+             ("trees", 4, 1, 0.0): (0.95, EVAL_CAP + 0.1)}
+    assert choose_setting(table) == ("prior", 2, 1, 0.0)
+    assert choose_setting({("prior", 4, 1, 0.0): (0.9, 0.9), ("trees", 1, 1, 0.0): (0.1, 0.5)}) == \
+        ("trees", 1, 1, 0.0)  # none within: the cheapest
 
 
 def _steps(n_kernels=6):
@@ -197,10 +199,13 @@ def test_train_tunes_top_k_and_threshold_on_its_own_groups():
     from ptxopt.search.ranker_replay import train_tuned
 
     tuned = train_tuned(steps, {f"k{i}": "ab"[i % 2] for i in range(6)}, max_iter=10, tune_iter=5)
-    grid = tuned.trained_on["tuned"]["grid k/explore/threshold (gain, evaluations: fractions of greedy's)"]
-    assert f"{tuned.top_k}/{tuned.explore}/{tuned.threshold:g}" in grid
-    assert grid["6/4/-inf"][0] > 0  # measuring everything, the held-out fold's replay finds vec_ld's gain
-    assert grid["6/4/-inf"][1] > grid["1/1/0.005"][1]  # and pays for it
+    grid = tuned.trained_on["tuned"]["grid order/k/explore/threshold (gain, evaluations: fractions of greedy's)"]
+    order = tuned.trained_on["order_model"]
+    assert order == tuned.trained_on["tuned"]["order"]
+    assert f"{order}/{tuned.top_k}/{tuned.explore}/{tuned.threshold:g}" in grid
+    for o in ("prior", "trees"):
+        assert grid[f"{o}/6/4/-inf"][0] > 0  # measuring everything, the held-out fold's replay finds vec_ld's gain
+        assert grid[f"{o}/6/4/-inf"][1] > grid[f"{o}/1/1/0.005"][1]  # and pays for it
 
 
 def test_old_trajectory_records_stay_readable_and_new_keys_round_trip():
