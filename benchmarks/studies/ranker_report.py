@@ -185,8 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--top-k", type=int, default=None, help="override the ranker's own (tuned on its training groups)")
     ap.add_argument("--threshold", type=float, default=None, help="override the ranker's own")
     ap.add_argument("--max-groups", type=int, default=None, help="hold out only the first N groups (by size)")
-    ap.add_argument("--max-iter", type=int, default=60, help="boosting iterations per ranker")
-    ap.add_argument("--tune-iter", type=int, default=30, help="boosting iterations per tuning fold")
+    ap.add_argument("--max-iter", type=int, default=40, help="boosting iterations per ranker")
+    ap.add_argument("--tune-iter", type=int, default=15, help="boosting iterations per tuning fold")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="training-group counts of the learning curve "
                     "(all-but-one is always run); '' for all-but-one only")
     ap.add_argument("--orders", type=int, default=ORDERS)

@@ -79,7 +79,10 @@ from .rank_features import ACTION_FEATURE_NAMES, CONTEXT_NAMES, DERIVED_NAMES, a
     context_vector, derived_features, state_context
 
 FORMAT = "ptxopt-ranker"
-VERSION = 3
+VERSION = 4
+#: The versions :func:`load` reads: 3 (trees order only) has the same layout; 4 may hold an :class:`ActionPrior`,
+#: which a ptxopt reading only 3 could not unpickle (it says so by the version instead).
+READS = (3, 4)
 #: Actions measured per step in the ranker's order, when a ranker does not say.
 TOP_K = 2
 #: Random actions measured per step besides them (the exploration slots), when a ranker does not say.
@@ -198,8 +201,9 @@ def load(path: str | Path) -> Ranker:
         raise RankerError(f"{path}: not a ranker file ({type(e).__name__}: {e})".splitlines()[0]) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise RankerError(f"{path}: not a ranker file (no '{FORMAT}' header)")
-    if doc.get("version") != VERSION:
-        raise RankerError(f"{path}: ranker format version {doc.get('version')!r}, this ptxopt reads {VERSION}")
+    if doc.get("version") not in READS:
+        raise RankerError(f"{path}: ranker format version {doc.get('version')!r}, this ptxopt reads "
+                          f"{', '.join(map(str, READS))}")
     actions = doc.get("actions")
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions) \
             or doc.get("feature_names") != feature_names(actions) or not hasattr(doc.get("model"), "predict"):

@@ -1,0 +1,35 @@
+"""The stratified subset ``benchmarks/studies/record_trajectories.py`` records (no search is run)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from ptxopt.kernels.corpus import load_manifest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "record_trajectories.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("record_trajectories_under_test", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_more_variants_of_a_family_come_after_the_subset_it_extends():
+    """``--family conv1d=16`` records every conv1d variant; the kernels of the plain subset keep their places
+    (so a recording made without it resumes into the larger one) and the new ones follow them."""
+    rt = _script()
+    family = {k.id: k.family for k in load_manifest()}
+    base = rt.subset(4)
+    more = rt.subset(4, more={"conv1d": 16, "ew_chain": 6})
+    assert more[:len(base)] == base and len(set(more)) == len(more)
+    added = more[len(base):]
+    assert sum(family[k] == "conv1d" for k in more) == 16 and sum(family[k] == "ew_chain" for k in more) == 6
+    assert {family[k] for k in added} == {"conv1d", "ew_chain"}
+    assert rt.subset(4, more={"conv1d": 2}) == base  # fewer than --per-family already holds: nothing added
+    with pytest.raises(SystemExit, match="no generated family"):
+        rt.subset(4, more={"no_such_family": 3})
