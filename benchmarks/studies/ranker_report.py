@@ -6,10 +6,11 @@ hold -- the report prints their ``reward_model``):
 * **leave-one-group-out** over the manifest's template groups present in the
   trajectories: each group in turn is held out, rankers are trained on the
   others' greedy trajectories (:func:`ptxopt.search.ranker.train`), which
-  also choose their ``top_k`` and ``threshold`` by replay on folds of their
-  own training groups (never the held-out group;
-  :func:`ptxopt.search.ranker_replay.train_tuned`); ``--top-k``/``--threshold``
-  override that;
+  also choose their order model (the action prior or the trees; the table
+  names it), ``top_k``, exploration slots and ``threshold`` by replay on
+  leave-one-group-out folds of their own training groups (never the
+  held-out group; :func:`ptxopt.search.ranker_replay.train_tuned`);
+  ``--top-k``/``--threshold`` override that;
 * a **learning curve**: 1, 2, 4, 8 and all-but-one training groups, each size
   in 3 orders (random permutations of the other groups, seeded);
 * **baselines** in the same table, per held-out group: greedy (every legal
@@ -366,6 +367,11 @@ def pooled_of(doc) -> dict:
            "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"])}
     if cat["policy"]:
         out.update(policy_gain=mean([x for x, _ in cat["policy"]]), policy_evals=mean([e for _, e in cat["policy"]]))
+    shares = [(mean([x for x, _ in p["guided"]]) / g, mean([x for x, _ in p["random"]]) / g)
+              for p in pk if (g := mean([x for x, _ in p["greedy"]])) and g > 0.05]
+    out["groups_gaining"] = len(shares)  # held-out groups where greedy gains > 0.05% on average
+    out["guided_share_per_group"] = mean([a for a, _ in shares])
+    out["random_share_per_group"] = mean([b for _, b in shares])
     out["recall3"], out["recall_states"] = ratio("hits")
     out["random_recall3"], _ = ratio("random_hits")
     out["recall3_gain"], out["recall_states_gain"] = ratio("hits_gain")
@@ -408,7 +414,11 @@ def _print(doc) -> None:
               f"{_f(100 * p['fixed_gain'] / gg if gg else math.nan, 0)}% | {_f(200 / ge if ge else math.nan, 0)}% |")
         print(f"| that pass + 1 measured alternative | {_f(p['fixed_plus_one_gain'])} | 3 | "
               f"{_f(100 * p['fixed_plus_one_gain'] / gg if gg else math.nan, 0)}% | {_f(300 / ge if ge else math.nan, 0)}% |")
-        print(f"\n{p['greedy_kernels_1pct']} of {p['kernels']} kernels gain >= 1% under greedy.\n")
+        print(f"\n{p['greedy_kernels_1pct']} of {p['kernels']} kernels gain >= 1% under greedy. The mean above weighs "
+              "groups by their gain (the group that gains most decides it); per held-out group where greedy gains "
+              f"(> 0.05% on average, {p.get('groups_gaining', 0)} groups), guided gets "
+              f"{_f(100 * p.get('guided_share_per_group', math.nan), 0)}% of greedy's gain on average, random at the "
+              f"same budget {_f(100 * p.get('random_share_per_group', math.nan), 0)}%.\n")
         print(f"top-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
               f"(random ranker, expected: {_f(p['random_recall3'])}); over the {p['recall_states_gain']} of them "
               f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})\n")
