@@ -4,20 +4,14 @@ rows (no search is run here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 from ptxopt.kernels.corpus import select
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "reports" / "corpus_report.py"
+from tests.scripts import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("corpus_report_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/reports/corpus_report.py")
 
 
 def test_sample_is_evenly_spread_and_plan_covers_every_kernel_once():

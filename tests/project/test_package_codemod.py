@@ -4,21 +4,19 @@ second run changes nothing (the coordinator re-runs it after every merge)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 CODEMOD = ROOT / "tools" / "package_codemod.py"
 
 
 def _codemod():
-    spec = importlib.util.spec_from_file_location("package_codemod_under_test", CODEMOD)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/package_codemod.py")
 
 
 def _write(root: Path, rel: str, text: str) -> None:

@@ -1,16 +1,11 @@
 """benchmarks/reports/state_census.py counts what it says on a small made-up package."""
 
-import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "reports" / "state_census.py"
+from tests.scripts import load_script
 
 
 def _census():
-    spec = importlib.util.spec_from_file_location("state_census", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/reports/state_census.py")
 
 
 def test_counts_globals_lrus_and_clearing(tmp_path):

@@ -4,23 +4,17 @@ performance block (no search is run here)."""
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 from ptxopt.kernels.corpus import get
 from ptxopt.evaluate import Candidate
 from ptxopt.search import State
 from ptxopt.search.actions import PASS_ACTIONS
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "loop_actions_report.py"
+from tests.scripts import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("loop_actions_report_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/studies/loop_actions_report.py")
 
 
 def test_without_and_with_differ_exactly_by_the_new_actions():

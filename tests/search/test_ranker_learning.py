@@ -25,6 +25,7 @@ from ptxopt.search.ranker import EXPLORE, ORDERS, THRESHOLD, TOP_K, relevance, t
 from ptxopt.search.actions import PASS_ACTIONS, STOP
 from ptxopt.search.ranker_replay import choose_setting, recall, replay, score_steps, tune
 from ptxopt.search.trajectory import Step
+from tests.scripts import load_script
 
 #: 16 real action names (trajectories store them): WIN gains where anything does, two are slower, one fails,
 #: the rest change nothing; greedy spends 17 evaluations per state.
@@ -192,16 +193,10 @@ def test_the_tuner_keeps_the_defaults_when_no_fold_kernel_gains():
 def test_the_ranker_report_is_strict_json(tmp_path):
     """``benchmarks/studies/ranker_report.py``'s --json parses with NaN and infinities refused (a threshold
     of -inf, never stop on a prediction, is written as null)."""
-    import importlib.util
-    from pathlib import Path
-
     from ptxopt.kernels.corpus import load_manifest
     from ptxopt.search.trajectory import write_jsonl
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "ranker_report.py"
-    spec = importlib.util.spec_from_file_location("ranker_report_under_test", script)
-    rr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rr)
+    rr = load_script("benchmarks/studies/ranker_report.py")
     by_group: dict[str, list[str]] = {}
     for k in load_manifest():
         by_group.setdefault(k.group, []).append(k.id)

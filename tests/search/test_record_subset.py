@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from ptxopt.kernels.corpus import load_manifest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "record_trajectories.py"
+from tests.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("record_trajectories_under_test", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/studies/record_trajectories.py")
 
 
 def test_more_variants_of_a_family_come_after_the_subset_it_extends():
