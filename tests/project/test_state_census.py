@@ -1,6 +1,5 @@
 """benchmarks/reports/state_census.py counts what it says on a small made-up package."""
 
-
 from tests.scripts import load_script
 
 
