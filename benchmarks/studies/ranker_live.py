@@ -4,25 +4,25 @@ The replay report (``ranker_report.py``) holds out template groups of the
 corpus and replays recorded greedy trajectories (a lower bound on guided's
 gain). This script runs the real searches on kernels the ranker never saw --
 by default the kernels written outside the corpus
-(``benchmarks/outside_kernels``, their contracts' performance launches) --
-in this order, on one fresh evaluation cache:
+(``benchmarks/outside_kernels``, their contracts' performance launches):
 
-1. ``guided --policy RANKER`` (cold cache: its ptxas calls are its own);
-2. ``random --budget N``, N = guided's evaluations per kernel, rounded up
-   (random at equal budget);
-3. ``greedy`` (every legal action measured at every step);
+1. ``greedy`` (every legal action measured at every step);
+2. ``guided --policy RANKER``;
+3. ``random --budget N``, N = guided's evaluations per kernel, rounded up
+   (random at equal budget; it needs guided's result);
 
-each with ``--min-improvement 0`` (the raw estimate, as the trajectories
-hold it) and ``--json-out``. Gains are computed from each kernel's baseline
-and best cycles (sim ESTIMATES). Evaluations are counted as ``search``
-counts them; ptxas calls are evaluations minus cache hits (the later
-strategies find some of the earlier ones' modules in the cache, so their
-wall times are not comparable to guided's; their evaluation counts are).
+each on its own fresh evaluation cache (so each one's ptxas calls and wall
+time are its own), with ``--min-improvement 0`` (the raw estimate, as the
+trajectories hold it) and ``--json-out`` into the work folder; ``--only``
+runs some of them and keeps the others' results from an earlier run (a
+greedy run does not depend on the ranker). Gains are computed from each
+kernel's baseline and best cycles (sim ESTIMATES). Evaluations are counted
+as ``search`` counts them; ptxas calls are evaluations minus cache hits.
 
 Usage (nice it on a shared machine)::
 
     nice -n 10 python benchmarks/studies/ranker_live.py [TARGET] [--policy greedy_sim_sm_89] [-j 2]
-        [--work runs/live] [--md OUT.md] [--json OUT.json]
+        [--work runs/live] [--only greedy,guided,random] [--md OUT.md] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import subprocess
 import sys
 import time
@@ -41,8 +40,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def search(target: str, work: Path, name: str, args: list[str], workers: int) -> dict:
     out = work / f"{name}.json"
+    cache = work / f"{name}.sqlite"
+    for old in work.glob(f"{name}.sqlite*"):
+        old.unlink()
     cmd = [sys.executable, "-c", "import sys; from ptxopt.cli import main; sys.argv[0] = 'ptxopt'; main()",
-           "search", target, "--backend", "sim", "--cache", str(work / "cache.sqlite"), "-j", str(workers), "-q",
+           "search", target, "--backend", "sim", "--cache", str(cache), "-j", str(workers), "-q",
            "--min-improvement", "0", "--json-out", str(out), *args]
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -52,7 +54,20 @@ def search(target: str, work: Path, name: str, args: list[str], workers: int) ->
         raise SystemExit(f"{name}: ptxopt search exited {r.returncode}")
     doc = json.loads(out.read_text())
     doc["wall_total_s"] = wall
+    doc["command"] = args
+    out.write_text(json.dumps(doc, indent=1, default=str))
     print(f"{name}: {wall:.0f} s", file=sys.stderr, flush=True)
+    return doc
+
+
+def earlier(work: Path, name: str, args: list[str]) -> dict:
+    """The result of an earlier run of ``name`` with the same command, from the work folder."""
+    out = work / f"{name}.json"
+    if not out.exists():
+        raise SystemExit(f"{name}: no earlier result in {work} (run it: --only {name})")
+    doc = json.loads(out.read_text())
+    if doc.get("command") != args:
+        raise SystemExit(f"{out}: an earlier run of {doc.get('command')}, not {args}: rerun it (--only {name})")
     return doc
 
 
@@ -103,19 +118,26 @@ def main(argv=None) -> int:
     ap.add_argument("--policy", default="greedy_sim_sm_89", help="the ranker (a committed name or a file)")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--work", default=str(ROOT / "runs" / "live"))
+    ap.add_argument("--only", default="greedy,guided,random", help="the strategies to run now; the others' results "
+                    "come from an earlier run in --work")
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    runs = {"guided": search(args.target, work, "guided", ["--strategy", "guided", "--policy", args.policy],
-                             args.workers)}
-    evals = [k.get("evaluations", 0) for k in runs["guided"]["kernels"]]
+    work.mkdir(parents=True, exist_ok=True)
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    if only - {"greedy", "guided", "random"}:
+        ap.error(f"--only: greedy, guided, random (not {', '.join(sorted(only - {'greedy', 'guided', 'random'}))})")
+
+    def run(name, cmd):
+        return search(args.target, work, name, cmd, args.workers) if name in only else earlier(work, name, cmd)
+
+    greedy = run("greedy", ["--strategy", "greedy"])
+    guided = run("guided", ["--strategy", "guided", "--policy", args.policy])
+    evals = [k.get("evaluations", 0) for k in guided["kernels"]]
     budget = math.ceil(sum(evals) / max(1, len(evals)))
-    runs[f"random --budget {budget}"] = search(args.target, work, "random",
-                                              ["--strategy", "random", "--budget", str(budget)], args.workers)
-    runs["greedy"] = search(args.target, work, "greedy", ["--strategy", "greedy"], args.workers)
+    rand = run("random", ["--strategy", "random", "--budget", str(budget)])
+    runs = {"guided": guided, f"random --budget {budget}": rand, "greedy": greedy}
     text = table(runs)
     print(text)
     if args.md:
