@@ -2,10 +2,11 @@
 
 Guided search (:mod:`ptxopt.search.guided`) measures only the actions a
 ranker orders first, plus ``explore`` random ones, and stops when it
-predicts nothing gains (never at the root), so two questions are learned,
-each by scikit-learn's histogram gradient-boosted trees (torch-free; missing
+predicts nothing gains (never at the root), so two questions are learned
+(torch-free: scikit-learn's histogram gradient-boosted trees, whose missing
 inputs -- old trajectories without context, see
-:mod:`ptxopt.search.rank_features` -- are routed by the trees themselves):
+:mod:`ptxopt.search.rank_features` -- are routed by the trees themselves,
+or a table of each action's record):
 
 * **order** (``model``), one of two models (:data:`ORDERS`), learned only
   at the states whose best gains more than :data:`NEAR_BEST` (states where
