@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 
@@ -14,6 +15,9 @@ class Fatal(RuntimeError):
 def task(arg):
     """``("ok", x)`` -> x*2; ``("raise", _)`` raises; ``("fatal", _)`` raises :class:`Fatal`;
     ``("die", _)`` kills its worker every time; ``("die-once", marker)`` the first time only;
+    ``("die-after", marker)`` every time, once ``marker`` exists (at most a minute after it starts: so a
+    die-once task beside it has run before a process pool breaks; a task the pool's teardown kills before
+    its body ran counts as started, and its retry alone would be its first real run);
     ``("pid", _)`` -> this process's pid."""
     what, x = arg
     if what == "ok":
@@ -22,6 +26,11 @@ def task(arg):
         raise ValueError(f"task {x} failed")
     if what == "fatal":
         raise Fatal("the cache is unusable")
+    if what == "die-after":
+        deadline = time.monotonic() + 60.0
+        while not Path(x).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
     if what == "die" or (what == "die-once" and not Path(x).exists()):
         if what == "die-once":
             Path(x).touch()

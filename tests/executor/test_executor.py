@@ -39,9 +39,12 @@ def test_in_process_a_raising_task_is_a_result_and_fatal_stops():
 
 def test_worker_pool_retries_a_death_once_alone_and_fails_only_the_culprit(tmp_path):
     """Two workers; one task kills its worker every time, one only the first time: the pool is
-    rebuilt, the innocent tasks and the once-killer succeed, only the culprit is reported dead."""
+    rebuilt, the innocent tasks and the once-killer succeed, only the culprit is reported dead.
+    The culprit kills its worker only after the once-killer has run (``die-after``): when it died
+    first, the pool's teardown could kill the once-killer after it started and before its body ran,
+    and its retry alone was its first real run (it failed this way once under load)."""
     once = tmp_path / "once"
-    args = [("ok", 1), ("die", 0), ("die-once", str(once)), ("raise", 4), ("ok", 5)]
+    args = [("ok", 1), ("die-after", str(once)), ("die-once", str(once)), ("raise", 4), ("ok", 5)]
     got = {}
     out = LocalExecutor(2).run(task, args, on_outcome=lambda o: got.setdefault(o.index, o))
     assert out[0].value == 2 and out[4].value == 10
