@@ -87,8 +87,8 @@ def per_kernel(doc: dict) -> dict[str, dict]:
 
 def table(runs: dict[str, dict]) -> str:
     names = list(runs)
-    kernels = sorted(set.intersection(*(set(per_kernel(d)) for d in runs.values())))
     rows = {n: per_kernel(d) for n, d in runs.items()}
+    kernels = sorted(set.intersection(*(set(r) for r in rows.values())))
     ok = [k for k in kernels if all(rows[n][k]["gain"] is not None for n in names)]
     g_gain = sum(rows["greedy"][k]["gain"] for k in ok) / len(ok) if ok else math.nan
     g_evals = sum(rows["greedy"][k]["evals"] for k in ok) / len(ok) if ok else math.nan

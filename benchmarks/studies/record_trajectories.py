@@ -71,7 +71,8 @@ def subset(per_family: int, per_group: int | None = None, more: dict[str, int] |
         if fam not in fams:
             raise SystemExit(f"--family {fam}: no generated family of that name ({', '.join(sorted(fams))})")
         ids = sorted(fams[fam])
-        have = [k for k in out if k in set(ids)]
+        members = set(ids)
+        have = [k for k in out if k in members]
         extra = [k for k in dict.fromkeys(_spaced(ids, n) + ids) if k not in have]
         out.extend(extra[:max(0, min(n, len(ids)) - len(have))])
     if per_group is None:

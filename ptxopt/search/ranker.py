@@ -353,8 +353,8 @@ def _prior_model(y, idx, actions: Sequence[str]) -> ActionPrior | None:
         return None
     mean = sum(total.values()) / sum(count.values())
     share = {a: (total.get(a, 0.0) + mean * PRIOR_WEIGHT) / (count.get(a, 0) + PRIOR_WEIGHT) for a in actions}
-    start = len(_static_names()) + 1 + len(CONTEXT_NAMES)
-    return ActionPrior({a: start + i for i, a in enumerate(actions)}, share, mean,
+    names = feature_names(actions)
+    return ActionPrior({a: names.index(f"action:{a}") for a in actions}, share, mean,
                        {a: count.get(a, 0) for a in actions})
 
 
@@ -371,8 +371,18 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
     """A ranker fitted to every candidate of ``steps`` (trajectory :class:`Step` objects), with the ``order``
     model (:data:`ORDERS`) and guided search's ``top_k``, ``explore`` and ``threshold``
     (:func:`ptxopt.search.ranker_replay.train_tuned` chooses all four)."""
-    if order not in ORDERS:
-        raise ValueError(f"order {order!r}: one of {', '.join(ORDERS)}")
+    return train_each(steps, (order,), actions=actions, seed=seed, max_iter=max_iter, note=note, top_k=top_k,
+                      threshold=threshold, explore=explore)[order]
+
+
+def train_each(steps: Sequence, orders: Sequence[str] = ORDERS, *, actions: Sequence[str] | None = None,
+               seed: int = 0, max_iter: int = 200, note: dict | None = None, top_k: int = TOP_K,
+               threshold: float = THRESHOLD, explore: int = EXPLORE) -> dict[str, Ranker]:
+    """``order -> ranker`` (:func:`train`) for each of ``orders``, from one set of rows and one gain model
+    (the part they share: :func:`ptxopt.search.ranker_replay.tune` compares the order models on its folds)."""
+    bad = [o for o in orders if o not in ORDERS]
+    if bad:
+        raise ValueError(f"order {bad[0]!r}: one of {', '.join(ORDERS)}")
     steps = list(steps)
     if actions is None:
         actions = default_actions(steps)
@@ -383,14 +393,18 @@ def train(steps: Sequence, *, actions: Sequence[str] | None = None, seed: int = 
             "gaining_states": int(len({n for (_, n, _), r in zip(idx, relevance(y, idx)) if not math.isnan(r)})),
             **(note or {})}
     gain_model = _fit(X, np.maximum(y, 0.0), seed, max_iter)
-    if order == "prior":
-        order_model = _prior_model(y, idx, actions)
-        described = "prior: each action's mean share of the state's best gain where it was legal"
-    else:
-        order_model = _order_model(X, y, idx, seed, max_iter)
-        described = "trees: listwise share of the state's best gain"
-    info["order"] = described if order_model is not None else \
-        "the gain model's option value (fewer than two gaining states)"
-    info["order_model"] = order if order_model is not None else "gain"
-    return Ranker(order_model if order_model is not None else gain_model, tuple(actions), info,
-                  gain_model=gain_model, top_k=int(top_k), threshold=float(threshold), explore=int(explore))
+    out = {}
+    for order in orders:
+        if order == "prior":
+            order_model = _prior_model(y, idx, actions)
+            described = "prior: each action's mean share of the state's best gain where it was legal"
+        else:
+            order_model = _order_model(X, y, idx, seed, max_iter)
+            described = "trees: listwise share of the state's best gain"
+        own = dict(info, order=described if order_model is not None else
+                   "the gain model's option value (fewer than two gaining states)",
+                   order_model=order if order_model is not None else "gain")
+        out[order] = Ranker(order_model if order_model is not None else gain_model, tuple(actions), own,
+                            gain_model=gain_model, top_k=int(top_k), threshold=float(threshold),
+                            explore=int(explore))
+    return out

@@ -192,7 +192,7 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
     ``top_k`` 0 (a random order) is tried once, under the first order model (it reads no order).
 
     ``table``: ``"order/k/explore/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's]``."""
-    from .ranker import EXPLORE, ORDERS, THRESHOLD, TOP_K, train
+    from .ranker import EXPLORE, ORDERS, THRESHOLD, TOP_K, train_each
 
     groups = sorted({g for g in kernel_groups.values() if g})
     order = list(np.random.default_rng(seed).permutation(groups))
@@ -208,7 +208,7 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
         if not train_steps or not test:
             continue
         try:
-            rks = {o: train(train_steps, actions=actions, seed=seed, max_iter=max_iter, order=o) for o in ORDERS}
+            rks = train_each(train_steps, ORDERS, actions=actions, seed=seed, max_iter=max_iter)
         except ValueError:
             continue
         test_steps = [s for ep in test for s in ep]
