@@ -35,6 +35,10 @@ hold -- the report prints their ``reward_model``):
 * the **committed policy** (``--policy NAME``, needs the torch layer):
   its greedy-decoded choice replayed the same way (one evaluation per
   step; the replay ends where it leaves greedy's path).
+* **outcome classes** (:func:`ptxopt.search.rank_features.outcome_class`):
+  guided and random both measure one of the register directives that ask
+  ptxas for the same limit (the others wait behind every other action); the
+  headline also shows both without them, and recall without them.
 * per held-out group, the number of kernels where greedy gains >= 1%.
 
 How guided search is evaluated: **REPLAY** of the recorded greedy
@@ -295,6 +299,12 @@ def main(argv=None) -> int:
                     # on a prediction; the scores are ignored at top_k 0
                     rrep = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
                                         seeds=args.draws) for ep in test]
+                    # the same two without outcome classes (every register directive measured on its own)
+                    noc = [replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
+                                       explore=rk.explore, seeds=args.draws, classes=False) for ep in test]
+                    rnoc = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
+                                        seeds=args.draws, classes=False) for ep in test]
+                    nh, nm = recall(scored, test, classes=False)
                     rh, rm = recall(None, test)
                     rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
@@ -302,6 +312,8 @@ def main(argv=None) -> int:
                                             "recall3_gain": rhg / rmg if rmg else float("nan"),
                                             "budget": rk.top_k + rk.explore}
                     row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
+                                         "guided_no_classes": noc, "random_no_classes": rnoc,
+                                         "hits_no_classes": [nh, nm],
                                          "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm],
                                          "hits_gain": [hg, mg], "random_hits_gain": [rhg, rmg]}
                     if policy is not None:
@@ -325,7 +337,7 @@ def main(argv=None) -> int:
 def ranked_states(scored, test, rk) -> list[str]:
     """One line per held-out state whose best candidate gains >= 0.1%: the ranker's 3 first actions (its
     order: score, then predicted option value; true gain % beside each) and the best candidate's rank."""
-    from ptxopt.search.guided import order
+    from ptxopt.search.guided import order, outcome_classes
     from ptxopt.search.ranker_replay import _Move
 
     out = []
@@ -335,7 +347,8 @@ def ranked_states(scored, test, rk) -> list[str]:
             if not true or max(true.values()) < 100 * NEAR_BEST:
                 continue
             sc, gn = scored[id(s)]
-            ranked = [m.action for m in order([_Move(a) for a in sc], sc, gn, np.random.default_rng(0))]
+            ranked = [m.action for m in order([_Move(a) for a in sc], sc, gn, np.random.default_rng(0),
+                                              outcome_classes(sc, s.context))]
             top = max(true.values())
             near = [a for a in ranked if true.get(a, -math.inf) >= top - 100 * NEAR_BEST]  # within 0.1%: hits
             first = ", ".join(f"{a} ({true[a]:+.1f}%)" if a in true else f"{a} (failed)" for a in ranked[:3])
@@ -353,7 +366,8 @@ def pooled_of(doc) -> dict:
     """Every kernel once, in its held-out group, under the all-but-one ranker."""
     pk = [r["per_kernel"] for r in doc["groups"].values() if "per_kernel" in r]
     cat = {k: [x for p in pk for x in p.get(k, [])]
-           for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one", "policy")}
+           for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one", "policy", "guided_no_classes",
+                     "random_no_classes")}
 
     def ratio(key):
         h = [sum(p[key][i] for p in pk if key in p) for i in (0, 1)]
@@ -365,6 +379,9 @@ def pooled_of(doc) -> dict:
            "guided_gain": mean([x for x, _ in cat["guided"]]), "guided_evals": mean([e for _, e in cat["guided"]]),
            "random_gain": mean([x for x, _ in cat["random"]]), "random_evals": mean([e for _, e in cat["random"]]),
            "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"])}
+    for k in ("guided_no_classes", "random_no_classes"):
+        if cat[k]:
+            out[f"{k}_gain"], out[f"{k}_evals"] = mean([x for x, _ in cat[k]]), mean([e for _, e in cat[k]])
     if cat["policy"]:
         out.update(policy_gain=mean([x for x, _ in cat["policy"]]), policy_evals=mean([e for _, e in cat["policy"]]))
     shares = [(mean([x for x, _ in p["guided"]]) / g, mean([x for x, _ in p["random"]]) / g)
@@ -374,6 +391,8 @@ def pooled_of(doc) -> dict:
     out["random_share_per_group"] = mean([b for _, b in shares])
     out["recall3"], out["recall_states"] = ratio("hits")
     out["random_recall3"], _ = ratio("random_hits")
+    if all("hits_no_classes" in p for p in pk):
+        out["recall3_no_classes"], _ = ratio("hits_no_classes")
     out["recall3_gain"], out["recall_states_gain"] = ratio("hits_gain")
     out["random_recall3_gain"], _ = ratio("random_hits_gain")
     return out
@@ -402,8 +421,12 @@ def _print(doc) -> None:
         print("## Headline: every kernel once in a held-out group (all-but-one training groups; REPLAY)\n")
         print("| strategy | mean gain % | evaluations / kernel | gain vs greedy | evals vs greedy |")
         print("|---|---|---|---|---|")
-        for name, gk, ek in (("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
-                             ("random order, same actions per step (replay)", "random_gain", "random_evals")):
+        rows = [("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
+                ("random order, same actions per step (replay)", "random_gain", "random_evals"),
+                ("guided, every register directive measured on its own", "guided_no_classes_gain",
+                 "guided_no_classes_evals"),
+                ("random, every register directive on its own", "random_no_classes_gain", "random_no_classes_evals")]
+        for name, gk, ek in (r for r in rows if r[1] in p):
             print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
                   f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
         if "policy_gain" in p:
@@ -421,7 +444,9 @@ def _print(doc) -> None:
               f"same budget {_f(100 * p.get('random_share_per_group', math.nan), 0)}%.\n")
         print(f"top-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
               f"(random ranker, expected: {_f(p['random_recall3'])}); over the {p['recall_states_gain']} of them "
-              f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})\n")
+              f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})"
+              + (f"; without outcome classes {_f(p['recall3_no_classes'])}" if "recall3_no_classes" in p else "")
+              + "\n")
     print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
     print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "
           "random order (same budget) gain / evals | fixed pass gain (1 eval) | fixed + 1 alt gain (2 evals) | policy gain / evals | "

@@ -8,7 +8,11 @@ the ranker's order are measured (ties in the order broken by the predicted
 gain, then at random), and ``explore`` *exploration slots*: actions the
 ranker does not know (added after it was trained; chosen at random among
 those not picked on their prior score) first, then random ones of the rest.
-The root is never given up on a prediction: a ranker's stop rule learned on
+Of the actions predicted to give ptxas the same input (an *outcome class*:
+register directives asking for the same limit,
+:func:`ptxopt.search.rank_features.outcome_class`) only the first in the
+order is measured before every other action has had its turn: a measurement
+of one tells the outcome of all. The root is never given up on a prediction: a ranker's stop rule learned on
 kernels that mostly have nothing to gain would otherwise skip the few that
 do. The best measured child that beats the current state is kept; the
 search stops when none does, when no action is predicted to gain and none
@@ -32,6 +36,7 @@ from ptxopt.search.actions import STOP
 
 from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, start_steps
+from .rank_features import state_context
 from .random_search import kernel_rng
 from .state import State
 from .stepwise import Steps, drive
@@ -40,30 +45,50 @@ from .trajectory import make_step
 from .ranker import EXPLORE, THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-exported)
 
 
-def order(moves, scores: dict, gains: dict | None, rng) -> list:
+def outcome_classes(actions, context: dict | None) -> dict:
+    """action -> outcome class (or None) at a state whose context (:func:`ptxopt.search.rank_features.state_context`,
+    or a trajectory step's recorded one) is ``context``."""
+    from .rank_features import outcome_class
+
+    ctx = context or {}
+    return {a: outcome_class(a, ctx) for a in actions}
+
+
+def order(moves, scores: dict, gains: dict | None, rng, classes: dict | None = None) -> list:
     """The scored moves, best first: by order score, ties by predicted gain, remaining ties at random
-    (never by the action list's order, which would always favour the same actions)."""
+    (never by the action list's order, which would always favour the same actions). ``classes``: action ->
+    outcome class (:func:`ptxopt.search.rank_features.outcome_class`): of the actions predicted to give
+    ptxas the same input only the first-ordered keeps its place, the others follow every other action."""
     gains = scores if gains is None else gains
     scored = [m for m in moves if m.action in scores]
     noise = rng.random(len(scored)) if scored else []
     keyed = sorted(zip(scored, noise), key=lambda mn: (-scores[mn[0].action], -gains.get(mn[0].action, -math.inf),
                                                        mn[1]))
-    return [m for m, _ in keyed]
+    ranked = [m for m, _ in keyed]
+    if not classes:
+        return ranked
+    first, later, seen = [], [], set()
+    for m in ranked:
+        c = classes.get(m.action)
+        (later if c is not None and c in seen else first).append(m)
+        seen.add(c)
+    return first + later
 
 
 def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None,
-           known=None, explore: int = 1, at_root: bool = False) -> list:
+           known=None, explore: int = 1, at_root: bool = False, classes: dict | None = None) -> list:
     """The moves to measure. When the state is the root (``at_root``: never stop there before measuring) or
     some predicted gain (``gains``; None: the scores are the gains) exceeds ``threshold``: the ``top_k``
     first by :func:`order`, then ``explore`` exploration slots: the actions the ranker does not know
     (``known``: the actions it was trained on; None: every scored one) not picked yet first, then random
-    ones of the rest. Otherwise only one unknown action, if any (so none is masked forever). An unknown
+    ones of the rest (in both, an action whose outcome class, ``classes``, is not measured yet first: :func:`order`).
+    Otherwise only one unknown action, if any (so none is masked forever). An unknown
     action may be scored (its prior) and picked on that score; unscored or not, it keeps its chance at a
     slot. ``top_k`` 0: every measured action is random (the fallback a tuner picks when the order does not
     beat random on its folds)."""
     gains = scores if gains is None else gains
     known = set(scores) if known is None else set(known)
-    ranked = order(moves, scores, gains, rng)
+    ranked = order(moves, scores, gains, rng, classes)
     go = at_root or any(gains.get(m.action, -math.inf) > threshold for m in ranked)
     pick = ranked[:top_k] if go else []
     taken = {m.action for m in pick}
@@ -71,13 +96,13 @@ def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dic
     rest = [m for m in moves if m.action in scores and m.action not in taken and m.action in known]
     slots = max(1, explore) if go else 1
     for _ in range(slots):
-        if unseen:
-            m = unseen.pop(int(rng.integers(len(unseen))))
-        elif go and rest:
-            m = rest.pop(int(rng.integers(len(rest))))
-        else:
+        pool = unseen if unseen else rest if go else []
+        if not pool:
             break
-        pick.append(m)
+        measured = {classes.get(p.action) for p in pick} - {None} if classes else set()
+        fresh = [i for i, m in enumerate(pool) if classes is None or classes.get(m.action) not in measured] \
+            or range(len(pool))  # an outcome not measured yet first
+        pick.append(pool.pop(fresh[int(rng.integers(len(fresh)))]))
     return pick
 
 
@@ -124,8 +149,9 @@ def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k
     for i in range(max_steps):
         moves = state.legal_moves()
         scores, gains, known = predictions(ranker, state, result, moves)
+        classes = outcome_classes([m.action for m in moves], state_context(state, result))
         pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains, known=known,
-                      explore=explore, at_root=i == 0)
+                      explore=explore, at_root=i == 0, classes=classes)
         results = []
         if pick:
             try:

@@ -79,10 +79,10 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
 
 
 def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None,
-           explore: int = 1) -> tuple[float, int]:
+           explore: int = 1, classes: bool = True) -> tuple[float, int]:
     """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc).
     ``known``: the actions the ranker was trained on (None: every scored one)."""
-    from .guided import choose
+    from .guided import choose, outcome_classes
 
     rng = kernel_rng(seed, episode[0].kernel)
     base = episode[0].cycles_before
@@ -90,7 +90,8 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
     for i, s in enumerate(episode):
         sc, gn = scored[id(s)]
         pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
-                                         rng=rng, gains=gn, known=known, explore=explore, at_root=i == 0)]
+                                         rng=rng, gains=gn, known=known, explore=explore, at_root=i == 0,
+                                         classes=outcome_classes(s.candidates, s.context) if classes else None)]
         evals += len(pick)
         ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
         if not ok:
@@ -103,10 +104,10 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
 
 
 def replay_mean(scored: dict, episode, *, top_k: int, threshold: float, known=None, explore: int = 1,
-                seeds: int = RANDOM_SEEDS) -> tuple[float, float]:
+                seeds: int = RANDOM_SEEDS, classes: bool = True) -> tuple[float, float]:
     """:func:`replay` averaged over ``seeds`` draws of its random choices (ties, exploration slots)."""
-    runs = [replay(scored, episode, top_k=top_k, threshold=threshold, seed=i, known=known, explore=explore)
-            for i in range(seeds)]
+    runs = [replay(scored, episode, top_k=top_k, threshold=threshold, seed=i, known=known, explore=explore,
+                   classes=classes) for i in range(seeds)]
     return sum(g for g, _ in runs) / seeds, sum(e for _, e in runs) / seeds
 
 
@@ -154,19 +155,39 @@ def recall_states(episodes_, *, min_gain: float = 0.0):
             yield s, {a for a, c in usable.items() if c <= best * (1 + HIT_TOL)}
 
 
-def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0) -> tuple[float, int]:
+def demote_same_outcome(keys: dict, classes: dict) -> dict:
+    """``keys`` (action -> sort key) with each outcome class's members but its first (largest key, then
+    name) moved below every other action, as :func:`ptxopt.search.guided.order` orders them (it picks
+    the first among tied members at random; here by name: the class predicts they give ptxas the
+    same input)."""
+    first: dict = {}
+    for a in sorted(keys, key=lambda a: (keys[a], [-ord(ch) for ch in a]), reverse=True):
+        c = classes.get(a)
+        if c is not None:
+            first.setdefault(c, a)
+    return {a: (0, *key) if classes.get(a) is not None and first[classes[a]] != a else (1, *key)
+            for a, key in keys.items()}
+
+
+def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
+           classes: bool = True) -> tuple[float, int]:
     """``(hits, states)``: at each greedy state where greedy did not stop (:func:`recall_states`), is one of
     the ``k`` first-ordered actions within :data:`HIT_TOL` of the best candidate's cycles? The order is guided
     search's (:func:`ptxopt.search.guided.order`: score, then predicted gain); actions tied on both count by
     their chance under the random tie-break, so ``hits`` is an expectation. ``scored`` None: a random
-    ranker's expected hits (every candidate tied)."""
+    ranker's expected hits (every candidate tied). ``classes``: members of an outcome class but its first
+    ordered last (:func:`demote_same_outcome`), as guided search measures them."""
+    from .guided import outcome_classes
+
     hits, n = 0.0, 0
     for s, near in recall_states(episodes_, min_gain=min_gain):
         if scored is None:
-            keys = dict.fromkeys(s.candidates, 0)
+            keys = dict.fromkeys(s.candidates, (0.0, 0.0))
         else:
             sc, gn = scored[id(s)]
             keys = {a: (sc[a], gn.get(a, -math.inf)) for a in sc}
+        if classes:
+            keys = demote_same_outcome(keys, outcome_classes(keys, s.context))
         n += 1
         hits += topk_hit(keys, near, k)
     return hits, n

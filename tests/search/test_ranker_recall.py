@@ -154,3 +154,14 @@ def test_an_action_added_after_training_gets_a_prior_and_keeps_the_exploration_s
         pick = choose(moves, scores, top_k=2, threshold=0.0, rng=np.random.default_rng(seed), gains=gains,
                       known=known)
         assert legal[0] in {m.action for m in pick} and len(pick) == 3
+
+
+def test_recall_counts_one_measurement_for_two_directives_asking_for_one_register_limit():
+    cands = {"launch_bounds_2": 1000.0, "maxnreg_128": 1000.0, "unroll_4": 1001.0, "vec_ld": 900.0}
+    s = _state(cands, "vec_ld")
+    s.context = {"block_threads": 256.0, "registers": 40.0}  # launch_bounds_2 asks for 128 registers there
+    scored = {id(s): ({"launch_bounds_2": 4.0, "maxnreg_128": 3.0, "unroll_4": 2.0, "vec_ld": 1.0}, {})}
+    assert recall(scored, [[s]], k=3) == (1.0, 1)  # maxnreg_128 follows the others: vec_ld is third
+    assert recall(scored, [[s]], k=3, classes=False) == (0.0, 1)
+    s.context = {"block_threads": 512.0}  # there launch_bounds_2 asks for 64: two outcomes, vec_ld fourth
+    assert recall(scored, [[s]], k=3) == (0.0, 1)

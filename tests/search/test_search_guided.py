@@ -152,6 +152,48 @@ def test_register_cap_of_an_action(action, threads, cap):
     assert (np.isnan(got) if cap is None else got == cap)
 
 
+@pytest.mark.parametrize("a, b, threads, same", [("maxnreg_64", "launch_bounds{minblocks=4}", 256, True),
+                                                   ("maxnreg_128", "launch_bounds_2", 256, True),
+                                                   ("maxnreg_128", "launch_bounds{minblocks=4}", 256, False),
+                                                   ("maxnreg_255", "maxnreg_128", 256, False),
+                                                   ("maxnreg_64", "launch_bounds_2", None, False)])
+def test_register_caps_asking_for_the_same_limit_are_one_outcome_class(a, b, threads, same):
+    from ptxopt.search.rank_features import outcome_class
+
+    ctx = {"block_threads": float(threads) if threads else float("nan"), "registers": 40.0}
+    ka, kb = outcome_class(a, ctx), outcome_class(b, ctx)
+    assert ka is not None and (ka == kb) == same
+    assert outcome_class("vec_ld", ctx) is None and outcome_class("unroll_4", ctx) is None
+
+
+def test_order_puts_a_second_member_of_an_outcome_class_after_every_other_action():
+    from ptxopt.search.guided import order
+
+    moves = [type("M", (), {"action": a})() for a in ("lb", "m", "x", "y")]
+    scores = {"lb": 4.0, "m": 3.0, "x": 2.0, "y": 1.0}
+    classes = {"lb": "register cap 64", "m": "register cap 64", "x": None, "y": None}
+    got = [m.action for m in order(moves, scores, None, np.random.default_rng(0), classes)]
+    assert got == ["lb", "x", "y", "m"]
+    assert [m.action for m in order(moves, scores, None, np.random.default_rng(0))] == ["lb", "m", "x", "y"]
+    for seed in range(20):  # the exploration slot takes an outcome not measured yet while there is one
+        pick = choose(moves, scores, top_k=1, threshold=0.0, rng=np.random.default_rng(seed), explore=2,
+                      classes=classes, at_root=True)
+        assert [m.action for m in pick[:1]] == ["lb"] and {m.action for m in pick[1:]} == {"x", "y"}
+
+
+def test_live_guided_search_does_not_measure_two_directives_for_one_register_limit(monkeypatch, tmp_path):
+    conv = Candidate.from_corpus("gen_conv1d_02")  # 256 threads: launch_bounds_2 asks for 128, as maxnreg_128
+    actions = [m.action for m in State.root(conv).legal_moves()]
+    assert {"launch_bounds_2", "maxnreg_128"} <= set(actions)
+    other = next(a for a in actions if not a.startswith(("maxnreg", "launch_bounds")))
+    table = {a: 0.0 for a in actions} | {"launch_bounds_2": 3.0, "maxnreg_128": 2.0, other: 1.0}
+    for seed in range(3):
+        r = _guided(conv, monkeypatch, tmp_path / f"c{seed}.sqlite", TableRanker(table), lambda p: 1000.0,
+                    top_k=2, max_steps=1, seed=seed)
+        first = r.steps[0].candidates
+        assert {"launch_bounds_2", other} <= set(first) and "maxnreg_128" not in first and len(first) == 3
+
+
 def test_tuning_keeps_the_evaluations_within_the_cap():
     from ptxopt.search.ranker_replay import EVAL_CAP, choose_setting
 
