@@ -45,12 +45,14 @@ def hand_written(k) -> bool:
     return k.id.startswith(("cuda_", "triton_"))
 
 
-def subset(per_family: int, per_group: int | None = None, more: dict[str, int] | None = None) -> list[str]:
+def subset(per_family: int, per_group: int | None = None, more=None) -> list[str]:
     """``per_family`` evenly spaced variants of each generated family, then every hand-written kernel.
 
-    ``more``: family -> count, families recorded with more variants than ``per_family`` (the first
-    ``per_family`` picks stay the same, the others follow them at the end of the list, so that a
-    recording made with fewer resumes into this one).
+    ``more``: ``(family, count)`` pairs (or a dict), families recorded with more variants than
+    ``per_family`` (the first ``per_family`` picks stay the same, the others follow them at the end of the
+    list, so that a recording made with fewer resumes into this one). A family given twice grows in steps:
+    ``gemm_tile=16`` then ``gemm_tile=40`` keeps the 16 picks of the first and adds 24 (evenly spaced
+    picks of 40 differ from those of 16, so one count alone would drop some of a recording made with 16).
 
     ``per_group``: at most that many of those per template group (the first ones in that order: the
     generated kernels, then the hand-written in manifest order), interleaved round by round -- every
@@ -67,7 +69,8 @@ def subset(per_family: int, per_group: int | None = None, more: dict[str, int] |
     for fam in sorted(fams):
         out.extend(_spaced(sorted(fams[fam]), per_family))
     out += [k.id for k in ks if hand_written(k)]
-    for fam, n in sorted((more or {}).items()):
+    more = list(more.items()) if isinstance(more, dict) else list(more or ())
+    for fam, n in sorted(more, key=lambda fn: fn[0]):  # stable: a family's counts in the order given
         if fam not in fams:
             raise SystemExit(f"--family {fam}: no generated family of that name ({', '.join(sorted(fams))})")
         ids = sorted(fams[fam])
@@ -101,7 +104,8 @@ def main(argv=None) -> int:
     ap.add_argument("--per-group", type=int, default=None,
                     help="at most N of those kernels per template group, interleaved over the groups")
     ap.add_argument("--family", action="append", default=[], metavar="FAMILY=N",
-                    help="record N variants of this generated family (repeatable); the others get --per-family")
+                    help="record N variants of this generated family (repeatable; a family given again grows from "
+                         "its earlier picks); the others get --per-family")
     ap.add_argument("--chunk", type=int, default=6, help="kernels per search command (the resume granularity)")
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--work", default=str(ROOT / "runs" / "record"))
@@ -111,7 +115,7 @@ def main(argv=None) -> int:
                     help="search nothing more: write the output from the kernels recorded so far")
     args = ap.parse_args(argv)
     try:
-        more = {f: int(n) for f, n in (x.split("=", 1) for x in args.family)}
+        more = [(f, int(n)) for f, n in (x.split("=", 1) for x in args.family)]
     except ValueError:
         ap.error("--family takes FAMILY=N")
     kernels = subset(args.per_family, args.per_group, more)

@@ -26,3 +26,15 @@ def test_more_variants_of_a_family_come_after_the_subset_it_extends():
     assert rt.subset(4, more={"conv1d": 2}) == base  # fewer than --per-family already holds: nothing added
     with pytest.raises(SystemExit, match="no generated family"):
         rt.subset(4, more={"no_such_family": 3})
+
+
+def test_a_family_given_twice_grows_from_its_first_picks():
+    """Evenly spaced picks of 40 are not a superset of those of 16: a recording made with ``gemm_tile=16``
+    resumes into ``gemm_tile=16, gemm_tile=40`` without losing a kernel."""
+    rt = _script()
+    family = {k.id: k.family for k in load_manifest()}
+    sixteen = rt.subset(4, more=[("gemm_tile", 16)])
+    forty = rt.subset(4, more=[("gemm_tile", 40)])
+    grown = rt.subset(4, more=[("gemm_tile", 16), ("gemm_tile", 40)])
+    assert not set(sixteen) <= set(forty)  # the reason for steps
+    assert grown[:len(sixteen)] == sixteen and sum(family[k] == "gemm_tile" for k in grown) == 40
