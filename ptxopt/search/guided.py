@@ -12,9 +12,9 @@ Of the actions predicted to give ptxas the same input (an *outcome class*:
 register directives asking for the same limit,
 :func:`ptxopt.search.rank_features.outcome_class`) only the first in the
 order is measured before every other action has had its turn: a measurement
-of one tells the outcome of all. The root is never given up on a prediction: a ranker's stop rule learned on
-kernels that mostly have nothing to gain would otherwise skip the few that
-do. The best measured child that beats the current state is kept; the
+of one tells the outcome of all. The root is never given up on a
+prediction: a ranker's stop rule learned on kernels that mostly have nothing
+to gain would otherwise skip the few that do. The best measured child that beats the current state is kept; the
 search stops when none does, when no action is predicted to gain and none
 is unknown, or after ``max_steps``. ``top_k``, ``explore`` and
 ``threshold`` default to the ranker's own (chosen when it was trained, on
