@@ -14,8 +14,8 @@ register directives asking for the same limit,
 order is measured before every other action has had its turn: a measurement
 of one tells the outcome of all. The root is never given up on a
 prediction: a ranker's stop rule learned on kernels that mostly have nothing
-to gain would otherwise skip the few that do. The best measured child that beats the current state is kept; the
-search stops when none does, when no action is predicted to gain and none
+to gain would otherwise skip the few that do. The best measured child that
+beats the current state is kept; the search stops when none does, when no action is predicted to gain and none
 is unknown, or after ``max_steps``. ``top_k``, ``explore`` and
 ``threshold`` default to the ranker's own (chosen when it was trained, on
 its training groups, against a random order at the same budget: ``top_k``
@@ -36,7 +36,7 @@ from ptxopt.search.actions import STOP
 
 from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, start_steps
-from .rank_features import state_context
+from .rank_features import outcome_class, state_context
 from .random_search import kernel_rng
 from .state import State
 from .stepwise import Steps, drive
@@ -48,31 +48,39 @@ from .ranker import EXPLORE, THRESHOLD, TOP_K  # noqa: F401  (the defaults, re-e
 def outcome_classes(actions, context: dict | None) -> dict:
     """action -> outcome class (or None) at a state whose context (:func:`ptxopt.search.rank_features.state_context`,
     or a trajectory step's recorded one) is ``context``."""
-    from .rank_features import outcome_class
-
     ctx = context or {}
     return {a: outcome_class(a, ctx) for a in actions}
+
+
+def demote_same_outcome(keys: dict, classes: dict) -> dict:
+    """``keys`` (action -> sort key, a tuple: larger first) with a leading tier: 0 for each outcome class's
+    members but its first (largest key; among equal keys the first by name -- the class predicts they give
+    ptxas the same input), 1 for every other action, so those members follow every other action. One rule
+    for :func:`order` and for the recall that counts its hits
+    (:func:`ptxopt.search.ranker_replay.recall`)."""
+    first: dict = {}
+    for a in sorted(keys, key=lambda a: (keys[a], [-ord(ch) for ch in a]), reverse=True):
+        c = classes.get(a)
+        if c is not None:
+            first.setdefault(c, a)
+    return {a: (0, *key) if classes.get(a) is not None and first[classes[a]] != a else (1, *key)
+            for a, key in keys.items()}
 
 
 def order(moves, scores: dict, gains: dict | None, rng, classes: dict | None = None) -> list:
     """The scored moves, best first: by order score, ties by predicted gain, remaining ties at random
     (never by the action list's order, which would always favour the same actions). ``classes``: action ->
     outcome class (:func:`ptxopt.search.rank_features.outcome_class`): of the actions predicted to give
-    ptxas the same input only the first-ordered keeps its place, the others follow every other action."""
+    ptxas the same input only the first-ordered keeps its place, the others follow every other action
+    (:func:`demote_same_outcome`)."""
     gains = scores if gains is None else gains
     scored = [m for m in moves if m.action in scores]
+    keys = {m.action: (scores[m.action], gains.get(m.action, -math.inf)) for m in scored}
+    if classes:
+        keys = demote_same_outcome(keys, classes)
     noise = rng.random(len(scored)) if scored else []
-    keyed = sorted(zip(scored, noise), key=lambda mn: (-scores[mn[0].action], -gains.get(mn[0].action, -math.inf),
-                                                       mn[1]))
-    ranked = [m for m, _ in keyed]
-    if not classes:
-        return ranked
-    first, later, seen = [], [], set()
-    for m in ranked:
-        c = classes.get(m.action)
-        (later if c is not None and c in seen else first).append(m)
-        seen.add(c)
-    return first + later
+    keyed = sorted(zip(scored, noise), key=lambda mn: ([-x for x in keys[mn[0].action]], mn[1]))
+    return [m for m, _ in keyed]
 
 
 def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None,

@@ -78,11 +78,23 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
     return out
 
 
+def classes_of(step) -> dict:
+    """The outcome classes of a recorded step's candidates (:func:`ptxopt.search.guided.outcome_classes`),
+    kept on the step for its context and candidates (a tuner replays every step once per setting and draw)."""
+    from .guided import outcome_classes
+
+    kept = step.__dict__.get("_outcome_classes")
+    if kept is None or kept[0] is not step.context or kept[1] is not step.candidates:
+        kept = step.__dict__["_outcome_classes"] = (step.context, step.candidates,
+                                                    outcome_classes(step.candidates, step.context))
+    return kept[2]
+
+
 def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None,
            explore: int = 1, classes: bool = True) -> tuple[float, int]:
     """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc).
     ``known``: the actions the ranker was trained on (None: every scored one)."""
-    from .guided import choose, outcome_classes
+    from .guided import choose
 
     rng = kernel_rng(seed, episode[0].kernel)
     base = episode[0].cycles_before
@@ -91,7 +103,7 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
         sc, gn = scored[id(s)]
         pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
                                          rng=rng, gains=gn, known=known, explore=explore, at_root=i == 0,
-                                         classes=outcome_classes(s.candidates, s.context) if classes else None)]
+                                         classes=classes_of(s) if classes else None)]
         evals += len(pick)
         ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
         if not ok:
@@ -155,20 +167,6 @@ def recall_states(episodes_, *, min_gain: float = 0.0):
             yield s, {a for a, c in usable.items() if c <= best * (1 + HIT_TOL)}
 
 
-def demote_same_outcome(keys: dict, classes: dict) -> dict:
-    """``keys`` (action -> sort key) with each outcome class's members but its first (largest key, then
-    name) moved below every other action, as :func:`ptxopt.search.guided.order` orders them (it picks
-    the first among tied members at random; here by name: the class predicts they give ptxas the
-    same input)."""
-    first: dict = {}
-    for a in sorted(keys, key=lambda a: (keys[a], [-ord(ch) for ch in a]), reverse=True):
-        c = classes.get(a)
-        if c is not None:
-            first.setdefault(c, a)
-    return {a: (0, *key) if classes.get(a) is not None and first[classes[a]] != a else (1, *key)
-            for a, key in keys.items()}
-
-
 def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
            classes: bool = True) -> tuple[float, int]:
     """``(hits, states)``: at each greedy state where greedy did not stop (:func:`recall_states`), is one of
@@ -176,8 +174,8 @@ def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
     search's (:func:`ptxopt.search.guided.order`: score, then predicted gain); actions tied on both count by
     their chance under the random tie-break, so ``hits`` is an expectation. ``scored`` None: a random
     ranker's expected hits (every candidate tied). ``classes``: members of an outcome class but its first
-    ordered last (:func:`demote_same_outcome`), as guided search measures them."""
-    from .guided import outcome_classes
+    ordered last (:func:`ptxopt.search.guided.demote_same_outcome`), as guided search measures them."""
+    from .guided import demote_same_outcome
 
     hits, n = 0.0, 0
     for s, near in recall_states(episodes_, min_gain=min_gain):
@@ -187,7 +185,7 @@ def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
             sc, gn = scored[id(s)]
             keys = {a: (sc[a], gn.get(a, -math.inf)) for a in sc}
         if classes:
-            keys = demote_same_outcome(keys, outcome_classes(keys, s.context))
+            keys = demote_same_outcome(keys, classes_of(s))
         n += 1
         hits += topk_hit(keys, near, k)
     return hits, n
