@@ -13,12 +13,13 @@ later, on the same reward), two ways:
 
 Beside each: greedy and a random order at guided's per-step budget, top-3
 recall and a random ranker's, per group and pooled (the same definitions as
-the report). ``--no-classes``: every register directive measured on its own.
+the report). ``--no-classes``: every register directive measured on its own; ``--no-pass-rule``: a pass's
+variants in the ranker's order (:func:`ptxopt.search.guided.demote_repeats`).
 
 Usage (OLD: an earlier version of the same reward's file, e.g.
 ``git show b37bfe0:corpus/trajectories/greedy_default_objective_sim_e04df66e321a.jsonl > old.jsonl``)::
 
-    OMP_NUM_THREADS=1 python benchmarks/studies/ranker_fresh.py OLD NEW [--no-classes]
+    OMP_NUM_THREADS=1 python benchmarks/studies/ranker_fresh.py OLD NEW [--no-classes] [--no-pass-rule]
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def by_group(steps, groups) -> dict[str, list]:
     return out
 
 
-def evaluate(new: dict, ranker_of, classes: bool, label: str) -> None:
+def evaluate(new: dict, ranker_of, rules: dict, label: str) -> None:
     tot = dict.fromkeys(("gg", "ge", "g", "e", "r", "re", "h", "rh", "m", "n", "n1"), 0.0)
     lines = []
     for g, test in sorted(new.items()):
@@ -54,11 +55,11 @@ def evaluate(new: dict, ranker_of, classes: bool, label: str) -> None:
         scored = rr.score_steps(rk, steps)
         gre = [rr.greedy_of(ep) for ep in test]
         gui = [rr.replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
-                              explore=rk.explore, seeds=5, classes=classes) for ep in test]
+                              explore=rk.explore, seeds=5, **rules) for ep in test]
         rnd = [rr.replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore, seeds=5,
-                              classes=classes) for ep in test]
-        h, m = rr.recall(scored, test, classes=classes)
-        rh, _ = rr.recall(None, test, classes=classes)
+                              **rules) for ep in test]
+        h, m = rr.recall(scored, test, **rules)
+        rh, _ = rr.recall(None, test, **rules)
         row = {"gg": sum(max(0.0, x) for x, _ in gre), "ge": sum(e for _, e in gre), "g": sum(x for x, _ in gui),
                "e": sum(e for _, e in gui), "r": sum(x for x, _ in rnd), "re": sum(e for _, e in rnd), "h": h,
                "rh": rh, "m": m, "n": len(test), "n1": sum(1 for x, _ in gre if x >= 1.0)}
@@ -71,7 +72,7 @@ def evaluate(new: dict, ranker_of, classes: bool, label: str) -> None:
                      + f" | {rk.trained_on.get('order_model')}, k={rk.top_k}+{rk.explore} |")
     n, gg, ge = tot["n"], tot["gg"], tot["ge"]
     print(f"## {label}\n\n{int(n)} new kernels, {int(tot['n1'])} gain >= 1% under greedy; outcome classes: "
-          f"{'on' if classes else 'off'}\n")
+          f"{'on' if rules['classes'] else 'off'}, pass rule: {'on' if rules['kinds'] else 'off'}\n")
     print("| strategy | mean gain % | evaluations / kernel | gain vs greedy | evals vs greedy |\n|---|---|---|---|---|")
     for name, a, e in (("greedy", gg, ge), ("guided", tot["g"], tot["e"]), ("random order, same budget", tot["r"],
                                                                               tot["re"])):
@@ -90,6 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--no-classes", action="store_true")
+    ap.add_argument("--no-pass-rule", action="store_true")
     ap.add_argument("--max-iter", type=int, default=40)
     ap.add_argument("--tune-iter", type=int, default=15)
     args = ap.parse_args(argv)
@@ -101,14 +103,14 @@ def main(argv=None) -> int:
         raise SystemExit(f"{args.new}: no kernel that {args.old} does not hold")
     old_by = by_group(old, groups)
     actions = default_actions(old)
-    classes = not args.no_classes
+    rules = {"classes": not args.no_classes, "kinds": not args.no_pass_rule}
     kw = dict(actions=actions, max_iter=args.max_iter, tune_iter=args.tune_iter)
     t = time.perf_counter()
     evaluate(new, lambda g: rr.train_tuned([s for o, es in old_by.items() if o != g for ep in es for s in ep],
                                            groups, **kw),
-             classes, "New kernels of a held-out group (ranker trained and tuned on the old file's other groups)")
+             rules, "New kernels of a held-out group (ranker trained and tuned on the old file's other groups)")
     whole = rr.train_tuned(old, groups, **kw)
-    evaluate(new, lambda g: whole, classes, "New variants of seen families (one ranker on all of the old file)")
+    evaluate(new, lambda g: whole, rules, "New variants of seen families (one ranker on all of the old file)")
     print(f"({time.perf_counter() - t:.0f} s)")
     return 0
 

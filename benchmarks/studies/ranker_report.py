@@ -35,10 +35,12 @@ hold -- the report prints their ``reward_model``):
 * the **committed policy** (``--policy NAME``, needs the torch layer):
   its greedy-decoded choice replayed the same way (one evaluation per
   step; the replay ends where it leaves greedy's path).
-* **outcome classes** (:func:`ptxopt.search.rank_features.outcome_class`):
-  guided and random both measure one of the register directives that ask
-  ptxas for the same limit (the others wait behind every other action); the
-  headline also shows both without them, and recall without them.
+* **order rules** (:func:`ptxopt.search.guided.demote_repeats`): guided and
+  random both measure one of the register directives that ask ptxas for the
+  same limit (an outcome class: the others wait behind every other action)
+  and a pass's first variant before its others (the pass rule); the
+  headline also shows both without the pass rule and without either rule,
+  and recall the same ways.
 * per held-out group, the number of kernels where greedy gains >= 1%.
 
 How guided search is evaluated: **REPLAY** of the recorded greedy
@@ -299,12 +301,16 @@ def main(argv=None) -> int:
                     # on a prediction; the scores are ignored at top_k 0
                     rrep = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
                                         seeds=args.draws) for ep in test]
-                    # the same two without outcome classes (every register directive measured on its own)
-                    noc = [replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
-                                       explore=rk.explore, seeds=args.draws, classes=False) for ep in test]
-                    rnoc = [replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
-                                        seeds=args.draws, classes=False) for ep in test]
-                    nh, nm = recall(scored, test, classes=False)
+                    # the same two without the order rules (ABLATIONS): no pass rule; neither rule
+                    ablated = {}
+                    for name, rules in ABLATIONS.items():
+                        ablated[f"guided_{name}"] = [
+                            replay_mean(scored, ep, top_k=rk.top_k, threshold=rk.threshold, known=rk.actions,
+                                        explore=rk.explore, seeds=args.draws, **rules) for ep in test]
+                        ablated[f"random_{name}"] = [
+                            replay_mean(scored, ep, top_k=0, threshold=-math.inf, explore=rk.top_k + rk.explore,
+                                        seeds=args.draws, **rules) for ep in test]
+                        ablated[f"hits_{name}"] = list(recall(scored, test, **rules))
                     rh, rm = recall(None, test)
                     rhg, rmg = recall(None, test, min_gain=NEAR_BEST)
                     row["random_ranker"] = {"gain": mean([x for x, _ in rrep]), "evals": mean([e for _, e in rrep]),
@@ -312,8 +318,7 @@ def main(argv=None) -> int:
                                             "recall3_gain": rhg / rmg if rmg else float("nan"),
                                             "budget": rk.top_k + rk.explore}
                     row["per_kernel"] = {"greedy": gre, "guided": rep, "random": rrep, "fixed": fx,
-                                         "guided_no_classes": noc, "random_no_classes": rnoc,
-                                         "hits_no_classes": [nh, nm],
+                                         **ablated,
                                          "fixed_plus_one": fx2, "hits": [h, m], "random_hits": [rh, rm],
                                          "hits_gain": [hg, mg], "random_hits_gain": [rhg, rmg]}
                     if policy is not None:
@@ -358,6 +363,12 @@ def ranked_states(scored, test, rk) -> list[str]:
     return out
 
 
+#: The order rules turned off in the headline's extra rows (keyword arguments of ``replay_mean``/``recall``).
+ABLATIONS = {"no_pass_rule": {"kinds": False}, "no_rules": {"kinds": False, "classes": False}}
+ABLATION_NAMES = {"no_pass_rule": "a pass's variants in the ranker's order (no pass rule)",
+                  "no_rules": "no pass rule and every register directive measured on its own"}
+
+
 def _f(x, d=2):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{d}f}"
 
@@ -366,8 +377,8 @@ def pooled_of(doc) -> dict:
     """Every kernel once, in its held-out group, under the all-but-one ranker."""
     pk = [r["per_kernel"] for r in doc["groups"].values() if "per_kernel" in r]
     cat = {k: [x for p in pk for x in p.get(k, [])]
-           for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one", "policy", "guided_no_classes",
-                     "random_no_classes")}
+           for k in ("greedy", "guided", "random", "fixed", "fixed_plus_one", "policy",
+                     *(f"{s}_{a}" for a in ABLATIONS for s in ("guided", "random")))}
 
     def ratio(key):
         h = [sum(p[key][i] for p in pk if key in p) for i in (0, 1)]
@@ -379,7 +390,7 @@ def pooled_of(doc) -> dict:
            "guided_gain": mean([x for x, _ in cat["guided"]]), "guided_evals": mean([e for _, e in cat["guided"]]),
            "random_gain": mean([x for x, _ in cat["random"]]), "random_evals": mean([e for _, e in cat["random"]]),
            "fixed_gain": mean(cat["fixed"]), "fixed_plus_one_gain": mean(cat["fixed_plus_one"])}
-    for k in ("guided_no_classes", "random_no_classes"):
+    for k in (f"{s}_{a}" for a in ABLATIONS for s in ("guided", "random")):
         if cat[k]:
             out[f"{k}_gain"], out[f"{k}_evals"] = mean([x for x, _ in cat[k]]), mean([e for _, e in cat[k]])
     if cat["policy"]:
@@ -391,8 +402,9 @@ def pooled_of(doc) -> dict:
     out["random_share_per_group"] = mean([b for _, b in shares])
     out["recall3"], out["recall_states"] = ratio("hits")
     out["random_recall3"], _ = ratio("random_hits")
-    if all("hits_no_classes" in p for p in pk):
-        out["recall3_no_classes"], _ = ratio("hits_no_classes")
+    for a in ABLATIONS:
+        if all(f"hits_{a}" in p for p in pk):
+            out[f"recall3_{a}"], _ = ratio(f"hits_{a}")
     out["recall3_gain"], out["recall_states_gain"] = ratio("hits_gain")
     out["random_recall3_gain"], _ = ratio("random_hits_gain")
     return out
@@ -423,9 +435,8 @@ def _print(doc) -> None:
         print("|---|---|---|---|---|")
         rows = [("greedy", "greedy_gain", "greedy_evals"), ("guided (replay)", "guided_gain", "guided_evals"),
                 ("random order, same actions per step (replay)", "random_gain", "random_evals"),
-                ("guided, every register directive measured on its own", "guided_no_classes_gain",
-                 "guided_no_classes_evals"),
-                ("random, every register directive on its own", "random_no_classes_gain", "random_no_classes_evals")]
+                *((f"{who}, {ABLATION_NAMES[a]}", f"{who}_{a}_gain", f"{who}_{a}_evals")
+                  for a in ABLATIONS for who in ("guided", "random"))]
         for name, gk, ek in (r for r in rows if r[1] in p):
             print(f"| {name} | {_f(p[gk])} | {_f(p[ek], 1)} | {_f(100 * p[gk] / gg if gg else math.nan, 0)}% | "
                   f"{_f(100 * p[ek] / ge if ge else math.nan, 0)}% |")
@@ -445,7 +456,7 @@ def _print(doc) -> None:
         print(f"top-3 recall over {p['recall_states']} greedy states that did not stop: {_f(p['recall3'])} "
               f"(random ranker, expected: {_f(p['random_recall3'])}); over the {p['recall_states_gain']} of them "
               f"whose best gains >= 0.1%: {_f(p['recall3_gain'])} (random: {_f(p['random_recall3_gain'])})"
-              + (f"; without outcome classes {_f(p['recall3_no_classes'])}" if "recall3_no_classes" in p else "")
+              + "".join(f"; {ABLATION_NAMES[a]}: {_f(p[f'recall3_{a}'])}" for a in ABLATIONS if f"recall3_{a}" in p)
               + "\n")
     print("## Baselines per held-out group (ranker trained on all other groups; gain % of baseline cycles, ESTIMATE)\n")
     print("| held-out group | kernels | greedy >=1% | greedy gain / evals | guided gain / evals | "

@@ -12,7 +12,11 @@ Of the actions predicted to give ptxas the same input (an *outcome class*:
 register directives asking for the same limit,
 :func:`ptxopt.search.rank_features.outcome_class`) only the first in the
 order is measured before every other action has had its turn: a measurement
-of one tells the outcome of all. The root is never given up on a
+of one tells the outcome of all. Likewise a pass's other variants
+(``maxnreg_128`` after ``maxnreg_255``, ``unroll_4`` after ``unroll_2``:
+:func:`ptxopt.search.rank_features.pass_kind`) follow the first variant of
+every pass: they mostly agree with it, so the budget of a step goes to
+passes not yet tried. The root is never given up on a
 prediction: a ranker's stop rule learned on kernels that mostly have nothing
 to gain would otherwise skip the few that do. The best measured child that
 beats the current state is kept; the search stops when none does, when no action is predicted to gain and none
@@ -36,7 +40,7 @@ from ptxopt.search.actions import STOP
 
 from ptxopt.search.meter import BudgetExhausted, Meter
 from .outcome import Outcome, start_steps
-from .rank_features import outcome_class, state_context
+from .rank_features import outcome_class, pass_kind, state_context
 from .random_search import kernel_rng
 from .state import State
 from .stepwise import Steps, drive
@@ -52,51 +56,66 @@ def outcome_classes(actions, context: dict | None) -> dict:
     return {a: outcome_class(a, ctx) for a in actions}
 
 
-def demote_same_outcome(keys: dict, classes: dict) -> dict:
-    """``keys`` (action -> sort key, a tuple: larger first) with a leading tier: 0 for each outcome class's
-    members but its first (largest key; among equal keys the first by name -- the class predicts they give
-    ptxas the same input), 1 for every other action, so those members follow every other action. One rule
-    for :func:`order` and for the recall that counts its hits
-    (:func:`ptxopt.search.ranker_replay.recall`)."""
-    first: dict = {}
+def pass_kinds(actions) -> dict:
+    """action -> the pass it appends without its parameters (:func:`ptxopt.search.rank_features.pass_kind`)."""
+    return {a: pass_kind(a) for a in actions}
+
+
+def demote_repeats(keys: dict, classes: dict | None, kinds: dict | None = None) -> dict:
+    """``keys`` (action -> sort key, a tuple: larger first) with a leading tier, so that what repeats a
+    measurement comes after what does not: 0 for each outcome class's members but its first (largest key;
+    among equal keys the first by name -- the class predicts they give ptxas the same input), 1 for each
+    pass's variants but its first (``kinds``: action -> pass; variants of one pass mostly agree, so a second
+    one tells little: :func:`ptxopt.search.rank_features.pass_kind`), 2 for every other action. One rule
+    for :func:`order` and for the recall that counts its hits (:func:`ptxopt.search.ranker_replay.recall`)."""
+    classes, kinds = classes or {}, kinds or {}
+    first_class: dict = {}
+    first_kind: dict = {}
+    tier = {}
     for a in sorted(keys, key=lambda a: (keys[a], [-ord(ch) for ch in a]), reverse=True):
-        c = classes.get(a)
-        if c is not None:
-            first.setdefault(c, a)
-    return {a: (0, *key) if classes.get(a) is not None and first[classes[a]] != a else (1, *key)
-            for a, key in keys.items()}
+        c, k = classes.get(a), kinds.get(a)
+        if c is not None and first_class.setdefault(c, a) != a:
+            tier[a] = 0
+        elif k is not None and first_kind.setdefault(k, a) != a:
+            tier[a] = 1
+        else:
+            tier[a] = 2
+    return {a: (tier[a], *key) for a, key in keys.items()}
 
 
-def order(moves, scores: dict, gains: dict | None, rng, classes: dict | None = None) -> list:
+def order(moves, scores: dict, gains: dict | None, rng, classes: dict | None = None,
+          kinds: dict | None = None) -> list:
     """The scored moves, best first: by order score, ties by predicted gain, remaining ties at random
     (never by the action list's order, which would always favour the same actions). ``classes``: action ->
     outcome class (:func:`ptxopt.search.rank_features.outcome_class`): of the actions predicted to give
-    ptxas the same input only the first-ordered keeps its place, the others follow every other action
-    (:func:`demote_same_outcome`)."""
+    ptxas the same input only the first-ordered keeps its place, the others follow every other action;
+    ``kinds``: action -> pass: a pass's other variants follow every pass's first (:func:`demote_repeats`)."""
     gains = scores if gains is None else gains
     scored = [m for m in moves if m.action in scores]
     keys = {m.action: (scores[m.action], gains.get(m.action, -math.inf)) for m in scored}
-    if classes:
-        keys = demote_same_outcome(keys, classes)
+    if classes or kinds:
+        keys = demote_repeats(keys, classes, kinds)
     noise = rng.random(len(scored)) if scored else []
     keyed = sorted(zip(scored, noise), key=lambda mn: ([-x for x in keys[mn[0].action]], mn[1]))
     return [m for m, _ in keyed]
 
 
 def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dict | None = None,
-           known=None, explore: int = 1, at_root: bool = False, classes: dict | None = None) -> list:
+           known=None, explore: int = 1, at_root: bool = False, classes: dict | None = None,
+           kinds: dict | None = None) -> list:
     """The moves to measure. When the state is the root (``at_root``: never stop there before measuring) or
     some predicted gain (``gains``; None: the scores are the gains) exceeds ``threshold``: the ``top_k``
     first by :func:`order`, then ``explore`` exploration slots: the actions the ranker does not know
     (``known``: the actions it was trained on; None: every scored one) not picked yet first, then random
-    ones of the rest (in both, an action whose outcome class, ``classes``, is not measured yet first: :func:`order`).
+    ones of the rest (in both, an action whose outcome class, ``classes``, and pass, ``kinds``, are not
+    measured yet first, then one whose class is not: :func:`order`).
     Otherwise only one unknown action, if any (so none is masked forever). An unknown
     action may be scored (its prior) and picked on that score; unscored or not, it keeps its chance at a
     slot. ``top_k`` 0: every measured action is random (the fallback a tuner picks when the order does not
     beat random on its folds)."""
     gains = scores if gains is None else gains
     known = set(scores) if known is None else set(known)
-    ranked = order(moves, scores, gains, rng, classes)
+    ranked = order(moves, scores, gains, rng, classes, kinds)
     go = at_root or any(gains.get(m.action, -math.inf) > threshold for m in ranked)
     pick = ranked[:top_k] if go else []
     taken = {m.action for m in pick}
@@ -107,11 +126,19 @@ def choose(moves, scores: dict, *, top_k: int, threshold: float, rng, gains: dic
         pool = unseen if unseen else rest if go else []
         if not pool:
             break
-        measured = {classes.get(p.action) for p in pick} - {None} if classes else set()
-        fresh = [i for i, m in enumerate(pool) if classes is None or classes.get(m.action) not in measured] \
-            or range(len(pool))  # an outcome not measured yet first
+        fresh = _fresh(pool, pick, classes or {}, kinds or {})
         pick.append(pool.pop(fresh[int(rng.integers(len(fresh)))]))
     return pick
+
+
+def _fresh(pool, pick, classes: dict, kinds: dict):
+    """Indices into ``pool`` of the moves an exploration slot draws from: an outcome class and a pass not
+    measured in ``pick`` yet, else a class not measured, else any."""
+    seen_class = {classes.get(p.action) for p in pick} - {None}
+    seen_kind = {kinds.get(p.action) for p in pick} - {None}
+    new_class = [i for i, m in enumerate(pool) if classes.get(m.action) not in seen_class]
+    new_both = [i for i in new_class if kinds.get(pool[i].action) not in seen_kind]
+    return new_both or new_class or range(len(pool))
 
 
 def predictions(ranker, state, result, moves) -> tuple[dict, dict | None, set]:
@@ -159,7 +186,7 @@ def guided_steps(root: State, meter: Meter, *, ranker, max_steps: int = 6, top_k
         scores, gains, known = predictions(ranker, state, result, moves)
         classes = outcome_classes([m.action for m in moves], state_context(state, result))
         pick = choose(moves, scores, top_k=top_k, threshold=threshold, rng=rng, gains=gains, known=known,
-                      explore=explore, at_root=i == 0, classes=classes)
+                      explore=explore, at_root=i == 0, classes=classes, kinds=pass_kinds(m.action for m in moves))
         results = []
         if pick:
             try:

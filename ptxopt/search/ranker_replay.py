@@ -90,10 +90,19 @@ def classes_of(step) -> dict:
     return kept[2]
 
 
+def kinds_of(step) -> dict:
+    """The pass of each of a recorded step's candidates (:func:`ptxopt.search.guided.pass_kinds`)."""
+    from .guided import pass_kinds
+
+    return pass_kinds(step.candidates)
+
+
 def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None,
-           explore: int = 1, classes: bool = True) -> tuple[float, int]:
+           explore: int = 1, classes: bool = True, kinds: bool = True) -> tuple[float, int]:
     """Guided search replayed on a greedy episode: ``(gain %, evaluations)``, a lower bound (module doc).
-    ``known``: the actions the ranker was trained on (None: every scored one)."""
+    ``known``: the actions the ranker was trained on (None: every scored one). ``classes``/``kinds``: order
+    by outcome classes / a pass's first variant first, as live guided search does
+    (:func:`ptxopt.search.guided.demote_repeats`)."""
     from .guided import choose
 
     rng = kernel_rng(seed, episode[0].kernel)
@@ -103,7 +112,8 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
         sc, gn = scored[id(s)]
         pick = [m.action for m in choose([_Move(a) for a in s.candidates], sc, top_k=top_k, threshold=threshold,
                                          rng=rng, gains=gn, known=known, explore=explore, at_root=i == 0,
-                                         classes=classes_of(s) if classes else None)]
+                                         classes=classes_of(s) if classes else None,
+                                         kinds=kinds_of(s) if kinds else None)]
         evals += len(pick)
         ok = [(s.candidates[a], a) for a in pick if s.candidates[a] is not None and s.candidates[a] < cycles]
         if not ok:
@@ -116,10 +126,10 @@ def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0
 
 
 def replay_mean(scored: dict, episode, *, top_k: int, threshold: float, known=None, explore: int = 1,
-                seeds: int = RANDOM_SEEDS, classes: bool = True) -> tuple[float, float]:
+                seeds: int = RANDOM_SEEDS, classes: bool = True, kinds: bool = True) -> tuple[float, float]:
     """:func:`replay` averaged over ``seeds`` draws of its random choices (ties, exploration slots)."""
     runs = [replay(scored, episode, top_k=top_k, threshold=threshold, seed=i, known=known, explore=explore,
-                   classes=classes) for i in range(seeds)]
+                   classes=classes, kinds=kinds) for i in range(seeds)]
     return sum(g for g, _ in runs) / seeds, sum(e for _, e in runs) / seeds
 
 
@@ -168,14 +178,15 @@ def recall_states(episodes_, *, min_gain: float = 0.0):
 
 
 def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
-           classes: bool = True) -> tuple[float, int]:
+           classes: bool = True, kinds: bool = True) -> tuple[float, int]:
     """``(hits, states)``: at each greedy state where greedy did not stop (:func:`recall_states`), is one of
     the ``k`` first-ordered actions within :data:`HIT_TOL` of the best candidate's cycles? The order is guided
     search's (:func:`ptxopt.search.guided.order`: score, then predicted gain); actions tied on both count by
     their chance under the random tie-break, so ``hits`` is an expectation. ``scored`` None: a random
-    ranker's expected hits (every candidate tied). ``classes``: members of an outcome class but its first
-    ordered last (:func:`ptxopt.search.guided.demote_same_outcome`), as guided search measures them."""
-    from .guided import demote_same_outcome
+    ranker's expected hits (every candidate tied). ``classes``/``kinds``: members of an outcome class but its
+    first ordered last, a pass's variants but its first after every pass's first
+    (:func:`ptxopt.search.guided.demote_repeats`), as guided search measures them."""
+    from .guided import demote_repeats
 
     hits, n = 0.0, 0
     for s, near in recall_states(episodes_, min_gain=min_gain):
@@ -184,8 +195,8 @@ def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
         else:
             sc, gn = scored[id(s)]
             keys = {a: (sc[a], gn.get(a, -math.inf)) for a in sc}
-        if classes:
-            keys = demote_same_outcome(keys, classes_of(s))
+        if classes or kinds:
+            keys = demote_repeats(keys, classes_of(s) if classes else None, kinds_of(s) if kinds else None)
         n += 1
         hits += topk_hit(keys, near, k)
     return hits, n

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ptxopt.search.guided import choose, order
-from ptxopt.search.ranker_replay import recall, topk_hit
+from ptxopt.search.ranker_replay import recall, replay, topk_hit
 from ptxopt.search.trajectory import Step
 
 
@@ -165,3 +165,17 @@ def test_recall_counts_one_measurement_for_two_directives_asking_for_one_registe
     assert recall(scored, [[s]], k=3, classes=False) == (0.0, 1)
     s.context = {"block_threads": 512.0}  # there launch_bounds_2 asks for 64: two outcomes, vec_ld fourth
     assert recall(scored, [[s]], k=3) == (0.0, 1)
+
+
+def test_recall_and_replay_put_a_passs_second_variant_after_every_passs_first():
+    cands = {"maxnreg_255": 1000.0, "maxnreg_128": 1000.0, "maxnreg_64": 1000.0, "vec_st": 900.0}
+    s = _state(cands, "vec_st")
+    s.context = {"registers": 40.0}  # no launch: every cap its own outcome class
+    scored = {id(s): ({"maxnreg_255": 4.0, "maxnreg_128": 3.0, "maxnreg_64": 2.0, "vec_st": 1.0}, {})}
+    assert recall(scored, [[s]], k=2) == (1.0, 1)  # the other caps follow vec_st
+    assert recall(scored, [[s]], k=2, kinds=False) == (0.0, 1)
+    gain, evals = replay(scored, [s], top_k=2, threshold=0.0, explore=0)
+    assert evals == 1 + 2 + 1 and gain == pytest.approx(10.0)  # explore 0 still gives one slot
+    # without the rule vec_st is left to the random slot: some draws miss it
+    assert {round(replay(scored, [s], top_k=2, threshold=0.0, explore=0, kinds=False, seed=i)[0], 6)
+            for i in range(12)} == {0.0, 10.0}

@@ -22,6 +22,7 @@ from ptxopt.cli import cli
 from ptxopt.evaluate import Candidate, EvalResult
 from ptxopt.search import EvalOptions, SearchConfig, State, search_kernel
 from ptxopt.search.guided import choose
+from ptxopt.search.rank_features import pass_kind
 from ptxopt.search.ranker import FORMAT, VERSION, RankerError, feature_names, load, train
 from ptxopt.search.trajectory import Step
 
@@ -95,8 +96,9 @@ def test_guided_measures_at_most_top_k_plus_one_children_per_step(kernel, monkey
     assert r.steps, "the fake rewards every pass: guided takes steps"
     assert all(len(s.candidates) <= top_k + 1 for s in r.steps)
     assert r.evaluations <= 1 + len(r.steps) * (top_k + 1)
-    first = r.steps[0]  # the best-scored actions are among the measured ones
-    best = sorted(actions, key=lambda a: -ranker.table[a])[:top_k]
+    first = r.steps[0]  # the best-scored action of each pass (its first variant) are among the measured ones
+    firsts = list({pass_kind(a): a for a in sorted(actions, key=lambda a: ranker.table[a])}.values())
+    best = sorted(firsts, key=lambda a: -ranker.table[a])[:top_k]
     assert set(best) <= set(first.candidates)
 
 
@@ -179,6 +181,26 @@ def test_order_puts_a_second_member_of_an_outcome_class_after_every_other_action
         pick = choose(moves, scores, top_k=1, threshold=0.0, rng=np.random.default_rng(seed), explore=2,
                       classes=classes, at_root=True)
         assert [m.action for m in pick[:1]] == ["lb"] and {m.action for m in pick[1:]} == {"x", "y"}
+
+
+def test_order_puts_a_passs_second_variant_after_every_passs_first():
+    from ptxopt.search.guided import order, pass_kinds
+
+    acts = ("maxnreg_255", "maxnreg_128", "maxnreg_64", "prefetch_L1", "vec_st", "unroll_2", "unroll_4")
+    moves = [type("M", (), {"action": a})() for a in acts]
+    scores = {a: float(len(acts) - i) for i, a in enumerate(acts)}
+    kinds = pass_kinds(acts)
+    assert kinds["maxnreg_64"] == kinds["maxnreg_255"] != kinds["prefetch_L1"] and pass_kind("stop") is None
+    got = [m.action for m in order(moves, scores, None, np.random.default_rng(0), None, kinds)]
+    assert got == ["maxnreg_255", "prefetch_L1", "vec_st", "unroll_2", "maxnreg_128", "maxnreg_64", "unroll_4"]
+    # an outcome class's repeat still goes last, after a pass's other variants
+    classes = {"maxnreg_128": "register cap 128", "maxnreg_64": "register cap 128"}
+    got = [m.action for m in order(moves, scores, None, np.random.default_rng(0), classes, kinds)]
+    assert got[-1] == "maxnreg_64" and got[4:6] == ["maxnreg_128", "unroll_4"]
+    for seed in range(20):  # an exploration slot takes a pass not measured yet while there is one
+        pick = choose(moves, scores, top_k=1, threshold=0.0, rng=np.random.default_rng(seed), explore=3,
+                      kinds=kinds, at_root=True)
+        assert pick[0].action == "maxnreg_255" and len({kinds[m.action] for m in pick}) == 4
 
 
 def test_live_guided_search_does_not_measure_two_directives_for_one_register_limit(monkeypatch, tmp_path):
