@@ -29,6 +29,7 @@ Usage (nice it on a shared machine; RECORD_CACHE: the recording's cache,
 
     OMP_NUM_THREADS=1 nice -n 5 python benchmarks/studies/ranker_live_groups.py FILE RECORD_CACHE
         [--groups a,b] [--new-since OLD] [--work runs/live_groups] [-j 2] [--md OUT.md] [--json OUT.json]
+    ... --random-after OUT.json --work SAME_WORK [--md RANDOM.md]   # then random at guided's budget
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--workers", type=int, default=2)
     ap.add_argument("--max-iter", type=int, default=40, help="boosting iterations per ranker (the report's)")
     ap.add_argument("--tune-iter", type=int, default=15, help="boosting iterations per tuning fold (the report's)")
+    ap.add_argument("--random-after", default=None, metavar="JSON",
+                    help="search nothing guided: read an earlier run's --json and search the kernels it searched "
+                         "live with `random --budget N` (N: guided's evaluations per kernel in that group, rounded "
+                         "up), on the same cache; prints the three side by side")
     ap.add_argument("--md", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -86,6 +91,14 @@ def main(argv=None) -> int:
     if args.groups:
         held = [g for g in held if g in args.groups.split(",")]
 
+    if args.random_after:
+        doc = json.loads(Path(args.random_after).read_text())
+        text = random_pass(doc, work, cache, args.workers)
+        Path(args.random_after).write_text(json.dumps(doc, indent=1, default=str))
+        print(text)
+        if args.md:
+            Path(args.md).write_text(text + "\n")
+        return 0
     doc = {"file": args.file, "groups": {}}
     for g in held:
         test = [ep for ep in by[g] if ep[0].kernel not in old]
@@ -135,6 +148,40 @@ def main(argv=None) -> int:
     if args.md:
         Path(args.md).write_text(text + "\n")
     return 0
+
+
+def random_pass(doc: dict, work: Path, cache: Path, workers: int) -> str:
+    """Random search at guided's budget on the kernels ``doc`` searched live (greedy took a step there), per
+    group; its gain and evaluations go into each row (``random_gain``, ``random_evals``). Returns the table."""
+    lines = ["| held-out group | kernels searched live | greedy gain / evals | guided LIVE gain / evals | "
+             "random LIVE gain / evals (budget) |", "|---|---|---|---|---|"]
+    tot = dict.fromkeys(("gg", "ge", "g", "e", "r", "re", "n"), 0.0)
+    for g, row in doc["groups"].items():
+        ks = {k: r for k, r in row["kernels"].items() if not r.get("replayed") and r["gain"] is not None}
+        if not ks:
+            continue
+        budget = math.ceil(sum(r["evals"] for r in ks.values()) / len(ks))
+        out = search(",".join(ks), work, f"random_{g}", ["--strategy", "random", "--budget", str(budget),
+                                                         "--cache", str(cache)], workers)
+        got = per_kernel(out)
+        for k, r in ks.items():
+            r["random_gain"], r["random_evals"] = got.get(k, {}).get("gain"), got.get(k, {}).get("evals")
+        ok = [r for r in ks.values() if r.get("random_gain") is not None]
+        n = len(ok)
+        vals = (sum(max(0.0, r["greedy_gain"]) for r in ok), sum(r["greedy_evals"] for r in ok),
+                sum(r["gain"] for r in ok), sum(r["evals"] for r in ok), sum(r["random_gain"] for r in ok),
+                sum(r["random_evals"] for r in ok), n)
+        for key, v in zip(tot, vals):
+            tot[key] += v
+        row["random_budget"] = budget
+        lines.append(f"| {g} | {n} | {vals[0] / n:.2f} / {vals[1] / n:.1f} | {vals[2] / n:.2f} / {vals[3] / n:.1f} | "
+                     f"{vals[4] / n:.2f} / {vals[5] / n:.1f} ({budget}) |")
+    n = tot["n"] or 1
+    share = (lambda x: f"{100 * x / tot['gg']:.0f}%") if tot["gg"] > 0 else (lambda x: "-")
+    lines.append(f"| **all** | {int(tot['n'])} | {tot['gg'] / n:.2f} / {tot['ge'] / n:.1f} | "
+                 f"{tot['g'] / n:.2f} / {tot['e'] / n:.1f} ({share(tot['g'])}) | "
+                 f"{tot['r'] / n:.2f} / {tot['re'] / n:.1f} ({share(tot['r'])}) |")
+    return "\n".join(lines)
 
 
 def table(doc: dict) -> str:

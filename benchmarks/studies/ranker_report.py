@@ -340,10 +340,11 @@ def main(argv=None) -> int:
 
 
 def ranked_states(scored, test, rk) -> list[str]:
-    """One line per held-out state whose best candidate gains >= 0.1%: the ranker's 3 first actions (its
-    order: score, then predicted option value; true gain % beside each) and the best candidate's rank."""
+    """One line per held-out state whose best candidate gains >= 0.1%: the ranker's 3 first actions (guided
+    search's order: score, then predicted option value, then the order rules; true gain % beside each) and the
+    best candidate's rank."""
     from ptxopt.search.guided import order
-    from ptxopt.search.ranker_replay import _Move, classes_of
+    from ptxopt.search.ranker_replay import _Move, classes_of, kinds_of
 
     out = []
     for ep in test:
@@ -353,7 +354,7 @@ def ranked_states(scored, test, rk) -> list[str]:
                 continue
             sc, gn = scored[id(s)]
             ranked = [m.action for m in order([_Move(a) for a in sc], sc, gn, np.random.default_rng(0),
-                                              classes_of(s))]
+                                              classes_of(s), kinds_of(s))]
             top = max(true.values())
             near = [a for a in ranked if true.get(a, -math.inf) >= top - 100 * NEAR_BEST]  # within 0.1%: hits
             first = ", ".join(f"{a} ({true[a]:+.1f}%)" if a in true else f"{a} (failed)" for a in ranked[:3])
