@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -75,9 +75,12 @@ def main(argv=None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cache = work / "cache.sqlite"
-    if not cache.exists():  # one copy for every group: their kernels are disjoint
-        for src in Path(args.cache).parent.glob(Path(args.cache).name + "*"):
-            shutil.copy(src, work / src.name.replace(Path(args.cache).name, cache.name, 1))
+    if not cache.exists():  # one copy for every group (their kernels are disjoint), consistent under writers
+        for src, dst in ((Path(args.cache), cache), (Path(str(args.cache) + ".moves.sqlite"),
+                                                     Path(str(cache) + ".moves.sqlite"))):
+            if src.exists():
+                with sqlite3.connect(f"file:{src}?mode=ro", uri=True) as a, sqlite3.connect(dst) as b:
+                    a.backup(b)
 
     steps = [s for s in read_jsonl(args.file) if s.strategy == "greedy"]
     groups = {k.id: k.group for k in load_manifest()}
@@ -212,7 +215,10 @@ def table(doc: dict) -> str:
         lines.append(f"| {g} | {n} | {n1} | {gg / n:.2f} / {ge / n:.1f} | {gl / n:.2f} / {el / n:.1f} | {p} | "
                      + (f"{100 * gl / gg:.0f}%" if gg > 0 else "-") + f" | {100 * el / ge:.0f}% | "
                      f"{rk['order']}, k={rk['top_k']}+{rk['explore']} |")
-    n = tot["n"] or 1
+    if not tot["n"]:
+        return ("No kernel held out (every kernel of the groups asked for is in --new-since's file, or none has "
+                "a result).")
+    n = tot["n"]
     lines.append(f"| **all** | {int(tot['n'])} | {int(tot['n1'])} | {tot['gg'] / n:.2f} / {tot['ge'] / n:.1f} | "
                  f"{tot['g'] / n:.2f} / {tot['e'] / n:.1f} | {int(tot['p'])} | "
                  + (f"**{100 * tot['g'] / tot['gg']:.0f}%**" if tot["gg"] > 0 else "-")
