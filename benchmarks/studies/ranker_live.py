@@ -79,7 +79,8 @@ def gain(k: dict) -> float | None:
 
 
 def per_kernel(doc: dict) -> dict[str, dict]:
-    return {Path(k["kernel"]).stem: {"gain": gain(k), "evals": k.get("evaluations", 0),
+    return {Path(k["kernel"]).stem: {"gain": gain(k), "baseline": k.get("baseline_cycles"),
+                                     "evals": k.get("evaluations", 0),
                                      "ptxas": k.get("evaluations", 0) - k.get("cache_hits", 0),
                                      "pipeline": k.get("pipeline") or "", "error": k.get("error")}
             for k in doc["kernels"]}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -182,6 +183,7 @@ def outcome_class(action: str, ctx: dict) -> str | None:
     return None if math.isnan(cap) else f"register cap {cap:g}"
 
 
+@lru_cache(maxsize=None)
 def pass_kind(action: str) -> str | None:
     """The pass ``action`` appends, without its parameters (``maxnreg_64`` and ``maxnreg_255``: ``MaxNReg``;
     None: not a pass action this ptxopt knows). Variants of one pass mostly agree: at the recorded states

@@ -78,23 +78,30 @@ def score_steps(ranker, steps) -> dict[int, tuple[dict, dict]]:
     return out
 
 
+def _kept(step, name: str, deps: tuple, compute):
+    """``compute()``, kept on ``step`` under ``name`` for as long as ``deps`` are the same objects (a tuner
+    replays every step once per setting and draw)."""
+    kept = step.__dict__.get(name)
+    if kept is None or any(a is not b for a, b in zip(kept[0], deps)):
+        kept = step.__dict__[name] = (deps, compute())
+    return kept[1]
+
+
 def classes_of(step) -> dict:
     """The outcome classes of a recorded step's candidates (:func:`ptxopt.search.guided.outcome_classes`),
-    kept on the step for its context and candidates (a tuner replays every step once per setting and draw)."""
+    kept on the step for its context and candidates."""
     from .guided import outcome_classes
 
-    kept = step.__dict__.get("_outcome_classes")
-    if kept is None or kept[0] is not step.context or kept[1] is not step.candidates:
-        kept = step.__dict__["_outcome_classes"] = (step.context, step.candidates,
-                                                    outcome_classes(step.candidates, step.context))
-    return kept[2]
+    return _kept(step, "_outcome_classes", (step.context, step.candidates),
+                 lambda: outcome_classes(step.candidates, step.context))
 
 
 def kinds_of(step) -> dict:
-    """The pass of each of a recorded step's candidates (:func:`ptxopt.search.guided.pass_kinds`)."""
+    """The pass of each of a recorded step's candidates (:func:`ptxopt.search.guided.pass_kinds`), kept on
+    the step for its candidates."""
     from .guided import pass_kinds
 
-    return pass_kinds(step.candidates)
+    return _kept(step, "_pass_kinds", (step.candidates,), lambda: pass_kinds(step.candidates))
 
 
 def replay(scored: dict, episode, *, top_k: int, threshold: float, seed: int = 0, known=None,
