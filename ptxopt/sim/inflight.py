@@ -26,8 +26,10 @@ What the single-warp walk measures (:class:`DepthTracker`, per thread):
   loads then the first use: d = four loads' bytes (the others are seen at that
   wait); a load of iteration i+1 issued before the use of iteration i: d = two
   loads.  A prefetch's fill is a miss nothing waits on: its bytes x latency count
-  in ``area`` (the load it serves pays only what the fill did not bring: a
-  prefetch moves bytes earlier, never removes them) and its bytes count in the
+  in ``area`` (the load it serves pays only what the fill did not bring, and
+  those bytes too from the fill's issue to its landing: a prefetch moves bytes
+  earlier, never removes them; every sector of a load counts from its own
+  transfer's issue to its landing, :func:`ptxopt.sim.model._in_flight`) and its bytes count in the
   depth of the waits it is in flight at.  The per-thread depth is the byte-weighted harmonic mean
   ``sum(c) / sum(c / d)`` -- the one that makes ``area / depth`` the walk's own
   exposed round trips.
@@ -69,13 +71,16 @@ class DepthTracker:
         self.fills: dict = {}  # sector key -> step of the prefetch fill that will serve it
         self.peak = 0.0  # most bytes in flight at one issue (the depth when no wait ever sampled one)
 
-    def issue(self, step: int, barrier: int, nbytes: float, t: float, release: float, key=None) -> None:
+    def issue(self, step: int, barrier: int, nbytes: float, t: float, release: float, key=None,
+              transfer: tuple[float, float] | None = None) -> None:
         """A miss of ``nbytes`` (per thread) issued at ``t``, its data in at ``release``, on ``barrier``
         (-1: nothing waits on it yet, e.g. a prefetch's fill of sector ``key``: a load that finds it
-        :meth:`claim` s it)."""
+        :meth:`claim` s it). ``transfer``: ``(issue, landing)`` of the transfer that moves these bytes
+        when it is not the load's own (a prefetch's fill, an earlier miss of the same sector): their
+        bytes x latency are that transfer's; the load still waits until ``release``."""
         if nbytes <= 0:
             return
-        self.area += nbytes * (release - t)
+        self.area += nbytes * ((transfer[1] - transfer[0]) if transfer is not None else (release - t))
         self._add(step, barrier, [nbytes, release, False])
         if key is not None:
             self.fills[key] = step

@@ -39,7 +39,9 @@ One warp walks the kernel's SASS.  Instruction *i* issues at::
   and a prefetch fill (a thread's share of the sector, :data:`PREFETCH_SHARING`,
   charged when it is issued); the load that then finds the prefetched sector
   is that same transfer, so it pays only what its own size exceeds the share
-  by: a prefetch moves bytes earlier and never removes them.  A sector is identified by the *values*
+  by: a prefetch moves bytes earlier and never removes them -- not its bytes,
+  nor their bytes x latency in the bytes-in-flight bound (:func:`_in_flight`:
+  each sector's bytes count from its own transfer's issue to its landing).  A sector is identified by the *values*
   of the address registers, the immediate offset and the access size,
   assuming the base is sector-aligned (cudaMalloc returns >= 256-byte aligned
   buffers).  Values are numbered: a register loaded from a constant-bank
@@ -212,6 +214,23 @@ DEFAULT_MAX_STEPS = 2_000_000  # dynamic instruction limit (a runaway CFG ends w
 #: iteration's cost includes its inner loops' extrapolation).  None: replay every iteration.
 STEADY_WARMUP = 2
 STEADY_MEASURE = 2
+def _in_flight(depth, step: int, barrier: int, nbytes: float, parts: list, t: float, release: float) -> None:
+    """Charge ``nbytes`` of one load, issued at ``t`` and waited on until ``release``, to the bytes-in-flight
+    tracker, split over the sectors it moves (``parts``: ``[bytes, issue, landing]`` of each sector's
+    transfer, weighted by its bytes): each part's bytes x latency are its own transfer's, from its issue to
+    its landing -- not from the load's issue (a prefetch's fill started earlier: charged from the load it
+    would lose the latency the prefetch ran ahead, and a prefetch moves bytes earlier, never removes them),
+    nor from the earliest issue to the latest landing (bytes in flight longer than any transfer held them).
+    No part: the load's own ``t`` to ``release``."""
+    total = sum(p[0] for p in parts)
+    if not parts or total <= 0:
+        depth.issue(step, barrier, nbytes, t, release)
+        return
+    for b, issue, landing in parts:
+        if b > 0:
+            depth.issue(step, barrier, nbytes * b / total, t, release, transfer=(issue, max(issue, landing)))
+
+
 #: Lanes of a warp that share the 32-byte sector one prefetch fills when the warp's accesses are
 #: coalesced 4-byte words (8 x 4 B = 32 B): a thread's share of the fill is ``sector / 8`` = 4 B,
 #: what the load of one 4-byte word that follows it would have charged on a miss.  The load then
@@ -1028,16 +1047,18 @@ class _Walk:
                         credit = 0  # what the prefetches of its sectors already charged
                         bytewise = tb is not None and not tb[3]
                         new_bytes = 0  # bytes of its sectors this thread touches for the first time
-                        hit_t0 = None  # issue of the earliest transfer that brought a sector it hits
+                        owed_parts, hit_parts = [], []  # per sector: [bytes, issue, landing] of its transfer
                         for s in range(off // sector, (off + size - 1) // sector + 1):
                             key = (rk, s)
+                            lo = off - s * sector
+                            mask = ((1 << size) - 1) << lo if lo >= 0 else (1 << (size + lo)) - 1
+                            mask &= (1 << sector) - 1
+                            fresh_bytes = 0
                             if bytewise:
-                                lo = off - s * sector
-                                mask = ((1 << size) - 1) << lo if lo >= 0 else (1 << (size + lo)) - 1
-                                mask &= (1 << sector) - 1
                                 had = touched.get(key, 0)
                                 if mask & ~had:
-                                    new_bytes += bin(mask & ~had).count("1")
+                                    fresh_bytes = bin(mask & ~had).count("1")
+                                    new_bytes += fresh_bytes
                                     touched[key] = had | mask
                             f = fill.get(key)
                             if f is None:
@@ -1050,29 +1071,30 @@ class _Walk:
                                         f = r2
                                 src = K_GLOBAL if allocate else K_GLOBAL_NA
                                 owed = True
+                                owed_parts.append([bin(mask).count("1"), t, f])
                                 if allocate:
                                     fill[key] = f
                                     fill_t0[key] = t
                             else:
-                                if prefetched:
-                                    c = prefetched.pop(key, None)
-                                    if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
-                                        owed = True
-                                        credit += c
-                                        if m != M_LDGSTS:
-                                            depth.claim(key, steps, wb)  # its wait waits on the fill
-                                if bytewise:
-                                    t0 = fill_t0.get(key, t)
-                                    if hit_t0 is None or t0 < hit_t0:
-                                        hit_t0 = t0
+                                c = prefetched.pop(key, None) if prefetched else None
+                                if c is not None:  # the prefetch's fill IS this load's transfer: one, not zero
+                                    owed = True
+                                    credit += c
+                                    owed_parts.append([bin(mask).count("1"), fill_t0.get(key, t), f])
+                                    if m != M_LDGSTS:
+                                        depth.claim(key, steps, wb)  # its wait waits on the fill
+                                elif fresh_bytes:
+                                    hit_parts.append([fresh_bytes, fill_t0.get(key, t), f])
                             if f > release:
                                 release = f
-                        # one transfer: the prefetch's share and the rest of what the lanes' sectors need
+                        # one transfer: the prefetch's share and the rest of what the lanes' sectors need,
+                        # each sector's bytes in flight from its own transfer's issue to its landing (a
+                        # prefetched sector's from the prefetch: it moves them earlier, never removes them)
                         need = size * f2 if owed else 0
                         if need > credit:
                             l2_acc += need - credit
                             if m != M_LDGSTS:
-                                depth.issue(steps, wb, need - credit, t, release)
+                                _in_flight(depth, steps, wb, need - credit, owed_parts, t, release)
                         if bytewise and new_bytes > need:
                             # lanes unknown, taken as coalesced: each lane's share of a sector is the bytes
                             # of it that lane touches, however they are split into accesses -- an L1 hit on
@@ -1082,7 +1104,7 @@ class _Walk:
                             # 16-byte load does and a prefetch still moves them earlier, never removes them
                             l2_acc += new_bytes - need
                             if m != M_LDGSTS:
-                                depth.issue(steps, wb, new_bytes - need, t if hit_t0 is None else hit_t0, release)
+                                _in_flight(depth, steps, wb, new_bytes - need, hit_parts or owed_parts, t, release)
                     if m == M_LDGSTS:
                         if release > group_release:
                             group_release = release
