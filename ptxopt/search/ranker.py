@@ -26,10 +26,11 @@ or a table of each action's record):
     order is used instead.
 
   Which one a ranker uses is chosen with its search settings on its own
-  training groups (:func:`ptxopt.search.ranker_replay.tune`). On the
-  current recordings the prior wins there: with a few dozen gaining states
-  the trees fit the states they saw (the held-out report:
-  ``benchmarks/studies/ranker_report.py``);
+  training groups (:func:`ptxopt.search.ranker_replay.tune`), the trees
+  only when they beat the prior there by more than one standard error over
+  the groups (:func:`ptxopt.search.ranker_replay.choose_setting`): with a
+  few dozen gaining states in a handful of groups the trees fit the states
+  they saw (the held-out report: ``benchmarks/studies/ranker_report.py``);
 * **gain** (``gain_model``): the *option value* of measuring the action,
   ``max(0, log gain)`` (a slower child is never kept, so a loss costs one
   evaluation, not its size), for the stop decision: a state past the root

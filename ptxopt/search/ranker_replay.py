@@ -209,17 +209,36 @@ def recall(scored: dict | None, episodes_, k: int = 3, *, min_gain: float = 0.0,
     return hits, n
 
 
-def choose_setting(table: dict) -> tuple:
+def choose_setting(table: dict, spread: dict | None = None) -> tuple:
     """The setting (``(order, top_k, explore, threshold)``) with the most gain relative to greedy among those
     within :data:`EVAL_CAP` of greedy's evaluations (gains within 0.01 of greedy's are ties: then fewer
     evaluations, then -- at equal evaluations -- a learned order before a random one, then the earlier order
-    of :data:`~ptxopt.search.ranker.ORDERS`); none within: the cheapest."""
+    of :data:`~ptxopt.search.ranker.ORDERS`); none within: the cheapest.
+
+    ``spread``: setting -> the standard error of its gain over the folds (:func:`tune`). With it the order
+    model is chosen by the one-standard-error rule (Breiman et al. 1984; Hastie, Tibshirani and Friedman,
+    *Elements of Statistical Learning* 7.10): the simplest learned order (the first of ``ORDERS``) whose best
+    setting within the cap gains at least the best setting's gain less its standard error, then that order's
+    setting as above. A fold here is a whole group, and a few groups decide the folds' gain, so a more
+    complex order that wins by less than the folds disagree is not kept: a margin that small says which
+    groups were in the folds, not what transfers to a group none of them held."""
     from .ranker import ORDERS
 
     within = [s for s, (g, e) in table.items() if e <= EVAL_CAP]
     if not within:
         return min(table, key=lambda s: (table[s][1], -table[s][0]))
-    return max(within, key=lambda s: (round(table[s][0], 2), -round(table[s][1], 4), s[1] > 0, -ORDERS.index(s[0])))
+
+    def key(s):
+        return round(table[s][0], 2), -round(table[s][1], 4), s[1] > 0, -ORDERS.index(s[0])
+
+    best = max(within, key=key)
+    if spread and best[1] > 0:
+        floor = table[best][0] - spread.get(best, 0.0)
+        for o in ORDERS[:ORDERS.index(best[0])]:
+            simpler = [s for s in within if s[0] == o and s[1] > 0]
+            if simpler and max(table[s][0] for s in simpler) >= floor:
+                return max([s for s in within if s[0] == o], key=key)
+    return best
 
 
 def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: int = 0, max_iter: int = 60,
@@ -228,7 +247,8 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
     groups (:func:`choose_setting`); the defaults when no fold kernel gains under greedy (nothing to tune on).
     ``top_k`` 0 (a random order) is tried once, under the first order model (it reads no order).
 
-    ``table``: ``"order/k/explore/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's]``."""
+    ``table``: ``"order/k/explore/threshold" -> [gain fraction of greedy's, evaluation fraction of greedy's,
+    the gain's standard error over the folds where greedy gains (when two or more do)]``."""
     from .ranker import EXPLORE, ORDERS, THRESHOLD, TOP_K, train_each
 
     groups = sorted({g for g in kernel_groups.values() if g})
@@ -239,6 +259,8 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
             if k > 0 or o == ORDERS[0]]
     sums = {okxt: [0.0, 0.0] for okxt in grid}
     greedy_gain = greedy_evals = 0.0
+    fold_gain: dict[int, dict] = {}  # fold -> setting -> its replayed gain there; with the fold's greedy gain
+    fold_greedy: dict[int, float] = {}
     for f in range(n):
         train_steps = [s for s in steps if fold_of.get(kernel_groups.get(s.kernel)) not in (f, None)]
         test = greedy_episodes(s for s in steps if fold_of.get(kernel_groups.get(s.kernel)) == f)
@@ -254,16 +276,33 @@ def tune(steps: Sequence, kernel_groups: dict, *, actions: Sequence[str], seed: 
             g, e = greedy_of(ep)
             greedy_gain += max(g, 0.0)
             greedy_evals += e
+            fold_greedy[f] = fold_greedy.get(f, 0.0) + max(g, 0.0)
+            per = fold_gain.setdefault(f, dict.fromkeys(sums, 0.0))
             for (o, k, x, t), acc in sums.items():
                 rg, re_ = replay_mean(scored[o], ep, top_k=k, threshold=t, known=rks[o].actions, explore=x)
                 acc[0] += rg
                 acc[1] += re_
+                per[(o, k, x, t)] += rg
     table = {okxt: (acc[0] / greedy_gain if greedy_gain > 0 else math.nan,
                     acc[1] / greedy_evals if greedy_evals else math.inf) for okxt, acc in sums.items()}
-    shown = {f"{o}/{k}/{x}/{t:g}": [round(g, 4), round(e, 4)] for (o, k, x, t), (g, e) in table.items()}
+    spread = fold_spread(fold_gain, fold_greedy)
+    shown = {f"{o}/{k}/{x}/{t:g}": [round(g, 4), round(e, 4)] + ([round(spread[o, k, x, t], 4)] if spread else [])
+             for (o, k, x, t), (g, e) in table.items()}
     if greedy_gain <= 0:
         return (ORDERS[0], TOP_K, EXPLORE, THRESHOLD), shown
-    return choose_setting(table), shown
+    return choose_setting(table, spread), shown
+
+
+def fold_spread(fold_gain: dict, fold_greedy: dict) -> dict:
+    """setting -> the standard error of its gain fraction over the folds where greedy gains (each fold's
+    replayed gain over greedy's there, equally weighted); empty with fewer than two such folds (no spread
+    to estimate, and :func:`choose_setting` then takes the best setting as it is)."""
+    gaining = [f for f, g in fold_greedy.items() if g > 0]
+    if len(gaining) < 2:
+        return {}
+    settings = fold_gain[gaining[0]]
+    return {s: float(np.std([fold_gain[f][s] / fold_greedy[f] for f in gaining], ddof=1) / math.sqrt(len(gaining)))
+            for s in settings}
 
 
 def train_tuned(steps: Sequence, groups: dict[str, str] | None, *, actions: Sequence[str] | None = None,
@@ -285,6 +324,8 @@ def train_tuned(steps: Sequence, groups: dict[str, str] | None, *, actions: Sequ
                                        max_iter=tune_iter or max_iter)
             note["tuned"] = {"order": o, "top_k": k, "explore": x, "threshold": t if math.isfinite(t) else None,
                              "on": "held-out folds of the training groups",
+                             "rule": "one standard error (choose_setting); a grid entry's third value is its gain's "
+                                     "standard error over the folds where greedy gains",
                              "grid order/k/explore/threshold (gain, evaluations: fractions of greedy's)": table}
         else:
             o, k, x, t = ORDERS[0], TOP_K, EXPLORE, THRESHOLD

@@ -169,7 +169,7 @@ def test_the_tuner_keeps_the_learned_order_when_it_beats_random_on_its_folds():
     steps, groups = _corpus()
     (o, k, x, t), table = tune(steps, groups, actions=ACTIONS, max_iter=20)
     assert o in ORDERS and k >= 1  # the order finds WIN first; random needs more of the budget
-    g, e = table[f"{o}/{k}/{x}/{t:g}"]
+    g, e = table[f"{o}/{k}/{x}/{t:g}"][:2]
     assert g == pytest.approx(1.0)  # every fold kernel that gains gets greedy's gain
 
 
@@ -181,6 +181,31 @@ def test_choose_setting_falls_back_to_a_random_order_that_beats_the_learned_one(
     assert choose_setting(table) == ("trees", 1, 2, -math.inf)  # a tie at equal cost: the learned order
     table[("prior", 1, 2, -math.inf)] = (0.6, 0.2)
     assert choose_setting(table) == ("prior", 1, 2, -math.inf)  # ... and of two learned orders, the first
+
+
+def test_choose_setting_keeps_the_simpler_order_within_one_standard_error():
+    table = {("prior", 2, 1, -math.inf): (0.80, 0.2), ("prior", 3, 1, -math.inf): (0.78, 0.25),
+             ("trees", 2, 1, -math.inf): (0.86, 0.2), ("prior", 0, 3, -math.inf): (0.5, 0.2)}
+    assert choose_setting(table) == ("trees", 2, 1, -math.inf)  # no spread: the most gain
+    se = dict.fromkeys(table, 0.1)
+    assert choose_setting(table, se) == ("prior", 2, 1, -math.inf)  # 0.80 >= 0.86 - 0.1: the prior, its best
+    se[("trees", 2, 1, -math.inf)] = 0.05
+    assert choose_setting(table, se) == ("trees", 2, 1, -math.inf)  # 0.80 < 0.81: the trees earned it
+    table[("prior", 4, 1, -math.inf)] = (0.9, 0.5)  # over the cap: not a candidate for the floor
+    assert choose_setting(table, se) == ("trees", 2, 1, -math.inf)
+    # the random order is a baseline, not a simpler model: it does not win by the rule
+    assert choose_setting({("trees", 2, 1, -math.inf): (0.86, 0.2), ("prior", 0, 3, -math.inf): (0.85, 0.2)},
+                          {("trees", 2, 1, -math.inf): 0.1}) == ("trees", 2, 1, -math.inf)
+
+
+def test_fold_spread_is_the_standard_error_over_the_gaining_folds():
+    from ptxopt.search.ranker_replay import fold_spread
+
+    s = ("prior", 1, 1, 0.0)
+    gains = {0: {s: 1.0}, 1: {s: 3.0}, 2: {s: 0.0}}
+    greedy = {0: 2.0, 1: 4.0, 2: 0.0}  # fractions 0.5 and 0.75; fold 2 gains nothing and says nothing
+    assert fold_spread(gains, greedy)[s] == pytest.approx(np.std([0.5, 0.75], ddof=1) / math.sqrt(2))
+    assert fold_spread({0: {s: 1.0}}, {0: 2.0}) == {}  # one gaining fold: no spread to estimate
 
 
 def test_the_tuner_keeps_the_defaults_when_no_fold_kernel_gains():
