@@ -8,7 +8,6 @@ block's new order respects its DAG, ptxas accepts every changed kernel).
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -330,13 +329,8 @@ def test_corpus(spec):
     or leaves it untouched: already in that order, or refused with reasons."""
     m = _module(spec.id)
     to_compile = []
-    for name in PASSES:
-        t = time.perf_counter()
+    for name in PASSES:  # how long each takes: benchmarks/reports/pass_matrix.py (measured, not asserted here)
         out, report = make_pass(name).apply(m)
-        if spec.id == "gemm_tile_16x16x16":
-            # 5,127 instructions, ~150k DAG edges: building the DAG alone takes
-            # ~0.12 s, ptxas ~0.45 s; the whole pass takes ~0.25 s
-            assert time.perf_counter() - t < 2.0, name
         text = emit(out)
         if spec.ptx_text().count(";") < 2000:  # (the printer's round trip is tested elsewhere)
             assert parse(text) == out, name
