@@ -236,3 +236,60 @@ def test_alias_facts_hold_on_the_interpreters_addresses():
                                 f"[{y:#x},+{ny}) overlap, yet the alias rules call them disjoint")
     assert disjoint > 20 and checked > 500, (disjoint, checked)
     assert opcodes.ADDRESS_BITS["shared"] == 32  # (the window the offsets are normalised in)
+
+
+# --------------------------------------------------------------------------------------
+# one query checked many times under assumptions (Houdini's loop in the pipelined-loop proof)
+# --------------------------------------------------------------------------------------
+
+_X = ["(declare-fun x () (_ BitVec 8))", "(declare-fun y () (_ BitVec 8))"]
+_CLAIMS = ["(= (bvand x #x00) #x00)",  # holds
+           "(bvule (bvand x #x0f) #x0f)",  # holds
+           "(= (bvadd x y) (bvadd y x))",  # holds
+           "(= x #x03)",  # fails
+           "(bvult x #x80)",  # fails under the condition below
+           "(= (bvmul x #x02) (bvshl x #x01))",  # holds
+           "(= (bvor x y) x)"]  # fails
+_COND = ["((_ extract 7 7) x)"]  # x >= 0x80
+
+
+class _Q:
+    lines = _X
+
+
+@pytest.mark.parametrize("which", ["bitwuzla", "z3"])
+def test_an_incremental_check_answers_as_a_fresh_query_of_the_claims_still_held(which):
+    from ptxopt.equivalence.prove.loop_sim import refute_all, refute_any
+
+    if not solver.available(which):
+        pytest.skip(f"{which} not installed")
+    inc = solver.Incremental(refute_any(_Q, _COND, _CLAIMS, "hb"), solver=which)
+    rng = random.Random(0)
+    for _ in range(12):
+        live = sorted(rng.sample(range(len(_CLAIMS)), rng.randint(1, len(_CLAIMS))))
+        fresh = solver.solve(refute_all(_Q, _COND, [_CLAIMS[i] for i in live], "hb"), solver=which)
+        ans = inc.check(true=[f"hb.on.{i}" for i in live],
+                        false=[f"hb.on.{i}" for i in range(len(_CLAIMS)) if i not in live],
+                        want=[f"hb.{i}" for i in live])
+        assert ans.status == fresh.status, live
+        if ans.status == "sat":  # the model falsifies a claim still held, never only a dropped one
+            assert any(ans.model[f"hb.{i}"] == 0 for i in live)
+    # Houdini's fixpoint: the claims that hold whenever the condition does
+    dropped: set[int] = set()
+    while True:
+        live = [i for i in range(len(_CLAIMS)) if i not in dropped]
+        ans = inc.check(true=[f"hb.on.{i}" for i in live], false=[f"hb.on.{i}" for i in dropped],
+                        want=[f"hb.{i}" for i in live])
+        if ans.status == "unsat":
+            break
+        dropped |= {i for i in live if ans.model[f"hb.{i}"] == 0}
+    assert dropped == {3, 4, 6}
+
+
+def test_an_incremental_query_the_solver_rejects_is_unknown_never_an_exception():
+    inc = solver.Incremental("(assert (= x #x00))\n")  # x never declared
+    ans = inc.check(true=["a"])
+    assert ans.status == "unknown" and "rejected" in ans.note
+    ok = solver.Incremental("(declare-fun a () Bool)\n(assert a)\n")
+    assert ok.check(false=["a"]).status == "unsat" and ok.check(true=["a"]).status == "sat"
+    assert ok.check(true=["nope"]).status == "unknown"  # a name the query does not declare: no verdict

@@ -476,6 +476,23 @@ def refute_all(q, conds, claims: list[str], tag: str) -> str:
     return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
 
 
+
+def refute_any(q, conds, claims: list[str], tag: str) -> str:
+    """:func:`refute_all` for a caller that drops claims one step at a time
+    (:class:`~ptxopt.equivalence.prove.smt.solver.Incremental`): claim ``i`` is
+    ``|tag.i|`` and counts only while the Boolean ``|tag.on.i|`` is assumed
+    true, so assuming every flag of the claims still held true and the others
+    false asks exactly what :func:`refute_all` asks of those claims."""
+    lines = []
+    for i, c in enumerate(claims):
+        lines.append(f"(declare-fun |{tag}.{i}| () Bool)")
+        lines.append(f"(declare-fun |{tag}.on.{i}| () Bool)")
+        lines.append(f"(assert (= |{tag}.{i}| {c}))")
+    pc = "".join(f"(= {c} #b1) " for c in conds)
+    some = " ".join(f"(and |{tag}.on.{i}| (not |{tag}.{i}|))" for i in range(len(claims)))
+    goal = f"(and {pc}(or {some} false) true)"
+    return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
+
 def _scc(blocks, h: int, outside: frozenset[int]) -> frozenset[int]:
     """The blocks reachable from ``h`` that reach ``h``, not passing through ``outside``."""
     fwd, todo = {h}, [h]
@@ -494,4 +511,4 @@ def _scc(blocks, h: int, outside: frozenset[int]) -> frozenset[int]:
 
 
 __all__ = ["MAX_COPIES", "QUERY_TIMEOUT_MS", "FUNCTION_BUDGET_S", "extra_registers_only", "prove_by_simulation",
-           "worth_trying"]
+           "refute_all", "refute_any", "worth_trying"]

@@ -48,7 +48,7 @@ from dataclasses import replace
 
 from ptxopt.equivalence.prove.details import FunctionDetail
 from ptxopt.equivalence.prove.loop_sim import (FUNCTION_BUDGET_S, MAX_TRIP_BLOCKS, QUERY_TIMEOUT_MS, _names, _Proof,
-                                               _Refused, _Timeout, refute_all)
+                                               _Refused, _Timeout, refute_any)
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.check import Side
 from ptxopt.equivalence.prove.smt.encode import Unsupported
@@ -265,22 +265,32 @@ class _SwpProof(_Proof):
 
     def _houdini(self, q: Query, conds: list[str], claims: dict[tuple, str], where: str) -> set[tuple]:
         """The keys whose claims fail under ``conds`` (1-bit terms), found by
-        asking the solver repeatedly and dropping what its model falsifies."""
+        asking the solver repeatedly and dropping what its model falsifies:
+        one query, checked again under assumptions after each drop
+        (:class:`~ptxopt.equivalence.prove.smt.solver.Incremental`; each
+        check asks what a fresh :func:`refute_all` of the claims still held
+        would ask, and Houdini's answer -- the claims that hold on every
+        path -- does not depend on the order they are dropped in)."""
+        keys = list(claims)
         dropped: set[tuple] = set()
+        inc = None
         while True:
-            live = [(k, c) for k, c in claims.items() if k not in dropped]
+            live = [i for i, k in enumerate(keys) if k not in dropped]
             if not live:
                 return dropped
             if time.perf_counter() - self.t0 > FUNCTION_BUDGET_S:
                 raise _Timeout(f"the proof's budget of {FUNCTION_BUDGET_S:.0f} s ran out at {where}")
-            text = refute_all(q, conds, [c for _, c in live], "hb")
+            if inc is None:
+                inc = solvers.Incremental(refute_any(q, conds, [claims[k] for k in keys], "hb"), QUERY_TIMEOUT_MS)
             self.solver_calls += 1
-            ans = solvers.solve(text, QUERY_TIMEOUT_MS)
+            ans = inc.check(true=[f"hb.on.{i}" for i in live],
+                            false=[f"hb.on.{i}" for i, k in enumerate(keys) if k in dropped],
+                            want=[f"hb.{i}" for i in live])
             if ans.status == "unsat":
                 return dropped
             if ans.status != "sat":
                 raise _Timeout(f"{where}: {ans.note or 'unknown'} (limit {QUERY_TIMEOUT_MS} ms per query)")
-            bad = [k for i, (k, _) in enumerate(live) if ans.model.get(f"hb.{i}", 1) == 0]
+            bad = [keys[i] for i in live if ans.model.get(f"hb.{i}", 1) == 0]
             if not bad:
                 raise _Refused(f"{where}: the solver's model names no failing invariant")
             dropped.update(bad)
