@@ -476,7 +476,6 @@ def refute_all(q, conds, claims: list[str], tag: str) -> str:
     return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
 
 
-
 def refute_any(q, conds, claims: list[str], tag: str) -> str:
     """:func:`refute_all` for a caller that drops claims one step at a time
     (:class:`~ptxopt.equivalence.prove.smt.solver.Incremental`): claim ``i`` is
@@ -492,6 +491,7 @@ def refute_any(q, conds, claims: list[str], tag: str) -> str:
     some = " ".join(f"(and |{tag}.on.{i}| (not |{tag}.{i}|))" for i in range(len(claims)))
     goal = f"(and {pc}(or {some} false) true)"
     return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
+
 
 def _scc(blocks, h: int, outside: frozenset[int]) -> frozenset[int]:
     """The blocks reachable from ``h`` that reach ``h``, not passing through ``outside``."""

@@ -110,8 +110,8 @@ class Incremental:
     the next. A caller that narrows a query one step at a time (Houdini's
     loop, :mod:`ptxopt.equivalence.prove.swp_sim`) asks each step as
     :func:`solve` would ask a fresh query with the same assertions, and
-    gets the same answers for a fraction of the time (on gen_conv2d_00's
-    pipelined loops 46 checks in 2.8 s against 14.6 s as fresh queries).
+    gets the same answers for a fraction of the time
+    (``benchmarks/studies/houdini_incremental.py`` measures both ways).
 
     The same guarantees as :func:`solve`: a solver that is not installed or
     rejects the text gives ``unknown`` with a reason, never an exception;
