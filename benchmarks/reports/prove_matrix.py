@@ -36,8 +36,7 @@ from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.ptx.emit import emit  # noqa: E402
 from ptxopt.ptx.parser import parse  # noqa: E402
 from ptxopt.passes import pass_names  # noqa: E402
-from ptxopt.passes.base import IllegalPass  # noqa: E402
-from ptxopt.passes.pipeline import make_pass  # noqa: E402
+from ptxopt.passes.pipeline import changed_output  # noqa: E402
 from ptxopt.equivalence.prove import prove  # noqa: E402
 from ptxopt.testing.mutants import OPERATORS, mutants  # noqa: E402
 
@@ -66,14 +65,8 @@ def pass_matrix(kernels) -> dict:
         text = emit(m)
         fam = out[family(spec)]
         for p in pass_names():
-            try:
-                new, rep = make_pass(p).apply(m)
-            except IllegalPass:
-                continue
-            if not rep.changed_any:
-                continue
-            cand = emit(new)
-            if cand == text:
+            new = changed_output(p, m)
+            if new is None or (cand := emit(new)) == text:
                 continue
             r = prove(text, cand, entry=spec.entry)
             fam["changed"] += 1

@@ -28,8 +28,7 @@ from ptxopt.equivalence.prove import swp_sim  # noqa: E402
 from ptxopt.equivalence.prove.loop_sim import QUERY_TIMEOUT_MS, _Timeout, refute_all  # noqa: E402
 from ptxopt.equivalence.prove.smt import solver as solvers  # noqa: E402
 from ptxopt.kernels.corpus import load_manifest  # noqa: E402
-from ptxopt.passes.base import IllegalPass  # noqa: E402
-from ptxopt.passes.pipeline import make_pass  # noqa: E402
+from ptxopt.passes.pipeline import changed_output  # noqa: E402
 from ptxopt.ptx.emit import emit  # noqa: E402
 from ptxopt.ptx.parser import parse  # noqa: E402
 
@@ -87,11 +86,8 @@ def main(argv=None) -> int:
         spec = specs[kid]
         m = parse(spec.ptx_text(), kid)
         for p in ("swp_ld_1", "swp_ld_2"):
-            try:
-                out, rep = make_pass(p).apply(m)
-            except IllegalPass:
-                continue
-            if not rep.changed_any:
+            out = changed_output(p, m)
+            if out is None:
                 continue
             n0 = len(rows)
             r = prove(emit(m), emit(out), entry=spec.entry)

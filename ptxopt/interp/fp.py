@@ -80,6 +80,13 @@ def round_to(fmt: str, r: np.ndarray, e=None, mode: str = "rn") -> np.ndarray:
     r = np.asarray(r, dtype=F64)
     if fmt == "f64":
         return _round_f64(r, e, mode)
+    if e is None and mode == "rn" and fmt in _NEAREST:
+        return _NEAREST[fmt](r)
+    return _round_general(fmt, r, e, mode)
+
+
+def _round_general(fmt: str, r: np.ndarray, e, mode: str) -> np.ndarray:
+    """:func:`round_to` for every format but f64, on the float64 bits with integer arithmetic."""
     p, emin, emax = FORMATS[fmt]
     ee = np.zeros_like(r) if e is None else np.asarray(e, dtype=F64)
     with np.errstate(all="ignore"):
@@ -126,6 +133,42 @@ def round_to(fmt: str, r: np.ndarray, e=None, mode: str = "rn") -> np.ndarray:
         out = np.copysign(val, np.where(neg, -1.0, 1.0))
         special = ~np.isfinite(r) | (r == 0)
         return np.where(special, r, out)
+
+
+def _f16_nearest(r: np.ndarray) -> np.ndarray:
+    """float64 -> f16, round to nearest even, no error term: numpy's cast rounds
+    once from the float64 bits, subnormals and overflow included (checked against
+    :func:`_round_general` in ``tests/interp/test_interp_fp.py``); NaNs stay as given."""
+    with np.errstate(all="ignore"):
+        out = r.astype(np.float16).astype(F64)
+    return np.where(np.isnan(r), r, out)
+
+
+_BF16_DROP = np.uint64((1 << 45) - 1)  # float64 fraction bits below a bfloat16's 7
+_BF16_HALF = np.uint64((1 << 44) - 1)  # ... one less than half a bfloat16 ulp
+
+
+def _bf16_nearest(r: np.ndarray) -> np.ndarray:
+    """float64 -> bf16, round to nearest even, no error term: in bfloat16's
+    normal range by the bit trick (add half an ulp less one, plus the kept
+    lowest bit, then clear the dropped bits: a carry moves into the exponent,
+    past the largest finite value to 2**128, which is infinite); the
+    subnormal range by :func:`_round_general`; zeros, infinities and NaNs
+    stay as given."""
+    with np.errstate(all="ignore"):
+        u = r.view(np.uint64)
+        q = (u + _BF16_HALF + ((u >> np.uint64(45)) & np.uint64(1))) & ~_BF16_DROP
+        out = q.view(F64)
+        out = np.where(np.abs(out) >= 2.0 ** 128, np.copysign(np.inf, r), out)
+        out = np.where(np.isfinite(r), out, r)
+        tiny = (np.abs(r) < 2.0 ** -126) & (r != 0)
+    if tiny.any():
+        out = np.where(tiny, _round_general("bf16", r, None, "rn"), out)
+    return out
+
+
+#: round_to's fast paths: round to nearest even with no error term
+_NEAREST = {"f16": _f16_nearest, "bf16": _bf16_nearest}
 
 
 def _round_f64(r: np.ndarray, e, mode: str) -> np.ndarray:

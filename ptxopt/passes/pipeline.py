@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from ptxopt.passes.base import Pass, PassError
+from ptxopt.passes.base import IllegalPass, Pass, PassError
 from ptxopt.passes.families import conflict
 from ptxopt.passes.registry import PluginPassError, UnknownPass, get_pass_class, resolve, signature
 
@@ -147,6 +147,18 @@ def make_pass(name: str, options: dict[str, str] | None = None) -> Pass:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise PipelineError(f"pass '{name}': {e}") from None
+
+
+def changed_output(name: str, module):
+    """What pass ``name`` (:func:`make_pass`) makes of ``module``, or None when
+    it is illegal for the module or reports no change: the sweeps that run
+    every pass on a kernel (the prover's matrix, its re-check) check only
+    what changed."""
+    try:
+        out, report = make_pass(name).apply(module)
+    except IllegalPass:
+        return None
+    return out if report.changed_any else None
 
 
 def _coerce(name: str, key: str, value: str, typ) -> object:

@@ -53,21 +53,14 @@ def matrix_pairs(kernels, passes=None):
     from ptxopt.ptx.emit import emit
     from ptxopt.ptx.parser import parse
     from ptxopt.passes import pass_names
-    from ptxopt.passes.base import IllegalPass
-    from ptxopt.passes.pipeline import make_pass
+    from ptxopt.passes.pipeline import changed_output
 
     for spec in kernels:
         m = parse(spec.ptx_text(), spec.id)
         text = emit(m)
         for p in passes or pass_names():
-            try:
-                new, rep = make_pass(p).apply(m)
-            except IllegalPass:
-                continue
-            if not rep.changed_any:
-                continue
-            cand = emit(new)
-            if cand != text:
+            new = changed_output(p, m)
+            if new is not None and (cand := emit(new)) != text:
                 yield Pair(f"{spec.id}/{p}", text, cand, spec.entry)
 
 
@@ -76,8 +69,7 @@ def fuzz_pairs(seeds, steps: int = 24, passes=None):
     from ptxopt.ptx.emit import emit
     from ptxopt.ptx.parser import parse
     from ptxopt.passes import pass_names
-    from ptxopt.passes.base import IllegalPass
-    from ptxopt.passes.pipeline import make_pass
+    from ptxopt.passes.pipeline import changed_output
     from ptxopt.testing.random_kernels import kernel_from_steps, random_steps
 
     for seed in seeds:
@@ -85,12 +77,8 @@ def fuzz_pairs(seeds, steps: int = 24, passes=None):
         text = emit(m)
         entry = m.entries[0].name
         for p in passes or pass_names():
-            try:
-                new, rep = make_pass(p).apply(m)
-            except IllegalPass:
-                continue
-            cand = emit(new)
-            if rep.changed_any and cand != text:
+            new = changed_output(p, m)
+            if new is not None and (cand := emit(new)) != text:
                 yield Pair(f"fuzz{seed}/{p}", text, cand, entry)
 
 

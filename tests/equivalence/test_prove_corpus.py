@@ -29,8 +29,7 @@ from ptxopt.ptx.emit import emit
 from ptxopt.ptx.ir import Instruction, instruction_slots
 from ptxopt.ptx.parser import parse
 from ptxopt.passes import pass_names
-from ptxopt.passes.base import IllegalPass
-from ptxopt.passes.pipeline import make_pass
+from ptxopt.passes.pipeline import changed_output
 from ptxopt.equivalence.prove import prove
 from ptxopt.testing.mutants import mutants
 from ptxopt.testing.random_kernels import kernel_from_steps, launch
@@ -50,20 +49,12 @@ def _parsed(kid: str):
     return m, emit(m)
 
 
-def _pass_output(pass_name: str, module):
-    try:
-        out, rep = make_pass(pass_name).apply(module)
-    except IllegalPass:
-        return None
-    return out if rep.changed_any else None
-
-
 def _check_passes(kid: str) -> int:
     m, text = _parsed(kid)
     entry = KERNELS[kid].entry
     proved = 0
     for p in pass_names():
-        out = _pass_output(p, m)
+        out = changed_output(p, m)
         if out is None or emit(out) == text:
             continue
         r = prove(text, emit(out), entry=entry)
@@ -173,7 +164,7 @@ def test_every_corpus_mutant_is_never_proved(kid):
     _no_false_proof(m, entry, mutants(m, entry, per_operator=3), kid)
     # a mutant of a pass's (often reordered) output, against the original
     for p in ("reorder_cp", "reorder_il", "vec_ld", "split_ld"):
-        out = _pass_output(p, m)
+        out = changed_output(p, m)
         if out is not None:
             _no_false_proof_against(m, out, entry, f"{kid} after {p}")
 
@@ -214,7 +205,7 @@ def test_every_adversarial_mutant_site_is_never_proved(path):
     for fn in m.entries:
         _no_false_proof(m, fn.name, mutants(m, fn.name, per_operator=10_000), path.stem)
         for p in pass_names():
-            out = _pass_output(p, m)
+            out = changed_output(p, m)
             if out is not None:
                 _no_false_proof_against(m, out, fn.name, f"{path.stem} after {p}")
 
@@ -229,7 +220,7 @@ def _rewrite(module, entry: str, kind: str, pick: int):
     """One random rewrite of ``module`` (None when it does not apply)."""
     if kind == "pass":
         names = pass_names()
-        return _pass_output(names[pick % len(names)], module)
+        return changed_output(names[pick % len(names)], module)
     if kind == "mutant":
         mu = mutants(module, entry, per_operator=2)
         return mu[pick % len(mu)].module if mu else None

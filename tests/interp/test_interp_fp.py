@@ -345,3 +345,40 @@ def test_round_to_matches_brute_force_for_f16():
             hi = min(c for c in cands if c >= v)
             want = {"rz": lo if v > 0 else hi, "rm": lo, "rp": hi}.get(mode, float(h))
             assert float(g) == want, (mode, v)
+
+
+def _grid_and_midpoints(fmt: str, rng) -> np.ndarray:
+    """float64 values that tempt a rounding to ``fmt``: every grid value's midpoint with its upper
+    neighbour, one float64 ulp either side of it, float32 roundings of it, random values across the
+    format's range (subnormals, overflow boundary), and the specials."""
+    with np.errstate(all="ignore"):  # the NaN patterns
+        if fmt == "f16":
+            grid = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+        else:  # bf16: every pattern's float32 value
+            grid = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    grid = grid[np.isfinite(grid)]
+    grid = np.unique(grid)
+    mid = (grid[:-1] + grid[1:]) / 2
+    _, emin, emax = fp.FORMATS[fmt]
+    top = np.ldexp(2.0 - np.ldexp(1.0, 1 - fp.FORMATS[fmt][0]), emax)
+    edge = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, top, -top, top * (1 + 2 ** -12), top * (1 + 2 ** -8),
+                     np.ldexp(1.0, emax + 1), np.ldexp(1.0, emin), np.ldexp(1.0, emin - 12), 1e300, -1e-300])
+    rand = rng.standard_normal(20000) * np.ldexp(1.0, rng.integers(emin - 14, emax + 2, 20000))
+    return np.concatenate([grid, mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf),
+                           mid.astype(np.float32).astype(np.float64), edge, rand])
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_round_to_nearest_fast_path_is_the_general_rounding(fmt):
+    """round_to's fast paths (numpy's f16 cast, the bf16 bit trick) give the integer-arithmetic
+    rounding's bits on every midpoint of the format's grid and its neighbours, subnormals, the overflow
+    boundary and the specials (NaNs: a NaN either way)."""
+    x = _grid_and_midpoints(fmt, np.random.default_rng(5))
+    with np.errstate(all="ignore"):
+        fast = fp.round_to(fmt, x, None, "rn")
+        slow = fp._round_general(fmt, x, None, "rn")
+    nan = np.isnan(slow)
+    assert np.array_equal(np.isnan(fast), nan)
+    diff = np.flatnonzero(fast[~nan].view(np.uint64) != slow[~nan].view(np.uint64))
+    assert diff.size == 0, [(x[~nan][i], fast[~nan][i], slow[~nan][i]) for i in diff[:5]]
+    assert fp.round_to(fmt, np.float64(1.0) + 2.0 ** -30, None, "rn") == 1.0  # 0-d input

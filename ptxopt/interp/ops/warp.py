@@ -31,7 +31,8 @@ def members_missing(mask_reader, ins=None):
     def aux(fr, sel, idx):
         cta = fr.cta
         raw = mask_reader(fr, sel)
-        if np.ndim(raw) == 0 and int(raw) & 0xFFFFFFFF == 0xFFFFFFFF:
+        # an immediate reads as a one-element array: one mask for every lane
+        if np.size(raw) == 1 and int(np.ravel(raw)[0]) & 0xFFFFFFFF == 0xFFFFFFFF:
             if sel is ALL and cta.n_alive == cta.T:
                 return None  # every lane named, every lane here
             return full_warps_check(cta, idx)  # every lane named: the live lanes of the touched warps
