@@ -31,22 +31,15 @@ from ptxopt.ptx.parser import parse
 DEFAULT_KERNELS = ("triton_flash_attn_fwd", "triton_matmul_f16")
 
 
-def cpu_best(fn, reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
-
-
 def interleaved(on, off, reps: int) -> tuple[float, float]:
     """Best CPU time of ``on`` and of ``off``, run in turn (on, off, on, off ...)."""
-    a = b = float("inf")
+    best = [float("inf"), float("inf")]
     for _ in range(reps):
-        a = min(a, cpu_best(on, 1))
-        b = min(b, cpu_best(off, 1))
-    return a, b
+        for i, fn in enumerate((on, off)):
+            t = time.process_time()
+            fn()
+            best[i] = min(best[i], time.process_time() - t)
+    return best[0], best[1]
 
 
 class GeneralRounding:
