@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import with_default_sigint
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -53,8 +55,9 @@ def _alive(pid: int) -> bool:
 
 def _start(tmp_path):
     """``search gemm_tile -j 2`` with a fresh cache, and its two workers once they exist."""
-    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile", "-j", "2", "-q",
-                             "--cache", str(tmp_path / "eval.sqlite")], cwd=ROOT, start_new_session=True,
+    proc = subprocess.Popen(with_default_sigint([sys.executable, "-m", "ptxopt.cli", "search", "gemm_tile", "-j",
+                                                 "2", "-q", "--cache", str(tmp_path / "eval.sqlite")]),
+                            cwd=ROOT, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while len(workers := _workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:

@@ -21,6 +21,7 @@ pytest.importorskip("gymnasium")
 from ptxopt.cli import cli  # noqa: E402
 from ptxopt.search import read_jsonl  # noqa: E402
 from ptxopt_rl.checkpoint import load_policy, save_policy  # noqa: E402
+from cli_helpers import with_default_sigint  # noqa: E402
 
 K2, K4 = "gemm_tile_2x2x2", "gemm_tile_2x2x4"
 
@@ -306,9 +307,9 @@ def test_ctrl_c_during_grpo_exits_130_with_the_finished_epochs(bc_ckpt, cache, t
     from pathlib import Path
 
     out = tmp_path / "grpo"
-    proc = subprocess.Popen([sys.executable, "-m", "ptxopt.cli", "train", "--checkpoint", str(bc_ckpt),
-                             "--trajectories", str(trajectories), "--kernels", K2, "--epochs", "200",
-                             "--group-size", "2", "--out", str(out), "--cache", str(cache)],
+    proc = subprocess.Popen(with_default_sigint([sys.executable, "-m", "ptxopt.cli", "train", "--checkpoint", bc_ckpt,
+                                                 "--trajectories", trajectories, "--kernels", K2, "--epochs", "200",
+                                                 "--group-size", "2", "--out", out, "--cache", cache]),
                             cwd=Path(__file__).resolve().parents[2], start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
