@@ -147,8 +147,10 @@ def full_warps_check(cta, idx: np.ndarray) -> np.ndarray | None:
     """Lanes of the warps touched by ``idx`` that are alive but not in ``idx``
     (for ``.aligned`` collectives that need the whole warp)."""
     n = len(idx)
-    if n and n % WARP == 0 and idx[0] % WARP == 0 and idx[-1] - idx[0] == n - 1:
-        return idx[:0]  # whole warps (idx is sorted and unique): no lane missing
+    if n and n % WARP == 0:
+        lo = int(idx.min())
+        if lo % WARP == 0 and int(idx.max()) - lo == n - 1:
+            return idx[:0]  # n distinct threads filling [lo, lo + n): whole warps, in any order, no lane missing
     T = cta.T
     nw = -(-T // WARP)
     present = np.zeros(nw * WARP, dtype=bool)

@@ -46,6 +46,13 @@ def _case(rng):
     live = np.flatnonzero(alive)
     k = rng.randint(1, max(1, len(live))) if len(live) else 0
     idx = np.array(rng.sample(live.tolist(), k), dtype=np.int64)
+    if T >= 64 and rng.random() < 0.3:  # whole warps, as a warp-serial schedule runs them (with a stray lane)
+        w = rng.randrange(T // WARP - 1)
+        idx = np.arange(w * WARP, (w + rng.choice([1, 2])) * WARP, dtype=np.int64)
+        if rng.random() < 0.5:
+            idx[rng.randrange(len(idx))] = min(T - 1, idx[-1] + WARP)  # one lane swapped for another warp's
+        idx = np.unique(idx)
+        rng.shuffle(idx)
     if rng.random() < 0.5:
         idx.sort()
     return _CTA(T, alive), idx
@@ -65,8 +72,9 @@ def test_members_missing_is_the_set_difference(seed):
     rng = random.Random(seed)
     cta, idx = _case(rng)
     full = rng.random() < 0.5
-    if full:
-        raw, masks = np.uint32(0xFFFFFFFF), [0xFFFFFFFF] * len(idx)
+    if full:  # as the decoder reads an immediate: a one-element array (or a register: one value per lane)
+        raw = rng.choice([np.array([0xFFFFFFFF], dtype=np.uint32), np.full(len(idx), 0xFFFFFFFF, dtype=np.uint32)])
+        masks = [0xFFFFFFFF] * len(idx)
     else:  # a per-lane membermask naming its own lane and random others
         masks = [rng.getrandbits(32) | (1 << (t % WARP)) for t in idx.tolist()]
         raw = np.array(masks, dtype=np.uint32)
@@ -77,7 +85,7 @@ def test_members_missing_is_the_set_difference(seed):
 
 def test_every_lane_here_and_named_waits_for_nothing():
     cta = _CTA(64, np.ones(64, dtype=bool))
-    assert members_missing(lambda fr, s: np.uint32(0xFFFFFFFF))(_Frame(cta), ALL, cta.all_idx) is None
+    assert members_missing(lambda fr, s: np.array([0xFFFFFFFF], dtype=np.uint32))(_Frame(cta), ALL, cta.all_idx) is None
 
 
 def test_a_membermask_without_the_own_lane_is_refused():
@@ -85,3 +93,12 @@ def test_a_membermask_without_the_own_lane_is_refused():
     idx = np.arange(4)
     with pytest.raises(WarpSyncError):
         members_missing(lambda fr, s: np.uint32(0b1110))(_Frame(cta), idx, idx)
+
+
+def test_a_group_whole_only_at_its_ends_is_not_whole():
+    """32 threads that start at a warp's first lane and end at its last, in execution order, yet lane 1 is
+    in another warp: the whole-warp shortcut must read the set, not the ends of the list."""
+    cta = _CTA(64, np.ones(64, dtype=bool))
+    idx = np.array([0, 40, *range(2, 31), 31], dtype=np.int64)
+    assert len(idx) == WARP
+    assert full_warps_check(cta, idx).tolist() == _by_sets(cta, idx, [0xFFFFFFFF] * len(idx)).tolist()
