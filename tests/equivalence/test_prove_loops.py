@@ -210,3 +210,75 @@ def test_the_loop_start_must_be_one_constant_on_every_entry(monkeypatch):
 
     monkeypatch.setattr(loops, "entry_constants", first_entry_only)
     assert prove(parse(TWO_ENTRIES), parse(bad)).verdict == Verdict.PROVED  # what the real check prevents
+
+
+def _split(text: str) -> str:
+    """``text`` with a jump to the next line before the loop: one block more,
+    so the block matcher fails and the whole-path proof decides."""
+    return text.replace("L_top:\n", "\tbra L_pre;\nL_pre:\nL_top:\n", 1)
+
+
+@pytest.fixture
+def original_path_runs(monkeypatch):
+    """How many times the original's paths were run (each call runs all of them)."""
+    from ptxopt.equivalence.prove import clear_memo
+
+    calls = []
+    real = loops._original_paths
+
+    def counted(ex):
+        calls.append(ex)
+        return real(ex)
+
+    monkeypatch.setattr(loops, "_original_paths", counted)
+    clear_memo()
+    yield calls
+    clear_memo()
+
+
+def test_the_originals_paths_run_once_for_many_candidates(original_path_runs):
+    """A search proves many candidates against one original: its paths (the
+    dearer half of a path proof) run once, and every verdict and reason is
+    the one a fresh prover gives (proved ones and refused mutants alike)."""
+    from ptxopt.equivalence.prove import clear_memo
+
+    candidates = [_split(KERNEL), _split(U2), _split(unrolled(KERNEL, 4)),
+                  *(bad for original, bad in MUTANTS.values() if original is KERNEL)]
+    remembered = [prove(KERNEL, c) for c in candidates]
+    assert len(original_path_runs) == 1
+    fresh = []
+    for c in candidates:
+        clear_memo()
+        fresh.append(prove(KERNEL, c))
+    assert len(original_path_runs) == 1 + len(candidates)  # each of them reached the path proof
+    assert [(r.verdict, r.reason) for r in remembered] == [(r.verdict, r.reason) for r in fresh]
+    assert [r.verdict for r in remembered[:3]] == [Verdict.PROVED] * 3
+    assert all("whole paths" in r.reason for r in remembered[:3])
+    assert all(r.verdict != Verdict.PROVED for r in remembered[3:])
+
+
+def test_an_original_past_the_path_budget_gives_up_once(original_path_runs, monkeypatch):
+    """Why the original's paths cannot be run is the original's alone: the
+    next candidate gets the same reason without running them again."""
+    monkeypatch.setattr(loops, "MAX_PATHS", 1)  # GUARDED forks once: 2 paths
+    first, second = prove(GUARDED, _split(UG)), prove(GUARDED, _split(unrolled(GUARDED, 4)))
+    assert len(original_path_runs) == 1
+    for r in (first, second):
+        assert r.verdict != Verdict.PROVED and "more than 1 paths" in r.reason, r.reason
+
+
+def test_the_candidate_continues_from_the_originals_budget(original_path_runs, monkeypatch):
+    """The remembered paths carry the steps they took of the proof's budget:
+    a later candidate's run gets only what is left, as when both ran in one
+    proof (a memo that handed it a fresh budget would prove these)."""
+    from ptxopt.equivalence.prove import clear_memo, original_memo
+
+    assert prove(KERNEL, _split(U2)).verdict == Verdict.PROVED
+    (used,) = [e.paths.steps for e in original_memo._ENTRIES.get().values() if e.paths is not None]
+    assert used > 0
+    clear_memo()
+    monkeypatch.setattr(loops, "TOTAL_STEPS", used + 1)  # the original's paths fit, a candidate's do not
+    first, second = prove(KERNEL, _split(U2)), prove(KERNEL, _split(unrolled(KERNEL, 4)))
+    assert len(original_path_runs) == 2  # the second proof ran no original path
+    for r in (first, second):
+        assert r.verdict != Verdict.PROVED and f"more than {used + 1} instructions in all" in r.reason, r.reason

@@ -397,14 +397,51 @@ def worth_trying(so) -> bool:
     return any(lp.trip.kind == "constant" for lp in find_loops(so.cfg).loops)
 
 
-def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check) -> tuple[bool, str]:
-    """(proved, reason): the bounded path proof of the module doc for the two
-    sides (:class:`ptxopt.equivalence.prove.match._Side`) of one function."""
+@dataclass(frozen=True)
+class OriginalPaths:
+    """The original's half of a path proof, which depends on the original
+    alone (its paths run first, on a fresh step budget): its paths, or why
+    they cannot be run (``gave_up``), the constants known once they ran
+    (:attr:`Constants.memo`, which the candidate's run continues from) and
+    the steps they took of the proof's :data:`TOTAL_STEPS`. Remembered with
+    the original (:attr:`ptxopt.equivalence.prove.original_memo.Original.paths`)
+    so that a search's candidates do not run them again; read-only."""
+
+    runs: tuple[PathRun, ...]
+    gave_up: str | None
+    constants: dict
+    steps: int
+
+
+def original_paths(so, graph: Graph, oracle) -> OriginalPaths:
+    """Run every path of the original side ``so`` (see the module doc)."""
     k = Constants(graph)
     budget = [TOTAL_STEPS]
-    eo, ec = PathExecutor(so, graph, oracle, k, budget), PathExecutor(sc, graph, oracle, k, budget)
     try:
-        runs = _original_paths(eo)
+        runs = _original_paths(PathExecutor(so, graph, oracle, k, budget))
+    except GiveUp as e:
+        return OriginalPaths((), str(e), {}, TOTAL_STEPS - budget[0])
+    return OriginalPaths(tuple(runs), None, dict(k.memo), TOTAL_STEPS - budget[0])
+
+
+def prove_paths(so, sc, graph: Graph, oracle, assume_align: int, fault_check, memo=None) -> tuple[bool, str]:
+    """(proved, reason): the bounded path proof of the module doc for the two
+    sides (:class:`ptxopt.equivalence.prove.match._Side`) of one function.
+    ``memo``: the original's :class:`~ptxopt.equivalence.prove.original_memo.Original`
+    (``graph`` and ``oracle`` are its own), whose ``paths`` keeps
+    :func:`original_paths` for the next candidate."""
+    orig = memo.paths if memo is not None else None
+    if orig is None:
+        orig = original_paths(so, graph, oracle)
+        if memo is not None:
+            memo.paths = orig
+    if orig.gave_up is not None:
+        return False, orig.gave_up
+    k = Constants(graph)
+    k.memo.update(orig.constants)
+    ec = PathExecutor(sc, graph, oracle, k, [TOTAL_STEPS - orig.steps])
+    runs = orig.runs
+    try:
         for i, ro in enumerate(runs):
             rc = ec.run_path(decide_like(ro))
             why = _compare(graph, so, sc, ro, rc, assume_align, fault_check)
@@ -422,9 +459,11 @@ __all__ = [
     "MAX_STEPS",
     "Constants",
     "GiveUp",
+    "OriginalPaths",
     "PathExecutor",
     "PathRun",
     "entry_constants",
+    "original_paths",
     "prove_loop_block",
     "prove_paths",
     "worth_trying",

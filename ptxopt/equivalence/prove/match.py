@@ -151,7 +151,7 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
     # past this point every precondition above holds: a failure may still be proved by whole paths
     def fail(reason: str, blocks=()) -> FunctionDetail:
         return _whole_paths(so, sc, graph, oracle, assume_align,
-                            FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks)))
+                            FunctionDetail(name, Verdict.INCONCLUSIVE, reason, list(blocks)), orig)
 
     if len(bo) != len(bc):
         return fail(f"CFG shapes differ: {len(bo)} blocks in the original, {len(bc)} in the candidate")
@@ -191,7 +191,7 @@ def _prove_sides(orig: original_memo.Original, sc: _Side, assume_align: int) -> 
 
 
 def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume_align: int,
-                 failed: FunctionDetail) -> FunctionDetail:
+                 failed: FunctionDetail, orig: original_memo.Original | None = None) -> FunctionDetail:
     """Where blocks do not correspond (a loop unrolled), the bounded
     whole-path proof of :mod:`ptxopt.equivalence.prove.loop_paths`; ``failed`` when it cannot prove."""
     from ptxopt.equivalence.prove import loop_sim, loop_paths as loops
@@ -204,7 +204,7 @@ def _whole_paths(so: _Side, sc: _Side, graph: Graph, oracle: AliasOracle, assume
         sim = f"; {d.reason}"
     if not loops.worth_trying(so):
         return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}", failed.blocks) if sim else failed
-    ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check)
+    ok, why = loops.prove_paths(so, sc, graph, oracle, assume_align, fault_check, memo=orig)
     if not ok:
         return FunctionDetail(failed.name, failed.verdict, f"{failed.reason}{sim}; whole paths: {why}",
                               failed.blocks)

@@ -6,14 +6,20 @@ the original symbolically again for each (its CFG, liveness and every block
 run), about half of each proof.  Here the original's side is remembered:
 its :class:`~ptxopt.equivalence.prove.match._Side` (CFG, liveness,
 alignment facts), the value graph it was executed into, the alias oracle,
-and its block runs, filled in block by block as proofs reach them.
+its block runs, filled in block by block as proofs reach them, and the
+outcome of running its whole paths (:mod:`.loop_paths`: the paths, or why
+they cannot be run within the budgets), which is all the original's and the
+dearest part of a path proof: a kernel whose loop forks past the path
+budget gave up only after about 3 s of execution, once per candidate.
 
 Why this is the same proof: the value graph is hash-consed, so a node's
 meaning is its structure, whatever else the graph holds; the candidate
 executed into a graph that already holds other candidates' nodes gets the
 same node for the same expression and a different node for a different one.
 A block run depends only on the block's instructions, the graph's
-constructors and the alias oracle, and the oracle is part of the key.
+constructors and the alias oracle, and the oracle is part of the key; the
+original's paths run first in a path proof, on a fresh step budget, so
+they too depend on nothing the candidate brings.
 
 Key: sha256 of the original module's printed text (the printer is lossless:
 equal text, equal module), the function, the alias facts of the pair
@@ -40,13 +46,16 @@ MAX_NODES = 2_000_000
 class Original:
     """One original function's side, its graph and oracle, and its block runs."""
 
-    __slots__ = ("graph", "oracle", "side", "runs", "lock", "executions")
+    __slots__ = ("graph", "oracle", "side", "runs", "lock", "executions", "paths")
 
     def __init__(self, graph, oracle, side) -> None:
         self.graph, self.oracle, self.side = graph, oracle, side
         self.runs: dict = {}
         self.lock = threading.Lock()
         self.executions = 0  # block runs actually executed (tests count them)
+        #: :func:`ptxopt.equivalence.prove.loop_paths.prove_paths`'s record of the original's paths
+        #: (:class:`~ptxopt.equivalence.prove.loop_paths.OriginalPaths`), None until a path proof needs them
+        self.paths = None
 
     def run(self, block):
         r = self.runs.get(block.index)
