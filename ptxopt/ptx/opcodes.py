@@ -68,6 +68,18 @@ NO_GLOBAL_WRITE_OPCODES = frozenset({
 # among themselves.
 COLLECTIVE_OPCODES = frozenset({"shfl", "vote", "match", "redux", "activemask", "elect"})
 
+# Warp-wide reads of shared memory whose ``.sync.aligned`` form every thread of
+# the warp executes as *the same instruction* (PTX ISA, "Warp-level matrix load
+# instruction: ldmatrix": "all threads in the warp must execute the same
+# ldmatrix instruction"; in conditional code only where the condition is
+# warp-uniform, otherwise undefined). Unlike shfl.sync (which pairs with *a*
+# shfl.sync of the same mask, so divergent paths' shuffles pair in program
+# order), such a read cannot pair with another instruction: its result is a
+# function of the row addresses every lane computes from the same code and of
+# shared memory, not of its position among other collectives. It orders no
+# memory (only barriers and fences do).
+WARP_ALIGNED_READS = frozenset({"ldmatrix"})
+
 # Memory-model qualifiers that make an access more than a plain weak one.
 ORDERED_MEM_MODS = frozenset({"volatile", "relaxed", "acquire", "release", "mmio", "acq_rel", "sc"})
 

@@ -189,6 +189,7 @@ class PathExecutor(BlockExecutor):
         self.regs = dict(regs or {})
         self.mem = MemoryState(g, self.oracle, g.node("entry", tag))
         self.coll = g.node("centry", tag)
+        self.warp_reads = set()
         self.accesses = []
         decisions: list[tuple[int, bool]] = []
         opened = 0
@@ -238,7 +239,7 @@ class PathExecutor(BlockExecutor):
             b = target
 
     def _done(self, end: str, decisions, opened) -> PathRun:
-        return PathRun(end, self.mem.state(), self.coll, dict(self.regs), self.accesses, decisions, opened)
+        return PathRun(end, self.mem.state(), self.collectives(), dict(self.regs), self.accesses, decisions, opened)
 
 
 def _original_paths(ex: PathExecutor) -> list[PathRun]:

@@ -142,6 +142,14 @@ class MemoryState:
         self.order.append(s)
         return s
 
+    def space_deps(self, space: str) -> frozenset[int]:
+        """Every store of the segment in a space that may alias ``space``, at
+        any address: what a read whose addresses other lanes supply (an
+        ``ldmatrix`` row address comes from lane ``i % 8`` of matrix ``i // 8``)
+        may see."""
+        spaces = ALIASING_SPACES.get(space, ALIASING_SPACES["generic"])
+        return frozenset(s for (gs, _), members in self.groups.items() if gs in spaces for s, _, _ in members)
+
     def state(self) -> int:
         """The memory now: the epoch plus the set of stores since it."""
         return self.g.node("mem", self.epoch, frozenset(self.order))

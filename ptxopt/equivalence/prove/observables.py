@@ -20,7 +20,8 @@ The rows, in the order they are checked:
                       ``exit``/``trap``), targets and condition, so both take
                       the same edge or leave the same way
 ``warp collectives``  ``shfl``/``vote``/``match``/``redux``...: same chain,
-                      operands, guards, order
+                      operands, guards, order; and the same set of warp-wide
+                      ``ldmatrix`` reads (:mod:`.symexec`), in any order
 ``ordering events``   barriers, fences, atomics, volatile and ordered
                       accesses, calls (``vprintf`` and every other callee,
                       their arguments and the use of their results),
@@ -176,7 +177,8 @@ def _faults(p: BlockPair) -> str | None:
 
 OBSERVABLES: tuple[Observable, ...] = (
     Observable("control", "the terminator: opcode, targets, condition", _control),
-    Observable("warp collectives", "shfl/vote/match/redux...: chain, operands, guards, order", _collectives),
+    Observable("warp collectives", "shfl/vote/match/redux...: chain, operands, guards, order; "
+                                   "ldmatrix reads as a set", _collectives),
     Observable("ordering events", "barriers, fences, atomics, volatile/ordered accesses, calls (vprintf), "
                                   "clock and other event special-register reads, unknown opcodes", _events),
     *(Observable(f"memory.{s}", f"stores to .{s} memory" + (" (.param return values)" if s == "param" else ""),

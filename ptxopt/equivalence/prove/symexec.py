@@ -21,6 +21,15 @@ memory. Each instruction then updates a register map and the block's
   is an **ordering point**: an ``event`` node holding its operands, its guard
   and the whole memory before it; its results are projections of it;
 * warp collectives (``shfl``, ``vote``...) form their own ordered chain;
+* a warp-wide ``.sync.aligned`` read of shared memory (``ldmatrix``,
+  :data:`ptxopt.ptx.opcodes.WARP_ALIGNED_READS`) is a ``wread`` node of its
+  operands, its guard, the epoch and *every* store of the segment that may
+  alias its space (its rows' addresses come from other lanes, so no offset
+  rules them out): it moves freely among loads, collectives and stores to
+  other spaces, and not across a store it may see or an ordering point. Its
+  nodes are part of the block's collective observable, as a set (the same
+  reads, in any order, each seeing the same memory), so a dead one is still
+  compared (it can fault);
 * a guard ``@p``/``@!p`` makes a register write an ``ite`` and is part of
   store, event and collective nodes.
 """
@@ -98,6 +107,7 @@ class BlockExecutor:
         self.regs: dict[str, int] = {}
         self.mem = MemoryState(g, self.oracle, g.node("entry", block_index))
         self.coll = g.node("centry", block_index)
+        self.warp_reads: set[int] = set()
         self.accesses: list[Access] = []
         terminator = None
         last = len(instructions) - 1
@@ -106,7 +116,13 @@ class BlockExecutor:
                 terminator = self._terminator(ins)
                 break
             self._step(ins)
-        return BlockRun(self.regs, self.mem.state(), self.coll, terminator, self.accesses)
+        return BlockRun(self.regs, self.mem.state(), self.collectives(), terminator, self.accesses)
+
+    def collectives(self) -> int:
+        """The collective observable: the ordered chain, with the set of warp-wide reads when there are any."""
+        if not self.warp_reads:
+            return self.coll
+        return self.g.node("cwith", self.coll, frozenset(self.warp_reads))
 
     # -- operands -----------------------------------------------------------
 
@@ -181,6 +197,8 @@ class BlockExecutor:
             return
         # the walker makes a read of %clock/%warpid... (at any depth) an ordering point
         role = f.role
+        if op in opcodes.WARP_ALIGNED_READS and role == "load" and self._warp_read(ins):
+            return
         if role == "pure":
             self._pure(ins)
         elif role == "collective":
@@ -230,6 +248,23 @@ class BlockExecutor:
         for i, d in enumerate(f.dests):
             if d is not None:
                 self.write(d, self.g.node("proj", c, i), guard)
+
+    def _warp_read(self, ins: Instruction) -> bool:
+        """An ``ldmatrix.sync.aligned`` as a ``wread`` node (module doc); False
+        for any other shape (then it is an ordering point, as before)."""
+        mods = set(ins.modifiers)
+        if not {"sync", "aligned"} <= mods:
+            return False
+        space = "shared" if any(m == "shared" or m.startswith("shared::") for m in mods) else "generic"
+        f = operand_facts.facts(ins)
+        guard = self.guard(ins)
+        srcs = tuple(self.val(o) for o in ins.operands[f.ndest:])
+        node = self.g.node("wread", ins.full_opcode, srcs, guard, self.mem.epoch, self.mem.space_deps(space))
+        self.warp_reads.add(node)
+        for i, d in enumerate(f.dests):
+            if d is not None:
+                self.write(d, self.g.node("proj", node, i), guard)
+        return True
 
     def _lanes(self, ins: Instruction, role: str) -> bool:
         """A weak ``ld``/``ldu``/``st`` as per-lane scalar accesses; False when
