@@ -225,6 +225,12 @@ def _covered(q: Query, c, originals, wide: bool = False) -> str:
         if (o.space, o.epoch, o.addr, o.size, o.guard) == (c.space, c.epoch, c.addr, c.size, c.guard) \
                 and (o.kind == "prefetch") == (c.kind == "prefetch"):
             return "true"
+        # a prefetch of the first byte an original access reads or writes under the same guard, between
+        # the same ordering points (prefetch_L1's: the address of a load it runs ahead of): that byte is
+        # accessed whenever the prefetch runs, and a prefetch needs no alignment
+        if c.kind == "prefetch" and (o.space, o.epoch, o.addr, o.guard) == (c.space, c.epoch, c.addr, c.guard) \
+                and o.size >= c.size:
+            return "true"
     gc = f"(= {c.guard} #b1)" if c.guard is not None else "true"
     if c.kind != "prefetch" and not any(o.size >= c.size and o.kind != "prefetch" and o.space == c.space
                                         for o in originals):
