@@ -335,9 +335,28 @@ def test_tritons_cubin_stage_gets_ptxopts_cubin_byte_for_byte(tcache, tmp_path, 
     assert not pt.report()[-1].cubin_reused
 
 
-def test_a_check_over_the_budget_keeps_tritons_ptx(tcache):
+def _prover_declines(monkeypatch):
+    """The prover gives no verdict, as for a rewrite it cannot prove. The two tests below are about
+    what follows then (the interpreter's step budget, a rejection remembered); matmul_f32_ieee's
+    reorder_cp, their case, is proved since the prover reads ldmatrix as a read, not an ordering point."""
+    from ptxopt.equivalence import decision
+
+    monkeypatch.setattr(decision, "_prove", lambda ref, candidate, entry: (None, "; prover: declined (test)"))
+
+
+def test_a_reorder_across_ldmatrix_is_proved_within_a_small_budget(tcache):
+    # the same kernel and pass without the test's refusal: the prover decides, so the interpreter's
+    # budget never comes into it
+    pt.enable("reorder_cp", check_steps=500)
+    compile_kernel("matmul_f32_ieee")
+    [rep] = pt.report()
+    assert rep.verdict == "proved", rep.reason
+
+
+def test_a_check_over_the_budget_keeps_tritons_ptx(tcache, monkeypatch):
     # matmul_f32_ieee: the prover does not decide reorder_cp and the interpreter would need
     # ~100k steps per contract alternative; a small budget ends it, and Triton's PTX is kept
+    _prover_declines(monkeypatch)
     plain = compile_plain("matmul_f32_ieee")
     pt.enable("reorder_cp", check_steps=500)
     with warnings.catch_warnings(record=True) as w:
@@ -411,6 +430,7 @@ def test_a_rejected_check_is_remembered_for_a_later_compile(tcache, tmp_path, mo
     # the same report; nothing is rewritten, compiled or checked again.
     import ptxopt.api as api
 
+    _prover_declines(monkeypatch)
     checks = []
     real = api.check_equivalence
     monkeypatch.setattr(api, "check_equivalence", lambda *a, **kw: checks.append(1) or real(*a, **kw))
