@@ -62,7 +62,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ptxopt.ptx import opcodes, operand_facts
-from ptxopt.equivalence.prove.memory_versions import MemoryState
 from ptxopt.equivalence.prove.observables import BlockPair, return_registers
 from ptxopt.equivalence.prove.smt.encode import _INT_CMP, _UNSIGNED_CMP
 from ptxopt.equivalence.prove.symexec import BlockExecutor
@@ -183,14 +182,8 @@ class PathExecutor(BlockExecutor):
         block's entry (its ``livein``/``entry`` nodes, the block matcher's
         hypothesis, with ``regs`` set first) until control leaves ``region``;
         the run then ends as ``leave:<block>``."""
-        g = self.g
         tag = "path" if start is None else start
-        self.block = tag  # registers read before any write: one livein node per name, both kernels
-        self.regs = dict(regs or {})
-        self.mem = MemoryState(g, self.oracle, g.node("entry", tag))
-        self.coll = g.node("centry", tag)
-        self.warp_reads = set()
-        self.accesses = []
+        self.begin(tag, regs)  # registers read before any write: one livein node per name, both kernels
         decisions: list[tuple[int, bool]] = []
         opened = 0
         steps = 0

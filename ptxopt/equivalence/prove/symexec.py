@@ -101,14 +101,20 @@ class BlockExecutor:
         self.oracle = oracle
         self.reg_bits = reg_bits  # register name -> declared width in bits (or None)
 
-    def run(self, block_index: int, instructions: list[Instruction]) -> BlockRun:
-        g = self.g
-        self.block = block_index
-        self.regs: dict[str, int] = {}
-        self.mem = MemoryState(g, self.oracle, g.node("entry", block_index))
-        self.coll = g.node("centry", block_index)
+    def begin(self, tag, regs: dict[str, int] | None = None) -> None:
+        """Fresh state for a run from ``tag``'s entry (a block index, or a
+        path's tag): its ``entry`` memory and ``centry`` collective nodes,
+        registers ``regs`` (else each reads its ``livein`` node), no reads or
+        accesses yet."""
+        self.block = tag
+        self.regs: dict[str, int] = dict(regs or {})
+        self.mem = MemoryState(self.g, self.oracle, self.g.node("entry", tag))
+        self.coll = self.g.node("centry", tag)
         self.warp_reads: set[int] = set()
         self.accesses: list[Access] = []
+
+    def run(self, block_index: int, instructions: list[Instruction]) -> BlockRun:
+        self.begin(block_index)
         terminator = None
         last = len(instructions) - 1
         for k, ins in enumerate(instructions):
@@ -243,27 +249,20 @@ class BlockExecutor:
         f = operand_facts.facts(ins)
         guard = self.guard(ins)
         srcs = tuple(self.val(o) for o in ins.operands[f.ndest:])
-        c = self.g.node("coll", ins.full_opcode, srcs, guard, self.mem.epoch, self.coll)
-        self.coll = c
-        for i, d in enumerate(f.dests):
-            if d is not None:
-                self.write(d, self.g.node("proj", c, i), guard)
+        self.coll = self.g.node("coll", ins.full_opcode, srcs, guard, self.mem.epoch, self.coll)
+        self._results(self.coll, f.dests, guard)
 
     def _warp_read(self, ins: Instruction) -> bool:
         """An ``ldmatrix.sync.aligned`` as a ``wread`` node (module doc); False
         for any other shape (then it is an ordering point, as before)."""
-        mods = set(ins.modifiers)
-        if not {"sync", "aligned"} <= mods:
-            return False
-        space = "shared" if any(m == "shared" or m.startswith("shared::") for m in mods) else "generic"
         f = operand_facts.facts(ins)
+        if not {"sync", "aligned"} <= set(ins.modifiers) or f.address is None:
+            return False
         guard = self.guard(ins)
         srcs = tuple(self.val(o) for o in ins.operands[f.ndest:])
-        node = self.g.node("wread", ins.full_opcode, srcs, guard, self.mem.epoch, self.mem.space_deps(space))
+        node = self.g.node("wread", ins.full_opcode, srcs, guard, self.mem.epoch, self.mem.space_deps(f.address.space))
         self.warp_reads.add(node)
-        for i, d in enumerate(f.dests):
-            if d is not None:
-                self.write(d, self.g.node("proj", node, i), guard)
+        self._results(node, f.dests, guard)
         return True
 
     def _lanes(self, ins: Instruction, role: str) -> bool:
@@ -314,12 +313,16 @@ class BlockExecutor:
         vals = tuple(self.val(o) for o in ins.operands[f.ndest:])
         reads = tuple(self.reg(r) for r in f.uses if r != ins.guard)
         e = self.mem.event(semantic_key(ins), (vals, reads), guard)
-        for k, d in enumerate(dests):
-            if d is not None:
-                self.write(d, self.g.node("proj", e, k), guard)
+        self._results(e, dests, guard)
         if ins.opcode in opcodes.CARRY_CLOBBERS:
             # the carry flag is not preserved across a call: an addc after it reads something else
             self.write(opcodes.CARRY_FLAG, self.g.node("proj", e, "cc"), guard)
+
+    def _results(self, node: int, dests, guard: int | None) -> None:
+        """Each destination register of ``dests`` (None: a sink) gets its projection of ``node``."""
+        for i, d in enumerate(dests):
+            if d is not None:
+                self.write(d, self.g.node("proj", node, i), guard)
 
     def _terminator(self, ins: Instruction) -> tuple:
         ops = tuple(("label", n) if (n := operand_facts.label_name(o)) is not None else self.val(o)

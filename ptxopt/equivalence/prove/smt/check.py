@@ -221,15 +221,13 @@ def _covered(q: Query, c, originals, wide: bool = False) -> str:
     aligned to its size outright, from the path condition (a runtime test of
     the address), since no original access's alignment implies it
     (:func:`_covered_bytes`)."""
-    for o in originals:  # the same access (same address term, size and guard): covered and aligned
-        if (o.space, o.epoch, o.addr, o.size, o.guard) == (c.space, c.epoch, c.addr, c.size, c.guard) \
-                and (o.kind == "prefetch") == (c.kind == "prefetch"):
-            return "true"
-        # a prefetch of the first byte an original access reads or writes under the same guard, between
-        # the same ordering points (prefetch_L1's: the address of a load it runs ahead of): that byte is
-        # accessed whenever the prefetch runs, and a prefetch needs no alignment
-        if c.kind == "prefetch" and (o.space, o.epoch, o.addr, o.guard) == (c.space, c.epoch, c.addr, c.guard) \
-                and o.size >= c.size:
+    for o in originals:
+        # at the same address term, under the same guard, between the same ordering points: the same
+        # access (size and kind) is covered and aligned; a prefetch is covered by any access of at least
+        # its byte (prefetch_L1's, of a load it runs ahead of: that byte is accessed whenever it runs,
+        # and a prefetch needs no alignment)
+        if (o.space, o.epoch, o.addr, o.guard) == (c.space, c.epoch, c.addr, c.guard) and (
+                o.size >= c.size if c.kind == "prefetch" else o.size == c.size and o.kind != "prefetch"):
             return "true"
     gc = f"(= {c.guard} #b1)" if c.guard is not None else "true"
     if c.kind != "prefetch" and not any(o.size >= c.size and o.kind != "prefetch" and o.space == c.space
