@@ -110,6 +110,20 @@ def test_warp_reads_never_cross_what_they_see(name):
     assert r.verdict != Verdict.PROVED, name
 
 
+@pytest.mark.parametrize("name", list(LEGAL) + list(ILLEGAL))
+def test_the_smt_encoding_agrees(name):
+    """The SMT block check (:mod:`ptxopt.equivalence.prove.smt.check`: the
+    prover's fallback and its independent re-check) models the read the same
+    way: the legal rewrites are shown equal, the others never are."""
+    from ptxopt.equivalence.prove.smt import solver
+    from ptxopt.equivalence.prove.smt.check import recheck
+
+    if not solver.available():
+        pytest.skip("no SMT solver installed")
+    r = recheck(KERNEL, LEGAL.get(name) or ILLEGAL[name])
+    assert (r.status == "equal") == (name in LEGAL), r.reason
+
+
 def test_the_kernel_and_its_rewrites_are_ptx():
     """ptxas accepts the kernel and every rewrite the legal half proves (the
     model reasons about real PTX, not about a form nothing emits)."""
@@ -127,3 +141,120 @@ def test_an_unaligned_form_stays_an_ordering_point():
     clear_memo()
     r = prove(plain, _moved(plain, GLD, L1.replace(".sync.aligned.", ".")))
     assert r.verdict != Verdict.PROVED
+
+
+# -- the same rules inside a loop with a runtime trip count: the inductive loop simulation (prove.loop_sim,
+# SMT) on an unrolled candidate written by hand (the guarded form, two copies per trip)
+
+LOOP_HEAD = KERNEL.split("\tld.param.u64 %rd1")[0].replace(".param .u64 in)", ".param .u64 in, .param .u32 n)") \
+    .replace("%r<20>", "%r<24>")
+LOOP_PRE = """	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.param.u64 %rd3, [in];
+	cvta.to.global.u64 %rd4, %rd3;
+	ld.param.u32 %r20, [n];
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 16;
+	shl.b32 %r2, %r1, 4;
+	mov.u32 %r3, smem;
+	add.s32 %r4, %r3, %r2;
+	mov.u32 %r6, 0;
+	mov.u32 %r9, 0;
+	mov.u32 %r21, 0;
+$L_loop:
+"""
+LOOP_BODY = [
+    "ld.global.u32 %r5, [%rd4];",
+    "st.shared.u32 [%r4], %r5;",
+    "bar.sync 0;",
+    "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r6}, [%r4];",
+    "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%r7}, [%r4];",
+    "ld.global.u32 %r8, [%rd4+4];",
+    "add.s32 %r9, %r9, %r6;",
+    "add.s32 %r9, %r9, %r7;",
+    "add.s32 %r9, %r9, %r8;",
+    "bar.sync 0;",
+    "add.s64 %rd4, %rd4, 8;",
+    "add.s32 %r21, %r21, 1;",
+    "setp.lt.u32 %p2, %r21, %r20;",
+]
+LOOP_TAIL = """	@%p2 bra $L_loop;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd2, %rd5;
+	st.global.u32 [%rd6], %r9;
+	ret;
+}
+"""
+CHECK = ["add.u32 %t0, %r21, 1;", "setp.lt.u32 %q0, %t0, %r20;", "setp.ge.u32 %q1, %t0, %r21;",
+         "and.pred %q0, %q0, %q1;", "@!%q0 bra $L_loop_last;"]
+
+
+def _lines(xs: list[str]) -> str:
+    return "".join(x + "\n" if x.endswith(":") else f"\t{x}\n" for x in xs)
+
+
+def _unrolled(first: list[str], last: list[str] = LOOP_BODY) -> str:
+    """The loop unrolled twice, guarded: ``first`` is the first copy's body."""
+    head = LOOP_HEAD.replace("\t.reg .pred %p<2>;", "\t.reg .pred %p<3>;\n\t.reg .pred %q<2>;\n\t.reg .b32 %t<1>;")
+    return head + LOOP_PRE + _lines(CHECK + first + ["$L_loop_last:"] + last) + LOOP_TAIL
+
+
+LOOP = LOOP_HEAD.replace("%p<2>", "%p<3>") + LOOP_PRE + _lines(LOOP_BODY) + LOOP_TAIL
+
+
+def _edit(body: list[str], *, move: int | None = None, to: int | None = None,
+          at: int | None = None, new: str | None = None, insert: bool = False) -> list[str]:
+    """``body`` with line ``move`` put before line ``to`` (indices of ``body``), or line ``at``
+    replaced by (``insert``: preceded by) ``new``."""
+    out = list(body)
+    if move is not None:
+        line = body[move]
+        out.pop(move)
+        out.insert(to if to < move else to - 1, line)
+    if at is not None:
+        out[at:at + (0 if insert else 1)] = [new]
+    return out
+
+
+B = LOOP_BODY
+LDM, LDM_T, SST_L, BAR_1 = 3, 4, 1, 2
+LOOP_LEGAL = {
+    "the unrolled loop": _unrolled(B),
+    "a copy's two reads swapped": _unrolled(_edit(B, move=LDM_T, to=LDM)),
+    "a copy's global load moved above its reads (reorder_cp's move)": _unrolled(_edit(B, move=5, to=LDM)),
+    "the last copy's reads swapped": _unrolled(B, _edit(B, move=LDM_T, to=LDM)),
+}
+LOOP_ILLEGAL = {
+    "a read moved above the barrier": _unrolled(_edit(B, move=LDM, to=BAR_1)),
+    "the last copy's read moved above the barrier": _unrolled(B, _edit(B, move=LDM_T, to=BAR_1)),
+    "a read moved below the shared store it sees": _unrolled(_edit(B, move=SST_L, to=LDM_T)),
+    "trans dropped in a copy": _unrolled(_edit(B, at=LDM_T, new=B[LDM_T].replace(".trans", ""))),
+    "a read at another address in a copy": _unrolled(_edit(B, at=LDM, new=B[LDM].replace("[%r4]", "[%r4+16]"))),
+    "a read guarded in a copy": _unrolled(_edit(B, at=LDM, new="@%p1 " + B[LDM])),
+    "a dead read at a new address in a copy": _unrolled(_edit(B, at=LDM, insert=True,
+                                                              new=B[LDM].replace("%r6", "%r10").replace("[%r4]", "[%r4+512]"))),
+    "a read dropped in the last copy (its register keeps the last trip's)": _unrolled(B, _edit(B, at=LDM, new="")),
+}
+
+
+@pytest.mark.parametrize("name", list(LOOP_LEGAL))
+def test_the_loop_simulation_moves_warp_reads_as_the_block_prover_does(name):
+    clear_memo()
+    r = prove(LOOP, LOOP_LEGAL[name])
+    assert r.verdict == Verdict.PROVED, r.reason
+    assert "inductive simulation" in r.reason
+
+
+@pytest.mark.parametrize("name", list(LOOP_ILLEGAL))
+def test_the_loop_simulation_never_moves_a_warp_read_across_what_it_sees(name):
+    clear_memo()
+    r = prove(LOOP, LOOP_ILLEGAL[name])
+    assert r.verdict != Verdict.PROVED, name
+    assert "warp-wide read" in r.reason, r.reason
+
+
+def test_the_loop_kernels_are_ptx():
+    from ptxopt.toolchain import compile_ptx
+
+    for text in (LOOP, *LOOP_LEGAL.values()):
+        compile_ptx(text, "sm_89")

@@ -31,6 +31,19 @@ What a block is, as terms:
   address in a 64-bit register is truncated, which can only make two
   accesses *more* likely to alias), little-endian. Generic addresses, which
   may point into several of them, are ``unsupported``.
+* **warp-wide reads** (``ldmatrix.sync.aligned``,
+  :data:`ptxopt.ptx.opcodes.WARP_ALIGNED_READS`): the whole warp reads rows
+  of shared memory that other lanes address, so a lane's result is not a
+  function of its own operands. It is recorded with its address, guard and
+  the memory of its space (:attr:`BlockTerms.warp_reads`); its results are
+  free variables named by exactly those *terms* (:meth:`Query.content_id`),
+  so two reads share results only when their inputs are the same terms --
+  equal in every state of every lane, not merely equal in one lane's state
+  (which would let the solver equate reads whose other lanes differ). The
+  checker requires the same set of reads in both kernels, in any order
+  (as :mod:`ptxopt.equivalence.prove.symexec`'s ``wread``): a read then moves
+  among loads, collectives and stores to other spaces, but not across a store
+  to its space (another memory term) or an ordering point (a fresh memory).
 * **ordering points** (barriers, fences, atomics, volatile accesses, calls,
   collectives, clock reads, any opcode not given a meaning here that the
   walker does not call pure): recorded with their operands, guard and the
@@ -101,6 +114,24 @@ class BlockTerms:
     collectives: list[Event] = field(default_factory=list)
     accesses: list[Access] = field(default_factory=list)
     terminator: tuple | None = None
+    warp_reads: list[Event] = field(default_factory=list)
+
+
+def warp_reads_differ(ro: BlockTerms, rc: BlockTerms) -> str:
+    """'' when both kernels made the same warp-wide reads (as a set: the same
+    opcode, address, guard and memory terms, in any order), else which one
+    the other lacks."""
+    def content(e: Event) -> tuple:
+        return (e.key, tuple(e.operands), e.guard, tuple(e.memory.items()))
+
+    seen = {content(e) for e in ro.warp_reads}, {content(e) for e in rc.warp_reads}
+    for mine, theirs, who, other in ((rc.warp_reads, seen[0], "candidate", "original"),
+                                     (ro.warp_reads, seen[1], "original", "candidate")):
+        for e in mine:
+            if content(e) not in theirs:
+                return (f"the {who}'s warp-wide read at line {e.line} ({e.key}) is not one the {other} makes "
+                        f"(the same address and guard terms on the same memory)")
+    return ""
 
 
 def _tbits(t: str) -> int:
@@ -262,7 +293,10 @@ class BlockEncoder:
             space, addr = self.address(fa)
             self.out.accesses.append(Access("prefetch", space, 1, self.epoch, addr, self.guard(ins)))
             return
-        if f.role == "pure":
+        if op in opcodes.WARP_ALIGNED_READS and f.role == "load" and f.address is not None \
+                and {"sync", "aligned"} <= set(ins.modifiers):
+            self._warp_read(ins, f)
+        elif f.role == "pure":
             self._pure(ins, f)
         elif f.role in ("load", "store") and op in _LANE_OPS:
             self._access(ins, f, f.role == "store")
@@ -282,6 +316,20 @@ class BlockEncoder:
         for i, d in enumerate(f.dests):
             if d is not None:
                 self.write(d, self.q.var(f"coll.{self.b}.{n}.{i}.{d}", self.width(d)), g)
+
+    def _warp_read(self, ins, f) -> None:
+        """An ``ldmatrix.sync.aligned`` (module doc): no ordering point, no
+        lane access; its results are named by its opcode, address, guard and
+        memory terms."""
+        g = self.guard(ins)
+        space, addr = self.address(f.address)
+        vals = [addr] + [self._any(o) for o in ins.operands[f.ndest:] if o is not f.address.operand]
+        mem = self.memory(space)
+        self.out.warp_reads.append(Event(ins.full_opcode, (), vals, g, {space: mem}, ins.line))
+        n = self.q.content_id((ins.full_opcode, *vals, g, space, mem))
+        for i, d in enumerate(f.dests):
+            if d is not None:
+                self.write(d, self.q.var(f"wread.{n}.{i}.{self.width(d)}", self.width(d)), g)
 
     def _pure(self, ins, f) -> None:
         q = self.q

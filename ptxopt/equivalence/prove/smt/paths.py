@@ -150,7 +150,7 @@ class PathEncoder(BlockEncoder):
         """The state now (copies: the encoder may run on); ``memory`` has every space."""
         o = self.out
         return BlockTerms(dict(self.regs), {s: self.memory(s) for s in SPACES}, list(o.events),
-                          list(o.collectives), list(o.accesses))
+                          list(o.collectives), list(o.accesses), warp_reads=list(o.warp_reads))
 
 
 __all__ = ["PathEncoder"]

@@ -52,6 +52,7 @@ class Query:
         self.width: dict[str, int] = {}
         self._n = 0
         self._cons: dict[str, str] = {}
+        self._ids: dict[tuple, int] = {}
 
     # -- free symbols ----------------------------------------------------------
 
@@ -84,6 +85,12 @@ class Query:
             sig = " ".join(bv_sort(x) for x in ws)
             self.lines.append(f"(declare-fun {name} ({sig}) {bv_sort(w)})")
         return self.define(f"({name} {' '.join(args)})" if args else name, w)
+
+    def content_id(self, content: tuple) -> int:
+        """A number for ``content`` (a tuple of term names and keys), the same
+        for equal tuples anywhere in this query: names a result that is a
+        function of exactly those terms (:meth:`.encode.BlockEncoder._warp_read`)."""
+        return self._ids.setdefault(content, len(self._ids))
 
     # -- definitions -------------------------------------------------------------
 
