@@ -1,6 +1,6 @@
 """The prover's verdicts on loop rewrites of the corpus kernels that use ``ldmatrix``.
 
-    python benchmarks/studies/warp_read_loops.py [--factors 2,4] [--interpret N]
+    python benchmarks/studies/warp_read_loops.py [--factors 2,4] [--interpret N] [--kernels ID,...]
 
 For every corpus kernel whose PTX holds an ``ldmatrix`` (71: Triton's attention,
 gemm, gemv... kernels) and every pipeline ``unroll_F`` and ``unroll_F`` followed by
@@ -8,7 +8,7 @@ one reorder pass (``reorder_cp``, ``reorder_il``, ``reorder_lf``) that changes i
 :func:`ptxopt.equivalence.prove.prove` (the prover alone, no interpreter), its
 verdict and time. Run it on two commits (``PYTHONPATH=<worktree>``) to see what a
 prover change proves; the counts are the last lines. ``--interpret N``: the
-first ``N`` proved ``reorder_cp`` candidates (the reads reordered) are also run by the interpreter on the kernel's
+first ``N`` proved candidates with a reorder pass are also run by the interpreter on the kernel's
 manifest launch (:func:`ptxopt.equivalence.decision.decide` with ``prove=False``),
 which must say ``equal``: a cross-check of the proofs, not part of them.
 """
@@ -28,8 +28,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--factors", default="2,4")
     ap.add_argument("--interpret", type=int, default=0)
+    ap.add_argument("--kernels", default="", help="comma-separated kernel ids (default: every one with ldmatrix)")
     a = ap.parse_args()
-    kernels = [k for k in load_manifest() if "ldmatrix" in k.ptx_text()]
+    kernels = [k for k in load_manifest() if "ldmatrix" in k.ptx_text()
+               and (not a.kernels or k.id in a.kernels.split(","))]
     pipes = [f"unroll_{f}{r}" for f in a.factors.split(",") for r in ("", ",reorder_cp", ",reorder_il", ",reorder_lf")]
     counts: dict[str, Counter] = {p: Counter() for p in pipes}
     checked, t0 = Counter(), time.perf_counter()
@@ -46,7 +48,7 @@ def main() -> int:
             counts[p][r.verdict.value] += 1
             print(f"{k.id:28s} {p:22s} {r.verdict.value:12s} {took:6.2f} s  {'' if r.proved else r.reason[:150]}",
                   flush=True)
-            if r.proved and "reorder_cp" in p and checked["run"] < a.interpret:
+            if r.proved and "reorder" in p and checked["run"] < a.interpret:
                 from ptxopt.equivalence.decision import decide
                 from ptxopt.equivalence.launch import from_spec
 

@@ -21,7 +21,13 @@ race-free PTX whatever its numbers:
   ``bar.sync; ld.shared`` of the neighbour's slot (a barrier tempts every
   reorder);
 * ``("atom", ptr, off, x)``: ``atom.global.add`` into the thread's window;
-* ``("prefetch", ptr, off)``; ``("clock", x)``: a ``%clock`` read.
+* ``("prefetch", ptr, off)``; ``("clock", x)``: a ``%clock`` read;
+* ``("warp", x, y, z)``: ``bar.sync; st.shared`` to the thread's slot, then
+  ``bar.sync; ldmatrix.sync.aligned.m8n8.x1[.trans]`` of the rows the other
+  warp wrote (lanes 0-7 address them; :data:`THREADS` is two warps), and with ``z``
+  an ``mma.sync.aligned`` of that fragment: warp-wide instructions whose
+  results come from other lanes, never guarded or skipped (the whole warp
+  executes them).
 
 Each thread touches only its own window of each buffer and its own shared
 slot (the neighbour's only after a barrier), so the kernel is deterministic
@@ -37,7 +43,7 @@ THREADS = 64
 WINDOW = 64  # bytes per thread and buffer
 N_U32 = 12
 N_F32 = 8
-STEP_KINDS = ("ld", "st", "alu", "carry", "guard", "branch", "shared", "atom", "prefetch", "clock")
+STEP_KINDS = ("ld", "st", "alu", "carry", "guard", "branch", "shared", "atom", "prefetch", "clock", "warp")
 # the same buffer through a second register, at +16 bytes
 PTRS = ("%rd8", "%rd9", "%rd10", "%rd11")
 PTR_SPAN = (WINDOW, WINDOW, WINDOW, WINDOW - 16)
@@ -56,7 +62,8 @@ HEADER = """.version 8.0
 	.reg .b32 %r<{nr}>;
 	.reg .f32 %f<{nf}>;
 	.reg .b64 %rd<16>;
-	.shared .align 4 .b8 fuzz_sm[{smem}];
+	.reg .f32 %fm<4>;
+	.shared .align 16 .b8 fuzz_sm[{smem}];
 	ld.param.u64 %rd1, [fuzz_param_a];
 	ld.param.u64 %rd2, [fuzz_param_b];
 	ld.param.u64 %rd3, [fuzz_param_c];
@@ -76,6 +83,12 @@ HEADER = """.version 8.0
 	and.b32 %r5, %r5, {mask};
 	shl.b32 %r5, %r5, 2;
 	add.s32 %r5, %r2, %r5;
+	and.b32 %r6, %r3, -128;
+	xor.b32 %r6, %r6, 128;
+	and.b32 %r7, %r1, 7;
+	shl.b32 %r7, %r7, 4;
+	add.s32 %r6, %r6, %r7;
+	add.s32 %r6, %r2, %r6;
 """
 
 U0 = 10  # first value register (%r10...), %f10...
@@ -210,6 +223,24 @@ class _Gen:
         self.lines.append(f"\tst.shared.u32 [%r4], {v};")
         self.lines.append("\tbar.sync 0;")
         self.lines.append(f"\tld.shared.u32 {self.dst(x + 1, False)}, [%r5];")
+
+    def s_warp(self, x, y, z, _):
+        # %r6: lane l of warp w addresses row l % 8 of the 128 bytes the OTHER warp's 32 slots hold (a read
+        # moved above the barrier sees them stale under a warp-serial schedule)
+        if self.no_new or self.guard:
+            return
+        v = self.u(x)
+        self.lines.append("\tbar.sync 0;")
+        self.lines.append(f"\tst.shared.u32 [%r4], {v};")
+        self.lines.append("\tbar.sync 0;")
+        trans = ".trans" if y & 1 else ""
+        d = self.dst(x + 1, False)
+        self.lines.append(f"\tldmatrix.sync.aligned.m8n8.x1{trans}.shared.b16 {{{d}}}, [%r6];")
+        if z % 2:
+            c = [self.f(z + i) for i in range(4)]
+            self.lines.append(f"\tmma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {{%fm0, %fm1, %fm2, %fm3}}, "
+                              f"{{{d}, {self.u(y)}}}, {{{self.u(z)}}}, {{{', '.join(c)}}};")
+            self.lines.append(f"\tadd.f32 {self.dst(z, True)}, %fm{y % 4}, %fm{z % 4};")
 
     def s_atom(self, ptr, off, x, _):
         a, v = self._addr(ptr, off, 4), self.u(x + 1)

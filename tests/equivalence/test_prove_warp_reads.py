@@ -250,11 +250,101 @@ def test_the_loop_simulation_never_moves_a_warp_read_across_what_it_sees(name):
     clear_memo()
     r = prove(LOOP, LOOP_ILLEGAL[name])
     assert r.verdict != Verdict.PROVED, name
-    assert "warp-wide read" in r.reason, r.reason
+    assert "warp-wide ldmatrix" in r.reason, r.reason
 
 
 def test_the_loop_kernels_are_ptx():
     from ptxopt.toolchain import compile_ptx
 
     for text in (LOOP, *LOOP_LEGAL.values()):
+        compile_ptx(text, "sm_89")
+
+
+# -- the trap the naming avoids: two warp-wide instructions whose operands are equal in SOME lanes. In lane t
+# (even) the two reads below take the same address, but the rows come from all 32 lanes, and the odd lanes'
+# addresses differ: the two results differ. A model whose result is a function of one lane's operands (an
+# uninterpreted function of the address) would prove the candidate, which picks one result for the other
+# wherever its own operands agree; results named by operand *terms* never equate the two.
+
+TRAP = """.version 8.0
+.target sm_89
+.address_size 64
+
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+	.reg .pred %p<4>;
+	.reg .f32 %f<9>;
+	.reg .b32 %r<24>;
+	.reg .b64 %rd<8>;
+	.shared .align 16 .b8 smem[1024];
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.param.u32 %r20, [n];
+	mov.u32 %r1, %tid.x;
+	shl.b32 %r2, %r1, 4;
+	and.b32 %r3, %r2, -32;
+	mov.u32 %r4, smem;
+	add.s32 %r5, %r4, %r2;
+	add.s32 %r6, %r4, %r3;
+	mov.f32 %f1, 0f00000000;
+	mov.f32 %f2, 0f00000000;
+	mov.f32 %f3, 0f00000000;
+	mov.f32 %f4, 0f00000000;
+	mov.u32 %r9, 0;
+	mov.u32 %r21, 0;
+$L_loop:
+	ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r7}, [%r5];
+	ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r8}, [%r6];
+	PICK_READ
+	add.s32 %r9, %r9, %r10;
+	mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r7, %r7}, {%r1}, {%f1, %f2, %f3, %f4};
+	mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r8, %r8}, {%r1}, {%f1, %f2, %f3, %f4};
+	PICK_MMA
+	add.s32 %r21, %r21, 1;
+	setp.lt.u32 %p1, %r21, %r20;
+	@%p1 bra $L_loop;
+	mul.wide.u32 %rd5, %r1, 16;
+	add.s64 %rd6, %rd2, %rd5;
+	st.global.v4.f32 [%rd6], {%f1, %f2, %f3, %f4};
+	st.global.u32 [%rd6+4096], %r9;
+	ret;
+}
+"""
+KEEP_READ = "mov.b32 %r10, %r8;"
+KEEP_MMA = "mov.f32 %f1, %f1;"
+# where this lane's two addresses agree, take the first read's value (the odd lanes' rows differ)
+PICK_READ = "setp.eq.u32 %p2, %r5, %r6;\n\tselp.b32 %r10, %r7, %r8, %p2;"
+# where this lane's A fragments agree, take the first product (the other lanes' fragments differ)
+PICK_MMA = "setp.eq.u32 %p3, %r7, %r8;\n\tselp.f32 %f1, %f5, %f1, %p3;"
+
+
+def _trap(read: str = KEEP_READ, mma: str = KEEP_MMA) -> str:
+    return TRAP.replace("PICK_READ", read).replace("PICK_MMA", mma)
+
+
+@pytest.mark.parametrize("which", ["ldmatrix", "mma"])
+def test_two_warp_wide_results_are_never_equated_where_one_lanes_operands_agree(which):
+    """The block prover and the loop simulation (the SMT path that models ``mma``) both refuse."""
+    from ptxopt.equivalence.prove import loop_sim
+    from ptxopt.equivalence.prove.smt import solver
+    from ptxopt.ptx.parser import parse
+
+    original = _trap()
+    candidate = _trap(read=PICK_READ) if which == "ldmatrix" else _trap(mma=PICK_MMA)
+    clear_memo()
+    assert prove(original, candidate).verdict != Verdict.PROVED
+    if not solver.available():
+        pytest.skip("no SMT solver installed")
+    fo, fc = parse(original).functions[0], parse(candidate).functions[0]
+    r = loop_sim.prove_by_simulation(fo, fc)
+    assert r.verdict != Verdict.PROVED
+    assert "the solver found a state" in r.reason, r.reason  # refused on the value, not on the shape
+    # (the kernel against itself is proved: the trap is in the pick, not in the kernel's shape)
+    assert loop_sim.prove_by_simulation(fo, parse(original).functions[0]).verdict == Verdict.PROVED
+
+
+def test_the_trap_kernels_are_ptx():
+    from ptxopt.toolchain import compile_ptx
+
+    for text in (_trap(), _trap(read=PICK_READ), _trap(mma=PICK_MMA)):
         compile_ptx(text, "sm_89")

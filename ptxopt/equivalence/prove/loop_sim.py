@@ -26,7 +26,7 @@ set of free SMT variables named by the cut point, shared by both kernels:
   destinations under equal conditions, with equal registers live at each
   destination (in either kernel), equal memory (every space, every byte),
   the same ordering points (operands, guards, memory before each), the same
-  warp collectives, the same warp-wide reads (as a set), and every access of the candidate covered by one of the
+  warp collectives, the same warp-wide instructions (``ldmatrix``, ``mma``: as a set), and every access of the candidate covered by one of the
   original (no new fault; the encoding of :mod:`.smt.check`);
 * a loop header ``H``: every path ``p`` of one candidate *trip* (from its
   header until it comes back to it or leaves the region; both sides of every
@@ -71,7 +71,7 @@ from ptxopt.ptx import opcodes
 from ptxopt.equivalence.prove.details import BlockDetail, FunctionDetail
 from ptxopt.equivalence.prove.smt import solver as solvers
 from ptxopt.equivalence.prove.smt.check import Side, _covered, _same_memory, _written
-from ptxopt.equivalence.prove.smt.encode import SPACES, BlockTerms, Unsupported, warp_reads_differ
+from ptxopt.equivalence.prove.smt.encode import SPACES, BlockTerms, Unsupported, warp_wide_differ
 from ptxopt.equivalence.prove.smt.paths import PathEncoder
 from ptxopt.equivalence.prove.smt.terms import Query
 from ptxopt.equivalence.verdict import Verdict
@@ -319,7 +319,7 @@ class _Proof:
                 st, _ = iteration(n)
                 if len(st.events) != len(run.state.events) or len(st.collectives) != len(run.state.collectives):
                     continue
-                why = warp_reads_differ(st, run.state)
+                why = warp_wide_differ(st, run.state)
                 if why:
                     reads = reads or f" ({n} iteration{'s' if n != 1 else ''}: {why})"
                     continue
@@ -328,7 +328,7 @@ class _Proof:
                 tries.append((-(same - len(obs)), abs(n * per_iter - run.steps), n, obs))
             if not tries:
                 raise _Refused(f"{where}: no count of original iterations makes the same ordering points"
-                               f"{' and warp-wide reads' + reads if reads else ''}")
+                               f"{' and warp-wide instructions' + reads if reads else ''}")
             # the best-agreeing counts first (ATTEMPTS of them), then the others nearest the path's length
             tries.sort(key=lambda t: t[:3])
             tries = tries[:ATTEMPTS] + sorted(tries[ATTEMPTS:], key=lambda t: t[1:3])
@@ -398,7 +398,7 @@ class _Proof:
         obs: list[tuple] = []
         if len(ro.collectives) != len(rc.collectives) or len(ro.events) != len(rc.events):
             return [("as many ordering points and warp collectives", "false", "true", 0)]
-        why = warp_reads_differ(ro, rc)
+        why = warp_wide_differ(ro, rc)
         if why:  # (terms, not values: not a counterexample)
             raise _Refused(why)
         for what, xs, ys in (("warp collective", ro.collectives, rc.collectives),

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ptxopt.ptx import opcodes
 from ptxopt.equivalence.prove.smt import solver as solvers
-from ptxopt.equivalence.prove.smt.encode import SPACES, BlockEncoder, Unsupported, warp_reads_differ
+from ptxopt.equivalence.prove.smt.encode import SPACES, BlockEncoder, Unsupported, warp_wide_differ
 from ptxopt.equivalence.prove.smt.terms import Query, sym
 
 STATUSES = ("equal", "differ", "unknown", "unsupported")
@@ -162,7 +162,7 @@ def _obligations(q: Query, so: Side, sc: Side, blk, ro, rc) -> tuple[list, str]:
         for j, (a, c) in enumerate(zip(eo.operands, ec.operands)):
             obs.append((f"warp collective {k} ({eo.key}) operand {j}", a, c, q.width[a]))
         obs.append((f"warp collective {k} ({eo.key}) guard", guard(eo.guard), guard(ec.guard), 1))
-    why = warp_reads_differ(ro, rc)
+    why = warp_wide_differ(ro, rc)
     if why:  # (terms, not values: stores reordered before a read give other terms for the same memory)
         raise Unsupported(why)
     if len(ro.events) != len(rc.events):

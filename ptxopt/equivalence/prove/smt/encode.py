@@ -31,19 +31,23 @@ What a block is, as terms:
   address in a 64-bit register is truncated, which can only make two
   accesses *more* likely to alias), little-endian. Generic addresses, which
   may point into several of them, are ``unsupported``.
-* **warp-wide reads** (``ldmatrix.sync.aligned``,
-  :data:`ptxopt.ptx.opcodes.WARP_ALIGNED_READS`): the whole warp reads rows
-  of shared memory that other lanes address, so a lane's result is not a
-  function of its own operands. It is recorded with its address, guard and
-  the memory of its space (:attr:`BlockTerms.warp_reads`); its results are
-  free variables named by exactly those *terms* (:meth:`Query.content_id`),
-  so two reads share results only when their inputs are the same terms --
-  equal in every state of every lane, not merely equal in one lane's state
-  (which would let the solver equate reads whose other lanes differ). The
-  checker requires the same set of reads in both kernels, in any order
-  (as :mod:`ptxopt.equivalence.prove.symexec`'s ``wread``): a read then moves
-  among loads, collectives and stores to other spaces, but not across a store
-  to its space (another memory term) or an ordering point (a fresh memory).
+* **warp-wide instructions** (``.sync.aligned``: the whole warp executes the
+  same instruction, by the ISA): ``ldmatrix`` (:data:`ptxopt.ptx.opcodes.WARP_ALIGNED_READS`)
+  reads rows of shared memory that other lanes address, and ``mma`` (in
+  :mod:`.paths`) multiplies fragments that other lanes hold, so a lane's
+  result is not a function of its own operands. Each is recorded with its
+  operands, guard and (a read) the memory of its space
+  (:attr:`BlockTerms.warp_wide`); its results are free variables named by
+  exactly those *terms* (:meth:`Query.content_id`), so two of them share
+  results only when their inputs are the same terms -- equal in every state
+  of every lane, not merely equal in one lane's state (which would let the
+  solver equate two whose other lanes differ). The checker requires the same
+  set of them in both kernels, in any order (as
+  :mod:`ptxopt.equivalence.prove.symexec`'s ``wread``): they move among loads,
+  collectives, each other and stores to other spaces, but a read not across a
+  store to its space (another memory term) or an ordering point (a fresh
+  memory). Shuffles stay an ordered chain: ``shfl.sync`` is not ``.aligned``,
+  so threads at two different shuffles may pair.
 * **ordering points** (barriers, fences, atomics, volatile accesses, calls,
   collectives, clock reads, any opcode not given a meaning here that the
   walker does not call pure): recorded with their operands, guard and the
@@ -114,23 +118,23 @@ class BlockTerms:
     collectives: list[Event] = field(default_factory=list)
     accesses: list[Access] = field(default_factory=list)
     terminator: tuple | None = None
-    warp_reads: list[Event] = field(default_factory=list)
+    warp_wide: list[Event] = field(default_factory=list)
 
 
-def warp_reads_differ(ro: BlockTerms, rc: BlockTerms) -> str:
-    """'' when both kernels made the same warp-wide reads (as a set: the same
-    opcode, address, guard and memory terms, in any order), else which one
-    the other lacks."""
+def warp_wide_differ(ro: BlockTerms, rc: BlockTerms) -> str:
+    """'' when both kernels ran the same warp-wide instructions (as a set: the
+    same opcode, operand, guard and memory terms, in any order), else which
+    one the other lacks."""
     def content(e: Event) -> tuple:
         return (e.key, tuple(e.operands), e.guard, tuple(e.memory.items()))
 
-    seen = {content(e) for e in ro.warp_reads}, {content(e) for e in rc.warp_reads}
-    for mine, theirs, who, other in ((rc.warp_reads, seen[0], "candidate", "original"),
-                                     (ro.warp_reads, seen[1], "original", "candidate")):
+    seen = {content(e) for e in ro.warp_wide}, {content(e) for e in rc.warp_wide}
+    for mine, theirs, who, other in ((rc.warp_wide, seen[0], "candidate", "original"),
+                                     (ro.warp_wide, seen[1], "original", "candidate")):
         for e in mine:
             if content(e) not in theirs:
-                return (f"the {who}'s warp-wide read at line {e.line} ({e.key}) is not one the {other} makes "
-                        f"(the same address and guard terms on the same memory)")
+                return (f"the {who}'s warp-wide {e.key.split('.')[0]} at line {e.line} ({e.key}) is not one the "
+                        f"{other} makes (the same operand and guard terms{' on the same memory' if e.memory else ''})")
     return ""
 
 
@@ -295,7 +299,7 @@ class BlockEncoder:
             return
         if op in opcodes.WARP_ALIGNED_READS and f.role == "load" and f.address is not None \
                 and {"sync", "aligned"} <= set(ins.modifiers):
-            self._warp_read(ins, f)
+            self._warp_wide(ins, f)
         elif f.role == "pure":
             self._pure(ins, f)
         elif f.role in ("load", "store") and op in _LANE_OPS:
@@ -317,19 +321,23 @@ class BlockEncoder:
             if d is not None:
                 self.write(d, self.q.var(f"coll.{self.b}.{n}.{i}.{d}", self.width(d)), g)
 
-    def _warp_read(self, ins, f) -> None:
-        """An ``ldmatrix.sync.aligned`` (module doc): no ordering point, no
-        lane access; its results are named by its opcode, address, guard and
-        memory terms."""
+    def _warp_wide(self, ins, f) -> None:
+        """A ``.sync.aligned`` warp-wide instruction (module doc): no ordering
+        point, no lane access; its results are named by its opcode, operand,
+        guard and (a read: ``f.address``) memory terms."""
         g = self.guard(ins)
-        space, addr = self.address(f.address)
-        vals = [addr] + [self._any(o) for o in ins.operands[f.ndest:] if o is not f.address.operand]
-        mem = self.memory(space)
-        self.out.warp_reads.append(Event(ins.full_opcode, (), vals, g, {space: mem}, ins.line))
-        n = self.q.content_id((ins.full_opcode, *vals, g, space, mem))
+        fa = f.address
+        vals, memory = [], {}
+        if fa is not None:
+            space, addr = self.address(fa)
+            vals.append(addr)
+            memory[space] = self.memory(space)
+        vals += [self._any(o) for o in ins.operands[f.ndest:] if fa is None or o is not fa.operand]
+        self.out.warp_wide.append(Event(ins.full_opcode, (), vals, g, memory, ins.line))
+        n = self.q.content_id((ins.full_opcode, *vals, g, *memory.items()))
         for i, d in enumerate(f.dests):
             if d is not None:
-                self.write(d, self.q.var(f"wread.{n}.{i}.{self.width(d)}", self.width(d)), g)
+                self.write(d, self.q.var(f"wide.{n}.{i}.{self.width(d)}", self.width(d)), g)
 
     def _pure(self, ins, f) -> None:
         q = self.q

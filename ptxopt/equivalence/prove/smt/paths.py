@@ -13,9 +13,10 @@ The entry state is named by a ``tag`` shared by both kernels (registers
 is the simulation's hypothesis that both kernels are in the same state at
 the cut point. The instructions' meaning is :mod:`.encode`'s, with two
 additions: ``mma``/``wmma.mma`` (which :mod:`.encode` refuses as float operations it
-does not model) are warp collectives: a lane's result depends on the other
-lanes' registers, so both kernels must run the same ones in the same order
-with equal operands; ``cvt`` packing two floats into a pair
+does not model) are warp-wide instructions: a lane's result depends on the other
+lanes' registers, so both kernels must run the same set of them, with the same
+operand terms (:meth:`~.encode.BlockEncoder._warp_wide`; a form without
+``.sync.aligned``: an ordered collective); ``cvt`` packing two floats into a pair
 (``cvt.rn.f16x2.f32``) and the integer operations :mod:`.encode` does not
 model (``prmt``, ``lop3``, ``popc``... :data:`_OPAQUE_INT`) are
 uninterpreted functions keyed by the whole opcode, as every float operation;
@@ -87,14 +88,16 @@ class PathEncoder(BlockEncoder):
 
     def _step(self, ins) -> None:
         """As :meth:`BlockEncoder._step`, but a warp-level matrix multiply
-        (``mma``, ``wmma.mma``) is a warp collective, not a float operation:
-        each thread's result depends on the other lanes' registers, so it is
-        compared as an ordered collective with its operands, its results
-        fresh values indexed by its position (the same in both kernels)."""
+        (``mma``, ``wmma.mma``) is a warp-wide instruction, not a float
+        operation: each thread's result depends on the other lanes' registers
+        (module doc)."""
         if ins.opcode in _MATRIX:
             f = operand_facts.facts(ins)
             if f.role == "pure":
-                self._collective(ins, f)
+                if {"sync", "aligned"} <= set(ins.modifiers):
+                    self._warp_wide(ins, f)
+                else:
+                    self._collective(ins, f)
                 return
         if ins.opcode == "cvt" and len(ins.operands) == 3:
             self._pack(ins)
@@ -150,7 +153,7 @@ class PathEncoder(BlockEncoder):
         """The state now (copies: the encoder may run on); ``memory`` has every space."""
         o = self.out
         return BlockTerms(dict(self.regs), {s: self.memory(s) for s in SPACES}, list(o.events),
-                          list(o.collectives), list(o.accesses), warp_reads=list(o.warp_reads))
+                          list(o.collectives), list(o.accesses), warp_wide=list(o.warp_wide))
 
 
 __all__ = ["PathEncoder"]

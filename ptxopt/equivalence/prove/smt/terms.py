@@ -89,7 +89,7 @@ class Query:
     def content_id(self, content: tuple) -> int:
         """A number for ``content`` (a tuple of term names and keys), the same
         for equal tuples anywhere in this query: names a result that is a
-        function of exactly those terms (:meth:`.encode.BlockEncoder._warp_read`)."""
+        function of exactly those terms (:meth:`.encode.BlockEncoder._warp_wide`)."""
         return self._ids.setdefault(content, len(self._ids))
 
     # -- definitions -------------------------------------------------------------
