@@ -293,3 +293,20 @@ def test_an_incremental_query_the_solver_rejects_is_unknown_never_an_exception()
     ok = solver.Incremental("(declare-fun a () Bool)\n(assert a)\n")
     assert ok.check(false=["a"]).status == "unsat" and ok.check(true=["a"]).status == "sat"
     assert ok.check(true=["nope"]).status == "unknown"  # a name the query does not declare: no verdict
+
+
+def test_an_ite_inside_an_ite_on_the_same_condition_folds():
+    """Query.define folds ``(ite C (ite C A B) Y)`` to ``(ite C A Y)`` and
+    ``(ite C X (ite C A B))`` to ``(ite C X B)`` (an identity), and nothing on
+    another condition."""
+    from ptxopt.equivalence.prove.smt.terms import Query
+
+    q = Query()
+    a, b = q.var("a", 1), q.var("b", 1)
+    x, y, z = (q.var(n, 32) for n in "xyz")
+    c, d = f"(= {a} #b1)", f"(= {b} #b1)"
+    inner = q.define(f"(ite {c} {x} {y})", 32)
+    assert q.define(f"(ite {c} {inner} {z})", 32) == q.define(f"(ite {c} {x} {z})", 32)
+    assert q.define(f"(ite {c} {z} {inner})", 32) == q.define(f"(ite {c} {z} {y})", 32)
+    other = q.define(f"(ite {d} {inner} {z})", 32)
+    assert other not in (q.define(f"(ite {d} {x} {z})", 32), q.define(f"(ite {d} {y} {z})", 32))

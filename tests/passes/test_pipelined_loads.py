@@ -130,3 +130,31 @@ def test_an_ignored_aliasing_store_is_not_proved(monkeypatch):
     r = prove(text, cand)
     assert str(r.verdict) != "proved"
     assert "invariant" in r.reason or "store" in r.reason or "memory" in r.reason, r.reason
+
+
+def test_a_guarded_early_load_is_substituted_only_under_its_guard():
+    """The trip's obligations put each carried register's invariant value into
+    the header state (swp_sim._substitution): the load's term outright, or
+    ``ite(guard, term, r)`` where the invariant holds only under the load's
+    guard. Tempted here: the loop loads ``[a]`` under ``@p`` and again
+    unguarded; the broken candidate reads the *guarded* early load's register
+    where the unguarded one belongs. When ``p`` is false that register is
+    stale, so the product differs; substituting the load's term without its
+    guard would make it the unguarded load's very term and prove it (checked:
+    that mutant proves it)."""
+    from ptxopt.equivalence.prove import clear_memo, prove
+    from ptxopt.passes.passmanager import run_passes_unchecked
+
+    original = make_shape("guarded", 0).text.replace(
+        "\tadd.u32 %r10, %r10, %r6;\n",
+        "\tadd.u32 %r10, %r10, %r6;\n\tld.global.u32 %r12, [%rd7];\n\tmul.lo.u32 %r11, %r11, %r12;\n")
+    cand = run_passes_unchecked(original, "swp_ld_1", allow_unchecked=True)
+    guarded_use = "\t@%p2 mov.b32 \t%r6, %swp0_r1;\n"
+    assert "\tmov.b32 \t%r12, %swp0_r3;\n" in cand and guarded_use in cand, cand
+    bad = cand.replace("\tmov.b32 \t%r12, %swp0_r3;\n", "").replace(
+        guarded_use, guarded_use + "\tmov.b32 \t%r12, %swp0_r1;\n")
+    clear_memo()
+    assert str(prove(original, cand).verdict) == "proved"
+    clear_memo()
+    r = prove(original, bad)
+    assert str(r.verdict) != "proved", r.reason

@@ -349,8 +349,10 @@ class _Proof:
         ns = sorted({p.n for p in paths})
         return f"{len(paths)} trip paths as {'/'.join(map(str, ns))} iterations"
 
-    def _trips(self, q: Query, hc: int, region: frozenset[int], tag: str) -> list:
-        """Every path of one candidate trip from ``hc`` (forking on each branch)."""
+    def _trips(self, q: Query, hc: int, region: frozenset[int], tag: str, preset: dict | None = None) -> list:
+        """Every path of one candidate trip from ``hc`` (forking on each branch);
+        ``preset``: registers whose entry value is a term of the caller's (else
+        ``in.<tag>.<name>``)."""
         sc = self.sc
         out = []
         todo: list[list[int]] = [[]]
@@ -358,6 +360,7 @@ class _Proof:
             prefix = todo.pop()
             ec = PathEncoder(q, sc.reg_bits)
             ec.begin(tag)
+            ec.regs.update(preset or {})
             made: list[int] = []
             conds: list[str] = []
             b, seen, steps = hc, 0, 0

@@ -263,6 +263,29 @@ class _SwpProof(_Proof):
         eq = f"(= {rterm} {acc.values[j]})"
         return f"(=> (and {' '.join(prem)} true) {eq})" if prem else eq
 
+    def _substitution(self, q: Query, its: list[tuple], keys: list[tuple], at_entry) -> dict[str, str]:
+        """Carried register -> its value at the header under the invariant
+        ``keys``, for the trip's obligations: the load's term where an
+        invariant of the load one iteration ahead (``k = 0``) holds outright,
+        ``ite(guard, term, r)`` where it holds under the load's guard alone.
+        Under the invariant (which the obligations still assume) each equals
+        the register's own entry value, so the obligations mean the same; but
+        the candidate's values are then the original's very terms, and an
+        accumulation over dozens of loads (an ``fma`` chain of a conv) is equal
+        by construction instead of by the solver's congruence reasoning (15 s
+        on gen_conv2d_08 swp_ld_1, over the 4 s limit)."""
+        out: dict[str, str] = {}
+        for r, a, j, k in keys:
+            if k != 0:
+                continue
+            acc = its[0][2][a]
+            term = acc.values[j]
+            if acc.guard is None:
+                out[r] = term
+            elif r not in out:
+                out[r] = q.define(f"(ite (= {acc.guard} #b1) {term} {at_entry(r)})", q.width[term])
+        return out
+
     def _houdini(self, q: Query, conds: list[str], claims: dict[tuple, str], where: str) -> set[tuple]:
         """The keys whose claims fail under ``conds`` (1-bit terms), found by
         asking the solver repeatedly and dropping what its model falsifies:
@@ -388,6 +411,9 @@ class _SwpProof(_Proof):
             raise _Refused(f"loop {label}: no invariant relates the carried registers "
                            f"{', '.join(sorted(self._own(h)))} to the original's loads")
         assume = [q.define(f"(ite {c} #b1 #b0)", 1) for c in entry.values()]
+        preset = self._substitution(q, its, list(entry), at_entry)
+        if preset:  # the trips again, from the header state with the invariant's values put in
+            paths = self._trips(q, hc, region, tag, preset)
         later = self._later_loads(q, its, 1)
         exit_o = self._dest(so, h, None, None)
         exit_c = self._mapped(exit_o)

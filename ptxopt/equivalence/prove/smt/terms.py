@@ -52,6 +52,7 @@ class Query:
         self.width: dict[str, int] = {}
         self._n = 0
         self._cons: dict[str, str] = {}
+        self._expr: dict[str, str] = {}  # name -> expr (the inverse of _cons)
         self._ids: dict[tuple, int] = {}
 
     # -- free symbols ----------------------------------------------------------
@@ -101,14 +102,65 @@ class Query:
         have = self._cons.get(expr)
         if have is not None:  # hash-consing: one name per expression, so equal computations in
             return have       # both kernels are the same name and compare equal without the solver
+        folded = self._fold_ite(expr)
+        if folded is not None:
+            return self.define(folded, w)
         self._n += 1
         name = f"t{self._n}"
         sort = "Bool" if w == 0 else (mem_sort(-w) if w < 0 else bv_sort(w))
         self.lines.append(f"(define-fun {name} () {sort} {expr})")
         self.width[name] = w
         self._cons[expr] = name
+        self._expr[name] = expr
         return name
+
+    def _fold_ite(self, expr: str) -> str | None:
+        """``(ite C (ite C A B) Y)`` as ``(ite C A Y)`` and ``(ite C X (ite C A B))``
+        as ``(ite C X B)`` (an identity: ``C`` is one pure term), where the inner
+        ``ite`` is a defined name; None when neither applies. A value substituted
+        under a guard (:mod:`ptxopt.equivalence.prove.swp_sim`) then meets its
+        guarded use as the same term."""
+        if not expr.startswith("(ite "):
+            return None
+        parts = _split3(expr[5:-1])
+        if parts is None:
+            return None
+        c, x, y = parts
+        for k, arm in ((1, x), (2, y)):
+            inner = self._expr.get(arm, "")
+            if inner.startswith("(ite "):
+                ip = _split3(inner[5:-1])
+                if ip is not None and ip[0] == c:
+                    return f"(ite {c} {ip[1]} {y})" if k == 1 else f"(ite {c} {x} {ip[2]})"
+        return None
 
     def text(self, goal: str) -> str:
         """The query: is ``goal`` (a Bool term) satisfiable?"""
         return "\n".join([*self.lines, f"(assert {goal})", "(check-sat)"]) + "\n"
+
+
+def _split3(body: str) -> tuple[str, str, str] | None:
+    """The three top-level terms of ``body`` (an ``ite``'s arguments), or None."""
+    out, depth, start, bar = [], 0, None, False
+    for i, ch in enumerate(body):
+        if bar:
+            bar = ch != "|"
+            continue
+        if ch == "|":
+            bar = True
+            start = i if start is None and depth == 0 else start
+        elif ch == "(":
+            start = i if start is None and depth == 0 else start
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            if start is not None:
+                out.append(body[start:i])
+                start = None
+            continue
+        elif start is None and depth == 0:
+            start = i
+    if start is not None:
+        out.append(body[start:])
+    return tuple(out) if len(out) == 3 else None
