@@ -334,6 +334,12 @@ def access_bytes(ins: Instruction) -> int | None:
     return max(1, TYPE_BITS[t] // 8) * vector_width(ins)
 
 
+def is_warp_aligned(ins: Instruction) -> bool:
+    """``.sync.aligned``: every thread of the warp executes this very instruction
+    (PTX ISA: ``ldmatrix``, ``mma``; see :data:`WARP_ALIGNED_READS`)."""
+    return "sync" in ins.modifiers and "aligned" in ins.modifiers
+
+
 def is_load(ins: Instruction) -> bool:
     return ins.opcode in LOADS
 

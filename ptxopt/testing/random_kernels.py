@@ -215,13 +215,18 @@ class _Gen:
         self.lines.append(f"\t@%p7 bra $L_skip{self.labels};")
         self.no_new = 1 + n % 3 + 1  # counts this step too
 
-    def s_shared(self, x, _, __, ___):
-        if self.no_new or self.guard:
-            return
+    def _publish(self, x) -> None:
+        """``bar.sync; st.shared`` of a value to the thread's slot, then
+        ``bar.sync``: every slot written before anyone reads another's."""
         v = self.u(x)
         self.lines.append("\tbar.sync 0;")
         self.lines.append(f"\tst.shared.u32 [%r4], {v};")
         self.lines.append("\tbar.sync 0;")
+
+    def s_shared(self, x, _, __, ___):
+        if self.no_new or self.guard:
+            return
+        self._publish(x)
         self.lines.append(f"\tld.shared.u32 {self.dst(x + 1, False)}, [%r5];")
 
     def s_warp(self, x, y, z, _):
@@ -229,10 +234,7 @@ class _Gen:
         # moved above the barrier sees them stale under a warp-serial schedule)
         if self.no_new or self.guard:
             return
-        v = self.u(x)
-        self.lines.append("\tbar.sync 0;")
-        self.lines.append(f"\tst.shared.u32 [%r4], {v};")
-        self.lines.append("\tbar.sync 0;")
+        self._publish(x)
         trans = ".trans" if y & 1 else ""
         d = self.dst(x + 1, False)
         self.lines.append(f"\tldmatrix.sync.aligned.m8n8.x1{trans}.shared.b16 {{{d}}}, [%r6];")

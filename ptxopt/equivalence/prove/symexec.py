@@ -256,7 +256,7 @@ class BlockExecutor:
         """An ``ldmatrix.sync.aligned`` as a ``wread`` node (module doc); False
         for any other shape (then it is an ordering point, as before)."""
         f = operand_facts.facts(ins)
-        if not {"sync", "aligned"} <= set(ins.modifiers) or f.address is None:
+        if not opcodes.is_warp_aligned(ins) or f.address is None:
             return False
         guard = self.guard(ins)
         srcs = tuple(self.val(o) for o in ins.operands[f.ndest:])

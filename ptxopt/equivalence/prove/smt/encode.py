@@ -121,18 +121,22 @@ class BlockTerms:
     warp_wide: list[Event] = field(default_factory=list)
 
 
+def _identity(e: Event) -> tuple:
+    """What a warp-wide instruction's results are a function of: its opcode,
+    operand, guard and memory terms (its results' names and the set compared
+    by :func:`warp_wide_differ` both come from this one tuple)."""
+    return (e.key, tuple(e.operands), e.guard, tuple(e.memory.items()))
+
+
 def warp_wide_differ(ro: BlockTerms, rc: BlockTerms) -> str:
     """'' when both kernels ran the same warp-wide instructions (as a set: the
     same opcode, operand, guard and memory terms, in any order), else which
     one the other lacks."""
-    def content(e: Event) -> tuple:
-        return (e.key, tuple(e.operands), e.guard, tuple(e.memory.items()))
-
-    seen = {content(e) for e in ro.warp_wide}, {content(e) for e in rc.warp_wide}
+    seen = {_identity(e) for e in ro.warp_wide}, {_identity(e) for e in rc.warp_wide}
     for mine, theirs, who, other in ((rc.warp_wide, seen[0], "candidate", "original"),
                                      (ro.warp_wide, seen[1], "original", "candidate")):
         for e in mine:
-            if content(e) not in theirs:
+            if _identity(e) not in theirs:
                 return (f"the {who}'s warp-wide {e.key.split('.')[0]} at line {e.line} ({e.key}) is not one the "
                         f"{other} makes (the same operand and guard terms{' on the same memory' if e.memory else ''})")
     return ""
@@ -298,7 +302,7 @@ class BlockEncoder:
             self.out.accesses.append(Access("prefetch", space, 1, self.epoch, addr, self.guard(ins)))
             return
         if op in opcodes.WARP_ALIGNED_READS and f.role == "load" and f.address is not None \
-                and {"sync", "aligned"} <= set(ins.modifiers):
+                and opcodes.is_warp_aligned(ins):
             self._warp_wide(ins, f)
         elif f.role == "pure":
             self._pure(ins, f)
@@ -333,8 +337,9 @@ class BlockEncoder:
             vals.append(addr)
             memory[space] = self.memory(space)
         vals += [self._any(o) for o in ins.operands[f.ndest:] if fa is None or o is not fa.operand]
-        self.out.warp_wide.append(Event(ins.full_opcode, (), vals, g, memory, ins.line))
-        n = self.q.content_id((ins.full_opcode, *vals, g, *memory.items()))
+        e = Event(ins.full_opcode, (), vals, g, memory, ins.line)
+        self.out.warp_wide.append(e)
+        n = self.q.content_id(_identity(e))
         for i, d in enumerate(f.dests):
             if d is not None:
                 self.write(d, self.q.var(f"wide.{n}.{i}.{self.width(d)}", self.width(d)), g)

@@ -94,7 +94,7 @@ class PathEncoder(BlockEncoder):
         if ins.opcode in _MATRIX:
             f = operand_facts.facts(ins)
             if f.role == "pure":
-                if {"sync", "aligned"} <= set(ins.modifiers):
+                if opcodes.is_warp_aligned(ins):
                     self._warp_wide(ins, f)
                 else:
                     self._collective(ins, f)
