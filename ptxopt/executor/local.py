@@ -121,20 +121,21 @@ class LocalExecutor(Executor):
 
 def _end(pool, *, kill: bool) -> None:
     """Shut ``pool`` down; ``kill``: its workers now (interrupted, or one died: the rest are suspects too)."""
+    # Taken before shutdown(), which drops the pool's reference to it.
+    manager = getattr(pool, "_executor_manager_thread", None)
     if kill:
         for proc in list((getattr(pool, "_processes", None) or {}).values()):
             proc.kill()
     pool.shutdown(wait=not kill, cancel_futures=kill)
-    if kill:
+    if kill and manager is not None:
         # Let the pool's manager thread finish closing its wake-up pipe now. Left
         # running, it races CPython 3.11's exit hook (concurrent.futures.process.
         # _python_exit), which checks the pipe is open, then writes to it after the
         # thread closed it: "OSError: [Errno 9] Bad file descriptor" printed as a
-        # traceback at exit on Ctrl-C (seen under load). Its workers are dead, so
-        # it ends at once; the bound only keeps a wedged thread from holding exit.
-        manager = getattr(pool, "_executor_manager_thread", None)
-        if manager is not None:
-            manager.join(timeout=5.0)
+        # traceback at exit on Ctrl-C or SIGTERM (seen under load). Its workers are
+        # dead, so it ends at once; the bound only keeps a wedged thread from
+        # holding exit.
+        manager.join(timeout=5.0)
 
 
 __all__ = ["LocalExecutor"]

@@ -180,3 +180,25 @@ def test_a_worker_evaluation_has_the_drivers_keys_or_is_refused(monkeypatch):
         assert "other ptxopt code than the driver" in str(e), e
     else:
         assert there == here
+
+
+def test_killing_a_pool_waits_for_its_manager_to_close_the_wakeup_pipe():
+    """An interrupted pool is ended with its manager thread joined: left running, the thread closes
+    the wake-up pipe while CPython 3.11's exit hook writes to it (a traceback printed on SIGTERM).
+    ``shutdown()`` drops the pool's reference to the thread, so it must be taken before."""
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ptxopt.executor.local import _end
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+    pool.submit(time.sleep, 60)
+    deadline = time.monotonic() + 30
+    while not any(p.is_alive() for p in (pool._processes or {}).values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    manager, wakeup = pool._executor_manager_thread, pool._executor_manager_thread_wakeup
+    assert manager is not None and manager.is_alive()
+    _end(pool, kill=True)
+    assert not manager.is_alive()
+    assert wakeup._closed
