@@ -23,7 +23,10 @@ STUB_MARK = "# re-export stub written by the package codemod"
 
 
 def doc_texts() -> str:
-    files = [ROOT / "README.md"] + sorted(p for p in (ROOT / "examples").rglob("*") if p.is_file())
+    # The examples as written: not the bytecode Python caches beside them when they run (a .pyc holds
+    # "ptxopt.cli" followed by other bytes, read here as the module "ptxopt.clir").
+    files = [ROOT / "README.md"] + sorted(p for p in (ROOT / "examples").rglob("*")
+                                          if p.is_file() and "__pycache__" not in p.parts)
     return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in files)
 
 
