@@ -487,13 +487,20 @@ def refute_all(q, conds, claims: list[str], tag: str) -> str:
     return "\n".join([*q.lines, *lines, f"(assert {goal})", "(check-sat)"]) + "\n"
 
 
-def refute_any(q, conds, claims: list[str], tag: str) -> str:
+def refute_any(q, conds, claims: list[str], tag: str, hints=()) -> str:
     """:func:`refute_all` for a caller that drops claims one step at a time
     (:class:`~ptxopt.equivalence.prove.smt.solver.Incremental`): claim ``i`` is
     ``|tag.i|`` and counts only while the Boolean ``|tag.on.i|`` is assumed
     true, so assuming every flag of the claims still held true and the others
-    false asks exactly what :func:`refute_all` asks of those claims."""
+    false asks exactly what :func:`refute_all` asks of those claims.
+    ``hints`` (lists of 1-bit terms): list ``n`` holds where ``|tag.hint.n|``
+    is assumed true: a check that assumes it asks for a model among fewer,
+    never for one outside the query (left unassumed, the flag is free and
+    they constrain nothing)."""
     lines = []
+    for n, group in enumerate(hints):
+        lines.append(f"(declare-fun |{tag}.hint.{n}| () Bool)")
+        lines.append(f"(assert (=> |{tag}.hint.{n}| (and {' '.join(f'(= {h} #b1)' for h in group)} true)))")
     for i, c in enumerate(claims):
         lines.append(f"(declare-fun |{tag}.{i}| () Bool)")
         lines.append(f"(declare-fun |{tag}.on.{i}| () Bool)")
