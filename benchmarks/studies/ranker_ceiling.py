@@ -18,12 +18,21 @@ setting scored on the held-out group: a setting chosen this way is chosen by
 the test) and **nested** (the setting chosen by the recall on leave-one-group-out
 folds of the training groups alone, as the tuner chooses: the honest figure).
 
+``--cells``: a third kind of order tried and not adopted, *cell priors*: the
+action prior computed per cell of one state feature that physics says should
+decide the action (what binds, what limits occupancy, the objective, spills,
+the sign of what applying the action changes), shrunk toward the action's
+own prior by ``--shrink`` pseudo-observations; held out, every state counted
+(the targets' definition). A cell the training groups never reached falls
+back to the prior.
+
 Recall as the report counts it (:func:`ptxopt.search.ranker_replay.recall`: the order rules applied, ties by
 their chance) at the states whose best candidate gains >= 0.1%; a random ranker beside it.
 
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/studies/ranker_ceiling.py TRAJECTORIES.jsonl [--max-iter 40] [--residual]
+        [--cells [--shrink 2]]
 """
 
 from __future__ import annotations
@@ -42,8 +51,8 @@ from ranker_fresh import by_group  # noqa: E402
 
 from ptxopt.kernels.corpus import load_manifest  # noqa: E402
 from ptxopt.search import ranker_replay as rr  # noqa: E402
-from ptxopt.search.ranker import NEAR_BEST, ORDERS, _fit, _prior_model, default_actions, relevance, rows_of, \
-    train_each  # noqa: E402
+from ptxopt.search.ranker import NEAR_BEST, ORDERS, _fit, _prior_model, default_actions, feature_names, \
+    relevance, rows_of, train_each  # noqa: E402
 from ptxopt.search.trajectory import read_jsonl  # noqa: E402
 
 
@@ -117,11 +126,70 @@ def residual(eps: dict, actions) -> None:
         print(f"| {'prior alone' if c == (0, 0.0) else c} | {h / m:.3f} |")
 
 
+#: The state features a cell prior splits on (``--cells``): a column of the ranker's rows each, or a few.
+CELLS = {
+    "what binds": ("binds_memory", "binds_arithmetic", "binds_latency_or_issue"),
+    "memory binds": ("binds_memory",),
+    "latency or issue binds": ("binds_latency_or_issue",),
+    "registers limit occupancy": ("limited_by_registers",),
+    "warps limit occupancy": ("limited_by_warps",),
+    "objective": ("objective_throughput",),
+    "spills": ("spill_bytes",),
+    "sign of the change in global loads": ("delta:n_ld_global",),
+    "sign of the change in instructions": ("delta:n_instructions",),
+    "sign of the change in the critical path": ("delta:critical_path_latency_max",),
+}
+
+
+def _cell(x, cols) -> tuple:
+    """The cell of one row: each column's sign (nan: unknown)."""
+    return tuple("?" if math.isnan(x[c]) else int(np.sign(x[c])) for c in cols)
+
+
+def cells(eps: dict, actions, shrink: float) -> None:
+    """Held-out recall of the cell priors (module doc), every state counted."""
+    names = {n: i for i, n in enumerate(feature_names(actions))}
+    totals = {c: [0.0, 0] for c in ("prior", *CELLS)}
+    print(f"\n| held-out group | states | prior | " + " | ".join(CELLS) + " |\n|---|---|---|" + "---|" * len(CELLS))
+    for g, test in sorted(eps.items(), key=lambda kv: -len(kv[1])):
+        if not rr.recall(None, test)[1]:
+            continue
+        train = [s for o, e in eps.items() if o != g for ep in e for s in ep]
+        X, y, idx = rows_of(train, actions)
+        prior = _prior_model(y, idx, actions)
+        rel = relevance(y, idx)
+        steps = [s for ep in test for s in ep]
+        Xt, _, idx_t = rows_of(steps, actions)
+        base = prior.predict(Xt)
+        row = {}
+        for label, feats in (("prior", ()), *CELLS.items()):
+            cols = [names[f] for f in feats]
+            total: dict = {}
+            count: dict = {}
+            for (_, _n, a), r, x in zip(idx, rel, X):
+                if not math.isnan(r):
+                    key = (a, _cell(x, cols))
+                    total[key] = total.get(key, 0.0) + r
+                    count[key] = count.get(key, 0) + 1
+            scored = {id(s): ({}, {}) for s in steps}
+            for (_, n, a), x, p in zip(idx_t, Xt, base):
+                key = (a, _cell(x, cols))
+                scored[id(steps[n])][0][a] = (total.get(key, 0.0) + shrink * p) / (count.get(key, 0) + shrink)
+            row[label] = rr.recall(scored, test)
+            totals[label][0] += row[label][0]
+            totals[label][1] += row[label][1]
+        n = row["prior"][1]
+        print(f"| {g} | {n} | " + " | ".join(f"{h / m:.2f}" for h, m in row.values()) + " |")
+    print(f"| **all** | {totals['prior'][1]} | " + " | ".join(f"**{h / m:.3f}**" for h, m in totals.values()) + " |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("file")
     ap.add_argument("--max-iter", type=int, default=40, help="boosting iterations of the trees")
     ap.add_argument("--residual", action="store_true", help="also the residual model, held out and nested (6 min)")
+    ap.add_argument("--cells", action="store_true", help="also the cell priors, held out (module doc)")
+    ap.add_argument("--shrink", type=float, default=2.0, help="the cell priors' pseudo-observations of the prior")
     args = ap.parse_args(argv)
     groups = {k.id: k.group for k in load_manifest()}
     eps = by_group([s for s in read_jsonl(args.file) if s.strategy == "greedy"], groups)
@@ -146,6 +214,8 @@ def main(argv=None) -> int:
     print(f"| **all** | {total['random'][1]} | " + " | ".join(f"**{h / n:.2f}**" for h, n in total.values()) + " |")
     if args.residual:
         residual(eps, tuple(actions))
+    if args.cells:
+        cells(eps, actions, args.shrink)
     return 0
 
 
