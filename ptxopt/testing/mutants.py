@@ -15,7 +15,13 @@ kernel (deterministically):
   4 bytes or more, inside its bytes but misaligned for its own width
   (``ld.global.u32 %r1, [%rd4+2]`` before ``ld.global.u64 %rd1, [%rd4]``,
   whose destination it shares and which overwrites it): it touches only
-  bytes the original touches and faults all the same.
+  bytes the original touches and faults all the same;
+* ``undeclared`` a dead ``mov`` to the register one past a ``.reg``
+  declaration's count (``%r20`` where ``%r<20>`` declares ``%r0 .. %r19``) is
+  inserted before an arithmetic instruction: a pass that allocates a
+  register without growing the declaration. It computes nothing, and ptxas
+  rejects the module: a prover that takes the register for one more input
+  proves it (``ptxopt.ptx.declared``).
 
 A mutant is not always a different function (a store overwritten later, a
 constant in dead code, a barrier no schedule needs): the campaign reports
@@ -29,9 +35,9 @@ import math
 from dataclasses import dataclass, replace
 
 from ptxopt.ptx import opcodes
-from ptxopt.ptx.ir import Addr, Imm, Instruction, Module, Reg, Vec, instruction_slots
+from ptxopt.ptx.ir import Addr, Decl, Imm, Instruction, Module, Reg, Vec, instruction_slots, iter_decls
 
-OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier", "misalign")
+OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier", "misalign", "undeclared")
 _NON_COMMUTATIVE = frozenset({"sub", "div", "rem", "shl", "shr", "setp", "set", "slct"})
 _ORDERED_CMP = frozenset({"lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "ltu", "leu", "gtu", "geu"})
 _ARITH = frozenset({"add", "sub", "mul", "mad", "fma", "and", "or", "xor", "shl", "shr", "min",
@@ -157,6 +163,32 @@ def _misalign(ins: Instruction):
     return (lambda i: [extra, i]), f"{extra.full_opcode} at +{m} inside {ins.full_opcode} (misaligned)"
 
 
+_INTEGER_REG = frozenset({".b32", ".u32", ".s32", ".b64", ".u64", ".s64"})
+
+
+def _one_past(module: Module, entry: str) -> tuple[str, str] | None:
+    """``(register, type)``: the name one past the count of the entry's first
+    integer ``.reg`` declaration with a count (``%r<20>``: ``%r20``)."""
+    fn = module.pick_entry(entry)
+    for d in iter_decls(fn.body):
+        t = next((a for a in d.attrs if a in _INTEGER_REG), None) if type(d) is Decl else None
+        if d.space == ".reg" and t is not None:
+            for it in d.items:
+                if it.count is not None:
+                    return f"{it.name}{it.count}", t[1:]
+    return None
+
+
+def _undeclared(fresh: tuple[str, str] | None):
+    def find(ins: Instruction):
+        if fresh is None or ins.opcode not in _ARITH or ins.guard is not None:
+            return None
+        name, t = fresh
+        extra = Instruction("mov", (t,), (Reg(name), Imm("7")), line=ins.line)
+        return (lambda i: [extra, i]), f"dead mov.{t} to {name}, which no declaration declares"
+    return find
+
+
 _FINDERS = {"constant": _constant, "drop_store": _drop_store, "swap": _swap, "shift": _shift,
             "drop_barrier": _drop_barrier, "misalign": _misalign}
 
@@ -165,11 +197,12 @@ def mutants(module: Module, entry: str, per_operator: int = 3, operators=OPERATO
     """Up to ``per_operator`` mutants per operator, at sites spread evenly
     over the kernel."""
     sites = _sites(module, entry)
+    finders = dict(_FINDERS, undeclared=_undeclared(_one_past(module, entry)))
     out: list[Mutant] = []
     for op in operators:
         found = []
         for k, ins in sites:
-            r = _FINDERS[op](ins)
+            r = finders[op](ins)
             if r is not None:
                 found.append((k, ins, r))
         if not found:

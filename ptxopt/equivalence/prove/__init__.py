@@ -106,7 +106,8 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
             return hit
     try:
         mo, mc = _module(original), _module(candidate)
-        result = _prove_modules(mo, mc, entry, assume_align)
+        result = _undeclared(mo, "original") or _undeclared(mc, "candidate") or \
+            _prove_modules(mo, mc, entry, assume_align)
         if cap and result.proved:
             result = _assumption_cap(mo, mc, result)
     except Exception as e:  # noqa: BLE001 - a prover bug must never become a verdict
@@ -119,6 +120,22 @@ def prove(original, candidate, *, entry: str | None = None, assume_align: int = 
     if key is not None:
         _MEMO.get().remember(key, result)
     return result
+
+
+def _undeclared(m: Module, which: str) -> ProveResult | None:
+    """``inconclusive`` when a function of ``m`` names a register no declaration
+    in scope declares (:mod:`ptxopt.ptx.declared`): ptxas rejects the module,
+    and the prover would take the register for an input it knows nothing about."""
+    from ptxopt.ptx.declared import undeclared_register
+
+    for fn in m.functions:
+        hit = undeclared_register(fn, m)
+        if hit is not None:
+            name, ins = hit
+            at = f" (line {ins.line})" if getattr(ins, "line", 0) else ""
+            return ProveResult(Verdict.INCONCLUSIVE, f"not valid PTX: the {which}'s {fn.name} uses register {name}, "
+                                                     f"which no declaration in scope declares{at}")
+    return None
 
 
 def _assumption_cap(mo: Module, mc: Module, result: ProveResult) -> ProveResult:
