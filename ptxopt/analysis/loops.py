@@ -56,7 +56,12 @@ checks) need to know, computed once from the :class:`~ptxopt.analysis.cfg.CFG`:
   predicate is (:func:`ptxopt.analysis.uniform.nonuniform_registers`):
   the same number of iterations for every thread that enters the loop.
 * ``barriers``/``collectives``: whether the body holds a barrier
-  (:data:`ptxopt.ptx.opcodes.BARRIERS`) or a warp collective.
+  (:data:`ptxopt.ptx.opcodes.BARRIERS`) or an instruction that needs the
+  lanes of a warp together: a warp collective (``shfl``, ``vote``...) or a
+  ``.sync.aligned`` one (``mma``, ``ldmatrix``: every lane must run that very
+  instruction, :func:`ptxopt.ptx.opcodes.is_warp_aligned`). A pass that lets
+  lanes take other paths to copies of them (a runtime test on per-thread
+  values) would split the warp.
 """
 
 from __future__ import annotations
@@ -300,6 +305,12 @@ def _signed(v: int, bits: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+def needs_whole_warp(ins) -> bool:
+    """A warp collective or a ``.sync.aligned`` instruction: the lanes of a warp
+    run it together (the module doc's ``collectives``)."""
+    return operand_facts.facts(ins).role == "collective" or opcodes.is_warp_aligned(ins)
+
+
 def find_loops(cfg: CFG) -> LoopInfo:
     """Every natural loop of ``cfg`` with its facts (module doc), outermost
     first, in header order."""
@@ -425,7 +436,7 @@ class _Facts:
                 written.setdefault(r, []).append(i)
             ins = cfg.instructions[i]
             lp.barriers |= opcodes.is_barrier(ins)
-            lp.collectives |= operand_facts.facts(ins).role == "collective"
+            lp.collectives |= needs_whole_warp(ins)
         # induction variables, from def-use (:meth:`_induction`)
         scope = _Scope(lp, frozenset(in_loop), frozenset(written), self._inner(lp))
         ivs = [iv for r in written if r in self.live.live_in[lp.header] for iv in (self._induction(scope, r),) if iv]

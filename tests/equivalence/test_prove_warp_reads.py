@@ -12,6 +12,8 @@ there), a read moved across the barrier, a dead read given another address
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ptxopt.equivalence.prove import clear_memo, prove
@@ -348,3 +350,52 @@ def test_the_trap_kernels_are_ptx():
 
     for text in (_trap(), _trap(read=PICK_READ), _trap(mma=PICK_MMA)):
         compile_ptx(text, "sm_89")
+
+
+# -- the warp must stay together at a .sync.aligned instruction (prove.convergence) -----------------------------
+
+def _versioned_despite_the_mma(monkeypatch) -> tuple[str, str]:
+    """tests/adversarial/loop_version_mma.ptx, and loop_version_4's result on it had the loop analysis not
+    counted the mma as needing the whole warp (the pass applied it before that rule)."""
+    from pathlib import Path
+
+    from ptxopt.analysis import loops
+    from ptxopt.passes.passmanager import run_passes_unchecked
+
+    text = (Path(__file__).parents[1] / "adversarial" / "loop_version_mma.ptx").read_text()
+    assert not re.search(r"bra\s+L_top_slow", run_passes_unchecked(text, "loop_version_4", allow_unchecked=True))
+    monkeypatch.setattr(loops, "needs_whole_warp", lambda ins: False)
+    cand = run_passes_unchecked(text, "loop_version_4", allow_unchecked=True)
+    assert re.search(r"bra\s+L_top_slow", cand)
+    return text, cand
+
+
+def test_a_new_branch_on_a_per_thread_value_is_never_proved_around_an_mma(monkeypatch):
+    """Each thread runs the same mma on the same operands in both kernels -- what the per-thread proof
+    checks, and proved before this rule -- but the versioning test reads each thread's own row addresses,
+    so the warp's threads split between the fast copy's mma and the slow copy's: the interpreter reports
+    the divergent warp collective."""
+    from ptxopt.equivalence.interpret import Geometry, verify
+
+    text, cand = _versioned_despite_the_mma(monkeypatch)
+    clear_memo()
+    r = prove(text, cand)
+    assert r.verdict == Verdict.INCONCLUSIVE, r.reason
+    assert "a branch the original does not have, on a predicate that may differ between the threads" in r.reason
+    res = verify(text, cand, "loop_version_mma", trials=1, geometry=Geometry(grid=(1, 1, 1), block=(32, 1, 1)))
+    assert res.status == "error" and "divergent warp collective" in (res.error or ""), (res.status, res.error)
+
+
+def test_a_uniform_new_branch_around_an_mma_is_still_proved():
+    """unroll_2's guard tests the trip count, a parameter: the same in every thread, so the warp stays
+    together and the loop proof stands."""
+    from pathlib import Path
+
+    from ptxopt.passes.passmanager import run_passes_unchecked
+
+    text = (Path(__file__).parents[1] / "adversarial" / "loop_version_mma.ptx").read_text()
+    cand = run_passes_unchecked(text, "unroll_2", allow_unchecked=True)
+    assert "L_top_last" in cand
+    clear_memo()
+    r = prove(text, cand)
+    assert r.verdict == Verdict.PROVED, r.reason

@@ -45,6 +45,7 @@ from ptxopt.support.bounded_memo import BoundedMemo
 from ptxopt.support.session_state import Slot
 from ptxopt.ptx.ir import Decl, Function, Module
 from ptxopt.ptx.opcodes import PERF_ONLY_DIRECTIVES
+from ptxopt.equivalence.prove.convergence import warp_split
 from ptxopt.equivalence.prove.loop_sim import extra_registers_only, prove_by_simulation
 from ptxopt.equivalence.prove.match import FunctionDetail, prove_function, same_declarations
 
@@ -225,6 +226,9 @@ def _prove_modules(mo: Module, mc: Module, entry: str | None, assume_align: int)
         todo.append((f, g, False))
     details = []
     for f, g, new_regs in todo:
+        split = warp_split(f, g)
+        if split is not None:
+            return ProveResult(Verdict.INCONCLUSIVE, f"{f.name}: {split}", details)
         d = _simulate(f, mo, g, mc) if new_regs else prove_function(f, mo, g, mc, assume_align=assume_align)
         details.append(d)
         if d.verdict != Verdict.PROVED:
