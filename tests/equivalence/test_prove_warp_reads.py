@@ -399,3 +399,35 @@ def test_a_uniform_new_branch_around_an_mma_is_still_proved():
     clear_memo()
     r = prove(text, cand)
     assert r.verdict == Verdict.PROVED, r.reason
+
+
+_MMA = ("\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, {%r4, %r4, %r4, %r4}, "
+        "{%r4, %r4}, {%f0, %f1, %f2, %f3};\n")
+
+
+def _split_kernel(index: str | None) -> str:
+    """An mma kernel; with ``index``, a ``brx.idx`` on it first picks one of two copies of the mma."""
+    jump = ("\tts: .branchtargets L_a, L_b;\n\tbrx.idx %r2, ts;\nL_a:\n" + _MMA + "\tbra L_end;\nL_b:\n"
+            if index else "")
+    return (".version 8.0\n.target sm_89\n.address_size 64\n"
+            ".visible .entry k(.param .u64 out, .param .u32 n)\n{\n"
+            "\t.reg .b32 %r<8>;\n\t.reg .f32 %f<8>;\n\t.reg .b64 %rd<3>;\n"
+            "\tld.param.u64 %rd1, [out];\n\tld.param.u32 %r3, [n];\n\tmov.u32 %r1, %tid.x;\n"
+            "\tmov.b32 %r4, %r1;\n\tmov.f32 %f0, 0f00000000;\n\tmov.f32 %f1, 0f00000000;\n"
+            "\tmov.f32 %f2, 0f00000000;\n\tmov.f32 %f3, 0f00000000;\n"
+            + (f"\tand.b32 %r2, {index}, 1;\n" if index else "") + jump + _MMA
+            + "L_end:\n\tst.global.f32 [%rd1], %f0;\n\tret;\n}\n")
+
+
+@pytest.mark.parametrize("index, splits", [("%r1", True), ("%r3", False)], ids=["thread id", "parameter"])
+def test_an_indirect_branch_splits_the_warp_by_its_index(index, splits):
+    """A ``brx.idx`` has no guard: what decides it is its index (the thread id may differ between the
+    threads of a warp; a parameter may not)."""
+    from ptxopt.equivalence.prove.convergence import warp_split
+    from ptxopt.ptx.parser import parse
+
+    fo, fc = parse(_split_kernel(None)).entries[0], parse(_split_kernel(index)).entries[0]
+    why = warp_split(fo, fc)
+    assert (why is not None) == splits, why
+    if splits:
+        assert "brx.idx" in why

@@ -10,8 +10,8 @@ per-thread value (a loop versioned by a runtime alignment test) keeps every
 thread's own sequence and splits the warp between two copies of the
 instruction. Whether that can happen is a question about the warp, so it is
 asked here, before any per-thread proof: a candidate function holding a
-``.sync.aligned`` instruction may add no conditional branch whose predicate
-may differ between the threads of a block
+``.sync.aligned`` instruction may add no branch whose predicate (or ``brx.idx``
+index) may differ between the threads of a block
 (:func:`ptxopt.analysis.uniform.nonuniform_registers`) -- a branch is the
 original's when its predicate, sense and target are (conservative: a
 branch that moved is new).
@@ -24,7 +24,19 @@ from ptxopt.ptx.ir import Function
 
 
 def _branches(cfg) -> list:
-    return [ins for ins in cfg.instructions if ins.opcode in opcodes.BRANCH_OPCODES and ins.guard is not None]
+    """The branches that may send threads different ways: a guarded ``bra``, any ``brx.idx``."""
+    return [ins for ins in cfg.instructions
+            if ins.opcode in opcodes.BRANCH_OPCODES and (ins.guard is not None or ins.opcode == "brx")]
+
+
+def _decided_by(ins) -> set[str]:
+    """The registers that decide where ``ins`` goes: its guard, and a ``brx.idx``'s index."""
+    from ptxopt.ptx import operand_facts
+
+    regs = {ins.guard} if ins.guard is not None else set()
+    if ins.opcode == "brx" and ins.operands:
+        regs.update(operand_facts.regs_in(ins.operands[0]))
+    return regs
 
 
 def _key(ins) -> tuple:
@@ -48,7 +60,7 @@ def warp_split(fo: Function, fc: Function) -> str | None:
         return None
     varying = nonuniform_registers(cfg_c)
     for ins in new:
-        if ins.guard in varying:
+        if _decided_by(ins) & varying:
             text = " ".join(format_instruction(ins).split())
             return (f"line {ins.line}: `{text}` is a branch the original does not have, on a predicate that may differ between the "
                     f"threads of a warp, in a function with {aligned.full_opcode}: every thread of a warp must "
