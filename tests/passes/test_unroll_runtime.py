@@ -134,7 +134,7 @@ def test_refusals_name_the_reason(case):
     if case == "barrier, tid bound":  # the bound depends on the thread: not block-uniform
         text = text.replace("mov.u32 %r1, 0;", "mov.u32 %r1, 0;\n\tadd.s32 %r4, %r3, %r2;").replace(
             "setp.lt.s32 %p1, %r1, %r3;", "setp.lt.s32 %p1, %r1, %r4;")
-        why = "a barrier or warp collective in a loop whose trip count is not uniform"
+        why = "a barrier, warp collective or .sync.aligned instruction in a loop whose trip count is not uniform"
     out, rep = Unroll(factor=4).apply(parse(text))
     assert not rep.changed and rep.refused and why in rep.refused[0].what, rep.refused
 
