@@ -27,9 +27,15 @@ the temptations mixed in:
   per-thread ring of two shared-memory slots: each iteration reads the value
   an earlier iteration staged there, then stages its own, so the fast copy
   must keep the shared accesses in place and in order in every copy
-  (:func:`swap_shared` breaks that, and the oracle must catch it).
+  (:func:`swap_shared` breaks that, and the oracle must catch it);
+* sometimes (drawn apart too) an ``mma.sync.aligned`` in the body, with a
+  uniform trip count and rows of an odd length (some threads' rows aligned,
+  others' not): every thread of the warp must run that very instruction
+  together, so a runtime test on per-thread rows must not send them to two
+  copies of it (the pass refuses; the interpreter reports a divergent warp
+  collective where a version splits them).
 
-Each of :data:`THREADS` threads runs ``n + tid`` iterations (``n`` only with a
+Each of :data:`THREADS` threads (32 with an ``mma``) runs ``n + tid`` iterations (``n`` only with a
 barrier), so one launch covers trip counts ``n .. n + 7``; :data:`INPUTS`
 gives ``n`` 0, 1, 3 and 5 (trip counts 0 to 12) and ``s`` 0, 1, 2 and 16.
 Oracle (:func:`check_vector_loop`): every result that changes the kernel must
@@ -66,6 +72,7 @@ class VectorLoop:
     what: str
     text: str
     row: int  # elements between rows
+    threads: int = 8  # the launch's threads (THREADS; a warp's 32 where an mma needs a whole warp)
 
 
 @dataclass
@@ -87,6 +94,10 @@ def make_vector_loop(seed: int) -> VectorLoop:
     # nvcc's own unrolling: g consecutive elements of each array per iteration, one base register
     g = 1 if not pointer or rng.random() < 0.5 else rng.choice((2, 4))
     row = g * 16 + rng.choice((24, 28, 32, 25))  # mostly 16-byte aligned rows: the fast copy runs
+    warp = random.Random(f"vector_rows:warp:{seed}").random() < 0.15
+    threads = THREADS
+    if warp:  # rows of an odd length: every other thread's row is misaligned, the others' aligned
+        row, threads = g * 16 + 25, 32  # the mma's fragments come from a whole warp
     arrays = {"x": "%rd6", "y": "%rd7", "z": "%rd9"}
     n_acc = rng.randrange(2, 6) if g == 1 else rng.randrange(1, 3)
     accesses = []
@@ -130,6 +141,10 @@ def make_vector_loop(seed: int) -> VectorLoop:
         body += ["and.b32 %r90, %r4, 1;", "shl.b32 %r90, %r90, 2;", "add.u32 %r91, %r92, %r90;",
                  "ld.shared.u32 %r93, [%r91];", "xor.b32 %r7, %r7, %r93;", f"st.shared.u32 [%r91], {vals[-1]};"]
         what.append("shared ring")
+    if warp:  # a uniform operand (the counter), so the original's warp runs it together
+        body.append("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f0, %f1, %f2, %f3}, "
+                    "{%r4, %r4, %r4, %r4}, {%r4, %r4}, {%f0, %f1, %f2, %f3};")
+        what.append("mma")
     if barrier:
         body.insert(rng.randrange(0, len(body) + 1), "bar.sync 0;")
     if pointer:
@@ -138,7 +153,7 @@ def make_vector_loop(seed: int) -> VectorLoop:
         body += [f"add.s32 %r8, %r8, -{g};", f"add.s32 %r4, %r4, {g};", "setp.ne.s32 %p1, %r8, 0;"]
     else:
         body += [f"add.s32 %r4, %r4, {g};", f"setp.{rng.choice(('lt', 'ne'))}.s32 %p1, %r4, %r5;"]
-    trip = "mov.u32 %r5, %r1;" if barrier else "add.u32 %r5, %r1, %r2;"
+    trip = "mov.u32 %r5, %r1;" if barrier or warp else "add.u32 %r5, %r1, %r2;"
     if g > 1:
         trip += f"\n\tmul.lo.u32 %r5, %r5, {g};"
     pre = ["ld.param.u64 %rd1, [x];", "ld.param.u64 %rd2, [y];", "ld.param.u64 %rd11, [out];",
@@ -148,20 +163,24 @@ def make_vector_loop(seed: int) -> VectorLoop:
            "mul.wide.u32 %rd8, %r9, 4;", "add.s64 %rd9, %rd6, %rd8;", "mov.u32 %r4, 0;", "mov.u32 %r7, 0;",
            "mov.u32 %r8, %r5;", "mov.u64 %rd20, %rd6;", "mov.u64 %rd21, %rd7;", "mov.u64 %rd22, %rd9;",
            "setp.lt.s32 %p2, %r5, 1;", "@%p2 bra L_end;"]
+    if warp:
+        pre[-2:-2] = [f"mov.f32 %f{i}, 0f00000000;" for i in range(4)]
     if stage:
         pre[-2:-2] = ["mov.u32 %r92, stage;", "shl.b32 %r93, %r2, 3;", "add.u32 %r92, %r92, %r93;",
                       "st.shared.u32 [%r92], 0;", "st.shared.u32 [%r92+4], 0;"]
-    post = ["cvta.to.global.u64 %rd12, %rd11;", "mul.wide.u32 %rd13, %r2, 4;", "add.s64 %rd14, %rd12, %rd13;",
+    post = (["mov.b32 %r94, %f0;", "xor.b32 %r7, %r7, %r94;"] if warp else []) + ["cvta.to.global.u64 %rd12, %rd11;", "mul.wide.u32 %rd13, %r2, 4;", "add.s64 %rd14, %rd12, %rd13;",
             "st.global.u32 [%rd14], %r7;", "ret;"]
     text = (HEAD + "\n.visible .entry k(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n, "
             ".param .u32 s)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<100>;\n\t.reg .b64 %rd<60>;\n"
-            + (f"\t.shared .align 8 .u32 stage[{2 * THREADS}];\n" if stage else "")
+            + ("\t.reg .f32 %f<4>;\n" if warp else "")
+            + (f"\t.shared .align 8 .u32 stage[{2 * threads}];\n" if stage else "")
             + "".join(f"\t{l}\n" for l in pre) + "L_top:\n" + "".join(f"\t{l}\n" for l in body)
             + "\t@%p1 bra L_top;\nL_end:\n" + "".join(f"\t{l}\n" for l in post) + "}\n")
     form = f"{'pointer' if pointer else 'index'} form, {'down' if down else 'up'}, rows of {row}" + \
         (f", {g} elements per iteration" if g > 1 else "") + \
-        (", barrier" if barrier else "") + (f", stride {stride}" if stride != 1 else "")
-    return VectorLoop(seed, f"{form}: {'; '.join(what)}", text, row)
+        (", barrier" if barrier else "") + (", uniform trips" if warp and not barrier else "") + \
+        (f", stride {stride}" if stride != 1 else "")
+    return VectorLoop(seed, f"{form}: {'; '.join(what)}", text, row, threads)
 
 
 def _launch(module, loop: VectorLoop, n: int, s: int):
@@ -169,12 +188,12 @@ def _launch(module, loop: VectorLoop, n: int, s: int):
 
     from ptxopt.interp import run_kernel
 
-    size = THREADS * loop.row + 128
+    size = loop.threads * loop.row + 128
     rng = np.random.default_rng(n * 7 + s)
     x = rng.integers(0, 1 << 30, size, dtype=np.uint32)
     y = rng.integers(0, 1 << 30, size, dtype=np.uint32)
-    out = np.zeros(THREADS, dtype=np.uint32)
-    r = run_kernel(module, "k", (1, 1, 1), (THREADS, 1, 1), {"x": x, "y": y, "out": out, "n": n, "s": s},
+    out = np.zeros(loop.threads, dtype=np.uint32)
+    r = run_kernel(module, "k", (1, 1, 1), (loop.threads, 1, 1), {"x": x, "y": y, "out": out, "n": n, "s": s},
                    max_steps=MAX_STEPS)
     return np.concatenate([b.view(np.uint32).reshape(-1) for b in r.buffers if b is not None])
 

@@ -50,3 +50,22 @@ def test_a_shared_ring_in_the_loop_is_versioned_in_order():
     assert [(r.loop.seed, r.wrong[0]) for r in rs if r.wrong] == []
     swapped = campaign(seeds, rewrite=swap_shared)
     assert all(r.wrong for r in swapped if r.applied)
+
+
+def test_an_mma_in_the_loop_is_never_versioned(monkeypatch):
+    """Draws with an ``mma.sync.aligned`` in the loop (a whole warp, rows that leave every other thread
+    misaligned): refused, as a loop holding an instruction the warp must run together. With the loop
+    analysis blind to ``.sync.aligned`` (the rule before), the pass versions some of them and the oracle
+    catches each one: the warp's threads split between the two copies of the mma."""
+    from ptxopt.analysis import loops
+    from ptxopt.ptx import operand_facts
+
+    seeds = [s for s in range(120) if "mma" in make_vector_loop(s).what]
+    rs = {r.loop.seed: r for r in campaign(seeds)}
+    assert len(seeds) >= 10 and not any(r.applied for r in rs.values())
+    monkeypatch.setattr(loops, "needs_whole_warp", lambda ins: operand_facts.facts(ins).role == "collective")
+    versioned = [r for r in campaign(seeds) if r.applied]
+    assert versioned and all(r.wrong and "mma.sync.aligned" in r.wrong[0].detail for r in versioned)
+    for r in versioned:  # refused because of the mma, and nothing else
+        reasons = " ".join(x for v in rs[r.loop.seed].refused.values() for x in v)
+        assert ".sync.aligned instruction in the loop" in reasons, reasons
