@@ -168,8 +168,9 @@ def make_vector_loop(seed: int) -> VectorLoop:
     if stage:
         pre[-2:-2] = ["mov.u32 %r92, stage;", "shl.b32 %r93, %r2, 3;", "add.u32 %r92, %r92, %r93;",
                       "st.shared.u32 [%r92], 0;", "st.shared.u32 [%r92+4], 0;"]
-    post = (["mov.b32 %r94, %f0;", "xor.b32 %r7, %r7, %r94;"] if warp else []) + ["cvta.to.global.u64 %rd12, %rd11;", "mul.wide.u32 %rd13, %r2, 4;", "add.s64 %rd14, %rd12, %rd13;",
-            "st.global.u32 [%rd14], %r7;", "ret;"]
+    post = (["mov.b32 %r94, %f0;", "xor.b32 %r7, %r7, %r94;"] if warp else []) + [
+        "cvta.to.global.u64 %rd12, %rd11;", "mul.wide.u32 %rd13, %r2, 4;", "add.s64 %rd14, %rd12, %rd13;",
+        "st.global.u32 [%rd14], %r7;", "ret;"]
     text = (HEAD + "\n.visible .entry k(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n, "
             ".param .u32 s)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<100>;\n\t.reg .b64 %rd<60>;\n"
             + ("\t.reg .f32 %f<4>;\n" if warp else "")

@@ -62,9 +62,10 @@ def warp_split(fo: Function, fc: Function) -> str | None:
     for ins in new:
         if _decided_by(ins) & varying:
             text = " ".join(format_instruction(ins).split())
-            return (f"line {ins.line}: `{text}` is a branch the original does not have, on a predicate that may differ between the "
-                    f"threads of a warp, in a function with {aligned.full_opcode}: every thread of a warp must "
-                    f"run that very instruction together, and one thread's proof cannot show they still do")
+            return (f"line {ins.line}: `{text}` is a branch the original does not have, on a predicate that may "
+                    f"differ between the threads of a warp, in a function with {aligned.full_opcode}: every thread "
+                    f"of a warp must run that very instruction together, and one thread's proof cannot show they "
+                    f"still do")
     return None
 
 
