@@ -43,7 +43,8 @@ def guard_lines(cfg, lp, f: int, pfx: str) -> tuple[list[str], list[str], str] |
     if not (upd.modifiers[-1:] and _INT_TYPES.get(upd.modifiers[-1], (0,))[0] == bits):
         return "the induction variable's update has another width than its exit test"
     if (lp.barriers or lp.collectives) and not (t.iv.init.uniform and t.bound.uniform):
-        return "a barrier, warp collective or .sync.aligned instruction in a loop whose start or bound is not block-uniform"
+        return ("a barrier, warp collective or .sync.aligned instruction in a loop whose start or bound is not "
+                "block-uniform")
     cmp = t.cmp if t.stay_when else NEGATED[t.cmp]
     span = (f - 1) * abs(step)
     if span >= 1 << (bits - 1):

@@ -176,9 +176,10 @@ class LoopVersion(FunctionPass):
         guard, decls, q, inputs, pairs = self._guard(cfg, lp, body, groups, forms[0], types, pfx, c)
         if lp.barriers or lp.collectives:
             odd = sorted(r for r in inputs if r in nonuniform)
-            check(not odd, f"a barrier, warp collective or .sync.aligned instruction in the loop, and the runtime test reads per-thread "
-                           f"values ({', '.join(odd[:3])}): not uniform across the block")
-            check(False, "a barrier, warp collective or .sync.aligned instruction in the loop: the merged accesses would cross it")
+            check(not odd, f"a barrier, warp collective or .sync.aligned instruction in the loop, and the runtime "
+                           f"test reads per-thread values ({', '.join(odd[:3])}): not uniform across the block")
+            check(False, "a barrier, warp collective or .sync.aligned instruction in the loop: the merged accesses "
+                         "would cross it")
         slow = _fresh(labels, f"{hdr.label}_slow")
         labels.add(slow)
         latch = _fresh(labels, f"{hdr.label}_latch")

@@ -159,7 +159,8 @@ class Unroll(FunctionPass):
         trip = lp.trip
         _, label_at, branch_at, _ = counted_single_block_loop(fn, cfg, lp, "unrolled")
         check(not (lp.barriers or lp.collectives) or lp.uniform,
-              "a barrier, warp collective or .sync.aligned instruction in a loop whose trip count is not uniform across the block")
+              "a barrier, warp collective or .sync.aligned instruction in a loop whose trip count is not uniform "
+              "across the block")
         # the loop facts relate such a test to the IV through the pre-loop value; the proof of an unrolled
         # loop starts from a symbolic header state without that relation, so the rewrite could not be
         # proved and ``run`` would refuse it: the pass does not write what nothing can check

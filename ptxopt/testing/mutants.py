@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ptxopt.ptx import opcodes
-from ptxopt.ptx.ir import Addr, Decl, Imm, Instruction, Module, Reg, Vec, instruction_slots, iter_decls
+from ptxopt.ptx.ir import Addr, Imm, Instruction, Module, Reg, Vec, instruction_slots, iter_decls
 
 OPERATORS = ("constant", "drop_store", "swap", "shift", "drop_barrier", "misalign", "undeclared")
 _NON_COMMUTATIVE = frozenset({"sub", "div", "rem", "shl", "shr", "setp", "set", "slct"})
@@ -171,7 +171,7 @@ def _one_past(module: Module, entry: str) -> tuple[str, str] | None:
     integer ``.reg`` declaration with a count (``%r<20>``: ``%r20``)."""
     fn = module.pick_entry(entry)
     for d in iter_decls(fn.body):
-        t = next((a for a in d.attrs if a in _INTEGER_REG), None) if type(d) is Decl else None
+        t = next((a for a in d.attrs if a in _INTEGER_REG), None)
         if d.space == ".reg" and t is not None:
             for it in d.items:
                 if it.count is not None:

@@ -35,8 +35,9 @@ the temptations mixed in:
   copies of it (the pass refuses; the interpreter reports a divergent warp
   collective where a version splits them).
 
-Each of :data:`THREADS` threads (32 with an ``mma``) runs ``n + tid`` iterations (``n`` only with a
-barrier), so one launch covers trip counts ``n .. n + 7``; :data:`INPUTS`
+Each of :data:`THREADS` threads (32 with an ``mma``) runs ``n + tid``
+iterations (``n`` only with a barrier or an ``mma``), so one launch covers
+trip counts ``n .. n + 7``; :data:`INPUTS`
 gives ``n`` 0, 1, 3 and 5 (trip counts 0 to 12) and ``s`` 0, 1, 2 and 16.
 Oracle (:func:`check_vector_loop`): every result that changes the kernel must
 store the same bytes for every input, and never fault where the original does
@@ -194,8 +195,8 @@ def _launch(module, loop: VectorLoop, n: int, s: int):
     x = rng.integers(0, 1 << 30, size, dtype=np.uint32)
     y = rng.integers(0, 1 << 30, size, dtype=np.uint32)
     out = np.zeros(loop.threads, dtype=np.uint32)
-    r = run_kernel(module, "k", (1, 1, 1), (loop.threads, 1, 1), {"x": x, "y": y, "out": out, "n": n, "s": s},
-                   max_steps=MAX_STEPS)
+    r = run_kernel(module, "k", (1, 1, 1), (loop.threads, 1, 1),
+                   {"x": x, "y": y, "out": out, "n": n, "s": s}, max_steps=MAX_STEPS)
     return np.concatenate([b.view(np.uint32).reshape(-1) for b in r.buffers if b is not None])
 
 

@@ -133,7 +133,7 @@ def _undeclared(m: Module, which: str) -> ProveResult | None:
         hit = undeclared_register(fn, m)
         if hit is not None:
             name, ins = hit
-            at = f" (line {ins.line})" if getattr(ins, "line", 0) else ""
+            at = f" (line {ins.line})" if ins.line else ""
             return ProveResult(Verdict.INCONCLUSIVE, f"not valid PTX: the {which}'s {fn.name} uses register {name}, "
                                                      f"which no declaration in scope declares{at}")
     return None

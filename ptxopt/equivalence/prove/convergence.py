@@ -23,9 +23,9 @@ from ptxopt.ptx import opcodes
 from ptxopt.ptx.ir import Function
 
 
-def _branches(cfg) -> list:
-    """The branches that may send threads different ways: a guarded ``bra``, any ``brx.idx``."""
-    return [ins for ins in cfg.instructions
+def _branches(fn: Function) -> list:
+    """The branches of ``fn`` that may send threads different ways: a guarded ``bra``, any ``brx.idx``."""
+    return [ins for ins in fn.instructions()
             if ins.opcode in opcodes.BRANCH_OPCODES and (ins.guard is not None or ins.opcode == "brx")]
 
 
@@ -53,12 +53,11 @@ def warp_split(fo: Function, fc: Function) -> str | None:
     aligned = next((ins for ins in fc.instructions() if opcodes.is_warp_aligned(ins)), None)
     if aligned is None:
         return None
-    cfg_c = CFG(fc)
-    theirs = {_key(ins) for ins in _branches(CFG(fo))}
-    new = [ins for ins in _branches(cfg_c) if _key(ins) not in theirs]
+    theirs = {_key(ins) for ins in _branches(fo)}
+    new = [ins for ins in _branches(fc) if _key(ins) not in theirs]
     if not new:
         return None
-    varying = nonuniform_registers(cfg_c)
+    varying = nonuniform_registers(CFG(fc))
     for ins in new:
         if _decided_by(ins) & varying:
             text = " ".join(format_instruction(ins).split())
